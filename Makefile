@@ -1,0 +1,42 @@
+# Two commands on a fresh clone: `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
+DB ?= scprof.duckdb
+
+.PHONY: demo test install install-test lint proto clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@ $(STAMP)
+
+install: $(STAMP)
+install-test: $(TEST_STAMP)
+
+demo: $(STAMP)
+	SCPROF_DB=$(DB) $(PY) -m profiler.demo $(if $(NO_UI),--no-ui,)
+
+test: $(TEST_STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q
+
+lint: $(TEST_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+# Regenerate the committed protobuf code after editing proto/*.proto.
+proto: $(TEST_STAMP)
+	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler --pyi_out=profiler proto/scprof_trace.proto
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,270 @@
+"""The store's schema, declared once as data.
+
+The DDL, the DuckDB `COMMENT ON` statements and docs/schema.md are all generated
+from `TABLES` and `VIEWS` below, so they cannot disagree. Times are int64
+picoseconds; names carry their unit. Bump SCHEMA_VERSION and add a step to
+`MIGRATIONS` (profiler/store.py) whenever a table changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Col:
+    name: str
+    type: str
+    doc: str
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    doc: str
+    columns: tuple[Col, ...]
+    primary_key: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    doc: str
+    sql: str
+
+
+RUN = Col("run_id", "INTEGER", "Run this row belongs to (runs.run_id).")
+
+TABLES: tuple[Table, ...] = (
+    Table(
+        "scprof_meta",
+        "Facts about the store itself, e.g. schema_version.",
+        (Col("key", "VARCHAR", "Name of the fact."), Col("value", "VARCHAR", "Its value.")),
+        ("key",),
+    ),
+    Table(
+        "runs",
+        "One row per ingested run (a recorded simulation or an imported capture).",
+        (
+            Col("run_id", "INTEGER", "Store-assigned id, 1, 2, ..."),
+            Col("uuid", "VARCHAR", "Run id from the trace header; unique in the store."),
+            Col("name", "VARCHAR", "Human name, e.g. baseline; used by CLI commands taking RUN."),
+            Col("source", "VARCHAR", "Where it came from: scprof-trace or xplane."),
+            Col("source_path", "VARCHAR", "Path of the ingested file."),
+            Col("producer", "VARCHAR", "Program that wrote the trace."),
+            Col("format_version", "INTEGER", "Trace format version of the file."),
+            Col("status", "VARCHAR", "ok, or truncated when only complete chunks of a cut file were kept."),
+            Col("truncated_at_byte", "BIGINT", "Byte offset where a truncated file stops; NULL if complete."),
+            Col("start_time_unix_ns", "BIGINT", "Wall-clock start of the recording."),
+            Col("ingested_at", "TIMESTAMP", "When this run was ingested."),
+            Col("generation", "VARCHAR", "TPU generation (v4, v5p, v6e, custom); NULL if unknown."),
+            Col("num_chips", "INTEGER", "Chips in the slice; NULL if unknown."),
+            Col("sparsecores_per_chip", "INTEGER", "SparseCores per chip; NULL if unknown."),
+            Col("tiles_per_sparsecore", "INTEGER", "Tiles per SparseCore; NULL if unknown."),
+            Col("simd_width", "INTEGER", "SparseCore SIMD width; NULL if unknown."),
+            Col("hbm_bytes", "BIGINT", "HBM capacity per chip in bytes; NULL if unknown."),
+            Col("hbm_bandwidth_bytes_per_s", "DOUBLE", "HBM bandwidth per chip; NULL if unknown."),
+            Col("tc_peak_flops", "DOUBLE", "TensorCore peak FLOP/s per chip; NULL if unknown."),
+            Col("ici_bandwidth_bytes_per_s", "DOUBLE", "ICI bandwidth per chip; NULL if unknown."),
+            Col("spmem_bytes_per_tile", "BIGINT", "SparseCore tile scratchpad in bytes; NULL if unknown."),
+            Col("hardware_extra", "JSON", "Further hardware facts from the header."),
+            Col("config", "JSON", "Full effective run configuration."),
+            Col("tags", "JSON", "Free-form tags (object of strings)."),
+            Col("events", "BIGINT", "Number of events."),
+            Col("first_ps", "BIGINT", "Earliest event start."),
+            Col("last_ps", "BIGINT", "Latest event end."),
+            Col("steps", "INTEGER", "Number of distinct steps with events."),
+        ),
+        ("run_id",),
+    ),
+    Table(
+        "strings",
+        "Interned strings of each run (event names, table names, argument keys).",
+        (RUN, Col("string_id", "INTEGER", "Id used by events.name_id etc.; 0 is the empty string."),
+         Col("value", "VARCHAR", "The string.")),
+        ("run_id", "string_id"),
+    ),
+    Table(
+        "tracks",
+        "Timelines: one line of one plane, named as in XProf.",
+        (
+            RUN,
+            Col("track_id", "INTEGER", "Id within the run."),
+            Col("plane", "VARCHAR", "XProf plane, e.g. /device:TPU:0 SparseCore 1 or /host:CPU."),
+            Col("line", "VARCHAR", "XProf line, e.g. Sparse Core Ops, XLA Ops, Steps; counter name for counters."),
+            Col("kind", "VARCHAR", "host, tensorcore, sparsecore, sc_tile or counter."),
+            Col("chip", "INTEGER", "Chip index; -1 for the host."),
+            Col("core", "INTEGER", "SparseCore or TensorCore index on the chip; -1 if none."),
+            Col("tile", "INTEGER", "SparseCore tile; -1 if none."),
+            Col("unit", "VARCHAR", "Unit of a counter track's values (bytes, count, ...)."),
+        ),
+        ("run_id", "track_id"),
+    ),
+    Table(
+        "events",
+        "Complete events (slices): one unit of work on one track, with typed arguments.",
+        (
+            RUN,
+            Col("event_id", "BIGINT", "Index of the event in its run, in file order."),
+            Col("track_id", "INTEGER", "tracks.track_id."),
+            Col("name_id", "INTEGER", "strings.string_id of the event name."),
+            Col("start_ps", "BIGINT", "Start time."),
+            Col("dur_ps", "BIGINT", "Duration (>= 0)."),
+            Col("step", "INTEGER", "Training step the event belongs to; NULL if none."),
+            Col("table_id", "INTEGER", "strings.string_id of the embedding table; NULL if none."),
+            Col("sc", "INTEGER", "SparseCore (partition) index on the chip; NULL if none."),
+            Col("minibatch", "INTEGER", "Minibatch index within the step; NULL if none."),
+            Col("ids", "BIGINT", "Embedding IDs processed, duplicates included; NULL if none."),
+            Col("unique_ids", "BIGINT", "Unique embedding IDs processed; NULL if none."),
+            Col("dropped_ids", "BIGINT", "IDs dropped past the limits; NULL if none."),
+            Col("bytes", "BIGINT", "Bytes moved; NULL if none."),
+            Col("flops", "BIGINT", "Floating-point operations; NULL if none."),
+        ),
+    ),
+    Table(
+        "event_args",
+        "Further event arguments as key/value rows (one of the value columns is set).",
+        (
+            RUN,
+            Col("event_id", "BIGINT", "events.event_id."),
+            Col("key", "VARCHAR", "Argument name."),
+            Col("int_value", "BIGINT", "Value if an integer."),
+            Col("double_value", "DOUBLE", "Value if a float."),
+            Col("string_value", "VARCHAR", "Value if a string."),
+        ),
+    ),
+    Table(
+        "counters",
+        "Counter samples (HBM heap, HBM stack, SPMEM, ...): the value holds from ts_ps on.",
+        (
+            RUN,
+            Col("track_id", "INTEGER", "tracks.track_id of a counter track."),
+            Col("ts_ps", "BIGINT", "Sample time."),
+            Col("value", "DOUBLE", "Sample value, in the track's unit."),
+        ),
+    ),
+    Table(
+        "steps",
+        "Step markers: step `step` ran on the track over [start_ps, start_ps + dur_ps).",
+        (
+            RUN,
+            Col("track_id", "INTEGER", "tracks.track_id (host or a chip's Steps line)."),
+            Col("step", "INTEGER", "Step number."),
+            Col("start_ps", "BIGINT", "Step start."),
+            Col("dur_ps", "BIGINT", "Step duration."),
+        ),
+    ),
+    Table(
+        "sc_partition_stats",
+        "Per step, chip, SparseCore and table: IDs seen by host preprocessing against the compiled limits.",
+        (
+            RUN,
+            Col("step", "INTEGER", "Training step."),
+            Col("chip", "INTEGER", "Chip index."),
+            Col("sc", "INTEGER", "SparseCore (partition) index on the chip."),
+            Col("table_name", "VARCHAR", "Embedding table (stacked table name if stacked)."),
+            Col("ids", "BIGINT", "IDs in the partition, duplicates included."),
+            Col("unique_ids", "BIGINT", "Unique IDs in the partition."),
+            Col("max_ids_per_partition", "BIGINT", "Compiled limit on ids; NULL if unknown."),
+            Col("max_unique_ids_per_partition", "BIGINT", "Compiled limit on unique ids; NULL if unknown."),
+            Col("minibatches", "INTEGER", "Minibatches the partition was split into; NULL if unknown."),
+            Col("dropped_ids", "BIGINT", "IDs dropped past the limits; NULL if unknown."),
+        ),
+    ),
+)
+
+VIEWS: tuple[View, ...] = (
+    View(
+        "slices",
+        "Events with names resolved: plane, line, kind, chip, core, name, table_name, end_ps.",
+        """
+        SELECT e.run_id, e.event_id, t.plane, t.line, t.kind AS track_kind, t.chip, t.core, t.tile,
+               e.track_id, n.value AS name, e.start_ps, e.dur_ps, e.start_ps + e.dur_ps AS end_ps,
+               e.step, tb.value AS table_name, e.sc, e.minibatch, e.ids, e.unique_ids,
+               e.dropped_ids, e.bytes, e.flops
+        FROM events e
+        JOIN tracks t USING (run_id, track_id)
+        JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
+        LEFT JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id
+        """,
+    ),
+    View(
+        "counter_samples",
+        "Counter samples with their track's plane, counter name (line), chip and unit.",
+        """
+        SELECT c.run_id, t.plane, t.line AS counter, t.chip, t.unit, c.track_id, c.ts_ps, c.value
+        FROM counters c JOIN tracks t USING (run_id, track_id)
+        """,
+    ),
+    View(
+        "step_markers",
+        "Step markers with their track's plane and chip, and end_ps.",
+        """
+        SELECT s.run_id, t.plane, t.chip, s.track_id, s.step, s.start_ps, s.dur_ps,
+               s.start_ps + s.dur_ps AS end_ps
+        FROM steps s JOIN tracks t USING (run_id, track_id)
+        """,
+    ),
+)
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def ddl() -> list[str]:
+    """CREATE statements for every table and view, with COMMENT ON for each."""
+    out = []
+    for t in TABLES:
+        cols = [f"{c.name} {c.type}" for c in t.columns]
+        if t.primary_key:
+            cols.append(f"PRIMARY KEY ({', '.join(t.primary_key)})")
+        out.append(f"CREATE TABLE IF NOT EXISTS {t.name} ({', '.join(cols)})")
+        out.append(f"COMMENT ON TABLE {t.name} IS {_quote(t.doc)}")
+        out += [f"COMMENT ON COLUMN {t.name}.{c.name} IS {_quote(c.doc)}" for c in t.columns]
+    for v in VIEWS:
+        out.append(f"CREATE OR REPLACE VIEW {v.name} AS {v.sql.strip()}")
+        out.append(f"COMMENT ON VIEW {v.name} IS {_quote(v.doc)}")
+    return out
+
+
+def table(name: str) -> Table:
+    return next(t for t in TABLES if t.name == name)
+
+
+def markdown() -> str:
+    """docs/schema.md, generated (see tests/test_docs.py)."""
+    lines = [
+        "# Store schema",
+        "",
+        f"Schema version **{SCHEMA_VERSION}**. Generated from `profiler/schema.py` by",
+        "`python -m profiler.schema > docs/schema.md`; a test fails when this file is stale.",
+        "",
+        "A store is one DuckDB file (default `./scprof.duckdb`) holding many runs. Every",
+        "table but `scprof_meta` has a `run_id`. Times are int64 picoseconds. Ingest writes a",
+        "run in one transaction, so a failed ingest leaves nothing behind.",
+        "",
+        "Migration path: the store records `schema_version` in `scprof_meta`. Opening a store",
+        "of an older version for writing applies the steps in `profiler/store.py:MIGRATIONS`",
+        "in order inside one transaction; a store of a newer version is refused with a",
+        "message to upgrade scprof.",
+        "",
+    ]
+    for t in TABLES:
+        lines += [f"## `{t.name}`", "", t.doc, ""]
+        if t.primary_key:
+            lines += [f"Primary key: `({', '.join(t.primary_key)})`.", ""]
+        lines += ["| column | type | meaning |", "|---|---|---|"]
+        lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in t.columns]
+        lines.append("")
+    lines += ["# Views", ""]
+    for v in VIEWS:
+        sql = "\n".join(line.strip() for line in v.sql.strip().splitlines())
+        lines += [f"## `{v.name}`", "", v.doc, "", "```sql", sql, "```", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

@@ -1,0 +1,145 @@
+"""The DuckDB store: one file, many runs. A thin API over a DuckDB connection.
+
+    with Store.open("scprof.duckdb") as store:
+        table = store.query("SELECT name, count(*) FROM slices WHERE run_id = ? GROUP BY 1", [1])
+
+Writers open it read-write (schema created or migrated on open); readers
+(`scprof sql`, the UI) open it read-only with file-system access disabled.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from profiler.errors import StoreError
+from profiler.schema import SCHEMA_VERSION, ddl
+
+DEFAULT_PATH = "scprof.duckdb"
+
+# MIGRATIONS[v] turns a store of schema version v into version v + 1.
+MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {}
+
+
+def default_path() -> str:
+    """The store path: $SCPROF_DB, else ./scprof.duckdb."""
+    return os.environ.get("SCPROF_DB") or DEFAULT_PATH
+
+
+class Store:
+    """An open store. Use `Store.open(path)` as a context manager."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, read_only: bool):
+        self.con = con
+        self.path = path
+        self.read_only = read_only
+
+    @classmethod
+    def open(cls, path: str | None = None, read_only: bool = False) -> Store:
+        """Open (and for writers create or migrate) the store at `path`."""
+        path = path or default_path()
+        if read_only and path != ":memory:" and not os.path.exists(path):
+            raise StoreError(f"{path}: no store here yet (record or ingest a run first, or pass --db)")
+        try:
+            con = duckdb.connect(path, read_only=read_only)
+        except duckdb.IOException as e:
+            if "lock" in str(e).lower():
+                raise StoreError(f"{path}: store is locked by another process (close it and retry)") from None
+            raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
+        except duckdb.Error as e:
+            raise StoreError(f"{path}: not a DuckDB store: {_first_line(e)}") from None
+        store = cls(con, path, read_only)
+        try:
+            store._prepare()
+        except BaseException:
+            con.close()
+            raise
+        return store
+
+    def _prepare(self) -> None:
+        version = self.schema_version()
+        if version is not None and version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: store has schema version {version}, newer than this scprof's "
+                f"{SCHEMA_VERSION}; upgrade scprof"
+            )
+        if self.read_only:
+            if version is None:
+                raise StoreError(f"{self.path}: not an scprof store (no scprof_meta table)")
+            if version < SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: store has schema version {version}; open it once for writing "
+                    "(e.g. scprof ingest) to migrate it"
+                )
+            # Users' SQL runs on read-only connections: keep it away from the file system.
+            self.con.execute("SET enable_external_access = false")
+            self.con.execute("SET lock_configuration = true")
+            return
+        self.con.execute("BEGIN")
+        try:
+            for v in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
+                MIGRATIONS[v](self.con)
+            for stmt in ddl():
+                self.con.execute(stmt)
+            self.con.execute(
+                "INSERT OR REPLACE INTO scprof_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
+            )
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    def schema_version(self) -> int | None:
+        """The store's schema version, or None for an empty database."""
+        exists = self.con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'scprof_meta'"
+        ).fetchall()[0][0]
+        if not exists:
+            return None
+        rows = self.con.execute("SELECT value FROM scprof_meta WHERE key = 'schema_version'").fetchall()
+        row = rows[0] if rows else None
+        return int(row[0]) if row else None
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
+        """Run one parameterised query; the result as an Arrow table."""
+        return self.con.sql(sql, params=list(params or [])).to_arrow_table()
+
+    def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        """Run one parameterised query; the result as a list of dicts (small results only)."""
+        return self.query(sql, params).to_pylist()
+
+    def resolve_run(self, ref: str | int) -> int:
+        """run_id of a run given by id, name, or (a prefix of) its uuid."""
+        ref = str(ref)
+        hits = self.con.execute(
+            """SELECT run_id FROM runs
+               WHERE CAST(run_id AS VARCHAR) = ? OR name = ? OR (length(?) >= 6 AND uuid LIKE ? || '%')
+               ORDER BY (name = ?) DESC, run_id""",
+            [ref, ref, ref, ref, ref],
+        ).fetchall()
+        if not hits:
+            names = [r[0] for r in self.con.execute("SELECT name FROM runs ORDER BY run_id").fetchall()]
+            known = ", ".join(names[:10]) or "none yet"
+            raise StoreError(f"run {ref!r} not found in {self.path} (runs: {known})")
+        if len(hits) > 1 and not ref.isdigit():
+            exact = self.con.execute("SELECT count(*) FROM runs WHERE name = ?", [ref]).fetchall()[0][0]
+            if exact != 1:
+                raise StoreError(f"run {ref!r} is ambiguous in {self.path}; use its run_id")
+        return hits[0][0]
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

@@ -1,0 +1,267 @@
+"""Ingest a native scprof trace into the store, in one transaction per run.
+
+Events stream from the file in groups of about a million rows, each handed to
+DuckDB as an Arrow table (zero-copy from the numpy columns), so memory stays
+bounded and no Python code runs per event. Nulls travel as sentinels and become
+SQL NULL in the INSERT. Any error rolls the whole run back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from profiler import scprof_trace_pb2 as pb
+from profiler.errors import StoreError
+from profiler.reader import Batch, TraceReader, concat_batches, read_header
+from profiler.store import Store
+from profiler.wire import NULL_I32, NULL_I64
+
+GROUP_ROWS = 1 << 20
+
+TRACK_KIND_NAMES = {
+    pb.TRACK_KIND_UNSPECIFIED: "unknown",
+    pb.TRACK_KIND_HOST: "host",
+    pb.TRACK_KIND_TENSORCORE: "tensorcore",
+    pb.TRACK_KIND_SPARSECORE: "sparsecore",
+    pb.TRACK_KIND_SC_TILE: "sc_tile",
+    pb.TRACK_KIND_COUNTER: "counter",
+}
+
+_I32, _I64 = str(NULL_I32), str(NULL_I64)
+
+# One INSERT per table; `b` is the Arrow batch registered for the statement.
+INSERT_EVENTS = f"""
+INSERT INTO events
+SELECT $run, event_id, track, name, start_ps, dur_ps,
+       NULLIF(step, {_I32}), NULLIF(tbl, 0), NULLIF(sc, {_I32}), NULLIF(minibatch, {_I32}),
+       NULLIF(ids, {_I64}), NULLIF(unique_ids, {_I64}), NULLIF(dropped_ids, {_I64}),
+       NULLIF(bytes, {_I64}), NULLIF(flops, {_I64})
+FROM b"""
+INSERT_ARGS = """
+INSERT INTO event_args
+SELECT $run, a.event_id, k.value,
+       CASE WHEN a.kind = 1 THEN a.int_value END,
+       CASE WHEN a.kind = 2 THEN a.double_value END,
+       CASE WHEN a.kind = 3 THEN s.value END
+FROM b a
+JOIN strings k ON k.run_id = $run AND k.string_id = a.key
+LEFT JOIN strings s ON s.run_id = $run AND s.string_id = a.string_id"""
+INSERT_COUNTERS = "INSERT INTO counters SELECT $run, track, ts_ps, value FROM b"
+INSERT_STEPS = "INSERT INTO steps SELECT $run, track, step, start_ps, dur_ps FROM b"
+INSERT_PARTITION_STATS = f"""
+INSERT INTO sc_partition_stats
+SELECT $run, p.step, p.chip, p.sc, t.value, p.ids, p.unique_ids,
+       NULLIF(p.max_ids_per_partition, {_I64}), NULLIF(p.max_unique_ids_per_partition, {_I64}),
+       NULLIF(p.minibatches, {_I32}), NULLIF(p.dropped_ids, {_I64})
+FROM b p JOIN strings t ON t.run_id = $run AND t.string_id = p.tbl"""
+# Summary figures of the run, computed once its rows are in.
+RUN_FIGURES = """
+SELECT count(*), min(start_ps), max(start_ps + dur_ps), count(DISTINCT step)
+FROM events WHERE run_id = ?"""
+
+EVENT_DEFAULTS = {
+    "step": NULL_I32, "table": 0, "sc": NULL_I32, "minibatch": NULL_I32, "ids": NULL_I64,
+    "unique_ids": NULL_I64, "dropped_ids": NULL_I64, "bytes": NULL_I64, "flops": NULL_I64,
+}  # fmt: skip
+
+
+@dataclass
+class IngestResult:
+    """What an ingest added to the store."""
+
+    run_id: int
+    name: str
+    uuid: str
+    events: int
+    status: str
+    cut_message: str | None
+
+
+def ingest_traces(
+    store: Store, paths: list[str], name: str | None = None, replace: bool = False, allow_truncated: bool = False
+) -> list[IngestResult]:
+    """Ingest trace files as new runs, all in one transaction: all land or none."""
+    if name is not None and len(paths) != 1:
+        raise StoreError("--name: give one trace file when naming the run")
+    headers = [read_header(p) for p in paths]  # cheap checks before any write
+    store.con.execute("BEGIN")
+    try:
+        results = [_ingest_one(store, p, h, name, replace, allow_truncated) for p, h in zip(paths, headers, strict=True)]
+        store.con.execute("COMMIT")
+    except BaseException:
+        store.con.execute("ROLLBACK")
+        raise
+    return results
+
+
+def ingest_trace(
+    store: Store, path: str, name: str | None = None, replace: bool = False, allow_truncated: bool = False
+) -> IngestResult:
+    """Ingest one trace file as a new run; all or nothing."""
+    return ingest_traces(store, [path], name, replace, allow_truncated)[0]
+
+
+def _ingest_one(
+    store: Store, path: str, header: pb.Header, name: str | None, replace: bool, allow_truncated: bool
+) -> IngestResult:
+    name = name or header.run_name or header.run_id
+    con = store.con
+    _make_room(store, header.run_id, name, replace)
+    run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
+    reader = TraceReader(path, allow_truncated)
+    progress = _ingest_batches(con, run_id, reader)
+    strings = pa.table({"string_id": np.arange(len(reader.strings), dtype=np.int32), "value": reader.strings})
+    _insert_arrow(con, "INSERT INTO strings SELECT $run, string_id, value FROM b", run_id, strings)
+    _insert_tracks(con, run_id, reader.tracks)
+    for kind, sql in (("partition_stats", INSERT_PARTITION_STATS), ("args", INSERT_ARGS)):
+        for t in progress.deferred[kind]:
+            _insert_arrow(con, sql, run_id, t)
+    _insert_run(con, run_id, name, path, reader)
+    cut = reader.cut
+    return IngestResult(run_id, name, header.run_id, progress.rows, "truncated" if cut else "ok",
+                        cut.message() if cut else None)  # fmt: skip
+
+
+def _make_room(store: Store, uuid: str, name: str, replace: bool) -> None:
+    """Refuse (or with replace, delete) runs with the same uuid or name."""
+    clash = store.con.execute("SELECT run_id, name, uuid FROM runs WHERE uuid = ? OR name = ?", [uuid, name]).fetchall()
+    if not clash:
+        return
+    if not replace:
+        run_id, old_name, old_uuid = clash[0]
+        if old_uuid == uuid:
+            raise StoreError(f"{store.path}: already holds this run (uuid {uuid}, run_id {run_id}); pass --replace")
+        raise StoreError(f"{store.path}: already holds a run named {name!r} (run_id {run_id}); pass --replace or --name")
+    for run_id, _, _ in clash:
+        delete_run(store, run_id)
+
+
+def delete_run(store: Store, run_id: int) -> None:
+    """Remove a run's rows from every table (inside the caller's transaction)."""
+    from profiler.schema import TABLES
+
+    for t in TABLES:
+        if any(c.name == "run_id" for c in t.columns):
+            store.con.execute(f"DELETE FROM {t.name} WHERE run_id = ?", [run_id])
+
+
+@dataclass
+class _Progress:
+    rows: int
+    deferred: dict[str, list[pa.Table]]
+
+
+def _ingest_batches(con, run_id: int, reader: TraceReader) -> _Progress:
+    """Stream all data batches into their tables; string-resolving ones are deferred."""
+    progress = _Progress(0, {"partition_stats": [], "args": []})
+    pending: dict[str, list[Batch]] = {"events": [], "counters": [], "steps": []}
+    pending_rows = dict.fromkeys(pending, 0)
+    for batch in reader.batches():
+        if batch.kind == "partition_stats":
+            progress.deferred["partition_stats"].append(_partition_table(batch))
+            continue
+        pending[batch.kind].append(batch)
+        pending_rows[batch.kind] += batch.rows
+        if pending_rows[batch.kind] >= GROUP_ROWS:
+            _flush(con, run_id, batch.kind, pending, progress)
+            pending_rows[batch.kind] = 0
+    for kind in pending:
+        _flush(con, run_id, kind, pending, progress)
+    return progress
+
+
+def _flush(con, run_id: int, kind: str, pending: dict[str, list[Batch]], progress: _Progress) -> None:
+    batches, pending[kind] = pending[kind], []
+    if not batches:
+        return
+    cols = concat_batches(kind, batches)
+    if kind == "events":
+        n = len(cols["track"])
+        data = {
+            "event_id": np.arange(progress.rows, progress.rows + n, dtype=np.int64),
+            "track": cols["track"],
+            "name": cols["name"],
+            "start_ps": cols["start_ps"],
+            "dur_ps": cols["dur_ps"],
+        }
+        for col, null in EVENT_DEFAULTS.items():
+            key = "tbl" if col == "table" else col
+            data[key] = cols[col] if col in cols else pa.nulls(n, pa.int64()) if null else pa.nulls(n, pa.uint32())
+        _insert_arrow(con, INSERT_EVENTS, run_id, pa.table(data))
+        if "arg_event" in cols:
+            progress.deferred["args"].append(
+                pa.table({
+                    "event_id": cols["arg_event"].astype(np.int64) + progress.rows,
+                    "key": cols["arg_key"], "kind": cols["arg_kind"], "int_value": cols["arg_int"],
+                    "double_value": cols["arg_double"], "string_id": cols["arg_string"],
+                })  # fmt: skip
+            )
+        progress.rows += n
+    elif kind == "counters":
+        _insert_arrow(con, INSERT_COUNTERS, run_id, pa.table(cols))
+    elif kind == "steps":
+        _insert_arrow(con, INSERT_STEPS, run_id, pa.table(cols))
+
+
+def _partition_table(batch: Batch) -> pa.Table:
+    cols = concat_batches("partition_stats", [batch])
+    n = batch.rows
+    names = (
+        "step", "chip", "sc", "table", "ids", "unique_ids", "max_ids_per_partition",
+        "max_unique_ids_per_partition", "minibatches", "dropped_ids",
+    )  # fmt: skip
+    data = {}
+    for name in names:
+        key = "tbl" if name == "table" else name
+        data[key] = cols[name] if name in cols else pa.nulls(n, pa.int64())
+    return pa.table(data)
+
+
+def _insert_arrow(con, sql: str, run_id: int, table: pa.Table) -> None:
+    """Run one INSERT ... FROM b with the Arrow table registered as `b`."""
+    con.register("b", table)
+    try:
+        con.execute(sql, {"run": run_id})
+    finally:
+        con.unregister("b")
+
+
+def _insert_tracks(con, run_id: int, tracks: list[pb.Track]) -> None:
+    table = pa.table({
+        "track_id": [t.id for t in tracks], "plane": [t.plane for t in tracks],
+        "line": [t.line for t in tracks], "kind": [TRACK_KIND_NAMES.get(t.kind, "unknown") for t in tracks],
+        "chip": [t.chip for t in tracks], "core": [t.core for t in tracks],
+        "tile": [t.tile for t in tracks], "unit": [t.unit for t in tracks],
+    })  # fmt: skip
+    _insert_arrow(
+        con,
+        "INSERT INTO tracks SELECT $run, track_id, plane, line, kind, chip, core, tile, unit FROM b",
+        run_id,
+        table,
+    )
+
+
+def _insert_run(con, run_id: int, name: str, path: str, reader: TraceReader) -> None:
+    h = reader.header
+    hw = h.hardware
+    events, first_ps, last_ps, steps = con.execute(RUN_FIGURES, [run_id]).fetchall()[0]
+
+    def known(v):  # proto3 zero means "unknown"
+        return v or None
+
+    con.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            run_id, h.run_id, name, "scprof-trace", path, h.producer, h.format_version,
+            "truncated" if reader.cut else "ok", reader.cut.offset if reader.cut else None,
+            h.start_time_unix_ns, known(hw.generation), known(hw.num_chips), known(hw.sparsecores_per_chip),
+            known(hw.tiles_per_sparsecore), known(hw.simd_width), known(hw.hbm_bytes),
+            known(hw.hbm_bandwidth_bytes_per_s), known(hw.tc_peak_flops), known(hw.ici_bandwidth_bytes_per_s),
+            known(hw.spmem_bytes_per_tile), hw.extra_json or "{}", h.config_json or "{}",
+            json.dumps(dict(h.tags), sort_keys=True), events, first_ps, last_ps, steps,
+        ],
+    )  # fmt: skip

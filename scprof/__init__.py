@@ -1,0 +1,1 @@
+"""Entry points of scprof (the command line and the demo): the end of the data flow."""

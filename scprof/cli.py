@@ -1,0 +1,153 @@
+"""`scprof` command line: record, ingest, runs, sql (and more as they land).
+
+Exit codes follow CONVENTIONS.md: 0 success; 2 usage or input error with one
+line on stderr naming the argument or file; 1 internal error (traceback only
+with --debug). This package sits at the end of the data flow, so it is the one
+place allowed to import from every other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from profiler.errors import ScprofError
+from profiler.store import Store, default_path
+from scprof import formatting
+
+
+class UsageError(ScprofError):
+    """A bad command line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but usage errors are one line and exit 2 through our handler."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        where = self.prog.removeprefix("scprof").strip()
+        raise UsageError(f"{where + ': ' if where else ''}{message} (see --help)")
+
+
+def _db_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default=None, help="store path (default: $SCPROF_DB or ./scprof.duckdb)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="scprof", description="Record, query and compare SparseCore/TensorCore profiles.")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    p = sub.add_parser("record", help="run a workload config in the emulator, write its trace and ingest it")
+    p.add_argument("config", help="workload config (TOML), e.g. configs/baseline.toml")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
+    p.add_argument("--name", help="run name (default: the config's name)")
+    p.add_argument("--steps", type=int, help="number of training steps to simulate")
+    p.add_argument("--out", help="directory for the trace (default: runs/<name>/)")
+    p.add_argument("--replace", action="store_true", help="replace a run with the same name")
+    _db_arg(p)
+    p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("ingest", help="ingest trace files into the store (all or nothing)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="scprof trace file (.sctrace)")
+    p.add_argument("--name", help="run name (default: from the trace header)")
+    p.add_argument("--replace", action="store_true", help="replace runs with the same id or name")
+    p.add_argument("--allow-truncated", action="store_true", help="keep the complete chunks of a cut file")
+    _db_arg(p)
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("runs", help="list the runs in the store")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    _db_arg(p)
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("sql", help="run a read-only SQL query against the store")
+    p.add_argument("query", help="one SELECT statement (tables: see docs/schema.md)")
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument("--max-rows", type=int, default=10_000, help="row cap (default 10000)")
+    p.add_argument("--timeout", type=float, default=30.0, help="time limit in seconds (default 30)")
+    _db_arg(p)
+    p.set_defaults(func=cmd_sql)
+    return parser
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    from profiler.trace_to_store import ingest_trace
+    from sim_backend.record import format_summary, record_run
+
+    result = record_run(args.config, args.set, args.name, args.steps, args.out, progress=sys.stdout.isatty())
+    with Store.open(args.db) as store:
+        ingested = ingest_trace(store, result.trace_path, name=result.run_name, replace=args.replace)
+    print(format_summary(result))
+    print(f"trace: {result.trace_path}")
+    print(f"run {ingested.name!r} stored as run_id {ingested.run_id} in {args.db or default_path()}")
+    return 0
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from profiler.trace_to_store import ingest_traces
+
+    with Store.open(args.db) as store:
+        results = ingest_traces(store, args.paths, args.name, args.replace, args.allow_truncated)
+    for r in results:
+        line = f"ingested {r.name!r} as run_id {r.run_id}: {r.events:,} events"
+        if r.cut_message:
+            line += f" (truncated: {r.cut_message})"
+        print(line)
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with Store.open(args.db, read_only=True) as store:
+        table = store.query(formatting.RUNS_QUERY)
+    if args.json:
+        print(json.dumps(table.to_pylist(), default=str))
+    elif table.num_rows == 0:
+        print("no runs yet: record one with `scprof record configs/baseline.toml`")
+    else:
+        print(formatting.runs_table(table))
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    from profiler.sql_guard import run_query
+
+    if args.max_rows < 1:
+        raise UsageError("--max-rows: must be at least 1")
+    with Store.open(args.db, read_only=True) as store:
+        result = run_query(store, args.query, max_rows=args.max_rows, timeout_s=args.timeout)
+    print(formatting.render(result.table, args.format), end="")
+    if result.truncated:
+        print(f"(showing the first {result.max_rows} rows; raise --max-rows or add LIMIT)", file=sys.stderr)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(argv)
+        func: Callable[[argparse.Namespace], int] = args.func
+        return func(args)
+    except ScprofError as e:
+        if debug:
+            traceback.print_exc()
+        print(f"scprof: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("scprof: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # noqa: BLE001 - last line of defence, reported as internal
+        if debug:
+            traceback.print_exc()
+        print(f"scprof: internal error: {type(e).__name__}: {e} (rerun with --debug for details)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

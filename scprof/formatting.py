@@ -1,0 +1,81 @@
+"""Human formatting at the edge: units, tables, CSV and JSON output of Arrow tables."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pyarrow as pa
+
+# The runs listing, newest last (what `scprof runs` prints).
+RUNS_QUERY = """
+SELECT run_id, name, source, status,
+       coalesce(generation, '?') || ' x' || coalesce(CAST(num_chips AS VARCHAR), '?') AS hardware,
+       steps, events, last_ps - first_ps AS span_ps,
+       strftime(ingested_at, '%Y-%m-%d %H:%M') AS ingested, tags
+FROM runs ORDER BY run_id"""
+
+
+def format_ps(ps: float | int | None) -> str:
+    """Picoseconds in the largest unit that keeps a number >= 1: 1.50 ms, 320 ns."""
+    if ps is None or (isinstance(ps, float) and math.isnan(ps)):
+        return "-"
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
+        if abs(ps) >= scale:
+            return f"{ps / scale:.3g} {unit}"
+    return f"{ps:.0f} ps"
+
+
+def format_bytes(n: float | int | None) -> str:
+    """Bytes with binary prefixes: 1.5 GiB."""
+    if n is None:
+        return "-"
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """A plain aligned text table."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
+
+
+def _cell(v: object) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def render(table: pa.Table, fmt: str) -> str:
+    """An Arrow table as table, csv or json text (ending in a newline)."""
+    rows = table.to_pylist()
+    if fmt == "json":
+        return json.dumps(rows, default=str) + "\n"
+    if fmt == "csv":
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(table.column_names)
+        w.writerows([["" if r[c] is None else r[c] for c in table.column_names] for r in rows])
+        return buf.getvalue()
+    body = [[_cell(r[c]) for c in table.column_names] for r in rows]
+    return text_table(table.column_names, body) + f"\n({len(rows)} row{'s' if len(rows) != 1 else ''})\n"
+
+
+def runs_table(table: pa.Table) -> str:
+    """The `scprof runs` listing with human units."""
+    rows = []
+    for r in table.to_pylist():
+        rows.append([
+            str(r["run_id"]), r["name"], r["source"], r["status"], r["hardware"], str(r["steps"]),
+            f"{r['events']:,}", format_ps(r["span_ps"]), r["ingested"],
+        ])  # fmt: skip
+    return text_table(["id", "name", "source", "status", "hardware", "steps", "events", "span", "ingested"], rows)
