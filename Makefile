@@ -24,7 +24,7 @@ install: $(STAMP)
 install-test: $(TEST_STAMP)
 
 demo: $(STAMP)
-	SCPROF_DB=$(DB) $(PY) -m profiler.demo $(if $(NO_UI),--no-ui,)
+	SCPROF_DB=$(DB) $(PY) -m scprof.demo $(if $(NO_UI),--no-ui,)
 
 test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .

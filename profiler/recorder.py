@@ -65,11 +65,10 @@ def null_of(dtype: np.dtype) -> int | float:
 class _Span:
     """Context manager returned by Recorder.span(); kept tiny because it is on hot paths."""
 
-    __slots__ = ("_rec", "_row", "_t0")
+    __slots__ = ("_rec", "_name", "_track", "_step", "_args", "_t0")
 
-    def __init__(self, rec: Recorder, row: tuple):
-        self._rec = rec
-        self._row = row
+    def __init__(self, rec: Recorder, name: int, track: int, step: int, args: dict[str, Any]):
+        self._rec, self._name, self._track, self._step, self._args = rec, name, track, step, args
 
     def __enter__(self) -> _Span:
         self._t0 = time.perf_counter_ns()
@@ -77,7 +76,10 @@ class _Span:
 
     def __exit__(self, *exc: object) -> None:
         t1 = time.perf_counter_ns()
-        self._rec._add_span(self._row, self._t0, t1)
+        rec = self._rec
+        rec._spans.append((self._name, self._track, self._step, self._args, self._t0, t1))
+        if len(rec._spans) >= rec.chunk_rows:
+            rec._flush_spans()
 
 
 class Recorder:
@@ -209,32 +211,25 @@ class Recorder:
 
     def span(self, name: str, track: int, step: int | None = None, **args: Any) -> _Span:
         """Time a block of host code as an event on `track` (wall clock since start)."""
-        return _Span(self, (name, track, NULL_I32 if step is None else step, args))
-
-    def _add_span(self, row: tuple, t0: int, t1: int) -> None:
-        self._spans.append((row, t0, t1))
-        if len(self._spans) >= self.chunk_rows:
-            self._flush_spans()
+        sid = self._strings.get(name)
+        return _Span(self, self.intern(name) if sid is None else sid, track, NULL_I32 if step is None else step, args)
 
     def _flush_spans(self) -> None:
         if not self._spans:
             return
         spans, self._spans = self._spans, []
-        n = len(spans)
-        names = [s[0][0] for s in spans]
-        t0 = np.fromiter((s[1] for s in spans), np.int64, n)
-        t1 = np.fromiter((s[2] for s in spans), np.int64, n)
+        name, track, step, args, t0, t1 = zip(*spans, strict=True)
+        t0 = np.array(t0, np.int64)
         cols: dict[str, Any] = {
-            "track": np.fromiter((s[0][1] for s in spans), np.uint32, n),
-            "name": names,
+            "track": np.array(track, np.uint32),
+            "name": np.array(name, np.uint32),
             "start_ps": (t0 - self._perf0) * 1000,
-            "dur_ps": (t1 - t0) * 1000,
-            "step": np.fromiter((s[0][2] for s in spans), np.int32, n),
+            "dur_ps": (np.array(t1, np.int64) - t0) * 1000,
+            "step": np.array(step, np.int32),
         }
-        keys = {k for s in spans for k in s[0][3]}
         generic: dict[str, list] = {}
-        for key in keys:
-            values = [s[0][3].get(key) for s in spans]
+        for key in {k for a in args if a for k in a}:
+            values = [a.get(key) for a in args]
             if key in TYPED_ARGS:
                 cols[key] = values
             else:
