@@ -71,7 +71,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=30.0, help="time limit in seconds (default 30)")
     _db_arg(p)
     p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser("export", help="write a run in another tool's format")
+    fmt = p.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
+    fmt.required = True
+    for name, help_text in EXPORT_FORMATS.items():
+        q = fmt.add_parser(name, help=help_text)
+        q.add_argument("run", metavar="RUN", help="run name or id")
+        q.add_argument("-o", "--output", required=True, metavar="FILE", help="file to write")
+        q.add_argument("--steps", metavar="A:B", help="only steps A..B-1")
+        q.add_argument("--check", action="store_true", help="re-read and validate the written file")
+        _db_arg(q)
+        q.set_defaults(func=cmd_export)
     return parser
+
+
+# Export formats: name -> help. Each lives in exporters/<name>.py as
+# export_run(store, run_id, path, steps: tuple[int, int] | None, check: bool) -> str (a summary line).
+EXPORT_FORMATS = {
+    "perfetto": "Perfetto protobuf trace (open in ui.perfetto.dev)",
+    "xspace": "XProf XSpace (.xplane.pb) for XProf/TensorBoard",
+}
+
+
+def parse_steps(text: str | None) -> tuple[int, int] | None:
+    """--steps A:B as a half-open range."""
+    if text is None:
+        return None
+    try:
+        a, b = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise UsageError(f"--steps: expected A:B with whole numbers, got {text!r}") from None
+    if a < 0 or b <= a:
+        raise UsageError(f"--steps: need 0 <= A < B, got {text!r}")
+    return a, b
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    import importlib
+
+    module = importlib.import_module(f"exporters.{args.format}")
+    steps = parse_steps(args.steps)
+    with Store.open(args.db, read_only=True) as store:
+        run_id = store.resolve_run(args.run)
+        print(module.export_run(store, run_id, args.output, steps, args.check))
+    return 0
 
 
 def cmd_record(args: argparse.Namespace) -> int:

@@ -1,0 +1,1 @@
+"""Exporters: runs from the store written in other tools' formats (Perfetto, XProf XSpace)."""
