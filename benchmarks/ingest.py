@@ -60,7 +60,7 @@ for stmt in ddl():
     con.execute(stmt)
 t = time.perf_counter()
 con.execute("INSERT INTO events SELECT 1, event_id, track, name, start_ps, dur_ps, step, tbl, sc, "
-            "minibatch, ids, unique_ids, dropped_ids, bytes, flops FROM arrow_events")
+            "minibatch, ids, unique_ids, dropped_ids, bytes, flops, NULL FROM arrow_events")
 con.close()
 print(n, time.perf_counter() - t)
 """

@@ -38,10 +38,10 @@ BATCH_COLUMNS = {
 }
 
 # Columns holding interned string ids, per batch kind.
-STRING_COLUMNS = {"events": ("name", "table"), "partition_stats": ("table",)}
+STRING_COLUMNS = {"events": ("name", "table", "category"), "partition_stats": ("table",)}
 # Event columns every event has; the rest are optional typed arguments.
 EVENT_REQUIRED = ("track", "name", "start_ps", "dur_ps")
-TYPED_ARGS = ("table", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops")
+TYPED_ARGS = ("table", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops", "category")
 ARG_KIND_INT, ARG_KIND_DOUBLE, ARG_KIND_STRING = 1, 2, 3
 
 TRACK_KINDS = {
@@ -181,8 +181,8 @@ class Recorder:
         """Append complete events given as equal-length columns.
 
         Required: track, name (strings or string ids), start_ps, dur_ps (>= 0).
-        Optional: step and the typed arguments (table, sc, minibatch, ids,
-        unique_ids, dropped_ids, bytes, flops); `args` holds further per-event
+        Optional: step, category and the typed arguments (table, sc, minibatch,
+        ids, unique_ids, dropped_ids, bytes, flops); `args` holds further per-event
         columns by key (int, float or str; None/NaN = no value).
         """
         missing = [c for c in EVENT_REQUIRED if c not in columns]

@@ -121,6 +121,7 @@ TABLES: tuple[Table, ...] = (
             Col("dropped_ids", "BIGINT", "IDs dropped past the limits; NULL if none."),
             Col("bytes", "BIGINT", "Bytes moved; NULL if none."),
             Col("flops", "BIGINT", "Floating-point operations; NULL if none."),
+            Col("category_id", "INTEGER", "strings.string_id of the work category (sc_forward, tc_backward, ...); NULL if none."),
         ),
     ),
     Table(
@@ -178,16 +179,17 @@ TABLES: tuple[Table, ...] = (
 VIEWS: tuple[View, ...] = (
     View(
         "slices",
-        "Events with names resolved: plane, line, kind, chip, core, name, table_name, end_ps.",
+        "Events with names resolved: plane, line, kind, chip, core, name, table_name, category, end_ps.",
         """
         SELECT e.run_id, e.event_id, t.plane, t.line, t.kind AS track_kind, t.chip, t.core, t.tile,
                e.track_id, n.value AS name, e.start_ps, e.dur_ps, e.start_ps + e.dur_ps AS end_ps,
                e.step, tb.value AS table_name, e.sc, e.minibatch, e.ids, e.unique_ids,
-               e.dropped_ids, e.bytes, e.flops
+               e.dropped_ids, e.bytes, e.flops, c.value AS category
         FROM events e
         JOIN tracks t USING (run_id, track_id)
         JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
         LEFT JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id
+        LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id
         """,
     ),
     View(

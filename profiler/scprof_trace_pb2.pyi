@@ -142,7 +142,7 @@ class TrackTable(_message.Message):
     def __init__(self, track: _Optional[_Iterable[_Union[Track, _Mapping]]] = ...) -> None: ...
 
 class EventBatch(_message.Message):
-    __slots__ = ("track", "name", "start_ps", "dur_ps", "step", "table", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops", "arg_event", "arg_key", "arg_kind", "arg_int", "arg_double", "arg_string")
+    __slots__ = ("track", "name", "start_ps", "dur_ps", "step", "table", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops", "arg_event", "arg_key", "arg_kind", "arg_int", "arg_double", "arg_string", "category")
     TRACK_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     START_PS_FIELD_NUMBER: _ClassVar[int]
@@ -162,6 +162,7 @@ class EventBatch(_message.Message):
     ARG_INT_FIELD_NUMBER: _ClassVar[int]
     ARG_DOUBLE_FIELD_NUMBER: _ClassVar[int]
     ARG_STRING_FIELD_NUMBER: _ClassVar[int]
+    CATEGORY_FIELD_NUMBER: _ClassVar[int]
     track: _containers.RepeatedScalarFieldContainer[int]
     name: _containers.RepeatedScalarFieldContainer[int]
     start_ps: _containers.RepeatedScalarFieldContainer[int]
@@ -181,7 +182,8 @@ class EventBatch(_message.Message):
     arg_int: _containers.RepeatedScalarFieldContainer[int]
     arg_double: _containers.RepeatedScalarFieldContainer[float]
     arg_string: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, track: _Optional[_Iterable[int]] = ..., name: _Optional[_Iterable[int]] = ..., start_ps: _Optional[_Iterable[int]] = ..., dur_ps: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., table: _Optional[_Iterable[int]] = ..., sc: _Optional[_Iterable[int]] = ..., minibatch: _Optional[_Iterable[int]] = ..., ids: _Optional[_Iterable[int]] = ..., unique_ids: _Optional[_Iterable[int]] = ..., dropped_ids: _Optional[_Iterable[int]] = ..., bytes: _Optional[_Iterable[int]] = ..., flops: _Optional[_Iterable[int]] = ..., arg_event: _Optional[_Iterable[int]] = ..., arg_key: _Optional[_Iterable[int]] = ..., arg_kind: _Optional[_Iterable[int]] = ..., arg_int: _Optional[_Iterable[int]] = ..., arg_double: _Optional[_Iterable[float]] = ..., arg_string: _Optional[_Iterable[int]] = ...) -> None: ...
+    category: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, track: _Optional[_Iterable[int]] = ..., name: _Optional[_Iterable[int]] = ..., start_ps: _Optional[_Iterable[int]] = ..., dur_ps: _Optional[_Iterable[int]] = ..., step: _Optional[_Iterable[int]] = ..., table: _Optional[_Iterable[int]] = ..., sc: _Optional[_Iterable[int]] = ..., minibatch: _Optional[_Iterable[int]] = ..., ids: _Optional[_Iterable[int]] = ..., unique_ids: _Optional[_Iterable[int]] = ..., dropped_ids: _Optional[_Iterable[int]] = ..., bytes: _Optional[_Iterable[int]] = ..., flops: _Optional[_Iterable[int]] = ..., arg_event: _Optional[_Iterable[int]] = ..., arg_key: _Optional[_Iterable[int]] = ..., arg_kind: _Optional[_Iterable[int]] = ..., arg_int: _Optional[_Iterable[int]] = ..., arg_double: _Optional[_Iterable[float]] = ..., arg_string: _Optional[_Iterable[int]] = ..., category: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class CounterBatch(_message.Message):
     __slots__ = ("track", "ts_ps", "value")

@@ -39,7 +39,7 @@ INSERT INTO events
 SELECT $run, event_id, track, name, start_ps, dur_ps,
        NULLIF(step, {_I32}), NULLIF(tbl, 0), NULLIF(sc, {_I32}), NULLIF(minibatch, {_I32}),
        NULLIF(ids, {_I64}), NULLIF(unique_ids, {_I64}), NULLIF(dropped_ids, {_I64}),
-       NULLIF(bytes, {_I64}), NULLIF(flops, {_I64})
+       NULLIF(bytes, {_I64}), NULLIF(flops, {_I64}), NULLIF(category, 0)
 FROM b"""
 INSERT_ARGS = """
 INSERT INTO event_args
@@ -65,7 +65,7 @@ FROM events WHERE run_id = ?"""
 
 EVENT_DEFAULTS = {
     "step": NULL_I32, "table": 0, "sc": NULL_I32, "minibatch": NULL_I32, "ids": NULL_I64,
-    "unique_ids": NULL_I64, "dropped_ids": NULL_I64, "bytes": NULL_I64, "flops": NULL_I64,
+    "unique_ids": NULL_I64, "dropped_ids": NULL_I64, "bytes": NULL_I64, "flops": NULL_I64, "category": 0,
 }  # fmt: skip
 
 
