@@ -20,7 +20,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "spans.sctrace")
         t = time.perf_counter()
-        for i in range(N):
+        for _ in range(N):
             pass
         bare = time.perf_counter() - t
         with Recorder(path, run_name="spans") as rec:

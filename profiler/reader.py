@@ -160,9 +160,12 @@ class TraceReader:
         for name in string_cols:
             if name in cols and len(cols[name]) and int(cols[name].max()) >= len(self.strings):
                 raise TraceFormatError(f"{where}: unknown string id {int(cols[name].max())} in column {name}")
-        for name in ("dur_ps",):
-            if name in cols and rows and int(cols[name].min()) < 0:
-                raise TraceFormatError(f"{where}: negative duration ({int(cols[name].min())} ps)")
+        if "dur_ps" in cols and rows:
+            if int(cols["dur_ps"].min()) < 0:
+                raise TraceFormatError(f"{where}: negative duration ({int(cols['dur_ps'].min())} ps)")
+            # The store computes end_ps = start_ps + dur_ps in int64.
+            if np.any(cols["start_ps"] > np.iinfo(np.int64).max - cols["dur_ps"]):
+                raise TraceFormatError(f"{where}: an event ends past the int64 picosecond range")
         if kind == "events" and "arg_event" in cols:
             lengths = {len(cols[c]) for c in ARG_COLUMNS if c in cols}
             if len(lengths) != 1 or any(c not in cols for c in ("arg_event", "arg_key", "arg_kind")):

@@ -129,7 +129,8 @@ class Recorder:
         extra = {k: hw.pop(k) for k in list(hw) if k not in pb.Hardware.DESCRIPTOR.fields_by_name}
         header.hardware.CopyFrom(pb.Hardware(**hw, extra_json=json.dumps(extra, sort_keys=True) if extra else ""))
         self._file.write(MAGIC)
-        self._write("header", header.SerializeToString())
+        # deterministic: map fields (tags) in key order, so equal inputs give equal bytes
+        self._write("header", header.SerializeToString(deterministic=True))
 
     # -- strings and tracks -------------------------------------------------
 
@@ -143,7 +144,8 @@ class Recorder:
 
     def intern_array(self, values: Sequence[str] | np.ndarray) -> np.ndarray:
         """Vectorised intern: string ids (uint32) for an array of strings."""
-        arr = np.asarray(values)
+        # Python strings stay objects: numpy's fixed-width str dtype drops trailing NULs.
+        arr = values if isinstance(values, np.ndarray) else np.array([str(v) for v in values], dtype=object)
         if arr.size == 0:
             return np.zeros(0, np.uint32)
         uniq, inverse = np.unique(arr, return_inverse=True)
@@ -258,13 +260,15 @@ class Recorder:
         return out
 
     def _string_column(self, values: Any) -> np.ndarray:
-        arr = np.asarray(values, dtype=None if not isinstance(values, list) else object)
+        arr = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
+        if arr.dtype == object and len(arr) and all(isinstance(v, int | np.integer) for v in arr):
+            arr = arr.astype(np.int64)  # a list of string ids
         if arr.dtype.kind in "iu":
             if len(arr) and (arr.min() < 0 or arr.max() >= len(self._strings)):
                 raise ValueError("string id not interned by this recorder")
             return arr.astype(np.uint32, copy=False)
         if arr.dtype == object:
-            arr = np.array(["" if v is None else str(v) for v in arr], dtype=str)
+            arr = np.array(["" if v is None else str(v) for v in arr], dtype=object)
         return self.intern_array(arr)
 
     @staticmethod
@@ -289,7 +293,7 @@ class Recorder:
                 elif kinds <= {int, float, np.float64}:
                     arr = np.where(present, arr, 0.0).astype(np.float64)
                 else:
-                    arr = np.where(present, arr, "").astype(str)
+                    arr = np.array([str(v) if p else "" for v, p in zip(arr, present, strict=True)], dtype=object)
             elif arr.dtype.kind == "f":
                 present = ~np.isnan(arr)
             else:
@@ -302,7 +306,7 @@ class Recorder:
             elif arr.dtype.kind == "f":
                 kind, vi, vf, vs = ARG_KIND_DOUBLE, zeros_i, arr[idx].astype(np.float64), zeros_s
             else:
-                kind, vi, vf, vs = ARG_KIND_STRING, zeros_i, zeros_f, self.intern_array(arr[idx].astype(str))
+                kind, vi, vf, vs = ARG_KIND_STRING, zeros_i, zeros_f, self.intern_array(arr[idx])
             parts["arg_event"].append(idx)
             parts["arg_key"].append(np.full(m, self.intern(key), np.uint32))
             parts["arg_kind"].append(np.full(m, kind, np.uint32))
@@ -318,9 +322,16 @@ class Recorder:
         if n == 0:
             return
         if kind == "events" and "arg_event" in cols:
-            # Events with side-table rows are written as they come (the row indices are batch-local).
+            # Events with side-table rows are written as they come (the row indices are
+            # batch-local), still in chunks of at most chunk_rows events.
             self._flush(kind)
-            self._write_batch(kind, cols)
+            arg_event = cols["arg_event"]
+            for s in range(0, n, self.chunk_rows):
+                e = min(s + self.chunk_rows, n)
+                rows = (arg_event >= s) & (arg_event < e)
+                part = {k: v[rows] if k.startswith("arg_") else v[s:e] for k, v in cols.items()}
+                part["arg_event"] = part["arg_event"] - np.uint32(s)
+                self._write_batch(kind, part)
             return
         self._buffers[kind].append(cols)
         self._buffered_rows[kind] += n

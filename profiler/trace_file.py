@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from profiler import scprof_trace_pb2 as pb
-from profiler.errors import TraceFormatError, TruncatedTraceError
+from profiler.errors import TraceFormatError
 from profiler.wire import WireError, encode_varint, read_varint
 
 FORMAT_VERSION = 1

@@ -9,7 +9,9 @@ place allowed to import from every other.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -134,8 +136,17 @@ def cmd_record(args: argparse.Namespace) -> int:
 def cmd_ingest(args: argparse.Namespace) -> int:
     from profiler.trace_to_store import ingest_traces
 
-    with Store.open(args.db) as store:
-        results = ingest_traces(store, args.paths, args.name, args.replace, args.allow_truncated)
+    db = args.db or default_path()
+    created = not os.path.exists(db)
+    try:
+        with Store.open(db) as store:
+            results = ingest_traces(store, args.paths, args.name, args.replace, args.allow_truncated)
+    except BaseException:
+        if created:  # a failed ingest leaves no new, empty store behind either
+            for leftover in (db, db + ".wal"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(leftover)
+        raise
     for r in results:
         line = f"ingested {r.name!r} as run_id {r.run_id}: {r.events:,} events"
         if r.cut_message:

@@ -1,0 +1,74 @@
+"""What analyzers share for one run: the store, the run's facts, and cached temp tables.
+
+Shared intermediate results (step windows, the per-chip timeline split) are
+computed once per context as DuckDB temp tables named after the run, so every
+analyzer that needs them reads the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import pyarrow as pa
+
+from profiler.store import Store
+
+
+@cache
+def load_sql(name: str) -> str:
+    """The text of analyzers/sql/<name>.sql."""
+    return resources.files("analyzers").joinpath("sql", f"{name}.sql").read_text()
+
+
+class RunContext:
+    """One run of one store, as analyzers see it."""
+
+    def __init__(self, store: Store, run_id: int):
+        self.store = store
+        self.run_id = run_id
+        self.run: dict[str, Any] = store.rows("SELECT * FROM runs WHERE run_id = ?", [run_id])[0]
+        self.config: dict[str, Any] = json.loads(self.run["config"] or "{}")
+        self._temp: set[str] = set()
+        self._memo: dict[str, Any] = {}
+
+    def memo(self, key: str, compute: Callable[[], Any]) -> Any:
+        """compute() once per context; later calls return the same value."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    def hardware(self, key: str) -> Any:
+        """A hardware fact from the run's header, or None when the trace lacks it."""
+        return self.run.get(key)
+
+    def temp(self, name: str) -> str:
+        """Name of the temp table `name` for this run, built from sql/<name>.sql on first use.
+
+        The SQL file holds one CREATE statement with `{table}` for its own name,
+        `{other}` placeholders for temp tables it depends on, and `$run` for the run id.
+        """
+        table = f"{name}_{self.run_id}"
+        if table not in self._temp:
+            sql = load_sql(name)
+            deps = {d: self.temp(d) for d in _placeholders(sql) if d != "table"}
+            self.store.con.execute(sql.format(table=table, **deps), {"run": self.run_id})
+            self._temp.add(table)
+        return table
+
+    def query(self, name: str, **params: Any) -> pa.Table:
+        """Run analyzers/sql/<name>.sql (a SELECT) with $run and `params` bound."""
+        sql = load_sql(name)
+        deps = {d: self.temp(d) for d in _placeholders(sql)}
+        text = sql.format(**deps)
+        used = {k: v for k, v in {"run": self.run_id, **params}.items() if f"${k}" in text}
+        return self.store.con.sql(text, params=used).to_arrow_table()
+
+
+def _placeholders(sql: str) -> set[str]:
+    import string
+
+    return {f for _, f, _, _ in string.Formatter().parse(sql) if f}

@@ -1,0 +1,40 @@
+"""The one list of analyzers (read by the CLI, the UI and the tests) and the run report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from analyzers import breakdown
+from analyzers.context import RunContext
+from analyzers.findings import Analysis, Finding, severity_rank
+from profiler.store import Store
+
+# Each module has NAME, QUESTION and analyze(ctx: RunContext) -> Analysis.
+ANALYZERS: tuple[ModuleType, ...] = (breakdown,)
+
+
+@dataclass
+class RunReport:
+    """Every analyzer's result for one run, with the findings sorted by severity."""
+
+    run: dict[str, Any]
+    analyses: dict[str, Analysis]
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": {k: self.run[k] for k in ("run_id", "uuid", "name", "source", "status")},
+            "figures": {name: a.figures for name, a in self.analyses.items() if a.figures},
+            "findings": [f.to_dict() for f in self.findings],
+            "notes": {name: a.notes for name, a in self.analyses.items() if a.notes},
+        }
+
+
+def analyze_run(store: Store, run_id: int, only: tuple[str, ...] | None = None) -> RunReport:
+    """Run the analyzers (all, or those named in `only`) on one run."""
+    ctx = RunContext(store, run_id)
+    analyses = {m.NAME: m.analyze(ctx) for m in ANALYZERS if only is None or m.NAME in only}
+    findings = sorted((f for a in analyses.values() for f in a.findings), key=lambda f: (severity_rank(f), f.rule))
+    return RunReport(ctx.run, analyses, findings)
