@@ -65,6 +65,8 @@ class TraceReader:
         counts = dict.fromkeys(BATCH_COLUMNS, 0)
         for item in iter_chunks(self.path):
             if isinstance(item, Cut):
+                if self.header is None:  # nothing worth keeping, even with allow_truncated
+                    raise TruncatedTraceError(f"{item.message()} (inside the header chunk)")
                 self._cut_short(item)
                 return
             if self.footer is not None:

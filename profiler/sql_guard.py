@@ -44,6 +44,7 @@ def check_read_only(sql: str) -> str:
     stmt = statements[0]
     if stmt.type not in ALLOWED:
         kind = str(stmt.type).split(".")[-1]
+        kind = "INSTALL/LOAD" if kind == "LOAD" else kind
         raise QueryError(f"query: only read-only SELECT queries are allowed, not {kind}")
     return sql
 

@@ -55,11 +55,16 @@ def _cell(v: object) -> str:
     return str(v)
 
 
+def _json_value(v: object) -> object:
+    """JSON has no NaN or infinity: they become null."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
 def render(table: pa.Table, fmt: str) -> str:
     """An Arrow table as table, csv or json text (ending in a newline)."""
     rows = table.to_pylist()
     if fmt == "json":
-        return json.dumps(rows, default=str) + "\n"
+        return json.dumps([{k: _json_value(v) for k, v in r.items()} for r in rows], default=str) + "\n"
     if fmt == "csv":
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")

@@ -1,0 +1,152 @@
+"""The store: schema version and migrations, read-only opening, run lookup, rollback."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from profiler import store as store_module
+from profiler.errors import ScprofError, StoreError
+from profiler.schema import SCHEMA_VERSION, TABLES, VIEWS
+from profiler.store import Store
+from profiler.trace_to_store import ingest_trace
+from tests.tracekit import record_small, snapshot
+
+
+def set_version(db, version):
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE scprof_meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+
+
+def test_schema_version_recorded(tmp_path):
+    db = tmp_path / "s.duckdb"
+    with Store.open(str(db)) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+    with duckdb.connect(str(db), read_only=True) as con:
+        meta = con.execute("SELECT key, value FROM scprof_meta").fetchall()
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+        comments = con.execute("SELECT count(*) FROM duckdb_columns() WHERE comment IS NOT NULL").fetchall()[0][0]
+    assert meta == [("schema_version", str(SCHEMA_VERSION))]
+    assert tables == {t.name for t in TABLES} and views >= {v.name for v in VIEWS}
+    assert comments >= sum(len(t.columns) for t in TABLES)  # every column documented in the store itself
+
+
+def test_newer_schema_version_is_refused(tmp_path, store_path):
+    set_version(store_path, SCHEMA_VERSION + 1)
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match="newer") as err:
+            Store.open(str(store_path), read_only=read_only)
+        assert str(store_path) in str(err.value) and "upgrade" in str(err.value)
+
+
+@pytest.fixture
+def next_version(monkeypatch):
+    """Pretend this scprof is one schema version ahead: the stores made so far are old."""
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    return SCHEMA_VERSION + 1
+
+
+def test_older_schema_is_migrated_on_write_and_refused_read_only(store_path, monkeypatch, next_version):
+    with pytest.raises(StoreError, match="migrate"):
+        Store.open(str(store_path), read_only=True)
+    calls = []
+    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION, lambda con: calls.append(
+        con.execute("ALTER TABLE runs ADD COLUMN note VARCHAR")))  # fmt: skip
+    with Store.open(str(store_path)) as store:
+        assert store.schema_version() == next_version
+        assert "note" in store.query("SELECT * FROM runs").column_names
+    assert len(calls) == 1
+    assert snapshot(store_path)["counts"]["events"] == 4  # the data survived
+    with Store.open(str(store_path), read_only=True) as store:  # now current
+        assert store.schema_version() == next_version
+
+
+def test_failed_migration_leaves_the_store_as_it_was(store_path, monkeypatch, next_version):
+    before = snapshot(store_path)
+
+    def broken(con):
+        con.execute("DELETE FROM events")
+        raise RuntimeError("migration bug")
+
+    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION, broken)
+    with pytest.raises(RuntimeError):
+        Store.open(str(store_path))
+    assert snapshot(store_path) == before
+
+
+def test_read_only_open_of_missing_path(tmp_path):
+    missing = tmp_path / "missing.duckdb"
+    with pytest.raises(StoreError) as err:
+        Store.open(str(missing), read_only=True)
+    msg = str(err.value)
+    assert str(missing) in msg and "--db" in msg and "ingest" in msg  # says what to do
+    assert not missing.exists()
+
+
+def test_read_only_store_refuses_writes(store_path):
+    with Store.open(str(store_path), read_only=True) as store, pytest.raises(duckdb.Error):
+        store.query("DELETE FROM events")
+
+
+def test_a_plain_duckdb_file_is_not_a_store(tmp_path):
+    db = tmp_path / "plain.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE x (a INTEGER)")
+    with pytest.raises(StoreError, match="not an scprof store"):
+        Store.open(str(db), read_only=True)
+
+
+def test_query_binds_parameters(store_path):
+    with Store.open(str(store_path), read_only=True) as store:
+        t = store.query("SELECT name FROM slices WHERE name = ? ORDER BY event_id", ["x' OR '1'='1"])
+        assert t.num_rows == 0
+        t = store.query("SELECT dur_ps FROM slices WHERE name = ? ORDER BY event_id", ["gather"])
+        assert t.column("dur_ps").to_pylist() == [4000, 4000]
+        assert str(t.schema.field("dur_ps").type) == "int64"
+
+
+@pytest.fixture
+def three_runs(tmp_path):
+    db = tmp_path / "runs.duckdb"
+    with Store.open(str(db)) as store:
+        for name, uuid in (("base", "abcdef01-0000"), ("tuned", "abcdef02-1111"), ("7", "99999999-2222")):
+            ingest_trace(store, str(record_small(tmp_path / f"{name}.sctrace", run_name=name, run_id=uuid)))
+    return db
+
+
+def test_resolve_run(three_runs):
+    with Store.open(str(three_runs), read_only=True) as store:
+        assert store.resolve_run(1) == store.resolve_run("1") == store.resolve_run("base") == 1
+        assert store.resolve_run("tuned") == 2
+        assert store.resolve_run("abcdef02") == 2  # uuid prefix
+        assert store.resolve_run("abcdef02-1111") == 2  # whole uuid
+        assert store.resolve_run("99999999") == 3
+        assert store.resolve_run("7") == 3  # an exact name wins over a run_id that does not exist
+        with pytest.raises(StoreError, match="ambiguous"):
+            store.resolve_run("abcdef")  # prefix of two uuids
+
+
+@pytest.mark.parametrize("ref", ["nope", "42", "abc"])  # "abc": too short to be a uuid prefix
+def test_unknown_run_lists_known_runs(three_runs, ref):
+    with Store.open(str(three_runs), read_only=True) as store, pytest.raises(StoreError) as err:
+        store.resolve_run(ref)
+    msg = str(err.value)
+    assert repr(ref) in msg and "base" in msg and "tuned" in msg
+    assert isinstance(err.value, ScprofError)
+
+
+def test_unknown_run_in_empty_store(tmp_path):
+    with Store.open(str(tmp_path / "e.duckdb")) as store, pytest.raises(StoreError, match="none yet"):
+        store.resolve_run("base")
+
+
+def test_failed_ingest_rolls_back(tmp_path, store_path):
+    bad = tmp_path / "bad.sctrace"
+    data = bytearray(record_small(tmp_path / "good.sctrace", run_name="good").read_bytes())
+    data[-40] ^= 0x55  # damage the last chunks: everything before them was already inserted
+    bad.write_bytes(bytes(data))
+    before = snapshot(store_path)
+    with Store.open(str(store_path)) as store, pytest.raises(ScprofError):
+        ingest_trace(store, str(bad))
+    assert snapshot(store_path) == before

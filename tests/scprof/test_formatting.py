@@ -1,0 +1,47 @@
+"""Human formatting at the edge: units and the three output formats."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pyarrow as pa
+import pytest
+
+from scprof.formatting import format_bytes, format_ps, render
+
+
+@pytest.mark.parametrize("ps, text", [
+    (None, "-"), (0, "0 ps"), (999, "999 ps"), (1_000, "1 ns"), (1_500_000, "1.5 us"), (2_900_000_000, "2.9 ms"),
+    (1_160_000_000_000, "1.16 s"), (-2_000, "-2 ns"), (float("nan"), "-"),
+])  # fmt: skip
+def test_format_ps(ps, text):
+    assert format_ps(ps) == text
+
+
+@pytest.mark.parametrize("n, text", [(None, "-"), (512, "512 B"), (1536, "1.5 KiB"), (96 << 30, "96 GiB")])
+def test_format_bytes(n, text):
+    assert format_bytes(n) == text
+
+
+TABLE = pa.table({"name": ["a,b", 'say "hi"', None], "n": [1, None, 3], "x": [0.5, 1e-9, None]})
+
+
+def test_render_csv_quotes_and_nulls():
+    assert list(csv.reader(io.StringIO(render(TABLE, "csv")))) == [
+        ["name", "n", "x"], ["a,b", "1", "0.5"], ['say "hi"', "", "1e-09"], ["", "3", ""]]  # fmt: skip
+
+
+def test_render_json():
+    assert json.loads(render(TABLE, "json")) == [
+        {"name": "a,b", "n": 1, "x": 0.5}, {"name": 'say "hi"', "n": None, "x": 1e-9},
+        {"name": None, "n": 3, "x": None}]  # fmt: skip
+
+
+def test_render_table():
+    lines = render(TABLE, "table").splitlines()
+    assert lines[0].split() == ["name", "n", "x"]
+    assert lines[4].split() == ["NULL", "3", "NULL"]
+    assert lines[-1] == "(3 rows)"
+    assert render(TABLE.slice(0, 1), "table").splitlines()[-1] == "(1 row)"
