@@ -37,6 +37,7 @@ lint: $(TEST_STAMP)
 # Regenerate the committed protobuf code after editing proto/*.proto.
 proto: $(TEST_STAMP)
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler --pyi_out=profiler proto/scprof_trace.proto
+	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler --pyi_out=profiler proto/xplane.proto
 
 clean:
 	rm -rf $(VENV) .pytest_cache

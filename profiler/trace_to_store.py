@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from profiler import scprof_trace_pb2 as pb
+from profiler import xplane_to_store
 from profiler.errors import StoreError
 from profiler.reader import Batch, TraceReader, concat_batches, read_header
 from profiler.store import Store
@@ -84,13 +85,29 @@ class IngestResult:
 def ingest_traces(
     store: Store, paths: list[str], name: str | None = None, replace: bool = False, allow_truncated: bool = False
 ) -> list[IngestResult]:
-    """Ingest trace files as new runs, all in one transaction: all land or none."""
+    """Ingest trace files as new runs, all in one transaction: all land or none.
+
+    A path is a native scprof trace, or an XProf capture: a `.xplane.pb` file, a run
+    directory `plugins/profile/<run>/` (one file per host) or a logdir holding such
+    run directories (each becomes a run); those go to profiler/xplane_to_store.py.
+    """
     if name is not None and len(paths) != 1:
         raise StoreError("--name: give one trace file when naming the run")
-    headers = [read_header(p) for p in paths]  # cheap checks before any write
+    headers = []  # cheap checks before any write
+    for p in paths:
+        if xplane_to_store.is_xplane_path(p):
+            xplane_to_store.check_path(p)
+            headers.append(None)
+        else:
+            headers.append(read_header(p))
     store.con.execute("BEGIN")
     try:
-        results = [_ingest_one(store, p, h, name, replace, allow_truncated) for p, h in zip(paths, headers, strict=True)]
+        results = []
+        for p, h in zip(paths, headers, strict=True):
+            if h is None:
+                results += _ingest_xplane(store, p, name, replace)
+            else:
+                results.append(_ingest_one(store, p, h, name, replace, allow_truncated))
         store.con.execute("COMMIT")
     except BaseException:
         store.con.execute("ROLLBACK")
@@ -124,6 +141,34 @@ def _ingest_one(
     cut = reader.cut
     return IngestResult(run_id, name, header.run_id, progress.rows, "truncated" if cut else "ok",
                         cut.message() if cut else None)  # fmt: skip
+
+
+def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool) -> list[IngestResult]:
+    """Ingest the XProf run(s) at `path` (inside the caller's transaction)."""
+    runs = xplane_to_store.find_runs(path)
+    if name is not None and len(runs) > 1:
+        raise StoreError(f"--name: {path} holds {len(runs)} runs; name them one at a time")
+    results = []
+    for run_name, files in runs:
+        con = store.con
+        run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
+        facts = xplane_to_store.ingest_xplane_run(con, run_id, run_name, files, _insert_arrow)
+        facts["name"] = name or facts["name"]
+        _make_room(store, facts["uuid"], facts["name"], replace)
+        events, first_ps, last_ps, steps = con.execute(RUN_FIGURES, [run_id]).fetchall()[0]
+        f = facts
+        con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                run_id, f["uuid"], f["name"], "xplane", path, f["producer"], None, "ok", None,
+                f["start_time_unix_ns"], f["generation"], f["num_chips"], f["sparsecores_per_chip"],
+                f["tiles_per_sparsecore"], f["simd_width"], f["hbm_bytes"], f["hbm_bandwidth_bytes_per_s"],
+                f["tc_peak_flops"], f["ici_bandwidth_bytes_per_s"], f["spmem_bytes_per_tile"],
+                f["hardware_extra"], f["config"], f["tags"], events, first_ps, last_ps, steps,
+            ],
+        )  # fmt: skip
+        results.append(IngestResult(run_id, f["name"], f["uuid"], events, "ok", None))
+    return results
 
 
 def _make_room(store: Store, uuid: str, name: str, replace: bool) -> None:

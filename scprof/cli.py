@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_record)
 
     p = sub.add_parser("ingest", help="ingest trace files into the store (all or nothing)")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="scprof trace file (.sctrace)")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="scprof trace (.sctrace) or XProf capture (.xplane.pb, run dir, logdir)")
     p.add_argument("--name", help="run name (default: from the trace header)")
     p.add_argument("--replace", action="store_true", help="replace runs with the same id or name")
     p.add_argument("--allow-truncated", action="store_true", help="keep the complete chunks of a cut file")

@@ -1,0 +1,361 @@
+"""Export a run as an XProf XSpace (`.xplane.pb`) that XProf / TensorBoard open.
+
+    scprof export xspace RUN -o run.xplane.pb
+
+Conventions XProf reads (see docs/trace-format.md, "XSpace mapping"):
+- one plane per track plane: `/device:TPU:N` (TensorCore), `/device:TPU:N SparseCore M`,
+  `/host:CPU`; one line per track (`Steps`, `XLA Modules`, `XLA Ops`, `Sparse Core Steps`,
+  `Sparse Core Modules`, `Sparse Core Ops`, ...), counters on a `_counters_` line;
+- step markers are events on their track's `Steps` line, named by the step number;
+  every event of a step carries `group_id` = step (XProf groups steps by it);
+- event metadata per (plane, name, category) carries `hlo_category`, `flops` and
+  `bytes_accessed` (the first event's values; events that differ carry their own);
+- TensorCore planes carry `device_type_string`, `peak_teraflops_per_second` and
+  `peak_hbm_bw_gigabytes_per_second`; the space carries `hostnames`;
+- a line-less `/host:scprof` plane keeps the run's own facts (uuid, name, config,
+  hardware) so `scprof ingest` of the file gives the run back.
+
+Events are encoded column-wise with profiler/xplane_wire.py, not one object each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import numpy as np
+
+from profiler import xplane_pb2 as xp
+from profiler import xplane_wire as w
+from profiler.errors import ScprofError
+from profiler.xplane_to_store import SCPROF_PLANE, STEP_LINES
+
+HOSTNAME = "scprof"
+MARKER_STAT = "scprof_step_marker"  # on metadata of exported step markers (not events of the run)
+# events column -> stat name written on the event (or its metadata).
+EVENT_INT_STATS = {"sc": "sc", "minibatch": "minibatch", "ids": "ids", "unique_ids": "unique_ids",
+                   "dropped_ids": "dropped_ids"}  # fmt: skip
+_SC_RE = re.compile(r"^/device:TPU:(\d+) SparseCore(?: [a-zA-Z]+)? (\d+)$")
+_TC_RE = re.compile(r"^/device:TPU:(\d+)$")
+
+
+def export_run(store, run_id: int, path: str, steps: tuple[int, int] | None = None, check: bool = False) -> str:
+    """Write run `run_id` to `path` as an XSpace; returns a one-line summary."""
+    run = store.rows("SELECT * FROM runs WHERE run_id = ?", [run_id])[0]
+    space = build_space(store, run_id, run, steps)
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(space["bytes"])
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ScprofError(f"{path}: cannot write ({e.strerror})") from None
+    line = (f"wrote {path}: {space['events']:,} events, {space['steps']:,} step markers, "
+            f"{space['counters']:,} counter samples on {space['planes']} planes")  # fmt: skip
+    if check:
+        with open(path, "rb") as f:
+            msg = xp.XSpace.FromString(f.read())
+        n = sum(len(ln.events) for p in msg.planes for ln in p.lines)
+        want = space["events"] + space["steps"] + space["counters"]
+        if n != want:
+            raise ScprofError(f"{path}: check failed: file holds {n} events, expected {want}")
+        line += " (checked)"
+    return line
+
+
+def _col(store, sql: str, params: list) -> dict[str, np.ndarray]:
+    t = store.query(sql, params)
+    return {name: t.column(name).to_numpy(zero_copy_only=False) for name in t.column_names}
+
+
+def build_space(store, run_id: int, run: dict, steps: tuple[int, int] | None) -> dict:
+    strings = store.query("SELECT string_id, value FROM strings WHERE run_id = ? ORDER BY string_id", [run_id])
+    svals = dict(zip(strings.column("string_id").to_pylist(), strings.column("value").to_pylist(), strict=True))
+    tracks = store.rows("SELECT * FROM tracks WHERE run_id = ? ORDER BY track_id", [run_id])
+    where, params = "run_id = ?", [run_id]
+    if steps:
+        where += " AND step >= ? AND step < ?"
+        params += [steps[0], steps[1]]
+    ev = _col(store, f"""
+        SELECT event_id, track_id, name_id, start_ps, dur_ps,
+               coalesce(step, -1) AS step, coalesce(table_id, 0) AS table_id, coalesce(category_id, 0) AS category_id,
+               {", ".join(f"coalesce({c}, -1) AS {c}" for c in ("sc", "minibatch", "ids", "unique_ids",
+                                                                "dropped_ids", "bytes", "flops"))}
+        FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""", params)  # fmt: skip
+    null_mask = _col(store, f"""
+        SELECT {", ".join(f"{c} IS NULL AS {c}" for c in ("sc", "minibatch", "ids", "unique_ids", "dropped_ids",
+                                                            "bytes", "flops", "step"))}
+        FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""", params)  # fmt: skip
+    args = store.rows(
+        f"""
+        SELECT a.event_id, a.key, a.int_value, a.double_value, a.string_value FROM event_args a
+        WHERE a.run_id = ? AND a.event_id IN (SELECT event_id FROM events WHERE {where})""",
+        [run_id, *params],
+    )
+    cwhere = "run_id = ?"
+    cparams: list = [run_id]
+    if steps and len(ev["start_ps"]):
+        cwhere += " AND ts_ps >= ? AND ts_ps <= ?"
+        cparams += [int(ev["start_ps"].min()), int((ev["start_ps"] + ev["dur_ps"]).max())]
+    counters = _col(store, f"SELECT track_id, ts_ps, value FROM counters WHERE {cwhere} ORDER BY track_id, ts_ps",
+                    cparams)  # fmt: skip
+    swhere = "run_id = ?" + (" AND step >= ? AND step < ?" if steps else "")
+    markers = _col(store, f"SELECT track_id, step, start_ps, dur_ps FROM steps WHERE {swhere} ORDER BY track_id, start_ps",
+                   [run_id, *(steps or ())])  # fmt: skip
+
+    origin_ns = int(run["start_time_unix_ns"] or 0)
+    by_plane: dict[str, list[dict]] = {}
+    for t in tracks:
+        by_plane.setdefault(t["plane"], []).append(t)
+    args_by_event: dict[int, list] = {}
+    for a in args:
+        args_by_event.setdefault(a["event_id"], []).append(a)
+
+    out = bytearray()
+    totals = {"events": 0, "steps": 0, "counters": 0}
+    device_ids = _plane_ids(list(by_plane))
+    for plane_name, ptracks in by_plane.items():
+        plane = xp.XPlane(id=device_ids[plane_name], name=plane_name)
+        ctx = _PlaneCtx(plane)
+        _plane_stats(ctx, plane_name, run)
+        lines = bytearray()
+        for line_id, t in enumerate([t for t in ptracks if t["kind"] != "counter"], start=1):
+            sel = np.flatnonzero(ev["track_id"] == t["track_id"])
+            msel = np.flatnonzero(markers["track_id"] == t["track_id"])
+            lines += _line(ctx, line_id, t["line"], origin_ns, ev, null_mask, sel, svals, args_by_event, markers, msel)
+            totals["events"] += len(sel)
+            totals["steps"] += len(msel)
+        ctracks = [t for t in ptracks if t["kind"] == "counter"]
+        if ctracks:
+            lines += _counter_line(ctx, len(ptracks) + 1, origin_ns, counters, ctracks)
+            totals["counters"] += int(np.isin(counters["track_id"], [t["track_id"] for t in ctracks]).sum())
+        shell = plane.SerializeToString()
+        body = shell + bytes(lines)
+        out += w.key(w.SPACE_PLANES, 2) + w.encode_varint(len(body)) + body
+    facts = xp.XPlane(id=len(device_ids) + 10_000, name=SCPROF_PLANE)
+    fctx = _PlaneCtx(facts)
+    hw = {k: run[k] for k in ("generation", "num_chips", "sparsecores_per_chip", "tiles_per_sparsecore",
+                              "simd_width", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "tc_peak_flops",
+                              "ici_bandwidth_bytes_per_s", "spmem_bytes_per_tile") if run[k] is not None}  # fmt: skip
+    hw["extra"] = json.loads(run["hardware_extra"] or "{}")
+    for k, v in (("run_uuid", run["uuid"]), ("run_name", run["name"]), ("producer", run["producer"] or ""),
+                 ("config_json", run["config"] or "{}"), ("tags_json", run["tags"] or "{}"),
+                 ("hardware_json", json.dumps(hw, sort_keys=True))):  # fmt: skip
+        facts.stats.add(metadata_id=fctx.stat_id(k), str_value=str(v))
+    facts.stats.add(metadata_id=fctx.stat_id("start_time_unix_ns"), int64_value=origin_ns)
+    body = facts.SerializeToString()
+    out += w.key(w.SPACE_PLANES, 2) + w.encode_varint(len(body)) + body
+    host = HOSTNAME.encode()
+    out += w.key(w.SPACE_HOSTNAMES, 2) + w.encode_varint(len(host)) + host
+    return {"bytes": bytes(out), "planes": len(by_plane), **totals}
+
+
+def _plane_ids(planes: list[str]) -> dict[str, int]:
+    """TensorCore planes keep their device ordinal as id; others get distinct ids after them."""
+    ids = {}
+    for p in planes:
+        if m := _TC_RE.match(p):
+            ids[p] = int(m[1])
+    nxt = max(ids.values(), default=-1) + 1
+    for p in planes:
+        if p not in ids:
+            ids[p] = nxt
+            nxt += 1
+    return ids
+
+
+class _PlaneCtx:
+    """Metadata ids of one plane: stat names (and ref strings) and event metadata."""
+
+    def __init__(self, plane: xp.XPlane):
+        self.plane = plane
+        self.stats: dict[str, int] = {}
+        self.events: dict[tuple, int] = {}
+
+    def stat_id(self, name: str) -> int:
+        i = self.stats.get(name)
+        if i is None:
+            i = self.stats[name] = len(self.stats) + 1
+            self.plane.stat_metadata[i].id = i
+            self.plane.stat_metadata[i].name = name
+        return i
+
+    def event_id(self, key: tuple, name: str) -> tuple[int, bool]:
+        i = self.events.get(key)
+        if i is not None:
+            return i, False
+        i = self.events[key] = len(self.events) + 1
+        self.plane.event_metadata[i].id = i
+        self.plane.event_metadata[i].name = name
+        return i, True
+
+
+def _plane_stats(ctx: _PlaneCtx, plane_name: str, run: dict) -> None:
+    if not _TC_RE.match(plane_name):
+        return
+    p = ctx.plane
+    gen = run["generation"]
+    p.stats.add(metadata_id=ctx.stat_id("device_type_string"), str_value=f"TPU {gen}" if gen else "TPU")
+    if run["tc_peak_flops"]:
+        p.stats.add(metadata_id=ctx.stat_id("peak_teraflops_per_second"), double_value=run["tc_peak_flops"] / 1e12)
+    if run["hbm_bandwidth_bytes_per_s"]:
+        p.stats.add(metadata_id=ctx.stat_id("peak_hbm_bw_gigabytes_per_second"),
+                    double_value=run["hbm_bandwidth_bytes_per_s"] / 1e9)  # fmt: skip
+    if run["hbm_bytes"]:
+        p.stats.add(metadata_id=ctx.stat_id("memory_size"), uint64_value=int(run["hbm_bytes"]))
+
+
+def _line_header(line_id: int, name: str, origin_ns: int) -> bytes:
+    return xp.XLine(id=line_id, display_id=line_id, name=name, timestamp_ns=origin_ns).SerializeToString()
+
+
+def _line(ctx, line_id, name, origin_ns, ev, null_mask, sel, svals, args_by_event, markers, msel) -> bytes:
+    """One line: the track's events, plus its step markers as events flagged MARKER_STAT."""
+    n = len(sel)
+    meta = np.zeros(n, np.int64)
+    flops, nbytes = ev["flops"][sel], ev["bytes"][sel]
+    fl_null, by_null = null_mask["flops"][sel], null_mask["bytes"][sel]
+    over_flops = np.zeros(n, bool)
+    over_bytes = np.zeros(n, bool)
+    first: dict[int, tuple] = {}
+    names, cats = ev["name_id"][sel], ev["category_id"][sel]
+    keys = names.astype(np.int64) * (1 << 32) + cats.astype(np.int64)
+    uniq, first_idx, inv = np.unique(keys, return_index=True, return_inverse=True)
+    for u, fi in zip(range(len(uniq)), first_idx.tolist(), strict=True):
+        nm, cat = int(names[fi]), int(cats[fi])
+        mid, new = ctx.event_id(("ev", nm, cat), svals.get(nm, ""))
+        md = ctx.plane.event_metadata[mid]
+        if new:
+            if cat:
+                md.stats.add(metadata_id=ctx.stat_id("hlo_category"), str_value=svals.get(cat, ""))
+            if not fl_null[fi]:
+                md.stats.add(metadata_id=ctx.stat_id("flops"), int64_value=int(flops[fi]))
+            if not by_null[fi]:
+                md.stats.add(metadata_id=ctx.stat_id("bytes_accessed"), int64_value=int(nbytes[fi]))
+        vals = {s.metadata_id: s.int64_value for s in md.stats}
+        first[u] = (mid, vals.get(ctx.stats.get("flops")), vals.get(ctx.stats.get("bytes_accessed")))
+    meta_flops = np.array([first[u][1] if first[u][1] is not None else -(2**62) for u in range(len(uniq))], np.int64)
+    meta_bytes = np.array([first[u][2] if first[u][2] is not None else -(2**62) for u in range(len(uniq))], np.int64)
+    meta = np.array([first[u][0] for u in range(len(uniq))], np.int64)[inv] if n else meta
+    if n:
+        over_flops = ~fl_null & (flops != meta_flops[inv])
+        over_bytes = ~by_null & (nbytes != meta_bytes[inv])
+    # Per-event stats: rows (event, stat id, kind, int, double).
+    s_ev, s_id, s_kind, s_int, s_dbl = [], [], [], [], []
+
+    def add(rows, stat, values, kind=w.KIND_INT):
+        if len(rows):
+            s_ev.append(rows)
+            s_id.append(np.full(len(rows), ctx.stat_id(stat), np.int64))
+            s_kind.append(np.full(len(rows), kind, np.int8))
+            s_int.append(np.asarray(values, np.int64) if kind != w.KIND_DOUBLE else np.zeros(len(rows), np.int64))
+            s_dbl.append(np.asarray(values, np.float64) if kind == w.KIND_DOUBLE else np.zeros(len(rows)))
+
+    has_step = ~null_mask["step"][sel]
+    add(np.flatnonzero(has_step), "group_id", ev["step"][sel][has_step])
+    tbl = ev["table_id"][sel]
+    rows = np.flatnonzero(tbl)
+    if rows.size:
+        uniq_t, inv_t = np.unique(tbl[rows], return_inverse=True)
+        refs = np.array([ctx.stat_id(svals.get(int(t), "")) for t in uniq_t.tolist()], np.int64)
+        add(rows, "table", refs[inv_t], w.KIND_REF)
+    for col, stat in EVENT_INT_STATS.items():
+        has = ~null_mask[col][sel]
+        add(np.flatnonzero(has), stat, ev[col][sel][has])
+    add(np.flatnonzero(over_flops), "flops", flops[over_flops])
+    add(np.flatnonzero(over_bytes), "bytes_accessed", nbytes[over_bytes])
+    if args_by_event:
+        pos = {int(e): i for i, e in enumerate(ev["event_id"][sel].tolist())}
+        for eid, i in pos.items():
+            for a in args_by_event.get(eid, ()):
+                if a["int_value"] is not None:
+                    add([i], a["key"], [a["int_value"]])
+                elif a["double_value"] is not None:
+                    add([i], a["key"], [a["double_value"]], w.KIND_DOUBLE)
+                else:
+                    add([i], a["key"], [ctx.stat_id(a["string_value"] or "")], w.KIND_REF)
+    start = ev["start_ps"][sel].astype(np.int64)
+    dur = ev["dur_ps"][sel].astype(np.int64)
+    if len(msel):  # step markers: events named by the step, flagged as markers, with group_id
+        m_meta = []
+        for st in markers["step"][msel].tolist():
+            mid, new = ctx.event_id(("marker", st), str(st))
+            if new:
+                ctx.plane.event_metadata[mid].stats.add(metadata_id=ctx.stat_id(MARKER_STAT), int64_value=1)
+            m_meta.append(mid)
+        base = n
+        meta = np.concatenate([meta, np.array(m_meta, np.int64)])
+        start = np.concatenate([start, markers["start_ps"][msel]])
+        dur = np.concatenate([dur, markers["dur_ps"][msel]])
+        add(base + np.arange(len(msel)), "group_id", markers["step"][msel])
+        n += len(msel)
+    order = np.argsort(start, kind="stable")  # XProf expects a line's events in time order
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    stats = _stat_table(s_ev, s_id, s_kind, s_int, s_dbl, rank, n)
+    events = w.encode_rows(n, [
+        ("const", w.key(w.EV_METADATA_ID, 0), None), ("varint", meta[order], None),
+        ("const", w.key(w.EV_OFFSET_PS, 0), None), ("varint", start[order], None),
+        ("const", w.key(w.EV_DURATION_PS, 0), dur[order] != 0), ("varint", dur[order], dur[order] != 0),
+        ("blob", stats),
+    ])  # fmt: skip
+    region = w.encode_rows(n, w.message_pieces(w.LINE_EVENTS, events))[0]
+    return _wrap_line(_line_header(line_id, name, origin_ns) + region.tobytes())
+
+
+def _wrap_line(line: bytes) -> bytes:
+    return w.key(w.PLANE_LINES, 2) + w.encode_varint(len(line)) + line
+
+
+def _stat_table(s_ev, s_id, s_kind, s_int, s_dbl, rank, n) -> tuple[np.ndarray, np.ndarray]:
+    """Encoded `stats` fields of each of n events (rows in final event order): (bytes, offsets)."""
+    if not s_ev:
+        return np.zeros(0, np.uint8), np.zeros(n + 1, np.int64)
+    ev_row = rank[np.concatenate(s_ev).astype(np.int64)]
+    sid, kind = np.concatenate(s_id), np.concatenate(s_kind)
+    ival, dval = np.concatenate(s_int), np.concatenate(s_dbl)
+    order = np.argsort(ev_row, kind="stable")
+    ev_row, sid, kind, ival, dval = ev_row[order], sid[order], kind[order], ival[order], dval[order]
+    m = len(ev_row)
+    is_int, is_dbl, is_ref = kind == w.KIND_INT, kind == w.KIND_DOUBLE, kind == w.KIND_REF
+    stat = w.encode_rows(m, [
+        ("const", w.key(w.ST_METADATA_ID, 0), None), ("varint", sid, None),
+        ("const", w.key(w.ST_INT64, 0), is_int), ("varint", ival, is_int),
+        ("const", w.key(w.ST_DOUBLE, 1), is_dbl), ("fixed64", dval, is_dbl),
+        ("const", w.key(w.ST_REF, 0), is_ref), ("varint", ival, is_ref),
+    ])  # fmt: skip
+    buf, offs = w.encode_rows(m, w.message_pieces(w.EV_STATS, stat))
+    counts = np.bincount(ev_row, minlength=n)
+    ev_off = offs[np.concatenate([[0], np.cumsum(counts)])]
+    return buf, ev_off
+
+
+def _counter_line(ctx, line_id, origin_ns, counters, ctracks) -> bytes:
+    """Counter samples on XProf's `_counters_` line: zero-length events named by the counter."""
+    tids = np.array([t["track_id"] for t in ctracks])
+    sel = np.flatnonzero(np.isin(counters["track_id"], tids))
+    meta_of = {}
+    for t in ctracks:
+        mid, new = ctx.event_id(("counter", t["track_id"]), t["line"])
+        if new and t["unit"]:
+            ctx.plane.event_metadata[mid].stats.add(metadata_id=ctx.stat_id("unit"), str_value=t["unit"])
+        meta_of[t["track_id"]] = mid
+    n = len(sel)
+    meta = np.array([meta_of[int(t)] for t in counters["track_id"][sel].tolist()], np.int64)
+    ts = counters["ts_ps"][sel].astype(np.int64)
+    order = np.argsort(ts, kind="stable")
+    val = counters["value"][sel].astype(np.float64)[order]
+    cid = ctx.stat_id("counter_value")
+    stat = w.encode_rows(n, [("const", w.key(w.ST_METADATA_ID, 0) + w.encode_varint(cid), None),
+                             ("const", w.key(w.ST_DOUBLE, 1), None), ("fixed64", val, None)])  # fmt: skip
+    events = w.encode_rows(n, [
+        ("const", w.key(w.EV_METADATA_ID, 0), None), ("varint", meta[order], None),
+        ("const", w.key(w.EV_OFFSET_PS, 0), None), ("varint", ts[order], None),
+        *w.message_pieces(w.EV_STATS, stat),
+    ])  # fmt: skip
+    region = w.encode_rows(n, w.message_pieces(w.LINE_EVENTS, events))[0]
+    return _wrap_line(_line_header(line_id, "_counters_", origin_ns) + region.tobytes())
+
+
+__all__ = ["export_run", "STEP_LINES"]

@@ -1,0 +1,649 @@
+"""Ingest XProf captures (`.xplane.pb` XSpace files) into the store as runs.
+
+    logdir/plugins/profile/<run>/<host>.xplane.pb  ->  runs, tracks, events, steps, counters
+
+Called by `trace_to_store.ingest_traces` inside its transaction, so a bad file
+leaves the store as it was. The mapping (both directions) is documented in
+docs/trace-format.md, "XSpace mapping"; in short:
+
+- each plane line is a track (plane name, line name); kind, chip and core come from
+  XProf's plane names (`/device:TPU:N`, `/device:TPU:N SparseCore M`, `/host:...`);
+- event time is `line.timestamp_ns * 1000 + offset_ps`, stored relative to the
+  run's `start_time_unix_ns` (the earliest line origin) so it fits int64 ps;
+- stats on the event and on its event metadata are resolved through the plane's
+  stat metadata; names in `TYPED_STATS` fill typed columns, all others become
+  event_args (bytes values as a `<N bytes>` placeholder), none are dropped;
+- steps come from `group_id` / `step_num` stats and `Steps` / `Sparse Core Steps`
+  lines; events without a step inherit the step whose marker contains them;
+- `_counters_` lines and `MemoryAllocation` / `MemoryDeallocation` events give
+  counter tracks.
+
+Events are decoded column-wise (profiler/xplane_wire.py), not one object per event.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+import uuid as uuidlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from profiler import xplane_pb2 as xp
+from profiler import xplane_wire as w
+from profiler.errors import TraceFormatError
+
+XPLANE_SUFFIXES = (".xplane.pb", ".xspace.pb")
+
+# Stat name -> typed events column. Values on the event win over its metadata's.
+TYPED_STATS = {
+    "group_id": "step",
+    "step_num": "step",
+    "table": "table",
+    "table_name": "table",
+    "sc": "sc",
+    "sparse_core": "sc",
+    "minibatch": "minibatch",
+    "ids": "ids",
+    "unique_ids": "unique_ids",
+    "dropped_ids": "dropped_ids",
+    "bytes": "bytes",
+    "bytes_accessed": "bytes",
+    "bytes_transferred": "bytes",
+    "flops": "flops",
+    "hlo_category": "category",
+    "category": "category",
+}
+STRING_COLUMNS = ("table", "category")  # typed columns holding string ids
+# group_id wins over step_num for events.step (XProf groups by group_id).
+_STEP_PRIORITY = ("group_id", "step_num")
+STEP_LINES = ("Steps", "Sparse Core Steps")
+COUNTER_LINE = "_counters_"
+MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")
+MEMORY_STATS = {
+    "bytes_allocated": "bytes", "bytes_reserved": "bytes", "bytes_available": "bytes",
+    "peak_bytes_in_use": "bytes", "requested_bytes": "bytes", "allocation_bytes": "bytes",
+    "fragmentation": "ratio",
+}  # fmt: skip
+COUNTER_VALUE_STATS = ("counter_value", "value", "Scaled Value", "Raw Value")
+# Plane stats that fill runs' hardware columns.
+_TPU_RE = re.compile(r"^/device:TPU:(\d+)$")
+_SC_RE = re.compile(r"^/device:TPU:(\d+) SparseCore(?: [a-zA-Z]+)? (\d+)$")
+_DEVICE_RE = re.compile(r"^/device:[A-Za-z_]+:(\d+)")
+SCPROF_PLANE = "/host:scprof"  # run facts written by scprof's exporter
+MARKER_STAT = "scprof_step_marker"  # event metadata stat: a step marker only, not an event of the run
+
+
+def is_xplane_path(path: str) -> bool:
+    """True for an XSpace file, or a directory holding them (run dir or logdir)."""
+    if os.path.isdir(path):
+        return True
+    return path.endswith(XPLANE_SUFFIXES)
+
+
+def find_runs(path: str) -> list[tuple[str, list[str]]]:
+    """(run name, files) for a file, a run dir `plugins/profile/<run>/`, or a logdir."""
+    if not os.path.exists(path):
+        raise TraceFormatError(f"{path}: no such file or directory")
+    if not os.path.isdir(path):
+        return [(_stem(path), [path])]
+    files = _xplanes_in(path)
+    if files:
+        return [(os.path.basename(os.path.normpath(path)), files)]
+    runs = []
+    for run_dir in sorted(glob.glob(os.path.join(path, "plugins", "profile", "*"))):
+        files = _xplanes_in(run_dir)
+        if files:
+            runs.append((os.path.basename(run_dir), files))
+    if not runs:
+        raise TraceFormatError(
+            f"{path}: no .xplane.pb files here or in {os.path.join(path, 'plugins', 'profile', '*')}"
+        )
+    return runs
+
+
+def check_path(path: str) -> None:
+    """Cheap checks before any write: files exist and are not empty."""
+    for _, files in find_runs(path):
+        for f in files:
+            if os.path.getsize(f) == 0:
+                raise TraceFormatError(f"{f}: empty file, not an XSpace (.xplane.pb)")
+
+
+def _xplanes_in(d: str) -> list[str]:
+    return sorted(f for s in XPLANE_SUFFIXES for f in glob.glob(os.path.join(d, "*" + s)) if os.path.isfile(f))
+
+
+def _stem(path: str) -> str:
+    base = os.path.basename(path)
+    for s in XPLANE_SUFFIXES:
+        if base.endswith(s):
+            return base[: -len(s)]
+    return base
+
+
+def plane_kind(name: str) -> tuple[str, int, int]:
+    """(kind, chip, core) of an XProf plane name."""
+    if m := _SC_RE.match(name):
+        return "sparsecore", int(m[1]), int(m[2])
+    if m := _TPU_RE.match(name):
+        return "tensorcore", int(m[1]), 0
+    if name.startswith("/host:"):
+        return "host", -1, -1
+    if m := _DEVICE_RE.match(name):
+        return "unknown", int(m[1]), -1
+    return "unknown", -1, -1
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+@dataclass
+class _Interner:
+    values: list[str] = field(default_factory=lambda: [""])
+    ids: dict[str, int] = field(default_factory=lambda: {"": 0})
+
+    def __call__(self, s: str) -> int:
+        i = self.ids.get(s)
+        if i is None:
+            i = self.ids[s] = len(self.values)
+            self.values.append(s)
+        return i
+
+
+@dataclass
+class _Tracks:
+    rows: list[dict] = field(default_factory=list)
+    ids: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def __call__(self, plane: str, line: str, kind: str, chip: int, core: int, unit: str = "") -> int:
+        k = (plane, line)
+        if k not in self.ids:
+            self.ids[k] = len(self.rows) + 1
+            self.rows.append(
+                dict(
+                    track_id=len(self.rows) + 1,
+                    plane=plane,
+                    line=line,
+                    kind=kind,
+                    chip=chip,
+                    core=core,
+                    tile=-1,
+                    unit=unit,
+                )
+            )
+        return self.ids[k]
+
+
+@dataclass
+class Decoded:
+    """A capture decoded into store-shaped columns (times relative to origin_ns)."""
+
+    strings: _Interner
+    tracks: _Tracks
+    events: dict[str, list[np.ndarray]]
+    args: dict[str, list]
+    counters: dict[str, list]
+    markers: dict[str, list]
+    plane_stats: dict[str, dict]
+    hostnames: list[str]
+    origin_ns: int
+    scprof: dict  # run facts from an scprof-written file, else {}
+    plane_kinds: dict = field(default_factory=dict)
+
+
+def _stat_value(s: xp.XStat, names: dict[int, str]):
+    k = s.WhichOneof("value")
+    if k == "ref_value":
+        return names.get(s.ref_value, "")
+    if k == "bytes_value":
+        return f"<{len(s.bytes_value)} bytes>"
+    return getattr(s, k) if k else None
+
+
+def decode_files(files: list[str]) -> Decoded:
+    """Decode the host files of one run into columns; raises TraceFormatError naming the file."""
+    spaces = []
+    for path in files:
+        with open(path, "rb") as f:
+            data = f.read()
+        if not data:
+            raise TraceFormatError(f"{path}: empty file, not an XSpace (.xplane.pb)")
+        try:
+            planes, hosts = w.split_space(data, path)
+            lite = [w.XPlaneLite.FromString(bytes(p)) for p in planes]
+        except w.XSpaceWireError as e:
+            raise TraceFormatError(str(e)) from None
+        except Exception as e:  # protobuf DecodeError: cut short, corrupt, bad UTF-8
+            raise TraceFormatError(f"{path}: not a valid XSpace ({type(e).__name__}: {e})") from None
+        if not lite:
+            raise TraceFormatError(f"{path}: XSpace holds no planes (not an .xplane.pb, or corrupt)")
+        spaces.append((path, lite, hosts))
+    origins = [ln.timestamp_ns for _, lite, _ in spaces for p in lite for ln in p.lines if ln.events]
+    if not origins:
+        raise TraceFormatError(f"{files[0]}: XSpace holds no events")
+    origin_ns = min(origins)
+    d = Decoded(_Interner(), _Tracks(), {}, {}, {}, {}, {}, [], origin_ns, {})
+    multi = len(spaces) > 1
+    for path, lite, hosts in spaces:
+        d.hostnames += hosts
+        prefix = f"{hosts[0] if hosts else _stem(path)} " if multi else ""
+        for plane in lite:
+            _decode_plane(d, path, plane, prefix)
+    return d
+
+
+def _decode_plane(d: Decoded, path: str, plane, prefix: str) -> None:
+    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    pstats = {stat_names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, stat_names) for s in plane.stats}
+    if plane.name == SCPROF_PLANE:
+        d.scprof = pstats
+        return
+    if pstats:
+        d.plane_stats[prefix + plane.name] = pstats
+        d.plane_kinds[prefix + plane.name] = plane_kind(plane.name)[0]
+    if not plane.lines:
+        return
+    kind, chip, core = plane_kind(plane.name)
+    pname = prefix + plane.name
+    # Event metadata: names and constant stats, as lookup arrays indexed by position.
+    meta_ids = np.array(sorted(plane.event_metadata), np.int64)
+    metas = [plane.event_metadata[int(i)] for i in meta_ids]
+    meta_name = np.array([d.strings(m.display_name or m.name) for m in metas] + [0], np.int64)
+    meta_raw_name = [m.name for m in metas]
+    meta_typed: dict[str, np.ndarray] = {}
+    meta_args: list[tuple[int, str, object]] = []  # (metadata index, key, value)
+    marker_meta: list[int] = []
+    for i, m in enumerate(metas):
+        for s in m.stats:
+            sname = stat_names.get(s.metadata_id, str(s.metadata_id))
+            val = _stat_value(s, stat_names)
+            if sname == MARKER_STAT:
+                marker_meta.append(i)
+                continue
+            col = TYPED_STATS.get(sname)
+            is_str = col in STRING_COLUMNS
+            if col and (isinstance(val, str) if is_str else isinstance(val, int)):
+                arr = meta_typed.setdefault(sname, np.full(len(metas) + 1, np.iinfo(np.int64).min, np.int64))
+                arr[i] = d.strings(val) if is_str else val
+            elif val is not None:
+                meta_args.append((i, sname, val))
+    stat_ids = np.array(sorted(stat_names), np.int64)
+    stat_name_list = [stat_names[int(i)] for i in stat_ids]
+    stat_str = np.array([d.strings(nm) for nm in stat_name_list], np.int64)  # for ref_value stats
+    for line in plane.lines:
+        if not line.events:
+            continue
+        lname = line.name or line.display_name or f"line {line.id}"
+        try:
+            ev = w.decode_events(list(line.events), f"{path}: plane {plane.name!r} line {lname!r}")
+        except w.XSpaceWireError as e:
+            raise TraceFormatError(str(e)) from None
+        n = len(ev.metadata_id)
+        midx = np.searchsorted(meta_ids, ev.metadata_id)
+        midx = np.where((midx < len(meta_ids)) & (meta_ids[np.minimum(midx, len(meta_ids) - 1)] == ev.metadata_id)
+                        if len(meta_ids) else False, midx, len(metas))  # fmt: skip
+        start = (line.timestamp_ns - d.origin_ns) * 1000 + ev.offset_ps
+        # Stats on the events, resolved to names.
+        sidx = np.searchsorted(stat_ids, ev.stat_metadata_id) if len(stat_ids) else np.zeros(len(ev.stat_event), int)
+        known = (sidx < len(stat_ids)) & (stat_ids[np.minimum(sidx, max(len(stat_ids) - 1, 0))] == ev.stat_metadata_id) \
+            if len(stat_ids) else np.zeros(len(sidx), bool)  # fmt: skip
+        jidx = np.where(known, sidx, -1)
+        cols = _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat_str, n)
+        args_mask = np.ones(len(ev.stat_event), bool)
+        for sname in set(TYPED_STATS) & set(stat_name_list):
+            j = stat_name_list.index(sname)
+            kinds = (w.KIND_STR, w.KIND_REF) if TYPED_STATS[sname] in STRING_COLUMNS else (w.KIND_INT, w.KIND_UINT)
+            hit = known & (sidx == j) & np.isin(ev.stat_kind, kinds)
+            args_mask &= ~hit
+        if lname == COUNTER_LINE:
+            _counter_line(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start, metas,
+                          plane, stat_names)  # fmt: skip
+            continue
+        track = d.tracks(pname, lname, kind, chip, core)
+        base = sum(len(a) for a in d.events.get("start_ps", []))
+        ev_cols = d.events
+        ev_cols.setdefault("track", []).append(np.full(n, track, np.int32))
+        ev_cols.setdefault("name", []).append(meta_name[midx])
+        ev_cols.setdefault("start_ps", []).append(start)
+        ev_cols.setdefault("dur_ps", []).append(np.maximum(ev.duration_ps, 0))
+        for c, v in cols.items():
+            ev_cols.setdefault(c, []).append(v)
+        has_num = np.zeros(n, bool)
+        if "step_num" in stat_name_list:
+            has_num[ev.stat_event[known & (sidx == stat_name_list.index("step_num"))]] = True
+        if "step_num" in meta_typed:
+            has_num |= meta_typed["step_num"][midx] != _NULL
+        ev_cols.setdefault("has_step_num", []).append(has_num)
+        ev_cols.setdefault("only_marker", []).append(np.isin(midx, marker_meta))
+        ev_cols.setdefault("is_step_line", []).append(np.full(n, lname in STEP_LINES))
+        ev_cols.setdefault("plane_id", []).append(np.full(n, d.strings(pname), np.int64))
+        _event_args(d, ev, args_mask, known, sidx, stat_name_list, stat_ids, stat_str, base)
+        if meta_args:
+            _meta_args(d, meta_args, midx, base)
+        if ev.num_occurrences.any():
+            _add_args(d, base + np.flatnonzero(ev.num_occurrences), "num_occurrences", ints=ev.num_occurrences[
+                ev.num_occurrences != 0])  # fmt: skip
+        if any(name in MEMORY_EVENTS for name in meta_raw_name):
+            _memory_counters(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start,
+                             stat_names)  # fmt: skip
+
+
+_NULL = np.iinfo(np.int64).min
+
+
+def _ref_strings(d: Decoded, ev, rows: np.ndarray, stat_ids: np.ndarray, stat_str: np.ndarray) -> np.ndarray:
+    """String ids of str/ref stat values (ref: the name of the stat metadata it points at)."""
+    out = np.zeros(len(rows), np.int64)
+    kind = ev.stat_kind[rows]
+    ref = np.flatnonzero(kind == w.KIND_REF)
+    if ref.size and len(stat_ids):
+        pos = np.minimum(np.searchsorted(stat_ids, ev.stat_int[rows[ref]]), len(stat_ids) - 1)
+        hit = stat_ids[pos] == ev.stat_int[rows[ref]]
+        out[ref] = np.where(hit, stat_str[pos], 0)
+    for i in np.flatnonzero(kind != w.KIND_REF).tolist():  # inline strings: rare, one by one
+        r = int(rows[i])
+        raw = ev.stat_bytes[r] or b""
+        out[i] = d.strings(raw.decode("utf-8", "replace") if kind[i] == w.KIND_STR else f"<{len(raw)} bytes>")
+    return out
+
+
+def _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat_str, n) -> dict[str, np.ndarray]:
+    """Typed event columns from metadata stats, overridden by the events' own stats.
+
+    `jidx` is each stat row's index into stat_name_list (-1 if its metadata is unknown).
+    """
+    is_int = (ev.stat_kind == w.KIND_INT) | (ev.stat_kind == w.KIND_UINT)
+    is_str = (ev.stat_kind == w.KIND_STR) | (ev.stat_kind == w.KIND_REF)
+    by_col: dict[str, list[str]] = {}
+    for sname, col in TYPED_STATS.items():
+        by_col.setdefault(col, []).append(sname)
+    out = {}
+    for col, snames in by_col.items():
+        if col == "step":  # lower priority first, so group_id is applied last and wins
+            snames = list(reversed(_STEP_PRIORITY))
+        vals = np.full(n, _NULL, np.int64)
+        for sname in snames:
+            if sname in meta_typed:
+                mv = meta_typed[sname][midx]
+                vals = np.where(mv != _NULL, mv, vals)
+        for sname in snames:
+            if sname not in stat_name_list:
+                continue
+            sel = jidx == stat_name_list.index(sname)
+            if col in STRING_COLUMNS:
+                rows = np.flatnonzero(sel & is_str)
+                vals[ev.stat_event[rows]] = _ref_strings(d, ev, rows, stat_ids, stat_str)
+            else:
+                sel &= is_int
+                vals[ev.stat_event[sel]] = ev.stat_int[sel]
+        out[col] = vals  # always present, so columns of all lines line up
+    return out
+
+
+def _add_args(d: Decoded, event_ids, key: str | np.ndarray, ints=None, doubles=None, strs=None) -> None:
+    """Append argument rows; `key` is a name or an array of string ids."""
+    n = len(event_ids)
+    a = d.args
+    a.setdefault("event_id", []).append(np.asarray(event_ids, np.int64))
+    a.setdefault("key", []).append(np.full(n, d.strings(key), np.int64) if isinstance(key, str) else key)
+    a.setdefault("int_value", []).append(np.asarray(ints, np.int64) if ints is not None else np.full(n, _NULL))
+    a.setdefault("double_value", []).append(np.asarray(doubles, np.float64) if doubles is not None
+                                            else np.full(n, np.nan))  # fmt: skip
+    a.setdefault("string_id", []).append(np.asarray(strs, np.int64) if strs is not None else np.zeros(n, np.int64))
+
+
+def _event_args(d, ev, args_mask, known, sidx, stat_name_list, stat_ids, stat_str, base) -> None:
+    rows = np.flatnonzero(args_mask)
+    if not rows.size:
+        return
+    keys = np.where(known[rows], sidx[rows], -1)
+    key_ids = np.array([d.strings(n) for n in stat_name_list] + [0], np.int64)
+    unknown = rows[keys < 0]
+    key_col = key_ids[keys]
+    for r in unknown.tolist():  # stat without metadata: keep it under its numeric id
+        key_col[np.searchsorted(rows, r)] = d.strings(f"stat_{int(ev.stat_metadata_id[r])}")
+    kind = ev.stat_kind[rows]
+    ints = np.where(np.isin(kind, (w.KIND_INT, w.KIND_UINT)), ev.stat_int[rows], _NULL)
+    doubles = np.where(kind == w.KIND_DOUBLE, ev.stat_double[rows], np.nan)
+    strs = np.zeros(len(rows), np.int64)
+    sk = np.flatnonzero(np.isin(kind, (w.KIND_STR, w.KIND_BYTES, w.KIND_REF)))
+    strs[sk] = _ref_strings(d, ev, rows[sk], stat_ids, stat_str)
+    ints = np.where(np.isin(kind, (w.KIND_INT, w.KIND_UINT)), ints, _NULL)
+    _add_args(d, base + ev.stat_event[rows], key_col, ints, doubles, strs)
+
+
+def _meta_args(d, meta_args, midx, base) -> None:
+    """Stats of event metadata that are not typed columns: one arg row per event of that metadata."""
+    for i, key, val in meta_args:
+        ev_ids = base + np.flatnonzero(midx == i)
+        if not ev_ids.size:
+            continue
+        n = len(ev_ids)
+        if isinstance(val, bool | int):
+            _add_args(d, ev_ids, key, ints=np.full(n, int(val)))
+        elif isinstance(val, float):
+            _add_args(d, ev_ids, key, doubles=np.full(n, val))
+        else:
+            _add_args(d, ev_ids, key, strs=np.full(n, d.strings(str(val))))
+
+
+def _counter_line(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start, metas,
+                  plane, stat_names) -> None:  # fmt: skip
+    """`_counters_` line: each event is a sample of the counter named by the event."""
+    value = np.full(len(ev.metadata_id), np.nan)
+    for sname in reversed(COUNTER_VALUE_STATS):
+        if sname in stat_name_list:
+            sel = known & (sidx == stat_name_list.index(sname))
+            rows = ev.stat_event[sel]
+            kinds = ev.stat_kind[sel]
+            value[rows] = np.where(kinds == w.KIND_DOUBLE, ev.stat_double[sel], ev.stat_int[sel].astype(np.float64))
+    for i in np.unique(midx).tolist():
+        name = meta_raw_name[i] if i < len(meta_raw_name) else "counter"
+        unit = ""
+        if i < len(metas):
+            for s in metas[i].stats:
+                if stat_names.get(s.metadata_id) == "unit":
+                    unit = str(_stat_value(s, stat_names))
+        t = d.tracks(pname, name, "counter", chip, -1, unit)
+        sel = (midx == i) & ~np.isnan(value)
+        _add_counter(d, t, start[sel], value[sel])
+
+
+def _memory_counters(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start,
+                     stat_names) -> None:  # fmt: skip
+    """MemoryAllocation/Deallocation events: memory stats become counter samples."""
+    is_mem = np.isin(midx, [i for i, n in enumerate(meta_raw_name) if n in MEMORY_EVENTS])
+    alloc = np.full(len(midx), "", object)
+    if "allocator_name" in stat_name_list:
+        sel = known & (sidx == stat_name_list.index("allocator_name"))
+        for r in np.flatnonzero(sel).tolist():
+            k = int(ev.stat_kind[r])
+            alloc[ev.stat_event[r]] = stat_names.get(int(ev.stat_int[r]), "") if k == w.KIND_REF else \
+                (ev.stat_bytes[r] or b"").decode("utf-8", "replace")  # fmt: skip
+    for sname, unit in MEMORY_STATS.items():
+        if sname not in stat_name_list:
+            continue
+        sel = known & (sidx == stat_name_list.index(sname)) & is_mem[ev.stat_event]
+        rows = ev.stat_event[sel]
+        vals = np.where(ev.stat_kind[sel] == w.KIND_DOUBLE, ev.stat_double[sel], ev.stat_int[sel].astype(np.float64))
+        for a in sorted(set(alloc[rows].tolist())):
+            pick = alloc[rows] == a
+            t = d.tracks(pname, f"{a} {sname}".strip(), "counter", chip, -1, unit)
+            _add_counter(d, t, start[rows[pick]], vals[pick])
+
+
+def _add_counter(d, track, ts, values) -> None:
+    d.counters.setdefault("track", []).append(np.full(len(ts), track, np.int32))
+    d.counters.setdefault("ts_ps", []).append(np.asarray(ts, np.int64))
+    d.counters.setdefault("value", []).append(np.asarray(values, np.float64))
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def _steps(d: Decoded, ev: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """events.step (filled by containment) and the step markers."""
+    n = len(ev["start_ps"])
+    step = ev["step"] if "step" in ev else np.full(n, _NULL, np.int64)
+    step = step.copy()
+    has_num = ev.get("step_num_marker", np.zeros(n, bool))
+    is_marker = ev["is_step_line"] | has_num
+    mk = np.flatnonzero(is_marker)
+    m_step = step[mk].copy()
+    # Steps-line events without a step stat: XProf names them by step number.
+    missing = m_step == _NULL
+    if missing.any():
+        names = d.strings.values
+        for j in np.flatnonzero(missing).tolist():
+            nm = names[int(ev["name"][mk[j]])]
+            m_step[j] = int(nm) if nm.isdigit() else j
+        step[mk] = m_step
+    markers = {"track": ev["track"][mk], "step": m_step, "start_ps": ev["start_ps"][mk], "dur_ps": ev["dur_ps"][mk],
+               "plane": ev["plane_id"][mk]}  # fmt: skip
+    if not mk.size and (step != _NULL).any():
+        # Only group_id stats: one marker per plane and step, spanning its events.
+        sel = np.flatnonzero(step != _NULL)
+        key = np.stack([ev["plane_id"][sel], step[sel]], 1)
+        uniq, inv = np.unique(key, axis=0, return_inverse=True)
+        inv = inv.ravel()
+        lo = np.full(len(uniq), np.iinfo(np.int64).max)
+        hi = np.full(len(uniq), np.iinfo(np.int64).min)
+        np.minimum.at(lo, inv, ev["start_ps"][sel])
+        np.maximum.at(hi, inv, ev["start_ps"][sel] + ev["dur_ps"][sel])
+        first_track = np.zeros(len(uniq), np.int64)
+        first_track[inv[::-1]] = ev["track"][sel][::-1]
+        markers = {"track": first_track, "step": uniq[:, 1], "start_ps": lo, "dur_ps": hi - lo, "plane": uniq[:, 0]}
+    # Containment: an event without a step takes the step of its plane's marker around its start.
+    todo = step == _NULL
+    if todo.any() and len(markers["start_ps"]):
+        for plane in np.unique(markers["plane"]).tolist():
+            pm = markers["plane"] == plane
+            order = np.argsort(markers["start_ps"][pm], kind="stable")
+            ms, md, mstep = markers["start_ps"][pm][order], markers["dur_ps"][pm][order], markers["step"][pm][order]
+            sel = np.flatnonzero(todo & (ev["plane_id"] == plane))
+            k = np.searchsorted(ms, ev["start_ps"][sel], side="right") - 1
+            ok = (k >= 0) & (ev["start_ps"][sel] < ms[np.maximum(k, 0)] + md[np.maximum(k, 0)])
+            step[sel[ok]] = mstep[k[ok]]
+    return step, markers
+
+
+# --------------------------------------------------------------------------- store
+
+
+def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arrow) -> dict:
+    """Insert one decoded capture as run `run_id` (inside the caller's transaction).
+
+    Returns the run facts (uuid, events, ...). `insert_arrow(con, sql, run_id, table)`
+    is trace_to_store's helper.
+    """
+    d = decode_files(files)
+    ev = {k: np.concatenate(v) for k, v in d.events.items()}
+    if "start_ps" not in ev or not len(ev["start_ps"]):
+        raise TraceFormatError(f"{files[0]}: XSpace holds no events")
+    n = len(ev["start_ps"])
+    ev["step_num_marker"] = _step_num_markers(d, ev, n)
+    only_marker = ev.pop("only_marker")
+    ev["is_step_line"] = ev["is_step_line"] | only_marker
+    step, markers = _steps(d, ev)
+    keep = ~only_marker
+    new_id = np.cumsum(keep) - 1
+    if not keep.all():
+        ev = {k: v[keep] for k, v in ev.items()}
+        step = step[keep]
+        n = int(keep.sum())
+        if d.args:
+            old = np.concatenate(d.args["event_id"])
+            ok = keep[old]
+            d.args = {k: [np.concatenate(v)[ok]] for k, v in d.args.items()}
+            d.args["event_id"] = [new_id[old[ok]]]
+    null32 = lambda a: pa.array(a, pa.int64(), mask=(a == _NULL))  # noqa: E731
+    table = pa.table({
+        "event_id": np.arange(n, dtype=np.int64), "track_id": ev["track"], "name_id": ev["name"],
+        "start_ps": ev["start_ps"], "dur_ps": ev["dur_ps"], "step": null32(step),
+        "table_id": null32(ev["table"]), "category_id": null32(ev["category"]),
+        **{c: null32(ev[c]) for c in ("sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops")},
+    })  # fmt: skip
+    insert_arrow(con, "INSERT INTO events BY NAME SELECT $run AS run_id, * FROM b", run_id, table)
+    if d.args:
+        a = {k: np.concatenate(v) for k, v in d.args.items()}
+        args = pa.table({
+            "event_id": a["event_id"], "key": a["key"], "int_value": null32(a["int_value"]),
+            "double_value": pa.array(a["double_value"], mask=np.isnan(a["double_value"])),
+            "string_id": a["string_id"],
+        })  # fmt: skip
+    if d.counters:
+        c = {k: np.concatenate(v) for k, v in d.counters.items()}
+        insert_arrow(con, "INSERT INTO counters SELECT $run, track, ts_ps, value FROM b", run_id, pa.table(c))
+    if len(markers["start_ps"]):
+        m = pa.table({k: np.asarray(markers[k], np.int64) for k in ("track", "step", "start_ps", "dur_ps")})
+        insert_arrow(con, "INSERT INTO steps SELECT $run, track, step, start_ps, dur_ps FROM b", run_id, m)
+    strings = pa.table({"string_id": np.arange(len(d.strings.values), dtype=np.int32), "value": d.strings.values})
+    insert_arrow(con, "INSERT INTO strings SELECT $run, string_id, value FROM b", run_id, strings)
+    if d.args:
+        insert_arrow(
+            con,
+            """
+            INSERT INTO event_args
+            SELECT $run, a.event_id, k.value, a.int_value, a.double_value,
+                   CASE WHEN a.string_id <> 0 THEN s.value END
+            FROM b a JOIN strings k ON k.run_id = $run AND k.string_id = a.key
+            LEFT JOIN strings s ON s.run_id = $run AND s.string_id = a.string_id""",
+            run_id,
+            args,
+        )
+    tracks = pa.Table.from_pylist(d.tracks.rows)
+    insert_arrow(con, "INSERT INTO tracks SELECT $run, track_id, plane, line, kind, chip, core, tile, unit FROM b",
+                 run_id, tracks)  # fmt: skip
+    return _run_facts(d, files, name)
+
+
+def _step_num_markers(d: Decoded, ev: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """Events carrying a `step_num` stat (e.g. jax.profiler.StepTraceAnnotation) mark a step."""
+    return ev.pop("has_step_num") if "has_step_num" in ev else np.zeros(n, bool)
+
+
+def _run_facts(d: Decoded, files: list[str], name: str) -> dict:
+    s = d.scprof
+    h = hashlib.sha1()
+    for f in files:
+        with open(f, "rb") as fh:
+            h.update(hashlib.sha1(fh.read()).digest())
+    run_uuid = s.get("run_uuid") or str(uuidlib.UUID(bytes=h.digest()[:16], version=5))
+    chips = {r["chip"] for r in d.tracks.rows if r["kind"] in ("tensorcore", "sparsecore")}
+    scs = {r["core"] for r in d.tracks.rows if r["kind"] == "sparsecore"}
+    hw = json.loads(s["hardware_json"]) if s.get("hardware_json") else {}
+    dev = next((v for k, v in d.plane_stats.items() if d.plane_kinds.get(k) == "tensorcore"), {})
+    dtype = str(dev.get("device_type_string") or "")
+    gen = hw.get("generation") or (m[1].lower() if (m := re.search(r"(v\d+[a-z]*)", dtype, re.I)) else None)
+    tflops = dev.get("peak_teraflops_per_second")
+    hbm_bw = dev.get("peak_hbm_bw_gigabytes_per_second")
+    extra = {k: v for k, v in d.plane_stats.items() if k != SCPROF_PLANE}
+    if s.get("hardware_json"):  # written by scprof: the run's own hardware facts, nothing inferred
+        chips, scs, dev, gen, tflops, hbm_bw = set(), set(), {}, hw.get("generation"), None, None
+    return {
+        "uuid": run_uuid,
+        "name": s.get("run_name") or name,
+        "producer": s.get("producer") or "xplane",
+        "start_time_unix_ns": int(s["start_time_unix_ns"]) if "start_time_unix_ns" in s else d.origin_ns,
+        "generation": gen or None,
+        "num_chips": hw.get("num_chips") or (len(chips) if chips else None),
+        "sparsecores_per_chip": hw.get("sparsecores_per_chip") or (max(scs) + 1 if scs else None),
+        "tiles_per_sparsecore": hw.get("tiles_per_sparsecore"),
+        "simd_width": hw.get("simd_width"),
+        "hbm_bytes": hw.get("hbm_bytes") or dev.get("memory_size") or None,
+        "hbm_bandwidth_bytes_per_s": hw.get("hbm_bandwidth_bytes_per_s") or (hbm_bw * 1e9 if hbm_bw else None),
+        "tc_peak_flops": hw.get("tc_peak_flops") or (tflops * 1e12 if tflops else None),
+        "ici_bandwidth_bytes_per_s": hw.get("ici_bandwidth_bytes_per_s"),
+        "spmem_bytes_per_tile": hw.get("spmem_bytes_per_tile"),
+        "hardware_extra": json.dumps(
+            hw.get("extra") or {"xplane_plane_stats": extra, "hostnames": d.hostnames}, default=str, sort_keys=True
+        ),  # fmt: skip
+        "config": s.get("config_json") or "{}",
+        "tags": s.get("tags_json") or json.dumps({"source_files": ", ".join(os.path.basename(f) for f in files)}),
+    }

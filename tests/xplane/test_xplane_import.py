@@ -1,0 +1,91 @@
+"""Importing XProf captures: committed JAX CPU captures and a synthetic TPU-like XSpace."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from profiler.store import Store
+from profiler.trace_to_store import ingest_traces
+from tests.xplane.helpers import JAX_LOGDIR, JAX_RUN_DIR, JAX_SMALL, count_space, read_space
+from tests.xplane.synth import tpu_space
+
+
+def _ingest(paths, db="s.duckdb", **kw):
+    with Store.open(db) as store:
+        return ingest_traces(store, paths, **kw)
+
+
+@pytest.mark.parametrize("path,pb", [(JAX_RUN_DIR, os.path.join(JAX_RUN_DIR, "jaxhost.xplane.pb")),
+                                     (JAX_SMALL, JAX_SMALL)])  # fmt: skip
+def test_jax_capture_ingests_what_the_file_holds(path, pb):
+    want = count_space(read_space(pb))
+    assert want["events"] and want["steps"]
+    (r,) = _ingest([path])
+    with Store.open("s.duckdb", read_only=True) as st:
+        run = st.rows("SELECT * FROM runs")[0]
+        assert run["source"] == "xplane" and run["events"] == want["events"] == r.events
+        lines = {(x["plane"], x["line"]): x["n"] for x in
+                 st.rows("SELECT plane, line, count(*) n FROM slices GROUP BY ALL")}  # fmt: skip
+        assert lines == want["lines"]
+        assert {p for p, _ in lines} == want["planes"]
+        assert run["steps"] == len(want["steps"])
+        markers = st.rows("SELECT step FROM steps ORDER BY step")
+        assert [m["step"] for m in markers] == sorted(want["steps"])
+        kinds = st.rows("SELECT DISTINCT kind, chip, core FROM tracks")
+        assert kinds == [{"kind": "host", "chip": -1, "core": -1}]
+        # Stats that are not typed columns are kept as arguments, none dropped.
+        keys = {r["key"] for r in st.rows("SELECT DISTINCT key FROM event_args")}
+        assert {"hlo_op", "hlo_module", "program_id"} <= keys
+
+
+def test_logdir_is_accepted_and_reingest_is_refused():
+    (r,) = _ingest([JAX_LOGDIR])
+    assert r.name == "run1"
+    from profiler.errors import StoreError
+
+    with pytest.raises(StoreError, match="already holds this run"):
+        _ingest([JAX_RUN_DIR])
+
+
+def test_synthetic_tpu_space(tmp_path):
+    path = str(tmp_path / "tpu.xplane.pb")
+    space = tpu_space(steps=3)
+    with open(path, "wb") as f:
+        f.write(space.SerializeToString())
+    want = count_space(space)
+    (r,) = _ingest([path], name="tpu")
+    with Store.open("s.duckdb", read_only=True) as st:
+        run = st.rows("SELECT * FROM runs")[0]
+        assert (run["generation"], run["num_chips"], run["sparsecores_per_chip"]) == ("v5p", 1, 2)
+        assert run["tc_peak_flops"] == pytest.approx(459e12)
+        assert run["hbm_bandwidth_bytes_per_s"] == pytest.approx(2765e9)
+        assert run["start_time_unix_ns"] == 1_700_000_000_000_000_000
+        assert run["events"] == want["events"] and run["steps"] == 3
+        tracks = {(t["plane"], t["line"]): (t["kind"], t["chip"], t["core"]) for t in st.rows("SELECT * FROM tracks")}
+        assert tracks[("/device:TPU:0", "XLA Ops")] == ("tensorcore", 0, 0)
+        assert tracks[("/device:TPU:0 SparseCore 1", "Sparse Core Ops")] == ("sparsecore", 0, 1)
+        assert tracks[("/host:CPU", "python")] == ("host", -1, -1)
+        assert tracks[("/custom:widget", "Widget Line")] == ("unknown", -1, -1)
+        assert tracks[("/host:CPU", "hbm bytes_allocated")] == ("counter", -1, -1)
+        # Absolute time: line.timestamp_ns * 1000 + offset_ps, relative to the run start.
+        op = st.rows("SELECT * FROM slices WHERE name = 'fusion.2' AND step = 1")[0]
+        assert op["start_ps"] == 1000 + 1_000_000_000 + 200_000_000
+        assert (op["flops"], op["bytes"], op["category"]) == (3000, 64, "convolution")
+        sc = st.rows("SELECT * FROM slices WHERE plane LIKE '%SparseCore 1' AND step = 2")[0]
+        assert (sc["table_name"], sc["ids"], sc["unique_ids"], sc["dropped_ids"], sc["bytes"]) == \
+            ("table_1", 802, 600, 2, 4096)  # fmt: skip
+        assert st.rows("SELECT count(*) n FROM events WHERE step IS NULL AND track_id IN "
+                       "(SELECT track_id FROM tracks WHERE plane LIKE '/device%')")[0]["n"] == 0  # fmt: skip
+        steps = st.rows("SELECT step, dur_ps FROM step_markers WHERE plane = '/device:TPU:0' ORDER BY step")
+        assert steps == [{"step": s, "dur_ps": 1_000_000_000 - 1000} for s in range(3)]
+        mem = st.rows("SELECT value FROM counter_samples WHERE counter = 'hbm bytes_allocated' ORDER BY ts_ps")
+        assert [m["value"] for m in mem] == [1 << 20, 1 << 21, 1 << 22]
+        args = {(a["key"], a["int_value"], a["double_value"], a["string_value"]) for a in
+                st.rows("SELECT key, int_value, double_value, string_value FROM event_args")}  # fmt: skip
+        assert ("custom_note", None, None, "hot") in args
+        assert ("brightness", None, 0.5, None) in args and ("mood", None, None, "calm") in args
+        assert ("allocator_name", None, None, "hbm") in args
+        extra = st.rows("SELECT hardware_extra FROM runs")[0]["hardware_extra"]
+        assert "widget_rev" in extra
