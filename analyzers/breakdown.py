@@ -13,14 +13,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding
+from analyzers.findings import Analysis
 from analyzers.timeline import split_timeline
 
 NAME = "breakdown"
 QUESTION = "Where does each step's time go: host, SparseCore, TensorCore, collectives or idle?"
 
-HOST_BOUND_SHARE = 0.10  # host-only time above this share of the step: host-bound input
-IDLE_SHARE = 0.20  # device idle above this share of the step
 
 
 def step_breakdown(ctx: RunContext) -> pa.Table:
@@ -36,7 +34,7 @@ def step_breakdown(ctx: RunContext) -> pa.Table:
 def analyze(ctx: RunContext) -> Analysis:
     split = step_breakdown(ctx)
     result = Analysis(NAME, tables={"step_breakdown": split})
-    steps = ctx.query("step_times")
+    steps = ctx.step_times()
     result.tables["step_times"] = steps
     if steps.num_rows == 0:
         result.notes.append("the run has no steps (no step markers and no events tagged with a step)")
@@ -54,37 +52,4 @@ def analyze(ctx: RunContext) -> Analysis:
         "step_ps_p90": float(np.percentile(step_ps, 90)),
         "share": share,
     }
-    host_share = share.get("host_preprocess", 0) + share.get("host_to_device", 0) + share.get("host_other", 0)
-    if host_share > HOST_BOUND_SHARE:
-        result.findings.append(
-            Finding(
-                rule="host_bound",
-                severity="critical" if host_share > 0.3 else "warning",
-                title=f"Host-bound input: the device waits on the host for {host_share:.0%} of step time",
-                metric="host_only_share", value=host_share, unit="share of step time",
-                recommendation=(
-                    "Raise maximum_parallel_iterations so more steps are preprocessed ahead, "
-                    "or speed up host preprocessing (more input threads, fewer IDs per sample)."
-                ),
-                evidence={k: share.get(k, 0.0) for k in ("host_preprocess", "host_to_device", "idle")},
-                evidence_sql=_split_sql(ctx),
-            )
-        )
-    idle = share.get("idle", 0.0)
-    if idle > IDLE_SHARE:
-        result.findings.append(
-            Finding(
-                rule="device_idle",
-                severity="warning",
-                title=f"Devices idle for {idle:.0%} of step time",
-                metric="idle_share", value=idle, unit="share of step time",
-                recommendation="See the idle-gap analysis for what the devices wait on.",
-                evidence={"idle_share": idle},
-                evidence_sql=_split_sql(ctx),
-            )
-        )
     return result
-
-
-def _split_sql(ctx: RunContext) -> str:
-    return f"-- step time per chip and step\nSELECT * FROM step_markers WHERE run_id = {ctx.run_id} ORDER BY chip, step"

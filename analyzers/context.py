@@ -14,6 +14,7 @@ from importlib import resources
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from profiler.store import Store
 
@@ -41,6 +42,15 @@ class RunContext:
             self._memo[key] = compute()
         return self._memo[key]
 
+    def step_times(self) -> pa.Table:
+        """step, step_ps, start_ps: each step's duration on the slice (sql/step_times.sql)."""
+        return self.memo("step_times", lambda: self.query("step_times"))
+
+    def step_median_ps(self) -> float | None:
+        """Median step time, or None for a run without steps."""
+        col = self.step_times().column("step_ps")
+        return float(pc.approximate_median(col).as_py()) if len(col) else None
+
     def hardware(self, key: str) -> Any:
         """A hardware fact from the run's header, or None when the trace lacks it."""
         return self.run.get(key)
@@ -49,13 +59,14 @@ class RunContext:
         """Name of the temp table `name` for this run, built from sql/<name>.sql on first use.
 
         The SQL file holds one CREATE statement with `{table}` for its own name,
-        `{other}` placeholders for temp tables it depends on, and `$run` for the run id.
+        `{other}` placeholders for temp tables it depends on, and `$run` for the run
+        id (written in as an integer literal: views cannot take parameters).
         """
         table = f"{name}_{self.run_id}"
         if table not in self._temp:
             sql = load_sql(name)
             deps = {d: self.temp(d) for d in _placeholders(sql) if d != "table"}
-            self.store.con.execute(sql.format(table=table, **deps), {"run": self.run_id})
+            self.store.con.execute(sql.format(table=table, **deps).replace("$run", str(int(self.run_id))))
             self._temp.add(table)
         return table
 

@@ -29,15 +29,14 @@ CATEGORIES = (
     "host_other",
     "idle",
 )
-IDLE = len(CATEGORIES) - 1
 
 
-def split_timeline(events: pa.Table, windows: pa.Table) -> pa.Table:
+def split_timeline(events: pa.Table, windows: pa.Table, categories: tuple[str, ...] = CATEGORIES) -> pa.Table:
     """Per (chip, step, category): the time the category owns in the step window.
 
-    `events`: chip, start_ps, end_ps, priority (index into CATEGORIES), host events
-    already copied onto every chip. `windows`: chip, step, start_ps, end_ps,
-    non-overlapping per chip.
+    `events`: chip, start_ps, end_ps, priority (index into `categories`, whose last
+    entry is the name for time nothing covers), host events already copied onto
+    every chip. `windows`: chip, step, start_ps, end_ps, non-overlapping per chip.
     """
     out: dict[str, list[np.ndarray]] = {"chip": [], "step": [], "category": [], "dur_ps": []}
     ev = {k: events.column(k).to_numpy() for k in ("chip", "start_ps", "end_ps", "priority")}
@@ -47,11 +46,12 @@ def split_timeline(events: pa.Table, windows: pa.Table) -> pa.Table:
         order = np.argsort(win["start_ps"][wmask], kind="stable")
         w_start, w_end, w_step = (win[k][wmask][order] for k in ("start_ps", "end_ps", "step"))
         emask = ev["chip"] == chip
-        owned = _sweep(ev["start_ps"][emask], ev["end_ps"][emask], ev["priority"][emask], w_start, w_end)
+        owned = _sweep(ev["start_ps"][emask], ev["end_ps"][emask], ev["priority"][emask], w_start, w_end,
+                       len(categories))
         steps_idx, cats = np.nonzero(owned)
         out["chip"].append(np.full(len(steps_idx), chip, np.int32))
         out["step"].append(w_step[steps_idx].astype(np.int32))
-        out["category"].append(np.asarray(CATEGORIES, dtype=object)[cats])
+        out["category"].append(np.asarray(categories, dtype=object)[cats])
         out["dur_ps"].append(owned[steps_idx, cats])
     cols = {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
     return pa.table({
@@ -60,8 +60,10 @@ def split_timeline(events: pa.Table, windows: pa.Table) -> pa.Table:
     })  # fmt: skip
 
 
-def _sweep(start: np.ndarray, end: np.ndarray, prio: np.ndarray, w_start: np.ndarray, w_end: np.ndarray) -> np.ndarray:
-    """Matrix [window, category] of owned picoseconds for one chip."""
+def _sweep(
+    start: np.ndarray, end: np.ndarray, prio: np.ndarray, w_start: np.ndarray, w_end: np.ndarray, n_cat: int
+) -> np.ndarray:
+    """Matrix [window, category] of owned picoseconds for one chip; category n_cat - 1 is 'nothing'."""
     n_ev = len(start)
     pts = np.concatenate([start, end, w_start, w_end])
     order = np.argsort(pts)
@@ -69,7 +71,7 @@ def _sweep(start: np.ndarray, end: np.ndarray, prio: np.ndarray, w_start: np.nda
     n = len(pts)
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
-    label = np.full(n, IDLE, np.int8)
+    label = np.full(n, n_cat - 1, np.int8)
     # Paint from the lowest priority up, so the highest active category wins.
     for k in sorted(np.unique(prio).tolist(), reverse=True):
         idx = np.flatnonzero(prio == k)
@@ -79,7 +81,7 @@ def _sweep(start: np.ndarray, end: np.ndarray, prio: np.ndarray, w_start: np.nda
     widx = np.searchsorted(w_start, seg_start, side="right") - 1
     keep = (seg_dur > 0) & (widx >= 0)
     keep[keep] &= seg_start[keep] < w_end[widx[keep]]
-    flat = widx[keep] * len(CATEGORIES) + seg_label[keep]
+    flat = widx[keep] * n_cat + seg_label[keep]
     # float64 sums of integer picoseconds are exact below 2**53 ps (about 2.5 hours per window).
-    sums = np.bincount(flat, weights=seg_dur[keep], minlength=len(w_start) * len(CATEGORIES))
-    return np.rint(sums).astype(np.int64).reshape(len(w_start), len(CATEGORIES))
+    sums = np.bincount(flat, weights=seg_dur[keep], minlength=len(w_start) * n_cat)
+    return np.rint(sums).astype(np.int64).reshape(len(w_start), n_cat)

@@ -10,7 +10,7 @@ Writers open it read-write (schema created or migrated on open); readers
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -104,13 +104,23 @@ class Store:
         row = rows[0] if rows else None
         return int(row[0]) if row else None
 
-    def query(self, sql: str, params: Sequence[Any] | None = None) -> pa.Table:
-        """Run one parameterised query; the result as an Arrow table."""
-        return self.con.sql(sql, params=list(params or [])).to_arrow_table()
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, **tables: pa.Table) -> pa.Table:
+        """Run one parameterised query (`?` with a list, `$name` with a dict); the result as Arrow.
 
-    def rows(self, sql: str, params: Sequence[Any] | None = None) -> list[dict[str, Any]]:
+        Keyword arguments name Arrow tables the query may read (e.g. `FROM t`).
+        """
+        for name, table in tables.items():
+            self.con.register(name, table)
+        try:
+            bound = dict(params) if isinstance(params, Mapping) else list(params or [])
+            return self.con.sql(sql, params=bound).to_arrow_table()
+        finally:
+            for name in tables:
+                self.con.unregister(name)
+
+    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, **tables: pa.Table) -> list[dict[str, Any]]:
         """Run one parameterised query; the result as a list of dicts (small results only)."""
-        return self.query(sql, params).to_pylist()
+        return self.query(sql, params, **tables).to_pylist()
 
     def resolve_run(self, ref: str | int) -> int:
         """run_id of a run given by id, name, or (a prefix of) its uuid."""

@@ -1,0 +1,201 @@
+"""Compare two runs: did the candidate's step time change, why, and what else moved.
+
+The step-time verdict bootstraps the difference of mean step times from the two
+runs' per-step samples (warm-up step 0 left out when a run has 5 or more steps):
+improved or regressed when the 95% interval of the relative change excludes zero
+*and* the change is at least MIN_EFFECT, else no significant change. The rest
+are plain deltas: breakdown categories per step, findings resolved / new /
+persisting, per-op and per-table time, and the configurations' differences.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analyzers.registry import RunReport, analyze_run
+from profiler.store import Store
+
+BOOTSTRAP_SAMPLES = 4000
+CONFIDENCE = 0.95
+MIN_EFFECT = 0.01  # relative changes below 1% are not called a change
+SEED = 20261122  # fixed, so the same two runs always get the same interval
+
+
+@dataclass
+class StepTimeChange:
+    """Mean step time of both runs, the relative change and its bootstrap interval."""
+
+    base_mean_ps: float
+    cand_mean_ps: float
+    change: float  # (cand - base) / base; negative is faster
+    ci_low: float
+    ci_high: float
+    base_steps: int
+    cand_steps: int
+    verdict: str  # improved | regressed | no significant change
+
+
+@dataclass
+class Comparison:
+    base: dict[str, Any]
+    cand: dict[str, Any]
+    step_time: StepTimeChange
+    breakdown: list[dict[str, Any]]  # category, base_ps, cand_ps, delta_ps (mean per step per chip)
+    findings: dict[str, list[dict[str, Any]]]  # resolved / new / persisting
+    ops: list[dict[str, Any]]  # per-op deltas
+    tables: list[dict[str, Any]]  # per-table SparseCore time deltas
+    config_diff: list[dict[str, Any]]  # key, base, cand
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return self.step_time.verdict
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def steady_steps(step_ps: np.ndarray) -> np.ndarray:
+    """Per-step times without the warm-up step (step 0) when there are enough steps."""
+    return step_ps[1:] if len(step_ps) >= 5 else step_ps
+
+
+def bootstrap_change(base: np.ndarray, cand: np.ndarray, seed: int = SEED) -> StepTimeChange:
+    """Relative change of mean step time with a percentile bootstrap interval."""
+    rng = np.random.default_rng(seed)
+    b = base[rng.integers(0, len(base), (BOOTSTRAP_SAMPLES, len(base)))].mean(axis=1)
+    c = cand[rng.integers(0, len(cand), (BOOTSTRAP_SAMPLES, len(cand)))].mean(axis=1)
+    rel = (c - b) / b
+    alpha = (1 - CONFIDENCE) / 2
+    low, high = np.quantile(rel, [alpha, 1 - alpha])
+    change = (cand.mean() - base.mean()) / base.mean()
+    if high < 0 and change <= -MIN_EFFECT:
+        verdict = "improved"
+    elif low > 0 and change >= MIN_EFFECT:
+        verdict = "regressed"
+    else:
+        verdict = "no significant change"
+    return StepTimeChange(float(base.mean()), float(cand.mean()), float(change), float(low), float(high),
+                          len(base), len(cand), verdict)  # fmt: skip
+
+
+def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
+    """Everything `scprof compare` and the UI's Compare page show."""
+    base, cand = analyze_run(store, base_id), analyze_run(store, cand_id)
+    notes = []
+    b_steps = base.analyses["breakdown"].tables.get("step_times")
+    c_steps = cand.analyses["breakdown"].tables.get("step_times")
+    if b_steps is None or c_steps is None or not b_steps.num_rows or not c_steps.num_rows:
+        raise ValueError("both runs need steps to compare step time")
+    bs = steady_steps(b_steps.column("step_ps").to_numpy().astype(np.float64))
+    cs = steady_steps(c_steps.column("step_ps").to_numpy().astype(np.float64))
+    if len(bs) < 3 or len(cs) < 3:
+        notes.append("fewer than 3 steady steps in a run: the interval is wide")
+    return Comparison(
+        base=_run_info(base), cand=_run_info(cand),
+        step_time=bootstrap_change(bs, cs),
+        breakdown=_breakdown_delta(store, base, cand),
+        findings=_findings_delta(base, cand),
+        ops=_op_delta(store, base_id, cand_id),
+        tables=_table_delta(store, base_id, cand_id),
+        config_diff=config_diff(json.loads(base.run["config"] or "{}"), json.loads(cand.run["config"] or "{}")),
+        notes=notes,
+    )  # fmt: skip
+
+
+def _run_info(report: RunReport) -> dict[str, Any]:
+    return {k: report.run[k] for k in ("run_id", "name", "uuid", "source", "steps", "events")}
+
+
+def _breakdown_delta(store: Store, base: RunReport, cand: RunReport) -> list[dict[str, Any]]:
+    """Mean time per step and chip of each wall-time category, both runs."""
+    return store.rows(
+        """WITH b AS (SELECT category, sum(dur_ps) / count(DISTINCT (chip, step)) AS ps FROM b GROUP BY category),
+                c AS (SELECT category, sum(dur_ps) / count(DISTINCT (chip, step)) AS ps FROM c GROUP BY category)
+           SELECT category, coalesce(b.ps, 0)::DOUBLE AS base_ps, coalesce(c.ps, 0)::DOUBLE AS cand_ps,
+                  (coalesce(c.ps, 0) - coalesce(b.ps, 0))::DOUBLE AS delta_ps
+           FROM b FULL JOIN c USING (category) ORDER BY abs(delta_ps) DESC""",
+        b=base.analyses["breakdown"].tables["step_breakdown"],
+        c=cand.analyses["breakdown"].tables["step_breakdown"],
+    )
+
+
+def _findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str, Any]]]:
+    """Findings matched by rule and affected tables: resolved, new, persisting."""
+
+    def key(f) -> tuple:
+        return (f.rule, tuple(f.entities.get("tables", [])))
+
+    b = {key(f): f for f in base.findings}
+    c = {key(f): f for f in cand.findings}
+    return {
+        "resolved": [b[k].to_dict() for k in b if k not in c],
+        "new": [c[k].to_dict() for k in c if k not in b],
+        "persisting": [{"base": b[k].to_dict(), "cand": c[k].to_dict()} for k in b if k in c],
+    }
+
+
+# Per-op deltas: time per step of each op name on each kind of core (TraceDiff-style).
+OP_DELTA_SQL = """
+WITH per_run AS (
+    SELECT e.run_id, t.kind AS track_kind, n.value AS name, count(*) AS events,
+           sum(e.dur_ps) AS total_ps, count(DISTINCT e.step) AS steps
+    FROM events e JOIN tracks t USING (run_id, track_id)
+    JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
+    WHERE e.run_id IN ($base, $cand) AND t.kind IN ('tensorcore', 'sparsecore', 'host')
+      AND t.line NOT IN ('Steps', 'XLA Modules', 'Sparse Core Steps', 'Sparse Core Modules')
+    GROUP BY ALL
+),
+b AS (SELECT * FROM per_run WHERE run_id = $base), c AS (SELECT * FROM per_run WHERE run_id = $cand)
+SELECT coalesce(b.track_kind, c.track_kind) AS track_kind, coalesce(b.name, c.name) AS name,
+       b.events / nullif(b.steps, 0) AS base_events_per_step, c.events / nullif(c.steps, 0) AS cand_events_per_step,
+       b.total_ps / nullif(b.steps, 0) AS base_ps_per_step, c.total_ps / nullif(c.steps, 0) AS cand_ps_per_step,
+       coalesce(c.total_ps / nullif(c.steps, 0), 0) - coalesce(b.total_ps / nullif(b.steps, 0), 0) AS delta_ps_per_step,
+       CASE WHEN b.name IS NULL THEN 'added' WHEN c.name IS NULL THEN 'removed'
+            WHEN c.total_ps / c.steps < 0.95 * b.total_ps / b.steps THEN 'faster'
+            WHEN c.total_ps / c.steps > 1.05 * b.total_ps / b.steps THEN 'slower'
+            ELSE 'same' END AS change
+FROM b FULL JOIN c ON b.track_kind = c.track_kind AND b.name = c.name
+ORDER BY abs(delta_ps_per_step) DESC
+"""
+
+# Per-table deltas: SparseCore op time per step of each embedding table.
+TABLE_DELTA_SQL = """
+WITH per_run AS (
+    SELECT e.run_id, tb.value AS table_name, count(*) AS ops, sum(e.dur_ps) AS total_ps,
+           count(DISTINCT e.step) AS steps, sum(e.ids) AS ids
+    FROM events e JOIN tracks t USING (run_id, track_id)
+    JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id
+    WHERE e.run_id IN ($base, $cand) AND t.kind = 'sparsecore'
+    GROUP BY ALL
+),
+b AS (SELECT * FROM per_run WHERE run_id = $base), c AS (SELECT * FROM per_run WHERE run_id = $cand)
+SELECT coalesce(b.table_name, c.table_name) AS table_name,
+       b.ops / nullif(b.steps, 0) AS base_ops_per_step, c.ops / nullif(c.steps, 0) AS cand_ops_per_step,
+       b.total_ps / nullif(b.steps, 0) AS base_ps_per_step, c.total_ps / nullif(c.steps, 0) AS cand_ps_per_step,
+       coalesce(c.total_ps / nullif(c.steps, 0), 0) - coalesce(b.total_ps / nullif(b.steps, 0), 0) AS delta_ps_per_step
+FROM b FULL JOIN c ON b.table_name = c.table_name
+ORDER BY abs(delta_ps_per_step) DESC
+"""
+
+
+def _op_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:
+    return store.rows(OP_DELTA_SQL, {"base": base_id, "cand": cand_id})
+
+
+def _table_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:
+    return store.rows(TABLE_DELTA_SQL, {"base": base_id, "cand": cand_id})
+
+
+def config_diff(base: Any, cand: Any, prefix: str = "") -> list[dict[str, Any]]:
+    """Keys whose values differ between two JSON configs (dotted paths; lists compared whole)."""
+    if isinstance(base, dict) and isinstance(cand, dict):
+        out = []
+        for k in sorted(set(base) | set(cand)):
+            out += config_diff(base.get(k), cand.get(k), f"{prefix}.{k}" if prefix else str(k))
+        return out
+    return [] if base == cand else [{"key": prefix, "base": base, "cand": cand}]

@@ -1,0 +1,87 @@
+"""Minibatching: compiled limits set below what the partitions receive.
+
+When a partition's observed IDs or unique IDs exceed `max_ids_per_partition` /
+`max_unique_ids_per_partition`, host preprocessing splits the step into several
+minibatches: more, smaller SparseCore ops than the batch implies, each paying the
+fixed per-op cost. Evidence comes from the partition statistics (minibatches,
+observed vs compiled) and from the ops themselves (forward ops per step; the
+fixed cost per op from a linear fit of op duration on IDs).
+"""
+
+from __future__ import annotations
+
+import math
+
+from analyzers.context import RunContext
+from analyzers.findings import Analysis, Finding, sql_literal
+
+NAME = "minibatching"
+QUESTION = "Do compiled limits split steps into SparseCore minibatches, and what limits would avoid it?"
+
+
+def round_up(n: float, to: int = 8) -> int:
+    """A limit to suggest: the observed maximum rounded up to a multiple of 8."""
+    return int(math.ceil(n / to) * to)
+
+
+def analyze(ctx: RunContext) -> Analysis:
+    table = ctx.query("minibatching")
+    result = Analysis(NAME, tables={"minibatching": table})
+    rows = table.to_pylist()
+    if not rows:
+        result.notes.append("the run has no SparseCore partition statistics (sc_partition_stats)")
+        return result
+    step_ps = ctx.step_median_ps() or 0
+    result.figures = {"tables": len(rows), "tables_minibatched": sum(r["max_minibatches"] > 1 for r in rows)}
+    for r in rows:
+        if (r["max_minibatches"] or 1) <= 1:
+            continue
+        extra_ops = (r["mean_minibatches"] - 1) * (r["sparsecores"] or 0)
+        overhead = max(r["fixed_ps_per_op"] or 0, 0) * extra_ops * 2  # forward and backward
+        share = overhead / step_ps if step_ps else None
+        ids_over = r["max_ids_per_partition"] is not None and r["observed_max_ids"] > r["max_ids_per_partition"]
+        uniq_over = (
+            r["max_unique_ids_per_partition"] is not None
+            and r["observed_max_unique_ids"] > r["max_unique_ids_per_partition"]
+        )
+        advice = []
+        if ids_over:
+            advice.append(f"max_ids_per_partition from {r['max_ids_per_partition']} to {round_up(r['observed_max_ids'])}")
+        if uniq_over:
+            advice.append(
+                f"max_unique_ids_per_partition from {r['max_unique_ids_per_partition']} "
+                f"to {round_up(r['observed_max_unique_ids'])}"
+            )
+        result.findings.append(
+            Finding(
+                rule="minibatching",
+                severity="critical" if r["max_minibatches"] >= 3 else "warning",
+                title=(
+                    f"Table {r['table_name']}: limits below the observed load split "
+                    f"{r['steps_minibatched']} of {r['steps']} steps into up to {r['max_minibatches']} minibatches"
+                ),
+                metric="max_minibatches", value=r["max_minibatches"], unit="minibatches per step",
+                recommendation=(
+                    f"Raise {' and '.join(advice) or 'the per-partition limits'} for {r['table_name']} "
+                    "(the observed maximum, rounded up), e.g. in the limits file "
+                    "(xla_sparse_core_max_ids_file), or let scprof derive one with "
+                    "--set flags.xla_sparse_core_estimate_max_ids=true. Check SPMEM still fits."
+                ),
+                evidence={
+                    "observed_max_ids": r["observed_max_ids"], "max_ids_per_partition": r["max_ids_per_partition"],
+                    "observed_max_unique_ids": r["observed_max_unique_ids"],
+                    "max_unique_ids_per_partition": r["max_unique_ids_per_partition"],
+                    "mean_minibatches": r["mean_minibatches"], "fwd_ops_per_step": r["fwd_ops_per_step"],
+                    "sparsecores": r["sparsecores"], "estimated_overhead_ps_per_step": overhead,
+                    "estimated_overhead_share": share,
+                },
+                entities={"tables": [r["table_name"]]},
+                evidence_sql=(
+                    "-- observed per-partition load vs compiled limits\n"
+                    f"SELECT step, chip, sc, ids, max_ids_per_partition, unique_ids, max_unique_ids_per_partition, "
+                    f"minibatches FROM sc_partition_stats WHERE run_id = {ctx.run_id} "
+                    f"AND table_name = {sql_literal(r['table_name'])} ORDER BY step, chip, sc"
+                ),
+            )  # fmt: skip
+        )
+    return result

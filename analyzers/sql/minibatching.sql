@@ -1,0 +1,24 @@
+-- minibatching: per table, how many minibatches its steps needed, the largest
+-- observed per-partition ID and unique-ID counts against the compiled limits,
+-- and the SparseCore forward ops per step actually executed (one per minibatch
+-- per SparseCore, so more ops than SparseCores means minibatching).
+WITH stats AS (
+    SELECT table_name, count(DISTINCT step) AS steps, max(minibatches) AS max_minibatches,
+           avg(minibatches) AS mean_minibatches,
+           count(DISTINCT step) FILTER (WHERE minibatches > 1) AS steps_minibatched,
+           max(ids) AS observed_max_ids, max(unique_ids) AS observed_max_unique_ids,
+           max(max_ids_per_partition) AS max_ids_per_partition,
+           max(max_unique_ids_per_partition) AS max_unique_ids_per_partition
+    FROM sc_partition_stats WHERE run_id = $run GROUP BY table_name
+),
+ops AS (
+    SELECT table_name, count(*) / count(DISTINCT step) AS fwd_ops_per_step,
+           count(DISTINCT chip::VARCHAR || ':' || coalesce(sc, core)::VARCHAR) AS sparsecores,
+           regr_intercept(dur_ps, ids) AS fixed_ps_per_op
+    FROM {op_events}
+    WHERE category = 'sc_forward' AND table_name IS NOT NULL
+    GROUP BY table_name
+)
+SELECT s.*, o.fwd_ops_per_step, o.sparsecores, o.fixed_ps_per_op
+FROM stats s LEFT JOIN ops o USING (table_name)
+ORDER BY s.max_minibatches DESC, s.table_name
