@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from analyzers import idle_gaps
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
 from analyzers.timeline import split_timeline
@@ -49,7 +50,8 @@ def analyze(ctx: RunContext) -> Analysis:
         result.notes.append("no TensorCore or SparseCore op events inside steps")
         return result
     chips = ctx.store.rows(
-        """SELECT chip, sum(tc_busy_ps) AS tc, sum(sc_busy_ps) AS sc, sum(overlap_ps) AS ov, sum(step_ps) AS total
+        """SELECT chip, sum(tc_busy_ps)::DOUBLE AS tc, sum(sc_busy_ps)::DOUBLE AS sc, sum(overlap_ps)::DOUBLE AS ov,
+                  sum(step_ps)::DOUBLE AS total
            FROM t GROUP BY chip ORDER BY chip""",
         t=table,
     )
@@ -64,7 +66,15 @@ def analyze(ctx: RunContext) -> Analysis:
         "sc_busy_share": sc / total,
         "per_chip": {r["chip"]: (r["ov"] / r["sc"] if r["sc"] else 0.0) for r in chips},
     }
-    if share < LOW_OVERLAP and tc / total > BUSY_ENOUGH and sc / total > BUSY_ENOUGH:
+    # When SparseCores sit idle for want of input, they cannot run ahead whatever the
+    # pipelining flag says: that is the host-bound finding's to report, not this one's.
+    sc_gaps = ctx.store.rows(
+        """SELECT coalesce(sum(gap_ps) FILTER (WHERE cause = 'host') / nullif(sum(gap_ps), 0), 0)::DOUBLE AS host
+           FROM g WHERE track_kind = 'sparsecore'""",
+        g=idle_gaps.gaps(ctx),
+    )[0]["host"]
+    result.figures["sc_idle_waiting_for_input"] = sc_gaps
+    if share < LOW_OVERLAP and tc / total > BUSY_ENOUGH and sc / total > BUSY_ENOUGH and sc_gaps < 0.5:
         low = [r["chip"] for r in chips if r["sc"] and r["ov"] / r["sc"] < LOW_OVERLAP]
         result.findings.append(
             Finding(

@@ -74,6 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     p.set_defaults(func=cmd_sql)
 
+    p = sub.add_parser("analyze", help="find what slows a run down, with evidence and what to change")
+    p.add_argument("run", metavar="RUN", help="run name or id")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    _db_arg(p)
+    p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser("compare", help="compare a candidate run against a baseline")
+    p.add_argument("base", metavar="BASE", help="baseline run name or id")
+    p.add_argument("cand", metavar="CAND", help="candidate run name or id")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    _db_arg(p)
+    p.set_defaults(func=cmd_compare)
+
     p = sub.add_parser("export", help="write a run in another tool's format")
     fmt = p.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
     fmt.required = True
@@ -107,6 +120,27 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
     if a < 0 or b <= a:
         raise UsageError(f"--steps: need 0 <= A < B, got {text!r}")
     return a, b
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from analyzers.registry import analyze_run
+    from scprof.report import render_report
+
+    with Store.open(args.db, read_only=True) as store:
+        report = analyze_run(store, store.resolve_run(args.run))
+    print(json.dumps(report.to_dict(), default=str) if args.json else render_report(report))
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from analyzers.compare import compare_runs
+    from scprof.report import render_comparison
+
+    with Store.open(args.db, read_only=True) as store:
+        base, cand = store.resolve_run(args.base), store.resolve_run(args.cand)
+        comparison = compare_runs(store, base, cand)
+    print(json.dumps(comparison.to_dict(), default=str) if args.json else render_comparison(comparison))
+    return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@
 -- per SparseCore, so more ops than SparseCores means minibatching).
 WITH stats AS (
     SELECT table_name, count(DISTINCT step) AS steps, max(minibatches) AS max_minibatches,
-           avg(minibatches) AS mean_minibatches,
+           avg(minibatches)::DOUBLE AS mean_minibatches,
            count(DISTINCT step) FILTER (WHERE minibatches > 1) AS steps_minibatched,
            max(ids) AS observed_max_ids, max(unique_ids) AS observed_max_unique_ids,
            max(max_ids_per_partition) AS max_ids_per_partition,
@@ -12,9 +12,9 @@ WITH stats AS (
     FROM sc_partition_stats WHERE run_id = $run GROUP BY table_name
 ),
 ops AS (
-    SELECT table_name, count(*) / count(DISTINCT step) AS fwd_ops_per_step,
+    SELECT table_name, (count(*) / count(DISTINCT step))::DOUBLE AS fwd_ops_per_step,
            count(DISTINCT chip::VARCHAR || ':' || coalesce(sc, core)::VARCHAR) AS sparsecores,
-           regr_intercept(dur_ps, ids) AS fixed_ps_per_op
+           regr_intercept(dur_ps, ids)::DOUBLE AS fixed_ps_per_op
     FROM {op_events}
     WHERE category = 'sc_forward' AND table_name IS NOT NULL
     GROUP BY table_name

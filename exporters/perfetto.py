@@ -1,0 +1,803 @@
+"""A run from the store as a Perfetto protobuf trace (`scprof export perfetto`).
+
+Layout (docs/exporters.md has the full description):
+
+- one process track per chip ("Chip N") and one for the host ("Host"); under it a
+  group per XProf plane (`/device:TPU:0`, `/device:TPU:0 SparseCore 1`,
+  `/host:CPU`), under that (a "Tile T" group for SparseCore tiles, then) one slice
+  track per XProf line (`XLA Ops`, `Sparse Core Ops`, `Steps`, ...) and one counter
+  track per counter (`HBM heap` in bytes, ...);
+- events as slices whose debug annotations are the typed arguments (step, table,
+  sc, minibatch, ids, unique_ids, dropped_ids, bytes, flops) and the event_args;
+  step markers as slices "Step N" (category `step`) on their line;
+- overlapping events of one line go to sibling tracks of the same name ("lanes"),
+  which the Perfetto UI draws as one track;
+- flows from each step's SparseCore forward to the TensorCore forward that consumes
+  it, and from the TensorCore backward to the SparseCore backward (FLOWS_SQL).
+
+Perfetto timestamps are nanoseconds; scprof's are picoseconds. A slice starts at
+floor(start_ps / 1000) and ends at floor(end_ps / 1000); when that loses
+picoseconds the exact values ride along as `start_ps`/`dur_ps` annotations (and
+`ts_ps` on counter samples), so the export is lossless.
+
+Streaming: rows come from DuckDB in time windows of about WINDOW_ROWS rows
+(planned from a histogram of start times) and are encoded in record batches of
+CHUNK_ROWS, so memory does not grow with the run. TracePackets are built on the
+wire with `exporters.rowwire` from numpy columns, all on one trusted packet
+sequence whose first packet clears incremental state and interns every event
+name, category, annotation name and table name.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
+
+from exporters.rowwire import Rows, tag
+from profiler.errors import ScprofError
+from profiler.store import Store
+
+SEQ_ID = 1
+WINDOW_ROWS = 1 << 20  # rows DuckDB sorts at a time
+CHUNK_ROWS = 1 << 16  # rows encoded at a time (small enough to stay in cache)
+
+BEGIN, END, INSTANT, COUNTER = (pt.TrackEvent.TYPE_SLICE_BEGIN, pt.TrackEvent.TYPE_SLICE_END,
+                                pt.TrackEvent.TYPE_INSTANT, pt.TrackEvent.TYPE_COUNTER)
+CLEARED = pt.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+NEEDS = pt.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+
+# Typed event arguments, exported as debug annotations with these names.
+TYPED_ARGS = ("step", "table", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops")
+# Exact picosecond times, present only where nanoseconds lose precision.
+EXACT_ARGS = ("start_ps", "dur_ps", "ts_ps")
+# Prefix for event_args keys that collide with the names above.
+ARGS_PREFIX = "args."
+# Interned categories: the kind of the event's track; `step` for step markers.
+CATEGORIES = ("host", "tensorcore", "sparsecore", "sc_tile", "counter", "unknown", "step")
+STEP_CATEGORY = "step"
+# Lines between whose events flows are drawn.
+TC_OPS_LINE, SC_OPS_LINE = "XLA Ops", "Sparse Core Ops"
+_INF_PS = 1 << 62
+
+# Row kinds of the merged stream.
+_EVENT, _MARKER, _COUNTER = 0, 1, 2
+
+# Flows, one per direction, step and chip, between the ops lines' events:
+#   forward:  the last SparseCore op of step i on chip c that starts before the
+#             first TensorCore op of step i on chip c  ->  that TensorCore op;
+#   backward: the last TensorCore op of step i on chip c  ->  the first SparseCore
+#             op of step i on chip c that starts at or after its end.
+# Ties go to the lower event_id; a flow is kept only if its origin starts in an
+# earlier nanosecond than its end (Perfetto draws arrows forward in time).
+FLOWS_SQL = """
+WITH ops AS NOT MATERIALIZED (  -- scanned three times rather than held in memory
+  SELECT e.event_id, e.step, t.chip, t.kind = 'tensorcore' AS tc, e.start_ps, e.start_ps + e.dur_ps AS end_ps
+  FROM events e JOIN tracks t ON t.run_id = e.run_id AND t.track_id = e.track_id
+  WHERE e.run_id = $run AND {event_filter} AND e.step IS NOT NULL AND t.chip >= 0
+    AND ((t.kind = 'tensorcore' AND t.line = $tc_line)
+         OR (t.kind IN ('sparsecore', 'sc_tile') AND t.line = $sc_line))
+),
+tc AS (
+  SELECT step, chip,
+         arg_min(event_id, (start_ps, event_id)) AS first_id, min(start_ps) AS first_start,
+         arg_max(event_id, (start_ps, -event_id)) AS last_id, max(start_ps) AS last_start,
+         arg_max(end_ps, (start_ps, -event_id)) AS last_end
+  FROM ops WHERE tc GROUP BY step, chip
+),
+fwd AS (
+  SELECT o.step, o.chip, arg_max(o.event_id, (o.start_ps, -o.event_id)) AS src, any_value(t.first_id) AS dst,
+         max(o.start_ps) AS src_start, any_value(t.first_start) AS dst_start
+  FROM ops o JOIN tc t ON o.step = t.step AND o.chip = t.chip
+  WHERE NOT o.tc AND o.start_ps < t.first_start
+  GROUP BY o.step, o.chip
+),
+bwd AS (
+  SELECT o.step, o.chip, any_value(t.last_id) AS src, arg_min(o.event_id, (o.start_ps, o.event_id)) AS dst,
+         any_value(t.last_start) AS src_start, min(o.start_ps) AS dst_start
+  FROM ops o JOIN tc t ON o.step = t.step AND o.chip = t.chip
+  WHERE NOT o.tc AND o.start_ps >= t.last_end
+  GROUP BY o.step, o.chip
+)
+SELECT src, dst FROM (
+  SELECT 0 AS dir, step, chip, src, dst, src_start, dst_start FROM fwd
+  UNION ALL
+  SELECT 1, step, chip, src, dst, src_start, dst_start FROM bwd)
+WHERE src_start // 1000 < dst_start // 1000
+ORDER BY step, chip, dir
+"""
+
+# Rows of one time window, merged and in Perfetto's order: start nanosecond, then
+# longer first (parents before children), then events before markers before counters.
+STREAM_SQL = """
+SELECT * FROM (
+  SELECT 0 AS kind, event_id AS id, track_id, name_id, start_ps, dur_ps, step, table_id, sc, minibatch,
+         ids, unique_ids, dropped_ids, bytes, flops, NULL::DOUBLE AS value
+  FROM events e WHERE run_id = $run AND {event_filter} AND start_ps >= $lo AND start_ps < $hi
+  UNION ALL
+  SELECT 1, step, track_id, NULL, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM steps WHERE run_id = $run AND {marker_filter} AND start_ps >= $lo AND start_ps < $hi
+  UNION ALL
+  SELECT 2, rowid, track_id, NULL, ts_ps, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value
+  FROM counters WHERE run_id = $run AND {counter_filter} AND ts_ps >= $lo AND ts_ps < $hi
+)
+ORDER BY start_ps // 1000, (start_ps + dur_ps) // 1000 DESC, kind, id, track_id
+"""
+
+ARGS_SQL = """
+SELECT a.event_id, a.key, a.int_value, a.double_value, a.string_value
+FROM event_args a
+WHERE a.run_id = $run AND a.event_id IN (
+  SELECT event_id FROM events e WHERE run_id = $run AND {event_filter} AND start_ps >= $lo AND start_ps < $hi)
+ORDER BY a.event_id, a.key
+"""
+
+# --steps A:B keeps events of steps A..B-1, events without a step that start inside
+# those steps' time span, their step markers, and counter samples inside the span.
+_FILTERS_ALL = {"event_filter": "TRUE", "marker_filter": "TRUE", "counter_filter": "TRUE"}
+_FILTERS_STEPS = {
+    "event_filter": "((e.step >= $step_a AND e.step < $step_b)"
+                    " OR (e.step IS NULL AND e.start_ps >= $span_a AND e.start_ps < $span_b))",
+    "marker_filter": "(step >= $step_a AND step < $step_b)",
+    "counter_filter": "(ts_ps >= $span_a AND ts_ps <= $span_b)",
+}  # fmt: skip
+
+
+class ExportCheckError(Exception):
+    """The written file breaks a Perfetto rule (an exporter bug: exit code 1)."""
+
+
+@dataclass
+class ExportStats:
+    """What an export wrote."""
+
+    events: int = 0
+    markers: int = 0
+    counters: int = 0
+    flows: int = 0
+    tracks: int = 0
+    lanes: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def export_run(store: Store, run_id: int, path: str, steps: tuple[int, int] | None, check: bool) -> str:
+    """Write run `run_id` to `path` as a Perfetto trace; returns a one-line summary."""
+    progress = sys.stderr.isatty() and sys.stdout.isatty()
+    stats = write_trace(store, run_id, path, steps, progress=progress)
+    line = (f"wrote {path}: {stats.events:,} events, {stats.markers:,} step markers, "
+            f"{stats.counters:,} counter samples, {stats.flows:,} flows on {stats.tracks} tracks "
+            f"({stats.bytes / 1e6:.1f} MB, {stats.bytes / max(stats.events, 1):.1f} B/event, "
+            f"{stats.seconds:.1f} s)")
+    if check:
+        from exporters.perfetto_validate import validate_file
+
+        problems = validate_file(path)
+        if problems:
+            first = "; ".join(str(p) for p in problems[:3])
+            raise ExportCheckError(f"{path}: written, but {len(problems)} problem(s) found: {first}")
+        line += "; checked: valid"
+    return line + "; open it at https://ui.perfetto.dev"
+
+
+def write_trace(store: Store, run_id: int, path: str, steps: tuple[int, int] | None = None,
+                progress: bool = False, window_rows: int = WINDOW_ROWS,
+                chunk_rows: int = CHUNK_ROWS) -> ExportStats:
+    """Export to `path` (written to a temporary name, then renamed); returns figures."""
+    t0 = time.perf_counter()
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        f = open(tmp, "wb")  # noqa: SIM115 - closed below
+    except OSError as e:
+        raise ScprofError(f"{path}: cannot write: {e.strerror}") from None
+    try:
+        with f:
+            writer = _Writer(store, run_id, f, steps, window_rows, chunk_rows, progress)
+            writer.run()
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    st = writer.stats
+    st.bytes = os.path.getsize(path)
+    st.seconds = time.perf_counter() - t0
+    return st
+
+
+# -- the writer -------------------------------------------------------------------------------
+
+
+def _trace_packet(pkt: pt.TracePacket) -> bytes:
+    """A TracePacket as one `Trace.packet` field."""
+    body = pkt.SerializeToString()
+    return tag(1, 2) + _varint(len(body)) + body
+
+
+def _varint(v: int) -> bytes:
+    from exporters.rowwire import encode_varint
+
+    return encode_varint(v)
+
+
+def _col(batch: pa.RecordBatch, name: str, dtype, fill=0) -> tuple[np.ndarray, np.ndarray | None]:
+    """A column as numpy (nulls filled) and its validity mask (None if no nulls)."""
+    arr = batch.column(name)
+    if arr.null_count:
+        valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
+        return pc.fill_null(arr, fill).to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
+    if len(arr) == 0:
+        return np.zeros(0, dtype), None
+    return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False), None
+
+
+class _Lanes:
+    """Assigns slices to lanes (sibling tracks) so that each lane nests strictly.
+
+    Rows arrive in stream order (start asc, end desc). A slice goes to the first
+    lane where, after closing the slices that ended by its start, it nests inside
+    the innermost open slice (or the lane is empty); else to a new lane.
+    Fast path, vectorised: a slice that starts after every earlier slice of its
+    line has ended finds all lanes empty and goes to lane 0 ("free" row). Only
+    runs of other rows go through the per-slice loop, each from the free row
+    before it (whose state is known: lane 0 holds just that slice).
+    """
+
+    def __init__(self, n_keys: int):
+        self.max_end = np.full(n_keys, -1, np.int64)  # latest end so far per key
+        self.stacks: dict[int, list[list[int]]] = {}  # open ends per lane, for keys left busy
+
+    def assign(self, key: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+        n = len(key)
+        lane = np.zeros(n, np.int64)
+        if n == 0:
+            return lane
+        order = np.argsort(key, kind="stable")
+        k, ss, ee = key[order], s[order], e[order]
+        first = np.ones(n, bool)
+        first[1:] = k[1:] != k[:-1]
+        seg_starts = np.flatnonzero(first)
+        seg_ends = np.append(seg_starts[1:], n)
+        seg = np.cumsum(first) - 1
+        carried = self.max_end[k[seg_starts]]
+        cm = _segmented_cummax(ee, seg, seg_starts, carried)
+        prev = np.empty(n, np.int64)
+        prev[1:] = cm[:-1]
+        prev[seg_starts] = carried
+        free = ss >= prev
+        busy = np.flatnonzero(~free)
+        if len(busy):
+            lane_sorted = np.zeros(n, np.int64)
+            last_free = np.maximum.accumulate(np.where(free, np.arange(n), -1))
+            done_upto = 0
+            for i in busy.tolist():
+                if i < done_upto:
+                    continue
+                g = int(seg[i])
+                lo, hi = int(seg_starts[g]), int(seg_ends[g])
+                kk = int(k[i])
+                j0 = int(last_free[i])
+                if j0 >= lo:
+                    stacks = [[int(ee[j0])]]
+                    j = j0 + 1
+                else:
+                    stacks = self.stacks.get(kk) or [[int(carried[g])]]
+                    j = lo
+                while j < hi and not free[j]:
+                    lane_sorted[j] = _place(stacks, int(ss[j]), int(ee[j]))
+                    j += 1
+                done_upto = j
+                if j == hi:
+                    self.stacks[kk] = stacks
+            lane[order] = lane_sorted
+        last = seg_ends - 1
+        self.max_end[k[last]] = cm[last]
+        for kk in k[last[free[last]]].tolist():
+            self.stacks.pop(kk, None)
+        return lane
+
+
+def _segmented_cummax(v: np.ndarray, seg: np.ndarray, seg_starts: np.ndarray, carried: np.ndarray) -> np.ndarray:
+    """Running max of v within each segment, starting from the segment's carried value."""
+    v = v.copy()
+    v[seg_starts] = np.maximum(v[seg_starts], carried)
+    lo = int(v.min())
+    span = int(v.max()) - lo + 1
+    if span * (len(seg_starts) + 1) < (1 << 62):
+        off = seg.astype(np.int64) * np.int64(span) - np.int64(lo)
+        return np.maximum.accumulate(v + off) - off
+    out = np.empty_like(v)
+    ends = np.append(seg_starts[1:], len(v))
+    for a, b in zip(seg_starts.tolist(), ends.tolist(), strict=True):
+        out[a:b] = np.maximum.accumulate(v[a:b])
+    return out
+
+
+def _place(stacks: list[list[int]], s: int, e: int) -> int:
+    """Put slice [s, e) on the first lane where it nests; returns the lane."""
+    for li, st in enumerate(stacks):
+        while st and st[-1] <= s:
+            st.pop()
+        if not st or st[-1] >= e:
+            if e > s:
+                st.append(e)
+            return li
+    stacks.append([e] if e > s else [])
+    return len(stacks) - 1
+
+
+class _Writer:
+    def __init__(self, store: Store, run_id: int, f, steps, window_rows: int, chunk_rows: int, progress: bool):
+        self.store, self.con, self.run_id, self.f = store, store.con, run_id, f
+        self.window_rows, self.chunk_rows, self.progress = window_rows, chunk_rows, progress
+        self.stats = ExportStats()
+        self.params: dict = {"run": run_id}
+        self.filters = dict(_FILTERS_ALL)
+        if steps is not None:
+            self._set_step_filter(*steps)
+        self.next_uuid = 1
+        self.seq = 0
+        self.pending = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64))
+        self.last_ts = 0
+
+    # -- set-up ---------------------------------------------------------------------
+
+    def _q(self, sql: str, extra: dict | None = None) -> pa.Table:
+        params = {**self.params, **(extra or {})}
+        used = {k: v for k, v in params.items() if f"${k}" in sql}
+        return self.con.sql(sql, params=used).to_arrow_table()
+
+    def _rows(self, sql: str, extra: dict | None = None) -> list[tuple]:
+        params = {**self.params, **(extra or {})}
+        used = {k: v for k, v in params.items() if f"${k}" in sql}
+        return self.con.execute(sql, used).fetchall()
+
+    def _set_step_filter(self, a: int, b: int) -> None:
+        self.params.update(step_a=a, step_b=b)
+        span = self._rows("""
+            SELECT min(s), max(e) FROM (
+              SELECT start_ps AS s, start_ps + dur_ps AS e FROM events
+              WHERE run_id = $run AND step >= $step_a AND step < $step_b
+              UNION ALL
+              SELECT start_ps, start_ps + dur_ps FROM steps
+              WHERE run_id = $run AND step >= $step_a AND step < $step_b)""")[0]
+        if span[0] is None:
+            raise ScprofError(f"--steps: run {self.run_id} has no events in steps {a}..{b - 1}")
+        self.params.update(span_a=span[0], span_b=span[1])
+        self.filters = dict(_FILTERS_STEPS)
+
+    def _sql(self, template: str) -> str:
+        return template.format(**self.filters)
+
+    def run(self) -> None:
+        first_ps = self._rows(self._sql("""
+            SELECT min(t) FROM (
+              SELECT min(start_ps) AS t FROM events e WHERE run_id = $run AND {event_filter}
+              UNION ALL SELECT min(start_ps) FROM steps WHERE run_id = $run AND {marker_filter}
+              UNION ALL SELECT min(ts_ps) FROM counters WHERE run_id = $run AND {counter_filter})"""))[0][0]
+        if first_ps is None:
+            raise ScprofError(f"run {self.run_id} has no events, step markers or counters to export")
+        if first_ps < 0:
+            raise ScprofError(f"run {self.run_id} has negative timestamps; Perfetto needs times >= 0")
+        self.first_ns = first_ps // 1000
+        self._plan_tracks()
+        self._plan_interning()
+        self._plan_flows()
+        self._write_head()
+        cuts = self._plan_windows()
+        total = self.stats_total
+        done = 0
+        for lo, hi in zip([0, *cuts], [*cuts, _INF_PS // 1000], strict=True):
+            done += self._window(lo * 1000, hi * 1000)
+            if self.progress and total:
+                print(f"\rexport perfetto: {100 * done // total:3d}%", end="", file=sys.stderr, flush=True)
+        self._flush_ends(final=True)
+        if self.progress:
+            print("\r" + " " * 30 + "\r", end="", file=sys.stderr, flush=True)
+
+    def _plan_tracks(self) -> None:
+        tracks = self._rows("""SELECT track_id, plane, line, kind, chip, core, tile, unit
+                               FROM tracks WHERE run_id = $run ORDER BY track_id""")
+        self.tracks = {t[0]: t for t in tracks}
+        max_tid = max(self.tracks, default=0)
+        self.n_keys = 2 * (max_tid + 1)
+        ev_counts = dict(self._rows(self._sql(
+            "SELECT track_id, count(*) FROM events e WHERE run_id = $run AND {event_filter} GROUP BY 1")))
+        marker_tracks = [r[0] for r in self._rows(self._sql(
+            "SELECT DISTINCT track_id FROM steps WHERE run_id = $run AND {marker_filter}"))]
+        counter_tracks = [r[0] for r in self._rows(self._sql(
+            "SELECT DISTINCT track_id FROM counters WHERE run_id = $run AND {counter_filter}"))]
+        self.stats_total = sum(ev_counts.values())
+        self.descriptors: list[pt.TrackDescriptor] = []
+        self.groups: dict[tuple, int] = {}
+        self.lane_uuids: dict[tuple[int, int], int] = {}  # (key, lane) -> uuid, lanes >= 1
+        self.lane0 = np.zeros(self.n_keys, np.uint64)
+        self.counter_uuid = np.zeros(max_tid + 1, np.uint64)
+        self.key_parent: dict[int, tuple[int, str]] = {}
+        self.category_of_track = np.zeros(max_tid + 1, np.uint64)
+        for tid, (_, _plane, _line, kind, *_rest) in self.tracks.items():
+            cat = kind if kind in CATEGORIES else "unknown"
+            self.category_of_track[tid] = CATEGORIES.index(cat) + 1
+        used = sorted(set(ev_counts) | set(marker_tracks) | set(counter_tracks))
+        for tid in used:
+            if tid not in self.tracks:
+                raise ScprofError(f"run {self.run_id}: track {tid} is used but not declared")
+        for tid in used:
+            _, plane, line, kind, chip, core, tile, unit = self.tracks[tid]
+            parent = self._group_of(plane, kind, chip, tile)
+            rank = tid
+            if tid in counter_tracks:
+                unit_enum = {"bytes": pt.CounterDescriptor.UNIT_SIZE_BYTES,
+                             "count": pt.CounterDescriptor.UNIT_COUNT,
+                             "ns": pt.CounterDescriptor.UNIT_TIME_NS}.get(unit or "")
+                cd = pt.CounterDescriptor(unit=unit_enum) if unit_enum else pt.CounterDescriptor(unit_name=unit or "")
+                self.counter_uuid[tid] = self._describe(name=line, parent_uuid=parent, counter=cd,
+                                                        sibling_order_rank=rank)
+            for is_marker, present in ((0, tid in ev_counts), (1, tid in marker_tracks)):
+                if present:
+                    key = 2 * tid + is_marker
+                    self.key_parent[key] = (parent, line)
+                    self.lane0[key] = self._describe(name=line, parent_uuid=parent, sibling_order_rank=rank)
+        self.stats.tracks = len(self.descriptors)
+        # default track of the sequence: the busiest line
+        self.default_uuid = int(self.lane0[2 * max(ev_counts, key=ev_counts.get)]) if ev_counts else 0
+        self.lanes = _Lanes(self.n_keys)
+
+    def _describe(self, **kw) -> int:
+        uuid = self.next_uuid
+        self.next_uuid += 1
+        self.descriptors.append(pt.TrackDescriptor(uuid=uuid, **kw))
+        return uuid
+
+    def _group_of(self, plane: str, kind: str, chip: int, tile: int) -> int:
+        host = plane.startswith("/host") or chip is None or chip < 0
+        pkey = ("host",) if host else ("chip", chip)
+        if pkey not in self.groups:
+            name = "Host" if host else f"Chip {chip}"
+            pid = 1 if host else 2 + chip
+            self.groups[pkey] = self._describe(
+                process=pt.ProcessDescriptor(pid=pid, process_name=name),
+                child_ordering=pt.TrackDescriptor.EXPLICIT)
+        gkey = (*pkey, plane)
+        if gkey not in self.groups:
+            rank = len([k for k in self.groups if k[: len(pkey)] == pkey and len(k) == len(pkey) + 1])
+            self.groups[gkey] = self._describe(name=plane, parent_uuid=self.groups[pkey],
+                                               child_ordering=pt.TrackDescriptor.EXPLICIT,
+                                               sibling_order_rank=rank)
+        if kind == "sc_tile" and tile is not None and tile >= 0:
+            tkey = (*gkey, "tile", tile)
+            if tkey not in self.groups:
+                self.groups[tkey] = self._describe(name=f"Tile {tile}", parent_uuid=self.groups[gkey],
+                                                   child_ordering=pt.TrackDescriptor.EXPLICIT,
+                                                   sibling_order_rank=1_000_000 + tile)
+            return self.groups[tkey]
+        return self.groups[gkey]
+
+    def _plan_interning(self) -> None:
+        names = self._rows(self._sql("""
+            SELECT n.string_id, n.value FROM (
+              SELECT name_id, count(*) AS c FROM events e WHERE run_id = $run AND {event_filter} GROUP BY 1) u
+            JOIN strings n ON n.run_id = $run AND n.string_id = u.name_id
+            ORDER BY u.c DESC, n.string_id"""))
+        tables = self._rows(self._sql("""
+            SELECT n.string_id, n.value FROM (
+              SELECT table_id, count(*) AS c FROM events e
+              WHERE run_id = $run AND {event_filter} AND table_id IS NOT NULL GROUP BY 1) u
+            JOIN strings n ON n.run_id = $run AND n.string_id = u.table_id
+            ORDER BY u.c DESC, n.string_id"""))
+        keys = [r[0] for r in self._rows(
+            "SELECT key FROM event_args WHERE run_id = $run GROUP BY key ORDER BY count(*) DESC, key")]
+        max_sid = max([r[0] for r in names + tables], default=0)
+        # iids start at 1 (0 is invalid), most frequent first so they fit one varint byte
+        self.name_iid = np.zeros(max_sid + 1, np.uint64)
+        self.table_iid = np.zeros(max_sid + 1, np.uint64)
+        for i, (sid, _) in enumerate(names):
+            self.name_iid[sid] = i + 1
+        for i, (sid, _) in enumerate(tables):
+            self.table_iid[sid] = i + 1
+        ann_names = list(TYPED_ARGS) + list(EXACT_ARGS)
+        self.arg_key_iid: dict[str, int] = {}
+        for k in keys:
+            exported = ARGS_PREFIX + k if k in ann_names else k
+            ann_names.append(exported)
+            self.arg_key_iid[k] = len(ann_names)
+        self.ann_iid = {n: i + 1 for i, n in enumerate(ann_names)}
+        self.has_args = bool(keys)
+        self.interned = pt.InternedData(
+            event_categories=[pt.EventCategory(iid=i + 1, name=c) for i, c in enumerate(CATEGORIES)],
+            event_names=[pt.EventName(iid=i + 1, name=v) for i, (_, v) in enumerate(names)],
+            debug_annotation_names=[pt.DebugAnnotationName(iid=i + 1, name=n) for i, n in enumerate(ann_names)],
+            debug_annotation_string_values=[pt.InternedString(iid=i + 1, str=v.encode())
+                                            for i, (_, v) in enumerate(tables)],
+        )
+        self.step_cat = CATEGORIES.index(STEP_CATEGORY) + 1
+
+    def _plan_flows(self) -> None:
+        t = self._q(self._sql(FLOWS_SQL), {"tc_line": TC_OPS_LINE, "sc_line": SC_OPS_LINE})
+        src = t.column("src").to_numpy().astype(np.int64)
+        dst = t.column("dst").to_numpy().astype(np.int64)
+        fid = np.arange(1, len(src) + 1, dtype=np.uint64)
+        # one outgoing and one terminating flow per event at most (keep the first)
+        _, keep_s = np.unique(src, return_index=True)
+        _, keep_d = np.unique(dst, return_index=True)
+        keep = np.intersect1d(keep_s, keep_d)
+        src, dst, fid = src[keep], dst[keep], fid[keep]
+        o = np.argsort(src)
+        self.flow_src, self.flow_src_id = src[o], fid[o]
+        o = np.argsort(dst)
+        self.flow_dst, self.flow_dst_id = dst[o], fid[o]
+        self.stats.flows = len(src)
+
+    def _write_head(self) -> None:
+        first = pt.TracePacket(
+            timestamp=self.first_ns, trusted_packet_sequence_id=SEQ_ID,
+            sequence_flags=CLEARED | NEEDS, first_packet_on_sequence=True,
+            interned_data=self.interned)
+        if self.default_uuid:
+            first.trace_packet_defaults.track_event_defaults.track_uuid = self.default_uuid
+        out = [_trace_packet(first)]
+        for d in self.descriptors:
+            out.append(_trace_packet(pt.TracePacket(timestamp=self.first_ns, trusted_packet_sequence_id=SEQ_ID,
+                                                    track_descriptor=d)))
+        self.f.write(b"".join(out))
+        self.written_descriptors = len(self.descriptors)
+
+    def _plan_windows(self) -> list[int]:
+        """Cut points (ns) so that each window holds about window_rows events."""
+        lo_hi = self._rows(self._sql(
+            "SELECT min(start_ps), max(start_ps), count(*) FROM events e WHERE run_id = $run AND {event_filter}"))[0]
+        if lo_hi[2] <= self.window_rows:
+            return []
+        cuts: list[int] = []
+        self._split(lo_hi[0] // 1000, lo_hi[1] // 1000 + 1, cuts, 0)
+        return cuts
+
+    def _split(self, lo_ns: int, hi_ns: int, cuts: list[int], depth: int) -> None:
+        width = max(1, -(-(hi_ns - lo_ns) // 256))
+        hist = self._rows(self._sql("""
+            SELECT (start_ps // 1000 - $lo) // $w AS b, count(*) FROM events e
+            WHERE run_id = $run AND {event_filter} AND start_ps >= $lo_ps AND start_ps < $hi_ps
+            GROUP BY b ORDER BY b"""), {"lo": lo_ns, "w": width, "lo_ps": lo_ns * 1000, "hi_ps": hi_ns * 1000})
+        acc = 0
+        for b, c in hist:
+            b_lo = lo_ns + b * width
+            if c > 2 * self.window_rows and width > 1 and depth < 8:
+                if acc:
+                    cuts.append(b_lo)
+                    acc = 0
+                self._split(b_lo, min(b_lo + width, hi_ns), cuts, depth + 1)
+                cuts.append(min(b_lo + width, hi_ns))
+                continue
+            if acc and acc + c > self.window_rows:
+                cuts.append(b_lo)
+                acc = 0
+            acc += c
+        # drop duplicates / unordered cuts from recursion edges
+        cuts[:] = sorted(set(cuts))
+
+    # -- streaming ------------------------------------------------------------------
+
+    def _window(self, lo_ps: int, hi_ps: int) -> int:
+        params = {**self.params, "lo": lo_ps, "hi": hi_ps}
+        sql = self._sql(STREAM_SQL)
+        used = {k: v for k, v in params.items() if f"${k}" in sql}
+        args = self._window_args(lo_ps, hi_ps) if self.has_args else None
+        reader = self.con.sql(sql, params=used).to_arrow_reader(self.chunk_rows)
+        n_events = 0
+        for batch in reader:
+            n_events += self._chunk(batch, args)
+        return n_events
+
+    def _window_args(self, lo_ps: int, hi_ps: int):
+        """The window's event_args, encoded as DebugAnnotation fields; (event_ids, blob, starts, lens)."""
+        t = self._q(self._sql(ARGS_SQL), {"lo": lo_ps, "hi": hi_ps})
+        k = t.num_rows
+        if k == 0:
+            return None
+        eid = t.column("event_id").to_numpy().astype(np.int64)
+        keys = t.column("key").to_pylist()
+        key_iid = np.array([self.arg_key_iid[x] for x in keys], np.uint64)
+        ints = t.column("int_value")
+        dbls = t.column("double_value")
+        strs = t.column("string_value")
+        is_int = pc.is_valid(ints).to_numpy(zero_copy_only=False)
+        is_dbl = pc.is_valid(dbls).to_numpy(zero_copy_only=False) & ~is_int
+        is_str = pc.is_valid(strs).to_numpy(zero_copy_only=False) & ~is_int & ~is_dbl
+        ann = Rows(k).varint(1, key_iid)
+        ann.varint(4, pc.fill_null(ints, 0).to_numpy(zero_copy_only=False).astype(np.int64), is_int)
+        ann.fixed64(5, pc.fill_null(dbls, 0.0).to_numpy(zero_copy_only=False).astype(np.float64), is_dbl)
+        sarr = pc.fill_null(strs, "").combine_chunks() if isinstance(strs, pa.ChunkedArray) else strs
+        sarr = sarr.cast(pa.large_string())
+        offs = np.frombuffer(sarr.buffers()[1], np.int64, len(sarr) + 1, sarr.offset * 8)
+        data = np.frombuffer(sarr.buffers()[2], np.uint8) if sarr.buffers()[2] is not None else np.zeros(0, np.uint8)
+        ann.bytes(6, data, offs, is_str)
+        blob, aoffs = Rows(k).message(4, ann).encode()
+        return eid, blob, aoffs
+
+    def _chunk(self, batch: pa.RecordBatch, args) -> int:
+        n = batch.num_rows
+        if n == 0:
+            return 0
+        kind, _ = _col(batch, "kind", np.int64)
+        rid, _ = _col(batch, "id", np.int64)
+        track, _ = _col(batch, "track_id", np.int64)
+        start_ps, _ = _col(batch, "start_ps", np.int64)
+        dur_ps, _ = _col(batch, "dur_ps", np.int64)
+        s_ns = start_ps // 1000
+        e_ns = (start_ps + dur_ps) // 1000
+        is_ev, is_mk, is_ct = kind == _EVENT, kind == _MARKER, kind == _COUNTER
+        is_slice = ~is_ct
+        has_end = is_slice & (e_ns > s_ns)
+
+        # tracks: lanes for slices, the counter track for samples
+        uuid = np.zeros(n, np.uint64)
+        sl = np.flatnonzero(is_slice)
+        key = 2 * track + is_mk
+        lanes = self.lanes.assign(key[sl], s_ns[sl], e_ns[sl])
+        uuid[sl] = self.lane0[key[sl]]
+        extra = np.flatnonzero(lanes > 0)
+        if len(extra):
+            for j in extra.tolist():
+                kk, ln = int(key[sl[j]]), int(lanes[j])
+                u = self.lane_uuids.get((kk, ln))
+                if u is None:
+                    parent, line = self.key_parent[kk]
+                    u = self.lane_uuids[(kk, ln)] = self._describe(name=line, parent_uuid=parent,
+                                                                   sibling_order_rank=int(kk // 2))
+                    self.stats.lanes += 1
+                uuid[sl[j]] = u
+        ct = np.flatnonzero(is_ct)
+        uuid[ct] = self.counter_uuid[track[ct]]
+        head = b""
+        if len(self.descriptors) > self.written_descriptors:
+            ts0 = max(int(s_ns[0]), self.last_ts)
+            head = b"".join(_trace_packet(pt.TracePacket(timestamp=ts0, trusted_packet_sequence_id=SEQ_ID,
+                                                         track_descriptor=d))
+                            for d in self.descriptors[self.written_descriptors:])
+            self.written_descriptors = len(self.descriptors)
+            self.stats.tracks = len(self.descriptors)
+
+        seq = self.seq + np.arange(n, dtype=np.int64)
+        self.seq += n
+
+        # -- the begin stream: BEGIN / INSTANT / COUNTER packets ---------------------------------
+        ev = Rows(n)
+        cat = np.where(is_mk, self.step_cat, self.category_of_track[track]).astype(np.uint64)
+        ev.varint(3, cat, is_slice)
+        exact_ts = self._annotations(ev, batch, is_ev, is_mk, is_ct, is_slice, start_ps, dur_ps, rid, args)
+        etype = np.where(is_ct, COUNTER, np.where(has_end, BEGIN, INSTANT))
+        ev.varint(9, etype)
+        name_id, _ = _col(batch, "name_id", np.int64)
+        ev.varint(10, self.name_iid[name_id] if len(self.name_iid) else np.zeros(n, np.uint64), is_ev)
+        ev.varint(11, uuid, uuid != np.uint64(self.default_uuid))
+        if is_mk.any():  # step markers are few: their names are built in Python
+            step, _ = _col(batch, "step", np.int64)
+            names = [f"Step {s}".encode() for s in step[is_mk].tolist()]
+            lens = np.zeros(n, np.int64)
+            lens[is_mk] = [len(x) for x in names]
+            offs = np.zeros(n + 1, np.int64)
+            np.cumsum(lens, out=offs[1:])
+            ev.bytes(23, np.frombuffer(b"".join(names), np.uint8), offs, is_mk)
+        if is_ct.any():
+            value, _ = _col(batch, "value", np.float64, 0.0)
+            ev.fixed64(44, value, is_ct)
+        if len(self.flow_src):
+            out_id, has_out = _lookup(self.flow_src, self.flow_src_id, rid, is_ev)
+            in_id, has_in = _lookup(self.flow_dst, self.flow_dst_id, rid, is_ev)
+            if has_out.any():
+                ev.fixed64(47, out_id, has_out)
+            if has_in.any():
+                ev.fixed64(48, in_id, has_in)
+        pkt = Rows(n).varint(8, s_ns.astype(np.uint64)).const(tag(10, 0) + bytes([SEQ_ID]))
+        pkt.message(11, ev)
+        pkt.const(tag(13, 0) + bytes([NEEDS]), is_slice | exact_ts)  # uses interned data
+        begins = Rows(n).message(1, pkt)
+
+        # -- END packets due up to the last start of this chunk ------------------------------------
+        pe, ps, pu = self.pending
+        self.pending = (np.concatenate([pe, e_ns[has_end]]), np.concatenate([ps, seq[has_end]]),
+                        np.concatenate([pu, uuid[has_end]]))
+        ends_ts, ends_uuid = self._take_ends(int(s_ns[-1]))
+
+        # -- merge: an END goes before BEGINs at the same timestamp --------------------------------
+        m = len(ends_ts)
+        b_sizes = begins.sizes()
+        if m:
+            ends = self._end_rows(ends_ts, ends_uuid)
+            e_sizes = ends.sizes()
+            b_final = np.arange(n) + np.searchsorted(ends_ts, s_ns, side="right")
+            e_final = np.arange(m) + np.searchsorted(s_ns, ends_ts, side="left")
+            sizes = np.empty(n + m, np.int64)
+            sizes[b_final] = b_sizes
+            sizes[e_final] = e_sizes
+        else:
+            sizes = b_sizes
+            b_final = np.arange(n)
+        offs = np.zeros(len(sizes) + 1, np.int64)
+        np.cumsum(sizes, out=offs[1:])
+        buf = np.zeros(int(offs[-1]), np.uint8)
+        begins.write_into(buf, offs[b_final])
+        if m:
+            ends.write_into(buf, offs[e_final])
+        self.f.write(head)
+        self.f.write(memoryview(buf))
+        self.last_ts = max(self.last_ts, int(s_ns[-1]))
+        n_ev = int(is_ev.sum())
+        self.stats.events += n_ev
+        self.stats.markers += int(is_mk.sum())
+        self.stats.counters += int(is_ct.sum())
+        return n_ev
+
+    def _annotations(self, ev: Rows, batch, is_ev, is_mk, is_ct, is_slice, start_ps, dur_ps, rid,
+                     args) -> np.ndarray:
+        """Debug annotations of the begin-stream rows; returns the counter rows that got one."""
+        for name in TYPED_ARGS:
+            col = "table_id" if name == "table" else name
+            values, valid = _col(batch, col, np.int64)
+            present = is_slice if valid is None else (valid & is_slice)
+            if not present.any():
+                continue
+            idx = np.flatnonzero(present)
+            iid = self.ann_iid[name]
+            sub = Rows(len(idx)).const(tag(1, 0) + bytes([iid]))
+            if name == "table":
+                sub.varint(17, self.table_iid[values[idx]])
+            else:
+                sub.varint(4, values[idx])
+            ev.message(4, sub, present)
+        off_start = start_ps % 1000 != 0
+        exact_start = is_slice & off_start
+        exact_dur = is_slice & (off_start | (dur_ps % 1000 != 0))
+        exact_ts = is_ct & off_start
+        for name, present, values in (("start_ps", exact_start, start_ps), ("dur_ps", exact_dur, dur_ps),
+                                      ("ts_ps", exact_ts, start_ps)):
+            if present.any():
+                idx = np.flatnonzero(present)
+                sub = Rows(len(idx)).const(tag(1, 0) + bytes([self.ann_iid[name]])).varint(4, values[idx])
+                ev.message(4, sub, present)
+        if args is not None:
+            a_eid, blob, aoffs = args
+            lo = np.searchsorted(a_eid, rid, side="left")
+            hi = np.searchsorted(a_eid, rid, side="right")
+            lo = np.where(is_ev, lo, 0)
+            hi = np.where(is_ev, hi, 0)
+            ev.raw(blob, aoffs[lo], aoffs[hi] - aoffs[lo])
+        return exact_ts
+
+    def _take_ends(self, upto_ns: int, final: bool = False):
+        pe, ps, pu = self.pending
+        due = np.ones(len(pe), bool) if final else pe <= upto_ns
+        if not due.any():
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        e, s, u = pe[due], ps[due], pu[due]
+        self.pending = (pe[~due], ps[~due], pu[~due])
+        # by end time; among equal ends the later-begun (inner) slice closes first
+        o = np.lexsort((-s, e))
+        return e[o], u[o]
+
+    def _end_rows(self, ends_ts: np.ndarray, ends_uuid: np.ndarray) -> Rows:
+        m = len(ends_ts)
+        ev = Rows(m).const(tag(9, 0) + bytes([END])).varint(11, ends_uuid)
+        pkt = Rows(m).varint(8, ends_ts.astype(np.uint64)).const(tag(10, 0) + bytes([SEQ_ID])).message(11, ev)
+        return Rows(m).message(1, pkt)
+
+    def _flush_ends(self, final: bool) -> None:
+        ends_ts, ends_uuid = self._take_ends(0, final=final)
+        if len(ends_ts):
+            buf, _ = self._end_rows(ends_ts, ends_uuid).encode()
+            self.f.write(memoryview(buf))
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, q: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """values[keys == q] per query row (0 and False where absent or masked)."""
+    i = np.searchsorted(keys, q)
+    i = np.minimum(i, len(keys) - 1)
+    hit = mask & (keys[i] == q)
+    return np.where(hit, values[i], np.uint64(0)).astype(np.uint64), hit

@@ -1,0 +1,148 @@
+"""Text rendering of analyses and comparisons for the terminal (`scprof analyze`, `scprof compare`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from analyzers.compare import Comparison
+from analyzers.findings import Finding
+from analyzers.registry import RunReport
+from scprof.formatting import format_bytes, format_ps, text_table
+
+SEVERITY_MARK = {"critical": "[CRITICAL]", "warning": "[WARNING]", "info": "[info]"}
+
+
+def format_value(value: Any, unit: str) -> str:
+    """A finding figure in human units."""
+    if value is None:
+        return "-"
+    if "share" in unit:
+        return f"{value:.1%}"
+    if unit in ("ps",) or unit.endswith("_ps"):
+        return format_ps(value)
+    if unit == "bytes":
+        return format_bytes(value)
+    if isinstance(value, float):
+        return f"{value:.3g} {unit}"
+    return f"{value:,} {unit}" if isinstance(value, int) else f"{value} {unit}"
+
+
+def _evidence_item(key: str, value: Any) -> str:
+    if isinstance(value, float) and ("share" in key or key.endswith("_share")):
+        return f"{key}={value:.1%}"
+    if isinstance(value, int | float) and key.endswith("_ps"):
+        return f"{key}={format_ps(value)}"
+    if isinstance(value, int | float) and key.endswith("_bytes"):
+        return f"{key}={format_bytes(value)}"
+    if isinstance(value, float):
+        return f"{key}={value:.3g}"
+    return f"{key}={value}"
+
+
+def finding_lines(f: Finding, indent: str = "  ") -> list[str]:
+    lines = [f"{SEVERITY_MARK[f.severity]} {f.title}"]
+    lines.append(f"{indent}{f.metric}: {format_value(f.value, f.unit)}  (confidence: {f.confidence})")
+    if f.entities:
+        ents = "; ".join(f"{k}: {', '.join(map(str, v[:12]))}{' ...' if len(v) > 12 else ''}" for k, v in f.entities.items() if v)
+        if ents:
+            lines.append(f"{indent}affects  {ents}")
+    if f.evidence:
+        lines.append(f"{indent}evidence " + ", ".join(_evidence_item(k, v) for k, v in f.evidence.items() if v is not None))
+    lines.append(f"{indent}fix      {f.recommendation}")
+    return lines
+
+
+def render_report(report: RunReport) -> str:
+    """`scprof analyze` output."""
+    run = report.run
+    out = [f"run {run['name']!r} (run_id {run['run_id']}, {run['source']}, {run['status']})"]
+    figs = report.analyses.get("breakdown")
+    if figs and figs.figures:
+        f = figs.figures
+        out.append(
+            f"step time  mean {format_ps(f['step_ps_mean'])}  p50 {format_ps(f['step_ps_p50'])}  "
+            f"p90 {format_ps(f['step_ps_p90'])}  over {f['steps']} steps"
+        )
+        shares = sorted(f["share"].items(), key=lambda kv: -kv[1])
+        out.append("time split " + "  ".join(f"{k} {v:.1%}" for k, v in shares if v >= 0.001))
+    out.append("")
+    if not report.findings:
+        out.append("No problems found: every analyzer ran and none flagged this run.")
+    else:
+        out.append(f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}, most severe first:")
+        for f in report.findings:
+            out.append("")
+            out += finding_lines(f)
+    notes = [f"{name}: {n}" for name, a in report.analyses.items() for n in a.notes]
+    if notes:
+        out += ["", "Not analysed (data the run lacks):"] + [f"  - {n}" for n in notes]
+    return "\n".join(out)
+
+
+def render_comparison(c: Comparison) -> str:
+    """`scprof compare` output."""
+    st = c.step_time
+    out = [
+        f"{c.base['name']!r} (run_id {c.base['run_id']}) -> {c.cand['name']!r} (run_id {c.cand['run_id']})",
+        f"verdict: {st.verdict.upper()}: mean step time {format_ps(st.base_mean_ps)} -> {format_ps(st.cand_mean_ps)} "
+        f"({st.change:+.1%}, 95% CI {st.ci_low:+.1%} .. {st.ci_high:+.1%}; {st.base_steps} vs {st.cand_steps} steps)",
+        "",
+        "Step time by category (mean per step and chip):",
+        text_table(
+            ["category", "base", "cand", "delta"],
+            [[r["category"], format_ps(r["base_ps"]), format_ps(r["cand_ps"]), _signed_ps(r["delta_ps"])]
+             for r in c.breakdown],
+        ),  # fmt: skip
+        "",
+    ]
+    for kind in ("resolved", "new", "persisting"):
+        items = c.findings[kind]
+        out.append(f"Findings {kind}: {len(items)}")
+        for f in items:
+            title = f["cand"]["title"] if kind == "persisting" else f["title"]
+            out.append(f"  - {title}")
+    out.append("")
+    if c.ops:
+        out.append("Largest per-op changes (time per step):")
+        out.append(
+            text_table(
+                ["core", "op", "base", "cand", "delta", "change"],
+                [[r["track_kind"], r["name"], format_ps(r["base_ps_per_step"]), format_ps(r["cand_ps_per_step"]),
+                  _signed_ps(r["delta_ps_per_step"]), r["change"]] for r in c.ops[:10]],
+            )  # fmt: skip
+        )
+        out.append("")
+    if c.tables:
+        out.append("SparseCore time per table (per step):")
+        out.append(
+            text_table(
+                ["table", "ops base", "ops cand", "base", "cand", "delta"],
+                [[str(r["table_name"]), _num(r["base_ops_per_step"]), _num(r["cand_ops_per_step"]),
+                  format_ps(r["base_ps_per_step"]), format_ps(r["cand_ps_per_step"]), _signed_ps(r["delta_ps_per_step"])]
+                 for r in c.tables[:10]],
+            )  # fmt: skip
+        )
+        out.append("")
+    if c.config_diff:
+        out.append(f"Configuration differences ({len(c.config_diff)}):")
+        for d in c.config_diff[:20]:
+            out.append(f"  {d['key']}: {_short(d['base'])} -> {_short(d['cand'])}")
+        if len(c.config_diff) > 20:
+            out.append(f"  ... and {len(c.config_diff) - 20} more (--json shows all)")
+    out += [f"note: {n}" for n in c.notes]
+    return "\n".join(out)
+
+
+def _signed_ps(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return ("+" if v > 0 else "-" if v < 0 else "") + format_ps(abs(v))
+
+
+def _num(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3g}"
+
+
+def _short(v: Any) -> str:
+    s = str(v)
+    return s if len(s) <= 60 else s[:57] + "..."
