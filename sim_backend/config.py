@@ -1,0 +1,419 @@
+"""Workload configs: TOML files, `--set key=value` overrides, validation, effective config.
+
+The schema is declared once, as the dataclasses below: each field's type, default and
+`doc` metadata drive validation (errors name the dotted key) and docs/emulator.md.
+Keys keep the names users know from the SparseCore doc (`max_ids_per_partition`,
+`allow_id_dropping`, `xla_sc_num_serialized_tables_to_optimize_hbm`, ...).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from sim_backend.costmodel import COST_CONSTANT_NAMES, COST_MODELS, CostConstants
+from sim_backend.errors import ConfigError
+from sim_backend.hardware import PRESETS
+
+
+def _f(default: Any, doc: str, **meta: Any) -> Any:
+    """A dataclass field with documentation and validation metadata."""
+    if isinstance(default, type):
+        return field(default_factory=default, metadata={"doc": doc, **meta})
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata={"doc": doc, **meta})
+    return field(default=default, metadata={"doc": doc, **meta})
+
+
+@dataclass(frozen=True)
+class HardwareConfig:
+    generation: str = _f("v5p", "preset: v4, v5p, v6e, or custom (then every figure below)",
+                         choices=(*PRESETS, "custom"))
+    num_chips: int = _f(4, "chips in the simulated slice (one host)", min=1)
+    sparsecores_per_chip: int | None = _f(None, "override the preset", min=1)
+    tiles_per_sparsecore: int | None = _f(None, "override the preset", min=1)
+    simd_width: int | None = _f(None, "override the preset", min=1)
+    hbm_bytes: int | None = _f(None, "HBM capacity per chip, override", min=1)
+    hbm_bandwidth_bytes_per_s: float | None = _f(None, "HBM bandwidth per chip, override", min=1)
+    tc_peak_flops: float | None = _f(None, "TensorCore peak FLOP/s per chip, override", min=1)
+    ici_bandwidth_bytes_per_s: float | None = _f(None, "ICI bandwidth per chip, one direction",
+                                                 min=1)
+    spmem_bytes_per_tile: int | None = _f(None, "SparseCore tile scratchpad, override", min=1)
+    sc_clock_hz: float | None = _f(None, "SparseCore clock, override", min=1)
+    host_to_device_bandwidth_bytes_per_s: float | None = _f(None, "host->HBM link per chip",
+                                                            min=1)
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    num_threads: int = _f(4, "host threads running input preprocessing", min=1)
+
+
+@dataclass(frozen=True)
+class DenseConfig:
+    num_dense_features: int = _f(13, "dense input features per sample", min=0)
+    bottom_mlp: list[int] = _f([512, 256, 128], "bottom MLP layer sizes", min=1)
+    top_mlp: list[int] = _f([1024, 1024, 512, 256, 1], "top MLP layer sizes", min=1)
+    cross_layers: int = _f(3, "DCN-v2 cross layers over the interaction input", min=0)
+    cross_low_rank: int = _f(512, "rank of each low-rank cross layer", min=1)
+
+
+@dataclass(frozen=True)
+class SparseCoreConfig:
+    """SparsecoreConfig of DOMAIN.md §1, plus default per-partition limits."""
+
+    disable_table_stacking: bool = _f(False, "do not stack tables of equal width/dtype/optimizer")
+    max_ids_per_chip_per_sample: int = _f(64, "chip-level cap on IDs of one sample, all tables",
+                                          min=1)
+    max_ids_per_table: dict[str, int] | None = _f(
+        None, "per table: IDs over all partitions; sets max_ids_per_partition = ceil(v / SCs)")
+    max_unique_ids_per_table: dict[str, int] | None = _f(
+        None, "per table: unique IDs over all partitions; as above for unique IDs")
+    allow_id_dropping: bool = _f(False, "drop IDs past the limits (sorted order) instead of failing")
+    initialize_tables_on_host: bool = _f(True, "initialise tables on the host, then copy to HBM")
+    enable_fast_table_initialization: bool = _f(False, "initialise tables on the device")
+    max_ids_per_partition: int = _f(256, "default compiled limit: IDs per partition (incl. dups)",
+                                    min=1)
+    max_unique_ids_per_partition: int = _f(256, "default compiled limit: unique IDs per partition",
+                                           min=1)
+    enable_minibatching: bool = _f(True, "split a step into minibatches when limits are exceeded")
+    max_minibatches: int = _f(64, "most minibatches per table group and step", min=1, max=1024)
+
+
+@dataclass(frozen=True)
+class FlagsConfig:
+    """XLA/TF flags of DOMAIN.md §1."""
+
+    tf_xla_disable_full_embedding_pipelining: bool = _f(
+        False, "true: SC/F_i -> TC/F_i -> TC/B_i -> SC/B_i strictly in order")
+    maximum_parallel_iterations: int = _f(2, "steps the host may prefetch ahead of the device",
+                                          min=1)
+    xla_sc_num_serialized_tables_to_optimize_hbm: int = _f(
+        0, "table groups processed serially (barrier between them) to lower the HBM stack", min=0)
+    xla_sparse_core_max_ids_file: str = _f("", "limits file (TOML) with per-table limits")
+    xla_sparse_core_estimate_max_ids: bool = _f(
+        False, "derive limits from observed IDs (8-step procedure) and write limits.toml")
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    name: str = _f("", "table name", required=True)
+    vocab: int = _f(1, "rows (vocabulary size)", min=1)
+    width: int = _f(128, "feature width (embedding dimension)", min=1)
+    dtype: str = _f("f32", "element type", choices=("f32", "bf16"))
+    optimizer: str = _f("adagrad", "optimizer (sets slot count)", choices=("sgd", "adagrad", "adam"))
+    max_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1)
+    max_unique_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1)
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    name: str = _f("", "feature name", required=True)
+    table: str = _f("", "table the feature reads (several features may share one)", required=True)
+    multi_hot: int = _f(1, "IDs per sample (the maximum when multi_hot_min is set)", min=1)
+    multi_hot_min: int | None = _f(None, "if set, IDs per sample ~ uniform[min, multi_hot]", min=1)
+    distribution: str = _f("uniform", "ID distribution", choices=("uniform", "zipf", "hot_set"))
+    zipf_exponent: float = _f(1.05, "Zipf exponent s: P(id = k) ~ (k + 1)^-s", min=0.0)
+    hot_set_size: int = _f(16, "hot_set: size of the hot set (IDs 0 .. size-1)", min=1)
+    hot_fraction: float = _f(0.5, "hot_set: share of lookups that hit the hot set", min=0.0,
+                             max=1.0)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    name: str = _f("run", "run name (default for --name)")
+    description: str = _f("", "free text")
+    seed: int = _f(0, "seed of the ID generator; same seed, same trace", min=0)
+    steps: int = _f(10, "training steps to simulate", min=1)
+    global_batch: int = _f(4096, "samples per step over the slice", min=1)
+    include_initialization: bool = _f(False, "record table initialisation before step 0")
+    cost_model: str = _f("analytic", "cost model name", choices=tuple(COST_MODELS))
+    hardware: HardwareConfig = _f(HardwareConfig, "simulated slice")
+    host: HostConfig = _f(HostConfig, "host CPU")
+    dense: DenseConfig = _f(DenseConfig, "dense part (DLRM-DCNv2-like)")
+    sparsecore: SparseCoreConfig = _f(SparseCoreConfig, "SparsecoreConfig flags and default limits")
+    flags: FlagsConfig = _f(FlagsConfig, "XLA/TF flags")
+    cost: dict[str, float] = _f({}, "overrides of cost-model constants")
+    tables: list[TableConfig] = _f([], "embedding tables", min_len=1)
+    features: list[FeatureConfig] = _f([], "sparse features", min_len=1)
+
+
+SECTIONS = {"hardware": HardwareConfig, "host": HostConfig, "dense": DenseConfig,
+            "sparsecore": SparseCoreConfig, "flags": FlagsConfig}
+LISTS = {"tables": TableConfig, "features": FeatureConfig}
+
+
+# -- loading -------------------------------------------------------------------------------
+
+
+def load_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """Read a TOML workload (and what it `extends`), apply `--set` overrides, validate."""
+    raw = load_raw(path)
+    for item in overrides:
+        apply_override(raw, item)
+    flags = raw.get("flags")
+    if isinstance(flags, dict) and isinstance(flags.get("xla_sparse_core_max_ids_file"), str):
+        f = flags["xla_sparse_core_max_ids_file"]
+        flags["xla_sparse_core_max_ids_file"] = os.path.abspath(f) if f else ""
+    return config_from_dict(raw)
+
+
+def load_raw(path: str, _seen: tuple[str, ...] = ()) -> dict:
+    """The parsed TOML of `path` merged over the file it `extends` (paths made absolute).
+
+    A variant sets `extends = "base.toml"` (relative to itself) and only the keys it
+    changes; `[[tables]]`/`[[features]]` entries with a base entry's name update it,
+    other entries are appended.
+    """
+    apath = os.path.abspath(path)
+    if apath in _seen:
+        raise ConfigError(f"{path}: extends itself (via {' -> '.join(_seen)})")
+    try:
+        with open(path, "rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    base_dir = os.path.dirname(apath)
+    _resolve_paths(raw, base_dir)
+    base = raw.pop("extends", None)
+    if base is None:
+        return raw
+    if not isinstance(base, str):
+        raise ConfigError(f"{path}: extends: expected a file name")
+    return _merge(load_raw(os.path.join(base_dir, base), (*_seen, apath)), raw)
+
+
+def _merge(base: dict, over: dict, top: bool = True) -> dict:
+    out = dict(base)
+    for key, value in over.items():
+        old = out.get(key)
+        if top and key in LISTS and isinstance(value, list) and isinstance(old, list):
+            merged = [dict(e) if isinstance(e, dict) else e for e in old]
+            names = {e.get("name"): i for i, e in enumerate(merged) if isinstance(e, dict)}
+            for entry in value:
+                if isinstance(entry, dict) and entry.get("name") in names:
+                    merged[names[entry["name"]]].update(entry)
+                else:
+                    merged.append(entry)
+            out[key] = merged
+        elif isinstance(value, dict) and isinstance(old, dict):
+            out[key] = _merge(old, value, top=False)
+        else:
+            out[key] = value
+    return out
+
+
+def _resolve_paths(raw: dict, base: str) -> None:
+    """Paths written in a config file are relative to that file."""
+    flags = raw.get("flags")
+    if isinstance(flags, dict):
+        f = flags.get("xla_sparse_core_max_ids_file")
+        if isinstance(f, str) and f and not os.path.isabs(f):
+            flags["xla_sparse_core_max_ids_file"] = os.path.normpath(os.path.join(base, f))
+
+
+def parse_value(text: str) -> Any:
+    """A --set value: any TOML value (123, 1.5, true, [1, 2], "s"), else the bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_override(raw: dict, item: str) -> None:
+    """Apply one `key=value` (dotted key; list entries by name or index) to a raw config."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+    parts = key.split(".")
+    node: Any = raw
+    for i, part in enumerate(parts[:-1]):
+        where = ".".join(parts[: i + 1])
+        if isinstance(node, list):
+            node = _list_entry(node, part, where)
+        elif isinstance(node, dict):
+            if part not in node:
+                if part in LISTS:
+                    raise ConfigError(f"--set {key}: the config has no {part}")
+                node[part] = {}
+            node = node[part]
+        else:
+            raise ConfigError(f"--set {key}: {where} is not a section")
+    last = parts[-1]
+    value = parse_value(text.strip())
+    if isinstance(node, list):
+        raise ConfigError(f"--set {key}: name a field of one entry, e.g. {key}.<field>")
+    if not isinstance(node, dict):
+        raise ConfigError(f"--set {key}: {'.'.join(parts[:-1])} is not a section")
+    node[last] = value
+
+
+def _list_entry(entries: list, part: str, where: str) -> dict:
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("name") == part:
+            return entry
+    if part.isdigit() and int(part) < len(entries):
+        return entries[int(part)]
+    raise ConfigError(f"--set {where}: no entry named {part!r}")
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+def config_from_dict(raw: dict) -> RunConfig:
+    """Validate a raw (parsed TOML) config and build the RunConfig."""
+    if not isinstance(raw, dict):
+        raise ConfigError("config: expected a table of keys")
+    cfg = _build(RunConfig, raw, "")
+    _check_cross_references(cfg)
+    return cfg
+
+
+def _build(cls: type, raw: Any, prefix: str) -> Any:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a table, got {raw!r}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    for key in raw:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(sorted(known))}"
+            raise ConfigError(f"{prefix}{key}: unknown key ({hint})")
+    values: dict[str, Any] = {}
+    for name, f in known.items():
+        key = f"{prefix}{name}"
+        tp = hints[name]
+        if name in SECTIONS:
+            values[name] = _build(SECTIONS[name], raw.get(name, {}), f"{key}.")
+        elif name in LISTS:
+            entries = raw.get(name, [])
+            if not isinstance(entries, list):
+                raise ConfigError(f"{key}: expected a list of tables ([[{name}]])")
+            if len(entries) < f.metadata.get("min_len", 0):
+                raise ConfigError(f"{key}: at least {f.metadata['min_len']} entry required")
+            values[name] = [_build(LISTS[name], e, f"{key}[{i}].") for i, e in enumerate(entries)]
+        elif name == "cost":
+            values[name] = _cost(raw.get(name, {}), key)
+        elif name in raw:
+            values[name] = _check(raw[name], tp, key, f.metadata)
+        elif f.metadata.get("required"):
+            raise ConfigError(f"{key}: required")
+    return cls(**values)
+
+
+def _check(value: Any, tp: Any, key: str, meta: dict) -> Any:
+    """Type- and range-check one value against its declared type."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _check(value, inner[0], key, meta)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        return [_check(v, args[0], f"{key}[{i}]", meta) for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a table of name = value, got {value!r}")
+        return {str(k): _check(v, args[1], f"{key}.{k}", meta) for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+    elif tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    elif tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        value = float(value)
+    elif tp is str and not isinstance(value, str):
+        raise ConfigError(f"{key}: expected a string, got {value!r}")
+    if "choices" in meta and value not in meta["choices"]:
+        raise ConfigError(f"{key}: {value!r} is not one of {list(meta['choices'])}")
+    if "min" in meta and isinstance(value, (int, float)) and value < meta["min"]:
+        raise ConfigError(f"{key}: {value!r} is below the minimum {meta['min']}")
+    if "max" in meta and isinstance(value, (int, float)) and value > meta["max"]:
+        raise ConfigError(f"{key}: {value!r} is above the maximum {meta['max']}")
+    return value
+
+
+def _cost(raw: Any, key: str) -> dict[str, float]:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: expected a table of constant = value")
+    defaults = CostConstants()
+    out: dict[str, float] = {}
+    for name, value in raw.items():
+        if name not in COST_CONSTANT_NAMES:
+            raise ConfigError(f"{key}.{name}: unknown cost constant "
+                              f"(known: {', '.join(COST_CONSTANT_NAMES)})")
+        kind = type(getattr(defaults, name))
+        v = _check(value, kind, f"{key}.{name}", {"min": 0})
+        out[name] = v
+    return out
+
+
+def _check_cross_references(cfg: RunConfig) -> None:
+    tables = {}
+    for i, t in enumerate(cfg.tables):
+        if t.name in tables:
+            raise ConfigError(f"tables[{i}].name: duplicate table {t.name!r}")
+        tables[t.name] = t
+    seen = set()
+    for i, f in enumerate(cfg.features):
+        if f.name in seen:
+            raise ConfigError(f"features[{i}].name: duplicate feature {f.name!r}")
+        seen.add(f.name)
+        if f.table not in tables:
+            raise ConfigError(f"features[{i}].table: no table named {f.table!r}")
+        if f.multi_hot_min is not None and f.multi_hot_min > f.multi_hot:
+            raise ConfigError(f"features[{i}].multi_hot_min: {f.multi_hot_min} > multi_hot "
+                              f"{f.multi_hot}")
+    unused = [t for t in tables if t not in {f.table for f in cfg.features}]
+    if unused:
+        raise ConfigError(f"tables: table {unused[0]!r} is read by no feature")
+    for key in ("max_ids_per_table", "max_unique_ids_per_table"):
+        for name in getattr(cfg.sparsecore, key) or {}:
+            if name not in tables:
+                raise ConfigError(f"sparsecore.{key}.{name}: no table named {name!r}")
+    hw = cfg.hardware
+    spc = hw.sparsecores_per_chip or PRESETS.get(hw.generation, {}).get("sparsecores_per_chip", 1)
+    n_sc = hw.num_chips * spc
+    if cfg.global_batch % n_sc:
+        raise ConfigError(f"global_batch: {cfg.global_batch} is not a multiple of the "
+                          f"{n_sc} SparseCores of the slice")
+
+
+def effective_config(cfg: RunConfig) -> dict:
+    """The config as a JSON-ready dict (stored in the trace header)."""
+    return dataclasses.asdict(cfg)
+
+
+def iter_keys() -> list[tuple[str, Any, str]]:
+    """Every config key as (dotted key, default, doc): for docs and their freshness test."""
+    out = []
+
+    def walk(cls: type, prefix: str) -> None:
+        for f in dataclasses.fields(cls):
+            key = f"{prefix}{f.name}"
+            if f.name in SECTIONS:
+                walk(SECTIONS[f.name], f"{key}.")
+            elif f.name in LISTS:
+                walk(LISTS[f.name], f"{key}[].")
+            else:
+                default = f.default_factory() if f.default_factory is not dataclasses.MISSING \
+                    else f.default
+                out.append((key, default, f.metadata.get("doc", "")))
+
+    walk(RunConfig, "")
+    return out

@@ -1,0 +1,45 @@
+"""FLOPs, parameters and bytes of the dense part (DLRM-DCNv2 shape): workload arithmetic only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim_backend.config import RunConfig
+
+
+@dataclass(frozen=True)
+class DenseWork:
+    params: int                   # dense parameters (weights + biases)
+    forward_flops_per_sample: int
+    activation_bytes_per_sample: int  # interaction input read by the TensorCore
+
+    def forward_flops(self, samples: int) -> int:
+        return self.forward_flops_per_sample * samples
+
+    def backward_flops(self, samples: int) -> int:
+        """Gradients w.r.t. activations and weights: twice the forward matmuls."""
+        return 2 * self.forward_flops_per_sample * samples
+
+
+def dense_work(cfg: RunConfig, activation_bytes: int = 4) -> DenseWork:
+    """Bottom MLP -> concat with embeddings -> DCN-v2 low-rank cross layers -> top MLP."""
+    d = cfg.dense
+    widths = {t.name: t.width for t in cfg.tables}
+    params = macs = 0
+    prev = d.num_dense_features
+    for size in d.bottom_mlp:
+        if prev:
+            params += prev * size + size
+            macs += prev * size
+        prev = size
+    interaction = (d.bottom_mlp[-1] if d.num_dense_features else 0) + sum(
+        widths[f.table] for f in cfg.features)
+    for _ in range(d.cross_layers):
+        params += 2 * interaction * d.cross_low_rank + interaction
+        macs += 2 * interaction * d.cross_low_rank
+    prev = interaction
+    for size in d.top_mlp:
+        params += prev * size + size
+        macs += prev * size
+        prev = size
+    return DenseWork(params, 2 * macs, interaction * activation_bytes)

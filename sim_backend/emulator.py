@@ -1,0 +1,85 @@
+"""Run a workload end to end on the simulated slice (no trace writing: see instrument.py).
+
+config -> per step: generate batch -> preprocess (real, numpy) -> task graph -> schedule.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sim_backend.config import RunConfig
+from sim_backend.costmodel import CostModel, make_cost_model
+from sim_backend.dense import DenseWork, dense_work
+from sim_backend.generate import generate_step
+from sim_backend.hardware import HardwareSpec, resolve_hardware
+from sim_backend.limits import TableLimits, resolve_limits
+from sim_backend.preprocess import Layout, StackGroup, StepResult, plan_groups, preprocess_step
+from sim_backend.scheduler import Schedule, schedule
+from sim_backend.stepgraph import Resources, build_graph
+from sim_backend.taskgraph import TaskGraph
+
+
+@dataclass
+class Simulation:
+    """Everything one run decided: inputs, preprocessing results, graph and schedule."""
+
+    cfg: RunConfig
+    hw: HardwareSpec
+    limits: dict[str, TableLimits]
+    groups: list[StackGroup]
+    cost: CostModel
+    dense: DenseWork
+    steps: list[StepResult]
+    graph: TaskGraph
+    resources: Resources
+    schedule: Schedule
+    table_observed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    timings_s: dict[str, float] = field(default_factory=dict)  # wall time per phase
+
+
+def setup(cfg: RunConfig) -> tuple[HardwareSpec, dict[str, TableLimits], list[StackGroup],
+                                   Layout]:
+    """Resolve hardware, limits, table groups and batch layout of a config."""
+    h = cfg.hardware
+    overrides = {k: getattr(h, k) for k in h.__dataclass_fields__ if k not in
+                 ("generation", "num_chips")}
+    hw = resolve_hardware(h.generation, h.num_chips, overrides)
+    limits = resolve_limits(cfg, hw.num_total_sparse_cores)
+    groups = plan_groups(cfg, hw, limits)
+    lay = Layout(cfg.global_batch, hw.num_chips, hw.sparsecores_per_chip)
+    return hw, limits, groups, lay
+
+
+def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> Simulation:
+    """Run every step of `cfg`: preprocessing for real, device work on the task graph."""
+    hw, limits, groups, lay = setup(cfg)
+    cost = make_cost_model(cfg.cost_model, hw, cfg.cost)
+    dense = dense_work(cfg, cost.c.activation_bytes)
+    timings = {"generate": 0.0, "preprocess": 0.0}
+    derive = cfg.flags.xla_sparse_core_estimate_max_ids
+    observed: dict[str, tuple[int, int]] = {}
+    results = []
+    for step in range(cfg.steps):
+        t0 = time.perf_counter()
+        batches = generate_step(cfg, step)
+        t1 = time.perf_counter()
+        sr = preprocess_step(step, batches, groups, lay, cfg.sparsecore, table_stats=derive)
+        timings["generate"] += t1 - t0
+        timings["preprocess"] += time.perf_counter() - t1
+        results.append(sr)
+        for gr in sr.groups:
+            for name, (ids, uniq) in gr.table_observed.items():
+                old = observed.get(name, (0, 0))
+                observed[name] = (max(old[0], ids), max(old[1], uniq))
+        if progress:
+            progress(step + 1, cfg.steps)
+    t0 = time.perf_counter()
+    graph, res = build_graph(cfg, hw, groups, results, cost, dense)
+    t1 = time.perf_counter()
+    sched = schedule(graph, res.units())
+    timings["graph"] = t1 - t0
+    timings["schedule"] = time.perf_counter() - t1
+    return Simulation(cfg, hw, limits, groups, cost, dense, results, graph, res, sched, observed,
+                      timings)

@@ -1,0 +1,84 @@
+"""Hardware presets (TPU v4, v5p, v6e) and their resolution against config overrides.
+
+SparseCore counts, tiles, SIMD width and HBM capacity come from DOMAIN.md §1 (the
+source document's table). Bandwidths and peak FLOPs are Cloud TPU spec-sheet figures;
+clock, SPMEM per tile and host-link bandwidth are assumptions (see docs/emulator.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from sim_backend.errors import ConfigError
+
+GiB = 1 << 30
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """Every figure the cost model needs about one chip of the simulated slice."""
+
+    generation: str
+    num_chips: int
+    sparsecores_per_chip: int
+    tiles_per_sparsecore: int
+    simd_width: int
+    hbm_bytes: int
+    hbm_bandwidth_bytes_per_s: float
+    tc_peak_flops: float
+    ici_bandwidth_bytes_per_s: float
+    spmem_bytes_per_tile: int
+    sc_clock_hz: float
+    host_to_device_bandwidth_bytes_per_s: float
+
+    @property
+    def num_total_sparse_cores(self) -> int:
+        return self.num_chips * self.sparsecores_per_chip
+
+    def recorder_dict(self) -> dict:
+        """The header's Hardware message fields (extra keys go to its extra_json)."""
+        return asdict(self)
+
+
+# Per-chip figures. ici_bandwidth is one direction (half the bidirectional spec figure).
+PRESETS: dict[str, dict] = {
+    "v4": dict(
+        sparsecores_per_chip=4, tiles_per_sparsecore=16, simd_width=8, hbm_bytes=32 * GiB,
+        hbm_bandwidth_bytes_per_s=1200e9, tc_peak_flops=275e12,
+        ici_bandwidth_bytes_per_s=300e9, spmem_bytes_per_tile=128 * 1024,
+        sc_clock_hz=1.05e9, host_to_device_bandwidth_bytes_per_s=16e9,
+    ),
+    "v5p": dict(
+        sparsecores_per_chip=4, tiles_per_sparsecore=16, simd_width=8, hbm_bytes=96 * GiB,
+        hbm_bandwidth_bytes_per_s=2765e9, tc_peak_flops=459e12,
+        ici_bandwidth_bytes_per_s=600e9, spmem_bytes_per_tile=128 * 1024,
+        sc_clock_hz=1.75e9, host_to_device_bandwidth_bytes_per_s=32e9,
+    ),
+    "v6e": dict(
+        sparsecores_per_chip=2, tiles_per_sparsecore=16, simd_width=8, hbm_bytes=32 * GiB,
+        hbm_bandwidth_bytes_per_s=1638e9, tc_peak_flops=918e12,
+        ici_bandwidth_bytes_per_s=400e9, spmem_bytes_per_tile=128 * 1024,
+        sc_clock_hz=1.75e9, host_to_device_bandwidth_bytes_per_s=64e9,
+    ),
+}
+
+SPEC_FIELDS = tuple(f.name for f in fields(HardwareSpec) if f.name not in ("generation", "num_chips"))
+
+
+def resolve_hardware(generation: str, num_chips: int, overrides: dict) -> HardwareSpec:
+    """Preset values for `generation`, replaced by any non-None override ("custom": all given)."""
+    if generation == "custom":
+        base: dict = {}
+    elif generation in PRESETS:
+        base = dict(PRESETS[generation])
+    else:
+        raise ConfigError(
+            f"hardware.generation: {generation!r} is not one of {sorted(PRESETS) + ['custom']}"
+        )
+    for key in SPEC_FIELDS:
+        if overrides.get(key) is not None:
+            base[key] = overrides[key]
+    missing = [k for k in SPEC_FIELDS if k not in base]
+    if missing:
+        raise ConfigError(f"hardware.{missing[0]}: required when hardware.generation = 'custom'")
+    return HardwareSpec(generation=generation, num_chips=num_chips, **base)

@@ -1,0 +1,238 @@
+"""Training steps as one task graph: which tasks exist, on which resource, after what.
+
+Per step i (DOMAIN.md §1 communication and pipelining, §5 task graph). Each SparseCore
+gathers the unique rows its partition holds for every source sub-batch; the all-to-all
+carries those rows to the source SparseCores on other chips (and their gradients back).
+
+    host preprocess (per source SparseCore, host thread pool) -> host->HBM transfer (per chip)
+    -> SC forward (per group x minibatch x SparseCore) -> all-to-all (per group x mb x chip)
+    -> TC forward -> TC backward (per chip) -> gradient all-to-all (per chip)
+    -> SC backward / embedding update (per group x minibatch x SparseCore)
+    TC backward (all chips) -> dense gradient all-reduce (per chip) -> TC forward of i+1
+
+Prefetch: preprocessing of step i waits until the input buffer of step
+i - maximum_parallel_iterations is released (its SC forward is done).
+Pipelining is only a dependency: SC forward of step i waits for the embedding
+update of step i-1 when pipelining is off (strict SC/F -> TC/F -> TC/B -> SC/B order),
+and of step i-2 when on (gradients visible two steps later).
+`xla_sc_num_serialized_tables_to_optimize_hbm = k`: the first k groups run one after
+another on the whole slice (a barrier between groups) instead of back to back per SC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim_backend.config import RunConfig
+from sim_backend.costmodel import CostModel
+from sim_backend.dense import DenseWork
+from sim_backend.hardware import HardwareSpec
+from sim_backend.preprocess import StackGroup, StepResult
+from sim_backend.taskgraph import TaskGraph
+
+# Task kinds (also the phase order used for priorities).
+INIT, HOST, INFEED, SC_FWD, A2A_FWD, TC_FWD, TC_BWD, A2A_BWD, ALLREDUCE, SC_BWD = range(10)
+KIND_NAMES = {
+    INIT: "table_initialization",
+    HOST: "preprocess_input",
+    INFEED: "host_to_hbm_transfer",
+    SC_FWD: "SparseDenseMatmulOp",
+    A2A_FWD: "all-to-all.activations",
+    TC_FWD: "dense_forward",
+    TC_BWD: "dense_backward",
+    A2A_BWD: "all-to-all.gradients",
+    ALLREDUCE: "all-reduce.dense_gradients",
+    SC_BWD: "SparseDenseMatmulGradOp",
+}
+MAX_GROUPS = 1 << 12
+MAX_MINIBATCHES = 1 << 10
+
+
+def priority(step: int, kind: int, group: int = 0, minibatch: int = 0) -> int:
+    """Lower runs first: earlier step, then earlier phase, group, minibatch."""
+    return (((step + 1) * 16 + kind) * MAX_GROUPS + group) * MAX_MINIBATCHES + minibatch
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Resource ids of the slice: one host thread pool, then per-chip devices and links."""
+
+    num_chips: int
+    sparsecores_per_chip: int
+    host_threads: int
+
+    HOST = 0
+
+    def infeed(self, chip: int) -> int:
+        return 1 + chip * self._per_chip
+
+    def tc(self, chip: int) -> int:
+        return 2 + chip * self._per_chip
+
+    def ici(self, chip: int) -> int:
+        return 3 + chip * self._per_chip
+
+    def sc(self, chip: int, core: int) -> int:
+        return 4 + chip * self._per_chip + core
+
+    @property
+    def _per_chip(self) -> int:
+        return 3 + self.sparsecores_per_chip
+
+    def units(self) -> list[int]:
+        return [self.host_threads] + [1] * (self.num_chips * self._per_chip)
+
+    def describe(self, r: int) -> tuple[str, int, int]:
+        """(what, chip, core) of resource r; what in host|infeed|tc|ici|sc."""
+        if r == 0:
+            return "host", -1, -1
+        chip, off = divmod(r - 1, self._per_chip)
+        if off < 3:
+            return ("infeed", "tc", "ici")[off], chip, 0 if off == 1 else -1
+        return "sc", chip, off - 3
+
+
+def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
+                steps: list[StepResult], cost: CostModel, dense: DenseWork
+                ) -> tuple[TaskGraph, Resources]:
+    """The task graph of the whole run."""
+    activation_bytes = cost.c.activation_bytes
+    if len(groups) >= MAX_GROUPS:
+        raise ValueError(f"at most {MAX_GROUPS - 1} table groups")
+    chips, spc = hw.num_chips, hw.sparsecores_per_chip
+    n_sc = chips * spc
+    res = Resources(chips, spc, cfg.host.num_threads)
+    g = TaskGraph()
+    depth = cfg.flags.maximum_parallel_iterations
+    lag = 1 if cfg.flags.tf_xla_disable_full_embedding_pipelining else 2
+    n_serial = min(cfg.flags.xla_sc_num_serialized_tables_to_optimize_hbm, len(groups))
+    samples_per_chip = cfg.global_batch // chips
+    sc_res = np.array([res.sc(p // spc, p % spc) for p in range(n_sc)])
+
+    init_ev = _add_initialization(g, cfg, hw, groups, cost, res) if cfg.include_initialization \
+        else None
+    slot_free: list[int] = []
+    emb_done: list[int] = []
+    dense_done: list[int] = []
+    all_reduce_bytes = int(2 * (chips - 1) / chips * dense.params * cost.c.dense_param_bytes)
+    for sr in steps:
+        i = sr.step
+        ev_slot, ev_inputs, ev_act = g.event(f"slot_free[{i}]"), g.event(f"inputs[{i}]"), \
+            g.event(f"activations[{i}]")
+        ev_tcb_all, ev_grads, ev_emb = g.event(f"tc_backward[{i}]"), g.event(f"grads[{i}]"), \
+            g.event(f"embeddings_updated[{i}]")
+        ev_dense = g.event(f"dense_updated[{i}]")
+        slot_free.append(ev_slot)
+        emb_done.append(ev_emb)
+        dense_done.append(ev_dense)
+        # host preprocessing (one task per source SparseCore's sub-batch), transfer per chip
+        host_wait = (slot_free[i - depth],) if i - depth >= 0 else ()
+        host_dur = cost.host_preprocess_ps(sr.raw_ids_per_sc)
+        infeed_bytes = sr.per_chip(sr.kept_ids_per_sc, chips) * cost.c.infeed_bytes_per_id
+        infeed_dur = cost.host_to_device_ps(infeed_bytes)
+        for c in range(chips):
+            ev_pre = g.event(f"preprocessed[{i},{c}]")
+            for k in range(spc):
+                p = c * spc + k
+                g.add(HOST, res.HOST, host_dur[p], i, priority(i, HOST, 0, p), host_wait,
+                      (ev_pre,), chip=c, sc=k, ids=sr.raw_ids_per_sc[p],
+                      unique_ids=sr.kept_ids_per_sc[p], dropped_ids=sr.dropped_ids_per_sc[p])
+            g.add(INFEED, res.infeed(c), infeed_dur[c], i, priority(i, INFEED), (ev_pre,),
+                  (ev_inputs,), chip=c, bytes=infeed_bytes[c])
+        # SparseCore forward + activation all-to-all
+        # SC programs launch in step order: step i's forward after step i-1's forward
+        base_wait = [ev_inputs] + ([slot_free[i - 1]] if i > 0 else [])
+        if i - lag >= 0:
+            base_wait.append(emb_done[i - lag])
+        if init_ev is not None:
+            base_wait.append(init_ev)
+        prev_barrier = None
+        for gr in sr.groups:
+            grp = gr.group
+            dur = cost.sc_forward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes)
+            barrier = g.event(f"sc_forward_group[{i},{grp.index}]") \
+                if grp.index < n_serial else None
+            wait = tuple(base_wait) + ((prev_barrier,) if prev_barrier is not None else ())
+            dropped = gr.dropped_sp.sum(axis=0)
+            a2a_bytes = gr.cross_chip_mc * grp.width * activation_bytes
+            a2a_dur = cost.collective_ps("all-to-all", a2a_bytes, chips)
+            for m in range(gr.minibatches):
+                chip_ev = [g.event(f"sc_forward[{i},{grp.index},{m},{c}]") for c in range(chips)]
+                for p in range(n_sc):
+                    sig = (ev_slot, chip_ev[p // spc]) + ((barrier,) if barrier is not None else ())
+                    g.add(SC_FWD, int(sc_res[p]), dur[m, p], i, priority(i, SC_FWD, grp.index, m),
+                          wait, sig, group=grp.index, chip=p // spc, sc=p % spc, minibatch=m,
+                          ids=gr.ids_mp[m, p], unique_ids=gr.unique_mp[m, p],
+                          dropped_ids=dropped[p] if m == gr.minibatches - 1 else 0,
+                          bytes=gr.unique_mp[m, p] * grp.width * grp.dtype_bytes)
+                for c in range(chips):
+                    g.add(A2A_FWD, res.ici(c), a2a_dur[m, c], i, priority(i, A2A_FWD, grp.index, m),
+                          (chip_ev[c],), (ev_act,), group=grp.index, chip=c, minibatch=m,
+                          bytes=a2a_bytes[m, c])
+            prev_barrier = barrier
+        # TensorCore forward/backward, gradient exchange, dense all-reduce
+        fwd_flops = dense.forward_flops(samples_per_chip)
+        bwd_flops = dense.backward_flops(samples_per_chip)
+        tc_bytes = dense.params * cost.c.dense_param_bytes + samples_per_chip * dense.activation_bytes_per_sample
+        tcf_dur = int(cost.tc_ps(fwd_flops, tc_bytes))
+        tcb_dur = int(cost.tc_ps(bwd_flops, 2 * tc_bytes))
+        ar_dur = int(cost.collective_ps("all-reduce", all_reduce_bytes, chips))
+        grad_bytes = sum(gr.cross_chip_mc.sum(axis=0) * gr.group.width * activation_bytes
+                         for gr in sr.groups)
+        grad_dur = cost.collective_ps("all-to-all", grad_bytes, chips)
+        for c in range(chips):
+            ev_tcf, ev_tcb = g.event(f"tc_forward[{i},{c}]"), g.event(f"tc_backward[{i},{c}]")
+            wait = (ev_act,) + ((dense_done[i - 1],) if i > 0 else ()) + \
+                ((init_ev,) if init_ev is not None else ())
+            g.add(TC_FWD, res.tc(c), tcf_dur, i, priority(i, TC_FWD), wait, (ev_tcf,), chip=c,
+                  flops=fwd_flops, bytes=tc_bytes)
+            g.add(TC_BWD, res.tc(c), tcb_dur, i, priority(i, TC_BWD), (ev_tcf,),
+                  (ev_tcb, ev_tcb_all), chip=c, flops=bwd_flops, bytes=2 * tc_bytes)
+            g.add(A2A_BWD, res.ici(c), grad_dur[c], i, priority(i, A2A_BWD), (ev_tcb,),
+                  (ev_grads,), chip=c, bytes=grad_bytes[c])
+            g.add(ALLREDUCE, res.ici(c), ar_dur, i, priority(i, ALLREDUCE), (ev_tcb_all,),
+                  (ev_dense,), chip=c, bytes=all_reduce_bytes)
+        # SparseCore backward: embedding update
+        prev_barrier = None
+        for gr in sr.groups:
+            grp = gr.group
+            dur = cost.sc_backward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes,
+                                      grp.optimizer_slots)
+            barrier = g.event(f"sc_backward_group[{i},{grp.index}]") \
+                if grp.index < n_serial else None
+            wait = (ev_grads,) + ((prev_barrier,) if prev_barrier is not None else ())
+            for m in range(gr.minibatches):
+                for p in range(n_sc):
+                    sig = (ev_emb,) + ((barrier,) if barrier is not None else ())
+                    g.add(SC_BWD, int(sc_res[p]), dur[m, p], i, priority(i, SC_BWD, grp.index, m),
+                          wait, sig, group=grp.index, chip=p // spc, sc=p % spc, minibatch=m,
+                          ids=gr.ids_mp[m, p], unique_ids=gr.unique_mp[m, p],
+                          bytes=2 * gr.unique_mp[m, p] * grp.width * grp.dtype_bytes
+                          * (1 + grp.optimizer_slots))
+            prev_barrier = barrier
+    return g, res
+
+
+def table_bytes_per_chip(groups: list[StackGroup], chips: int, padded_row_bytes) -> int:
+    """HBM bytes of every table shard and its optimizer slots on one chip."""
+    total = 0
+    for grp in groups:
+        rows = int(grp.padded_vocab.sum())
+        total += rows * padded_row_bytes(grp.width, grp.dtype_bytes) * (1 + grp.optimizer_slots)
+    return -(-total // chips)
+
+
+def _add_initialization(g: TaskGraph, cfg: RunConfig, hw: HardwareSpec,
+                        groups: list[StackGroup], cost: CostModel, res: Resources) -> int:
+    """Table initialisation before step 0: over the host link, or on the device (fast)."""
+    ev = g.event("tables_initialized")
+    on_host = cfg.sparsecore.initialize_tables_on_host and \
+        not cfg.sparsecore.enable_fast_table_initialization
+    nbytes = table_bytes_per_chip(groups, hw.num_chips, cost.padded_row_bytes)
+    dur = int(cost.table_init_ps(nbytes, on_host))
+    for c in range(hw.num_chips):
+        r = res.infeed(c) if on_host else res.tc(c)
+        g.add(INIT, r, dur, -1, priority(-1, INIT), (), (ev,), chip=c, bytes=nbytes)
+    return ev

@@ -1,0 +1,75 @@
+"""Task graph with events (DOMAIN.md §5): tasks run on resources; events count completions.
+
+A task waits on events and, when it completes, signals others. An event fires when
+its counter reaches its threshold, which is the number of tasks that signal it (so
+"all SC forward tasks of step i done" is one event). A task becomes ready once every
+event it waits on has fired. Columns are kept as Python lists while building and
+handed to the scheduler as numpy arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Typed per-task arguments recorded with each event (-1 = none).
+ARG_NAMES = ("group", "chip", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes",
+             "flops")
+
+
+@dataclass
+class TaskGraph:
+    """Tasks (columns) and events (threshold, signallers, dependants)."""
+
+    kind: list[int] = field(default_factory=list)
+    resource: list[int] = field(default_factory=list)
+    dur_ps: list[int] = field(default_factory=list)
+    step: list[int] = field(default_factory=list)
+    priority: list[int] = field(default_factory=list)
+    waits: list[tuple[int, ...]] = field(default_factory=list)
+    signals: list[tuple[int, ...]] = field(default_factory=list)
+    args: dict[str, list[int]] = field(default_factory=lambda: {a: [] for a in ARG_NAMES})
+    event_names: list[str] = field(default_factory=list)
+    event_threshold: list[int] = field(default_factory=list)
+
+    def event(self, name: str = "") -> int:
+        """A new event; its threshold grows with every task that signals it."""
+        self.event_names.append(name)
+        self.event_threshold.append(0)
+        return len(self.event_threshold) - 1
+
+    def add(self, kind: int, resource: int, dur_ps: int, step: int, priority: int,
+            wait: tuple[int, ...] = (), signal: tuple[int, ...] = (), **args: int) -> int:
+        """Add one task; returns its id."""
+        tid = len(self.kind)
+        self.kind.append(kind)
+        self.resource.append(resource)
+        self.dur_ps.append(int(dur_ps))
+        self.step.append(step)
+        self.priority.append(priority)
+        self.waits.append(tuple(wait))
+        self.signals.append(tuple(signal))
+        for e in signal:
+            self.event_threshold[e] += 1
+        for name, col in self.args.items():
+            col.append(int(args.get(name, -1)))
+        return tid
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Task columns as numpy arrays (kind, resource, dur_ps, step, priority, args)."""
+        out = {k: np.asarray(getattr(self, k), dtype=np.int64)
+               for k in ("kind", "resource", "dur_ps", "step", "priority")}
+        out.update({k: np.asarray(v, dtype=np.int64) for k, v in self.args.items()})
+        return out
+
+    def signallers(self) -> list[list[int]]:
+        """For each event, the tasks that signal it."""
+        out: list[list[int]] = [[] for _ in self.event_threshold]
+        for tid, sig in enumerate(self.signals):
+            for e in sig:
+                out[e].append(tid)
+        return out
