@@ -31,11 +31,12 @@ def per_chip(ctx: RunContext) -> pa.Table:
     sc_first = split_timeline(ctx.query("core_busy_events", first="sparsecore"), windows, ("sc", "tc_only", "none"))
     return ctx.store.query(
         """
-        WITH a AS (PIVOT t ON category USING sum(dur_ps) GROUP BY chip, step),
-             b AS (PIVOT s ON category USING sum(dur_ps) GROUP BY chip, step)
+        WITH a AS (SELECT chip, step, sum(dur_ps) FILTER (WHERE category = 'tc') AS tc,
+                          sum(dur_ps) FILTER (WHERE category = 'sc_only') AS sc_only, sum(dur_ps) AS total
+                   FROM t GROUP BY chip, step),
+             b AS (SELECT chip, step, sum(dur_ps) FILTER (WHERE category = 'sc') AS sc FROM s GROUP BY chip, step)
         SELECT a.chip, a.step, coalesce(a.tc, 0)::BIGINT AS tc_busy_ps, coalesce(b.sc, 0)::BIGINT AS sc_busy_ps,
-               (coalesce(b.sc, 0) - coalesce(a.sc_only, 0))::BIGINT AS overlap_ps,
-               (coalesce(a.tc, 0) + coalesce(a.sc_only, 0) + coalesce(a.none, 0))::BIGINT AS step_ps
+               (coalesce(b.sc, 0) - coalesce(a.sc_only, 0))::BIGINT AS overlap_ps, a.total::BIGINT AS step_ps
         FROM a JOIN b USING (chip, step) ORDER BY chip, step
         """,
         t=tc_first,
@@ -66,15 +67,13 @@ def analyze(ctx: RunContext) -> Analysis:
         "sc_busy_share": sc / total,
         "per_chip": {r["chip"]: (r["ov"] / r["sc"] if r["sc"] else 0.0) for r in chips},
     }
-    # When SparseCores sit idle for want of input, they cannot run ahead whatever the
-    # pipelining flag says: that is the host-bound finding's to report, not this one's.
-    sc_gaps = ctx.store.rows(
-        """SELECT coalesce(sum(gap_ps) FILTER (WHERE cause = 'host') / nullif(sum(gap_ps), 0), 0)::DOUBLE AS host
-           FROM g WHERE track_kind = 'sparsecore'""",
-        g=idle_gaps.gaps(ctx),
-    )[0]["host"]
-    result.figures["sc_idle_waiting_for_input"] = sc_gaps
-    if share < LOW_OVERLAP and tc / total > BUSY_ENOUGH and sc / total > BUSY_ENOUGH and sc_gaps < 0.5:
+    # When the TensorCore's waits trace back to host input, the SparseCores could not
+    # run ahead whatever the pipelining flag says: that is the host-bound finding's.
+    tc_gaps = idle_gaps.causes(ctx, "tensorcore")
+    waited = sum(c["gap_ps"] for c in tc_gaps.values())
+    for_input = tc_gaps.get("host", {}).get("gap_ps", 0) / waited if waited else 0.0
+    result.figures["tc_idle_waiting_for_input"] = for_input
+    if share < LOW_OVERLAP and tc / total > BUSY_ENOUGH and sc / total > BUSY_ENOUGH and for_input < 0.5:
         low = [r["chip"] for r in chips if r["sc"] and r["ov"] / r["sc"] < LOW_OVERLAP]
         result.findings.append(
             Finding(

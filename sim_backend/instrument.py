@@ -16,8 +16,12 @@ from profiler.recorder import Recorder
 from profiler.wire import NULL_I32, NULL_I64
 from sim_backend.emulator import Simulation
 from sim_backend.stepgraph import (
+    A2A_BWD,
+    A2A_FWD,
+    ALLREDUCE,
     HOST,
     INFEED,
+    INIT,
     KIND_NAMES,
     SC_BWD,
     SC_FWD,
@@ -27,6 +31,21 @@ from sim_backend.stepgraph import (
 )
 
 HOST_PLANE = "/host:CPU"
+
+# The trace's `category` of each task kind: what kind of work it is, so analyzers
+# can split step time without knowing the emulator's op names.
+KIND_CATEGORIES = {
+    INIT: "host_other",
+    HOST: "host_preprocess",
+    INFEED: "host_to_device",
+    SC_FWD: "sc_forward",
+    A2A_FWD: "sc_collective",
+    TC_FWD: "tc_forward",
+    TC_BWD: "tc_backward",
+    A2A_BWD: "sc_collective",
+    ALLREDUCE: "tc_collective",
+    SC_BWD: "sc_backward",
+}
 TC_MODULE = "jit_train_step"
 SC_FWD_MODULE = "sparse_core_forward"
 SC_BWD_MODULE = "sparse_core_backward"
@@ -90,6 +109,7 @@ def write_trace(sim: Simulation, path: str, run_name: str, run_id: str, config: 
         track[host] = tr.host_unit_track[s.unit[host]]
         order = np.lexsort((track, s.start_ps))
         names = np.array([rec.intern(KIND_NAMES[k]) for k in range(len(KIND_NAMES))], np.uint32)
+        categories = np.array([rec.intern(KIND_CATEGORIES[k]) for k in range(len(KIND_NAMES))], np.uint32)
         group_names = np.array([0] + [rec.intern(g.name) for g in sim.groups], np.uint32)
         nulls = {"sc": NULL_I32, "minibatch": NULL_I32}
         typed = {}
@@ -97,7 +117,8 @@ def write_trace(sim: Simulation, path: str, run_name: str, run_id: str, config: 
             v = cols[key][order]
             typed[key] = np.where(v < 0, nulls.get(key, NULL_I64), v)
         step = cols["step"][order]
-        rec.emit(track=track[order], name=names[kind[order]], start_ps=s.start_ps[order],
+        rec.emit(track=track[order], name=names[kind[order]], category=categories[kind[order]],
+                 start_ps=s.start_ps[order],
                  dur_ps=(s.end_ps - s.start_ps)[order],
                  step=np.where(step < 0, NULL_I32, step).astype(np.int32),
                  table=group_names[cols["group"][order] + 1], **typed)

@@ -1,11 +1,12 @@
 -- idle_gaps: gaps between consecutive ops on each device track (TensorCore and
--- SparseCore op lines) inside the run's steps, longer than $min_gap_ps, each with
--- the event that ended last before the gap closed on the same chip or the host
--- (the likely blocker, as HTA attributes idle time) and the cause that implies:
---   host        input-bound: on a SparseCore, the input of the next step it would
---               start was not yet in HBM when the gap began (so it could not run
---               ahead); elsewhere, the blocker is host work (preprocessing, transfer)
---   other_core  the blocker ran on the other kind of core (TC waits for SC or back): not pipelined
+-- SparseCore op lines) longer than $min_gap_ps, each with the event that ended
+-- last before the gap closed on the same chip or the host (the likely blocker,
+-- as HTA attributes idle time) and the cause that implies:
+--   host        input-bound. On a SparseCore: the input of the next step it would
+--               start was not yet in HBM when the gap began, so it could not run
+--               ahead. On a TensorCore: the blocker is host work, or SparseCore work
+--               of a step the input held back (see input_bound_steps).
+--   other_core  the blocker ran on the other kind of core (TC waits for SC or back)
 --   collective  the blocker is a collective (all-to-all, all-reduce)
 --   same_core   the blocker ran on another core of the same kind
 --   other       nothing ended inside the gap
@@ -22,40 +23,79 @@ gaps AS (
     FROM dev
     WHERE prev_end IS NOT NULL AND start_ps - prev_end >= $min_gap_ps
 ),
-inputs AS (  -- when each chip's input of a step was in HBM: its last host->device transfer
-    SELECT chip, step, max(end_ps) AS ready_ps FROM {op_events} WHERE category = 'host_to_device' GROUP BY ALL
+inputs AS (  -- when a step's input was in HBM: its last host->device transfer on any chip
+             -- (a step's SparseCore programs run on every chip together)
+    SELECT step, max(end_ps) AS ready_ps FROM {op_events} WHERE category = 'host_to_device' GROUP BY step
 ),
-sc_fwd AS (SELECT track_id, start_ps, step FROM {op_events} WHERE category = 'sc_forward'),
-starved AS (  -- SparseCore gaps: was the input of the next forward step on this core missing?
-    SELECT g.*, coalesce(i.ready_ps > g.gap_start_ps, false) AS input_missing
+sc_fwd AS (SELECT track_id, chip, start_ps, step FROM {op_events} WHERE category = 'sc_forward'),
+starved AS (  -- SparseCore gaps: was the input of the next forward step on this core still missing?
+    SELECT g.*, f.step AS next_fwd_step, i.ready_ps AS next_ready_ps,
+           coalesce(i.ready_ps > g.gap_start_ps, false) AS input_missing
     FROM gaps g
     ASOF LEFT JOIN sc_fwd f ON f.track_id = g.track_id AND f.start_ps >= g.gap_start_ps
-    LEFT JOIN inputs i ON i.chip = g.chip AND i.step = f.step
+    LEFT JOIN inputs i ON i.step = f.step
+),
+input_bound_steps AS (
+    -- (chip, step) whose SparseCore work the input held back, and how long a SparseCore of
+    -- the chip sat idle for want of it (wasted_ps): its first forward op started the moment
+    -- the input landed (within $tol_ps), or a SparseCore idled through a whole gap that
+    -- ended before the input landed (its chance to run ahead was lost)
+    SELECT w.chip, w.step, w.wasted_ps
+    FROM (SELECT chip, next_fwd_step AS step, max(least(gap_end_ps, next_ready_ps) - gap_start_ps) AS wasted_ps,
+                 bool_or(gap_end_ps <= next_ready_ps) AS whole_gap
+          FROM starved WHERE track_kind = 'sparsecore' AND input_missing GROUP BY ALL) w
+    LEFT JOIN (SELECT chip, step, min(start_ps) AS first_ps FROM sc_fwd GROUP BY ALL) f USING (chip, step)
+    LEFT JOIN inputs i USING (step)
+    WHERE w.whole_gap OR f.first_ps - i.ready_ps BETWEEN 0 AND $tol_ps
 ),
 enders AS (
-    SELECT chip, end_ps, category, track_kind AS blocker_kind, name FROM {op_events} WHERE dur_ps > 0
-),
-on_chip AS (
-    SELECT g.*, b.end_ps AS b_end, b.category AS b_cat, b.blocker_kind AS b_kind, b.name AS b_name
-    FROM starved g ASOF LEFT JOIN enders b ON b.chip = g.chip AND b.end_ps <= g.gap_end_ps
+    SELECT chip, end_ps, category, track_kind AS blocker_kind, name, step FROM {op_events} WHERE dur_ps > 0
 ),
 blocked AS (
-    -- the later of the chip's and the host's last end, if it falls inside the gap
-    SELECT c.*,
-           CASE WHEN h.end_ps > coalesce(c.b_end, -1) THEN h.end_ps ELSE c.b_end END AS blocker_end_ps,
-           CASE WHEN h.end_ps > coalesce(c.b_end, -1) THEN h.category ELSE c.b_cat END AS blocker_category,
-           CASE WHEN h.end_ps > coalesce(c.b_end, -1) THEN h.name ELSE c.b_name END AS blocker_name,
-           CASE WHEN h.end_ps > coalesce(c.b_end, -1) THEN 'host' ELSE c.b_kind END AS blocker_kind
-    FROM on_chip c ASOF LEFT JOIN (SELECT * FROM enders WHERE chip < 0) h ON h.end_ps <= c.gap_end_ps
+    -- the last event on the chip or the host to end inside the gap, among work of the
+    -- gap's step or earlier (later steps' work, e.g. preprocessing ahead, blocks nothing)
+    SELECT g.*, blk.end_ps AS blocker_end_ps, blk.category AS blocker_category, blk.name AS blocker_name,
+           blk.kind AS blocker_kind, blk.step AS blocker_step
+    FROM starved g,
+    LATERAL (
+        SELECT arg_max(struct_pack(end_ps := e.end_ps, category := e.category, kind := e.blocker_kind,
+                                   name := e.name, step := e.step), e.end_ps) AS blk
+        FROM enders e
+        WHERE (e.chip = g.chip OR e.chip < 0) AND e.end_ps > g.gap_start_ps AND e.end_ps <= g.gap_end_ps
+          AND (e.step IS NULL OR g.step IS NULL OR e.step <= g.step)
+    ) AS x(blk)
+),
+labelled AS (
+    SELECT b.*, (ib.step IS NOT NULL) AS blocker_input_bound, ib.wasted_ps,
+           (b.blocker_end_ps IS NOT NULL) AS blocker_in_gap
+    FROM blocked b LEFT JOIN input_bound_steps ib ON ib.chip = b.chip AND ib.step = b.blocker_step
+),
+classified AS (
+    SELECT *,
+           CASE WHEN track_kind = 'sparsecore' AND input_missing THEN 'host'
+                WHEN NOT coalesce(blocker_in_gap, false) THEN 'other'
+                WHEN blocker_kind = 'host' OR blocker_category LIKE 'host%' THEN 'host'
+                WHEN track_kind = 'tensorcore' AND blocker_kind = 'sparsecore' AND blocker_input_bound THEN 'host'
+                WHEN track_kind = 'tensorcore' AND blocker_category = 'sc_collective' AND blocker_input_bound THEN 'host'
+                WHEN blocker_category LIKE '%collective' THEN 'collective'
+                WHEN blocker_kind <> track_kind THEN 'other_core'
+                ELSE 'same_core' END AS cause
+    FROM labelled
 )
+-- cause_ps: the part of the gap the cause is responsible for. For a TensorCore gap
+-- traced to host input through a SparseCore step: at most the time after the chip's
+-- last unrelated work in the gap ended (the gap would have lasted that long anyway),
+-- and at most the SparseCore time the missing input wasted (all an earlier input
+-- could have saved).
 SELECT track_id, chip, core, track_kind, step, gap_start_ps, gap_end_ps, gap_ps,
-       CASE WHEN blocker_end_ps > gap_start_ps THEN blocker_name END AS blocker_name,
-       CASE WHEN blocker_end_ps > gap_start_ps THEN blocker_category END AS blocker_category,
-       CASE WHEN track_kind = 'sparsecore' AND input_missing THEN 'host'
-            WHEN blocker_end_ps IS NULL OR blocker_end_ps <= gap_start_ps THEN 'other'
-            WHEN blocker_kind = 'host' OR blocker_category LIKE 'host%' THEN 'host'
-            WHEN blocker_category LIKE '%collective' THEN 'collective'
-            WHEN blocker_kind <> track_kind THEN 'other_core'
-            ELSE 'same_core' END AS cause
-FROM blocked
+       CASE WHEN blocker_in_gap THEN blocker_name END AS blocker_name,
+       CASE WHEN blocker_in_gap THEN blocker_category END AS blocker_category,
+       cause,
+       CASE WHEN cause = 'host' AND track_kind = 'tensorcore' AND blocker_kind <> 'host'
+            THEN least(wasted_ps, gap_end_ps - greatest(gap_start_ps, coalesce((
+                SELECT max(e.end_ps) FROM enders e
+                WHERE e.chip = c.chip AND e.end_ps > c.gap_start_ps AND e.end_ps <= c.gap_end_ps
+                  AND coalesce(e.step, -1) <> coalesce(c.blocker_step, -1)), c.gap_start_ps)))
+            ELSE gap_ps END AS cause_ps
+FROM classified c
 ORDER BY gap_start_ps, track_id

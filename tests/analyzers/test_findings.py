@@ -1,0 +1,126 @@
+"""Each analyzer on a tiny hand-built run: the finding it must raise, or its absence."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analyzers import id_dropping, idle_gaps, memory, minibatching, overlap, skew
+from analyzers.context import RunContext
+from tests.analyzers.runkit import HOST, SC_OPS, TC_OPS, Ev, RunSpec, store_with
+
+
+def stats(steps: int, scs: int, ids, unique, limit_ids, limit_unique, minibatches, dropped, table="t0"):
+    """Partition statistics columns for `steps` steps x `scs` SparseCores of chip 0."""
+    n = steps * scs
+
+    def col(v):
+        return np.resize(np.asarray(v), n)
+
+    return {"step": np.repeat(np.arange(steps), scs), "chip": np.zeros(n, int), "sc": np.tile(np.arange(scs), steps),
+            "table": [table] * n, "ids": col(ids), "unique_ids": col(unique), "max_ids_per_partition": col(limit_ids),
+            "max_unique_ids_per_partition": col(limit_unique), "minibatches": col(minibatches),
+            "dropped_ids": col(dropped)}  # fmt: skip
+
+
+def test_overlap_matches_interval_reference(tmp_path):
+    # TC busy [0,40) and [60,80); SC busy [30,70) on two cores overlapping each other.
+    events = [Ev(TC_OPS, 0, 0, "f", 0, 40, category="tc_forward"), Ev(TC_OPS, 0, 0, "b", 60, 20, category="tc_backward"),
+              Ev(SC_OPS, 0, 0, "s", 30, 30, category="sc_forward"), Ev(SC_OPS, 0, 1, "s", 40, 30, category="sc_forward")]  # fmt: skip
+    tc = {t for e in events[:2] for t in range(e.start, e.start + e.dur)}
+    sc = {t for e in events[2:] for t in range(e.start, e.start + e.dur)}
+    with store_with(tmp_path, RunSpec(events=events, steps=[(0, 0, 0, 100)])) as store:
+        row = overlap.per_chip(RunContext(store, 1)).to_pylist()[0]
+    assert (row["tc_busy_ps"], row["sc_busy_ps"], row["overlap_ps"]) == (len(tc), len(sc), len(tc & sc))
+
+
+def alternating(steps: int, pipelined: bool) -> RunSpec:
+    """SC forward, TC forward+backward, SC backward per step; input in HBM well ahead."""
+    events, windows, t = [], [], 0
+    for s in range(steps):
+        events.append(Ev(HOST, -1, 0, "transfer", max(t - 300, 0), 10, step=s, category="host_to_device"))
+        sc0 = t if not pipelined or s == 0 else t - 40
+        events += [Ev(SC_OPS, 0, 0, "fwd", sc0, 40, step=s, category="sc_forward"),
+                   Ev(TC_OPS, 0, 0, "tcf", t + 40, 30, step=s, category="tc_forward"),
+                   Ev(TC_OPS, 0, 0, "tcb", t + 70, 30, step=s, category="tc_backward"),
+                   Ev(SC_OPS, 0, 0, "bwd", t + 100, 40, step=s, category="sc_backward")]  # fmt: skip
+        windows.append((0, s, t, 140))
+        t += 140
+    return RunSpec(events=events, steps=windows)
+
+
+def test_turn_taking_cores_are_reported_not_pipelined(tmp_path):
+    with store_with(tmp_path, alternating(6, pipelined=False)) as store:
+        result = overlap.analyze(RunContext(store, 1))
+    assert [f.rule for f in result.findings] == ["not_pipelined"]
+    assert result.figures["overlap_share_of_sc"] == 0
+
+
+def test_sparsecore_starved_of_input_is_host_bound_not_unpipelined(tmp_path):
+    spec = alternating(6, pipelined=False)
+    # every step's input lands just as its SC forward starts: the SC could not run ahead
+    sc_start = {e.step: e.start for e in spec.events if e.category == "sc_forward"}
+    for e in spec.events:
+        if e.category == "host_to_device":
+            e.start, e.dur = sc_start[e.step] - 30, 30
+    with store_with(tmp_path, spec) as store:
+        ctx = RunContext(store, 1)
+        gaps = idle_gaps.gaps(ctx).to_pylist()
+        # every SparseCore gap before the last step's: the next step's input was not there yet
+        assert {g["cause"] for g in gaps if g["track_kind"] == "sparsecore" and g["step"] < 5} == {"host"}
+        assert not overlap.analyze(ctx).findings
+
+
+def test_minibatching_finding_names_limits_to_raise(tmp_path):
+    spec = RunSpec(partition_stats=stats(4, 4, ids=[300, 310, 290, 305], unique=[150, 160, 140, 155],
+                                         limit_ids=128, limit_unique=64, minibatches=3, dropped=0))  # fmt: skip
+    with store_with(tmp_path, spec) as store:
+        (f,) = minibatching.analyze(RunContext(store, 1)).findings
+    assert f.rule == "minibatching" and f.entities == {"tables": ["t0"]} and f.value == 3
+    assert "max_ids_per_partition from 128 to 312" in f.recommendation  # 310 rounded up to a multiple of 8
+    assert "max_unique_ids_per_partition from 64 to 160" in f.recommendation
+
+
+def test_no_minibatching_no_finding(tmp_path):
+    spec = RunSpec(partition_stats=stats(4, 4, 100, 50, 128, 64, 1, 0))
+    with store_with(tmp_path, spec) as store:
+        assert not minibatching.analyze(RunContext(store, 1)).findings
+
+
+def test_dropped_share_against_processed_ids(tmp_path):
+    events = [Ev(SC_OPS, 0, k, "fwd", 0, 10, step=s, category="sc_forward", table="t0", ids=100)
+              for s in range(2) for k in range(4)]  # 800 IDs kept  # fmt: skip
+    spec = RunSpec(events=events, partition_stats=stats(2, 4, 100, 50, 100, 64, 1, dropped=[25, 0, 0, 0]))
+    with store_with(tmp_path, spec) as store:
+        (f,) = id_dropping.analyze(RunContext(store, 1)).findings
+    assert f.metric == "dropped_share" and abs(f.value - 50 / 850) < 1e-12 and f.severity == "critical"
+
+
+def test_skew_names_the_hot_partition(tmp_path):
+    spec = RunSpec(partition_stats=stats(5, 4, ids=[100, 100, 400, 100], unique=50, limit_ids=512, limit_unique=512,
+                                         minibatches=1, dropped=0))  # fmt: skip
+    with store_with(tmp_path, spec) as store:
+        (f,) = skew.analyze(RunContext(store, 1)).findings
+    assert f.entities["scs"] == [2] and f.entities["chips"] == [0]
+    assert abs(f.value - 400 / 175) < 1e-9 and f.evidence["persistence"] == 1
+
+
+def test_uniform_load_has_no_skew(tmp_path):
+    spec = RunSpec(partition_stats=stats(5, 4, 100, 50, 512, 512, 1, 0))
+    with store_with(tmp_path, spec) as store:
+        assert not skew.analyze(RunContext(store, 1)).findings
+
+
+def test_hbm_pressure_against_header_capacity(tmp_path):
+    cap = 1000
+    spec = RunSpec(counters=[(0, "HBM heap", 0, 500.0), (0, "HBM stack", 10, 460.0), (0, "HBM stack", 20, 100.0)],
+                   hardware={"num_chips": 1, "hbm_bytes": cap})  # fmt: skip
+    with store_with(tmp_path, spec) as store:
+        (f,) = memory.analyze(RunContext(store, 1)).findings
+    assert f.rule == "hbm_heap_pressure" and f.value == 0.96 and f.severity == "critical"
+
+
+def test_memory_without_capacity_says_so(tmp_path):
+    spec = RunSpec(counters=[(0, "HBM heap", 0, 500.0)], hardware={"num_chips": 1})
+    with store_with(tmp_path, spec) as store:
+        result = memory.analyze(RunContext(store, 1))
+    assert not result.findings and any("HBM capacity" in n for n in result.notes)
