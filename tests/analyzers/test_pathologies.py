@@ -1,0 +1,82 @@
+"""Acceptance: every bundled pathology config yields its finding, the tuned run none.
+
+Runs the real emulator on the bundled configs (10 steps each), ingests the
+traces and analyzes them from the store alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzers.compare import compare_runs
+from analyzers.registry import analyze_run
+from profiler.store import Store
+from profiler.trace_to_store import ingest_trace
+from sim_backend.record import record_run
+from tests.tracekit import REPO
+
+STEPS = 10
+# config -> the rules its profile must raise (and no other problem rule)
+EXPECTED = {
+    "baseline": {"minibatching", "host_bound"},
+    "tuned": set(),
+    "host_bound": {"host_bound"},
+    "pipelining_off": {"not_pipelined"},
+    "limits_too_low": {"minibatching"},
+    "id_dropping": {"id_dropping"},
+    "skewed_ids": {"sc_load_skew"},
+}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pathologies")
+    db = str(tmp / "runs.duckdb")
+    with Store.open(db) as s:
+        for name in [*EXPECTED, "baseline_seed1"]:
+            config = "baseline" if name == "baseline_seed1" else name
+            overrides = ["seed=1"] if name == "baseline_seed1" else []
+            result = record_run(str(REPO / "configs" / f"{config}.toml"), overrides, name, STEPS, str(tmp / name))
+            ingest_trace(s, result.trace_path, name=name)
+    with Store.open(db, read_only=True) as s:
+        yield s
+
+
+@pytest.mark.parametrize("config", sorted(EXPECTED))
+def test_config_yields_exactly_its_findings(store, config):
+    report = analyze_run(store, store.resolve_run(config))
+    assert {f.rule for f in report.findings} == EXPECTED[config]
+
+
+def test_findings_name_the_right_entities(store):
+    skew = analyze_run(store, store.resolve_run("skewed_ids")).findings
+    hot = [f for f in skew if f.rule == "sc_load_skew"]
+    assert hot and all(f.entities["tables"] and f.entities["scs"] and f.entities["chips"] for f in hot)
+    # the hottest partition of each flagged table is the one its partition statistics say
+    for f in hot:
+        (table,) = f.entities["tables"]
+        rows = store.rows(
+            "SELECT chip, sc, sum(ids) AS ids FROM sc_partition_stats WHERE run_id = ? AND table_name = ? "
+            "GROUP BY ALL ORDER BY ids DESC LIMIT 1",
+            [store.resolve_run("skewed_ids"), table],
+        )
+        assert (rows[0]["chip"], rows[0]["sc"]) == (f.entities["chips"][0], f.entities["scs"][0]) or f.evidence[
+            "persistence"
+        ] < 1
+    mb = [f for f in analyze_run(store, store.resolve_run("limits_too_low")).findings if f.rule == "minibatching"]
+    assert [f.entities["tables"] for f in mb] == [["stack_0"]]
+    drop = [f for f in analyze_run(store, store.resolve_run("id_dropping")).findings if f.rule == "id_dropping"]
+    assert drop[0].entities["tables"] == ["stack_0"] and drop[0].value > 0
+
+
+def test_tuned_beats_baseline_with_an_interval_excluding_zero(store):
+    c = compare_runs(store, store.resolve_run("baseline"), store.resolve_run("tuned"))
+    assert c.verdict == "improved" and c.step_time.ci_high < 0
+    assert {f["rule"] for f in c.findings["resolved"]} == {"minibatching", "host_bound"}
+    assert not c.findings["new"]
+
+
+def test_same_config_other_seed_is_no_significant_change(store):
+    c = compare_runs(store, store.resolve_run("baseline"), store.resolve_run("baseline_seed1"))
+    assert c.verdict == "no significant change"
+    assert c.step_time.ci_low <= 0 <= c.step_time.ci_high or abs(c.step_time.change) < 0.01
