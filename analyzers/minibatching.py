@@ -18,6 +18,8 @@ from analyzers.findings import Analysis, Finding, sql_literal
 NAME = "minibatching"
 QUESTION = "Do compiled limits split steps into SparseCore minibatches, and what limits would avoid it?"
 
+FIT_R2 = 0.5  # the op-duration fit must explain this much variance to estimate the per-op cost
+
 
 def round_up(n: float, to: int = 8) -> int:
     """A limit to suggest: the observed maximum rounded up to a multiple of 8."""
@@ -36,9 +38,12 @@ def analyze(ctx: RunContext) -> Analysis:
     for r in rows:
         if (r["max_minibatches"] or 1) <= 1:
             continue
-        extra_ops = (r["mean_minibatches"] - 1) * (r["sparsecores"] or 0)
-        overhead = max(r["fixed_ps_per_op"] or 0, 0) * extra_ops * 2  # forward and backward
-        share = overhead / step_ps if step_ps else None
+        # Each extra minibatch costs every SparseCore one more fixed-cost op forward and one
+        # backward; the SparseCores run in parallel, so that is the step's overhead. Only
+        # when the duration-on-IDs fit explains the ops well enough to trust its intercept.
+        fixed = r["fixed_ps_per_op"] if (r["fit_r2"] or 0) >= FIT_R2 and (r["fixed_ps_per_op"] or 0) > 0 else None
+        overhead = fixed * (r["mean_minibatches"] - 1) * 2 if fixed is not None else None
+        share = overhead / step_ps if overhead is not None and step_ps else None
         ids_over = r["max_ids_per_partition"] is not None and r["observed_max_ids"] > r["max_ids_per_partition"]
         uniq_over = (
             r["max_unique_ids_per_partition"] is not None
@@ -72,7 +77,7 @@ def analyze(ctx: RunContext) -> Analysis:
                     "observed_max_unique_ids": r["observed_max_unique_ids"],
                     "max_unique_ids_per_partition": r["max_unique_ids_per_partition"],
                     "mean_minibatches": r["mean_minibatches"], "fwd_ops_per_step": r["fwd_ops_per_step"],
-                    "sparsecores": r["sparsecores"], "estimated_overhead_ps_per_step": overhead,
+                    "sparsecores": r["sparsecores"], "fixed_ps_per_op": fixed, "estimated_overhead_ps_per_step": overhead,
                     "estimated_overhead_share": share,
                 },
                 entities={"tables": [r["table_name"]]},

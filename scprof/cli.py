@@ -87,6 +87,12 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     p.set_defaults(func=cmd_compare)
 
+    p = sub.add_parser("ui", help="serve the web UI over the store (read-only)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8050, help="port (default 8050)")
+    _db_arg(p)
+    p.set_defaults(func=cmd_ui)
+
     p = sub.add_parser("export", help="write a run in another tool's format")
     fmt = p.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)
     fmt.required = True
@@ -211,6 +217,21 @@ def cmd_sql(args: argparse.Namespace) -> int:
     print(formatting.render(result.table, args.format), end="")
     if result.truncated:
         print(f"(showing the first {result.max_rows} rows; raise --max-rows or add LIMIT)", file=sys.stderr)
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    from ui.app import serve
+
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port: must be 1..65535, got {args.port}")
+    db = args.db or default_path()
+    if os.path.exists(db):
+        with Store.open(db, read_only=True):  # fail now, on the command line, if it is not a store
+            pass
+    else:
+        print(f"scprof: {db} holds no store yet; the UI shows how to record a run", file=sys.stderr)
+    serve(db, args.host, args.port)
     return 0
 
 

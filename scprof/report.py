@@ -30,7 +30,7 @@ def format_value(value: Any, unit: str) -> str:
 def _evidence_item(key: str, value: Any) -> str:
     if isinstance(value, float) and ("share" in key or key.endswith("_share")):
         return f"{key}={value:.1%}"
-    if isinstance(value, int | float) and key.endswith("_ps"):
+    if isinstance(value, int | float) and (key.endswith("_ps") or "_ps_per_" in key):
         return f"{key}={format_ps(value)}"
     if isinstance(value, int | float) and key.endswith("_bytes"):
         return f"{key}={format_bytes(value)}"
@@ -124,11 +124,13 @@ def render_comparison(c: Comparison) -> str:
         )
         out.append("")
     if c.config_diff:
+        # keys the user set first; values the producer derived from them (resolved.*) after
+        ordered = sorted(c.config_diff, key=lambda d: d["key"].startswith("resolved."))
         out.append(f"Configuration differences ({len(c.config_diff)}):")
-        for d in c.config_diff[:20]:
+        for d in ordered[:12]:
             out.append(f"  {d['key']}: {_short(d['base'])} -> {_short(d['cand'])}")
-        if len(c.config_diff) > 20:
-            out.append(f"  ... and {len(c.config_diff) - 20} more (--json shows all)")
+        if len(ordered) > 12:
+            out.append(f"  ... and {len(ordered) - 12} more (--json shows all)")
     out += [f"note: {n}" for n in c.notes]
     return "\n".join(out)
 

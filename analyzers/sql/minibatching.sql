@@ -1,7 +1,8 @@
 -- minibatching: per table, how many minibatches its steps needed, the largest
 -- observed per-partition ID and unique-ID counts against the compiled limits,
 -- and the SparseCore forward ops per step actually executed (one per minibatch
--- per SparseCore, so more ops than SparseCores means minibatching).
+-- per SparseCore, so more ops than SparseCores means minibatching), with the
+-- fixed cost of an op from a least-squares fit of op duration on its IDs.
 WITH stats AS (
     SELECT table_name, count(DISTINCT step) AS steps, max(minibatches) AS max_minibatches,
            avg(minibatches)::DOUBLE AS mean_minibatches,
@@ -14,11 +15,11 @@ WITH stats AS (
 ops AS (
     SELECT table_name, (count(*) / count(DISTINCT step))::DOUBLE AS fwd_ops_per_step,
            count(DISTINCT chip::VARCHAR || ':' || coalesce(sc, core)::VARCHAR) AS sparsecores,
-           regr_intercept(dur_ps, ids)::DOUBLE AS fixed_ps_per_op
+           regr_intercept(dur_ps, ids)::DOUBLE AS fixed_ps_per_op, regr_r2(dur_ps, ids)::DOUBLE AS fit_r2
     FROM {op_events}
     WHERE category = 'sc_forward' AND table_name IS NOT NULL
     GROUP BY table_name
 )
-SELECT s.*, o.fwd_ops_per_step, o.sparsecores, o.fixed_ps_per_op
+SELECT s.*, o.fwd_ops_per_step, o.sparsecores, o.fixed_ps_per_op, o.fit_r2
 FROM stats s LEFT JOIN ops o USING (table_name)
 ORDER BY s.max_minibatches DESC, s.table_name
