@@ -31,13 +31,26 @@ def step_breakdown(ctx: RunContext) -> pa.Table:
     return ctx.memo("step_breakdown", compute)
 
 
+def _why_no_steps(ctx: RunContext) -> str:
+    """Why step_windows is empty: no steps at all, or steps only on a host-only capture."""
+    r = ctx.store.rows(
+        """SELECT (SELECT count(DISTINCT step) FROM steps WHERE run_id = $run) AS steps,
+                  (SELECT count(*) FROM tracks WHERE run_id = $run AND kind IN ('tensorcore', 'sparsecore')) AS device""",
+        {"run": ctx.run_id},
+    )[0]
+    if not r["device"]:
+        return (f"no TensorCore or SparseCore tracks (a host-only capture, e.g. JAX on the CPU; {r['steps']} steps "
+                "marked on the host): step time and its split are measured on device chips")  # fmt: skip
+    return "the run has no steps (no step markers and no events tagged with a step)"
+
+
 def analyze(ctx: RunContext) -> Analysis:
     split = step_breakdown(ctx)
     result = Analysis(NAME, tables={"step_breakdown": split})
     steps = ctx.step_times()
     result.tables["step_times"] = steps
     if steps.num_rows == 0:
-        result.notes.append("the run has no steps (no step markers and no events tagged with a step)")
+        result.notes.append(_why_no_steps(ctx))
         return result
     step_ps = steps.column("step_ps").to_numpy()
     total = max(int(pc.sum(split.column("dur_ps")).as_py() or 0), 1)

@@ -18,6 +18,10 @@ CRITICAL_SHARE = 0.01  # more than 1% of IDs dropped
 def analyze(ctx: RunContext) -> Analysis:
     table = ctx.query("id_dropping")
     result = Analysis(NAME, tables={"dropped_by_step": table})
+    if table.num_rows == 0:  # no dropped-ID counts at all: "0 dropped" would claim what was never measured
+        result.notes.append("the run has no SparseCore partition statistics with dropped-ID counts "
+                            "(sc_partition_stats.dropped_ids)")  # fmt: skip
+        return result
     totals = ctx.store.rows(
         f"""WITH d AS (SELECT table_name, sum(dropped_ids)::BIGINT AS dropped, count(DISTINCT step) AS steps,
                               count(DISTINCT step) FILTER (WHERE dropped_ids > 0) AS steps_dropping,

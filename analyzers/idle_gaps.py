@@ -64,6 +64,9 @@ def causes(ctx: RunContext, track_kind: str) -> dict[str, dict]:
 def analyze(ctx: RunContext) -> Analysis:
     table = gaps(ctx)
     result = Analysis(NAME, tables={"idle_gaps": table})
+    if not ctx.store.rows("SELECT count(*) AS n FROM tracks WHERE run_id = ? AND kind IN ('tensorcore', 'sparsecore')",
+                          [ctx.run_id])[0]["n"]:  # fmt: skip
+        result.notes.append("no TensorCore or SparseCore tracks: idle gaps are measured on device cores")
     result.figures = {"gaps": table.num_rows, "tensorcore": causes(ctx, "tensorcore"),
                       "sparsecore": causes(ctx, "sparsecore")}  # fmt: skip
     result.tables["idle_by_step"] = ctx.store.query(

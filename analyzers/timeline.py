@@ -53,7 +53,8 @@ def split_timeline(events: pa.Table, windows: pa.Table, categories: tuple[str, .
         out["step"].append(w_step[steps_idx].astype(np.int32))
         out["category"].append(np.asarray(categories, dtype=object)[cats])
         out["dur_ps"].append(owned[steps_idx, cats])
-    cols = {k: np.concatenate(v) if v else np.zeros(0) for k, v in out.items()}
+    cols = {k: np.concatenate(v) if v else np.zeros(0, object if k == "category" else np.int64)  # no windows
+            for k, v in out.items()}  # fmt: skip
     return pa.table({
         "chip": pa.array(cols["chip"], pa.int32()), "step": pa.array(cols["step"], pa.int32()),
         "category": pa.array(cols["category"], pa.string()), "dur_ps": pa.array(cols["dur_ps"], pa.int64()),

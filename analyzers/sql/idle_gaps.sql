@@ -48,22 +48,33 @@ input_bound_steps AS (
     LEFT JOIN inputs i USING (step)
     WHERE w.whole_gap OR f.first_ps - i.ready_ps BETWEEN 0 AND $tol_ps
 ),
-enders AS (
-    SELECT chip, end_ps, category, track_kind AS blocker_kind, name, step FROM {op_events} WHERE dur_ps > 0
+enders AS (  -- work that can close a gap (host work counts on every chip); ck: chip and step as one key
+    SELECT event_id, chip, end_ps, category, track_kind AS blocker_kind, name, step,
+           chip::BIGINT * 4294967296 + coalesce(step, -1) AS ck
+    FROM {op_events} WHERE dur_ps > 0 AND chip >= 0
+    UNION ALL
+    SELECT e.event_id, c.chip, e.end_ps, e.category, e.track_kind, e.name, e.step,
+           c.chip::BIGINT * 4294967296 + coalesce(e.step, -1)
+    FROM {op_events} e, (SELECT DISTINCT chip FROM {op_events} WHERE chip >= 0) c
+    WHERE e.dur_ps > 0 AND e.chip < 0
+),
+ends AS (SELECT ck, end_ps, event_id FROM enders),  -- narrow rows keep the ASOF joins' sorts cheap
+candidates AS (
+    -- the last event on the chip or the host to end inside the gap, among work of the gap's
+    -- step or the one before (later steps' work, e.g. preprocessing ahead, blocks nothing)
+    SELECT g.*,
+           CASE WHEN a.end_ps > g.gap_start_ps AND a.end_ps >= coalesce(p.end_ps, -1) THEN a.event_id
+                WHEN p.end_ps > g.gap_start_ps THEN p.event_id END AS blocker_event,
+           CASE WHEN a.end_ps > g.gap_start_ps AND a.end_ps >= coalesce(p.end_ps, -1) THEN a.end_ps
+                WHEN p.end_ps > g.gap_start_ps THEN p.end_ps END AS blocker_end_ps
+    FROM starved g
+    ASOF LEFT JOIN ends a ON a.ck = g.chip::BIGINT * 4294967296 + coalesce(g.step, -1) AND a.end_ps <= g.gap_end_ps
+    ASOF LEFT JOIN ends p ON p.ck = g.chip::BIGINT * 4294967296 + coalesce(g.step, 0) - 1 AND p.end_ps <= g.gap_end_ps
 ),
 blocked AS (
-    -- the last event on the chip or the host to end inside the gap, among work of the
-    -- gap's step or earlier (later steps' work, e.g. preprocessing ahead, blocks nothing)
-    SELECT g.*, blk.end_ps AS blocker_end_ps, blk.category AS blocker_category, blk.name AS blocker_name,
-           blk.kind AS blocker_kind, blk.step AS blocker_step
-    FROM starved g,
-    LATERAL (
-        SELECT arg_max(struct_pack(end_ps := e.end_ps, category := e.category, kind := e.blocker_kind,
-                                   name := e.name, step := e.step), e.end_ps) AS blk
-        FROM enders e
-        WHERE (e.chip = g.chip OR e.chip < 0) AND e.end_ps > g.gap_start_ps AND e.end_ps <= g.gap_end_ps
-          AND (e.step IS NULL OR g.step IS NULL OR e.step <= g.step)
-    ) AS x(blk)
+    SELECT c.*, e.category AS blocker_category, e.name AS blocker_name, e.track_kind AS blocker_kind,
+           e.step AS blocker_step
+    FROM candidates c LEFT JOIN {op_events} e ON e.event_id = c.blocker_event
 ),
 labelled AS (
     SELECT b.*, (ib.step IS NOT NULL) AS blocker_input_bound, ib.wasted_ps,
@@ -81,21 +92,28 @@ classified AS (
                 WHEN blocker_kind <> track_kind THEN 'other_core'
                 ELSE 'same_core' END AS cause
     FROM labelled
+),
+traced AS (  -- TensorCore gaps traced to host input through SparseCore work
+    SELECT * FROM classified WHERE cause = 'host' AND track_kind = 'tensorcore' AND blocker_kind <> 'host'
+),
+unrelated AS (  -- the last end, inside each traced gap, of the chip's work for other steps
+    SELECT t.track_id, t.gap_start_ps, max(e.end_ps) AS last_ps
+    FROM traced t JOIN enders e ON e.chip = t.chip AND e.end_ps > t.gap_start_ps AND e.end_ps <= t.gap_end_ps
+    WHERE e.chip >= 0 AND e.blocker_kind <> 'host' AND coalesce(e.step, -1) <> coalesce(t.blocker_step, -1)
+    GROUP BY ALL
 )
 -- cause_ps: the part of the gap the cause is responsible for. For a TensorCore gap
 -- traced to host input through a SparseCore step: at most the time after the chip's
 -- last unrelated work in the gap ended (the gap would have lasted that long anyway),
 -- and at most the SparseCore time the missing input wasted (all an earlier input
 -- could have saved).
-SELECT track_id, chip, core, track_kind, step, gap_start_ps, gap_end_ps, gap_ps,
-       CASE WHEN blocker_in_gap THEN blocker_name END AS blocker_name,
-       CASE WHEN blocker_in_gap THEN blocker_category END AS blocker_category,
-       cause,
-       CASE WHEN cause = 'host' AND track_kind = 'tensorcore' AND blocker_kind <> 'host'
-            THEN least(wasted_ps, gap_end_ps - greatest(gap_start_ps, coalesce((
-                SELECT max(e.end_ps) FROM enders e
-                WHERE e.chip = c.chip AND e.end_ps > c.gap_start_ps AND e.end_ps <= c.gap_end_ps
-                  AND coalesce(e.step, -1) <> coalesce(c.blocker_step, -1)), c.gap_start_ps)))
-            ELSE gap_ps END AS cause_ps
+SELECT c.track_id, c.chip, c.core, c.track_kind, c.step, c.gap_start_ps, c.gap_end_ps, c.gap_ps,
+       CASE WHEN c.blocker_in_gap THEN c.blocker_name END AS blocker_name,
+       CASE WHEN c.blocker_in_gap THEN c.blocker_category END AS blocker_category,
+       c.cause,
+       CASE WHEN c.cause = 'host' AND c.track_kind = 'tensorcore' AND c.blocker_kind <> 'host'
+            THEN least(c.wasted_ps, c.gap_end_ps - greatest(c.gap_start_ps, coalesce(u.last_ps, c.gap_start_ps)))
+            ELSE c.gap_ps END AS cause_ps
 FROM classified c
-ORDER BY gap_start_ps, track_id
+LEFT JOIN unrelated u ON u.track_id = c.track_id AND u.gap_start_ps = c.gap_start_ps
+ORDER BY c.gap_start_ps, c.track_id
