@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 DB ?= scprof.duckdb
 
-.PHONY: demo test install install-test lint proto clean
+.PHONY: demo test install install-test lint proto clean browser
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,12 @@ install-test: $(TEST_STAMP)
 demo: $(STAMP)
 	SCPROF_DB=$(DB) $(PY) -m scprof.demo $(if $(NO_UI),--no-ui,)
 
-test: $(TEST_STAMP)
+# The browser tests drive Debian's chromium (tests/ui/test_browser.py); install it when missing.
+browser:
+	@command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) \
+		|| echo "warning: could not install chromium (apt-get needs root); the browser tests will be skipped"
+
+test: $(TEST_STAMP) browser
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
 

@@ -20,9 +20,16 @@ from profiler.errors import StoreError
 from profiler.schema import SCHEMA_VERSION, ddl
 
 DEFAULT_PATH = "scprof.duckdb"
+# DuckDB memory_limit of read-only connections (queries, UI, exports); $SCPROF_MEMORY_LIMIT overrides.
+DEFAULT_MEMORY_LIMIT = "1GB"
 
 # MIGRATIONS[v] turns a store of schema version v into version v + 1.
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {}
+
+
+def read_only_memory_limit() -> str:
+    """DuckDB memory_limit of read-only stores: $SCPROF_MEMORY_LIMIT (e.g. '2GB'), else DEFAULT_MEMORY_LIMIT."""
+    return os.environ.get("SCPROF_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT
 
 
 def default_path() -> str:
@@ -75,8 +82,17 @@ class Store:
                     f"{self.path}: store has schema version {version}; open it once for writing "
                     "(e.g. scprof ingest) to migrate it"
                 )
+            # A second read-only open in one process shares the first's database, already locked.
+            locked = self.con.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0]
+            if locked:
+                if self.con.execute("SELECT current_setting('enable_external_access')").fetchall()[0][0]:
+                    raise StoreError(f"{self.path}: opened elsewhere in this process with file access on")
+                return
             # Users' SQL runs on read-only connections: keep it away from the file system.
             self.con.execute("SET enable_external_access = false")
+            # Bound DuckDB's buffer pool, which otherwise keeps every block a long scan (an
+            # export) reads, up to 80% of RAM; past the limit DuckDB evicts or spills.
+            self.con.execute("SET memory_limit = ?", [read_only_memory_limit()])
             self.con.execute("SET lock_configuration = true")
             return
         self.con.execute("BEGIN")

@@ -1,0 +1,143 @@
+"""UI benchmark: server-side time of each page's main callback on a 10 M-event run, and the
+largest payload sent to the browser.
+
+For every page, the figure is the router (controls from the URL) plus the page's main data
+callback, called as the server calls them (read-only cursor of the app's connection), and the
+size of their JSON as Dash sends it. The timeline is measured for the whole run (aggregated per
+pixel column), all chips, and zoomed in (exact events). Callbacks that run the analyzers
+(Overview's breakdown, Findings, Compare's verdict) are reported apart, cold (first view of a
+run: the analyzers run) and warm (cached), since the analyzers' own cost is not the UI's.
+
+Usage: python benchmarks/ui_pages.py [--events 10000000] [--db PATH] [--repeat 3]
+(--db: reuse a store holding the runs `ui-bench-a` and `ui-bench-b`, else they are built in it.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import plotly
+
+from profiler.store import Store
+from profiler.synthetic import write_synthetic_trace
+from profiler.trace_to_store import ingest_trace
+from ui import data as D
+from ui import pages as P
+from ui.app import create_app
+
+TARGET_MS = 500
+TARGET_BYTES = 2_000_000
+
+
+def payload(obj) -> int:
+    return len(json.dumps(obj, cls=plotly.utils.PlotlyJSONEncoder))
+
+
+def ensure_runs(db: str, events: int, workdir: str) -> None:
+    with Store.open(db) as store:
+        have = {r["name"]: r["events"] for r in store.rows("SELECT name, events FROM runs")}
+        for i, name in enumerate(("ui-bench-a", "ui-bench-b")):
+            if have.get(name, 0) >= events * 0.99:
+                continue
+            path = os.path.join(workdir, f"{name}.sctrace")
+            t = time.perf_counter()
+            write_synthetic_trace(path, events, seed=i, run_name=name)
+            ingest_trace(store, path, name=name, replace=True)
+            os.remove(path)
+            print(f"built {name}: {events:,} events in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+
+
+def measure(access, fn, repeat: int) -> tuple[float, float, int]:
+    """(first ms, median ms of the rest, payload bytes) of fn(store)."""
+    times, size = [], 0
+    for _ in range(repeat + 1):
+        with access.open() as store:
+            t = time.perf_counter()
+            out = fn(store)
+            times.append((time.perf_counter() - t) * 1e3)
+        size = payload(out)
+    return times[0], statistics.median(times[1:]), size
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--db", help="store to use (built when it lacks the runs); default: a temporary one")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--skip-analysis", action="store_true", help="leave out the analyzer-backed callbacks")
+    args = ap.parse_args()
+    workdir = tempfile.mkdtemp(prefix="scprof-ui-bench-")
+    db = args.db or os.path.join(workdir, "ui-bench.duckdb")
+    ensure_runs(db, args.events, workdir)
+    app = create_app(db)
+    access = app.scprof_access
+    with access.open() as store:
+        a, b = store.resolve_run("ui-bench-a"), store.resolve_run("ui-bench-b")
+        events = store.rows("SELECT events FROM runs WHERE run_id = ?", [a])[0]["events"]
+        bounds = D.step_bounds(store, a)
+        info = D.run_info(store, a)
+        chips = sorted({t["chip"] for t in store.rows("SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND chip >= 0", [a])})
+    steps = list(D.clamp_steps(bounds, None))
+    span = info["last_ps"] - info["first_ps"]
+    zoom = {"t0": info["first_ps"] + span // 2, "t1": info["first_ps"] + span // 2 + span // 20_000}
+
+    def page(path: str, query: str, render, state, n_out: int = 1):
+        from ui import state as S
+
+        def fn(store):
+            layout = P.LAYOUTS[path](store, S.parse(query))
+            out = render(store, state)
+            return [layout, out]
+
+        return fn
+
+    mains = {
+        "runs": page("/runs", "", P.render_runs, {}),
+        "overview": page("/overview", f"run={a}", P.render_overview, {"run": a, "steps": steps}),
+        "timeline (whole run, chip 0)": page("/timeline", f"run={a}", P.render_timeline,
+                                             {"run": a, "steps": steps, "chips": chips[:1]}),
+        "timeline (whole run, all chips)": page("/timeline", f"run={a}&chips=" + ",".join(map(str, chips)),
+                                                P.render_timeline, {"run": a, "steps": steps, "chips": chips}),
+        "timeline (zoomed in, all chips)": page("/timeline", f"run={a}&t0={zoom['t0']}&t1={zoom['t1']}",
+                                                P.render_timeline, {"run": a, "steps": steps, "chips": chips, **zoom}),
+        "sparsecore": page("/sparsecore", f"run={a}", P.render_sparsecore, {"run": a, "steps": steps, "tables": [], "metric": "ids"}),
+        "memory": page("/memory", f"run={a}", P.render_memory, {"run": a, "steps": steps, "chips": chips[:1]}),
+        "compare": page("/compare", f"base={a}&cand={b}", P.render_compare, {"base": a, "cand": b}),
+        "sql": page("/sql", "", P.render_sql, {"q": "SELECT plane, name, start_ps, dur_ps FROM slices "
+                                                    f"WHERE run_id = {a} AND step = 100 ORDER BY start_ps", "rows": 1000}),
+    }
+    results = {}
+    for name, fn in mains.items():
+        first, warm, size = measure(access, fn, args.repeat)
+        results[name] = {"first_ms": round(first, 1), "warm_ms": round(warm, 1), "payload_bytes": size}
+        print(f"{name:34s} first {first:8.1f} ms  warm {warm:8.1f} ms  payload {size / 1e3:8.1f} kB", file=sys.stderr)
+    analysis = {}
+    if not args.skip_analysis:
+        for name, render, state in (
+            ("overview analysis", P.render_overview_analysis, {"run": a, "steps": steps}),
+            ("findings", P.render_findings, {"run": a}),
+            ("compare verdict", P.render_compare_verdict, {"base": a, "cand": b}),
+        ):
+            first, warm, size = measure(access, lambda s, r=render, st=state: r(s, st), 1)
+            analysis[name] = {"cold_ms": round(first, 1), "warm_ms": round(warm, 1), "payload_bytes": size}
+            print(f"{name:34s} cold  {first:8.1f} ms  warm {warm:8.1f} ms  payload {size / 1e3:8.1f} kB", file=sys.stderr)
+    worst = max(r["warm_ms"] for r in results.values())
+    worst_first = max(r["first_ms"] for r in results.values())
+    largest = max([r["payload_bytes"] for r in results.values()] + [r["payload_bytes"] for r in analysis.values()])
+    print(json.dumps({
+        "benchmark": "ui", "events": events, "steps": steps[1] - steps[0] + 1, "chips": len(chips),
+        "pages": results, "analyzer_callbacks": analysis,
+        "max_main_callback_ms_first": round(worst_first, 1), "max_main_callback_ms_warm": round(worst, 1),
+        "largest_payload_bytes": largest, "target_ms": TARGET_MS, "target_bytes": TARGET_BYTES,
+        "meets_targets": worst_first < TARGET_MS and largest < TARGET_BYTES,
+    }))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""A store with two recorded runs (baseline and tuned, few steps), shared by the UI tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from profiler.store import Store
+from profiler.trace_to_store import ingest_trace
+from tests.tracekit import REPO
+
+STEPS = 5
+
+
+def build_two_run_store(directory) -> str:
+    """baseline and tuned recorded by the emulator (synthetic traces when it is unavailable)."""
+    db = str(directory / "ui.duckdb")
+    with Store.open(db) as store:
+        try:
+            from sim_backend.record import record_run
+        except ImportError:  # the emulator is optional for the UI: fall back to synthetic traces
+            from profiler.synthetic import write_synthetic_trace
+
+            for i, name in enumerate(("baseline", "tuned")):
+                path = str(directory / f"{name}.sctrace")
+                write_synthetic_trace(path, 20_000 - 5_000 * i, seed=i, run_name=name)
+                ingest_trace(store, path, name=name)
+            return db
+        for name in ("baseline", "tuned"):
+            result = record_run(str(REPO / "configs" / f"{name}.toml"), [], name, STEPS, str(directory / name), progress=False)
+            ingest_trace(store, result.trace_path, name=name)
+    return db
+
+
+@pytest.fixture(scope="session")
+def ui_db(tmp_path_factory) -> str:
+    return build_two_run_store(tmp_path_factory.mktemp("ui-store"))
+
+
+@pytest.fixture
+def ro_store(ui_db):
+    with Store.open(ui_db, read_only=True) as store:
+        yield store

@@ -1,0 +1,212 @@
+"""End to end in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright): every page
+loads with data from two recorded runs and without console errors, the timeline zooms, Compare
+shows the verdict, the SQL console returns rows and refuses a write.
+
+Screenshots of each page land in test-artifacts/screenshots/ (not committed) for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+
+import pytest
+
+from tests.tracekit import REPO
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+SHOTS = REPO / "test-artifacts" / "screenshots"
+TIMEOUT_MS = 60_000
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a test extra: pip install -e '.[test]'")
+
+
+@pytest.fixture(scope="module")
+def app(ui_db):
+    from ui.app import create_app
+
+    app = create_app(ui_db)
+    yield app
+    # DuckDB keeps one database instance per file in a process: let other tests open the store.
+    app.scprof_access.close()
+
+
+@pytest.fixture(scope="module")
+def server(app):
+    """The Dash app on a free loopback port, in a thread of this process."""
+    from werkzeug.serving import make_server
+
+    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{srv.server_port}"
+    srv.shutdown()
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
+        pytest.skip(f"Debian chromium not installed at {CHROMIUM} (make test installs it: apt-get install -y chromium)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    """A page that records console errors and uncaught exceptions; the test fails on any."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    pg.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    yield pg
+    context.close()
+    assert not errors, "browser reported errors:\n" + "\n".join(errors)
+
+
+@pytest.fixture(scope="module")
+def run_ids(app):
+    # Through the app's own connection: DuckDB shares one database instance per file in a process.
+    with app.scprof_access.open() as store:
+        return {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+
+
+def settle(pg) -> None:
+    """Wait until Dash has no callback in flight."""
+    pg.wait_for_load_state("networkidle")
+    pg.wait_for_function("() => !document.querySelector('[data-dash-is-loading=\"true\"]')", timeout=TIMEOUT_MS)
+
+
+def shot(pg, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_runs_page_lists_both_runs(server, page):
+    page.goto(f"{server}/runs")
+    page.wait_for_selector("#runs-table tbody tr")
+    settle(page)
+    text = page.inner_text("#runs-table")
+    assert "baseline" in text and "tuned" in text
+    page.fill("#runs-filter", "tuned")
+    page.press("#runs-filter", "Enter")
+    page.wait_for_url(re.compile(r"filter=tuned"))
+    page.wait_for_function("() => document.querySelectorAll('#runs-table tbody tr').length === 1")
+    settle(page)
+    page.fill("#runs-filter", "")
+    page.press("#runs-filter", "Enter")
+    page.wait_for_selector("#runs-table tbody tr:nth-child(2)")
+    settle(page)
+    shot(page, "01-runs")
+
+
+def test_overview_shows_kpis_breakdown_and_findings(server, page, run_ids):
+    page.goto(f"{server}/overview?run={run_ids['baseline']}")
+    page.wait_for_selector("#overview-kpis")
+    page.wait_for_selector("#overview-analysis .js-plotly-plot")
+    settle(page)
+    kpis = page.inner_text("#overview-kpis")
+    assert "step time mean" in kpis and re.search(r"\d (us|ms)", kpis)
+    assert "Top findings" in page.inner_text("#overview-analysis")
+    shot(page, "02-overview")
+
+
+def test_timeline_zooms_into_exact_events(server, page, run_ids):
+    page.goto(f"{server}/timeline?run={run_ids['baseline']}&chips=0")
+    page.wait_for_selector("#timeline-graph .nsewdrag")
+    settle(page)
+    before = page.inner_text("#timeline-status")
+    shot(page, "03-timeline")
+    box = page.locator("#timeline-graph .nsewdrag").first.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.40, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.45, y, steps=5)
+    page.mouse.move(box["x"] + box["width"] * 0.50, y, steps=5)
+    page.mouse.up()
+    page.wait_for_url(re.compile(r"t0=\d+&t1=\d+|t1=\d+.*t0=\d+"))
+    page.wait_for_function("(b) => { const s = document.querySelector('#timeline-status'); return s && s.innerText !== b; }",
+                           arg=before)
+    page.wait_for_selector("#timeline-graph .nsewdrag")
+    settle(page)
+    after = page.inner_text("#timeline-status")
+    assert "exact view" in after
+    span = lambda s: re.search(r"\(([\d.]+ \w+)\)", s).group(1)  # noqa: E731
+    assert span(after) != span(before)
+    shot(page, "04-timeline-zoomed")
+    # The zoomed window is a deep link: opening the URL again restores it.
+    page.goto(page.url)
+    page.wait_for_selector("#timeline-status")
+    settle(page)
+    assert span(page.inner_text("#timeline-status")) == span(after)
+
+
+def test_sparsecore_heatmaps(server, page, run_ids):
+    page.goto(f"{server}/sparsecore?run={run_ids['baseline']}")
+    page.wait_for_selector("#sc-heatmap .js-plotly-plot, #sc-heatmap.js-plotly-plot, #sc-heatmap")
+    page.wait_for_selector("#sc-tables tbody tr")
+    settle(page)
+    assert "against the compiled limit" in page.inner_text("#sparsecore-body")
+    shot(page, "05-sparsecore")
+    page.check("#sparsecore-metric input[value='unique_ids']")
+    page.wait_for_url(re.compile(r"metric=unique_ids"))
+    page.wait_for_function("() => (document.querySelector('#sparsecore-body') || {}).innerText?.includes("
+                           "'unique IDs per partition per SparseCore')")
+    settle(page)
+
+
+def test_memory_page(server, page, run_ids):
+    page.goto(f"{server}/memory?run={run_ids['baseline']}")
+    page.wait_for_selector("#memory-hbm")
+    settle(page)
+    assert "At the peak" in page.inner_text("#memory-body")
+    shot(page, "06-memory")
+
+
+def test_findings_page(server, page, run_ids):
+    page.goto(f"{server}/findings?run={run_ids['baseline']}")
+    page.wait_for_selector("#findings-counts")
+    settle(page)
+    assert page.locator(".finding").count() >= 1
+    shot(page, "07-findings")
+
+
+def test_compare_shows_the_verdict(server, page, run_ids):
+    page.goto(f"{server}/compare?base={run_ids['baseline']}&cand={run_ids['tuned']}")
+    page.wait_for_selector("#compare-verdict-word")
+    page.wait_for_selector("#compare-hist")
+    settle(page)
+    assert page.inner_text("#compare-verdict-word").lower() in ("improved", "regressed", "no significant change")
+    assert "95% interval" in page.inner_text("#compare-change")
+    shot(page, "08-compare")
+
+
+def test_sql_console_returns_rows_and_refuses_a_write(server, page):
+    page.goto(f"{server}/sql")
+    page.wait_for_selector("#sql-text")
+    settle(page)
+    page.fill("#sql-text", "SELECT run_id, name, steps FROM runs ORDER BY run_id")
+    page.click("#sql-run")
+    page.wait_for_selector("#sql-result tbody tr")
+    settle(page)
+    assert page.locator("#sql-result tbody tr").count() == 2
+    assert "q=SELECT" in page.url
+    shot(page, "09-sql")
+    with page.expect_download() as dl:
+        page.click("#sql-csv")
+    with open(dl.value.path()) as f:
+        assert f.readline().strip() == "run_id,name,steps"
+    page.fill("#sql-text", "DELETE FROM runs")
+    page.click("#sql-run")
+    page.wait_for_selector(".error-box")
+    settle(page)
+    assert "only read-only SELECT queries are allowed" in page.inner_text(".error-box")
+    shot(page, "10-sql-refused")

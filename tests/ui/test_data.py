@@ -1,0 +1,210 @@
+"""The UI's data callbacks on a small store of two recorded runs: what each returns."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly
+import pytest
+
+from scprof.cli import build_parser
+from ui import data as D
+from ui import pages as P
+from ui import state as S
+from ui.app import create_app, page_for
+from ui.store_access import StoreAccess
+from ui.timeline import _paint, run_tracks, select_tracks, time_unit, timeline_view
+
+
+def text_of(component) -> str:
+    """All text in a Dash component tree (what a reader would see, roughly)."""
+    if component is None:
+        return ""
+    if isinstance(component, str | int | float):
+        return str(component)
+    if isinstance(component, list | tuple):
+        return " ".join(text_of(c) for c in component)
+    return text_of(getattr(component, "children", None))
+
+
+def find(component, id_):
+    """The component with id `id_` in a tree, or None."""
+    if isinstance(component, list | tuple):
+        return next((x for x in (find(c, id_) for c in component) if x is not None), None)
+    if getattr(component, "id", None) == id_:
+        return component
+    children = getattr(component, "children", None)
+    return find(children, id_) if children is not None and not isinstance(children, str) else None
+
+
+def payload(obj) -> int:
+    return len(json.dumps(obj, cls=plotly.utils.PlotlyJSONEncoder))
+
+
+@pytest.fixture
+def runs(ro_store):
+    ids = {r["name"]: r["run_id"] for r in ro_store.rows("SELECT run_id, name FROM runs")}
+    return ids["baseline"], ids["tuned"]
+
+
+def test_runs_listing_filters_and_sorts(ro_store):
+    rows = D.runs(ro_store)
+    assert [r["name"] for r in rows] == ["baseline", "tuned"]
+    assert all(r["mean_step_ps"] > 0 and r["hardware"].startswith("v5p") for r in rows)
+    assert [r["name"] for r in D.runs(ro_store, "tun")] == ["tuned"]
+    assert [r["name"] for r in D.runs(ro_store, sort="mean_step_ps", descending=True)][0] == "baseline"
+    body = P.render_runs(ro_store, {"filter": "nothing-matches"})
+    assert "No run matches" in text_of(body)
+
+
+def test_overview_kpis_carry_units(ro_store, runs):
+    base, _ = runs
+    steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
+    kpis = {k.label: k for k in D.overview_kpis(ro_store, base, steps)}
+    assert kpis["step time mean"].unit == "ps" and kpis["step time mean"].value > 0
+    assert kpis["SC minibatches per step"].value > 1  # the baseline's limits are too low
+    assert kpis["HBM peak"].unit == "bytes" and "capacity" in kpis["HBM peak"].detail
+    text = text_of(P.render_overview(ro_store, {"run": base, "steps": list(steps)}))
+    assert "step time mean" in text and ("us" in text or "ms" in text)
+
+
+def test_overview_analysis_shows_breakdown_and_findings(ro_store, runs):
+    base, _ = runs
+    steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
+    text = text_of(P.render_overview_analysis(ro_store, {"run": base, "steps": list(steps)}))
+    assert "Top findings" in text
+    assert "Step time by category" in text
+
+
+def test_timeline_switches_from_aggregated_to_exact(ro_store, runs):
+    base, _ = runs
+    info = D.run_info(ro_store, base)
+    tracks = select_tracks(run_tracks(ro_store, base), [0])
+    assert tracks and all(t.chip in (-1, 0) for t in tracks)
+    wide = timeline_view(ro_store, base, tracks, info["first_ps"], info["last_ps"], columns=200, exact_limit=10)
+    assert wide.mode == "aggregated" and wide.busy.shape == (len(tracks), 200)
+    assert np.nanmax(wide.busy) <= 1.0 and wide.counts.sum() >= wide.events_in_window
+    narrow = timeline_view(ro_store, base, tracks, info["first_ps"], info["first_ps"] + (info["last_ps"] - info["first_ps"]) // 50)
+    assert narrow.mode == "exact" and narrow.events
+    assert {"name", "start_ps", "dur_ps", "args"} <= set(narrow.events[0])
+
+
+def test_timeline_payload_is_bounded_by_the_window(ro_store, runs):
+    base, _ = runs
+    body, view, _ = P.render_timeline(ro_store, {"run": base, "steps": [0, 4], "chips": [0, 1, 2, 3]})
+    assert view["t1"] > view["t0"] and view["scale"] > 0
+    assert find(body, "timeline-graph") is not None
+    assert payload(body) < 2_000_000
+
+
+def test_paint_spreads_long_events_over_columns():
+    busy = np.zeros((1, 4))
+    counts = np.zeros((1, 4), np.int64)
+    # columns of 10 ps: [0,10) [10,20) [20,30) [30,40); one event over [5, 32)
+    _paint(busy, counts, np.array([0]), np.array([5]), np.array([32]), 10)
+    assert busy.tolist() == [[5.0, 10.0, 10.0, 2.0]]
+    assert counts.tolist() == [[1, 1, 1, 1]]
+
+
+def test_zoom_turns_a_relayout_into_a_window():
+    view = {"t0": 0, "t1": 10**9, "scale": 1e6}
+    url = P.zoom_search("?run=1", {"xaxis.range[0]": 100.0, "xaxis.range[1]": 250.5}, view)
+    assert S.parse(url) == {"run": "1", "t0": "100000000", "t1": "250500000"}
+    assert S.parse(P.zoom_search("?run=1&t0=5&t1=9", {"xaxis.autorange": True}, view)) == {"run": "1"}
+    assert P.zoom_search("?run=1", {"autosize": True}, view) is None
+
+
+def test_time_units():
+    assert time_unit(5e12) == ("s", 1e12)
+    assert time_unit(5e9) == ("ms", 1e9)
+    assert time_unit(3e3) == ("ns", 1e3)
+
+
+def test_sparsecore_heatmaps_against_limits(ro_store, runs):
+    base, cand = runs
+    steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
+    d = D.sparsecore(ro_store, base, steps, [])
+    assert not d["empty"] and d["from_stats"]
+    assert d["matrices"]["ids"].shape == (len(d["partitions"]), len(d["steps"]))
+    assert np.nanmax(d["matrices"]["ids_ratio"]) > 1  # baseline overflows its compiled limits
+    tuned = D.sparsecore(ro_store, cand, D.clamp_steps(D.step_bounds(ro_store, cand), None), [])
+    assert np.nanmax(tuned["matrices"]["ids_ratio"]) <= 1
+    text = text_of(P.render_sparsecore(ro_store, {"run": base, "steps": list(steps), "tables": [], "metric": "ids"}))
+    assert "against the compiled limit" in text and "Per table" in text
+
+
+def test_memory_peak_and_page(ro_store, runs):
+    base, _ = runs
+    peak = D.hbm_peak(ro_store, base)
+    assert peak is not None and peak["peak"] > 0 and peak["parts"]
+    assert abs(sum(peak["parts"].values()) - peak["peak"]) < 1
+    steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
+    text = text_of(P.render_memory(ro_store, {"run": base, "steps": list(steps), "chips": [0]}))
+    assert "HBM over time" in text and "of capacity" in text
+
+
+def test_findings_render_every_field_generically(ro_store, runs):
+    base, _ = runs
+    report = D.analysis(ro_store, base)
+    assert D.analysis(ro_store, base) is report  # cached
+    text = text_of(P.render_findings(ro_store, {"run": base, "sev": ["critical", "warning", "info"]}))
+    for f in report.findings:
+        assert f.title in text and f.recommendation in text
+    assert "Analyzers run" in text
+
+
+def test_compare_shows_the_verdict(ro_store, runs):
+    base, cand = runs
+    verdict = P.render_compare_verdict(ro_store, {"base": base, "cand": cand})
+    word = find(verdict, "compare-verdict-word")
+    assert word is not None and word.children in ("improved", "regressed", "no significant change")
+    text = text_of(P.render_compare(ro_store, {"base": base, "cand": cand}))
+    assert "Step-time distributions" in text and "SparseCore side by side" in text
+    assert "same run" in text_of(P.render_compare(ro_store, {"base": base, "cand": base}))
+
+
+def test_sql_console_returns_rows_and_refuses_writes(ro_store):
+    ok = P.render_sql(ro_store, {"q": "SELECT run_id, name FROM runs ORDER BY run_id", "rows": 1})
+    assert "capped at 1" in text_of(ok)
+    assert find(ok, "sql-result") is not None
+    refused = text_of(P.render_sql(ro_store, {"q": "DELETE FROM runs", "rows": 10}))
+    assert "only read-only SELECT queries are allowed" in refused
+    assert "Type a query" in text_of(P.render_sql(ro_store, {"q": ""}))
+
+
+def test_state_round_trip():
+    search = S.encode({"run": 3, "steps": S.steps_text((2, 5)), "tables": ["t1", "t2"], "empty": None})
+    st = S.parse(search)
+    assert st == {"run": "3", "steps": "2:6", "tables": "t1,t2"}
+    assert S.steps_param(st["steps"]) == (2, 5)
+    assert S.str_list(st["tables"]) == ["t1", "t2"]
+    assert S.steps_param("5:2") is None and S.int_list("x") is None
+
+
+def test_empty_store_shows_how_to_record(tmp_path):
+    access = StoreAccess(str(tmp_path / "none.duckdb"))
+    for path in ("/runs", "/overview", "/compare"):
+        page, nav = page_for(access, path, "")
+        assert "scprof record" in text_of(page)
+        assert len(nav) == len(S.PAGES)
+
+
+def test_downloads(ui_db):
+    app = create_app(ui_db)
+    client = app.server.test_client()
+    r = client.get("/download/sql.csv", query_string={"q": "SELECT name FROM runs ORDER BY run_id"})
+    assert r.status_code == 200 and r.data.decode().splitlines() == ["name", "baseline", "tuned"]
+    r = client.get("/download/sql.csv", query_string={"q": "DROP TABLE runs"})
+    assert r.status_code == 400 and b"read-only" in r.data
+    r = client.get("/download/perfetto", query_string={"run": "tuned", "steps": "0:2"})
+    assert r.status_code in (200, 501)
+    if r.status_code == 200:
+        assert len(r.data) > 100 and "attachment" in r.headers["Content-Disposition"]
+    r.close()
+    app.scprof_access.close()
+
+
+def test_cli_ui_defaults_to_loopback():
+    args = build_parser().parse_args(["ui"])
+    assert (args.host, args.port, args.db) == ("127.0.0.1", 8050, None)

@@ -1,0 +1,254 @@
+"""The Dash application: routing, callbacks wiring pages (ui/pages.py) to the URL, downloads.
+
+The URL is the state: a control's change rewrites the query string, the router renders
+the page from it, and the page's data callbacks fill it in. So every view is a link.
+
+    scprof ui [--host 127.0.0.1] [--port 8050] [--db PATH]
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import tempfile
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from flask import Response, request, send_file
+
+from profiler.errors import ScprofError, StoreError
+from profiler.store import default_path
+from ui import pages as P
+from ui import render as R
+from ui import state as S
+from ui.store_access import StoreAccess
+
+log = logging.getLogger("scprof.ui")
+
+
+def create_app(db_path: str | None = None) -> Dash:
+    """The Dash app serving the store at `db_path` (default: $SCPROF_DB or ./scprof.duckdb)."""
+    path = os.path.abspath(db_path or default_path())
+    access = StoreAccess(path)
+    app = Dash(__name__, title="scprof", suppress_callback_exceptions=True, update_title=None,
+               assets_folder=os.path.join(os.path.dirname(__file__), "assets"))
+    app.scprof_access = access  # type: ignore[attr-defined]  # for tests and benchmarks
+    app.layout = html.Div([
+        dcc.Location(id="url", refresh=False),
+        html.Header([html.A("scprof", href="/runs", className="brand"), html.Nav(id="nav"),
+                     html.Span(path, className="store-path", title="store")], className="topbar"),
+        html.Main(id="page"),
+    ])
+    _router(app, access)
+    _page_callbacks(app, access)
+    _url_callbacks(app)
+    _routes(app, access)
+    return app
+
+
+def guarded(access: StoreAccess, n_outputs: int = 1) -> Callable:
+    """Run a page callback on a read-only store; turn failures into an in-page message."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def inner(*args: Any) -> Any:
+            try:
+                with access.open() as store:
+                    return fn(store, *args)
+            except StoreError as e:
+                out = R.empty(f"{e}.", "scprof record configs/baseline.toml") if "no store" in str(e) else R.error(str(e))
+            except ScprofError as e:
+                out = R.error(str(e))
+            except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
+                log.error("callback %s failed:\n%s", fn.__name__, traceback.format_exc())
+                out = R.error(f"internal error in {fn.__name__}: {type(e).__name__}: {e}")
+            return out if n_outputs == 1 else (out, *([no_update] * (n_outputs - 1)))
+
+        return inner
+
+    return wrap
+
+
+def nav(pathname: str, search: str) -> list[Any]:
+    st = S.parse(search)
+    keep = {k: st[k] for k in S.CARRIED if k in st}
+    if "run" not in keep and "cand" in keep:
+        keep["run"] = keep["cand"]
+    links = []
+    for path, label in S.PAGES.items():
+        params = {k: v for k, v in keep.items() if path == "/compare" or k == "run"}
+        links.append(dcc.Link(label, href=R.href(path, **params), id=f"nav-{label.lower()}",
+                              className="nav-link active" if pathname == path else "nav-link"))
+    return links
+
+
+def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> tuple[Any, Any]:
+    """(page, navigation) for a URL: the page's controls from the query, its data left to its callbacks."""
+    pathname = pathname if pathname in S.PAGES else ("/runs" if pathname in (None, "", "/") else pathname)
+    links = nav(pathname, search or "")
+    if pathname not in P.LAYOUTS:
+        return R.empty(f"No page at {pathname}.", "try /runs"), links
+    st = S.parse(search)
+    try:
+        with access.open() as store:
+            page = P.LAYOUTS[pathname](store, st)
+    except StoreError as e:
+        page = R.empty(f"{e}.", P.NO_RUNS[1]) if "no store" in str(e) else R.error(str(e))
+    except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
+        log.error("page %s failed:\n%s", pathname, traceback.format_exc())
+        page = R.error(f"internal error rendering {pathname}: {type(e).__name__}: {e}")
+    return html.Div([html.H2(S.PAGES[pathname]), page], className=f"page page-{pathname.strip('/')}"), links
+
+
+def _router(app: Dash, access: StoreAccess) -> None:
+    @app.callback(Output("page", "children"), Output("nav", "children"),
+                  Input("url", "pathname"), Input("url", "search"))
+    def route(pathname: str | None, search: str | None) -> tuple[Any, Any]:
+        return page_for(access, pathname, search)
+
+
+def _page_callbacks(app: Dash, access: StoreAccess) -> None:
+    for page, fn in (("runs", P.render_runs), ("overview", P.render_overview), ("sparsecore", P.render_sparsecore),
+                     ("memory", P.render_memory), ("findings", P.render_findings), ("compare", P.render_compare),
+                     ("sql", P.render_sql)):
+        app.callback(Output(f"{page}-body", "children"), Input(f"{page}-state", "data"))(guarded(access)(fn))
+    app.callback(Output("overview-analysis", "children"), Input("overview-state", "data"))(
+        guarded(access)(P.render_overview_analysis))
+    app.callback(Output("compare-verdict", "children"), Input("compare-state", "data"))(
+        guarded(access)(P.render_compare_verdict))
+    app.callback(Output("timeline-body", "children"), Output("timeline-view", "data"), Output("timeline-perfetto", "children"),
+                 Input("timeline-state", "data"))(guarded(access, 3)(P.render_timeline))
+
+
+def _same(value: Any, rendered: Any) -> bool:
+    """Whether a control's value is the one its page was rendered with (components may report
+    their value on mount; that is no change of state)."""
+    if isinstance(value, list | tuple) or isinstance(rendered, list | tuple):
+        return [str(x) for x in value or []] == [str(x) for x in rendered or []]
+    return str(value if value is not None else "") == str(rendered if rendered is not None else "")
+
+
+def _url_callbacks(app: Dash) -> None:
+    """Controls write the URL (the router then renders the page from it)."""
+    out = Output("url", "search", allow_duplicate=True)
+    search = State("url", "search")
+
+    # page -> [(control id, URL/state key)]; the first control of a run page picks the run.
+    controls = {
+        "runs": [("runs-filter", "filter"), ("runs-sort", "sort"), ("runs-desc", "desc"), ("runs-base", "base"),
+                 ("runs-cand", "cand")],
+        "overview": [("overview-run", "run"), ("overview-steps", "steps")],
+        "timeline": [("timeline-run", "run"), ("timeline-chips", "chips"), ("timeline-steps", "steps")],
+        "sparsecore": [("sparsecore-run", "run"), ("sparsecore-steps", "steps"), ("sparsecore-tables", "tables"),
+                       ("sparsecore-metric", "metric")],
+        "memory": [("memory-run", "run"), ("memory-chips", "chips"), ("memory-steps", "steps")],
+        "findings": [("findings-run", "run"), ("findings-sev", "sev")],
+        "compare": [("compare-base", "base"), ("compare-cand", "cand")],
+    }
+
+    def register(page: str, pairs: list[tuple[str, str]]) -> None:
+        keys = dict(pairs)
+
+        @app.callback(out, *[Input(i, "value") for i, _ in pairs], State(f"{page}-state", "data"), search,
+                      prevent_initial_call=True)
+        def page_url(*args):
+            *values, rendered, s = args
+            trig = ctx.triggered_id
+            value = values[[i for i, _ in pairs].index(trig)]
+            key = keys[trig]
+            shown = rendered.get(key) if rendered else None
+            if key == "desc":
+                value, shown = ("1" if value else ""), (shown or "")
+            if _same(value, shown):
+                return no_update
+            if key == "run":  # another run: its own steps, window and tables
+                return S.with_params(s, run=value, steps=None, t0=None, t1=None, tables=None, chips=None)
+            if key == "steps":
+                return S.with_params(s, steps=S.steps_text(value) if value else None, t0=None, t1=None)
+            if isinstance(value, list):
+                value = ",".join(map(str, value)) if value or key in ("chips", "sev") else None
+            return S.with_params(s, **{key: value if value not in ("",) else None})
+
+    for page, pairs in controls.items():
+        register(page, pairs)
+
+    @app.callback(out, Input("timeline-graph", "relayoutData"), State("timeline-view", "data"), search,
+                  prevent_initial_call=True)
+    def timeline_zoom(relayout, view, s):
+        new = P.zoom_search(s or "", relayout, view)
+        return new if new is not None and new != s else no_update
+
+    @app.callback(out, Input("sql-run", "n_clicks"), Input({"type": "sql-example", "index": ALL}, "n_clicks"),
+                  Input("sql-rows", "value"), State("sql-text", "value"), State("sql-state", "data"), search,
+                  prevent_initial_call=True)
+    def sql_url(run_clicks, examples, rows, text, rendered, s):
+        trig = ctx.triggered_id
+        if isinstance(trig, dict):
+            if not any(examples):
+                return no_update
+            text = list(P.Q.SQL_EXAMPLES.values())[trig["index"]]
+        elif (trig == "sql-rows" and _same(rows, (rendered or {}).get("rows"))) or (trig == "sql-run" and not run_clicks):
+            return no_update
+        return S.with_params(s, q=(text or "").strip() or None, rows=rows or None)
+
+
+def _routes(app: Dash, access: StoreAccess) -> None:
+    server = app.server
+
+    @server.route("/download/sql.csv")
+    def sql_csv() -> Response:
+        from profiler.sql_guard import QueryError, run_query
+        from scprof.formatting import render
+
+        q = request.args.get("q", "")
+        rows = max(1, min(S.int_param(request.args.get("rows"), 1000) or 1000, P.SQL_MAX_ROWS))
+        try:
+            with access.open() as store:
+                result = run_query(store, q, max_rows=rows, timeout_s=P.SQL_TIMEOUT_S)
+        except (QueryError, StoreError) as e:
+            return Response(f"{e}\n", status=400, mimetype="text/plain")
+        return Response(render(result.table, "csv"), mimetype="text/csv",
+                        headers={"Content-Disposition": "attachment; filename=scprof-query.csv"})
+
+    @server.route("/download/perfetto")
+    def perfetto() -> Response:
+        try:
+            from exporters.perfetto import export_run
+        except ImportError:
+            return Response("Perfetto export is not available in this build (exporters/perfetto.py missing)\n",
+                            status=501, mimetype="text/plain")
+        steps = S.steps_param(request.args.get("steps"))
+        tmpdir = tempfile.mkdtemp(prefix="scprof-ui-")
+        try:
+            with access.open() as store:
+                run = store.resolve_run(request.args.get("run", ""))
+                name = store.rows("SELECT name FROM runs WHERE run_id = ?", [run])[0]["name"]
+                out = os.path.join(tmpdir, f"{name}.perfetto-trace")
+                export_run(store, run, out, (steps[0], steps[1] + 1) if steps else None, False)
+        except ScprofError as e:
+            _rmtree(tmpdir)
+            return Response(f"{e}\n", status=400, mimetype="text/plain")
+        response = send_file(out, as_attachment=True, download_name=os.path.basename(out),
+                             mimetype="application/octet-stream")
+        response.call_on_close(lambda: _rmtree(tmpdir))
+        return response
+
+
+def _rmtree(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def serve(db_path: str | None, host: str = "127.0.0.1", port: int = 8050) -> None:
+    """Serve the UI until interrupted (`scprof ui`)."""
+    app = create_app(db_path)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    print(f"scprof UI on http://{host}:{port}/ (store {app.scprof_access.path}); Ctrl-C to stop", flush=True)
+    app.run(host=host, port=port, debug=False)
+
+
+__all__ = ["create_app", "serve"]

@@ -1,0 +1,374 @@
+"""The pages' data: plain Python values computed from the store (SQL in ui/queries.py) and
+from the analyzers' reports. No Dash here, so every function is testable on a small store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from analyzers.registry import RunReport, analyze_run
+from profiler.errors import StoreError
+from profiler.store import Store
+from ui import queries as Q
+from ui.store_access import KeyedCache, run_memo, sql
+
+ANALYSES = KeyedCache(size=8)
+COMPARISONS = KeyedCache(size=8)
+MAX_STEP_COLUMNS = 400  # SparseCore heatmap columns; longer runs are bucketed by steps
+MAX_COUNTER_POINTS = 2000  # counter samples per series sent before bucketing
+
+
+# ---- runs -----------------------------------------------------------------------------------
+
+RUN_SORT_KEYS = ("run_id", "name", "source", "status", "steps", "events", "mean_step_ps", "ingested")
+
+
+def runs(store: Store, text: str = "", sort: str = "run_id", descending: bool = False) -> list[dict[str, Any]]:
+    """The runs listing, filtered by `text` (in name, source, status, hardware or tags) and sorted."""
+    rows = sql(store, Q.RUNS).to_pylist()
+    for r in rows:
+        r["hardware"] = f"{r['generation'] or '?'} x{r['num_chips'] if r['num_chips'] is not None else '?'}"
+        r["status_text"] = r["status"] + (f" ({r['failure']})" if r["failure"] else "")
+    needle = (text or "").strip().lower()
+    if needle:
+        fields = ("name", "source", "status_text", "hardware", "tags")
+        rows = [r for r in rows if any(needle in str(r[f] or "").lower() for f in fields)]
+    key = sort if sort in RUN_SORT_KEYS else "run_id"
+    rows.sort(key=lambda r: (r[key] is None, r[key] if r[key] is not None else 0), reverse=descending)
+    return rows
+
+
+def run_options(store: Store) -> list[dict[str, Any]]:
+    """Dropdown options for picking a run: label `name (#id)`, value the run_id."""
+    return [{"label": f"{r['name']} (#{r['run_id']})", "value": r["run_id"]}
+            for r in store.rows("SELECT run_id, name FROM runs ORDER BY run_id")]
+
+
+def resolve(store: Store, ref: Any) -> int | None:
+    """run_id for a run given by id or name; None when absent or unknown."""
+    if ref in (None, ""):
+        return None
+    try:
+        return store.resolve_run(ref)
+    except StoreError:
+        return None
+
+
+def run_info(store: Store, run_id: int) -> dict[str, Any]:
+    rows = sql(store, Q.RUN, run=run_id).to_pylist()
+    if not rows:
+        raise StoreError(f"run {run_id} not found")
+    info = rows[0]
+    for k in ("config", "tags", "hardware_extra"):
+        try:
+            info[k] = json.loads(info[k]) if isinstance(info[k], str) else (info[k] or {})
+        except ValueError:
+            info[k] = {}
+    return info
+
+
+def step_bounds(store: Store, run_id: int) -> tuple[int, int] | None:
+    """First and last step of the run, or None when it has no steps."""
+    r = run_memo(store, run_id, "step_range", None, lambda: sql(store, Q.STEP_RANGE, run=run_id).to_pylist()[0])
+    return None if r["lo"] is None else (int(r["lo"]), int(r["hi"]))
+
+
+def clamp_steps(bounds: tuple[int, int] | None, steps: tuple[int, int] | None) -> tuple[int, int]:
+    """An inclusive step range inside the run's (the whole run when `steps` is None)."""
+    if bounds is None:
+        return (0, -1)
+    if steps is None:
+        return bounds
+    lo, hi = max(bounds[0], steps[0]), min(bounds[1], steps[1])
+    return (lo, hi) if lo <= hi else bounds
+
+
+def step_times(store: Store, run_id: int, steps: tuple[int, int]) -> dict[str, np.ndarray]:
+    """step, step_ps, start_ps, end_ps arrays (step markers, else event extents)."""
+    return run_memo(store, run_id, "step_times", tuple(steps), lambda: _step_times(store, run_id, steps))
+
+
+def _step_times(store: Store, run_id: int, steps: tuple[int, int]) -> dict[str, np.ndarray]:
+    t = sql(store, Q.STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1])
+    if t.num_rows == 0:
+        t = sql(store, Q.STEP_TIMES_FROM_EVENTS, run=run_id, step_lo=steps[0], step_hi=steps[1])
+    return {c: t.column(c).to_numpy().astype(np.int64) for c in ("step", "step_ps", "start_ps", "end_ps")}
+
+
+def steps_window(store: Store, run_id: int, steps: tuple[int, int]) -> tuple[int, int] | None:
+    """[start, end) in ps covered by the steps, or None."""
+    st = step_times(store, run_id, steps)
+    if len(st["step"]) == 0:
+        return None
+    return int(st["start_ps"].min()), int(st["end_ps"].max())
+
+
+# ---- overview ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Kpi:
+    label: str
+    value: float | None
+    unit: str  # "ps", "bytes", "share", "count" or free text
+    detail: str = ""
+
+
+def overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kpi]:
+    """The Overview's headline figures that SQL gives directly (cached per run and steps)."""
+    return run_memo(store, run_id, "kpis", tuple(steps), lambda: _overview_kpis(store, run_id, steps))
+
+
+def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kpi]:
+    st = step_times(store, run_id, steps)
+    kpis: list[Kpi] = []
+    if len(st["step_ps"]):
+        ps = st["step_ps"].astype(np.float64)
+        kpis += [Kpi("step time mean", float(ps.mean()), "ps", f"{len(ps)} steps"),
+                 Kpi("step time p50", float(np.percentile(ps, 50)), "ps"),
+                 Kpi("step time p90", float(np.percentile(ps, 90)), "ps")]
+    else:
+        kpis.append(Kpi("step time", None, "ps", "no steps in this run"))
+    part = sql(store, Q.PARTITION_TOTALS, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
+    if not part["rows"]:
+        part = sql(store, Q.EVENT_MINIBATCHES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
+    kpis.append(Kpi("SC minibatches per step", part["minibatches_per_step"], "count",
+                    f"max {part['max_minibatches']}" if part["max_minibatches"] is not None else "not recorded"))
+    kpis.append(Kpi("dropped IDs", part["dropped_ids"], "count", "" if part["dropped_ids"] is not None else "not recorded"))
+    info = run_info(store, run_id)
+    mem = hbm_peak(store, run_id)
+    cap = info.get("hbm_bytes")
+    if mem is None:
+        kpis.append(Kpi("HBM peak", None, "bytes", "no HBM counters recorded"))
+    else:
+        detail = f"chip {mem['chip']}" + (f", {mem['peak'] / cap:.0%} of {_gib(cap)} capacity" if cap else ", capacity unknown")
+        kpis.append(Kpi("HBM peak", mem["peak"], "bytes", detail))
+    return kpis
+
+
+def _gib(n: float) -> str:
+    from scprof.formatting import format_bytes
+
+    return format_bytes(n)
+
+
+def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[dict[str, Any]]:
+    return run_memo(store, run_id, "chip_steps", tuple(steps), lambda: sql(
+        store, Q.CHIP_STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist())
+
+
+def analysis(store: Store, run_id: int) -> RunReport:
+    """analyze_run for the run, cached by the run's content key."""
+    key = ("analysis", store.path, *_run_key(store, run_id))
+    return ANALYSES.get_or_compute(key, lambda: analyze_run(store, run_id))
+
+
+def cached_analysis(store: Store, run_id: int) -> RunReport | None:
+    """The cached report, or None when it has not been computed yet (never blocks)."""
+    return ANALYSES.get(("analysis", store.path, *_run_key(store, run_id)))
+
+
+def _run_key(store: Store, run_id: int) -> tuple:
+    rows = sql(store, Q.RUN_KEY, run=run_id).to_pylist()
+    if not rows:
+        raise StoreError(f"run {run_id} not found")
+    r = rows[0]
+    return (r["run_id"], r["uuid"], r["ingested_at"])
+
+
+def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | None = None) -> dict[str, Any]:
+    """From the breakdown analysis: {steps: [...], categories: {cat: [ps per step]}} (mean over chips,
+    or one chip), and per chip {chips: [...], categories: {cat: [mean ps per step]}}."""
+    a = report.analyses.get("breakdown")
+    if a is None or "step_breakdown" not in a.tables:
+        return {}
+    t = a.tables["step_breakdown"]
+    chips = t.column("chip").to_numpy()
+    step = t.column("step").to_numpy()
+    dur = t.column("dur_ps").to_numpy().astype(np.float64)
+    cat = np.asarray(t.column("category").to_pylist(), dtype=object)
+    in_range = (step >= steps[0]) & (step <= steps[1])
+    from analyzers.timeline import CATEGORIES
+
+    cats = [c for c in CATEGORIES if np.any(cat[in_range] == c)]
+    sel = in_range & ((chips == chip) if chip is not None else True)
+    step_list = sorted(set(step[sel].tolist()))
+    n_chips = max(len(set(chips[sel].tolist())), 1)
+    per_step = {c: [float(dur[sel & (cat == c) & (step == s)].sum() / n_chips) for s in step_list] for c in cats}
+    chip_list = sorted(set(chips[in_range].tolist()))
+    n_steps = max(len(set(step[in_range].tolist())), 1)
+    per_chip = {c: [float(dur[in_range & (cat == c) & (chips == k)].sum() / n_steps) for k in chip_list] for c in cats}
+    return {"steps": step_list, "per_step": per_step, "chips": chip_list, "per_chip": per_chip}
+
+
+def analysis_kpis(report: RunReport) -> list[Kpi]:
+    """Headline figures the analyzers computed: every scalar in every analysis' figures."""
+    out: list[Kpi] = []
+    for name, a in report.analyses.items():
+        for key, value in (a.figures or {}).items():
+            if isinstance(value, dict):
+                if key == "share":
+                    out += [Kpi(f"{cat} share", v, "share", name) for cat, v in value.items() if cat == "idle"]
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or key in ("steps",) or key.startswith("step_ps"):
+                continue
+            out.append(Kpi(key.replace("_", " "), float(value), unit_of(key), name))
+    return out
+
+
+def unit_of(name: str) -> str:
+    """The unit a figure's name implies (units in names: STYLE.md)."""
+    n = name.lower()
+    if n.endswith("_ps") or n.endswith("ps_mean"):
+        return "ps"
+    if "bytes" in n:
+        return "bytes"
+    if "share" in n or "ratio" in n or "fraction" in n or n.endswith("_pct"):
+        return "share"
+    return "count"
+
+
+# ---- SparseCore ------------------------------------------------------------------------------
+
+
+def sc_tables(store: Store, run_id: int) -> tuple[list[str], bool]:
+    """Tables with partition statistics (True), else tables named on events (False)."""
+    return run_memo(store, run_id, "sc_tables", None, lambda: _sc_tables(store, run_id))
+
+
+def _sc_tables(store: Store, run_id: int) -> tuple[list[str], bool]:
+    names = sql(store, Q.SC_TABLES, run=run_id).column("table_name").to_pylist()
+    if names:
+        return names, True
+    return sql(store, Q.SC_TABLES_FROM_EVENTS, run=run_id).column("table_name").to_pylist(), False
+
+
+def sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[str]) -> dict[str, Any]:
+    """Heatmap matrices (partition x step bucket) of IDs, unique IDs, minibatches, dropped IDs and
+    ratios to the limits, the per-step skew, and the per-table summary (cached per run and view)."""
+    return run_memo(store, run_id, "sparsecore", (tuple(steps), tuple(tables)),
+                    lambda: _sparsecore(store, run_id, steps, tables))
+
+
+def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[str]) -> dict[str, Any]:
+    _, from_stats = sc_tables(store, run_id)
+    n_steps = steps[1] - steps[0] + 1
+    sb = max(1, math.ceil(n_steps / MAX_STEP_COLUMNS))
+    if from_stats:
+        t = sql(store, Q.SC_CELLS, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables), sb=sb)
+    else:
+        ids = {r["value"]: r["string_id"] for r in sql(store, Q.STRING_IDS, run=run_id,
+                                                        values=["sc_forward", *tables]).to_pylist()}
+        table_ids = [ids[t] for t in tables if t in ids] or ([-1] if tables else [])
+        t = sql(store, Q.SC_CELLS_FROM_EVENTS, run=run_id, step_lo=steps[0], step_hi=steps[1], table_ids=table_ids,
+                forward_id=ids.get("sc_forward", -1), sb=sb)
+    if t.num_rows == 0:
+        return {"empty": True, "from_stats": from_stats}
+    cols = {c: t.column(c).to_numpy(zero_copy_only=False) for c in t.column_names}
+    parts = sorted(set(zip(cols["chip"].tolist(), cols["sc"].tolist(), strict=True)))
+    step_cols = sorted(set(cols["step"].tolist()))
+    pi = {p: i for i, p in enumerate(parts)}
+    si = {s: i for i, s in enumerate(step_cols)}
+    rows = np.array([pi[p] for p in zip(cols["chip"].tolist(), cols["sc"].tolist(), strict=True)])
+    cidx = np.array([si[s] for s in cols["step"].tolist()])
+    mats = {}
+    for m in ("ids", "unique_ids", "minibatches", "dropped_ids", "ids_ratio", "unique_ratio"):
+        mat = np.full((len(parts), len(step_cols)), np.nan)
+        mat[rows, cidx] = np.asarray(cols[m], dtype=np.float64)
+        mats[m] = mat
+    ids = mats["ids"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        skew = np.nanmax(ids, axis=0) / np.nanmean(ids, axis=0)
+    summary = sql(store, Q.SC_TABLE_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables)).to_pylist()
+    return {
+        "empty": False, "from_stats": from_stats, "step_bucket": sb,
+        "partitions": [f"chip {c} · SC {s}" for c, s in parts], "steps": step_cols,
+        "matrices": mats, "skew": skew, "minibatches_per_step": np.nanmax(mats["minibatches"], axis=0),
+        "dropped_per_step": np.nansum(mats["dropped_ids"], axis=0), "tables": summary,
+    }
+
+
+# ---- memory ----------------------------------------------------------------------------------
+
+
+def counters(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """The run's counter series: track_id, chip, counter, unit, samples, peak."""
+    return run_memo(store, run_id, "counters", None, lambda: sql(store, Q.COUNTER_SERIES, run=run_id).to_pylist())
+
+
+def is_hbm(c: dict[str, Any]) -> bool:
+    return c["unit"] == "bytes" and "hbm" in c["counter"].lower()
+
+
+def is_spmem(c: dict[str, Any]) -> bool:
+    return c["unit"] == "bytes" and ("spmem" in c["counter"].lower() or "scratchpad" in c["counter"].lower())
+
+
+def counter_series(store: Store, run_id: int, track_ids: list[int], t0: int, t1: int,
+                   max_points: int = MAX_COUNTER_POINTS) -> dict[int, dict[str, np.ndarray]]:
+    """Per track: ts_ps and value arrays in [t0, t1) (bucketed to the highest value per column
+    when a series has more than max_points samples), plus `bucketed` when so."""
+    if not track_ids:
+        return {}
+    n = sql(store, Q.COUNTER_WINDOW_COUNT, run=run_id, tracks=track_ids, t0=t0, t1=t1).column("n")[0].as_py()
+    if n <= max_points * len(track_ids):
+        t = sql(store, Q.COUNTER_SAMPLES_WINDOW, run=run_id, tracks=track_ids, t0=t0, t1=t1)
+        value_col, bucketed = "value", False
+    else:
+        b = max(1, -(-(t1 - t0) // max_points))
+        t = sql(store, Q.COUNTER_BUCKETS, run=run_id, tracks=track_ids, t0=t0, t1=t1, b=b)
+        value_col, bucketed = "hi", True
+    tid = t.column("track_id").to_numpy()
+    ts = t.column("ts_ps").to_numpy()
+    val = t.column(value_col).to_numpy()
+    return {k: {"ts_ps": ts[tid == k], "value": val[tid == k], "bucketed": bucketed} for k in track_ids if np.any(tid == k)}
+
+
+def hbm_peak(store: Store, run_id: int, chips: list[int] | None = None) -> dict[str, Any] | None:
+    """The highest total of the HBM counters on any chip (each counter's value holds from its
+    sample on), when it happened, and each counter's value then."""
+    return run_memo(store, run_id, "hbm_peak", tuple(chips) if chips is not None else None,
+                    lambda: _hbm_peak(store, run_id, chips))
+
+
+def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, Any] | None:
+    series = [c for c in counters(store, run_id) if is_hbm(c) and c["chip"] >= 0 and (chips is None or c["chip"] in chips)]
+    if not series:
+        return None
+    t = sql(store, "SELECT track_id, ts_ps, value FROM counters WHERE run_id = $run AND list_contains($tracks, track_id) "
+                   "ORDER BY ts_ps", run=run_id, tracks=[c["track_id"] for c in series])
+    tid, ts, val = (t.column(c).to_numpy() for c in ("track_id", "ts_ps", "value"))
+    best: dict[str, Any] | None = None
+    for chip in sorted({c["chip"] for c in series}):
+        chip_series = [c for c in series if c["chip"] == chip]
+        times = np.unique(ts[np.isin(tid, [c["track_id"] for c in chip_series])])
+        held = []
+        for c in chip_series:
+            m = tid == c["track_id"]
+            idx = np.searchsorted(ts[m], times, side="right") - 1
+            held.append(np.where(idx >= 0, val[m][np.maximum(idx, 0)], 0.0))
+        total = np.sum(held, axis=0)
+        i = int(np.argmax(total))
+        if best is None or total[i] > best["peak"]:
+            best = {"chip": chip, "peak": float(total[i]), "ts_ps": int(times[i]),
+                    "parts": {c["counter"]: float(h[i]) for c, h in zip(chip_series, held, strict=True)}}
+    return best
+
+
+# ---- compare ---------------------------------------------------------------------------------
+
+
+def compare(store: Store, base: int, cand: int) -> tuple[dict[str, Any] | None, str | None]:
+    """compare_runs(...).to_dict() (cached), or (None, why not) when analyzers/compare.py is missing."""
+    try:
+        from analyzers.compare import compare_runs
+    except ImportError as e:
+        return None, f"run comparison (analyzers/compare.py) is not available in this build: {e}"
+    key = ("compare", store.path, *_run_key(store, base), *_run_key(store, cand))
+    result = COMPARISONS.get_or_compute(key, lambda: compare_runs(store, base, cand))
+    return (result.to_dict() if hasattr(result, "to_dict") else dict(result)), None

@@ -1,0 +1,292 @@
+"""The UI's SQL: every query a page runs, by name, each with a comment saying what it returns.
+
+Parameters are bound by name (`$run`, `$t0`, ...), never formatted into the text.
+Times are int64 picoseconds as in the store; pages format them at the edge.
+"""
+
+from __future__ import annotations
+
+# runs: the Runs page, one row per run: hardware, steps, events, mean step time (the
+# slowest chip's marker on the TensorCore `Steps` line, any step marker otherwise),
+# status and a failure named in the run's tags (compile/OOM failures recorded by the emulator).
+RUNS = """
+WITH per_step AS (
+    SELECT s.run_id, s.step, coalesce(max(s.dur_ps) FILTER (WHERE t.line = 'Steps'), max(s.dur_ps)) AS step_ps
+    FROM steps s JOIN tracks t USING (run_id, track_id)
+    WHERE t.chip >= 0
+    GROUP BY ALL
+),
+mean_steps AS (SELECT run_id, avg(step_ps) AS mean_step_ps FROM per_step GROUP BY run_id)
+SELECT r.run_id, r.name, r.source, r.status, r.generation, r.num_chips, r.steps, r.events,
+       m.mean_step_ps, r.last_ps - r.first_ps AS span_ps, CAST(r.tags AS VARCHAR) AS tags,
+       coalesce(json_extract_string(r.tags, '$.failure'), json_extract_string(r.tags, '$.error')) AS failure,
+       strftime(r.ingested_at, '%Y-%m-%d %H:%M') AS ingested
+FROM runs r LEFT JOIN mean_steps m USING (run_id)
+ORDER BY r.run_id
+"""
+
+# run: every column of one run (hardware header, config, tags, extent).
+RUN = "SELECT * FROM runs WHERE run_id = $run"
+
+# run_key: what identifies a run's content, for caching analyses (an id can be reused after a delete).
+RUN_KEY = "SELECT run_id, uuid, CAST(ingested_at AS VARCHAR) AS ingested_at, events FROM runs WHERE run_id = $run"
+
+# step_times: per step of a run in [$step_lo, $step_hi]: its time on the slice (the slowest
+# chip's marker on the TensorCore `Steps` line, other markers when a chip has none) and its start.
+STEP_TIMES = """
+SELECT s.step, coalesce(max(s.dur_ps) FILTER (WHERE t.line = 'Steps'), max(s.dur_ps)) AS step_ps,
+       min(s.start_ps) AS start_ps, max(s.start_ps + s.dur_ps) AS end_ps
+FROM steps s JOIN tracks t USING (run_id, track_id)
+WHERE s.run_id = $run AND t.chip >= 0 AND s.step BETWEEN $step_lo AND $step_hi
+GROUP BY s.step ORDER BY s.step
+"""
+
+# step_times_from_events: the same for runs without step markers: each step's extent over
+# the events tagged with it.
+STEP_TIMES_FROM_EVENTS = """
+SELECT step, max(start_ps + dur_ps) - min(start_ps) AS step_ps, min(start_ps) AS start_ps,
+       max(start_ps + dur_ps) AS end_ps
+FROM events WHERE run_id = $run AND step IS NOT NULL AND step BETWEEN $step_lo AND $step_hi
+GROUP BY step ORDER BY step
+"""
+
+# step_range: first and last step of a run (markers, else events).
+STEP_RANGE = """
+SELECT coalesce((SELECT min(step) FROM steps WHERE run_id = $run), (SELECT min(step) FROM events WHERE run_id = $run)) AS lo,
+       coalesce((SELECT max(step) FROM steps WHERE run_id = $run), (SELECT max(step) FROM events WHERE run_id = $run)) AS hi
+"""
+
+# chip_step_times: mean and max step marker per chip (the per-chip view of the Overview).
+CHIP_STEP_TIMES = """
+SELECT t.chip, avg(s.dur_ps) AS mean_step_ps, max(s.dur_ps) AS max_step_ps, count(*) AS steps
+FROM steps s JOIN tracks t USING (run_id, track_id)
+WHERE s.run_id = $run AND t.chip >= 0 AND t.line = 'Steps' AND s.step BETWEEN $step_lo AND $step_hi
+GROUP BY t.chip ORDER BY t.chip
+"""
+
+# minibatches: SparseCore minibatches per step (most split partition of the step) and
+# dropped IDs, from the partition statistics.
+PARTITION_TOTALS = """
+SELECT count(*) AS rows, avg(mb) AS minibatches_per_step, max(mb) AS max_minibatches, sum(dropped)::DOUBLE AS dropped_ids
+FROM (SELECT step, max(minibatches) AS mb, sum(dropped_ids) AS dropped
+      FROM sc_partition_stats WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi GROUP BY step)
+"""
+
+# event_minibatches: the same from events, for runs without partition statistics
+# (minibatch index on SparseCore ops; dropped IDs on events).
+EVENT_MINIBATCHES = """
+SELECT avg(mb) AS minibatches_per_step, max(mb) AS max_minibatches, sum(dropped)::DOUBLE AS dropped_ids
+FROM (SELECT step, max(minibatch) + 1 AS mb, sum(dropped_ids) AS dropped
+      FROM events WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
+        AND (minibatch IS NOT NULL OR dropped_ids IS NOT NULL)
+      GROUP BY step)
+"""
+
+# timeline_tracks: the tracks of a run that hold events or step markers, with how many,
+# in display order: host first, then per chip TensorCore lines, then SparseCores and tiles.
+TIMELINE_TRACKS = """
+WITH n AS (
+    SELECT track_id, sum(n)::BIGINT AS n FROM (
+        SELECT track_id, count(*) AS n FROM events WHERE run_id = $run GROUP BY track_id
+        UNION ALL
+        SELECT track_id, count(*) AS n FROM steps WHERE run_id = $run GROUP BY track_id
+    ) GROUP BY track_id
+)
+SELECT t.track_id, t.plane, t.line, t.kind, t.chip, t.core, t.tile, n.n
+FROM tracks t JOIN n USING (track_id)
+WHERE t.run_id = $run AND t.kind <> 'counter'
+ORDER BY t.chip, CASE t.kind WHEN 'host' THEN 0 WHEN 'tensorcore' THEN 1 WHEN 'sparsecore' THEN 2 ELSE 3 END,
+         t.plane, t.core, t.tile,
+         CASE WHEN t.line LIKE '%Steps' THEN 0 WHEN t.line LIKE '%Modules' THEN 1 WHEN t.line LIKE '%Ops' THEN 2 ELSE 3 END,
+         t.line
+"""
+
+# window_count: events and step markers of the chosen tracks overlapping [$t0, $t1).
+WINDOW_COUNT = """
+SELECT (SELECT count(*) FROM events WHERE run_id = $run AND list_contains($tracks, track_id)
+          AND start_ps < $t1 AND start_ps >= $t0 - $maxdur AND start_ps + dur_ps > $t0)
+     + (SELECT count(*) FROM steps WHERE run_id = $run AND list_contains($tracks, track_id)
+          AND start_ps < $t1 AND start_ps + dur_ps > $t0) AS n
+"""
+
+# timeline_exact: the events of the chosen tracks overlapping the window, with names and
+# typed arguments (the zoomed-in view), plus step markers as events named `step N`.
+TIMELINE_EXACT = """
+SELECT e.event_id, e.track_id, n.value AS name, e.start_ps, e.dur_ps, e.step, tb.value AS table_name,
+       e.sc, e.minibatch, e.ids, e.unique_ids, e.dropped_ids, e.bytes, e.flops, c.value AS category
+FROM events e
+JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
+LEFT JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id
+LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id
+WHERE e.run_id = $run AND list_contains($tracks, e.track_id) AND e.start_ps < $t1 AND e.start_ps >= $t0 - $maxdur
+  AND e.start_ps + e.dur_ps > $t0
+UNION ALL
+SELECT -1 AS event_id, track_id, 'step ' || step AS name, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, 'step' AS category
+FROM steps WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps + dur_ps > $t0
+ORDER BY start_ps
+LIMIT $limit
+"""
+
+# timeline_args: further arguments (event_args) of the events shown in the exact view.
+TIMELINE_ARGS = """
+SELECT event_id, key, coalesce(CAST(int_value AS VARCHAR), CAST(double_value AS VARCHAR), string_value) AS value
+FROM event_args
+WHERE run_id = $run AND event_id BETWEEN $lo AND $hi AND list_contains($ids, event_id)
+ORDER BY event_id, key
+"""
+
+# timeline_short: the wide view: events (and markers) shorter than one pixel column, counted and
+# their time summed per track and column of width $b starting at $t0.
+TIMELINE_SHORT = """
+WITH src AS (
+    SELECT track_id, start_ps, dur_ps FROM events
+    WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps >= $t0 - $b
+      AND start_ps + dur_ps > $t0 AND dur_ps < $b
+    UNION ALL
+    SELECT track_id, start_ps, dur_ps FROM steps
+    WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps + dur_ps > $t0 AND dur_ps < $b
+)
+SELECT track_id, ((greatest(start_ps, $t0) - $t0) // $b)::INTEGER AS col, count(*)::INTEGER AS n,
+       sum(dur_ps)::DOUBLE AS busy_ps
+FROM src GROUP BY ALL
+"""
+
+# timeline_long: the wide view: events and markers at least one column long, clipped to the
+# window (painted exactly over the columns they cover; at most a few per column and track).
+TIMELINE_LONG = """
+SELECT track_id, greatest(start_ps, $t0) AS s, least(start_ps + dur_ps, $t1) AS e FROM events
+WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps >= $t0 - $maxdur
+  AND start_ps + dur_ps > $t0 AND dur_ps >= $b
+UNION ALL
+SELECT track_id, greatest(start_ps, $t0), least(start_ps + dur_ps, $t1) FROM steps
+WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps + dur_ps > $t0 AND dur_ps >= $b
+LIMIT $limit
+"""
+
+# sc_tables: embedding tables with partition statistics in a run.
+SC_TABLES = "SELECT DISTINCT table_name FROM sc_partition_stats WHERE run_id = $run ORDER BY table_name"
+
+# sc_tables_from_events: tables named on events, for runs without partition statistics.
+SC_TABLES_FROM_EVENTS = """
+SELECT DISTINCT s.value AS table_name FROM (SELECT DISTINCT table_id FROM events WHERE run_id = $run AND table_id IS NOT NULL) e
+JOIN strings s ON s.run_id = $run AND s.string_id = e.table_id ORDER BY 1
+"""
+
+# sc_cells: the SparseCore heatmaps: per step bucket (steps // $sb) and partition (chip, sc),
+# IDs, unique IDs, minibatches and dropped IDs over the chosen tables, and the highest
+# ratio of IDs (unique IDs) to the compiled limit of any chosen table.
+SC_CELLS = """
+WITH per_step AS (
+    SELECT step, chip, sc, sum(ids) AS ids, sum(unique_ids) AS unique_ids, max(minibatches) AS minibatches,
+           sum(dropped_ids) AS dropped_ids,
+           max(ids::DOUBLE / nullif(max_ids_per_partition, 0)) AS ids_ratio,
+           max(unique_ids::DOUBLE / nullif(max_unique_ids_per_partition, 0)) AS unique_ratio
+    FROM sc_partition_stats
+    WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi AND (len($tables) = 0 OR list_contains($tables, table_name))
+    GROUP BY ALL
+)
+SELECT (step // $sb)::INTEGER * $sb AS step, chip, sc, max(ids)::DOUBLE AS ids, max(unique_ids)::DOUBLE AS unique_ids,
+       max(minibatches)::DOUBLE AS minibatches, sum(dropped_ids)::DOUBLE AS dropped_ids,
+       max(ids_ratio) AS ids_ratio, max(unique_ratio) AS unique_ratio
+FROM per_step GROUP BY ALL ORDER BY 1, 2, 3
+"""
+
+# sc_cells_from_events: the same from SparseCore op events (category sc_forward, or uncategorised),
+# for runs without partition statistics: no limits, so no ratios. Tables and the category are
+# given by string id.
+SC_CELLS_FROM_EVENTS = """
+WITH sc_tracks AS (SELECT track_id, chip FROM tracks WHERE run_id = $run AND chip >= 0 AND kind IN ('sparsecore', 'sc_tile')),
+per_step AS (
+    SELECT e.step, t.chip, e.sc, sum(e.ids) AS ids, sum(e.unique_ids) AS unique_ids,
+           max(e.minibatch) + 1 AS minibatches, sum(e.dropped_ids) AS dropped_ids
+    FROM events e JOIN sc_tracks t USING (track_id)
+    WHERE e.run_id = $run AND e.ids IS NOT NULL AND e.sc IS NOT NULL AND e.step BETWEEN $step_lo AND $step_hi
+      AND (e.category_id IS NULL OR e.category_id = $forward_id)
+      AND (len($table_ids) = 0 OR list_contains($table_ids, e.table_id))
+    GROUP BY ALL
+)
+SELECT (step // $sb)::INTEGER * $sb AS step, chip, sc, max(ids)::DOUBLE AS ids, max(unique_ids)::DOUBLE AS unique_ids,
+       max(minibatches)::DOUBLE AS minibatches, sum(dropped_ids)::DOUBLE AS dropped_ids,
+       NULL::DOUBLE AS ids_ratio, NULL::DOUBLE AS unique_ratio
+FROM per_step GROUP BY ALL ORDER BY 1, 2, 3
+"""
+
+# string_ids: ids of some strings of a run (to filter events by integer id instead of joining names).
+STRING_IDS = "SELECT string_id, value FROM strings WHERE run_id = $run AND list_contains($values, value)"
+
+# max_event_dur: the run's longest event, which bounds how early an event overlapping a window can
+# start (so window queries can skip row groups by start_ps alone).
+MAX_EVENT_DUR = "SELECT coalesce(max(dur_ps), 0) AS d FROM events WHERE run_id = $run"
+
+# sc_table_summary: per table: largest partition against its compiled limits, minibatches,
+# dropped IDs and skew (largest partition over the mean partition, averaged over steps).
+SC_TABLE_SUMMARY = """
+WITH per_step AS (
+    SELECT table_name, step, max(ids) AS max_ids, avg(ids) AS mean_ids, max(unique_ids) AS max_unique,
+           max(max_ids_per_partition) AS ids_limit, max(max_unique_ids_per_partition) AS unique_limit,
+           max(minibatches) AS minibatches, sum(dropped_ids) AS dropped_ids
+    FROM sc_partition_stats
+    WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi AND (len($tables) = 0 OR list_contains($tables, table_name))
+    GROUP BY ALL
+)
+SELECT table_name, max(max_ids) AS max_ids, max(ids_limit) AS max_ids_per_partition,
+       max(max_unique) AS max_unique_ids, max(unique_limit) AS max_unique_ids_per_partition,
+       avg(minibatches) AS minibatches_per_step, sum(dropped_ids)::DOUBLE AS dropped_ids,
+       avg(max_ids / nullif(mean_ids, 0)) AS skew
+FROM per_step GROUP BY table_name ORDER BY table_name
+"""
+
+# counter_series: the counters of a run (one row per chip and counter) with sample counts and peaks.
+COUNTER_SERIES = """
+SELECT track_id, chip, counter, unit, count(*) AS samples, max(value) AS peak
+FROM counter_samples WHERE run_id = $run GROUP BY ALL ORDER BY chip, counter
+"""
+
+# counter_samples_window: the samples of chosen counter tracks in [$t0, $t1), plus the value
+# holding at $t0 (the last sample before it), so step functions start right.
+COUNTER_SAMPLES_WINDOW = """
+SELECT track_id, ts_ps, value FROM counters
+WHERE run_id = $run AND list_contains($tracks, track_id) AND ts_ps >= $t0 AND ts_ps < $t1
+UNION ALL
+SELECT track_id, $t0 AS ts_ps, arg_max(value, ts_ps) AS value FROM counters
+WHERE run_id = $run AND list_contains($tracks, track_id) AND ts_ps < $t0 GROUP BY track_id
+ORDER BY track_id, ts_ps
+"""
+
+# counter_buckets: the same when there are too many samples to send: per track and column of
+# width $b, the lowest, highest and last value (peaks survive downsampling).
+COUNTER_BUCKETS = """
+SELECT track_id, (($b * ((ts_ps - $t0) // $b)) + $t0)::BIGINT AS ts_ps, min(value) AS lo, max(value) AS hi,
+       arg_max(value, ts_ps) AS value
+FROM counters
+WHERE run_id = $run AND list_contains($tracks, track_id) AND ts_ps >= $t0 AND ts_ps < $t1
+GROUP BY ALL ORDER BY track_id, ts_ps
+"""
+
+# counter_window_count: how many samples the chosen counter tracks have in the window.
+COUNTER_WINDOW_COUNT = """
+SELECT count(*) AS n FROM counters
+WHERE run_id = $run AND list_contains($tracks, track_id) AND ts_ps >= $t0 AND ts_ps < $t1
+"""
+
+# sql_examples: shown on the SQL console (each one SELECT; $-free so they run as typed).
+SQL_EXAMPLES = {
+    "Runs": "SELECT run_id, name, source, status, steps, events FROM runs ORDER BY run_id",
+    "Longest ops": (
+        "SELECT run_id, plane, name, dur_ps / 1e6 AS dur_us, step\nFROM slices\n"
+        "ORDER BY dur_ps DESC\nLIMIT 20"
+    ),
+    "Time per op name": (
+        "SELECT run_id, line, name, count(*) AS n, sum(dur_ps) / 1e9 AS total_ms\nFROM slices\n"
+        "GROUP BY ALL ORDER BY total_ms DESC\nLIMIT 20"
+    ),
+    "Partitions over the limit": (
+        "SELECT run_id, step, chip, sc, table_name, ids, max_ids_per_partition, minibatches\n"
+        "FROM sc_partition_stats\nWHERE ids > max_ids_per_partition\nORDER BY ids DESC\nLIMIT 50"
+    ),
+    "HBM peak per chip": (
+        "SELECT run_id, chip, counter, max(value) / 2^30 AS peak_gib\nFROM counter_samples\n"
+        "WHERE unit = 'bytes'\nGROUP BY ALL ORDER BY run_id, chip"
+    ),
+}

@@ -1,0 +1,203 @@
+"""Small rendering helpers shared by the pages: units, tables, KPI tiles, findings, states.
+
+Findings are rendered from their fields alone (rule, severity, title, metric, value,
+unit, recommendation, evidence, entities, confidence, evidence_sql), so a new
+analyzer's findings appear without UI changes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+from urllib.parse import urlencode
+
+import plotly.graph_objects as go
+from dash import dcc, html
+
+from analyzers.findings import Finding
+from scprof.formatting import format_bytes, format_ps
+
+GRAPH_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+SEVERITY_COLORS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
+CATEGORY_COLORS = {
+    "tc_forward": "#1e88e5", "tc_backward": "#1565c0", "tc_collective": "#5e35b1", "tc_other": "#90caf9",
+    "sc_forward": "#43a047", "sc_backward": "#2e7d32", "sc_collective": "#00897b", "sc_other": "#a5d6a7",
+    "host_to_device": "#fb8c00", "host_preprocess": "#f4511e", "host_other": "#ffcc80", "idle": "#bdbdbd",
+}
+BASE_COLOR, CAND_COLOR = "#78909c", "#e65100"
+LONG_TEXT = 100  # table cells longer than this are cut (full text on hover)
+
+
+def fmt(value: Any, unit: str) -> str:
+    """A value with its unit for people: 1.5 ms, 3.2 GiB, 42%, 1,234."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if unit == "ps":
+        return format_ps(value)
+    if unit == "bytes":
+        return format_bytes(value)
+    if unit in ("share", "share of step time"):
+        return f"{value:.1%}"
+    if unit in ("count", "") and isinstance(value, int | float):
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+    if isinstance(value, float):
+        return f"{value:.4g} {unit}".strip()
+    return f"{value} {unit}".strip()
+
+
+def fmt_delta(base: Any, cand: Any, unit: str) -> str:
+    """Change from base to cand: signed, with the relative change."""
+    if base is None or cand is None:
+        return "–"
+    d = cand - base
+    sign = "+" if d > 0 else "−" if d < 0 else "±"
+    rel = f" ({d / base:+.1%})" if base else ""
+    if unit == "share":
+        return f"{sign}{abs(d) * 100:.1f} pp"
+    return f"{sign}{fmt(abs(d), unit)}{rel}"
+
+
+def href(path: str, **params: Any) -> str:
+    """A page link with query parameters (None values left out)."""
+    q = {k: (",".join(map(str, v)) if isinstance(v, list | tuple) else v) for k, v in params.items() if v not in (None, "", [])}
+    return path + ("?" + urlencode(q) if q else "")
+
+
+def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]], id: str | None = None,
+          max_rows: int = 500, class_name: str = "data") -> html.Div:
+    """An HTML table of `rows`; columns are (key, header, unit) with unit as for fmt, 'text' or 'link'."""
+    head = html.Tr([html.Th(h) for _, h, _ in columns])
+    body = []
+    for r in rows[:max_rows]:
+        cells = []
+        for key, _, unit in columns:
+            v = r.get(key)
+            if unit == "link":
+                cells.append(html.Td(v))
+            elif unit == "text":
+                text = "–" if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
+                cells.append(html.Td(text[:LONG_TEXT] + "…", title=text[:4000]) if len(text) > LONG_TEXT else html.Td(text))
+            else:
+                cells.append(html.Td(fmt(v, unit), className="num"))
+        body.append(html.Tr(cells))
+    children: list[Any] = [html.Table([html.Thead(head), html.Tbody(body)], className=class_name)]
+    if len(rows) > max_rows:
+        children.append(html.P(f"showing {max_rows:,} of {len(rows):,} rows", className="muted"))
+    return html.Div(children, id=id, className="table-wrap") if id else html.Div(children, className="table-wrap")
+
+
+def kpi(label: str, value: str, detail: str = "", tone: str = "") -> html.Div:
+    return html.Div([html.Div(label, className="kpi-label"), html.Div(value, className="kpi-value"),
+                     html.Div(detail, className="kpi-detail")], className=f"kpi {tone}".strip())
+
+
+def empty(message: str, hint: str | None = None) -> html.Div:
+    """An empty state: what is missing and how to get it."""
+    return html.Div([html.P(message), html.Code(hint) if hint else None], className="empty-state")
+
+
+def error(message: str) -> html.Div:
+    return html.Div([html.Strong("Error: "), message], className="error-box", role="alert")
+
+
+def note(message: str) -> html.Div:
+    return html.Div(message, className="note")
+
+
+def graph(fig: go.Figure, id: str | None = None, height: int | None = None) -> dcc.Graph:
+    if height:
+        fig.update_layout(height=height)
+    kwargs = {"id": id} if id else {}
+    return dcc.Graph(figure=fig, config=GRAPH_CONFIG, **kwargs)
+
+
+def figure(title: str = "", **layout: Any) -> go.Figure:
+    fig = go.Figure()
+    fig.update_layout(template="plotly_white", title=title or None, margin=dict(l=60, r=20, t=40 if title else 10, b=40),
+                      legend=dict(orientation="h", y=-0.2), font=dict(size=12), **layout)
+    return fig
+
+
+def section(title: str, *children: Any, help_text: str | None = None) -> html.Section:
+    return html.Section([html.H3(title), html.P(help_text, className="muted") if help_text else None, *children],
+                        className="card")
+
+
+def finding_link(f: Finding, run_id: int) -> tuple[str, str]:
+    """(label, href) of the page and window that show a finding's evidence, from its entities."""
+    ent = f.entities or {}
+    steps = ent.get("steps") or []
+    step_param = f"{min(steps)}:{max(steps) + 1}" if steps and all(isinstance(s, int) for s in steps) else None
+    chips = [c for c in ent.get("chips") or [] if isinstance(c, int)]
+    text = f"{f.rule} {f.metric}".lower()
+    if any(w in text for w in ("hbm", "memory", "oom", "spmem", "heap", "stack")):
+        return "Memory", href("/memory", run=run_id, steps=step_param, chips=chips)
+    if ent.get("tables") or ent.get("scs") or any(w in text for w in ("id", "partition", "minibatch", "skew", "limit")):
+        return "SparseCore", href("/sparsecore", run=run_id, steps=step_param, tables=ent.get("tables"))
+    return "Timeline", href("/timeline", run=run_id, steps=step_param, chips=chips)
+
+
+def finding_card(f: Finding, run_id: int, compact: bool = False) -> html.Div:
+    """One finding: severity, title, headline figure, advice; evidence and entities unless compact."""
+    label, link = finding_link(f, run_id)
+    head = html.Div([
+        html.Span(f.severity, className=f"badge sev-{f.severity}"),
+        html.Span(f.title, className="finding-title"),
+    ], className="finding-head")
+    figure_line = html.Div([
+        html.Span(f"{f.metric} = {fmt(f.value, f.unit)}", className="mono"),
+        html.Span(f" · confidence {f.confidence} · rule {f.rule}", className="muted"),
+    ])
+    parts: list[Any] = [head, figure_line, html.P(["→ ", f.recommendation], className="recommendation")]
+    if not compact:
+        if f.evidence:
+            parts.append(html.Details([html.Summary("evidence"), html.Table([
+                html.Tr([html.Td(k), html.Td(_evidence_value(k, v), className="num")]) for k, v in f.evidence.items()
+            ], className="kv")], open=True))
+        if f.entities:
+            parts.append(html.Div(["affected: ", "; ".join(f"{k}: {_short_list(v)}" for k, v in f.entities.items())],
+                                  className="muted"))
+        if f.evidence_sql:
+            parts.append(html.Details([html.Summary("evidence query"), html.Pre(f.evidence_sql, className="sql"),
+                                       dcc.Link("open in SQL console", href=href("/sql", q=_first_statement(f.evidence_sql)))]))
+    parts.append(dcc.Link(f"show in {label} →", href=link, className="finding-link"))
+    return html.Div(parts, className=f"finding sev-border-{f.severity}")
+
+
+def _evidence_value(key: str, v: Any) -> str:
+    from ui.data import unit_of
+
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        return fmt(v, unit_of(key))
+    return json.dumps(v) if isinstance(v, dict | list) else str(v)
+
+
+def _short_list(v: Any) -> str:
+    if isinstance(v, list):
+        s = ", ".join(map(str, v[:12]))
+        return s + (f" … ({len(v)})" if len(v) > 12 else "")
+    return str(v)
+
+
+def _first_statement(sql_text: str) -> str:
+    lines = [ln for ln in sql_text.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+    return "\n".join(lines).rstrip(";")
+
+
+def generic(value: Any, depth: int = 0) -> Any:
+    """Any JSON-like value as readable components: scalars, key/value tables, row tables."""
+    if isinstance(value, dict):
+        if all(not isinstance(v, dict | list) for v in value.values()):
+            return html.Table([html.Tr([html.Td(str(k)), html.Td(_evidence_value(str(k), v), className="num")])
+                               for k, v in value.items()], className="kv")
+        return html.Div([html.Div([html.H4(str(k)), generic(v, depth + 1)]) for k, v in value.items()])
+    if isinstance(value, list):
+        if not value:
+            return html.Span("none", className="muted")
+        if all(isinstance(v, dict) for v in value):
+            keys = list(dict.fromkeys(k for v in value for k in v))
+            flat = [{k: (json.dumps(v.get(k)) if isinstance(v.get(k), dict | list) else v.get(k)) for k in keys} for v in value]
+            return table(flat, [(k, k, "text") for k in keys], max_rows=200)
+        return html.Span(_short_list(value))
+    return html.Span(_evidence_value("", value) if value is not None else "–")

@@ -1,0 +1,136 @@
+"""How the UI reads the store: one read-only connection, a cursor per request, cached analyses.
+
+DuckDB connections are not thread-safe, so every request works on its own
+`con.cursor()` of one shared read-only connection (cheap, and the database's
+buffer cache survives between requests). The connection is closed after a
+while without requests, so `scprof record`/`ingest` can write to the store
+while the UI sits idle; the next request reopens it and sees the new runs.
+
+Analyses (analyze_run) and comparisons are cached by the runs' content key
+(run_id, uuid, ingest time), computed once per key even when several requests
+ask at the same time.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+
+from profiler.store import Store
+
+IDLE_CLOSE_S = 20.0
+
+
+class StoreAccess:
+    """The store at `path`, opened read-only on demand."""
+
+    def __init__(self, path: str, idle_close_s: float = IDLE_CLOSE_S):
+        self.path = path
+        self.idle_close_s = idle_close_s
+        self._lock = threading.Lock()
+        self._store: Store | None = None
+        self._users = 0
+        self._last_used = time.monotonic()
+        self._closer: threading.Thread | None = None
+
+    @contextmanager
+    def open(self) -> Iterator[Store]:
+        """A read-only Store on a cursor of its own (raises StoreError when there is no store)."""
+        with self._lock:
+            if self._store is None:
+                self._store = Store.open(self.path, read_only=True)
+                self._start_closer()
+            self._users += 1
+            cursor = self._store.con.cursor()
+        try:
+            yield Store(cursor, self.path, read_only=True)
+        finally:
+            cursor.close()
+            with self._lock:
+                self._users -= 1
+                self._last_used = time.monotonic()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None and self._users == 0:
+                self._store.close()
+                self._store = None
+
+    def _start_closer(self) -> None:
+        if self._closer is not None and self._closer.is_alive():
+            return
+
+        def loop() -> None:
+            while True:
+                time.sleep(min(self.idle_close_s, 5.0))
+                with self._lock:
+                    if self._store is None:
+                        return
+                    if self._users == 0 and time.monotonic() - self._last_used > self.idle_close_s:
+                        self._store.close()
+                        self._store = None
+                        return
+
+        self._closer = threading.Thread(target=loop, name="scprof-ui-store-closer", daemon=True)
+        self._closer.start()
+
+
+class KeyedCache:
+    """A small LRU of computed values; each key is computed once even under concurrent requests."""
+
+    def __init__(self, size: int = 16):
+        self.size = size
+        self._values: OrderedDict[Any, Any] = OrderedDict()
+        self._locks: dict[Any, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any | None:
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        return None
+
+    def get_or_compute(self, key: Any, compute: Callable[[], Any]) -> Any:
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+            key_lock = self._locks.setdefault(key, threading.Lock())
+        with key_lock:
+            with self._lock:
+                if key in self._values:
+                    return self._values[key]
+            value = compute()
+            with self._lock:
+                self._values[key] = value
+                while len(self._values) > self.size:
+                    self._values.popitem(last=False)
+                self._locks.pop(key, None)
+            return value
+
+
+def sql(store: Store, text: str, **params: Any) -> pa.Table:
+    """Run one of ui/queries.py's SQL texts with the `$name` parameters it uses bound."""
+    used = {k: v for k, v in params.items() if re.search(rf"\${k}\b", text)}
+    return store.con.sql(text, params=used).to_arrow_table()
+
+
+RUN_FACTS = KeyedCache(size=512)
+
+
+def run_memo(store: Store, run_id: int, name: str, params: Any, compute: Callable[[], Any]) -> Any:
+    """compute() once per run content (runs never change once ingested), store and parameters."""
+    from ui.queries import RUN_KEY
+
+    rows = sql(store, RUN_KEY, run=run_id).to_pylist()
+    key = (store.path, run_id, rows[0]["uuid"] if rows else None, rows[0]["ingested_at"] if rows else None, name,
+           repr(params))
+    return RUN_FACTS.get_or_compute(key, compute)
