@@ -1,7 +1,8 @@
 """Compare two runs: did the candidate's step time change, why, and what else moved.
 
 The step-time verdict bootstraps the difference of mean step times from the two
-runs' per-step samples (warm-up step 0 left out when a run has 5 or more steps):
+runs' per-step samples (the warm-up first step and the draining last step left out
+when a run has 5 or more steps):
 improved or regressed when the 95% interval of the relative change excludes zero
 *and* the change is at least MIN_EFFECT, else no significant change. The rest
 are plain deltas: breakdown categories per step, findings resolved / new /
@@ -60,8 +61,12 @@ class Comparison:
 
 
 def steady_steps(step_ps: np.ndarray) -> np.ndarray:
-    """Per-step times without the warm-up step (step 0) when there are enough steps."""
-    return step_ps[1:] if len(step_ps) >= 5 else step_ps
+    """Per-step times without the first (warm-up) and last (pipeline drain) step, given 5 or more.
+
+    The first step pays start-up; with pipelining the last step's SparseCore marker
+    spans its early start to the end of the run's work, so it measures the drain.
+    """
+    return step_ps[1:-1] if len(step_ps) >= 5 else step_ps
 
 
 def bootstrap_change(base: np.ndarray, cand: np.ndarray, seed: int = SEED) -> StepTimeChange:

@@ -6,13 +6,15 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from analyzers import breakdown, id_dropping, idle_gaps, memory, minibatching, overlap, skew
+from analyzers import breakdown, failures, id_dropping, idle_gaps, memory, minibatching, overlap, skew
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, severity_rank
 from profiler.store import Store
 
 # Each module has NAME, QUESTION and analyze(ctx: RunContext) -> Analysis.
-ANALYZERS: tuple[ModuleType, ...] = (breakdown, idle_gaps, overlap, minibatching, id_dropping, skew, memory)
+ANALYZERS: tuple[ModuleType, ...] = (
+    failures, breakdown, idle_gaps, overlap, minibatching, id_dropping, skew, memory,
+)
 
 
 @dataclass

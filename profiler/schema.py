@@ -55,7 +55,7 @@ TABLES: tuple[Table, ...] = (
             Col("source_path", "VARCHAR", "Path of the ingested file."),
             Col("producer", "VARCHAR", "Program that wrote the trace."),
             Col("format_version", "INTEGER", "Trace format version of the file."),
-            Col("status", "VARCHAR", "ok, or truncated when only complete chunks of a cut file were kept."),
+            Col("status", "VARCHAR", "ok; truncated when only complete chunks of a cut file were kept; failed when the producer recorded a failure (compile error, HBM OOM; see the header's tags)."),
             Col("truncated_at_byte", "BIGINT", "Byte offset where a truncated file stops; NULL if complete."),
             Col("start_time_unix_ns", "BIGINT", "Wall-clock start of the recording."),
             Col("ingested_at", "TIMESTAMP", "When this run was ingested."),

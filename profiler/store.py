@@ -92,7 +92,12 @@ class Store:
             self.con.execute("SET enable_external_access = false")
             # Bound DuckDB's buffer pool, which otherwise keeps every block a long scan (an
             # export) reads, up to 80% of RAM; past the limit DuckDB evicts or spills.
-            self.con.execute("SET memory_limit = ?", [read_only_memory_limit()])
+            limit = read_only_memory_limit()
+            try:
+                self.con.execute("SET memory_limit = ?", [limit])
+            except duckdb.Error as e:
+                raise StoreError(f"SCPROF_MEMORY_LIMIT: {limit!r} is not a DuckDB memory size such as "
+                                 f"'1GB' or '512MB' ({_first_line(e)})") from None
             self.con.execute("SET lock_configuration = true")
             return
         self.con.execute("BEGIN")

@@ -290,6 +290,13 @@ def _insert_tracks(con, run_id: int, tracks: list[pb.Track]) -> None:
     )
 
 
+def run_status(reader: TraceReader) -> str:
+    """truncated (file cut short), failed (the producer tagged a failure: compile error, OOM), or ok."""
+    if reader.cut:
+        return "truncated"
+    return "failed" if reader.header.tags.get("status") == "failed" else "ok"
+
+
 def _insert_run(con, run_id: int, name: str, path: str, reader: TraceReader) -> None:
     h = reader.header
     hw = h.hardware
@@ -302,7 +309,7 @@ def _insert_run(con, run_id: int, name: str, path: str, reader: TraceReader) -> 
         "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             run_id, h.run_id, name, "scprof-trace", path, h.producer, h.format_version,
-            "truncated" if reader.cut else "ok", reader.cut.offset if reader.cut else None,
+            run_status(reader), reader.cut.offset if reader.cut else None,
             h.start_time_unix_ns, known(hw.generation), known(hw.num_chips), known(hw.sparsecores_per_chip),
             known(hw.tiles_per_sparsecore), known(hw.simd_width), known(hw.hbm_bytes),
             known(hw.hbm_bandwidth_bytes_per_s), known(hw.tc_peak_flops), known(hw.ici_bandwidth_bytes_per_s),

@@ -29,10 +29,12 @@ import json
 import os
 import re
 import uuid as uuidlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from profiler import xplane_pb2 as xp
 from profiler import xplane_wire as w
@@ -206,8 +208,11 @@ def _stat_value(s: xp.XStat, names: dict[int, str]):
     return getattr(s, k) if k else None
 
 
-def decode_files(files: list[str]) -> Decoded:
-    """Decode the host files of one run into columns; raises TraceFormatError naming the file."""
+def decode_files(files: list[str], fast: bool = True) -> Decoded:
+    """Decode the host files of one run into columns; raises TraceFormatError naming the file.
+
+    `fast=False` decodes events with the general decoder only (xplane_wire.decode_events).
+    """
     spaces = []
     for path in files:
         with open(path, "rb") as f:
@@ -230,15 +235,45 @@ def decode_files(files: list[str]) -> Decoded:
     origin_ns = min(origins)
     d = Decoded(_Interner(), _Tracks(), {}, {}, {}, {}, {}, [], origin_ns, {})
     multi = len(spaces) > 1
+    jobs = [(f"{path}: plane {plane.name!r} line {_line_name(line)!r}", line.events)
+            for path, lite, _ in spaces for plane in lite if plane.name != SCPROF_PLANE
+            for line in plane.lines if line.events]  # fmt: skip
+    try:
+        lines = iter(_decode_lines(jobs, fast))
+    except w.XSpaceWireError as e:
+        raise TraceFormatError(str(e)) from None
     for path, lite, hosts in spaces:
         d.hostnames += hosts
         prefix = f"{hosts[0] if hosts else _stem(path)} " if multi else ""
         for plane in lite:
-            _decode_plane(d, path, plane, prefix)
+            if plane.name == SCPROF_PLANE:
+                _decode_plane(d, path, plane, prefix, [])
+                continue
+            _decode_plane(d, path, plane, prefix, [next(lines) if ln.events else None for ln in plane.lines])
     return d
 
 
-def _decode_plane(d: Decoded, path: str, plane, prefix: str) -> None:
+_DECODE_THREADS = min(2, os.cpu_count() or 1)  # numpy releases the GIL in most of the decoder's work
+
+
+def _decode_lines(jobs: list[tuple[str, object]], fast: bool) -> list[w.LineEvents]:
+    """Decode every line's events (in threads when there is enough work to share)."""
+
+    def one(job):
+        return w.decode_events(job[1], job[0], fast=fast)
+
+    if _DECODE_THREADS > 1 and len(jobs) > 1 and sum(len(e) for _, e in jobs) >= 200_000:
+        with ThreadPoolExecutor(_DECODE_THREADS) as ex:
+            return list(ex.map(one, jobs))
+    return [one(j) for j in jobs]
+
+
+def _line_name(line) -> str:
+    return line.name or line.display_name or f"line {line.id}"
+
+
+def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> None:
+    """One plane into `d`; `decoded` holds its lines' decoded events (None for lines without events)."""
     stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
     pstats = {stat_names.get(s.metadata_id, str(s.metadata_id)): _stat_value(s, stat_names) for s in plane.stats}
     if plane.name == SCPROF_PLANE:
@@ -276,15 +311,17 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str) -> None:
     stat_ids = np.array(sorted(stat_names), np.int64)
     stat_name_list = [stat_names[int(i)] for i in stat_ids]
     stat_str = np.array([d.strings(nm) for nm in stat_name_list], np.int64)  # for ref_value stats
-    for line in plane.lines:
-        if not line.events:
+    has_memory = any(name in MEMORY_EVENTS for name in meta_raw_name)
+    for line, ev in zip(plane.lines, decoded, strict=True):
+        if ev is None:
             continue
-        lname = line.name or line.display_name or f"line {line.id}"
-        try:
-            ev = w.decode_events(list(line.events), f"{path}: plane {plane.name!r} line {lname!r}")
-        except w.XSpaceWireError as e:
-            raise TraceFormatError(str(e)) from None
+        lname = _line_name(line)
+        if lname == COUNTER_LINE or has_memory:  # these read stats by name, row by row
+            ev = ev.as_rows()
         n = len(ev.metadata_id)
+        by_name: dict[str, list[w.StatColumn]] = {}  # stat columns (events decoded by layout), by stat name
+        for c in ev.columns:
+            by_name.setdefault(stat_names.get(c.metadata_id, f"stat_{c.metadata_id}"), []).append(c)
         midx = np.searchsorted(meta_ids, ev.metadata_id)
         midx = np.where((midx < len(meta_ids)) & (meta_ids[np.minimum(midx, len(meta_ids) - 1)] == ev.metadata_id)
                         if len(meta_ids) else False, midx, len(metas))  # fmt: skip
@@ -294,7 +331,7 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str) -> None:
         known = (sidx < len(stat_ids)) & (stat_ids[np.minimum(sidx, max(len(stat_ids) - 1, 0))] == ev.stat_metadata_id) \
             if len(stat_ids) else np.zeros(len(sidx), bool)  # fmt: skip
         jidx = np.where(known, sidx, -1)
-        cols = _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat_str, n)
+        cols = _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat_str, n, by_name)
         args_mask = np.ones(len(ev.stat_event), bool)
         for sname in set(TYPED_STATS) & set(stat_name_list):
             j = stat_name_list.index(sname)
@@ -319,19 +356,22 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str) -> None:
             has_num[ev.stat_event[known & (sidx == stat_name_list.index("step_num"))]] = True
         if "step_num" in meta_typed:
             has_num |= meta_typed["step_num"][midx] != _NULL
+        for c in by_name.get("step_num", ()):
+            has_num[c.events] = True
         ev_cols.setdefault("has_step_num", []).append(has_num)
         ev_cols.setdefault("only_marker", []).append(np.isin(midx, marker_meta))
         ev_cols.setdefault("is_step_line", []).append(np.full(n, lname in STEP_LINES))
         ev_cols.setdefault("plane_id", []).append(np.full(n, d.strings(pname), np.int64))
         _event_args(d, ev, args_mask, known, sidx, stat_name_list, stat_ids, stat_str, base)
+        _column_args(d, by_name, stat_ids, stat_str, base)
         if meta_args:
             _meta_args(d, meta_args, midx, base)
         if ev.num_occurrences.any():
             _add_args(d, base + np.flatnonzero(ev.num_occurrences), "num_occurrences", ints=ev.num_occurrences[
                 ev.num_occurrences != 0])  # fmt: skip
-        if any(name in MEMORY_EVENTS for name in meta_raw_name):
+        if has_memory:
             _memory_counters(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start,
-                             stat_names)  # fmt: skip
+                             stat_ids, stat_str)  # fmt: skip
 
 
 _NULL = np.iinfo(np.int64).min
@@ -346,17 +386,34 @@ def _ref_strings(d: Decoded, ev, rows: np.ndarray, stat_ids: np.ndarray, stat_st
         pos = np.minimum(np.searchsorted(stat_ids, ev.stat_int[rows[ref]]), len(stat_ids) - 1)
         hit = stat_ids[pos] == ev.stat_int[rows[ref]]
         out[ref] = np.where(hit, stat_str[pos], 0)
-    for i in np.flatnonzero(kind != w.KIND_REF).tolist():  # inline strings: rare, one by one
-        r = int(rows[i])
-        raw = ev.stat_bytes[r] or b""
-        out[i] = d.strings(raw.decode("utf-8", "replace") if kind[i] == w.KIND_STR else f"<{len(raw)} bytes>")
+    inline = np.flatnonzero(kind != w.KIND_REF)
+    if inline.size:
+        out[inline] = _intern_payloads(d, ev, rows[inline])
     return out
 
 
-def _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat_str, n) -> dict[str, np.ndarray]:
+def _intern_payloads(d: Decoded, ev, rows: np.ndarray) -> np.ndarray:
+    """String ids of str/bytes stat payloads (bytes as `<N bytes>`): one Python step per distinct value."""
+    out = np.zeros(len(rows), np.int64)
+    is_str = ev.stat_kind[rows] == w.KIND_STR
+    if is_str.any():
+        enc = pc.dictionary_encode(ev.stat_bytes(rows[is_str]))
+        ids = np.array([d.strings(v.decode("utf-8", "replace")) for v in enc.dictionary.to_pylist()], np.int64)
+        out[is_str] = ids[enc.indices.to_numpy(zero_copy_only=False)]
+    raw = np.flatnonzero(~is_str)
+    if raw.size:
+        lens = ev.stat_str_len[rows[raw]]
+        uniq, inv = np.unique(lens, return_inverse=True)
+        out[raw] = np.array([d.strings(f"<{int(n)} bytes>") for n in uniq.tolist()], np.int64)[inv]
+    return out
+
+
+def _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat_str, n,
+                   by_name) -> dict[str, np.ndarray]:  # fmt: skip
     """Typed event columns from metadata stats, overridden by the events' own stats.
 
-    `jidx` is each stat row's index into stat_name_list (-1 if its metadata is unknown).
+    `jidx` is each stat row's index into stat_name_list (-1 if its metadata is unknown);
+    `by_name` holds the stat columns by name.
     """
     is_int = (ev.stat_kind == w.KIND_INT) | (ev.stat_kind == w.KIND_UINT)
     is_str = (ev.stat_kind == w.KIND_STR) | (ev.stat_kind == w.KIND_REF)
@@ -382,8 +439,42 @@ def _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat
             else:
                 sel &= is_int
                 vals[ev.stat_event[sel]] = ev.stat_int[sel]
+        for sname in snames:
+            for c in by_name.get(sname, ()):
+                if _typed_kind(sname, c.kind):
+                    vals[c.events] = _ref_ids(stat_ids, stat_str, c.ints) if col in STRING_COLUMNS else c.ints
         out[col] = vals  # always present, so columns of all lines line up
     return out
+
+
+def _typed_kind(sname: str, kind: int) -> bool:
+    """Whether a stat of this name and value kind fills its typed events column."""
+    if TYPED_STATS[sname] in STRING_COLUMNS:
+        return kind in (w.KIND_STR, w.KIND_REF)
+    return kind in (w.KIND_INT, w.KIND_UINT)
+
+
+def _ref_ids(stat_ids: np.ndarray, stat_str: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """String ids of ref_value stats: the name of the stat metadata each points at (0 if none)."""
+    if not len(stat_ids):
+        return np.zeros(len(refs), np.int64)
+    pos = np.minimum(np.searchsorted(stat_ids, refs), len(stat_ids) - 1)
+    return np.where(stat_ids[pos] == refs, stat_str[pos], 0)
+
+
+def _column_args(d: Decoded, by_name: dict, stat_ids: np.ndarray, stat_str: np.ndarray, base: int) -> None:
+    """Stat columns that fill no typed column become argument rows, one per event."""
+    for sname, cs in by_name.items():
+        for c in cs:
+            if sname in TYPED_STATS and _typed_kind(sname, c.kind):
+                continue
+            ids = base + c.events
+            if c.kind in (w.KIND_INT, w.KIND_UINT):
+                _add_args(d, ids, sname, ints=c.ints)
+            elif c.kind == w.KIND_REF:
+                _add_args(d, ids, sname, strs=_ref_ids(stat_ids, stat_str, c.ints))
+            else:  # a stat without a value
+                _add_args(d, ids, sname)
 
 
 def _add_args(d: Decoded, event_ids, key: str | np.ndarray, ints=None, doubles=None, strs=None) -> None:
@@ -456,25 +547,23 @@ def _counter_line(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, st
 
 
 def _memory_counters(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start,
-                     stat_names) -> None:  # fmt: skip
+                     stat_ids, stat_str) -> None:  # fmt: skip
     """MemoryAllocation/Deallocation events: memory stats become counter samples."""
     is_mem = np.isin(midx, [i for i, n in enumerate(meta_raw_name) if n in MEMORY_EVENTS])
-    alloc = np.full(len(midx), "", object)
+    alloc = np.zeros(len(midx), np.int64)  # string id of the allocator name ("" when absent)
     if "allocator_name" in stat_name_list:
-        sel = known & (sidx == stat_name_list.index("allocator_name"))
-        for r in np.flatnonzero(sel).tolist():
-            k = int(ev.stat_kind[r])
-            alloc[ev.stat_event[r]] = stat_names.get(int(ev.stat_int[r]), "") if k == w.KIND_REF else \
-                (ev.stat_bytes[r] or b"").decode("utf-8", "replace")  # fmt: skip
+        sel = np.flatnonzero(known & (sidx == stat_name_list.index("allocator_name")))
+        sel = sel[np.isin(ev.stat_kind[sel], (w.KIND_STR, w.KIND_BYTES, w.KIND_REF))]
+        alloc[ev.stat_event[sel]] = _ref_strings(d, ev, sel, stat_ids, stat_str)
     for sname, unit in MEMORY_STATS.items():
         if sname not in stat_name_list:
             continue
         sel = known & (sidx == stat_name_list.index(sname)) & is_mem[ev.stat_event]
         rows = ev.stat_event[sel]
         vals = np.where(ev.stat_kind[sel] == w.KIND_DOUBLE, ev.stat_double[sel], ev.stat_int[sel].astype(np.float64))
-        for a in sorted(set(alloc[rows].tolist())):
+        for a in sorted(set(alloc[rows].tolist()), key=lambda i: d.strings.values[i]):
             pick = alloc[rows] == a
-            t = d.tracks(pname, f"{a} {sname}".strip(), "counter", chip, -1, unit)
+            t = d.tracks(pname, f"{d.strings.values[a]} {sname}".strip(), "counter", chip, -1, unit)
             _add_counter(d, t, start[rows[pick]], vals[pick])
 
 

@@ -162,9 +162,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     from profiler.trace_to_store import ingest_trace
+    from sim_backend.errors import RunFailure
     from sim_backend.record import format_summary, record_run
 
-    result = record_run(args.config, args.set, args.name, args.steps, args.out, progress=sys.stdout.isatty())
+    try:
+        result = record_run(args.config, args.set, args.name, args.steps, args.out, progress=sys.stdout.isatty())
+    except RunFailure as failure:
+        # A failed run is still a run: store what it recorded, then fail the command.
+        if failure.trace_path:
+            with Store.open(args.db) as store:
+                ingest_trace(store, failure.trace_path, name=args.name, replace=args.replace)
+        raise
     with Store.open(args.db) as store:
         ingested = ingest_trace(store, result.trace_path, name=result.run_name, replace=args.replace)
     print(format_summary(result))

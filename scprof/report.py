@@ -67,7 +67,10 @@ def render_report(report: RunReport) -> str:
         out.append("time split " + "  ".join(f"{k} {v:.1%}" for k, v in shares if v >= 0.001))
     out.append("")
     if not report.findings:
-        out.append("No problems found: every analyzer ran and none flagged this run.")
+        lacking = sum(1 for a in report.analyses.values() if a.notes)
+        out.append("No problems found: every analyzer ran and none flagged this run." if not lacking else
+                   f"No problems found by the analyzers that had their data; {lacking} of {len(report.analyses)} "
+                   "lacked some (listed below).")  # fmt: skip
     else:
         out.append(f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}, most severe first:")
         for f in report.findings:

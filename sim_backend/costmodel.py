@@ -56,6 +56,18 @@ class CostConstants:
     activation_bytes: int = 4
     # Assumption: bytes per dense parameter in the gradient all-reduce (f32).
     dense_param_bytes: int = 4
+    # -- memory model (sim_backend/memory.py; docs/emulator.md "Memory model") --
+    # Assumption: optimizer slots per dense parameter (Adam-like: two moments).
+    dense_optimizer_slots: int = 2
+    # Assumption: constants the compiled program keeps in HBM per chip (DLRM-like models
+    # hold only small ones); raise it to model a model with big constant tensors.
+    hbm_constant_bytes: int = 0
+    # DOMAIN.md §1: the "* 4 byte" of the HBM stack formulas (f32 elements).
+    hbm_stack_bytes_per_element: int = 4
+    # Assumption: SPMEM bytes per ID buffered for a partition (int32 row, int32 col, f32 gain).
+    spmem_bytes_per_id: int = 12
+    # Assumption: SPMEM bytes per unique ID of a partition (int32 ID + int32 position, dedup/CSR).
+    spmem_bytes_per_unique_id: int = 8
 
 
 class CostModel(Protocol):

@@ -43,3 +43,30 @@ def dense_work(cfg: RunConfig, activation_bytes: int = 4) -> DenseWork:
         macs += prev * size
         prev = size
     return DenseWork(params, 2 * macs, interaction * activation_bytes)
+
+
+def dense_param_shapes(cfg: RunConfig) -> list[tuple[str, tuple[int, ...]]]:
+    """Every dense parameter tensor as (name, shape), in the order dense_work counts them.
+
+    MLP layer: kernel [in, out] and bias [out]; DCN-v2 low-rank cross layer: U [d, rank],
+    V [rank, d] and bias [d] (d = interaction width). The sizes sum to DenseWork.params.
+    """
+    d = cfg.dense
+    widths = {t.name: t.width for t in cfg.tables}
+    shapes: list[tuple[str, tuple[int, ...]]] = []
+    prev = d.num_dense_features
+    for i, size in enumerate(d.bottom_mlp):
+        if prev:
+            shapes += [(f"bottom_{i}/kernel", (prev, size)), (f"bottom_{i}/bias", (size,))]
+        prev = size
+    interaction = (d.bottom_mlp[-1] if d.num_dense_features else 0) + sum(
+        widths[f.table] for f in cfg.features)
+    for i in range(d.cross_layers):
+        shapes += [(f"cross_{i}/u", (interaction, d.cross_low_rank)),
+                   (f"cross_{i}/v", (d.cross_low_rank, interaction)),
+                   (f"cross_{i}/bias", (interaction,))]
+    prev = interaction
+    for i, size in enumerate(d.top_mlp):
+        shapes += [(f"top_{i}/kernel", (prev, size)), (f"top_{i}/bias", (size,))]
+        prev = size
+    return shapes

@@ -15,6 +15,15 @@ from sim_backend.dense import DenseWork, dense_work
 from sim_backend.generate import generate_step
 from sim_backend.hardware import HardwareSpec, resolve_hardware
 from sim_backend.limits import TableLimits, resolve_limits
+from sim_backend.memory import (
+    ChipMemory,
+    Failure,
+    StaticMemory,
+    compile_failure,
+    find_oom,
+    memory_timeline,
+    static_memory,
+)
 from sim_backend.preprocess import Layout, StackGroup, StepResult, plan_groups, preprocess_step
 from sim_backend.scheduler import Schedule, schedule
 from sim_backend.stepgraph import Resources, build_graph
@@ -37,6 +46,9 @@ class Simulation:
     schedule: Schedule
     table_observed: dict[str, tuple[int, int]] = field(default_factory=dict)
     timings_s: dict[str, float] = field(default_factory=dict)  # wall time per phase
+    memory: StaticMemory | None = None         # static sizes (memory.py)
+    timeline: list[ChipMemory] = field(default_factory=list)  # per chip, over time
+    failure: Failure | None = None             # compile error (no steps ran) or HBM OOM
 
 
 def setup(cfg: RunConfig) -> tuple[HardwareSpec, dict[str, TableLimits], list[StackGroup],
@@ -57,6 +69,13 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     hw, limits, groups, lay = setup(cfg)
     cost = make_cost_model(cfg.cost_model, hw, cfg.cost)
     dense = dense_work(cfg, cost.c.activation_bytes)
+    mem = static_memory(cfg, hw, groups, cost)
+    failure = compile_failure(cfg, hw, groups, mem)
+    if failure is not None:  # the program does not compile: nothing runs
+        empty = schedule(TaskGraph(), [])
+        return Simulation(cfg, hw, limits, groups, cost, dense, [], TaskGraph(),
+                          Resources(hw.num_chips, hw.sparsecores_per_chip, cfg.host.num_threads),
+                          empty, memory=mem, failure=failure)
     timings = {"generate": 0.0, "preprocess": 0.0}
     derive = cfg.flags.xla_sparse_core_estimate_max_ids
     observed: dict[str, tuple[int, int]] = {}
@@ -81,5 +100,8 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     sched = schedule(graph, res.units())
     timings["graph"] = t1 - t0
     timings["schedule"] = time.perf_counter() - t1
-    return Simulation(cfg, hw, limits, groups, cost, dense, results, graph, res, sched, observed,
-                      timings)
+    sim = Simulation(cfg, hw, limits, groups, cost, dense, results, graph, res, sched, observed,
+                     timings, memory=mem)
+    sim.timeline = memory_timeline(sim)
+    sim.failure = find_oom(mem, sim.timeline)
+    return sim

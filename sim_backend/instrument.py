@@ -15,6 +15,7 @@ import numpy as np
 from profiler.recorder import Recorder
 from profiler.wire import NULL_I32, NULL_I64
 from sim_backend.emulator import Simulation
+from sim_backend.memory import HEAP_CONTRIBUTORS, PREFETCHED_INPUTS, STACK
 from sim_backend.stepgraph import (
     A2A_BWD,
     A2A_FWD,
@@ -27,10 +28,13 @@ from sim_backend.stepgraph import (
     SC_FWD,
     TC_BWD,
     TC_FWD,
-    table_bytes_per_chip,
 )
 
 HOST_PLANE = "/host:CPU"
+FAILURE_LINE = "Failures"
+FAILURE_CATEGORY = "failure"
+HEAP = "HBM heap"
+SPMEM = "SPMEM per tile"
 
 # The trace's `category` of each task kind: what kind of work it is, so analyzers
 # can split step time without knowing the emulator's op names.
@@ -71,7 +75,8 @@ class _Tracks:
                        for c in range(chips)]
         self.tc_steps, self.tc_modules, self.tc_ops, self.ici = [], [], [], []
         self.sc_steps, self.sc_modules, self.sc_ops = {}, {}, {}
-        self.heap, self.queue = [], []
+        self.heap, self.queue, self.stack, self.spmem = [], [], [], {}
+        self.heap_parts: list[dict[str, int]] = []
         for c in range(chips):
             p = tc_plane(c)
             self.tc_steps.append(rec.track(p, "Steps", "tensorcore", chip=c, core=0))
@@ -83,8 +88,14 @@ class _Tracks:
                 self.sc_steps[c, k] = rec.track(sp, "Sparse Core Steps", "sparsecore", c, k)
                 self.sc_modules[c, k] = rec.track(sp, "Sparse Core Modules", "sparsecore", c, k)
                 self.sc_ops[c, k] = rec.track(sp, "Sparse Core Ops", "sparsecore", c, k)
-            self.heap.append(rec.track(p, "HBM heap", "counter", chip=c, unit="bytes"))
+            self.heap.append(rec.track(p, HEAP, "counter", chip=c, unit="bytes"))
+            self.heap_parts.append({k: rec.track(p, f"{HEAP}: {k}", "counter", chip=c,
+                                                 unit="bytes") for k in HEAP_CONTRIBUTORS})
+            self.stack.append(rec.track(p, STACK, "counter", chip=c, unit="bytes"))
             self.queue.append(rec.track(p, "Prefetched steps", "counter", chip=c, unit="count"))
+            for k in range(spc):
+                self.spmem[c, k] = rec.track(sc_plane(c, k), SPMEM, "counter", c, k,
+                                             unit="bytes")
         self.dropped = rec.track(HOST_PLANE, "Dropped IDs", "counter", unit="count")
         # ops track of each resource (host: per unit, handled separately)
         lut = [0]
@@ -101,6 +112,10 @@ def write_trace(sim: Simulation, path: str, run_name: str, run_id: str, config: 
     with Recorder(path, run_name=run_name, producer=producer, hardware=sim.hw.recorder_dict(),
                   config=config, tags=tags, run_id=run_id, start_time_unix_ns=0) as rec:
         tr = _Tracks(rec, sim)
+        if not sim.steps:  # failed to compile: static memory and the failure, nothing ran
+            _emit_static_memory(rec, tr, sim)
+            _emit_failure(rec, sim)
+            return 0
         cols = sim.graph.columns()
         s = sim.schedule
         kind = cols["kind"]
@@ -126,6 +141,7 @@ def write_trace(sim: Simulation, path: str, run_name: str, run_id: str, config: 
         _emit_steps(rec, tr, sim, cols)
         _emit_partition_stats(rec, sim)
         _emit_counters(rec, tr, sim, cols)
+        _emit_failure(rec, sim)
     return int(len(kind)) + n_modules
 
 
@@ -223,30 +239,61 @@ def _emit_partition_stats(rec: Recorder, sim: Simulation) -> None:
     rec.partition_stats(**{k: np.concatenate(v) for k, v in cols.items()})
 
 
+def _changes(ts: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The samples of a held counter where its value changes (and the first)."""
+    keep = np.ones(len(ts), dtype=bool)
+    keep[1:] = value[1:] != value[:-1]
+    return ts[keep], value[keep]
+
+
+def _counter(rec: Recorder, track: int, ts: np.ndarray, value: np.ndarray) -> None:
+    ts, value = _changes(np.asarray(ts, np.int64), np.asarray(value, np.float64))
+    rec.counters(track=np.full(len(ts), track, np.uint32), ts_ps=ts, value=value)
+
+
+def _emit_static_memory(rec: Recorder, tr: _Tracks, sim: Simulation) -> None:
+    """SPMEM per tile on every SparseCore, and the static heap (from t = 0) per chip."""
+    mem = sim.memory
+    zero = np.zeros(1, np.int64)
+    for track in tr.spmem.values():
+        _counter(rec, track, zero, [mem.spmem_per_tile])
+    if not sim.steps:
+        for c in range(sim.hw.num_chips):
+            for name, track in tr.heap_parts[c].items():
+                _counter(rec, track, zero, [mem.heap[name]])
+            _counter(rec, tr.heap[c], zero, [mem.heap_static])
+
+
+def _emit_failure(rec: Recorder, sim: Simulation) -> None:
+    """The failure, if any: a zero-length event on the host's Failures line."""
+    f = sim.failure
+    if f is None:
+        return
+    track = rec.track(HOST_PLANE, FAILURE_LINE, "host")
+    rec.emit(track=[track], name=[f.kind], category=[FAILURE_CATEGORY], start_ps=[f.ts_ps],
+             dur_ps=[0], step=[NULL_I32 if f.step is None else f.step],
+             bytes=[f.requested_bytes],
+             args={"message": [f.message], "chip": [f.chip], "capacity_bytes": [f.capacity_bytes]})
+
+
 def _emit_counters(rec: Recorder, tr: _Tracks, sim: Simulation, cols: dict) -> None:
-    """Prefetched steps and HBM heap per chip; dropped IDs per step on the host."""
+    """Memory (HBM heap, its contributors, HBM stack, SPMEM) and prefetched steps per chip;
+    dropped IDs per step on the host."""
     s = sim.schedule
-    kind, step, chip = cols["kind"], cols["step"], cols["chip"]
+    kind, step = cols["kind"], cols["step"]
     n_steps = sim.cfg.steps
-    scf = kind == SC_FWD
-    released = np.zeros(n_steps, dtype=np.int64)
-    np.maximum.at(released, step[scf], s.end_ps[scf])
-    cost = sim.cost
-    static = table_bytes_per_chip(sim.groups, sim.hw.num_chips, cost.padded_row_bytes) \
-        + 3 * sim.dense.params * cost.c.dense_param_bytes
-    for c in range(sim.hw.num_chips):
-        inf = (kind == INFEED) & (chip == c)
-        t = np.concatenate([s.end_ps[inf], released[step[inf]]])
-        delta = np.concatenate([np.ones(inf.sum()), -np.ones(inf.sum())])
-        per_step_bytes = np.concatenate([cols["bytes"][inf], -cols["bytes"][inf]])
-        o = np.lexsort((-delta, t))  # at equal times: arrivals first, then releases
-        depth = np.cumsum(delta[o])
-        heap = static + np.cumsum(per_step_bytes[o]).astype(np.float64)
-        ts = np.concatenate([[0], t[o]])
-        rec.counters(track=np.full(len(ts), tr.queue[c], np.uint32), ts_ps=ts,
-                     value=np.concatenate([[0.0], depth]))
-        rec.counters(track=np.full(len(ts), tr.heap[c], np.uint32), ts_ps=ts,
-                     value=np.concatenate([[float(static)], heap]))
+    mem = sim.memory
+    _emit_static_memory(rec, tr, sim)
+    zero = np.zeros(1, np.int64)
+    for c, cm in enumerate(sim.timeline):
+        _counter(rec, tr.queue[c], cm.ts_ps, cm.prefetched_steps)
+        _counter(rec, tr.heap[c], cm.ts_ps, cm.heap_bytes)
+        for name, track in tr.heap_parts[c].items():
+            if name == PREFETCHED_INPUTS:
+                _counter(rec, track, cm.ts_ps, cm.prefetched_bytes)
+            else:
+                _counter(rec, track, zero, [mem.heap[name]])
+        _counter(rec, tr.stack[c], cm.ts_ps, cm.stack_bytes)
     host = kind == HOST
     end = np.zeros(n_steps, dtype=np.int64)
     np.maximum.at(end, step[host], s.end_ps[host])

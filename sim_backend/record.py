@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from sim_backend import __version__
 from sim_backend.config import effective_config, load_config
 from sim_backend.emulator import Simulation, simulate
-from sim_backend.errors import ConfigError
+from sim_backend.errors import CompileError, ConfigError, HbmOomError, RunFailure
 from sim_backend.instrument import write_trace
 from sim_backend.limits import write_limits_file
+from sim_backend.memory import HBM_OOM
 from sim_backend.metrics import step_time_ps, time_shares
 
 PRODUCER = f"scprof-sim {__version__}"
@@ -72,8 +73,13 @@ def record_run(config_path: str, overrides: list[str], name: str | None, steps: 
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
     run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"scprof-sim:{name}:{digest}"))
     trace_path = os.path.join(out_dir, TRACE_FILE)
-    events = write_trace(sim, trace_path, name, run_id, config,
-                         {"workload": cfg.name, "source": "emulator"}, PRODUCER)
+    tags = {"workload": cfg.name, "source": "emulator"}
+    if sim.failure is not None:
+        tags.update(status="failed", failure=sim.failure.kind, error=sim.failure.message)
+    events = write_trace(sim, trace_path, name, run_id, config, tags, PRODUCER)
+    if sim.failure is not None:  # the trace holds the failure; the command still fails
+        error: type[RunFailure] = HbmOomError if sim.failure.kind == HBM_OOM else CompileError
+        raise error(sim.failure.message, trace_path, config_path)
     limits_path = None
     if cfg.flags.xla_sparse_core_estimate_max_ids:
         limits_path = os.path.join(out_dir, LIMITS_FILE)
@@ -123,8 +129,20 @@ def run_config_json(sim: Simulation, name: str) -> dict:
             for g in sim.groups],
         "cost_constants": dataclasses.asdict(sim.cost.c),
         "dense_params": sim.dense.params,
+        "memory": memory_json(sim),
     }
     return out
+
+
+def memory_json(sim: Simulation) -> dict:
+    """The static memory model of the run (per chip; stacks per table group)."""
+    m = sim.memory
+    return {
+        "hbm_heap_static_bytes": m.heap,
+        "logical_replica_count": m.logical_replica_count,
+        "spmem_per_tile_bytes": m.spmem_per_tile,
+        "table_groups": [dataclasses.asdict(g) for g in m.groups],
+    }
 
 
 def _fmt_ps(ps: float) -> str:

@@ -16,7 +16,9 @@ Pipelining is only a dependency: SC forward of step i waits for the embedding
 update of step i-1 when pipelining is off (strict SC/F -> TC/F -> TC/B -> SC/B order),
 and of step i-2 when on (gradients visible two steps later).
 `xla_sc_num_serialized_tables_to_optimize_hbm = k`: the first k groups run one after
-another on the whole slice (a barrier between groups) instead of back to back per SC.
+another on the whole slice (a barrier after each), then the other groups together,
+instead of back to back per SC (memory.py: each serialized group's HBM stack is live
+alone, the others' at once).
 """
 
 from __future__ import annotations
@@ -171,7 +173,8 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
                     g.add(A2A_FWD, res.ici(c), a2a_dur[m, c], i, priority(i, A2A_FWD, grp.index, m),
                           (chip_ev[c],), (ev_act,), group=grp.index, chip=c, minibatch=m,
                           bytes=a2a_bytes[m, c])
-            prev_barrier = barrier
+            if barrier is not None:  # the groups after the k serialized ones wait for the k-th
+                prev_barrier = barrier
         # TensorCore forward/backward, gradient exchange, dense all-reduce
         fwd_flops = dense.forward_flops(samples_per_chip)
         bwd_flops = dense.backward_flops(samples_per_chip)
@@ -211,7 +214,8 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
                           ids=gr.ids_mp[m, p], unique_ids=gr.unique_mp[m, p],
                           bytes=2 * gr.unique_mp[m, p] * grp.width * grp.dtype_bytes
                           * (1 + grp.optimizer_slots))
-            prev_barrier = barrier
+            if barrier is not None:  # the groups after the k serialized ones wait for the k-th
+                prev_barrier = barrier
     return g, res
 
 

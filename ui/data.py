@@ -302,7 +302,13 @@ def counters(store: Store, run_id: int) -> list[dict[str, Any]]:
 
 
 def is_hbm(c: dict[str, Any]) -> bool:
-    return c["unit"] == "bytes" and "hbm" in c["counter"].lower()
+    """An HBM total (HBM heap, HBM stack): contributor tracks ("HBM heap: dense weights") are parts of it."""
+    return c["unit"] == "bytes" and "hbm" in c["counter"].lower() and ": " not in c["counter"]
+
+
+def is_hbm_part(c: dict[str, Any]) -> bool:
+    """One contributor of an HBM total, recorded as "<total>: <contributor>"."""
+    return c["unit"] == "bytes" and "hbm" in c["counter"].lower() and ": " in c["counter"]
 
 
 def is_spmem(c: dict[str, Any]) -> bool:
@@ -357,6 +363,18 @@ def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, A
         if best is None or total[i] > best["peak"]:
             best = {"chip": chip, "peak": float(total[i]), "ts_ps": int(times[i]),
                     "parts": {c["counter"]: float(h[i]) for c, h in zip(chip_series, held, strict=True)}}
+    if best is not None:
+        # Where a total was recorded with its contributors, show the contributors instead.
+        contributors = [c for c in counters(store, run_id) if is_hbm_part(c) and c["chip"] == best["chip"]]
+        if contributors:
+            t = sql(store, "SELECT track_id, value FROM counters WHERE run_id = $run AND list_contains($tracks, track_id) "
+                           "AND ts_ps <= $ts ORDER BY ts_ps", run=run_id, tracks=[c["track_id"] for c in contributors],
+                    ts=best["ts_ps"])
+            last = dict(zip(t.column("track_id").to_pylist(), t.column("value").to_pylist(), strict=True))
+            split = {c["counter"].split(": ", 1)[0] for c in contributors}
+            parts = {k: v for k, v in best["parts"].items() if k not in split}
+            parts.update({c["counter"]: float(last.get(c["track_id"], 0.0)) for c in contributors})
+            best["parts"] = parts
     return best
 
 

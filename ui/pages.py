@@ -465,7 +465,8 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     parts: list[Any] = []
     hbm = [c for c in series if D.is_hbm(c) and c["chip"] in chips]
     spmem = [c for c in series if D.is_spmem(c) and c["chip"] in chips]
-    other = [c for c in series if not D.is_hbm(c) and not D.is_spmem(c) and (c["chip"] in chips or c["chip"] < 0)]
+    other = [c for c in series if not D.is_hbm(c) and not D.is_hbm_part(c) and not D.is_spmem(c)
+             and (c["chip"] in chips or c["chip"] < 0)]
     data = D.counter_series(store, run, [c["track_id"] for c in hbm + spmem + other], t0, t1)
 
     def line_chart(cs: list[dict], ytitle: str, capacity: float | None = None, cap_label: str = "") -> go.Figure:

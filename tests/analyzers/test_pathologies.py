@@ -25,6 +25,7 @@ EXPECTED = {
     "limits_too_low": {"minibatching"},
     "id_dropping": {"id_dropping"},
     "skewed_ids": {"sc_load_skew"},
+    "hbm_pressure": {"hbm_heap_pressure"},
 }
 
 

@@ -104,6 +104,7 @@ def single_table(raw: dict, **feature) -> dict:
     raw["tables"] = [{"name": "t", "vocab": 50_000, "width": 32}]
     raw["features"] = [{"name": "f", "table": "t", "multi_hot": 16, **feature}]
     raw["sparsecore"]["max_unique_ids_per_partition"] = 1_000_000  # only max_ids binds
+    raw["hardware"]["spmem_bytes_per_tile"] = 1 << 24  # room for that limit's SPMEM buffers
     return raw
 
 

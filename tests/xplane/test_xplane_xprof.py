@@ -1,11 +1,23 @@
-"""XProf itself reads an exported run: `xprof list_xplane_lines` and `xprof get_overview`.
+"""XProf itself reads an exported run: `xprof list_xplane_lines`, `get_overview` and `get_step_trace`.
 
-Runs the `xprof` CLI (test extra) in a subprocess on a logdir holding the exported
-file, and checks XProf's average step time against the run's step markers.
+Runs the `xprof` CLI (test extra) in a subprocess on a logdir holding the exported file of
+the bundled baseline workload (5 steps from the emulator; the synthetic generator when the
+emulator cannot record), and compares XProf's step times with `scprof analyze RUN --json`.
+
+Step definitions (measured on this run; see docs/trace-format.md, "XSpace mapping"):
+- XProf: a step's time is the longest step-marker duration of any core that has one, the
+  TensorCore's `Steps` line and every SparseCore's `Sparse Core Steps` line alike;
+- scprof (analyzers/sql/step_windows.sql + step_times.sql): the TensorCore's `Steps`
+  window of each chip (cut at its next step's start), longest chip.
+They agree on steps where the TensorCore's marker is the longest; they part where a
+SparseCore's step outlasts the TensorCore's (the baseline's last step: TensorCore 0.73 ms,
+SparseCores 0.93 ms), which moves a 5-step mean by ~4%.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -18,9 +30,11 @@ from exporters.xspace import export_run
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_traces
+from scprof.cli import main
 
 XPROF = shutil.which("xprof") or os.path.join(os.path.dirname(sys.executable), "xprof")
 HAVE_XPROF = os.path.exists(XPROF)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 pytestmark = pytest.mark.skipif(
     not HAVE_XPROF, reason="xprof CLI not installed (test extra `xprof`; run `make install-test`)"
@@ -32,32 +46,69 @@ def _xprof(*args: str) -> dict:
     return json.loads(out.stdout[out.stdout.index("{") :])
 
 
+def _record(tmp) -> str:
+    """The bundled baseline, 5 steps; the synthetic generator if the emulator cannot record."""
+    try:
+        from sim_backend.record import record_run
+
+        return record_run(os.path.join(ROOT, "configs", "baseline.toml"), [], "baseline", 5, str(tmp)).trace_path
+    except Exception as e:  # the emulator is work in progress: say so, test the exporter all the same
+        print(f"record_run failed ({type(e).__name__}: {e}); using profiler.synthetic", file=sys.stderr)
+        trace = str(tmp / "run.sctrace")
+        write_synthetic_trace(trace, 4000, chips=2, scs=2)
+        return trace
+
+
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("xprof")
-    trace, db = str(tmp / "run.sctrace"), str(tmp / "s.duckdb")
-    write_synthetic_trace(trace, 4000, chips=2, scs=2)
+    trace, db = _record(tmp), str(tmp / "s.duckdb")
     run_dir = tmp / "logdir" / "plugins" / "profile" / "run1"
     run_dir.mkdir(parents=True)
     with Store.open(db) as st:
         (r,) = ingest_traces(st, [trace])
         export_run(st, r.run_id, str(run_dir / "scprof.xplane.pb"), None, True)
-        markers = st.rows("SELECT avg(dur_ps) / 1e9 AS ms FROM steps")[0]["ms"]
         planes = {x["plane"]: x["n"] for x in st.rows("SELECT plane, count(*) n FROM slices GROUP BY 1")}
-    return run_dir, markers, planes
+        # XProf's definition, in SQL over the same store: longest step marker of any core, per step.
+        longest_marker = {x["step"]: x["ps"] for x in st.rows(
+            "SELECT step, max(dur_ps) AS ps FROM step_markers GROUP BY step")}  # fmt: skip
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["analyze", str(r.run_id), "--json", "--db", db]) == 0
+    analysis = json.loads(out.getvalue())
+    return run_dir, analysis, planes, longest_marker
 
 
 def test_list_xplane_lines_sees_every_plane(exported):
-    run_dir, _, planes = exported
+    run_dir, _, planes, _ = exported
     got = _xprof("list_xplane_lines", f"--session_id={run_dir}")
     counts = {p["name"]: p["total_events"] for p in got["planes"]}
     for plane, n in planes.items():
         assert counts[plane] >= n  # + step markers on the Steps lines
 
 
-def test_overview_step_time_agrees_within_1_percent(exported):
-    run_dir, marker_ms, _ = exported
+def test_xprof_step_times_are_the_longest_core_step_marker(exported):
+    """Each step's time in XProf = the longest step marker of any core (TensorCore or SparseCore)."""
+    run_dir, _, _, longest_marker = exported
+    got = _xprof("get_step_trace", f"--session_id={run_dir}", "--bypass_cache=True", "--limit=1000")
+    xprof_ms = {s["step_num"]: s["step_time_ms"] for s in got["step_breakdown"]}
+    assert set(xprof_ms) == set(longest_marker)
+    for step, ms in xprof_ms.items():
+        assert ms == pytest.approx(longest_marker[step] / 1e9, rel=0.01), step
+
+
+def test_overview_reads_the_exported_device(exported):
+    run_dir, analysis, _, longest_marker = exported
     got = _xprof("get_overview", f"--session_id={run_dir}", "--bypass_cache=True")
-    summary = got["performance_summary"]
     assert got["run_environment"]["device_type"] == "TPU v5p"
-    assert float(summary["steptime_ms_average"]) == pytest.approx(marker_ms, rel=0.01)
+    mean_ms = sum(longest_marker.values()) / len(longest_marker) / 1e9
+    # get_overview prints the mean with two decimals (ms): compare at that resolution.
+    assert float(got["performance_summary"]["steptime_ms_average"]) == pytest.approx(mean_ms, abs=0.005)
+
+
+def test_overview_step_time_agrees_with_scprof_analyze_within_1_percent(exported):
+    run_dir, analysis, _, _ = exported
+    got = _xprof("get_step_trace", f"--session_id={run_dir}", "--bypass_cache=True", "--limit=1000")
+    xprof_ms = got["summary"]["step_time_ms_average"]
+    ours_ms = analysis["figures"]["breakdown"]["step_ps_mean"] / 1e9
+    assert xprof_ms == pytest.approx(ours_ms, rel=0.01)

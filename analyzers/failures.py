@@ -1,0 +1,43 @@
+"""Failures recorded with a run: compile errors (SPMEM, gather operand) and HBM out of memory.
+
+A failed run still has a profile up to the failure (static memory, or the timeline
+until HBM ran out); this analyzer turns the recorded failure into a finding, so
+`scprof analyze` says why the run stopped rather than "no problems found".
+"""
+
+from __future__ import annotations
+
+from analyzers.context import RunContext
+from analyzers.findings import Analysis, Finding
+
+NAME = "failures"
+QUESTION = "Did the run fail to compile or run out of memory, and why?"
+
+ADVICE = {
+    "spmem_overflow": "Lower max_ids_per_partition / max_unique_ids_per_partition (they size SPMEM statically), "
+    "or split the stacked table so each group's buffers fit the tile scratchpad.",
+    "gather_operand_too_large": "Use a smaller per-chip batch or more chips, so (samples x feature width) / tiles fits.",
+    "hbm_oom": "Serialize tables (xla_sc_num_serialized_tables_to_optimize_hbm) if the stack dominates; prefetch fewer "
+    "steps (maximum_parallel_iterations), shrink dense weights or use more chips if the heap does.",
+}
+
+
+def analyze(ctx: RunContext) -> Analysis:
+    table = ctx.query("failures")
+    result = Analysis(NAME, tables={"failures": table})
+    for row in table.to_pylist():
+        result.findings.append(
+            Finding(
+                rule=f"failure_{row['kind']}",
+                severity="critical",
+                title=f"The run failed: {row['kind'].replace('_', ' ')}",
+                metric="failed_at_ps", value=row["start_ps"], unit="ps",
+                recommendation=ADVICE.get(row["kind"], "See the message for the limit that was exceeded."),
+                evidence={"message": row["message"]},
+                evidence_sql=(
+                    "-- the failure event and its message\n"
+                    f"SELECT * FROM event_args WHERE run_id = {ctx.run_id} AND event_id = {row['event_id']}"
+                ),
+            )  # fmt: skip
+        )
+    return result
