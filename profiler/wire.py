@@ -54,7 +54,8 @@ def columns_of(descriptor: Descriptor) -> dict[str, Column]:
 
 
 def encode_varint(value: int) -> bytes:
-    """Base-128 varint of a non-negative int."""
+    """Base-128 varint of an int; negative values as their 64-bit two's complement (int64 fields)."""
+    value &= (1 << 64) - 1
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)

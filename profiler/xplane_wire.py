@@ -29,6 +29,7 @@ import pyarrow as pa
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from profiler import xplane_pb2 as xp
+from profiler.wire import encode_varint
 
 _U8 = np.uint8
 _MAX_VARINT = 10
@@ -779,16 +780,6 @@ def encode_rows(n: int, pieces: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
 def key(number: int, wire: int) -> bytes:
     """Encoded field key."""
     return encode_varint(number << 3 | wire)
-
-
-def encode_varint(value: int) -> bytes:
-    value &= (1 << 64) - 1
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def message_pieces(number: int, blob: tuple[np.ndarray, np.ndarray]) -> list[tuple]:
