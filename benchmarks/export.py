@@ -2,8 +2,10 @@
 
 Figures (last line, JSON):
 - export_events_per_s: `scprof export perfetto` on a synthetic run (store -> .pftrace
-  file: DuckDB queries, lanes, flows, wire encoding, writing), in a child process
-  whose peak RSS is reported as export_peak_rss_bytes;
+  file: DuckDB queries, step breakdown, lanes, flows, wire encoding, writing), in a
+  child process whose peak RSS (VmHWM of its own address space: `ru_maxrss` would
+  include the parent's peak, which exec carries over) is export_peak_rss_bytes;
+  export_events_per_s_no_breakdown: the same without the "Step breakdown" tracks;
 - bytes_per_event: the file size over the run's events (step markers, counters and
   track descriptors included);
 - naive_bytes_per_event / interned_bytes_per_event and their ratio: the same steps
@@ -33,15 +35,25 @@ from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_trace
 
 CHILD_EXPORT = """
-import resource, sys, time
+import sys, time
 from profiler.store import Store
 from exporters.perfetto import write_trace
 with Store.open(sys.argv[1], read_only=True) as store:
     t = time.perf_counter()
-    st = write_trace(store, 1, sys.argv[2])
+    st = write_trace(store, 1, sys.argv[2], breakdown=sys.argv[3] == "1")
     dt = time.perf_counter() - t
-print(st.events, dt, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, st.bytes)
+hwm = next(int(x.split()[1]) * 1024 for x in open("/proc/self/status") if x.startswith("VmHWM"))
+print(st.events, dt, hwm, st.bytes)
 """
+
+
+def child_export(db: str, out: str, breakdown: bool) -> tuple[int, float, int, int]:
+    """(events, seconds, peak RSS bytes, file bytes) of an export in a fresh process."""
+    res = subprocess.run([sys.executable, "-c", CHILD_EXPORT, db, out, "1" if breakdown else "0"], check=True,
+                         capture_output=True, text=True)
+    events, secs, rss, size = res.stdout.split()[-4:]
+    os.remove(out)
+    return int(events), float(secs), int(rss), int(size)
 
 
 def naive_bytes(store: Store, steps: tuple[int, int]) -> tuple[int, int]:
@@ -84,6 +96,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--naive-steps", type=int, default=20)
     args = ap.parse_args()
+    load_start = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "synthetic.sctrace")
         db = os.path.join(tmp, "store.duckdb")
@@ -95,12 +108,11 @@ def main() -> None:
         print(f"synthetic run of {n:,} events stored in {time.perf_counter() - t:.0f} s", file=sys.stderr)
 
         out = os.path.join(tmp, "run.pftrace")
-        res = subprocess.run([sys.executable, "-c", CHILD_EXPORT, db, out], check=True,
-                             capture_output=True, text=True)
-        events, export_s, rss, size = (float(x) for x in res.stdout.split()[-4:])
-        assert int(events) == n
+        events, export_s, rss, size = child_export(db, out, breakdown=True)
+        assert events == n
         print(f"export {export_s:.1f} s, {size / 1e6:.0f} MB, peak RSS {rss / 1e6:.0f} MB", file=sys.stderr)
-        os.remove(out)
+        _, bare_s, bare_rss, _ = child_export(db, out, breakdown=False)
+        print(f"without breakdown: {bare_s:.1f} s, peak RSS {bare_rss / 1e6:.0f} MB", file=sys.stderr)
 
         steps = (0, args.naive_steps)
         sub = os.path.join(tmp, "sub.pftrace")
@@ -114,13 +126,16 @@ def main() -> None:
         "events": n,
         "export_events_per_s": round(n / export_s),
         "export_seconds": round(export_s, 2),
+        "export_events_per_s_no_breakdown": round(n / bare_s),
         "bytes_per_event": round(size / n, 1),
         "export_peak_rss_bytes": int(rss),
         "sample_events": naive_events,
         "interned_bytes_per_event": round(st.bytes / st.events, 1),
         "naive_bytes_per_event": round(naive / naive_events, 1),
         "interned_over_naive": round(st.bytes / naive, 3),
+        "export_peak_rss_bytes_no_breakdown": int(bare_rss),
         "cpus": os.cpu_count(),
+        "load_avg_1m_start_end": [round(load_start, 2), round(os.getloadavg()[0], 2)],
     }
     print(json.dumps(result))
 

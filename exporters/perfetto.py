@@ -13,7 +13,10 @@ Layout (docs/exporters.md has the full description):
 - overlapping events of one line go to sibling tracks of the same name ("lanes"),
   which the Perfetto UI draws as one track;
 - flows from each step's SparseCore forward to the TensorCore forward that consumes
-  it, and from the TensorCore backward to the SparseCore backward (FLOWS_SQL).
+  it, and from the TensorCore backward to the SparseCore backward (FLOWS_SQL);
+- a "Step breakdown" track per chip whose slices split each step window into the
+  wall-time categories of analyzers.timeline (the analyzers' step breakdown), one
+  after the other in priority order (_plan_breakdown).
 
 Perfetto timestamps are nanoseconds; scprof's are picoseconds. A slice starts at
 floor(start_ps / 1000) and ends at floor(end_ps / 1000); when that loses
@@ -22,8 +25,9 @@ picoseconds the exact values ride along as `start_ps`/`dur_ps` annotations (and
 
 Streaming: rows come from DuckDB in time windows of about WINDOW_ROWS rows
 (planned from a histogram of start times) and are encoded in record batches of
-CHUNK_ROWS, so memory does not grow with the run. TracePackets are built on the
-wire with `exporters.rowwire` from numpy columns, all on one trusted packet
+CHUNK_ROWS (read ahead by a thread), so memory does not grow with the run.
+TracePackets are built on the wire with `exporters.rowwire` from numpy columns
+(BEGIN/INSTANT/COUNTER and END packets interleaved in one scatter), all on one trusted packet
 sequence whose first packet clears incremental state and interns every event
 name, category, annotation name and table name.
 """
@@ -31,7 +35,10 @@ name, category, annotation name and table name.
 from __future__ import annotations
 
 import os
+import queue
+import string
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -40,7 +47,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
 
-from exporters.rowwire import Rows, tag
+from analyzers.context import RunContext, load_sql
+from analyzers.timeline import CATEGORIES as TIMELINE_CATEGORIES
+from analyzers.timeline import split_timeline
+from exporters.rowwire import Rows, encode_rows, encode_varint, tag
 from profiler.errors import ScprofError
 from profiler.store import Store
 
@@ -60,14 +70,18 @@ EXACT_ARGS = ("start_ps", "dur_ps", "ts_ps")
 # Prefix for event_args keys that collide with the names above.
 ARGS_PREFIX = "args."
 # Interned categories: the kind of the event's track; `step` for step markers.
-CATEGORIES = ("host", "tensorcore", "sparsecore", "sc_tile", "counter", "unknown", "step")
+CATEGORIES = ("host", "tensorcore", "sparsecore", "sc_tile", "counter", "unknown", "step", "breakdown")
 STEP_CATEGORY = "step"
+# The per-chip track of the step-time breakdown (analyzers.breakdown): its slices split each
+# step window into the wall-time categories of analyzers.timeline, in their priority order.
+BREAKDOWN_CATEGORY = "breakdown"
+BREAKDOWN_TRACK = "Step breakdown"
 # Lines between whose events flows are drawn.
 TC_OPS_LINE, SC_OPS_LINE = "XLA Ops", "Sparse Core Ops"
 _INF_PS = 1 << 62
 
 # Row kinds of the merged stream.
-_EVENT, _MARKER, _COUNTER = 0, 1, 2
+_EVENT, _MARKER, _COUNTER, _BREAKDOWN = 0, 1, 2, 3
 
 # Flows, one per direction, step and chip, between the ops lines' events:
 #   forward:  the last SparseCore op of step i on chip c that starts before the
@@ -126,6 +140,9 @@ SELECT * FROM (
   UNION ALL
   SELECT 2, rowid, track_id, NULL, ts_ps, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value
   FROM counters WHERE run_id = $run AND {counter_filter} AND ts_ps >= $lo AND ts_ps < $hi
+  UNION ALL  -- step breakdown slices: track_id is the chip, name_id the interned name
+  SELECT 3, id, chip, name_iid, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+  FROM {breakdown} WHERE start_ps >= $lo AND start_ps < $hi
 )
 ORDER BY start_ps // 1000, (start_ps + dur_ps) // 1000 DESC, kind, id, track_id
 """
@@ -140,12 +157,16 @@ ORDER BY a.event_id, a.key
 
 # --steps A:B keeps events of steps A..B-1, events without a step that start inside
 # those steps' time span, their step markers, and counter samples inside the span.
-_FILTERS_ALL = {"event_filter": "TRUE", "marker_filter": "TRUE", "counter_filter": "TRUE"}
+# {breakdown} is the table of step-breakdown slices, once planned (_plan_breakdown).
+_NO_BREAKDOWN = ("(SELECT NULL::BIGINT AS id, NULL::BIGINT AS chip, NULL::BIGINT AS name_iid, NULL::BIGINT AS start_ps,"
+                 " NULL::BIGINT AS dur_ps, NULL::BIGINT AS step WHERE FALSE)")
+_FILTERS_ALL = {"event_filter": "TRUE", "marker_filter": "TRUE", "counter_filter": "TRUE", "breakdown": _NO_BREAKDOWN}
 _FILTERS_STEPS = {
     "event_filter": "((e.step >= $step_a AND e.step < $step_b)"
                     " OR (e.step IS NULL AND e.start_ps >= $span_a AND e.start_ps < $span_b))",
     "marker_filter": "(step >= $step_a AND step < $step_b)",
     "counter_filter": "(ts_ps >= $span_a AND ts_ps <= $span_b)",
+    "breakdown": _NO_BREAKDOWN,
 }  # fmt: skip
 
 
@@ -159,6 +180,7 @@ class ExportStats:
 
     events: int = 0
     markers: int = 0
+    breakdown: int = 0  # slices on the "Step breakdown" tracks
     counters: int = 0
     flows: int = 0
     tracks: int = 0
@@ -173,7 +195,8 @@ def export_run(store: Store, run_id: int, path: str, steps: tuple[int, int] | No
     progress = sys.stderr.isatty() and sys.stdout.isatty()
     stats = write_trace(store, run_id, path, steps, progress=progress)
     line = (f"wrote {path}: {stats.events:,} events, {stats.markers:,} step markers, "
-            f"{stats.counters:,} counter samples, {stats.flows:,} flows on {stats.tracks} tracks "
+            f"{stats.counters:,} counter samples, {stats.flows:,} flows, {stats.breakdown:,} step-breakdown "
+            f"slices on {stats.tracks} tracks "
             f"({stats.bytes / 1e6:.1f} MB, {stats.bytes / max(stats.events, 1):.1f} B/event, "
             f"{stats.seconds:.1f} s)")
     if check:
@@ -189,8 +212,11 @@ def export_run(store: Store, run_id: int, path: str, steps: tuple[int, int] | No
 
 def write_trace(store: Store, run_id: int, path: str, steps: tuple[int, int] | None = None,
                 progress: bool = False, window_rows: int = WINDOW_ROWS,
-                chunk_rows: int = CHUNK_ROWS) -> ExportStats:
-    """Export to `path` (written to a temporary name, then renamed); returns figures."""
+                chunk_rows: int = CHUNK_ROWS, breakdown: bool = True) -> ExportStats:
+    """Export to `path` (written to a temporary name, then renamed); returns figures.
+
+    `breakdown=False` leaves out the "Step breakdown" tracks (and the analysis they need).
+    """
     t0 = time.perf_counter()
     tmp = f"{path}.tmp{os.getpid()}"
     try:
@@ -199,7 +225,7 @@ def write_trace(store: Store, run_id: int, path: str, steps: tuple[int, int] | N
         raise ScprofError(f"{path}: cannot write: {e.strerror}") from None
     try:
         with f:
-            writer = _Writer(store, run_id, f, steps, window_rows, chunk_rows, progress)
+            writer = _Writer(store, run_id, f, steps, window_rows, chunk_rows, progress, breakdown)
             writer.run()
         os.replace(tmp, path)
     except BaseException:
@@ -218,13 +244,7 @@ def write_trace(store: Store, run_id: int, path: str, steps: tuple[int, int] | N
 def _trace_packet(pkt: pt.TracePacket) -> bytes:
     """A TracePacket as one `Trace.packet` field."""
     body = pkt.SerializeToString()
-    return tag(1, 2) + _varint(len(body)) + body
-
-
-def _varint(v: int) -> bytes:
-    from exporters.rowwire import encode_varint
-
-    return encode_varint(v)
+    return tag(1, 2) + encode_varint(len(body)) + body
 
 
 def _col(batch: pa.RecordBatch, name: str, dtype, fill=0) -> tuple[np.ndarray, np.ndarray | None]:
@@ -334,12 +354,15 @@ def _place(stacks: list[list[int]], s: int, e: int) -> int:
 
 
 class _Writer:
-    def __init__(self, store: Store, run_id: int, f, steps, window_rows: int, chunk_rows: int, progress: bool):
+    def __init__(self, store: Store, run_id: int, f, steps, window_rows: int, chunk_rows: int, progress: bool,
+                 breakdown: bool = True):
         self.store, self.con, self.run_id, self.f = store, store.con, run_id, f
+        self.breakdown = breakdown
         self.window_rows, self.chunk_rows, self.progress = window_rows, chunk_rows, progress
         self.stats = ExportStats()
         self.params: dict = {"run": run_id}
         self.filters = dict(_FILTERS_ALL)
+        self.steps = steps
         if steps is not None:
             self._set_step_filter(*steps)
         self.next_uuid = 1
@@ -387,11 +410,13 @@ class _Writer:
         if first_ps < 0:
             raise ScprofError(f"run {self.run_id} has negative timestamps; Perfetto needs times >= 0")
         self.first_ns = first_ps // 1000
+        cuts = self._plan_windows()
         self._plan_tracks()
         self._plan_interning()
+        self._plan_breakdown(cuts)
+        self.lanes = _Lanes(self.n_keys)
         self._plan_flows()
         self._write_head()
-        cuts = self._plan_windows()
         total = self.stats_total
         done = 0
         for lo, hi in zip([0, *cuts], [*cuts, _INF_PS // 1000], strict=True):
@@ -407,7 +432,9 @@ class _Writer:
                                FROM tracks WHERE run_id = $run ORDER BY track_id""")
         self.tracks = {t[0]: t for t in tracks}
         max_tid = max(self.tracks, default=0)
-        self.n_keys = 2 * (max_tid + 1)
+        max_chip = max((t[4] for t in tracks if t[4] is not None and t[4] >= 0), default=-1)
+        self.bd_key0 = 2 * (max_tid + 1)  # lane keys of the breakdown tracks: bd_key0 + chip
+        self.n_keys = self.bd_key0 + max_chip + 1
         ev_counts = dict(self._rows(self._sql(
             "SELECT track_id, count(*) FROM events e WHERE run_id = $run AND {event_filter} GROUP BY 1")))
         marker_tracks = [r[0] for r in self._rows(self._sql(
@@ -443,12 +470,11 @@ class _Writer:
             for is_marker, present in ((0, tid in ev_counts), (1, tid in marker_tracks)):
                 if present:
                     key = 2 * tid + is_marker
-                    self.key_parent[key] = (parent, line)
+                    self.key_parent[key] = (parent, line, rank)
                     self.lane0[key] = self._describe(name=line, parent_uuid=parent, sibling_order_rank=rank)
         self.stats.tracks = len(self.descriptors)
         # default track of the sequence: the busiest line
         self.default_uuid = int(self.lane0[2 * max(ev_counts, key=ev_counts.get)]) if ev_counts else 0
-        self.lanes = _Lanes(self.n_keys)
 
     def _describe(self, **kw) -> int:
         uuid = self.next_uuid
@@ -456,8 +482,8 @@ class _Writer:
         self.descriptors.append(pt.TrackDescriptor(uuid=uuid, **kw))
         return uuid
 
-    def _group_of(self, plane: str, kind: str, chip: int, tile: int) -> int:
-        host = plane.startswith("/host") or chip is None or chip < 0
+    def _process_of(self, host: bool, chip: int | None) -> tuple[tuple, int]:
+        """(key, uuid) of the process-like track of a chip or of the host, described on first use."""
         pkey = ("host",) if host else ("chip", chip)
         if pkey not in self.groups:
             name = "Host" if host else f"Chip {chip}"
@@ -465,6 +491,11 @@ class _Writer:
             self.groups[pkey] = self._describe(
                 process=pt.ProcessDescriptor(pid=pid, process_name=name),
                 child_ordering=pt.TrackDescriptor.EXPLICIT)
+        return pkey, self.groups[pkey]
+
+    def _group_of(self, plane: str, kind: str, chip: int, tile: int) -> int:
+        host = plane.startswith("/host") or chip is None or chip < 0
+        pkey, _ = self._process_of(host, chip)
         gkey = (*pkey, plane)
         if gkey not in self.groups:
             rank = len([k for k in self.groups if k[: len(pkey)] == pkey and len(k) == len(pkey) + 1])
@@ -510,14 +541,94 @@ class _Writer:
             self.arg_key_iid[k] = len(ann_names)
         self.ann_iid = {n: i + 1 for i, n in enumerate(ann_names)}
         self.has_args = bool(keys)
+        # breakdown slices are named by their category, interned after the events' names
+        self.bd_name_iid = {c: len(names) + i + 1 for i, c in enumerate(TIMELINE_CATEGORIES)} if self.breakdown else {}
         self.interned = pt.InternedData(
             event_categories=[pt.EventCategory(iid=i + 1, name=c) for i, c in enumerate(CATEGORIES)],
-            event_names=[pt.EventName(iid=i + 1, name=v) for i, (_, v) in enumerate(names)],
+            event_names=[pt.EventName(iid=i + 1, name=v) for i, (_, v) in enumerate(names)]
+            + [pt.EventName(iid=i, name=c) for c, i in self.bd_name_iid.items()],
             debug_annotation_names=[pt.DebugAnnotationName(iid=i + 1, name=n) for i, n in enumerate(ann_names)],
             debug_annotation_string_values=[pt.InternedString(iid=i + 1, str=v.encode())
                                             for i, (_, v) in enumerate(tables)],
         )
         self.step_cat = CATEGORIES.index(STEP_CATEGORY) + 1
+        self.bd_cat = CATEGORIES.index(BREAKDOWN_CATEGORY) + 1
+
+    def _plan_breakdown(self, cuts: list[int]) -> None:
+        """The "Step breakdown" slices as a temp table, and a track per chip that has some.
+
+        analyzers.breakdown.step_breakdown() splits whole-run arrays; here the same split
+        (analyzers.timeline.split_timeline over sql/timeline_events.sql, per step window of
+        sql/step_windows.sql) is computed per export window with the step windows clipped to
+        it, and the parts summed: the split is additive over time, so the figures are the
+        analyzer's, while memory follows the window rather than the run.
+        """
+        if not self.breakdown:
+            return
+        ctx = RunContext(self.store, self.run_id)
+        windows = self.store.query(
+            f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')} WHERE end_ps > start_ps"
+            + (" AND step >= $a AND step < $b" if self.steps else "") + " ORDER BY chip, start_ps",
+            {"a": self.steps[0], "b": self.steps[1]} if self.steps else None)
+        if windows.num_rows == 0:
+            return
+        w = {k: windows.column(k).to_numpy().astype(np.int64) for k in ("chip", "step", "start_ps", "end_ps")}
+        sql = load_sql("timeline_events").strip().rstrip(";")
+        deps = {d: ctx.temp(d) for _, d, _, _ in string.Formatter().parse(sql) if d}
+        max_dur = self._rows("SELECT coalesce(max(dur_ps), 0) FROM events WHERE run_id = $run")[0][0]
+        events_sql = (f"SELECT chip, start_ps, end_ps, priority FROM ({sql.format(**deps)}) "
+                      "WHERE start_ps >= $lo - $max_dur AND start_ps < $hi AND end_ps > $lo")
+        parts = []
+        bounds = [int(w["start_ps"].min()), *[c * 1000 for c in cuts], int(w["end_ps"].max())]
+        for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+            inside = (w["start_ps"] < hi) & (w["end_ps"] > lo)
+            if hi <= lo or not inside.any():
+                continue
+            clipped = pa.table({"chip": w["chip"][inside], "step": w["step"][inside],
+                                "start_ps": np.maximum(w["start_ps"][inside], lo),
+                                "end_ps": np.minimum(w["end_ps"][inside], hi)})
+            events = self.con.sql(events_sql, params={"lo": lo, "hi": hi, "max_dur": max_dur}).to_arrow_table()
+            parts.append(split_timeline(events, clipped, TIMELINE_CATEGORIES))
+            del events
+        if not parts:
+            return
+        split = pa.concat_tables(parts).group_by(["chip", "step", "category"]).aggregate([("dur_ps", "sum")])
+        chip = split.column("chip").to_numpy().astype(np.int64)
+        step = split.column("step").to_numpy().astype(np.int64)
+        dur = split.column("dur_ps_sum").to_numpy().astype(np.int64)
+        prio_of = {c: i for i, c in enumerate(TIMELINE_CATEGORIES)}
+        cats = split.column("category").to_pylist()
+        prio = np.array([prio_of[c] for c in cats], np.int64)
+        o = np.lexsort((prio, step, chip))
+        chip, step, dur, prio = chip[o], step[o], dur[o], prio[o]
+        # consecutive inside the window, in priority order: start = window start + earlier categories
+        wkey = w["chip"] * (int(w["step"].max()) + 1) + w["step"]
+        wo = np.argsort(wkey)
+        at = wo[np.searchsorted(wkey[wo], chip * (int(w["step"].max()) + 1) + step)]
+        first = np.ones(len(chip), bool)
+        first[1:] = (chip[1:] != chip[:-1]) | (step[1:] != step[:-1])
+        before = np.cumsum(dur) - dur
+        group_start = np.maximum.accumulate(np.where(first, np.arange(len(chip)), 0))
+        start = w["start_ps"][at] + before - before[group_start]
+        names = np.array([self.bd_name_iid[TIMELINE_CATEGORIES[p]] for p in range(len(TIMELINE_CATEGORIES))],
+                         np.int64)[prio]
+        keep = dur > 0
+        table = pa.table({"id": np.arange(int(keep.sum()), dtype=np.int64), "chip": chip[keep],
+                          "name_iid": names[keep], "start_ps": start[keep], "dur_ps": dur[keep],
+                          "step": step[keep]})
+        name = f"scprof_perfetto_breakdown_{self.run_id}"
+        self.con.register("scprof_perfetto_breakdown_arrow", table)
+        try:
+            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM scprof_perfetto_breakdown_arrow")
+        finally:
+            self.con.unregister("scprof_perfetto_breakdown_arrow")
+        self.filters["breakdown"] = name
+        for c in np.unique(chip[keep]).tolist():
+            _, parent = self._process_of(c < 0, c)
+            key = self.bd_key0 + c
+            self.key_parent[key] = (parent, BREAKDOWN_TRACK, -1)
+            self.lane0[key] = self._describe(name=BREAKDOWN_TRACK, parent_uuid=parent, sibling_order_rank=-1)
+        self.stats.tracks = len(self.descriptors)
 
     def _plan_flows(self) -> None:
         t = self._q(self._sql(FLOWS_SQL), {"tc_line": TC_OPS_LINE, "sc_line": SC_OPS_LINE})
@@ -591,7 +702,7 @@ class _Writer:
         args = self._window_args(lo_ps, hi_ps) if self.has_args else None
         reader = self.con.sql(sql, params=used).to_arrow_reader(self.chunk_rows)
         n_events = 0
-        for batch in reader:
+        for batch in _prefetch(reader):
             n_events += self._chunk(batch, args)
         return n_events
 
@@ -632,14 +743,17 @@ class _Writer:
         dur_ps, _ = _col(batch, "dur_ps", np.int64)
         s_ns = start_ps // 1000
         e_ns = (start_ps + dur_ps) // 1000
-        is_ev, is_mk, is_ct = kind == _EVENT, kind == _MARKER, kind == _COUNTER
+        is_ev, is_mk, is_ct, is_bd = kind == _EVENT, kind == _MARKER, kind == _COUNTER, kind == _BREAKDOWN
         is_slice = ~is_ct
         has_end = is_slice & (e_ns > s_ns)
 
-        # tracks: lanes for slices, the counter track for samples
+        # tracks: lanes for slices (keys: 2 * track (+1 for markers); breakdown: after those, by
+        # chip), the counter track for samples
         uuid = np.zeros(n, np.uint64)
         sl = np.flatnonzero(is_slice)
         key = 2 * track + is_mk
+        if is_bd.any():
+            key = np.where(is_bd, self.bd_key0 + track, key)
         lanes = self.lanes.assign(key[sl], s_ns[sl], e_ns[sl])
         uuid[sl] = self.lane0[key[sl]]
         extra = np.flatnonzero(lanes > 0)
@@ -648,9 +762,9 @@ class _Writer:
                 kk, ln = int(key[sl[j]]), int(lanes[j])
                 u = self.lane_uuids.get((kk, ln))
                 if u is None:
-                    parent, line = self.key_parent[kk]
+                    parent, line, rank = self.key_parent[kk]
                     u = self.lane_uuids[(kk, ln)] = self._describe(name=line, parent_uuid=parent,
-                                                                   sibling_order_rank=int(kk // 2))
+                                                                   sibling_order_rank=rank)
                     self.stats.lanes += 1
                 uuid[sl[j]] = u
         ct = np.flatnonzero(is_ct)
@@ -669,13 +783,19 @@ class _Writer:
 
         # -- the begin stream: BEGIN / INSTANT / COUNTER packets ---------------------------------
         ev = Rows(n)
-        cat = np.where(is_mk, self.step_cat, self.category_of_track[track]).astype(np.uint64)
+        cat = np.where(is_mk, self.step_cat, self.category_of_track[np.where(is_bd, 0, track)])
+        if is_bd.any():
+            cat = np.where(is_bd, self.bd_cat, cat)
+        cat = cat.astype(np.uint64)
         ev.varint(3, cat, is_slice)
         exact_ts = self._annotations(ev, batch, is_ev, is_mk, is_ct, is_slice, start_ps, dur_ps, rid, args)
         etype = np.where(is_ct, COUNTER, np.where(has_end, BEGIN, INSTANT))
         ev.varint(9, etype)
         name_id, _ = _col(batch, "name_id", np.int64)
-        ev.varint(10, self.name_iid[name_id] if len(self.name_iid) else np.zeros(n, np.uint64), is_ev)
+        names = self.name_iid[np.where(is_ev, name_id, 0)] if len(self.name_iid) else np.zeros(n, np.uint64)
+        if is_bd.any():
+            names = np.where(is_bd, name_id.astype(np.uint64), names)
+        ev.varint(10, names, is_ev | is_bd)
         ev.varint(11, uuid, uuid != np.uint64(self.default_uuid))
         if is_mk.any():  # step markers are few: their names are built in Python
             step, _ = _col(batch, "step", np.int64)
@@ -708,30 +828,19 @@ class _Writer:
 
         # -- merge: an END goes before BEGINs at the same timestamp --------------------------------
         m = len(ends_ts)
-        b_sizes = begins.sizes()
         if m:
-            ends = self._end_rows(ends_ts, ends_uuid)
-            e_sizes = ends.sizes()
             b_final = np.arange(n) + np.searchsorted(ends_ts, s_ns, side="right")
             e_final = np.arange(m) + np.searchsorted(s_ns, ends_ts, side="left")
-            sizes = np.empty(n + m, np.int64)
-            sizes[b_final] = b_sizes
-            sizes[e_final] = e_sizes
+            buf = encode_rows([(begins, b_final), (self._end_rows(ends_ts, ends_uuid), e_final)])
         else:
-            sizes = b_sizes
-            b_final = np.arange(n)
-        offs = np.zeros(len(sizes) + 1, np.int64)
-        np.cumsum(sizes, out=offs[1:])
-        buf = np.zeros(int(offs[-1]), np.uint8)
-        begins.write_into(buf, offs[b_final])
-        if m:
-            ends.write_into(buf, offs[e_final])
+            buf = encode_rows([(begins, np.arange(n))])
         self.f.write(head)
         self.f.write(memoryview(buf))
         self.last_ts = max(self.last_ts, int(s_ns[-1]))
         n_ev = int(is_ev.sum())
         self.stats.events += n_ev
         self.stats.markers += int(is_mk.sum())
+        self.stats.breakdown += int(is_bd.sum())
         self.stats.counters += int(is_ct.sum())
         return n_ev
 
@@ -744,13 +853,11 @@ class _Writer:
             present = is_slice if valid is None else (valid & is_slice)
             if not present.any():
                 continue
-            idx = np.flatnonzero(present)
-            iid = self.ann_iid[name]
-            sub = Rows(len(idx)).const(tag(1, 0) + bytes([iid]))
+            sub = Rows(len(present)).const(tag(1, 0) + encode_varint(self.ann_iid[name]))
             if name == "table":
-                sub.varint(17, self.table_iid[values[idx]])
+                sub.varint(17, self.table_iid[values])
             else:
-                sub.varint(4, values[idx])
+                sub.varint(4, values)
             ev.message(4, sub, present)
         off_start = start_ps % 1000 != 0
         exact_start = is_slice & off_start
@@ -759,8 +866,7 @@ class _Writer:
         for name, present, values in (("start_ps", exact_start, start_ps), ("dur_ps", exact_dur, dur_ps),
                                       ("ts_ps", exact_ts, start_ps)):
             if present.any():
-                idx = np.flatnonzero(present)
-                sub = Rows(len(idx)).const(tag(1, 0) + bytes([self.ann_iid[name]])).varint(4, values[idx])
+                sub = Rows(len(present)).const(tag(1, 0) + encode_varint(self.ann_iid[name])).varint(4, values)
                 ev.message(4, sub, present)
         if args is not None:
             a_eid, blob, aoffs = args
@@ -793,6 +899,50 @@ class _Writer:
         if len(ends_ts):
             buf, _ = self._end_rows(ends_ts, ends_uuid).encode()
             self.f.write(memoryview(buf))
+
+
+def _prefetch(reader: pa.RecordBatchReader, depth: int = 2):
+    """The reader's batches, read ahead in a thread (DuckDB sorts the next while this one is encoded).
+
+    At most `depth` batches wait, so memory stays bounded; the reader is drained by the
+    thread alone, and the thread is joined before this generator returns or raises.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def run():
+        try:
+            for b in reader:
+                while not stop.is_set():
+                    try:
+                        q.put(b, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(done)
+        except BaseException as e:  # handed to the consumer
+            q.put(e)
+
+    t = threading.Thread(target=run, name="scprof-export-reader", daemon=True)
+    t.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        while t.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                t.join(0.05)
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, q: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

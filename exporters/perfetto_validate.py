@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
 
+from profiler.wire import WireError, read_varint
+
 RULES = {
     "packet-sequence": "every packet has a trusted_packet_sequence_id and a timestamp; "
                        "track events come in timestamp order",
@@ -128,16 +130,10 @@ def iter_packets_bytes(buf) -> Iterator[pt.TracePacket]:
 
 
 def _varint(buf, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(buf) or shift > 63:
-            raise ValueError(f"byte {pos}: truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
+    try:
+        return read_varint(buf, pos, len(buf))
+    except WireError:
+        raise ValueError(f"byte {pos}: truncated varint") from None
 
 
 def validate_file(path: str, max_problems: int = 100) -> list[Problem]:

@@ -6,7 +6,7 @@ import os
 from collections import Counter
 from collections.abc import Callable
 
-from exporters.perfetto import ARGS_PREFIX, EXACT_ARGS, STEP_CATEGORY, TYPED_ARGS
+from exporters.perfetto import ARGS_PREFIX, BREAKDOWN_CATEGORY, EXACT_ARGS, STEP_CATEGORY, TYPED_ARGS
 from exporters.perfetto_validate import Readback, read_trace
 from profiler.recorder import Recorder
 from profiler.store import Store
@@ -70,9 +70,15 @@ def expected(store: Store, run_id: int, steps: tuple[int, int] | None = None):
 
 
 def actual(rb: Readback):
-    """(slices, markers, counters) of an exported trace, mapped back to store terms."""
+    """(slices, markers, counters) of an exported trace, mapped back to store terms.
+
+    The "Step breakdown" slices are derived, not stored: tests/exporters/test_perfetto_breakdown.py
+    checks them.
+    """
     slices, markers = Counter(), Counter()
     for s in rb.slices:
+        if BREAKDOWN_CATEGORY in s.categories:
+            continue
         path = rb.path(s.track_uuid)
         plane, line = path[1], path[-1]
         a = dict(s.args)

@@ -150,3 +150,18 @@ def test_failed_ingest_rolls_back(tmp_path, store_path):
     with Store.open(str(store_path)) as store, pytest.raises(ScprofError):
         ingest_trace(store, str(bad))
     assert snapshot(store_path) == before
+
+
+def test_read_only_stores_bound_duckdb_memory(store_path, monkeypatch):
+    """DuckDB's buffer pool (which keeps every block a scan reads) is capped on read-only stores."""
+    def limit() -> str:
+        with Store.open(str(store_path), read_only=True) as store:
+            return store.con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+    monkeypatch.delenv("SCPROF_MEMORY_LIMIT", raising=False)
+    assert store_module.DEFAULT_MEMORY_LIMIT == "1GB" and limit() == "953.6 MiB"  # DuckDB shows 1 GB in MiB
+    monkeypatch.setenv("SCPROF_MEMORY_LIMIT", "256MB")
+    assert limit() == "244.1 MiB"
+    monkeypatch.setenv("SCPROF_MEMORY_LIMIT", "lots")
+    with pytest.raises(StoreError, match="SCPROF_MEMORY_LIMIT: 'lots'"):
+        limit()
