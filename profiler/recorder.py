@@ -63,23 +63,31 @@ def null_of(dtype: np.dtype) -> int | float:
 
 
 class _Span:
-    """Context manager returned by Recorder.span(); kept tiny because it is on hot paths."""
+    """Context manager returned by Recorder.span(); kept tiny because it is on hot paths.
+
+    A finished span is stored as one flat tuple of numbers (args only when given), which
+    the cyclic garbage collector soon stops tracking: buffered spans then cost it nothing.
+    """
 
     __slots__ = ("_rec", "_name", "_track", "_step", "_args", "_t0")
 
-    def __init__(self, rec: Recorder, name: int, track: int, step: int, args: dict[str, Any]):
+    def __init__(self, rec: Recorder, name: int, track: int, step: int, args: dict[str, Any] | None):
         self._rec, self._name, self._track, self._step, self._args = rec, name, track, step, args
 
     def __enter__(self) -> _Span:
-        self._t0 = time.perf_counter_ns()
+        self._t0 = _now()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        t1 = time.perf_counter_ns()
+        t1 = _now()
         rec = self._rec
-        rec._spans.append((self._name, self._track, self._step, self._args, self._t0, t1))
-        if len(rec._spans) >= rec.chunk_rows:
+        spans = rec._spans
+        spans.append((self._name, self._track, self._step, self._t0, t1, self._args))
+        if len(spans) >= rec.chunk_rows:
             rec._flush_spans()
+
+
+_now = time.perf_counter_ns
 
 
 class Recorder:
@@ -214,13 +222,14 @@ class Recorder:
     def span(self, name: str, track: int, step: int | None = None, **args: Any) -> _Span:
         """Time a block of host code as an event on `track` (wall clock since start)."""
         sid = self._strings.get(name)
-        return _Span(self, self.intern(name) if sid is None else sid, track, NULL_I32 if step is None else step, args)
+        return _Span(self, self.intern(name) if sid is None else sid, track, NULL_I32 if step is None else step,
+                     args or None)
 
     def _flush_spans(self) -> None:
         if not self._spans:
             return
         spans, self._spans = self._spans, []
-        name, track, step, args, t0, t1 = zip(*spans, strict=True)
+        name, track, step, t0, t1, args = zip(*spans, strict=True)
         t0 = np.array(t0, np.int64)
         cols: dict[str, Any] = {
             "track": np.array(track, np.uint32),
