@@ -240,7 +240,7 @@ class Recorder:
         }
         generic: dict[str, list] = {}
         for key in {k for a in args if a for k in a}:
-            values = [a.get(key) for a in args]
+            values = [a.get(key) if a else None for a in args]
             if key in TYPED_ARGS:
                 cols[key] = values
             else:
