@@ -56,6 +56,7 @@ cols["tbl"] = cols.pop("table")
 n = len(cols["track"])
 arrow_events = pa.table({"event_id": np.arange(n), **cols})
 con = duckdb.connect(sys.argv[1])
+con.execute("SET enable_progress_bar = false")
 for stmt in ddl():
     con.execute(stmt)
 t = time.perf_counter()

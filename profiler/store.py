@@ -61,6 +61,9 @@ class Store:
             raise StoreError(f"{path}: not a DuckDB store: {_first_line(e)}") from None
         store = cls(con, path, read_only)
         try:
+            # DuckDB's own progress bar would write to stdout in the middle of our output.
+            if not con.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0]:
+                con.execute("SET enable_progress_bar = false")
             store._prepare()
         except BaseException:
             con.close()
