@@ -224,7 +224,7 @@ def analysis_kpis(report: RunReport) -> list[Kpi]:
 def unit_of(name: str) -> str:
     """The unit a figure's name implies (units in names: STYLE.md)."""
     n = name.lower()
-    if n.endswith("_ps") or n.endswith("ps_mean"):
+    if n.endswith("_ps") or n.endswith("ps_mean") or "_ps_per_" in n:
         return "ps"
     if "bytes" in n:
         return "bytes"
