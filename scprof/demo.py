@@ -16,6 +16,13 @@ from scprof.cli import main as scprof
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
+# SparseCore time per step of each op, summed over all SparseCores: the kind of question `scprof sql` answers.
+SAMPLE_QUERY = (
+    "SELECT r.name AS run, s.name AS op, count(*) AS ops, round(sum(s.dur_ps) / 1e6 / any_value(r.steps), 1) AS us_per_step_all_scs "
+    "FROM slices s JOIN runs r USING (run_id) WHERE s.track_kind = 'sparsecore' AND s.line = 'Sparse Core Ops' "
+    "GROUP BY r.name, s.name ORDER BY run, us_per_step_all_scs DESC"
+)
+
 
 def run(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="scprof-demo", description=__doc__.splitlines()[0])
@@ -30,11 +37,13 @@ def run(argv: list[str] | None = None) -> int:
         ["runs"],
         ["analyze", "baseline"],
         ["compare", "baseline", "tuned"],
+        ["sql", SAMPLE_QUERY],
     ]
     if not args.no_ui:
         steps.append(["ui", "--port", args.port])
     for cmd in steps:
-        print(f"\n$ scprof {' '.join(cmd)}", flush=True)
+        shown = " ".join(f'"{a}"' if " " in a else a for a in cmd)
+        print(f"\n$ scprof {shown}", flush=True)
         code = scprof([*cmd, "--db", db])
         if code:
             return code
