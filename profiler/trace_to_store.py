@@ -9,6 +9,8 @@ SQL NULL in the INSERT. Any error rolls the whole run back.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -83,9 +85,16 @@ class IngestResult:
 
 
 def ingest_traces(
-    store: Store, paths: list[str], name: str | None = None, replace: bool = False, allow_truncated: bool = False
+    store: Store,
+    paths: list[str],
+    name: str | None = None,
+    replace: bool = False,
+    allow_truncated: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[IngestResult]:
     """Ingest trace files as new runs, all in one transaction: all land or none.
+
+    `progress(done_bytes, total_bytes)` is called as the files are read.
 
     A path is a native scprof trace, or an XProf capture: a `.xplane.pb` file, a run
     directory `plugins/profile/<run>/` (one file per host) or a logdir holding such
@@ -100,14 +109,19 @@ def ingest_traces(
             headers.append(None)
         else:
             headers.append(read_header(p))
+    sizes = [_size(p) for p in paths]
     store.con.execute("BEGIN")
     try:
         results = []
-        for p, h in zip(paths, headers, strict=True):
+        for i, (p, h) in enumerate(zip(paths, headers, strict=True)):
+            done = sum(sizes[:i])
+            report = None if progress is None else (lambda b, d=done: progress(d + b, sum(sizes)))
             if h is None:
                 results += _ingest_xplane(store, p, name, replace)
             else:
-                results.append(_ingest_one(store, p, h, name, replace, allow_truncated))
+                results.append(_ingest_one(store, p, h, name, replace, allow_truncated, report))
+        if progress is not None:
+            progress(sum(sizes), sum(sizes))
         store.con.execute("COMMIT")
     except BaseException:
         store.con.execute("ROLLBACK")
@@ -122,15 +136,28 @@ def ingest_trace(
     return ingest_traces(store, [path], name, replace, allow_truncated)[0]
 
 
+def _size(path: str) -> int:
+    """Bytes under a path (a file, or the files of an XProf run directory)."""
+    if os.path.isdir(path):
+        return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    return os.path.getsize(path)
+
+
 def _ingest_one(
-    store: Store, path: str, header: pb.Header, name: str | None, replace: bool, allow_truncated: bool
+    store: Store,
+    path: str,
+    header: pb.Header,
+    name: str | None,
+    replace: bool,
+    allow_truncated: bool,
+    progress: Callable[[int], None] | None = None,
 ) -> IngestResult:
     name = name or header.run_name or header.run_id
     con = store.con
     _make_room(store, header.run_id, name, replace)
     run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
     reader = TraceReader(path, allow_truncated)
-    progress = _ingest_batches(con, run_id, reader)
+    progress = _ingest_batches(con, run_id, reader, progress)
     strings = pa.table({"string_id": np.arange(len(reader.strings), dtype=np.int32), "value": reader.strings})
     _insert_arrow(con, "INSERT INTO strings SELECT $run, string_id, value FROM b", run_id, strings)
     _insert_tracks(con, run_id, reader.tracks)
@@ -139,7 +166,7 @@ def _ingest_one(
             _insert_arrow(con, sql, run_id, t)
     _insert_run(con, run_id, name, path, reader)
     cut = reader.cut
-    return IngestResult(run_id, name, header.run_id, progress.rows, "truncated" if cut else "ok",
+    return IngestResult(run_id, name, header.run_id, progress.rows, run_status(reader),
                         cut.message() if cut else None)  # fmt: skip
 
 
@@ -200,12 +227,14 @@ class _Progress:
     deferred: dict[str, list[pa.Table]]
 
 
-def _ingest_batches(con, run_id: int, reader: TraceReader) -> _Progress:
+def _ingest_batches(con, run_id: int, reader: TraceReader, report: Callable[[int], None] | None = None) -> _Progress:
     """Stream all data batches into their tables; string-resolving ones are deferred."""
     progress = _Progress(0, {"partition_stats": [], "args": []})
     pending: dict[str, list[Batch]] = {"events": [], "counters": [], "steps": []}
     pending_rows = dict.fromkeys(pending, 0)
     for batch in reader.batches():
+        if report is not None:
+            report(batch.offset)
         if batch.kind == "partition_stats":
             progress.deferred["partition_stats"].append(_partition_table(batch))
             continue

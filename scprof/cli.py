@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from profiler.errors import ScprofError
+from profiler.progress import TerminalProgress
 from profiler.store import Store, default_path
 from scprof import formatting
 
@@ -188,7 +189,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     created = not os.path.exists(db)
     try:
         with Store.open(db) as store:
-            results = ingest_traces(store, args.paths, args.name, args.replace, args.allow_truncated)
+            bar = TerminalProgress("ingesting") if sys.stdout.isatty() else None
+            results = ingest_traces(store, args.paths, args.name, args.replace, args.allow_truncated, bar)
     except BaseException:
         if created:  # a failed ingest leaves no new, empty store behind either
             for leftover in (db, db + ".wal"):

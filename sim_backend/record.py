@@ -6,12 +6,12 @@ import dataclasses
 import hashlib
 import json
 import os
-import sys
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from profiler.progress import TerminalProgress
 from sim_backend import __version__
 from sim_backend.config import effective_config, load_config
 from sim_backend.emulator import Simulation, simulate
@@ -57,7 +57,7 @@ def record_run(config_path: str, overrides: list[str], name: str | None, steps: 
     """
     t0 = time.perf_counter()
     if progress is True:
-        progress = TerminalProgress()
+        progress = TerminalProgress("simulating", "steps")
     elif not callable(progress):
         progress = None
     cfg = load_config(config_path, overrides)
@@ -97,22 +97,6 @@ def record_run(config_path: str, overrides: list[str], name: str | None, steps: 
         share_tc=shares["tc"], share_idle=shares["idle"], minibatches=sum(mbs),
         minibatches_per_step=sum(mbs) / len(mbs), dropped_ids=sum(sr.dropped_ids for sr in sim.steps),
         limits_path=limits_path, wall_time_s=time.perf_counter() - t0)
-
-
-class TerminalProgress:
-    """A one-line progress bar on stdout, erased when the last step is done."""
-
-    def __init__(self, stream=None, width: int = 30):
-        self.stream = stream or sys.stdout
-        self.width = width
-
-    def __call__(self, done: int, total: int) -> None:
-        filled = self.width * done // max(total, 1)
-        bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\rsimulating [{bar}] step {done}/{total}")
-        if done >= total:
-            self.stream.write("\r" + " " * (self.width + 40) + "\r")
-        self.stream.flush()
 
 
 def run_config_json(sim: Simulation, name: str) -> dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import duckdb
 import pytest
 
@@ -165,3 +167,16 @@ def test_read_only_stores_bound_duckdb_memory(store_path, monkeypatch):
     monkeypatch.setenv("SCPROF_MEMORY_LIMIT", "lots")
     with pytest.raises(StoreError, match="SCPROF_MEMORY_LIMIT: 'lots'"):
         limit()
+
+
+def test_ingest_reports_progress_up_to_the_file_size(tmp_path):
+    from profiler.trace_to_store import ingest_traces
+    from tests.tracekit import record_small
+
+    trace = record_small(tmp_path / "p.sctrace", chunk_rows=4)
+    seen: list[tuple[int, int]] = []
+    with Store.open(str(tmp_path / "p.duckdb")) as store:
+        ingest_traces(store, [str(trace)], progress=lambda done, total: seen.append((done, total)))
+    size = os.path.getsize(trace)
+    assert len(seen) > 2 and all(t == size for _, t in seen)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and seen[-1] == (size, size)

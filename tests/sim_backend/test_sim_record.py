@@ -10,12 +10,13 @@ import tomllib
 import numpy as np
 import pytest
 
+from profiler.progress import TerminalProgress
 from profiler.reader import read_trace
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.config import config_from_dict
 from sim_backend.errors import ConfigError, PreprocessError
-from sim_backend.record import TerminalProgress, format_summary, record_run
+from sim_backend.record import format_summary, record_run
 from tests.sim_backend.conftest import CONFIG_DIR
 
 BASELINE = os.path.join(CONFIG_DIR, "baseline.toml")
@@ -122,10 +123,10 @@ def test_progress_callback_and_bar(small_raw, tmp_path):
     record_run(path, [], None, 3, str(tmp_path / "a"), progress=lambda d, t: seen.append((d, t)))
     assert seen == [(1, 3), (2, 3), (3, 3)]
     buf = io.StringIO()
-    bar = TerminalProgress(buf)
+    bar = TerminalProgress("simulating", "steps", stream=buf)
     bar(1, 2)
     bar(2, 2)
-    assert "step 1/2" in buf.getvalue() and buf.getvalue().endswith("\r")
+    assert "simulating [" in buf.getvalue() and "1/2 steps" in buf.getvalue() and buf.getvalue().endswith("\r")
 
 
 def test_derived_limits_close_the_loop(small_raw, tmp_path):
