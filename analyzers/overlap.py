@@ -4,8 +4,8 @@ With full embedding pipelining the SparseCores work on step i+1 while the
 TensorCore finishes step i; without it, SC forward -> TC forward -> TC backward
 -> SC backward run strictly in turn and the two kinds of core take turns idling.
 Busy time is the union of each kind's op events per chip (overlaps count once);
-the overlap is |SC busy| - |SC busy outside TC busy|, both from the exact sweep
-of analyzers/timeline.py.
+one exact sweep (analyzers/timeline.py, sets mode) gives the time with only TC,
+only SC, or both busy.
 """
 
 from __future__ import annotations
@@ -25,22 +25,20 @@ BUSY_ENOUGH = 0.15  # both kinds busy at least this share of step time for the f
 
 
 def per_chip(ctx: RunContext) -> pa.Table:
-    """chip, step, tc_busy_ps, sc_busy_ps, overlap_ps, step_ps."""
+    """chip, step, tc_busy_ps, sc_busy_ps, overlap_ps, step_ps (one sweep: time by the set of busy kinds)."""
     windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
-    tc_first = split_timeline(ctx.query("core_busy_events", first="tensorcore"), windows, ("tc", "sc_only", "none"))
-    sc_first = split_timeline(ctx.query("core_busy_events", first="sparsecore"), windows, ("sc", "tc_only", "none"))
+    by_set = split_timeline(ctx.query("core_busy_events", first="tensorcore"), windows,
+                            ("none", "tc_only", "sc_only", "both"), sets=True)  # fmt: skip
     return ctx.store.query(
         """
-        WITH a AS (SELECT chip, step, sum(dur_ps) FILTER (WHERE category = 'tc') AS tc,
-                          sum(dur_ps) FILTER (WHERE category = 'sc_only') AS sc_only, sum(dur_ps) AS total
-                   FROM t GROUP BY chip, step),
-             b AS (SELECT chip, step, sum(dur_ps) FILTER (WHERE category = 'sc') AS sc FROM s GROUP BY chip, step)
-        SELECT a.chip, a.step, coalesce(a.tc, 0)::BIGINT AS tc_busy_ps, coalesce(b.sc, 0)::BIGINT AS sc_busy_ps,
-               (coalesce(b.sc, 0) - coalesce(a.sc_only, 0))::BIGINT AS overlap_ps, a.total::BIGINT AS step_ps
-        FROM a JOIN b USING (chip, step) ORDER BY chip, step
+        SELECT chip, step,
+               coalesce(sum(dur_ps) FILTER (WHERE category IN ('tc_only', 'both')), 0)::BIGINT AS tc_busy_ps,
+               coalesce(sum(dur_ps) FILTER (WHERE category IN ('sc_only', 'both')), 0)::BIGINT AS sc_busy_ps,
+               coalesce(sum(dur_ps) FILTER (WHERE category = 'both'), 0)::BIGINT AS overlap_ps,
+               sum(dur_ps)::BIGINT AS step_ps
+        FROM t GROUP BY chip, step ORDER BY chip, step
         """,
-        t=tc_first,
-        s=sc_first,
+        t=by_set,
     )
 
 

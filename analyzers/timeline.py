@@ -31,12 +31,17 @@ CATEGORIES = (
 )
 
 
-def split_timeline(events: pa.Table, windows: pa.Table, categories: tuple[str, ...] = CATEGORIES) -> pa.Table:
+def split_timeline(
+    events: pa.Table, windows: pa.Table, categories: tuple[str, ...] = CATEGORIES, sets: bool = False
+) -> pa.Table:
     """Per (chip, step, category): the time the category owns in the step window.
 
     `events`: chip, start_ps, end_ps, priority (index into `categories`, whose last
     entry is the name for time nothing covers), host events already copied onto
     every chip. `windows`: chip, step, start_ps, end_ps, non-overlapping per chip.
+    With `sets`, time goes to the *set* of kinds active instead of the first one:
+    `categories[mask]` names the set whose bit k is set when kind k is active
+    (so categories[0] is "nothing", and K kinds need 2**K names).
     """
     out: dict[str, list[np.ndarray]] = {"chip": [], "step": [], "category": [], "dur_ps": []}
     ev = {k: events.column(k).to_numpy() for k in ("chip", "start_ps", "end_ps", "priority")}
@@ -47,7 +52,7 @@ def split_timeline(events: pa.Table, windows: pa.Table, categories: tuple[str, .
         w_start, w_end, w_step = (win[k][wmask][order] for k in ("start_ps", "end_ps", "step"))
         emask = ev["chip"] == chip
         owned = _sweep(ev["start_ps"][emask], ev["end_ps"][emask], ev["priority"][emask], w_start, w_end,
-                       len(categories))
+                       len(categories), sets)
         steps_idx, cats = np.nonzero(owned)
         out["chip"].append(np.full(len(steps_idx), chip, np.int32))
         out["step"].append(w_step[steps_idx].astype(np.int32))
@@ -62,9 +67,14 @@ def split_timeline(events: pa.Table, windows: pa.Table, categories: tuple[str, .
 
 
 def _sweep(
-    start: np.ndarray, end: np.ndarray, prio: np.ndarray, w_start: np.ndarray, w_end: np.ndarray, n_cat: int
+    start: np.ndarray, end: np.ndarray, prio: np.ndarray, w_start: np.ndarray, w_end: np.ndarray, n_cat: int,
+    sets: bool = False,
 ) -> np.ndarray:
-    """Matrix [window, category] of owned picoseconds for one chip; category n_cat - 1 is 'nothing'."""
+    """Matrix [window, category] of owned picoseconds for one chip.
+
+    Priority mode: the first active kind owns each instant, category n_cat - 1 is
+    'nothing'. Sets mode: the bitmask of active kinds is the category, 0 'nothing'.
+    """
     n_ev = len(start)
     pts = np.concatenate([start, end, w_start, w_end])
     order = np.argsort(pts)
@@ -72,12 +82,17 @@ def _sweep(
     n = len(pts)
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
-    label = np.full(n, n_cat - 1, np.int8)
-    # Paint from the lowest priority up, so the highest active category wins.
+    label = np.full(n, 0 if sets else n_cat - 1, np.int8)
+    # Paint from the lowest priority up, so the highest active category wins (or, for
+    # sets, add each active kind's bit).
     for k in sorted(np.unique(prio).tolist(), reverse=True):
         idx = np.flatnonzero(prio == k)
         delta = np.bincount(rank[idx], minlength=n) - np.bincount(rank[n_ev + idx], minlength=n)
-        label[np.cumsum(delta) > 0] = k
+        active = np.cumsum(delta) > 0
+        if sets:
+            label[active] |= np.int8(1 << k)
+        else:
+            label[active] = k
     seg_start, seg_dur, seg_label = ts[:-1], np.diff(ts), label[:-1]
     widx = np.searchsorted(w_start, seg_start, side="right") - 1
     keep = (seg_dur > 0) & (widx >= 0)
