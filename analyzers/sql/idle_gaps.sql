@@ -59,17 +59,26 @@ enders AS (  -- work that can close a gap (host work counts on every chip); ck: 
     WHERE e.dur_ps > 0 AND e.chip < 0
 ),
 ends AS (SELECT ck, end_ps, event_id FROM enders),  -- narrow rows keep the ASOF joins' sorts cheap
-candidates AS (
+probes AS (
+    -- each gap looks for blockers among work of its step (off 0) and of the step before (off 1):
+    -- two probe rows per gap, so one ASOF join (one sort of `ends`) serves both
+    SELECT g.track_id, g.gap_start_ps, g.gap_end_ps, o.off,
+           g.chip::BIGINT * 4294967296 + CASE o.off WHEN 0 THEN coalesce(g.step, -1) ELSE coalesce(g.step, 0) - 1 END AS ck
+    FROM starved g CROSS JOIN (VALUES (0), (1)) o(off)
+),
+hits AS (
     -- the last event on the chip or the host to end inside the gap, among work of the gap's
-    -- step or the one before (later steps' work, e.g. preprocessing ahead, blocks nothing)
-    SELECT g.*,
-           CASE WHEN a.end_ps > g.gap_start_ps AND a.end_ps >= coalesce(p.end_ps, -1) THEN a.event_id
-                WHEN p.end_ps > g.gap_start_ps THEN p.event_id END AS blocker_event,
-           CASE WHEN a.end_ps > g.gap_start_ps AND a.end_ps >= coalesce(p.end_ps, -1) THEN a.end_ps
-                WHEN p.end_ps > g.gap_start_ps THEN p.end_ps END AS blocker_end_ps
-    FROM starved g
-    ASOF LEFT JOIN ends a ON a.ck = g.chip::BIGINT * 4294967296 + coalesce(g.step, -1) AND a.end_ps <= g.gap_end_ps
-    ASOF LEFT JOIN ends p ON p.ck = g.chip::BIGINT * 4294967296 + coalesce(g.step, 0) - 1 AND p.end_ps <= g.gap_end_ps
+    -- step or the one before (later steps' work, e.g. preprocessing ahead, blocks nothing);
+    -- on a tie the gap's own step wins
+    SELECT p.track_id, p.gap_start_ps, max_by(a.event_id, a.end_ps * 2 + (1 - p.off)) AS blocker_event,
+           max(a.end_ps) AS blocker_end_ps
+    FROM probes p ASOF JOIN ends a ON a.ck = p.ck AND a.end_ps <= p.gap_end_ps
+    WHERE a.end_ps > p.gap_start_ps
+    GROUP BY ALL
+),
+candidates AS (
+    SELECT g.*, h.blocker_event, h.blocker_end_ps
+    FROM starved g LEFT JOIN hits h USING (track_id, gap_start_ps)
 ),
 blocked AS (
     SELECT c.*, e.category AS blocker_category, e.name AS blocker_name, e.track_kind AS blocker_kind,
