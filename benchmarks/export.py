@@ -34,6 +34,8 @@ from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_trace
 
+LOADS: list[float] = []  # 1-minute load average before and after each export (the machine is shared)
+
 CHILD_EXPORT = """
 import sys, time
 from profiler.store import Store
@@ -49,9 +51,11 @@ print(st.events, dt, hwm, st.bytes)
 
 def child_export(db: str, out: str, breakdown: bool) -> tuple[int, float, int, int]:
     """(events, seconds, peak RSS bytes, file bytes) of an export in a fresh process."""
+    LOADS.append(round(os.getloadavg()[0], 2))
     res = subprocess.run([sys.executable, "-c", CHILD_EXPORT, db, out, "1" if breakdown else "0"], check=True,
                          capture_output=True, text=True)
     events, secs, rss, size = res.stdout.split()[-4:]
+    LOADS.append(round(os.getloadavg()[0], 2))
     os.remove(out)
     return int(events), float(secs), int(rss), int(size)
 
@@ -136,6 +140,7 @@ def main() -> None:
         "export_peak_rss_bytes_no_breakdown": int(bare_rss),
         "cpus": os.cpu_count(),
         "load_avg_1m_start_end": [round(load_start, 2), round(os.getloadavg()[0], 2)],
+        "load_avg_1m_around_exports": LOADS,
     }
     print(json.dumps(result))
 

@@ -27,7 +27,7 @@ Streaming: rows come from DuckDB in time windows of about WINDOW_ROWS rows
 (planned from a histogram of start times) and are encoded in record batches of
 CHUNK_ROWS (read ahead by a thread), so memory does not grow with the run.
 TracePackets are built on the wire with `exporters.rowwire` from numpy columns
-(BEGIN/INSTANT/COUNTER and END packets interleaved in one scatter), all on one trusted packet
+(BEGIN/INSTANT/COUNTER and END packets interleaved, encoded in bulk by row shape), all on one trusted packet
 sequence whose first packet clears incremental state and interns every event
 name, category, annotation name and table name.
 """

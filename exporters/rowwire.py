@@ -6,7 +6,7 @@ message. A `Rows` declares the fields of one message type for n rows at once,
 each field a column of n values with an optional presence mask; nested
 messages are declared on a child `Rows` of the same n rows. Declared in
 field-number order, the bytes are exactly what the official protobuf classes
-serialize (tests/exporters/test_rowwire.py).
+serialize (tests/exporters/test_rowwire.py, test_perfetto_bulk.py).
 
     pkt = Rows(n)
     pkt.varint(8, timestamps)                 # TracePacket.timestamp
@@ -15,16 +15,18 @@ serialize (tests/exporters/test_rowwire.py).
     pkt.message(11, ev)                       # TracePacket.track_event
     data, offsets = Rows(n).message(1, pkt).encode()   # Trace.packet, n times
 
-How it is fast: the fields of a row are cut into *slots* of at most 8 bytes
-(consecutive constants and varints whose widest value in this batch fits share
-a slot; constant bytes such as tags and interned ids cost nothing per row).
-Each slot is one uint64 word per row, built with a few vectorised shifts, and
-its size. Every row is then written with one scatter of 8-byte words at
-unaligned byte offsets, in ascending offset order: a word spills up to 7 bytes
-past its slot, into bytes that a later word of the same or the next row
-overwrites. Per-row byte strings (`bytes`, `raw`) are holes in that layout,
-filled exactly afterwards. `encode_rows` interleaves several message types
-(e.g. slice BEGIN and END packets) in one given order with the same scatter.
+How it is fast: rows are grouped by *shape*, i.e. which fields are present and
+how many bytes each varint takes. Within a shape every field sits at the same
+offset of the row, so the shape's rows are one (rows x bytes) uint8 matrix:
+filled with the shape's template (tags, nested-message lengths, values that
+are the same in every row, all encoded once), then each varying field written
+as whole columns (byte k of every value at once, profiler.wire.write_varints),
+and finally every row copied to its offset in the output with one scatter of
+fixed-size records. Per-row byte strings (`bytes`, `raw`) split a row into
+segments around them and are filled in after. A chunk has few shapes (tens),
+so the Python work is per shape and field, and numpy's per row and byte.
+`encode_rows` interleaves several message types (e.g. slice BEGIN and END
+packets) in one given order.
 
 Only the encodings exporters need are here: varint (uint64, and int64 as two's
 complement), fixed64 (double/fixed64), constant pre-encoded bytes, per-row bytes
@@ -33,16 +35,18 @@ complement), fixed64 (double/fixed64), constant pre-encoded bytes, per-row bytes
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from profiler.wire import encode_varint
+from profiler.wire import as_varint_u64, encode_varint, varint_sizes, write_varints
+
+__all__ = ["Rows", "encode_rows", "tag", "varint_size", "varint_sizes", "as_u64"]
 
 _U64 = np.uint64
-_SLACK = 8  # bytes past the end of a buffer that the last word may spill into
-_MASK8 = np.array([(1 << (8 * s)) - 1 for s in range(9)], np.uint64)  # low s bytes set
-# continuation bits of a varint of s bytes: bytes 0..s-2 have 0x80 (first 8 bytes / the 9th byte)
-_CONT_LO = np.array([sum(0x80 << (8 * b) for b in range(min(s - 1, 8))) for s in range(1, 11)], np.uint64)
-_CONT_HI = np.array([0x80 if s > 9 else 0 for s in range(1, 11)], np.uint64)
+_DENSE_KEYS = 1 << 16  # shape keys below this are counted with bincount; larger ones are sorted
+
+as_u64 = as_varint_u64  # column as uint64 for varint encoding (negative int64: two's complement)
 
 
 def tag(field: int, wire_type: int) -> bytes:
@@ -51,78 +55,8 @@ def tag(field: int, wire_type: int) -> bytes:
 
 
 def varint_size(v: int) -> int:
+    """Encoded size of one varint."""
     return len(encode_varint(v))
-
-
-def varint_sizes(v: np.ndarray, vmax: int | None = None) -> np.ndarray:
-    """Encoded size in bytes (1..10) of each uint64 value (`vmax`: an upper bound, if known)."""
-    n = np.ones(len(v), np.int64)
-    if len(v) == 0:
-        return n
-    vmax = int(v.max()) if vmax is None else vmax
-    for k in range(1, 10):
-        t = 1 << (7 * k)
-        if t > vmax:
-            break
-        n += v >= _U64(t)
-    return n
-
-
-def as_u64(values: np.ndarray) -> np.ndarray:
-    """Column as uint64 for varint encoding; negative int64 become two's complement (10 bytes)."""
-    a = np.asarray(values)
-    if a.dtype == _U64:
-        return a
-    if a.dtype.kind == "i":
-        return a.astype(np.int64, copy=False).view(_U64)
-    return a.astype(_U64)
-
-
-def _pack_varints(v: np.ndarray, vmax: int) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, int]:
-    """Varints of `v` as little-endian words: (bytes 0-7, bytes 8-9 or None, sizes, max size)."""
-    smax = varint_size(vmax)
-    if smax == 1:
-        return v, None, np.ones(len(v), np.int64), 1
-    sizes = varint_sizes(v, vmax)
-    lo = v & _U64(0x7F)
-    t = np.empty_like(v)
-    for k in range(1, min(smax, 8)):
-        np.left_shift(v, _U64(k), out=t)
-        t &= _U64(0x7F << (8 * k))
-        lo |= t
-    lo |= _CONT_LO[sizes - 1]
-    hi = None
-    if smax > 8:
-        hi = (v >> _U64(56)) & _U64(0x7F)
-        hi |= (v >> _U64(63)) << _U64(8)
-        hi |= _CONT_HI[sizes - 1]
-    return lo, hi, sizes, smax
-
-
-class _Piece:
-    """At most 8 bytes of a row: a word per row (or a constant) and its size per row (or a constant)."""
-
-    __slots__ = ("word", "size", "width", "present")
-
-    def __init__(self, word, size, width: int, present: np.ndarray | None):
-        self.word, self.size, self.width, self.present = word, size, width, present
-
-
-class _Hole:
-    """Per-row bytes written exactly after the words: row i gets data[starts[i]:starts[i] + lens[i]]."""
-
-    __slots__ = ("data", "starts", "lens", "present")
-
-    def __init__(self, data: np.ndarray, starts: np.ndarray, lens: np.ndarray, present: np.ndarray | None):
-        self.data, self.starts, self.lens, self.present = data, starts, lens, present
-
-
-def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
-    if a is None:
-        return b
-    if b is None:
-        return a
-    return a & b
 
 
 class Rows:
@@ -181,45 +115,9 @@ class Rows:
         self._items.append(("message", tag(field, 2), sub, _mask(present)))
         return self
 
-    # -- layout -----------------------------------------------------------------------------
-
-    def _pieces(self, present: np.ndarray | None, out: list):
-        """Append this message's pieces and holes to `out`; returns its size per row (int if constant).
-
-        A piece's word and size are those of a present row (whatever they are elsewhere);
-        `present` is applied once per slot. Sizes are exact where `present` holds.
-        """
-        total = 0
-        for kind, key, data, own in self._items:
-            pres = present if own is None else (own if present is None else present & own)
-            if own is not None and not pres.any():
-                continue
-            if kind == "const":
-                _const_pieces(key, pres, out)
-                size = len(key)
-            elif kind == "varint":
-                size = _varint_pieces(key, data, pres, out)
-            elif kind == "fixed64":
-                _const_pieces(key, pres, out)
-                out.append(_Piece(data, 8, 8, pres))
-                size = len(key) + 8
-            elif kind == "raw":
-                d, starts, lens = data
-                out.append(_Hole(d, starts, lens, pres))
-                size = lens
-            else:  # message: header (tag + length) before the content, whose size is known only after it
-                at = len(out)
-                inner = data._pieces(pres, out)
-                head: list = []
-                inner_v = np.full(self.n, inner, _U64) if isinstance(inner, int) else inner.astype(_U64)
-                size = _varint_pieces(key, inner_v, pres, head) + inner
-                out[at:at] = head
-            total = total + (size if own is None else size * own)
-        return total
-
     def sizes(self) -> np.ndarray:
         """Encoded size of each row's message."""
-        return self._pieces(None, [])
+        return _Plan(self).row_size
 
     def encode(self) -> tuple[np.ndarray, np.ndarray]:
         """All rows serialized back to back: (uint8 buffer, n + 1 offsets)."""
@@ -233,68 +131,244 @@ def _mask(present) -> np.ndarray | None:
     return None if present.all() else present
 
 
-def _const_pieces(data: bytes, pres: np.ndarray | None, out: list) -> None:
-    for i in range(0, len(data), 8):
-        chunk = data[i:i + 8]
-        out.append(_Piece(int.from_bytes(chunk, "little"), len(chunk), len(chunk), pres))
+def _and(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a & b
 
 
-def _varint_pieces(key: bytes, v: np.ndarray, pres: np.ndarray | None, out: list):
-    """Pieces of `key` + varint(v); returns the size per row."""
-    vmax = int(v.max() if pres is None else v.max(where=pres, initial=0)) if len(v) else 0
-    lo, hi, sizes, smax = _pack_varints(v, vmax)
-    _const_pieces(key, pres, out)
-    if hi is None:
-        out.append(_Piece(lo, sizes if smax > 1 else 1, smax, pres))
-    else:
-        out.append(_Piece(lo, np.minimum(sizes, 8), 8, pres))
-        out.append(_Piece(hi, np.maximum(sizes - 8, 0), smax - 8, pres))
-    return (sizes if smax > 1 else 1) + len(key)
+# -- the plan: a message tree flattened, its rows grouped by shape -------------------------------
 
 
-def _slots(pieces: list, n: int):
-    """Pieces packed into slots of <= 8 bytes: (words (F, n) uint64, sizes (F, n) int64, holes by slot).
+@dataclass(eq=False)
+class _Item:
+    """One field (or a nested message's header) of the flattened message, in wire order."""
 
-    A slot takes consecutive pieces under the same presence while their widest sizes fit in 8
-    bytes; its size is zero in rows where it is absent.
-    """
-    words: list = []
-    sizes: list = []
-    holes: list[tuple[int, _Hole]] = []
-    cur: list = []  # [word, size, width, pres]
+    kind: str  # "const" (key holds the bytes), "varint", "fixed", "hole" (per-row bytes), "head" (message)
+    key: bytes  # tag, or the constant bytes
+    data: object  # varint/fixed: uint64 column; hole: (data, starts, lens with absent rows 0)
+    pres: np.ndarray | None  # rows where the item is present (None: all)
+    parent: int  # index of the enclosing head, -1 at the top
+    vsize: int | np.ndarray = 0  # varint: encoded size (scalar if the same in all present rows)
+    holes: bool = False  # head: a hole lies inside (its length varies per row)
+    hole_kids: list[int] = field(default_factory=list)  # head: direct children that are holes
+    head_kids: list[int] = field(default_factory=list)  # head: direct children that are hole-holding heads
+    length: np.ndarray | None = None  # hole-holding head: its content size per row
 
-    def close():
-        if cur:
-            w, sz, _, pres = cur
-            words.append(w)
-            sizes.append(sz if pres is None else sz * pres)
-            cur.clear()
 
-    for p in pieces:
-        if isinstance(p, _Hole):
-            close()
-            holes.append((len(words), p))
-            words.append(0)
-            sizes.append(p.lens if p.present is None else p.lens * p.present)
-        elif cur and cur[3] is p.present and cur[2] + p.width <= 8:
-            w, sz, width, pres = cur
-            if isinstance(sz, int) and isinstance(w, int) and isinstance(p.word, int):
-                word = w | (p.word << (8 * sz))
+class _Plan:
+    """A Rows tree's items and its rows' shapes: shape id per row, rows by shape, size per row."""
+
+    def __init__(self, rows: Rows):
+        self.n = rows.n
+        self.items: list[_Item] = []
+        self._flatten(rows, None, -1, [])
+        if self.n == 0:
+            self.inv = self.order = self.row_size = np.zeros(0, np.int64)
+            self.bounds, self.layouts = np.zeros(1, np.int64), []
+            return
+        codes: list[tuple[np.ndarray, int]] = []
+        seen: set[int] = set()
+        for it in self.items:
+            if it.kind == "varint":
+                codes += self._varint_codes(it)
+            if it.pres is not None and it.kind != "hole" and id(it.pres) not in seen:
+                seen.add(id(it.pres))
+                codes.append((it.pres, 2))
+        inv = self._group(codes)
+        heads = [i for i, it in enumerate(self.items) if it.holes]
+        if heads:  # lengths of messages around holes vary per row: their varint sizes refine the shapes
+            reps = self._reps(inv)
+            static = np.array([self._static(int(r)) for r in reps], np.int64).reshape(len(reps), -1)
+            codes = [(inv, int(inv.max()) + 1)]
+            for h in reversed(heads):  # innermost first
+                it = self.items[h]
+                size = static[:, heads.index(h) + 1][inv]
+                for j in it.hole_kids:
+                    size = size + self.items[j].data[2]
+                for g in it.head_kids:
+                    size = size + self.items[g].vsize + self.items[g].length
+                it.length = size.astype(_U64)
+                it.vsize = varint_sizes(it.length)
+                if it.pres is not None:
+                    it.vsize = it.vsize * it.pres
+                codes += self._size_codes(it.vsize)
+            inv = self._group(codes)
+        self.inv = inv
+        self.order = np.argsort(inv, kind="stable")  # radix sort: inv is uint8/uint16 when shapes are few
+        counts = np.bincount(inv)
+        self.bounds = np.concatenate([[0], np.cumsum(counts)])
+        self.layouts = [self._layout(int(self.order[b])) for b in self.bounds[:-1].tolist()]
+        stat = np.array([sum(len(t) for t, _ in lay) for lay in self.layouts], np.int64)
+        self.row_size = stat[inv]
+        for it in self.items:  # the templates hold every byte but the holes'
+            if it.kind == "hole":
+                self.row_size = self.row_size + it.data[2]
+
+    def _flatten(self, rows: Rows, pres: np.ndarray | None, parent: int, open_heads: list[int]) -> None:
+        for kind, key, data, own in rows._items:
+            p = _and(pres, own)
+            if own is not None:
+                if not p.any():
+                    continue
+                if p.all():
+                    p = None
+            i = len(self.items)
+            if kind == "message":
+                self.items.append(_Item("head", key, None, p, parent))
+                self._flatten(data, p, i, [*open_heads, i])
+            elif kind == "raw":
+                d, starts, lens = data
+                self.items.append(_Item("hole", b"", (d, starts, lens if p is None else lens * p), p, parent))
+                for h in open_heads:
+                    self.items[h].holes = True
             else:
-                shift = _U64(8 * sz) if isinstance(sz, int) else (sz * 8).astype(_U64)
-                pw = _U64(p.word) if isinstance(p.word, int) else p.word
-                word = (_U64(w) if isinstance(w, int) else w) | (pw << shift)
-            cur[:] = [word, sz + p.size, width + p.width, pres]
-        else:
-            close()
-            cur[:] = [p.word, p.size, p.width, p.present]
-    close()
-    W = np.empty((len(words), n), _U64)
-    S = np.empty((len(words), n), np.int64)
-    for i, (w, s) in enumerate(zip(words, sizes, strict=True)):
-        W[i] = w
-        S[i] = s
-    return W, S, holes
+                self.items.append(_Item("fixed" if kind == "fixed64" else kind, key, data, p, parent))
+        if parent >= 0:  # this message's direct hole children, now that its subtree is flat
+            head = self.items[parent]
+            for j in range(parent + 1, len(self.items)):
+                it = self.items[j]
+                if it.parent == parent and it.kind == "hole":
+                    head.hole_kids.append(j)
+                elif it.parent == parent and it.holes:
+                    head.head_kids.append(j)
+
+    def _varint_codes(self, it: _Item) -> list[tuple[np.ndarray, int]]:
+        """Shape codes of a varint column; a column with one value becomes a constant."""
+        v = it.data
+        if it.pres is not None:  # absent rows take a present row's value (reductions with where= are slow)
+            v = np.where(it.pres, v, v[int(np.argmax(it.pres))])
+        lo, hi = int(v.min()), int(v.max())
+        if lo == hi:
+            it.kind, it.key = "const", it.key + encode_varint(lo)
+            return []
+        s_lo, s_hi = varint_size(lo), varint_size(hi)
+        if s_lo == s_hi:
+            it.vsize = s_lo
+            return []
+        it.vsize = varint_sizes(v, hi)
+        if it.pres is not None:
+            it.vsize = it.vsize * it.pres
+        return self._size_codes(it.vsize)
+
+    @staticmethod
+    def _size_codes(sizes: np.ndarray) -> list[tuple[np.ndarray, int]]:
+        """Shape code of a per-row varint size (0 where absent): the size itself, radix max + 1."""
+        lo, hi = int(sizes.min()), int(sizes.max())
+        return [] if lo == hi else [(sizes, hi + 1)]
+
+    def _group(self, codes: list[tuple[np.ndarray, int]]) -> np.ndarray:
+        """Dense shape id per row (small unsigned dtype) from mixed-radix codes."""
+        key = np.zeros(self.n, np.int64)
+        radix = 1
+        for code, r in codes:
+            if radix * r > _DENSE_KEYS and radix > 1:  # renumber the shapes so far (few) before going on
+                key, radix = _dense(key, radix)
+            key = key * r + code
+            radix *= r
+        ids, _ = _dense(key, radix)
+        dt = np.uint8 if ids.max(initial=0) < 256 else np.uint16 if ids.max(initial=0) < 65536 else np.int64
+        return ids.astype(dt)
+
+    def _reps(self, inv: np.ndarray) -> np.ndarray:
+        """First row of each shape."""
+        reps = np.zeros(int(inv.max()) + 1, np.int64)
+        reps[inv[::-1]] = np.arange(self.n - 1, -1, -1)
+        return reps
+
+    def _present(self, it: _Item, r: int) -> bool:
+        return it.pres is None or bool(it.pres[r])
+
+    def _vsize(self, it: _Item, r: int) -> int:
+        return it.vsize if isinstance(it.vsize, int) else int(it.vsize[r])
+
+    def _sizes(self, r: int) -> tuple[list[int], list[int]]:
+        """(size, content size) of each item in row r; holes and hole-holding heads' lengths left out."""
+        items = self.items
+        size = [0] * len(items)
+        content = [0] * len(items)
+        for i in range(len(items) - 1, -1, -1):
+            it = items[i]
+            if not self._present(it, r):
+                continue
+            if it.kind == "const":
+                s = len(it.key)
+            elif it.kind == "varint":
+                s = len(it.key) + self._vsize(it, r)
+            elif it.kind == "fixed":
+                s = len(it.key) + 8
+            elif it.kind == "hole":
+                s = 0
+            elif it.holes:
+                s = len(it.key)
+            else:
+                s = len(it.key) + varint_size(content[i]) + content[i]
+            size[i] = s
+            if it.parent >= 0:
+                content[it.parent] += s
+        return size, content
+
+    def _static(self, r: int) -> list[int]:
+        """Row r's fixed bytes: total, then the fixed content of each hole-holding head."""
+        size, content = self._sizes(r)
+        top = sum(s for it, s in zip(self.items, size, strict=True) if it.parent < 0)
+        return [top] + [content[i] for i, it in enumerate(self.items) if it.holes]
+
+    def _layout(self, r: int) -> list[tuple[bytes, list]]:
+        """Segments of the shape of row r: (template bytes, varying fields [(item, offset, size)]).
+
+        A hole follows every segment but the last; its bytes are not in the template.
+        """
+        _, content = self._sizes(r)
+        segs: list[tuple[bytes, list]] = []
+        tmpl = bytearray()
+        fields: list = []
+        for i, it in enumerate(self.items):
+            if it.kind == "hole":  # every hole ends a segment, present in this row or not
+                segs.append((bytes(tmpl), fields))
+                tmpl, fields = bytearray(), []
+                continue
+            if not self._present(it, r):
+                continue
+            if it.kind == "const":
+                tmpl += it.key
+            elif it.kind == "varint":
+                tmpl += it.key
+                s = self._vsize(it, r)
+                fields.append((it, len(tmpl), s))
+                tmpl += bytes(s)
+            elif it.kind == "fixed":
+                tmpl += it.key
+                fields.append((it, len(tmpl), 8))
+                tmpl += bytes(8)
+            elif it.holes:
+                tmpl += it.key
+                s = self._vsize(it, r)
+                fields.append((it, len(tmpl), s))
+                tmpl += bytes(s)
+            else:
+                tmpl += it.key + encode_varint(content[i])
+        segs.append((bytes(tmpl), fields))
+        return segs
+
+    def holes(self) -> list[_Item]:
+        """The holes, in row order (the segment boundaries)."""
+        return [it for it in self.items if it.kind == "hole"]
+
+
+def _dense(key: np.ndarray, radix: int) -> tuple[np.ndarray, int]:
+    """Keys renumbered 0..k-1 in key order; (ids, k)."""
+    if radix <= _DENSE_KEYS:
+        seen = np.bincount(key, minlength=radix) > 0
+        lookup = np.cumsum(seen) - 1
+        return lookup[key], int(seen.sum())
+    uniq, ids = np.unique(key, return_inverse=True)
+    return ids.reshape(-1), len(uniq)
+
+
+# -- writing ------------------------------------------------------------------------------------
 
 
 def encode_rows(parts: list[tuple[Rows, np.ndarray]], with_offsets: bool = False):
@@ -302,79 +376,61 @@ def encode_rows(parts: list[tuple[Rows, np.ndarray]], with_offsets: bool = False
 
     The orders together must be a permutation of 0..R-1. Returns the uint8 buffer (and, with
     `with_offsets`, the R + 1 row offsets).
-
-    Writes: (1) every part's slot words, slot after slot (so within a row in ascending
-    offset order: a word's spill past its slot lands on a later slot of the row, rewritten
-    after it, or on the start of the next row); (2) each row's first 8 bytes as one exact
-    word (rows shorter than 8 bytes byte by byte), which repairs spills from the row
-    before; (3) the holes, byte by byte.
     """
-    R = sum(r.n for r, _ in parts)
-    laid = []
+    plans = [(_Plan(rows), np.asarray(order, np.int64)) for rows, order in parts]
+    R = sum(p.n for p, _ in plans)
     row_size = np.zeros(R, np.int64)
-    for rows, order in parts:
-        pieces: list = []
-        rows._pieces(None, pieces)
-        W, S, holes = _slots(pieces, rows.n)
-        row_size[order] = S.sum(axis=0)
-        laid.append((order, W, S, holes))
+    for plan, order in plans:
+        row_size[order] = plan.row_size
     offsets = np.zeros(R + 1, np.int64)
     np.cumsum(row_size, out=offsets[1:])
     total = int(offsets[-1])
-    buf = np.empty(total + _SLACK, np.uint8)
-    words = np.ndarray((total + 1,), _U64, buffer=buf, strides=(1,))
-    heads = []
-    for order, W, S, holes in laid:
-        if not W.shape[0]:
-            continue
-        start = offsets[order]
-        pos = np.empty_like(S)  # offset of each slot in its row (cumsum along axis 0 is slow)
-        pos[0] = 0
-        for k in range(1, len(S)):
-            np.add(pos[k - 1], S[k - 1], out=pos[k])
-        head = _head_words(W, S, pos)
-        pos += start
-        hole_pos = [(pos[slot], h) for slot, h in holes]
-        for slot, _ in holes:
-            S[slot] = 0
-        keep = S > 0
-        words[pos[keep]] = W[keep]
-        heads.append((start, head, row_size[order], hole_pos))
-    for start, head, size, _ in heads:
-        long = size >= 8
-        words[start[long]] = head[long]
-        if not long.all():
-            short = np.flatnonzero(~long)
-            for j in range(7):
-                sel = short[size[short] > j]
-                buf[start[sel] + j] = (head[sel] >> _U64(8 * j)).astype(np.uint8)
-    for *_, hole_pos in heads:
-        for at, h in hole_pos:
-            _fill_hole(buf, at, h)
-    out = buf[:total]
-    return (out, offsets) if with_offsets else out
+    buf = np.empty(total, np.uint8)
+    for plan, order in plans:
+        _write(buf, plan, offsets[order])
+    return (buf, offsets) if with_offsets else buf
 
 
-def _head_words(W: np.ndarray, S: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    """The first 8 bytes of each row from its slots (words, sizes, offsets in the row); holes read as 0."""
-    head = np.zeros(W.shape[1], _U64)
-    for k in range(W.shape[0]):
-        off = pos[k]
-        inside = off < 8
-        if not inside.any():
-            break
-        part = W[k] & _MASK8[np.minimum(S[k], 8)]
-        part <<= (np.minimum(off, 7) * 8).astype(_U64)
-        head |= np.where(inside, part, _U64(0))
-    return head
+def _write(buf: np.ndarray, plan: _Plan, start: np.ndarray) -> None:
+    """Write a plan's rows at their start offsets."""
+    holes = plan.holes()
+    hole_at = [np.empty(plan.n, np.int64) for _ in holes]
+    views: dict[int, np.ndarray] = {}
+    for s, segs in enumerate(plan.layouts):
+        idx = plan.order[plan.bounds[s]:plan.bounds[s + 1]]
+        at = start[idx]
+        for k, (tmpl, fields) in enumerate(segs):
+            width = len(tmpl)
+            if width:
+                block = np.empty((len(idx), width), np.uint8)
+                block[:] = np.frombuffer(tmpl, np.uint8)
+                for it, off, size in fields:
+                    values = (it.length if it.kind == "head" else it.data)[idx]
+                    if it.kind == "fixed":
+                        block[:, off:off + 8] = values.view(np.uint8).reshape(-1, 8)
+                    elif size == 1:
+                        block[:, off] = values
+                    else:
+                        write_varints(block[:, off:off + size], values, size)
+                view = views.get(width)
+                if view is None:
+                    view = views[width] = np.ndarray((len(buf) - width + 1,), f"V{width}", buffer=buf, strides=(1,))
+                view[at] = block.view(f"V{width}")[:, 0]
+                at = at + width
+            if k < len(holes):
+                hole_at[k][idx] = at
+                at = at + holes[k].data[2][idx]
+    for h, pos in zip(holes, hole_at, strict=True):
+        _fill_hole(buf, pos, h.data)
 
 
-def _fill_hole(buf: np.ndarray, at: np.ndarray, h: _Hole) -> None:
-    lens = h.lens if h.present is None else h.lens * h.present
+def _fill_hole(buf: np.ndarray, at: np.ndarray, hole: tuple) -> None:
+    """Per-row bytes: row i's data[starts[i]:starts[i] + lens[i]] at buf[at[i]:]."""
+    data, starts, lens = hole
     sel = np.flatnonzero(lens > 0)
     if not len(sel):
         return
-    lens, at, starts = lens[sel], at[sel], h.starts[sel]
+    lens, at, starts = lens[sel], at[sel], starts[sel]
     total = int(lens.sum())
     t = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
-    buf[np.repeat(at, lens) + t] = h.data[np.repeat(starts, lens) + t]
+    buf[np.repeat(at, lens) + t] = data[np.repeat(starts, lens) + t]

@@ -79,6 +79,85 @@ def read_varint(buf: memoryview | bytes, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
+def as_varint_u64(values: np.ndarray) -> np.ndarray:
+    """A column as the uint64 that encode_varint encodes: negative int64 as two's complement."""
+    a = np.asarray(values)
+    if a.dtype == np.uint64:
+        return a
+    if a.dtype.kind in "ib":
+        return a.astype(np.int64, copy=False).view(np.uint64)
+    return a.astype(np.uint64)
+
+
+def varint_sizes(values: np.ndarray, vmax: int | None = None) -> np.ndarray:
+    """Byte count (1..10) of encode_varint(v) for each value, vectorised (`vmax`: an upper bound, if known)."""
+    v = as_varint_u64(values)
+    n = np.ones(len(v), np.int64)
+    if len(v) == 0:
+        return n
+    vmax = int(v.max()) if vmax is None else vmax
+    for k in range(1, 10):  # one comparison per threshold below the largest value
+        t = 1 << (7 * k)
+        if t > vmax:
+            break
+        n += v >= np.uint64(t)
+    return n
+
+
+def varint_words(values: np.ndarray, size: int) -> np.ndarray:
+    """encode_varint of values that all take `size` (<= 8) bytes, as little-endian uint64 words.
+
+    Byte k of every value at once: the 7 bits from bit 7k shifted to bit 8k, and the
+    continuation bit on every byte but the last.
+    """
+    v = as_varint_u64(values)
+    w = v & np.uint64(0x7F)
+    t = np.empty_like(v)
+    for k in range(1, size):
+        np.left_shift(v, np.uint64(k), out=t)
+        t &= np.uint64(0x7F << (8 * k))
+        w |= t
+    if size > 1:
+        w |= np.uint64(sum(0x80 << (8 * k) for k in range(size - 1)))
+    return w
+
+
+def write_varints(out: np.ndarray, values: np.ndarray, size: int) -> None:
+    """encode_varint of values that all take `size` bytes, into the columns of `out` (m x size uint8).
+
+    `out` may be a strided view (e.g. the columns of a field inside a matrix of
+    fixed-layout messages). Up to 8 bytes through varint_words; longer ones (large
+    uint64, negative int64) byte by byte: the 7 bits from bit 7k, with the
+    continuation bit set on all but the last byte.
+    """
+    v = as_varint_u64(values)
+    if size <= 8:
+        out[:, :size] = varint_words(v, size).view(np.uint8).reshape(-1, 8)[:, :size]
+        return
+    t = np.empty_like(v)
+    for k in range(size - 1):
+        np.right_shift(v, np.uint64(7 * k), out=t)
+        np.bitwise_or(t, np.uint64(0x80), out=out[:, k], casting="unsafe")  # uint8 cast keeps the low 8 bits
+    np.right_shift(v, np.uint64(7 * (size - 1)), out=t)
+    out[:, size - 1] = t  # < 0x80 when the size is exact
+
+
+def encode_varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """encode_varint of every value, back to back: (uint8 bytes, len + 1 offsets); vectorised."""
+    v = as_varint_u64(values)
+    sizes = varint_sizes(v)
+    offsets = np.zeros(len(v) + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    out = np.zeros(int(offsets[-1]), np.uint8)
+    for s in np.unique(sizes).tolist():
+        rows = np.flatnonzero(sizes == s)
+        at = offsets[rows][:, None] + np.arange(s)
+        block = np.empty((len(rows), s), np.uint8)
+        write_varints(block, v[rows], s)
+        out[at] = block
+    return out, offsets
+
+
 def encode_batch(columns: dict[str, Column], values: dict[str, np.ndarray]) -> bytes:
     """Serialize numpy columns as the batch message (absent or empty columns are skipped)."""
     parts = []
