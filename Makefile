@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 DB ?= scprof.duckdb
 
-.PHONY: demo test install install-test lint proto clean browser
+.PHONY: demo test install install-test lint proto clean browser perf-tables
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ lint: $(TEST_STAMP)
 proto: $(TEST_STAMP)
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler --pyi_out=profiler proto/scprof_trace.proto
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler --pyi_out=profiler proto/xplane.proto
+
+# Regenerate the bundled roofline performance tables (sim_backend/perf_tables/<generation>/).
+perf-tables: $(STAMP)
+	$(PY) -m sim_backend.perf_tables.generate
 
 clean:
 	rm -rf $(VENV) .pytest_cache

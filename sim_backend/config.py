@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import tomllib
 import types
@@ -17,7 +18,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim_backend.costmodel import COST_CONSTANT_NAMES, COST_MODELS, CostConstants
+from sim_backend.costmodel import COST_CONSTANT_NAMES, COST_MODELS, DEFAULT_COST_MODEL, CostConstants
 from sim_backend.errors import ConfigError
 from sim_backend.hardware import PRESETS
 
@@ -36,6 +37,8 @@ class HardwareConfig:
     generation: str = _f("v5p", "preset: v4, v5p, v6e, or custom (then every figure below)",
                          choices=(*PRESETS, "custom"))
     num_chips: int = _f(4, "chips in the simulated slice (one host)", min=1)
+    num_slices: int = _f(1, "slices joined by DCN (data parallel): the dense all-reduce "
+                            "crosses them (hierarchical, DCN S-curve)", min=1)
     sparsecores_per_chip: int | None = _f(None, "override the preset", min=1)
     tiles_per_sparsecore: int | None = _f(None, "override the preset", min=1)
     simd_width: int | None = _f(None, "override the preset", min=1)
@@ -65,10 +68,27 @@ class DenseConfig:
 
 
 @dataclass(frozen=True)
+class ShardingConfig:
+    """Shardy-style sharding of the dense part (DOMAIN.md §2; checked by sharding.py)."""
+
+    mesh: str = _f("", 'device mesh, Shardy syntax: <["data"=2, "model"=2]> ("": one axis '
+                   '"data" over all chips); axis sizes multiply to hardware.num_chips')
+    activations: str = _f('[{"data"}, {?}]', "sharding of the dense activations [batch, "
+                          "features]; the batch dimension's axes are the data-parallel axes")
+    weights: dict[str, str] = _f({}, 'dense parameter name pattern (glob, e.g. "top_*/kernel") '
+                                 '-> sharding such as [{"data"}, {}]; first match wins; '
+                                 "unmatched parameters are replicated")
+    groups: dict[str, list[str]] = _f({}, "sharding groups: group id -> parameter name "
+                                      "patterns whose tensors must share one sharding")
+
+
+@dataclass(frozen=True)
 class SparseCoreConfig:
     """SparsecoreConfig of DOMAIN.md §1, plus default per-partition limits."""
 
     disable_table_stacking: bool = _f(False, "do not stack tables of equal width/dtype/optimizer")
+    max_tables_per_stack: int = _f(
+        0, "most tables in one stacked table (0: no limit); larger groups are split", min=0)
     max_ids_per_chip_per_sample: int = _f(64, "chip-level cap on IDs of one sample, all tables",
                                           min=1)
     max_ids_per_table: dict[str, int] | None = _f(
@@ -99,6 +119,10 @@ class FlagsConfig:
     xla_sparse_core_max_ids_file: str = _f("", "limits file (TOML) with per-table limits")
     xla_sparse_core_estimate_max_ids: bool = _f(
         False, "derive limits from observed IDs (8-step procedure) and write limits.toml")
+    xla_sparse_core_enable_id_bound_check: bool = _f(
+        False, "check every ID against its table's vocabulary; report out-of-vocabulary IDs")
+    xla_sc_detect_nan: bool = _f(
+        False, "check SparseCore inputs/outputs for NaN; a NaN stops the run with an error")
 
 
 @dataclass(frozen=True)
@@ -106,10 +130,16 @@ class TableConfig:
     name: str = _f("", "table name", required=True)
     vocab: int = _f(1, "rows (vocabulary size)", min=1)
     width: int = _f(128, "feature width (embedding dimension)", min=1)
-    dtype: str = _f("f32", "element type", choices=("f32", "bf16"))
+    dtype: str = _f("f32", "element type (int8: 8-bit codes over the quantization range)",
+                    choices=("f32", "bf16", "int8"))
     optimizer: str = _f("adagrad", "optimizer (sets slot count)", choices=("sgd", "adagrad", "adam"))
     max_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1)
     max_unique_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1)
+    quantization_config_num_buckets: int = _f(256, "quantization levels over [low, high]", min=2)
+    quantization_config_low: float | None = _f(
+        None, "lowest quantized value (lower ones are clipped); int8: required")
+    quantization_config_high: float | None = _f(
+        None, "highest quantized value (higher ones are clipped); int8: required")
 
 
 @dataclass(frozen=True)
@@ -123,6 +153,10 @@ class FeatureConfig:
     hot_set_size: int = _f(16, "hot_set: size of the hot set (IDs 0 .. size-1)", min=1)
     hot_fraction: float = _f(0.5, "hot_set: share of lookups that hit the hot set", min=0.0,
                              max=1.0)
+    oov_fraction: float = _f(0.0, "fault injection: share of IDs made out-of-vocabulary",
+                             min=0.0, max=1.0)
+    nan_fraction: float = _f(0.0, "fault injection: share of samples whose values are NaN",
+                             min=0.0, max=1.0)
 
 
 @dataclass(frozen=True)
@@ -133,10 +167,13 @@ class RunConfig:
     steps: int = _f(10, "training steps to simulate", min=1)
     global_batch: int = _f(4096, "samples per step over the slice", min=1)
     include_initialization: bool = _f(False, "record table initialisation before step 0")
-    cost_model: str = _f("analytic", "cost model name", choices=tuple(COST_MODELS))
+    cost_model: str = _f(DEFAULT_COST_MODEL, "cost model name", choices=tuple(COST_MODELS))
+    perf_tables: str = _f("", "performance-table directory for cost_model = 'tables' "
+                              "(empty: the bundled tables of hardware.generation)")
     hardware: HardwareConfig = _f(HardwareConfig, "simulated slice")
     host: HostConfig = _f(HostConfig, "host CPU")
     dense: DenseConfig = _f(DenseConfig, "dense part (DLRM-DCNv2-like)")
+    sharding: ShardingConfig = _f(ShardingConfig, "mesh and shardings of the dense part")
     sparsecore: SparseCoreConfig = _f(SparseCoreConfig, "SparsecoreConfig flags and default limits")
     flags: FlagsConfig = _f(FlagsConfig, "XLA/TF flags")
     cost: dict[str, float] = _f({}, "overrides of cost-model constants")
@@ -145,7 +182,7 @@ class RunConfig:
 
 
 SECTIONS = {"hardware": HardwareConfig, "host": HostConfig, "dense": DenseConfig,
-            "sparsecore": SparseCoreConfig, "flags": FlagsConfig}
+            "sharding": ShardingConfig, "sparsecore": SparseCoreConfig, "flags": FlagsConfig}
 LISTS = {"tables": TableConfig, "features": FeatureConfig}
 
 
@@ -161,6 +198,8 @@ def load_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> RunCo
     if isinstance(flags, dict) and isinstance(flags.get("xla_sparse_core_max_ids_file"), str):
         f = flags["xla_sparse_core_max_ids_file"]
         flags["xla_sparse_core_max_ids_file"] = os.path.abspath(f) if f else ""
+    if isinstance(raw.get("perf_tables"), str) and raw["perf_tables"]:
+        raw["perf_tables"] = os.path.abspath(raw["perf_tables"])
     return config_from_dict(raw)
 
 
@@ -218,6 +257,9 @@ def _resolve_paths(raw: dict, base: str) -> None:
         f = flags.get("xla_sparse_core_max_ids_file")
         if isinstance(f, str) and f and not os.path.isabs(f):
             flags["xla_sparse_core_max_ids_file"] = os.path.normpath(os.path.join(base, f))
+    tables = raw.get("perf_tables")
+    if isinstance(tables, str) and tables and not os.path.isabs(tables):
+        raw["perf_tables"] = os.path.normpath(os.path.join(base, tables))
 
 
 def parse_value(text: str) -> Any:
@@ -275,6 +317,9 @@ def config_from_dict(raw: dict) -> RunConfig:
         raise ConfigError("config: expected a table of keys")
     cfg = _build(RunConfig, raw, "")
     _check_cross_references(cfg)
+    from sim_backend.sharding import plan_dense  # imports this module: import when needed
+
+    plan_dense(cfg)  # mesh and sharding invariants; ConfigError names the sharding.* key
     return cfg
 
 
@@ -369,6 +414,7 @@ def _check_cross_references(cfg: RunConfig) -> None:
         if t.name in tables:
             raise ConfigError(f"tables[{i}].name: duplicate table {t.name!r}")
         tables[t.name] = t
+        _check_quantization(t, f"tables[{i}].")
     seen = set()
     for i, f in enumerate(cfg.features):
         if f.name in seen:
@@ -387,11 +433,43 @@ def _check_cross_references(cfg: RunConfig) -> None:
             if name not in tables:
                 raise ConfigError(f"sparsecore.{key}.{name}: no table named {name!r}")
     hw = cfg.hardware
+    if hw.num_slices > 1 and hw.num_chips < 2:
+        raise ConfigError(f"hardware.num_slices: {hw.num_slices} slices need hardware.num_chips "
+                          f">= 2 (the cross-slice all-reduce is derived from the in-slice ring's "
+                          f"bytes)")
     spc = hw.sparsecores_per_chip or PRESETS.get(hw.generation, {}).get("sparsecores_per_chip", 1)
     n_sc = hw.num_chips * spc
     if cfg.global_batch % n_sc:
         raise ConfigError(f"global_batch: {cfg.global_batch} is not a multiple of the "
                           f"{n_sc} SparseCores of the slice")
+
+
+def _check_quantization(t: TableConfig, prefix: str) -> None:
+    """Quantization keys: int8 needs a finite range low < high and at most 256 buckets.
+
+    On f32/bf16 tables, setting low and high turns on simulated quantization
+    (docs/emulator.md "Quantization and debug checks"); one without the other is an error.
+    """
+    low, high = t.quantization_config_low, t.quantization_config_high
+    for key, v in (("quantization_config_low", low), ("quantization_config_high", high)):
+        if v is not None and not math.isfinite(v):
+            raise ConfigError(f"{prefix}{key}: {v!r} is not a finite number")
+    if low is None and high is None:
+        if t.dtype == "int8":
+            raise ConfigError(f"{prefix}quantization_config_low: required for dtype int8 (the "
+                              f"range its 8-bit codes cover), with quantization_config_high")
+        return
+    if low is None or high is None:
+        missing = "quantization_config_low" if low is None else "quantization_config_high"
+        raise ConfigError(f"{prefix}{missing}: required when the other end of the "
+                          f"quantization range is set")
+    if not low < high:
+        raise ConfigError(f"{prefix}quantization_config_high: {high!r} is not above "
+                          f"quantization_config_low {low!r}")
+    if t.dtype == "int8" and t.quantization_config_num_buckets > 256:
+        raise ConfigError(f"{prefix}quantization_config_num_buckets: "
+                          f"{t.quantization_config_num_buckets} buckets do not fit 8-bit codes "
+                          f"(at most 256)")
 
 
 def effective_config(cfg: RunConfig) -> dict:

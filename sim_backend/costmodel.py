@@ -2,21 +2,32 @@
 
 The one place where time is invented. Every constant lives in `CostConstants` with
 its source (DOMAIN.md section, a spec sheet, or "assumption"); a workload config can
-override any of them under `[cost]`. Other modules only call a `CostModel`, so a
-different model (issue 4: performance tables, XLA-style interpolation) can replace
-`AnalyticCostModel` by registering under another name in `COST_MODELS`.
+override any of them under `[cost]`. Other modules only call a `CostModel`; two are
+registered in `COST_MODELS`: `AnalyticCostModel` (roofline formulas for every task) and
+`TableCostModel` (the default: TensorCore GEMMs and ICI collectives from performance
+tables with XLA-style interpolation, DOMAIN.md §4; DCN collectives from an analytic
+S-curve; host and SparseCore tasks as in the analytic model).
 
 All functions take and return numpy arrays or ints; results are int64 picoseconds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Protocol
+from functools import lru_cache
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from sim_backend.errors import ConfigError
 from sim_backend.hardware import HardwareSpec
+from sim_backend.perf_tables import bundled_dir
+from sim_backend.perf_tables.roofline import RooflineInputs, roofline_tables
+from sim_backend.perftables import PerfTables, load_tables
+
+if TYPE_CHECKING:  # dense.py imports config.py, which imports this module
+    from sim_backend.dense import Gemm
 
 PS_PER_S = 1e12
 
@@ -68,12 +79,29 @@ class CostConstants:
     spmem_bytes_per_id: int = 12
     # Assumption: SPMEM bytes per unique ID of a partition (int32 ID + int32 position, dedup/CSR).
     spmem_bytes_per_unique_id: int = 8
+    # -- debug checks (sim_backend/debug_checks.py; docs/emulator.md "Quantization and debug
+    # checks"): DOMAIN.md §1 / seeds/000 §12 say the checks cost time; how much is assumed --
+    # Assumption: SparseCore cycles per ID per tile to compare it with its table's vocabulary
+    # (xla_sparse_core_enable_id_bound_check), forward pass only.
+    sc_bound_check_cycles_per_id: float = 1.0
+    # Assumption: extra SIMD passes over each row an SC op produces or consumes to test it for
+    # NaN (xla_sc_detect_nan): activations forward, gradients backward.
+    sc_nan_check_passes: float = 1.0
+    # -- DCN S-curve (multi-slice; seeds/003 "analytic cost model - DCN": launch overhead,
+    # NIC speed, RTT are its inputs; the values are ours) --
+    # Assumption: fixed cost to launch one cross-slice collective.
+    dcn_launch_overhead_ps: int = 20_000_000
+    # Assumption: DCN bytes/s one chip's share of the host NICs carries (100 Gb/s).
+    dcn_nic_bytes_per_s: float = 12.5e9
+    # Assumption: round trip between slices over the data-centre network, paid per ring step.
+    dcn_rtt_ps: int = 10_000_000
 
 
 class CostModel(Protocol):
     """What the task-graph builder asks of a cost model (vectorised over numpy arrays)."""
 
     c: CostConstants  # the constants in force (byte sizes are read by the graph builder)
+    perf_tables_source: str  # tables the model reads ("bundled:v5p", a path; "" for none)
 
     def padded_row_bytes(self, width: int, dtype_bytes: int) -> int: ...
     def host_preprocess_ps(self, ids: np.ndarray) -> np.ndarray: ...
@@ -82,7 +110,7 @@ class CostModel(Protocol):
                       dtype_bytes: int) -> np.ndarray: ...
     def sc_backward_ps(self, ids: np.ndarray, unique_ids: np.ndarray, width: int,
                        dtype_bytes: int, optimizer_slots: int) -> np.ndarray: ...
-    def tc_ps(self, flops: np.ndarray, nbytes: np.ndarray) -> np.ndarray: ...
+    def tc_pass_ps(self, gemms: Sequence[Gemm], nbytes: int) -> int: ...
     def collective_ps(self, kind: str, nbytes: np.ndarray, num_devices: int) -> np.ndarray: ...
     def table_init_ps(self, nbytes: np.ndarray, on_host: bool) -> np.ndarray: ...
 
@@ -94,7 +122,12 @@ def _ps(seconds: np.ndarray | float) -> np.ndarray:
 class AnalyticCostModel:
     """Roofline-style model: each task takes overhead + max(memory time, compute time)."""
 
-    def __init__(self, hw: HardwareSpec, constants: CostConstants):
+    perf_tables_source = ""
+
+    def __init__(self, hw: HardwareSpec, constants: CostConstants, perf_tables: str = ""):
+        if perf_tables:
+            raise ConfigError(f"perf_tables: {perf_tables!r} is set, but cost_model = 'analytic' "
+                              f"reads no tables (use cost_model = 'tables')")
         self.hw = hw
         self.c = constants
 
@@ -137,17 +170,40 @@ class AnalyticCostModel:
         comp = self._sc_compute_s(ids, width, passes=2.0 + optimizer_slots)
         return self.c.task_overhead_ps + self.c.sc_pass_overhead_ps + _ps(np.maximum(mem, comp))
 
-    def tc_ps(self, flops, nbytes):
-        comp = np.asarray(flops, np.float64) / (self.hw.tc_peak_flops * self.c.tc_efficiency)
-        mem = np.asarray(nbytes, np.float64) / self.hw.hbm_bandwidth_bytes_per_s
-        return self.c.task_overhead_ps + _ps(np.maximum(comp, mem))
+    def tc_pass_ps(self, gemms, nbytes):
+        """One TensorCore pass running `gemms`, moving `nbytes` through HBM: the slower of the two."""
+        comp = self._gemms_s(gemms)
+        mem = nbytes / self.hw.hbm_bandwidth_bytes_per_s
+        return self.c.task_overhead_ps + int(_ps(max(comp, mem)))
+
+    def _gemms_s(self, gemms: Sequence[Gemm]) -> float:
+        """Seconds of compute for `gemms` at the assumed share of peak FLOP/s."""
+        return sum(g.flops for g in gemms) / (self.hw.tc_peak_flops * self.c.tc_efficiency)
 
     def collective_ps(self, kind, nbytes, num_devices):
+        """Task overhead + the collective: in-slice over ICI, hierarchical across slices.
+
+        With `hardware.num_slices` > 1 the dense all-reduce (`nbytes` = a ring all-reduce's
+        2(n-1)/n of the buffer B per chip) becomes reduce-scatter in the slice ((n-1)/n B,
+        half of `nbytes`), an all-reduce of each chip's B/n shard with its peers in the other
+        slices over DCN (`dcn_all_reduce_s`), then all-gather in the slice.
+        """
+        nbytes = np.asarray(nbytes, np.float64)
         if num_devices <= 1:
             return np.full(np.shape(nbytes), self.c.task_overhead_ps, np.int64)
+        slices = self.hw.num_slices
+        if kind != "all-reduce" or slices <= 1:
+            return self.c.task_overhead_ps + self._ici_ps(kind, nbytes, num_devices)
+        n = num_devices
+        shard = nbytes * n / (2 * (n - 1)) / n
+        return (self.c.task_overhead_ps + self._ici_ps("reduce-scatter", nbytes / 2, n)
+                + _ps(dcn_all_reduce_s(shard, slices, self.c))
+                + self._ici_ps("all-gather", nbytes / 2, n))
+
+    def _ici_ps(self, kind: str, nbytes: np.ndarray, num_devices: int) -> np.ndarray:
+        """One collective inside the slice: fixed latency + bytes / (ICI bw * efficiency)."""
         bw = self.hw.ici_bandwidth_bytes_per_s * self.c.ici_efficiency
-        return (self.c.task_overhead_ps + self.c.ici_latency_ps
-                + _ps(np.asarray(nbytes, np.float64) / bw))
+        return self.c.ici_latency_ps + _ps(nbytes / bw)
 
     def table_init_ps(self, nbytes, on_host):
         bw = (self.hw.host_to_device_bandwidth_bytes_per_s if on_host
@@ -155,10 +211,115 @@ class AnalyticCostModel:
         return self.c.task_overhead_ps + _ps(np.asarray(nbytes, np.float64) / bw)
 
 
-COST_MODELS = {"analytic": AnalyticCostModel}
+# -- DCN: analytic S-curve (seeds/003) ---------------------------------------------------
+
+
+def dcn_all_reduce_s(shard_bytes: np.ndarray, num_slices: int, c: CostConstants) -> np.ndarray:
+    """Seconds to all-reduce `shard_bytes` per chip over `num_slices` slices on DCN.
+
+    The seed's S-curve model (inputs: launch overhead, NIC speed, RTT; as XLA's
+    analytical estimator): a ring over the slices, reduce-scatter then all-gather, each
+    of `num_slices - 1` steps paying one RTT and sending shard / num_slices bytes through
+    the NIC, plus one launch overhead. Achieved bandwidth = shard / time rises as a
+    logistic curve in log(size): latency-bound (proportional to size) for small shards,
+    NIC-bound for large ones (`dcn_bus_bandwidth`).
+    """
+    shard = np.asarray(shard_bytes, np.float64)
+    if num_slices <= 1:
+        return np.zeros(shard.shape)
+    steps = 2 * (num_slices - 1)
+    per_step = c.dcn_rtt_ps / PS_PER_S + shard / num_slices / c.dcn_nic_bytes_per_s
+    return c.dcn_launch_overhead_ps / PS_PER_S + steps * per_step
+
+
+def dcn_bus_bandwidth(num_slices: int, c: CostConstants) -> float:
+    """The large-shard limit of shard / dcn_all_reduce_s: NIC speed x n / (2 (n - 1))."""
+    return c.dcn_nic_bytes_per_s * num_slices / (2 * (num_slices - 1))
+
+
+# -- performance tables (seeds/003) ------------------------------------------------------
+
+# Model choice: collectives inside a slice follow the ICI torus rings.
+TRANSFER_SCHEME = "rail-aligned"
+# The GEMM element type of the dense part, by dense_param_bytes.
+DTYPE_BY_BYTES = {4: "f32", 2: "bf16", 1: "int8"}
+
+
+def roofline_inputs(hw: HardwareSpec, c: CostConstants) -> RooflineInputs:
+    """What the roofline tables of this hardware and these constants are generated from."""
+    return RooflineInputs.of(hw, c.tc_efficiency, c.ici_efficiency, c.ici_latency_ps)
+
+
+@lru_cache(maxsize=8)
+def _bundled(generation: str) -> PerfTables | None:
+    """The committed tables of a preset (read once per process), None for other generations."""
+    try:
+        return load_tables(bundled_dir(generation), f"bundled:{generation}")
+    except ConfigError:
+        return None
+
+
+def default_tables(hw: HardwareSpec, c: CostConstants) -> PerfTables:
+    """The bundled tables of hw.generation, or the same roofline for changed figures.
+
+    The bundled tables hold the inputs they were generated from; when the resolved
+    hardware or the constants they use (tc_efficiency, ici_efficiency, ici_latency_ps)
+    differ (a `--set` override, `generation = "custom"`), the roofline is generated again
+    in memory so the override takes effect, and the source says which inputs differ.
+    """
+    inp = roofline_inputs(hw, c)
+    bundled = _bundled(hw.generation)
+    if bundled is not None and bundled.generated_from == inp.as_dict():
+        return bundled
+    base = bundled.generated_from if bundled is not None else {}
+    changed = sorted(k for k, v in inp.as_dict().items() if base.get(k) != v)
+    note = "" if not base else f" ({', '.join(changed)} differ from the bundled tables)"
+    return roofline_tables(inp, f"roofline:{hw.generation}{note}")
+
+
+class TableCostModel(AnalyticCostModel):
+    """XLA-style: GEMMs and ICI collectives from performance tables, DCN from the S-curve.
+
+    TensorCore: a pass is the sum of its GEMMs' table times (the per-device GEMMs the task
+    graph passes: `sharding.plan_dense` forward GEMMs, or their gradients for backward),
+    in the dtype of the dense parameters, floored by the pass's HBM bytes / bandwidth
+    (weights and activations must be read at least once, which the per-GEMM times of a
+    table need not include). Collectives: size / interpolated throughput of
+    (kind, TRANSFER_SCHEME); hierarchical over DCN with several slices (as the analytic
+    model). Host, SparseCore and initialisation tasks are the analytic model's.
+    """
+
+    def __init__(self, hw: HardwareSpec, constants: CostConstants, perf_tables: str = ""):
+        super().__init__(hw, constants)
+        self.tables = load_tables(perf_tables) if perf_tables else default_tables(hw, constants)
+        self.perf_tables_source = self.tables.source
+        for kind in ("all-to-all", "all-reduce") + (
+                ("reduce-scatter", "all-gather") if hw.num_slices > 1 else ()):
+            self.tables.require(kind)
+        self.dense_dtype = DTYPE_BY_BYTES.get(constants.dense_param_bytes, "f32")
+
+    @lru_cache(maxsize=64)  # noqa: B019 - a model lives as long as its run; passes repeat every step
+    def _gemms_s(self, gemms: tuple[Gemm, ...]) -> float:
+        """Seconds of GEMMs run one after another, each from the GEMM table of its dtype."""
+        dims = np.array([(g.batch, g.m, g.n, g.k) for g in gemms], np.float64).reshape(-1, 4)
+        return float(self.tables.gemm_time_s(*dims.T, self.dense_dtype).sum()) if len(dims) else 0.0
+
+    def tc_pass_ps(self, gemms, nbytes):
+        return super().tc_pass_ps(tuple(gemms), nbytes)
+
+    def _ici_ps(self, kind, nbytes, num_devices):
+        return _ps(self.tables.collective_time_s(kind, TRANSFER_SCHEME, nbytes, num_devices))
+
+
+COST_MODELS = {"analytic": AnalyticCostModel, "tables": TableCostModel}
+DEFAULT_COST_MODEL = "tables"
 COST_CONSTANT_NAMES = tuple(f.name for f in fields(CostConstants))
 
 
-def make_cost_model(name: str, hw: HardwareSpec, overrides: dict) -> CostModel:
-    """Build the named cost model with `overrides` applied to the default constants."""
-    return COST_MODELS[name](hw, CostConstants(**overrides))
+def make_cost_model(name: str, hw: HardwareSpec, overrides: dict, perf_tables: str = "") -> CostModel:
+    """Build the named cost model with `overrides` applied to the default constants.
+
+    `perf_tables`: a table directory ("" = the bundled tables of hw.generation; only the
+    table model reads tables).
+    """
+    return COST_MODELS[name](hw, CostConstants(**overrides), perf_tables)

@@ -70,3 +70,50 @@ def dense_param_shapes(cfg: RunConfig) -> list[tuple[str, tuple[int, ...]]]:
         shapes += [(f"top_{i}/kernel", (prev, size)), (f"top_{i}/bias", (size,))]
         prev = size
     return shapes
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """One matrix multiply [batch x] (m x k) @ (k x n): the key of the GEMM performance tables."""
+
+    batch: int
+    m: int   # rows of the left operand and the output (samples for a forward layer)
+    n: int   # columns of the right operand and the output (output features)
+    k: int   # contracting dimension (input features)
+    dtype: str = "f32"
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.batch * self.m * self.n * self.k
+
+    def gradients(self) -> tuple[Gemm, Gemm]:
+        """The backward GEMMs of a forward layer Y = X W: dX = dY W^T and dW = X^T dY."""
+        return (Gemm(self.batch, self.m, self.k, self.n, self.dtype),
+                Gemm(self.batch, self.k, self.n, self.m, self.dtype))
+
+
+def dense_gemms(cfg: RunConfig, samples: int, dtype: str = "f32") -> list[Gemm]:
+    """The forward GEMMs of the dense part for `samples` samples, in the order dense_work counts.
+
+    One per MLP layer (samples x in) @ (in x out) and two per DCN-v2 low-rank cross layer,
+    x @ U (d -> rank) then @ V (rank -> d); their FLOPs sum to dense_work's forward FLOPs.
+    The backward pass is each layer's two gradient GEMMs (`Gemm.gradients`).
+    """
+    d = cfg.dense
+    widths = {t.name: t.width for t in cfg.tables}
+    out: list[Gemm] = []
+    prev = d.num_dense_features
+    for size in d.bottom_mlp:
+        if prev:
+            out.append(Gemm(1, samples, size, prev, dtype))
+        prev = size
+    interaction = (d.bottom_mlp[-1] if d.num_dense_features else 0) + sum(
+        widths[f.table] for f in cfg.features)
+    for _ in range(d.cross_layers):
+        out += [Gemm(1, samples, d.cross_low_rank, interaction, dtype),
+                Gemm(1, samples, interaction, d.cross_low_rank, dtype)]
+    prev = interaction
+    for size in d.top_mlp:
+        out.append(Gemm(1, samples, size, prev, dtype))
+        prev = size
+    return out

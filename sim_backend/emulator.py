@@ -9,8 +9,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from sim_backend.check_events import nan_failure
 from sim_backend.config import RunConfig
 from sim_backend.costmodel import CostModel, make_cost_model
+from sim_backend.debug_checks import StepChecks, run_checks
 from sim_backend.dense import DenseWork, dense_work
 from sim_backend.generate import generate_step
 from sim_backend.hardware import HardwareSpec, resolve_hardware
@@ -49,6 +51,7 @@ class Simulation:
     memory: StaticMemory | None = None         # static sizes (memory.py)
     timeline: list[ChipMemory] = field(default_factory=list)  # per chip, over time
     failure: Failure | None = None             # compile error (no steps ran) or HBM OOM
+    checks: list[StepChecks | None] = field(default_factory=list)  # per step (debug_checks.py)
 
 
 def setup(cfg: RunConfig) -> tuple[HardwareSpec, dict[str, TableLimits], list[StackGroup],
@@ -67,7 +70,7 @@ def setup(cfg: RunConfig) -> tuple[HardwareSpec, dict[str, TableLimits], list[St
 def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> Simulation:
     """Run every step of `cfg`: preprocessing for real, device work on the task graph."""
     hw, limits, groups, lay = setup(cfg)
-    cost = make_cost_model(cfg.cost_model, hw, cfg.cost)
+    cost = make_cost_model(cfg.cost_model, hw, cfg.cost, cfg.perf_tables)
     dense = dense_work(cfg, cost.c.activation_bytes)
     mem = static_memory(cfg, hw, groups, cost)
     failure = compile_failure(cfg, hw, groups, mem)
@@ -80,9 +83,11 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     derive = cfg.flags.xla_sparse_core_estimate_max_ids
     observed: dict[str, tuple[int, int]] = {}
     results = []
+    checks: list[StepChecks | None] = []
     for step in range(cfg.steps):
         t0 = time.perf_counter()
-        batches = generate_step(cfg, step)
+        batches, step_checks = run_checks(cfg, step, generate_step(cfg, step))
+        checks.append(step_checks)
         t1 = time.perf_counter()
         sr = preprocess_step(step, batches, groups, lay, cfg.sparsecore, table_stats=derive)
         timings["generate"] += t1 - t0
@@ -101,7 +106,8 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     timings["graph"] = t1 - t0
     timings["schedule"] = time.perf_counter() - t1
     sim = Simulation(cfg, hw, limits, groups, cost, dense, results, graph, res, sched, observed,
-                     timings, memory=mem)
+                     timings, memory=mem, checks=checks)
     sim.timeline = memory_timeline(sim)
-    sim.failure = find_oom(mem, sim.timeline)
+    failures = [f for f in (find_oom(mem, sim.timeline), nan_failure(sim)) if f is not None]
+    sim.failure = min(failures, key=lambda f: f.ts_ps) if failures else None
     return sim

@@ -43,3 +43,9 @@ class HbmOomError(RunFailure):
     """HBM heap + stack exceed the chip's capacity."""
 
     kind = "hbm_oom"
+
+
+class NanDetectedError(RunFailure):
+    """`xla_sc_detect_nan` found NaN input values and stopped the run."""
+
+    kind = "nan_detected"

@@ -19,6 +19,8 @@ class FeatureBatch:
 
     lengths: np.ndarray  # int64 [batch]: IDs per sample
     ids: np.ndarray      # int64 [sum(lengths)]: raw table row IDs, sample by sample
+    # bool [batch] or None: samples whose COO values (weights) are NaN (nan_fraction)
+    nan_samples: np.ndarray | None = None
 
     @property
     def row_ids(self) -> np.ndarray:
@@ -65,5 +67,24 @@ def generate_step(cfg: RunConfig, step: int) -> list[FeatureBatch]:
             lengths = np.full(b, f.multi_hot, dtype=np.int64)
         else:
             lengths = rng.integers(f.multi_hot_min, f.multi_hot + 1, b, dtype=np.int64)
-        out.append(FeatureBatch(lengths, sample_ids(rng, f, vocab[f.table], int(lengths.sum()))))
+        ids = sample_ids(rng, f, vocab[f.table], int(lengths.sum()))
+        nan = None
+        if f.oov_fraction > 0 or f.nan_fraction > 0:  # own stream: faults leave IDs unchanged
+            faults = np.random.default_rng([cfg.seed, step, i, FAULT_STREAM])
+            ids = inject_oov(faults, ids, vocab[f.table], f.oov_fraction)
+            nan = faults.random(b) < f.nan_fraction if f.nan_fraction > 0 else None
+        out.append(FeatureBatch(lengths, ids, nan))
     return out
+
+
+FAULT_STREAM = 1  # the fourth seed word of a feature's fault-injection stream
+
+
+def inject_oov(rng: np.random.Generator, ids: np.ndarray, vocab: int, fraction: float
+               ) -> np.ndarray:
+    """Replace each ID with probability `fraction` by an out-of-vocabulary ID in [vocab, 2 vocab)."""
+    if fraction <= 0:
+        return ids
+    hit = np.flatnonzero(rng.random(len(ids)) < fraction)
+    ids[hit] = vocab + rng.integers(0, vocab, len(hit), dtype=np.int64)
+    return ids

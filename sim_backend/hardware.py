@@ -30,6 +30,9 @@ class HardwareSpec:
     spmem_bytes_per_tile: int
     sc_clock_hz: float
     host_to_device_bandwidth_bytes_per_s: float
+    # slices joined by DCN, each one `num_chips` chips (the emulator simulates one; the
+    # others are data-parallel replicas that meet it in the dense all-reduce)
+    num_slices: int = 1
 
     @property
     def num_total_sparse_cores(self) -> int:
@@ -62,11 +65,15 @@ PRESETS: dict[str, dict] = {
     ),
 }
 
-SPEC_FIELDS = tuple(f.name for f in fields(HardwareSpec) if f.name not in ("generation", "num_chips"))
+SPEC_FIELDS = tuple(f.name for f in fields(HardwareSpec)
+                    if f.name not in ("generation", "num_chips", "num_slices"))
 
 
 def resolve_hardware(generation: str, num_chips: int, overrides: dict) -> HardwareSpec:
-    """Preset values for `generation`, replaced by any non-None override ("custom": all given)."""
+    """Preset values for `generation`, replaced by any non-None override ("custom": all given).
+
+    `overrides` may also carry `num_slices` (the hardware section's keys; default 1).
+    """
     if generation == "custom":
         base: dict = {}
     elif generation in PRESETS:
@@ -81,4 +88,5 @@ def resolve_hardware(generation: str, num_chips: int, overrides: dict) -> Hardwa
     missing = [k for k in SPEC_FIELDS if k not in base]
     if missing:
         raise ConfigError(f"hardware.{missing[0]}: required when hardware.generation = 'custom'")
-    return HardwareSpec(generation=generation, num_chips=num_chips, **base)
+    return HardwareSpec(generation=generation, num_chips=num_chips,
+                        num_slices=overrides.get("num_slices") or 1, **base)

@@ -14,6 +14,7 @@ import numpy as np
 
 from profiler.recorder import Recorder
 from profiler.wire import NULL_I32, NULL_I64
+from sim_backend.check_events import emit_check_events
 from sim_backend.emulator import Simulation
 from sim_backend.memory import HEAP_CONTRIBUTORS, PREFETCHED_INPUTS, STACK
 from sim_backend.stepgraph import (
@@ -27,6 +28,7 @@ from sim_backend.stepgraph import (
     SC_BWD,
     SC_FWD,
     TC_BWD,
+    TC_COLLECTIVES,
     TC_FWD,
 )
 
@@ -34,6 +36,10 @@ HOST_PLANE = "/host:CPU"
 FAILURE_LINE = "Failures"
 FAILURE_CATEGORY = "failure"
 HEAP = "HBM heap"
+# The table layout the compiler chose (stacking, padding), recorded before step 0.
+LAYOUT_LINE = "Table Layout"
+LAYOUT_EVENT = "table_layout"
+LAYOUT_CATEGORY = "compile"
 SPMEM = "SPMEM per tile"
 
 # The trace's `category` of each task kind: what kind of work it is, so analyzers
@@ -49,6 +55,7 @@ KIND_CATEGORIES = {
     A2A_BWD: "sc_collective",
     ALLREDUCE: "tc_collective",
     SC_BWD: "sc_backward",
+    **{k: "tc_collective" for k in TC_COLLECTIVES if k != ALLREDUCE},  # sharded dense part
 }
 TC_MODULE = "jit_train_step"
 SC_FWD_MODULE = "sparse_core_forward"
@@ -137,12 +144,63 @@ def write_trace(sim: Simulation, path: str, run_name: str, run_id: str, config: 
                  dur_ps=(s.end_ps - s.start_ps)[order],
                  step=np.where(step < 0, NULL_I32, step).astype(np.int32),
                  table=group_names[cols["group"][order] + 1], **typed)
+        _emit_table_layout(rec, sim)
         n_modules = _emit_modules(rec, tr, sim, cols)
         _emit_steps(rec, tr, sim, cols)
         _emit_partition_stats(rec, sim)
+        emit_check_events(rec, sim, HOST_PLANE)  # debug checks, quantization (check_events.py)
         _emit_counters(rec, tr, sim, cols)
         _emit_failure(rec, sim)
     return int(len(kind)) + n_modules
+
+
+def _emit_table_layout(rec: Recorder, sim: Simulation) -> None:
+    """What the compiler decided for every table, before step 0: one zero-length event
+    per table on the host's `Table Layout` line (category `compile`, typed `table` = its
+    stack), so analyzers see stacking and padding from the trace alone."""
+    groups = sim.groups
+    track = rec.track(HOST_PLANE, LAYOUT_LINE, "host")
+    n = sum(len(g.tables) for g in groups)
+    per_table = {"group": [], "position": [], "vocab": [], "padded_vocab": []}
+    vocab = {t.name: t.vocab for t in sim.cfg.tables}
+    for gi, g in enumerate(groups):
+        per_table["group"] += [gi] * len(g.tables)
+        per_table["position"] += list(range(len(g.tables)))
+        per_table["vocab"] += [vocab[t] for t in g.tables]
+        per_table["padded_vocab"] += g.padded_vocab.tolist()
+    gi = np.array(per_table["group"], np.int64)
+    width = np.array([g.width for g in groups], np.int64)[gi]
+    dtype_bytes = np.array([g.dtype_bytes for g in groups], np.int64)[gi]
+    padded_row = np.array([sim.cost.padded_row_bytes(g.width, g.dtype_bytes) for g in groups],
+                          np.int64)[gi]
+    padded_vocab = np.array(per_table["padded_vocab"], np.int64)
+    features = np.zeros(n, np.int64)
+    starts = np.concatenate([[0], np.cumsum([len(g.tables) for g in groups])[:-1]]).astype(int)
+    for g, first in zip(groups, starts, strict=True):
+        np.add.at(features, first + np.asarray(g.feature_table, np.int64), 1)
+    rec.emit(track=np.full(n, track, np.uint32), name=[LAYOUT_EVENT] * n,
+             category=[LAYOUT_CATEGORY] * n, start_ps=np.zeros(n, np.int64),
+             dur_ps=np.zeros(n, np.int64), step=np.full(n, NULL_I32, np.int32),
+             table=[g.name for g in groups for _ in g.tables],
+             bytes=padded_vocab * padded_row,
+             args={
+                 "table_name": [t for g in groups for t in g.tables],
+                 "stack_tables": np.array([len(g.tables) for g in groups], np.int64)[gi],
+                 "stack_position": np.array(per_table["position"], np.int64),
+                 "features": features,
+                 "vocab": np.array(per_table["vocab"], np.int64),
+                 "padded_vocab": padded_vocab,
+                 "width": width,
+                 "padded_width": padded_row // dtype_bytes,
+                 "dtype_bytes": dtype_bytes,
+                 "row_bytes": width * dtype_bytes,
+                 "padded_row_bytes": padded_row,
+                 "optimizer_slots": np.array([g.optimizer_slots for g in groups], np.int64)[gi],
+                 "max_ids_per_partition":
+                     np.array([g.max_ids_per_partition for g in groups], np.int64)[gi],
+                 "max_unique_ids_per_partition":
+                     np.array([g.max_unique_ids_per_partition for g in groups], np.int64)[gi],
+             })
 
 
 def _emit_modules(rec: Recorder, tr: _Tracks, sim: Simulation, cols: dict) -> int:

@@ -6,9 +6,12 @@ docs/emulator.md "Memory model".
 - **HBM heap** (per chip): embedding tables and their optimizer slots (rows padded to
   32 bytes, vocabularies to a multiple of the SparseCore count, mod-sharded so each
   chip holds vocab / chips rows of every table), dense weights and their optimizer
-  state (replicated, in XLA:TPU's tiled layout, `layout.py`), constants, and the
+  state (each chip's shard under the dense shardings, `sharding.py`, replicated by
+  default; in XLA:TPU's tiled layout, `layout.py`), constants, and the
   inputs of prefetched steps (live from their host->HBM transfer until the step's
-  SparseCore forward is done).
+  SparseCore forward is done). A step's input buffers have the compiled, static shape:
+  per table group and minibatch, one COO buffer of max_ids_per_partition entries per
+  (source SparseCore, partition), whatever the batch fills (`input_buffer_bytes`).
 - **HBM stack** (per chip): per table group and pass, the doc's formulas
   forward  = (2 * width + 1) * max_unique_nz_per_row * logical_replica_count * 4 bytes,
   backward = 3 * width * max_unique_nz_per_row * logical_replica_count * 4 bytes,
@@ -38,10 +41,10 @@ import numpy as np
 
 from sim_backend.config import RunConfig
 from sim_backend.costmodel import CostModel
-from sim_backend.dense import dense_param_shapes
 from sim_backend.hardware import HardwareSpec
 from sim_backend.layout import dense_dtype, padded_bytes
 from sim_backend.preprocess import StackGroup
+from sim_backend.sharding import plan_dense
 from sim_backend.stepgraph import INFEED, SC_BWD, SC_FWD
 
 if TYPE_CHECKING:
@@ -150,9 +153,9 @@ def embedding_bytes_per_chip(groups: list[StackGroup], chips: int, padded_row_by
 
 
 def dense_bytes(cfg: RunConfig, element_bytes: int) -> int:
-    """Dense weights in XLA:TPU's tiled layout (padding included), replicated on every chip."""
+    """Dense weights one chip stores: per-device shapes (sharding.py) in the tiled layout."""
     dtype = dense_dtype(element_bytes)
-    return sum(padded_bytes(shape, dtype) for _, shape in dense_param_shapes(cfg))
+    return sum(padded_bytes(p.stored_shape, dtype) for p in plan_dense(cfg, element_bytes).params)
 
 
 def static_memory(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
@@ -250,6 +253,21 @@ def stack_regions(sim: Simulation) -> dict[str, np.ndarray]:
             "start_ps": start, "end_ps": end, "bytes": sizes[u_back, u_region]}
 
 
+def input_buffer_bytes(sim: Simulation) -> np.ndarray:
+    """HBM one step's inputs take on a chip, per step: their compiled (static) shape.
+
+    XLA needs static shapes, so the host pads each (source SparseCore, partition) COO
+    buffer to the group's max_ids_per_partition entries (`infeed_bytes_per_id` each: row,
+    col, gain), once per minibatch; the transfer carries only the filled entries
+    (stepgraph.py), the allocation is the whole buffer. Generous limits therefore make
+    every prefetched step expensive in HBM.
+    """
+    per_entry = sim.hw.sparsecores_per_chip * sim.hw.num_total_sparse_cores \
+        * sim.cost.c.infeed_bytes_per_id
+    return np.array([sum(gr.minibatches * gr.group.max_ids_per_partition for gr in sr.groups)
+                     * per_entry for sr in sim.steps], dtype=np.int64)
+
+
 def memory_timeline(sim: Simulation) -> list[ChipMemory]:
     """Per chip: prefetched inputs, heap and stack after every change (one sample per time)."""
     cols = sim.graph.columns()
@@ -259,6 +277,7 @@ def memory_timeline(sim: Simulation) -> list[ChipMemory]:
     released = np.zeros(sim.cfg.steps, dtype=np.int64)
     np.maximum.at(released, step[scf], s.end_ps[scf])  # the step's input buffer is free
     reg = stack_regions(sim)
+    step_input = input_buffer_bytes(sim)
     out = []
     for c in range(sim.hw.num_chips):
         inf = (kind == INFEED) & (chip == c)
@@ -267,7 +286,8 @@ def memory_timeline(sim: Simulation) -> list[ChipMemory]:
         n_reg = int(r.sum())
         t = np.concatenate([[0], s.end_ps[inf], released[step[inf]], reg["start_ps"][r],
                             reg["end_ps"][r]])
-        d_pre = np.concatenate([[0], cols["bytes"][inf], -cols["bytes"][inf],
+        held = step_input[step[inf]]
+        d_pre = np.concatenate([[0], held, -held,
                                 np.zeros(2 * n_reg, np.int64)])
         d_cnt = np.concatenate([[0], np.ones(n_inf, np.int64), -np.ones(n_inf, np.int64),
                                 np.zeros(2 * n_reg, np.int64)])

@@ -8,13 +8,13 @@ from sim_backend.emulator import Simulation
 from sim_backend.stepgraph import (
     A2A_BWD,
     A2A_FWD,
-    ALLREDUCE,
     HOST,
     INFEED,
     INIT,
     SC_BWD,
     SC_FWD,
     TC_BWD,
+    TC_COLLECTIVES,
     TC_FWD,
 )
 
@@ -61,7 +61,7 @@ def time_shares(sim: Simulation, chip: int = 0) -> dict[str, float]:
     if hi <= lo:
         return {"host": 0.0, "sc": 0.0, "tc": 0.0, "idle": 1.0}
     classes = {
-        "tc": np.isin(kind, (TC_FWD, TC_BWD, ALLREDUCE)) & (c == chip),
+        "tc": np.isin(kind, (TC_FWD, TC_BWD, *TC_COLLECTIVES)) & (c == chip),
         "sc": np.isin(kind, (SC_FWD, SC_BWD, A2A_FWD, A2A_BWD)) & (c == chip),
         "host": np.isin(kind, (HOST, INFEED)) & (c == chip),
     }

@@ -31,12 +31,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sim_backend.config import RunConfig, SparseCoreConfig
+from sim_backend.costmodel import CostConstants
 from sim_backend.errors import ConfigError, PreprocessError
 from sim_backend.generate import FeatureBatch
 from sim_backend.hardware import HardwareSpec
 from sim_backend.limits import TableLimits
 
-DTYPE_BYTES = {"f32": 4, "bf16": 2}
+DTYPE_BYTES = {"f32": 4, "bf16": 2, "int8": 1}
 OPTIMIZER_SLOTS = {"sgd": 0, "adagrad": 1, "adam": 2}
 
 
@@ -81,21 +82,30 @@ class StackGroup:
 
 def plan_groups(cfg: RunConfig, hw: HardwareSpec, limits: dict[str, TableLimits]
                 ) -> list[StackGroup]:
-    """Group tables for stacking (same width, dtype, optimizer) unless disabled."""
+    """Group tables for stacking (same width, dtype, optimizer) unless disabled.
+
+    `sparsecore.max_tables_per_stack = k` (k > 0) splits each such bucket, in config
+    order, into stacks of at most k tables.
+    """
     n_sc = hw.num_total_sparse_cores
     tables = {t.name: t for t in cfg.tables}
     buckets: dict[tuple, list[str]] = {}
     for t in cfg.tables:
         key = (t.name,) if cfg.sparsecore.disable_table_stacking else (t.width, t.dtype, t.optimizer)
         buckets.setdefault(key, []).append(t.name)
+    per_stack = cfg.sparsecore.max_tables_per_stack
+    chunks = [names[i: i + per_stack] if per_stack else names
+              for names in buckets.values()
+              for i in range(0, len(names), per_stack or len(names))]
     groups = []
-    for gi, names in enumerate(buckets.values()):
+    for gi, names in enumerate(chunks):
         t0 = tables[names[0]]
         padded = np.array([-(-tables[n].vocab // n_sc) * n_sc for n in names], dtype=np.int64)
         # a stacked table's slot leaves n_sc spare rows so its IDs can be shifted by the rotation
         slot_rows = padded + (n_sc if len(names) > 1 else 0)
         offsets = np.concatenate([[0], np.cumsum(slot_rows)[:-1]]).astype(np.int64)
         slots = [i for i, f in enumerate(cfg.features) if f.table in names]
+        lim_ids, lim_unique = stack_limits(cfg, hw, [limits[n] for n in names], t0.width)
         groups.append(StackGroup(
             index=gi,
             name=names[0] if len(names) == 1 else f"stack_{gi}",
@@ -109,10 +119,36 @@ def plan_groups(cfg: RunConfig, hw: HardwareSpec, limits: dict[str, TableLimits]
             padded_vocab=padded,
             rotation=np.arange(len(names), dtype=np.int64) % n_sc,
             local_rows=int(slot_rows.sum()) // n_sc,
-            max_ids_per_partition=sum(limits[n].max_ids_per_partition for n in names),
-            max_unique_ids_per_partition=sum(limits[n].max_unique_ids_per_partition for n in names),
+            max_ids_per_partition=lim_ids,
+            max_unique_ids_per_partition=lim_unique,
         ))
     return groups
+
+
+def stack_limits(cfg: RunConfig, hw: HardwareSpec, members: list[TableLimits], width: int
+                 ) -> tuple[int, int]:
+    """Compiled (max_ids, max_unique_ids) per partition of a stack of tables.
+
+    The sum of its tables' limits (as jax-tpu-embedding stacks them); for a stack of
+    several tables, scaled down so its fixed-size SPMEM buffers fit in TileSpmem beside
+    the gather staging (model choice: the stacking framework cannot ask for buffers the
+    tile cannot hold, so a very large stack hits the per-partition limits and
+    minibatches). A lone table keeps the user's limits, which may fail to compile.
+    """
+    ids = sum(m.max_ids_per_partition for m in members)
+    uniq = sum(m.max_unique_ids_per_partition for m in members)
+    if len(members) < 2:
+        return ids, uniq
+    c = CostConstants(**cfg.cost)
+    tiles = hw.tiles_per_sparsecore
+    sample_count = cfg.global_batch // hw.num_total_sparse_cores
+    budget = hw.spmem_bytes_per_tile - -(-sample_count * width // tiles) * c.activation_bytes
+    per_tile = (-(-ids // tiles), -(-uniq // tiles))
+    fixed = per_tile[0] * c.spmem_bytes_per_id + per_tile[1] * c.spmem_bytes_per_unique_id
+    if fixed <= budget or budget <= 0:
+        return ids, uniq
+    scale = budget / fixed
+    return (max(1, int(per_tile[0] * scale)) * tiles, max(1, int(per_tile[1] * scale)) * tiles)
 
 
 @dataclass

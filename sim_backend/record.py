@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from profiler.progress import TerminalProgress
 from sim_backend import __version__
+from sim_backend.check_events import NAN_DETECTED
 from sim_backend.config import effective_config, load_config
 from sim_backend.emulator import Simulation, simulate
-from sim_backend.errors import CompileError, ConfigError, HbmOomError, RunFailure
+from sim_backend.errors import CompileError, ConfigError, HbmOomError, NanDetectedError, RunFailure
 from sim_backend.instrument import write_trace
 from sim_backend.limits import write_limits_file
 from sim_backend.memory import HBM_OOM
@@ -44,16 +45,19 @@ class RecordResult:
     dropped_ids: int
     limits_path: str | None    # derived limits file, when estimation was on
     wall_time_s: float
+    perf_tables: str = ""      # performance tables the cost model read ("bundled:v5p", a path)
 
 
 def record_run(config_path: str, overrides: list[str], name: str | None, steps: int | None,
                out_dir: str | None,
-               progress: bool | Callable[[int, int], None] | None = None) -> RecordResult:
+               progress: bool | Callable[[int, int], None] | None = None,
+               perf_tables: str | None = None) -> RecordResult:
     """Simulate `config_path` (with --set overrides), write `<out_dir>/trace.sctrace`.
 
     `out_dir` defaults to runs/<name>/. `progress`: a callback(done_steps, total), or
-    True for a bar on the terminal. Raises ConfigError / PreprocessError (both
-    ValueError, one line) for users' mistakes.
+    True for a bar on the terminal. `perf_tables`: a performance-table directory
+    (--perf-tables) replacing the config's `perf_tables`. Raises ConfigError /
+    PreprocessError (both ValueError, one line) for users' mistakes.
     """
     t0 = time.perf_counter()
     if progress is True:
@@ -65,6 +69,11 @@ def record_run(config_path: str, overrides: list[str], name: str | None, steps: 
         if steps < 1:
             raise ConfigError(f"--steps: {steps} is below the minimum 1")
         cfg = dataclasses.replace(cfg, steps=steps)
+    if perf_tables is not None:
+        if not os.path.isdir(perf_tables):
+            what = "not a directory" if os.path.exists(perf_tables) else "no such directory"
+            raise ConfigError(f"--perf-tables {perf_tables}: {what}")
+        cfg = dataclasses.replace(cfg, perf_tables=os.path.abspath(perf_tables))
     name = name or cfg.name
     out_dir = out_dir or os.path.join("runs", name)
     os.makedirs(out_dir, exist_ok=True)
@@ -78,7 +87,8 @@ def record_run(config_path: str, overrides: list[str], name: str | None, steps: 
         tags.update(status="failed", failure=sim.failure.kind, error=sim.failure.message)
     events = write_trace(sim, trace_path, name, run_id, config, tags, PRODUCER)
     if sim.failure is not None:  # the trace holds the failure; the command still fails
-        error: type[RunFailure] = HbmOomError if sim.failure.kind == HBM_OOM else CompileError
+        error: type[RunFailure] = {HBM_OOM: HbmOomError, NAN_DETECTED: NanDetectedError}.get(
+            sim.failure.kind, CompileError)
         raise error(sim.failure.message, trace_path, config_path)
     limits_path = None
     if cfg.flags.xla_sparse_core_estimate_max_ids:
@@ -96,7 +106,8 @@ def record_run(config_path: str, overrides: list[str], name: str | None, steps: 
         mean_step_time_ps=step_time_ps(sim), share_host=shares["host"], share_sc=shares["sc"],
         share_tc=shares["tc"], share_idle=shares["idle"], minibatches=sum(mbs),
         minibatches_per_step=sum(mbs) / len(mbs), dropped_ids=sum(sr.dropped_ids for sr in sim.steps),
-        limits_path=limits_path, wall_time_s=time.perf_counter() - t0)
+        limits_path=limits_path, wall_time_s=time.perf_counter() - t0,
+        perf_tables=sim.cost.perf_tables_source)
 
 
 def run_config_json(sim: Simulation, name: str) -> dict:
@@ -112,6 +123,7 @@ def run_config_json(sim: Simulation, name: str) -> dict:
              "max_unique_ids_per_partition": g.max_unique_ids_per_partition}
             for g in sim.groups],
         "cost_constants": dataclasses.asdict(sim.cost.c),
+        "perf_tables": sim.cost.perf_tables_source,  # tables the cost model read ("" for none)
         "dense_params": sim.dense.params,
         "memory": memory_json(sim),
     }
@@ -148,6 +160,8 @@ def format_summary(result: RecordResult) -> str:
         f"and step)",
         f"  dropped IDs     {r.dropped_ids}",
     ]
+    if r.perf_tables:
+        lines.append(f"  perf tables     {r.perf_tables}")
     if r.limits_path:
         lines.append(f"  limits written  {r.limits_path}")
     return "\n".join(lines)

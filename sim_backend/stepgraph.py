@@ -6,9 +6,12 @@ carries those rows to the source SparseCores on other chips (and their gradients
 
     host preprocess (per source SparseCore, host thread pool) -> host->HBM transfer (per chip)
     -> SC forward (per group x minibatch x SparseCore) -> all-to-all (per group x mb x chip)
-    -> TC forward -> TC backward (per chip) -> gradient all-to-all (per chip)
+    -> TC forward -> TC backward (per chip) -> gradient all-to-all (per group x chip)
     -> SC backward / embedding update (per group x minibatch x SparseCore)
     TC backward (all chips) -> dense gradient all-reduce (per chip) -> TC forward of i+1
+    Sharded dense part (sharding.py): FSDP weight all-gather before TC forward, the
+    activation collectives of tensor parallelism after TC forward / backward, and the
+    gradient reduce-scatter before the all-reduce, one ICI task per chip each.
 
 Prefetch: preprocessing of step i waits until the input buffer of step
 i - maximum_parallel_iterations is released (its SC forward is done).
@@ -29,9 +32,11 @@ import numpy as np
 
 from sim_backend.config import RunConfig
 from sim_backend.costmodel import CostModel
+from sim_backend.debug_checks import check_ps
 from sim_backend.dense import DenseWork
 from sim_backend.hardware import HardwareSpec
 from sim_backend.preprocess import StackGroup, StepResult
+from sim_backend.sharding import BACKWARD, FORWARD, UPDATE, plan_dense
 from sim_backend.taskgraph import TaskGraph
 
 # Task kinds (also the phase order used for priorities).
@@ -48,13 +53,26 @@ KIND_NAMES = {
     ALLREDUCE: "all-reduce.dense_gradients",
     SC_BWD: "SparseDenseMatmulGradOp",
 }
+# Collectives of the sharded dense part (sharding.py; DOMAIN.md §2), named "<kind>.<operand>".
+AG_WEIGHTS, RS_GRADS, AR_ACT, AG_ACT, AR_ACT_GRADS, RS_ACT_GRADS = range(10, 16)
+KIND_NAMES.update({
+    AG_WEIGHTS: "all-gather.dense_weights",
+    RS_GRADS: "reduce-scatter.dense_gradients",
+    AR_ACT: "all-reduce.dense_activations",
+    AG_ACT: "all-gather.dense_activations",
+    AR_ACT_GRADS: "all-reduce.activation_gradients",
+    RS_ACT_GRADS: "reduce-scatter.activation_gradients",
+})
+TC_COLLECTIVES = (ALLREDUCE, AG_WEIGHTS, RS_GRADS, AR_ACT, AG_ACT, AR_ACT_GRADS, RS_ACT_GRADS)
+KIND_OF_COLLECTIVE = {KIND_NAMES[k]: k for k in TC_COLLECTIVES}
+MAX_KINDS = 32
 MAX_GROUPS = 1 << 12
 MAX_MINIBATCHES = 1 << 10
 
 
 def priority(step: int, kind: int, group: int = 0, minibatch: int = 0) -> int:
     """Lower runs first: earlier step, then earlier phase, group, minibatch."""
-    return (((step + 1) * 16 + kind) * MAX_GROUPS + group) * MAX_MINIBATCHES + minibatch
+    return (((step + 1) * MAX_KINDS + kind) * MAX_GROUPS + group) * MAX_MINIBATCHES + minibatch
 
 
 @dataclass(frozen=True)
@@ -110,7 +128,6 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
     depth = cfg.flags.maximum_parallel_iterations
     lag = 1 if cfg.flags.tf_xla_disable_full_embedding_pipelining else 2
     n_serial = min(cfg.flags.xla_sc_num_serialized_tables_to_optimize_hbm, len(groups))
-    samples_per_chip = cfg.global_batch // chips
     sc_res = np.array([res.sc(p // spc, p % spc) for p in range(n_sc)])
 
     init_ev = _add_initialization(g, cfg, hw, groups, cost, res) if cfg.include_initialization \
@@ -118,13 +135,23 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
     slot_free: list[int] = []
     emb_done: list[int] = []
     dense_done: list[int] = []
-    all_reduce_bytes = int(2 * (chips - 1) / chips * dense.params * cost.c.dense_param_bytes)
+    # the dense part on the mesh (sharding.py): per-device FLOPs/bytes and the collectives
+    # its shardings imply (default: replicated weights, one gradient all-reduce)
+    plan = plan_dense(cfg, cost.c.dense_param_bytes, activation_bytes)
+    tc_bytes = plan.compute_param_elements * cost.c.dense_param_bytes \
+        + plan.samples_per_device * dense.activation_bytes_per_sample
+    chains = {ph: [(KIND_OF_COLLECTIVE[c.name], c.nbytes,
+                    int(cost.collective_ps(c.kind, c.nbytes, c.num_devices)))
+                   for c in plan.of(ph)] for ph in (FORWARD, BACKWARD, UPDATE)}
+    weight_gathers = [x for x in chains[FORWARD] if x[0] == AG_WEIGHTS]
+    act_forward = [x for x in chains[FORWARD] if x[0] != AG_WEIGHTS]
+    grad_sync = sorted(chains[UPDATE], key=lambda x: x[0] != RS_GRADS) or \
+        [(ALLREDUCE, 0, int(cost.collective_ps("all-reduce", 0, 1)))]  # 1 device: a marker
     for sr in steps:
         i = sr.step
         ev_slot, ev_inputs, ev_act = g.event(f"slot_free[{i}]"), g.event(f"inputs[{i}]"), \
             g.event(f"activations[{i}]")
-        ev_tcb_all, ev_grads, ev_emb = g.event(f"tc_backward[{i}]"), g.event(f"grads[{i}]"), \
-            g.event(f"embeddings_updated[{i}]")
+        ev_tcb_all, ev_emb = g.event(f"tc_backward[{i}]"), g.event(f"embeddings_updated[{i}]")
         ev_dense = g.event(f"dense_updated[{i}]")
         slot_free.append(ev_slot)
         emb_done.append(ev_emb)
@@ -153,7 +180,8 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
         prev_barrier = None
         for gr in sr.groups:
             grp = gr.group
-            dur = cost.sc_forward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes)
+            dur = cost.sc_forward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes) \
+                + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=False)
             barrier = g.event(f"sc_forward_group[{i},{grp.index}]") \
                 if grp.index < n_serial else None
             wait = tuple(base_wait) + ((prev_barrier,) if prev_barrier is not None else ())
@@ -175,34 +203,42 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
                           bytes=a2a_bytes[m, c])
             if barrier is not None:  # the groups after the k serialized ones wait for the k-th
                 prev_barrier = barrier
-        # TensorCore forward/backward, gradient exchange, dense all-reduce
-        fwd_flops = dense.forward_flops(samples_per_chip)
-        bwd_flops = dense.backward_flops(samples_per_chip)
-        tc_bytes = dense.params * cost.c.dense_param_bytes + samples_per_chip * dense.activation_bytes_per_sample
-        tcf_dur = int(cost.tc_ps(fwd_flops, tc_bytes))
-        tcb_dur = int(cost.tc_ps(bwd_flops, 2 * tc_bytes))
-        ar_dur = int(cost.collective_ps("all-reduce", all_reduce_bytes, chips))
-        grad_bytes = sum(gr.cross_chip_mc.sum(axis=0) * gr.group.width * activation_bytes
-                         for gr in sr.groups)
-        grad_dur = cost.collective_ps("all-to-all", grad_bytes, chips)
+        # TensorCore forward/backward (per-device GEMMs), gradient exchange, dense collectives
+        fwd_flops, bwd_flops = plan.forward_flops, plan.backward_flops
+        tcf_dur = cost.tc_pass_ps(plan.gemms, tc_bytes)
+        tcb_dur = cost.tc_pass_ps(plan.backward_gemms, 2 * tc_bytes)
+        prev_dense = ((dense_done[i - 1],) if i > 0 else ()) + \
+            ((init_ev,) if init_ev is not None else ())
+        gathered = _add_chain(g, res, i, weight_gathers, prev_dense)  # FSDP: before forward
+        ev_tcf_all = g.event(f"tc_forward[{i}]")
+        fwd_done = _add_chain(g, res, i, act_forward, (ev_tcf_all,)) if act_forward else None
+        bwd_done = _add_chain(g, res, i, chains[BACKWARD], (ev_tcb_all,)) \
+            if chains[BACKWARD] else None
+        _add_chain(g, res, i, grad_sync, (ev_tcb_all,), last=ev_dense)
+        # gradients go back per table group, so group g's update can start while the
+        # gradients of group g+1 are still on ICI (the latency hiding stacking trades off)
+        grad_bytes = [gr.cross_chip_mc.sum(axis=0) * gr.group.width * activation_bytes
+                      for gr in sr.groups]
+        grad_dur = [cost.collective_ps("all-to-all", b, chips) for b in grad_bytes]
+        ev_grads_g = [g.event(f"grads[{i},{gr.group.index}]") for gr in sr.groups]
         for c in range(chips):
             ev_tcf, ev_tcb = g.event(f"tc_forward[{i},{c}]"), g.event(f"tc_backward[{i},{c}]")
-            wait = (ev_act,) + ((dense_done[i - 1],) if i > 0 else ()) + \
-                ((init_ev,) if init_ev is not None else ())
-            g.add(TC_FWD, res.tc(c), tcf_dur, i, priority(i, TC_FWD), wait, (ev_tcf,), chip=c,
-                  flops=fwd_flops, bytes=tc_bytes)
-            g.add(TC_BWD, res.tc(c), tcb_dur, i, priority(i, TC_BWD), (ev_tcf,),
+            g.add(TC_FWD, res.tc(c), tcf_dur, i, priority(i, TC_FWD), (ev_act, *gathered),
+                  (ev_tcf, ev_tcf_all), chip=c, flops=fwd_flops, bytes=tc_bytes)
+            g.add(TC_BWD, res.tc(c), tcb_dur, i, priority(i, TC_BWD), fwd_done or (ev_tcf,),
                   (ev_tcb, ev_tcb_all), chip=c, flops=bwd_flops, bytes=2 * tc_bytes)
-            g.add(A2A_BWD, res.ici(c), grad_dur[c], i, priority(i, A2A_BWD), (ev_tcb,),
-                  (ev_grads,), chip=c, bytes=grad_bytes[c])
-            g.add(ALLREDUCE, res.ici(c), ar_dur, i, priority(i, ALLREDUCE), (ev_tcb_all,),
-                  (ev_dense,), chip=c, bytes=all_reduce_bytes)
+            for gi, gr in enumerate(sr.groups):
+                g.add(A2A_BWD, res.ici(c), grad_dur[gi][c], i,
+                      priority(i, A2A_BWD, gr.group.index), bwd_done or (ev_tcb,),
+                      (ev_grads_g[gi],),
+                      group=gr.group.index, chip=c, bytes=grad_bytes[gi][c])
         # SparseCore backward: embedding update
         prev_barrier = None
-        for gr in sr.groups:
+        for gr, ev_grads in zip(sr.groups, ev_grads_g, strict=True):
             grp = gr.group
             dur = cost.sc_backward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes,
-                                      grp.optimizer_slots)
+                                      grp.optimizer_slots) \
+                + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=True)
             barrier = g.event(f"sc_backward_group[{i},{grp.index}]") \
                 if grp.index < n_serial else None
             wait = (ev_grads,) + ((prev_barrier,) if prev_barrier is not None else ())
@@ -217,6 +253,23 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
             if barrier is not None:  # the groups after the k serialized ones wait for the k-th
                 prev_barrier = barrier
     return g, res
+
+
+def _add_chain(g: TaskGraph, res: Resources, step: int, chain: list[tuple[int, int, int]],
+               wait: tuple[int, ...], last: int | None = None) -> tuple[int, ...]:
+    """Collectives (kind, bytes, dur) one after another on every chip's ICI link.
+
+    Each waits for the previous one on every chip (a collective needs all its peers);
+    returns what the next task waits for (`wait` itself when the chain is empty).
+    """
+    for j, (kind, nbytes, dur) in enumerate(chain):
+        ev = last if last is not None and j == len(chain) - 1 else \
+            g.event(f"{KIND_NAMES[kind]}[{step},{j}]")
+        for c in range(res.num_chips):
+            g.add(kind, res.ici(c), dur, step, priority(step, kind), wait, (ev,), chip=c,
+                  bytes=nbytes)
+        wait = (ev,)
+    return wait
 
 
 def table_bytes_per_chip(groups: list[StackGroup], chips: int, padded_row_bytes) -> int:

@@ -10,6 +10,9 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG_DIR = os.path.join(REPO, "configs")
 BUNDLED = sorted(f for f in os.listdir(CONFIG_DIR) if f.endswith(".toml"))
+# bundled to show a failed compile (recorded, then `scprof record` exits 2): nothing runs
+COMPILE_FAILURES = ("gather_too_large.toml", "spmem_overflow.toml")
+RUNNABLE = [f for f in BUNDLED if f not in COMPILE_FAILURES]
 
 SMALL = {
     "name": "small",

@@ -24,7 +24,8 @@ def write(tmp_path, name: str, text: str) -> str:
 @pytest.mark.parametrize("name", BUNDLED)
 def test_bundled_configs_load(name):
     cfg = load_config(os.path.join(CONFIG_DIR, name))
-    assert cfg.steps == 20 and len(cfg.tables) == 26 and len(cfg.features) == 26
+    # DLRM-shaped: the 26 baseline tables, or more (deep_prefetch.toml: 100 tables in 20 stacks)
+    assert cfg.steps == 20 and len(cfg.tables) >= 26 and len(cfg.features) == len(cfg.tables)
     assert cfg.hardware.generation == "v5p"
 
 

@@ -16,7 +16,7 @@ from profiler.reader import read_trace
 from sim_backend.config import load_config
 from sim_backend.emulator import simulate
 from sim_backend.record import record_run
-from tests.sim_backend.conftest import BUNDLED, CONFIG_DIR
+from tests.sim_backend.conftest import CONFIG_DIR, RUNNABLE
 
 STEPS = 4
 DEVICE_OP_LINES = ("XLA Ops", "Sparse Core Ops", "ICI")
@@ -27,7 +27,7 @@ def _sim(name: str):
     return simulate(dataclasses.replace(cfg, steps=STEPS))
 
 
-@pytest.fixture(scope="module", params=BUNDLED)
+@pytest.fixture(scope="module", params=RUNNABLE)
 def recorded(request, tmp_path_factory):
     name = request.param
     out = tmp_path_factory.mktemp(name.removesuffix(".toml"))
@@ -36,7 +36,7 @@ def recorded(request, tmp_path_factory):
     return name, r1, r2
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", RUNNABLE)
 def test_no_task_starts_before_its_dependencies(name):
     sim = _sim(name)
     g, s = sim.graph, sim.schedule
@@ -52,7 +52,7 @@ def test_no_task_starts_before_its_dependencies(name):
     assert (s.end_ps - s.start_ps == np.array(g.dur_ps)).all()
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", RUNNABLE)
 def test_no_resource_unit_runs_two_tasks_at_once(name):
     sim = _sim(name)
     s = sim.schedule

@@ -75,7 +75,7 @@ def test_trace_has_xprof_tracks_steps_and_typed_args(small_raw, tmp_path):
     assert {"SparseDenseMatmulOp", "SparseDenseMatmulGradOp", "dense_forward", "dense_backward",
             "all-to-all.activations", "all-reduce.dense_gradients", "preprocess_input",
             "host_to_hbm_transfer", "jit_train_step", "sparse_core_forward"} <= set(names)
-    assert (ev["step"] >= 0).all()
+    assert (ev["step"][names != "table_layout"] >= 0).all()  # the layout precedes step 0
     sc = names == "SparseDenseMatmulOp"
     assert (ev["ids"][sc] >= ev["unique_ids"][sc]).all()
     tables = np.array(tr.strings, dtype=object)[ev["table"][sc]]
