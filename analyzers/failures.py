@@ -19,6 +19,8 @@ ADVICE = {
     "gather_operand_too_large": "Use a smaller per-chip batch or more chips, so (samples x feature width) / tiles fits.",
     "hbm_oom": "Serialize tables (xla_sc_num_serialized_tables_to_optimize_hbm) if the stack dominates; prefetch fewer "
     "steps (maximum_parallel_iterations), shrink dense weights or use more chips if the heap does.",
+    "nan_detected": "Clean or filter the input weights of the features named (the input pipeline produced NaNs); "
+    "keep xla_sc_detect_nan on until a run passes.",
 }
 
 

@@ -1,11 +1,16 @@
-"""HBM heap and stack pressure: peaks against the chip's capacity.
+"""HBM heap and stack pressure: peaks against the chip's capacity, what drives them, which lever.
 
-Reads the memory counters a run recorded (HBM heap, HBM stack, SPMEM, any
-counter in bytes) and the HBM capacity from the run's hardware header; the
-combined HBM peak adds heap and stack as sampled together.
+Reads the memory counters a run recorded (HBM heap, its contributors `HBM heap: <name>`,
+HBM stack, SPMEM, any counter in bytes) and the HBM capacity from the run's hardware
+header; the combined HBM peak adds heap and stack as sampled together. At the worst
+chip's peak it splits HBM into its static part (the heap before any step) and what grew
+since (the stack, prefetched inputs): when the static heap alone is over the threshold
+the largest static contributor names the lever, otherwise the top growing one does.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
@@ -15,12 +20,75 @@ QUESTION = "How close do HBM heap and stack come to the chip's capacity, and wha
 
 WARN_SHARE = 0.85
 CRITICAL_SHARE = 0.95
+HEAP, STACK, PART = "HBM heap", "HBM stack", "HBM heap: "
+GiB = 1 << 30
+
+STACK_LEVER = (
+    "Serialize more table groups (raise xla_sc_num_serialized_tables_to_optimize_hbm): a serialized group's "
+    "stack is live alone, the others' at once, so the peak stack falls (SparseCore time per step rises). Or lower "
+    "max_unique_ids_per_partition towards the observed unique IDs: it sizes each group's stack."
+)
+GENERIC_HEAP_LEVER = (
+    "Lower maximum_parallel_iterations (each prefetched step holds its inputs in HBM), shrink dense "
+    "weights/optimizer state, or spread tables over more chips."
+)
+# heap contributor (as the emulator names its counters) -> the lever that shrinks it
+HEAP_LEVERS = {
+    "prefetched inputs": "Lower maximum_parallel_iterations (the prefetch depth): every prefetched step holds its "
+    "input buffers in HBM at their compiled shape until its SparseCore forward is done, so fewer steps in flight "
+    "lower the peak. Lower per-partition limits also shrink each step's buffers.",
+    "embedding tables": "Spread the tables over more chips (mod-sharded rows: each chip holds vocab / chips of "
+    "every table), or use narrower or bf16 tables.",
+    "embedding optimizer state": "Use an optimizer with fewer slots per row (SGD 0, Adagrad 1, Adam 2) or spread "
+    "the tables over more chips.",
+    "dense weights": "Shrink the dense part (narrower MLP or cross layers) or shard it instead of replicating it.",
+    "dense optimizer state": "Shrink the dense part or use a dense optimizer with fewer slots.",
+    "constants": "Move large constants out of the program (feed them as inputs or compute them on the device).",
+}
+
+
+def _drivers(parts: list[dict[str, Any]], capacity: float) -> tuple[str, str, str, list[dict[str, Any]]]:
+    """(rule driver, contributor that names the lever, why, contributors at the peak) for one chip."""
+    by = {r["counter"]: r for r in parts}
+    named = [r for r in parts if r["contributor"]]
+    static_heap = (by[HEAP]["first_bytes"] or 0) if HEAP in by else sum(r["first_bytes"] or 0 for r in named)
+    heap_parts = named if named else [by[HEAP]] if HEAP in by else []  # contributors, else the total
+    contributors = [
+        {"name": r["contributor"] or r["counter"], "bytes": r["bytes_at_peak"] or 0, "growth_bytes": r["growth_bytes"] or 0}
+        for r in heap_parts + ([by[STACK]] if STACK in by else [])
+    ]  # fmt: skip
+    contributors.sort(key=lambda c: (-c["bytes"], c["name"]))
+    if static_heap >= WARN_SHARE * capacity:  # the heap is over the threshold before any step runs
+        top = max((c for c in contributors if c["name"] != STACK), key=lambda c: c["bytes"], default=None)
+        return "heap", top["name"] if top else HEAP, "static", contributors
+    top = max(contributors, key=lambda c: (c["growth_bytes"], c["name"] == STACK))
+    return ("stack" if top["name"] == STACK else "heap"), top["name"], "growing", contributors
+
+
+def stack_estimate(ctx: RunContext) -> dict[str, int | None]:
+    """The doc's stack formulas over every table group at once (sql/stack_estimate.sql), per chip.
+
+    `one_pass`: the larger of all groups' forward or backward stacks; `both_passes`: forward
+    and backward together, as when a pipelined step's forward overlaps the previous step's
+    backward. Each with the compiled max_unique_ids_per_partition and (`observed_`) with
+    the most unique IDs a partition saw. None when the run lacks table layout or
+    partition statistics (e.g. an imported capture).
+    """
+    rows = ctx.query("stack_estimate").to_pylist()
+    out: dict[str, int | None] = {}
+    for suffix in ("", "_observed"):
+        fwd = sum(r[f"forward{suffix}_bytes"] for r in rows)
+        bwd = sum(r[f"backward{suffix}_bytes"] for r in rows)
+        out[f"stack_estimate{suffix}_one_pass_bytes"] = max(fwd, bwd) if rows else None
+        out[f"stack_estimate{suffix}_both_passes_bytes"] = fwd + bwd if rows else None
+    return out
 
 
 def analyze(ctx: RunContext) -> Analysis:
     peaks = ctx.query("memory_peaks")
-    result = Analysis(NAME, tables={"memory_peaks": peaks})
+    result = Analysis(NAME, tables={"memory_peaks": peaks, "stack_estimate": ctx.query("stack_estimate")})
     rows = peaks.to_pylist()
+    estimate = stack_estimate(ctx)
     if not rows:
         result.notes.append("the run recorded no memory counters (HBM heap/stack) in bytes")
         return result
@@ -29,34 +97,56 @@ def analyze(ctx: RunContext) -> Analysis:
         result.notes.append("the run's hardware header has no HBM capacity: peaks are shown without a limit")
     worst = max(rows, key=lambda r: r["hbm_peak_bytes"] or r["peak_bytes"] or 0)
     peak = worst["hbm_peak_bytes"] or worst["peak_bytes"]
+    stack = max((r["peak_bytes"] for r in rows if r["counter"] == STACK), default=0)
     result.figures = {"hbm_peak_bytes": peak, "hbm_capacity_bytes": capacity,
-                      "hbm_peak_share": peak / capacity if capacity else None}  # fmt: skip
-    if capacity and peak / capacity >= WARN_SHARE:
-        heap = max((r["peak_bytes"] for r in rows if r["counter"] == "HBM heap"), default=0)
-        stack = max((r["peak_bytes"] for r in rows if r["counter"] == "HBM stack"), default=0)
-        driver = "stack" if stack > heap else "heap"
-        lever = (
-            "Serialize more tables (raise xla_sc_num_serialized_tables_to_optimize_hbm) to lower the peak HBM stack, "
-            "or lower the per-partition limits, which size the stack."
-            if driver == "stack"
-            else "Lower maximum_parallel_iterations (each prefetched step holds its inputs in HBM), shrink dense "
-            "weights/optimizer state, or spread tables over more chips."
-        )
-        result.findings.append(
-            Finding(
-                rule=f"hbm_{driver}_pressure",
-                severity="critical" if peak / capacity >= CRITICAL_SHARE else "warning",
-                title=f"HBM peaks at {peak / capacity:.0%} of capacity on chip {worst['chip']} (driven by the {driver})",
-                metric="hbm_peak_share", value=peak / capacity, unit="share of HBM capacity",
-                recommendation=lever,
-                evidence={"hbm_peak_bytes": peak, "hbm_capacity_bytes": capacity, "heap_peak_bytes": heap,
-                          "stack_peak_bytes": stack},
-                entities={"chips": sorted({r["chip"] for r in rows if (r["hbm_peak_bytes"] or 0) >= WARN_SHARE * capacity})},
-                evidence_sql=(
-                    "-- HBM counters over time\n"
-                    f"SELECT chip, counter, ts_ps, value FROM counter_samples WHERE run_id = {ctx.run_id} "
-                    "AND unit = 'bytes' ORDER BY chip, counter, ts_ps"
-                ),
+                      "hbm_peak_share": peak / capacity if capacity else None,
+                      "stack_peak_bytes": stack, **estimate}  # fmt: skip
+    if not capacity or peak / capacity < WARN_SHARE:
+        return result
+    chip, ts = worst["chip"], worst["hbm_peak_ts_ps"] or 0
+    parts_table = ctx.query("memory_contributors", chip=chip, ts=ts)
+    result.tables["memory_contributors"] = parts_table
+    driver, lever_of, why, contributors = _drivers(parts_table.to_pylist(), capacity)
+    heap = max((r["peak_bytes"] for r in rows if r["counter"] == HEAP), default=0)
+    if driver == "stack":
+        lever = STACK_LEVER
+        groups = ctx.store.rows(
+            "SELECT count(DISTINCT table_name) AS n FROM sc_partition_stats WHERE run_id = ?", [ctx.run_id]
+        )[0]["n"]
+        if groups:
+            lever += f" The run has {groups} table group(s) on its SparseCores."
+        if estimate["stack_estimate_one_pass_bytes"]:
+            e = {k: v / GiB for k, v in estimate.items()}
+            lever += (
+                f" The doc's stack formulas give {e['stack_estimate_one_pass_bytes']:.1f} GiB per chip (one pass of every "
+                f"group) to {e['stack_estimate_both_passes_bytes']:.1f} GiB (forward and backward at once, as pipelined "
+                f"steps overlap) with the compiled limits, against {stack / GiB:.1f} GiB recorded; with "
+                f"max_unique_ids_per_partition at the most unique IDs a partition saw, "
+                f"{e['stack_estimate_observed_one_pass_bytes']:.1f} to {e['stack_estimate_observed_both_passes_bytes']:.1f} GiB."
             )  # fmt: skip
-        )
+        cause = "the stack"
+    else:
+        lever = HEAP_LEVERS.get(lever_of, GENERIC_HEAP_LEVER)
+        cause = f"the heap, {lever_of}" + (" growing" if why == "growing" else " before any step runs")
+    top = next((c for c in contributors if c["name"] == lever_of), None)
+    result.findings.append(
+        Finding(
+            rule=f"hbm_{driver}_pressure",
+            severity="critical" if peak / capacity >= CRITICAL_SHARE else "warning",
+            title=f"HBM peaks at {peak / capacity:.0%} of capacity on chip {chip} (driven by {cause})",
+            metric="hbm_peak_share", value=peak / capacity, unit="share of HBM capacity",
+            recommendation=lever,
+            evidence={"hbm_peak_bytes": peak, "hbm_capacity_bytes": capacity, "heap_peak_bytes": heap,
+                      "stack_peak_bytes": stack, **estimate, "peak_ts_ps": ts, "driver": lever_of,
+                      "driver_bytes": top["bytes"] if top else None,
+                      "driver_growth_bytes": top["growth_bytes"] if top else None,
+                      "top_contributors": [c["name"] for c in contributors[:3]]},
+            entities={"chips": sorted({r["chip"] for r in rows if (r["hbm_peak_bytes"] or 0) >= WARN_SHARE * capacity})},
+            evidence_sql=(
+                "-- HBM counters over time\n"
+                f"SELECT chip, counter, ts_ps, value FROM counter_samples WHERE run_id = {ctx.run_id} "
+                "AND unit = 'bytes' AND counter LIKE 'HBM %' ORDER BY chip, counter, ts_ps"
+            ),
+        )  # fmt: skip
+    )
     return result

@@ -6,7 +6,18 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from analyzers import breakdown, failures, id_dropping, idle_gaps, memory, minibatching, overlap, skew
+from analyzers import (
+    breakdown,
+    debug_checks,
+    failures,
+    id_dropping,
+    idle_gaps,
+    memory,
+    minibatching,
+    overlap,
+    skew,
+    stacking,
+)
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, severity_rank
 from profiler.store import Store
@@ -14,6 +25,7 @@ from profiler.store import Store
 # Each module has NAME, QUESTION and analyze(ctx: RunContext) -> Analysis.
 ANALYZERS: tuple[ModuleType, ...] = (
     failures, breakdown, idle_gaps, overlap, minibatching, id_dropping, skew, memory,
+    debug_checks, stacking,
 )
 
 

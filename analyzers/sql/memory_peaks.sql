@@ -1,7 +1,8 @@
 -- memory_peaks: per chip and memory counter (HBM heap, HBM stack, SPMEM ...,
 -- any counter track in bytes), the peak value, when it happened, and the
 -- combined HBM peak (heap + stack sampled together) against the chip's HBM
--- capacity from the run's hardware header (NULL when the header lacks it).
+-- capacity from the run's hardware header (NULL when the header lacks it), with the
+-- earliest time of that combined peak (hbm_peak_ts_ps).
 WITH s AS (
     SELECT chip, counter, ts_ps, value
     FROM counter_samples
@@ -18,9 +19,16 @@ hbm AS (
     FROM hbm_ts t
     ASOF LEFT JOIN (SELECT * FROM s WHERE counter = 'HBM heap') h ON h.chip = t.chip AND h.ts_ps <= t.ts_ps
     ASOF LEFT JOIN (SELECT * FROM s WHERE counter = 'HBM stack') k ON k.chip = t.chip AND k.ts_ps <= t.ts_ps
+),
+hbm_peak AS (
+    SELECT chip, max(hbm_bytes) AS hbm_peak_bytes,
+           min(ts_ps) FILTER (WHERE hbm_bytes = peak) AS hbm_peak_ts_ps
+    FROM (SELECT *, max(hbm_bytes) OVER (PARTITION BY chip) AS peak FROM hbm)
+    GROUP BY chip
 )
 SELECT p.chip, p.counter, p.peak_bytes, p.peak_ts_ps, p.mean_bytes,
-       (SELECT max(hbm_bytes) FROM hbm WHERE hbm.chip = p.chip) AS hbm_peak_bytes,
+       h.hbm_peak_bytes, h.hbm_peak_ts_ps,
        (SELECT hbm_bytes FROM runs WHERE run_id = $run) AS hbm_capacity_bytes
 FROM peaks p
+LEFT JOIN hbm_peak h USING (chip)
 ORDER BY p.chip, p.counter

@@ -12,6 +12,7 @@ from analyzers.compare import compare_runs
 from analyzers.registry import analyze_run
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
+from sim_backend.errors import RunFailure
 from sim_backend.record import record_run
 from tests.tracekit import REPO
 
@@ -24,8 +25,18 @@ EXPECTED = {
     "pipelining_off": {"not_pipelined"},
     "limits_too_low": {"minibatching"},
     "id_dropping": {"id_dropping"},
-    "skewed_ids": {"sc_load_skew"},
+    # stacking off: every table its own stack (too few), and no stacking shift spreading hot rows
+    "skewed_ids": {"sc_load_skew", "too_few_stacked_tables"},
+    "too_few_stacked": {"too_few_stacked_tables", "sc_load_skew"},
+    "too_many_stacked": {"too_many_stacked_tables"},
+    "tiny_widths": {"padding_waste"},
     "hbm_pressure": {"hbm_heap_pressure"},
+    "hbm_stack_pressure": {"hbm_stack_pressure"},
+    "deep_prefetch": {"hbm_heap_pressure"},
+    "spmem_overflow": {"failure_spmem_overflow"},  # fails to compile: recorded, stored as failed
+    "gather_too_large": {"failure_gather_operand_too_large"},
+    "quantized": {"quantization_clipping"},
+    "fsdp": set(),  # not a pathology: dense weights sharded over the data axis
 }
 
 
@@ -37,8 +48,11 @@ def store(tmp_path_factory):
         for name in [*EXPECTED, "baseline_seed1"]:
             config = "baseline" if name == "baseline_seed1" else name
             overrides = ["seed=1"] if name == "baseline_seed1" else []
-            result = record_run(str(REPO / "configs" / f"{config}.toml"), overrides, name, STEPS, str(tmp / name))
-            ingest_trace(s, result.trace_path, name=name)
+            try:
+                path = record_run(str(REPO / "configs" / f"{config}.toml"), overrides, name, STEPS, str(tmp / name)).trace_path
+            except RunFailure as failed:  # a failed run is recorded before record_run raises
+                path = failed.trace_path
+            ingest_trace(s, path, name=name)
     with Store.open(db, read_only=True) as s:
         yield s
 
@@ -81,3 +95,12 @@ def test_same_config_other_seed_is_no_significant_change(store):
     c = compare_runs(store, store.resolve_run("baseline"), store.resolve_run("baseline_seed1"))
     assert c.verdict == "no significant change"
     assert c.step_time.ci_low <= 0 <= c.step_time.ci_high or abs(c.step_time.change) < 0.01
+
+
+def test_memory_findings_name_their_driver_and_lever(store):
+    (stack,) = [f for f in analyze_run(store, store.resolve_run("hbm_stack_pressure")).findings]
+    assert stack.evidence["driver"] == "HBM stack" and "xla_sc_num_serialized_tables" in stack.recommendation
+    (heap,) = [f for f in analyze_run(store, store.resolve_run("deep_prefetch")).findings]
+    assert heap.evidence["driver"] == "prefetched inputs" and "maximum_parallel_iterations" in heap.recommendation
+    for name in ("spmem_overflow", "gather_too_large"):  # failed compiles are stored, marked failed
+        assert store.rows("SELECT status FROM runs WHERE name = ?", [name])[0]["status"] == "failed"

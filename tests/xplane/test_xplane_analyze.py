@@ -25,6 +25,7 @@ LACKING_ON_CPU = {
     "id_dropping": "sc_partition_stats",
     "skew": "sc_partition_stats",
     "memory": "no memory counters",
+    "stacking": "no table layout",
 }
 
 

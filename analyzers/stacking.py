@@ -1,0 +1,248 @@
+"""Stacking and padding: tables per stack against the doc's 5-100, and padding waste.
+
+Reads the table layout the producer recorded before step 0 (events of category
+`compile` named `table_layout`, one per table, with its stack, vocabulary, width and
+their padded sizes; `sql/stacking_layout.sql`) and what each stack costs per step on
+the SparseCores (`sql/stacking_stacks.sql`). DOMAIN.md §1: stacking tables of equal
+width, dtype and optimizer cuts per-op overhead and hides ICI latency, and about 5 to
+100 tables per stack are recommended; rows are padded to 32 bytes (width 1 f32 wastes
+7/8) and vocabularies to a multiple of the SparseCore count.
+
+Rules (thresholds below):
+- `too_few_stacked_tables`: stacks of fewer than 5 tables that share their width,
+  dtype and optimizer with other stacks, so they could be one stack; severity from the
+  fixed per-op cost the extra SparseCore ops add per step, as a share of step time.
+- `too_many_stacked_tables`: a stack of more than 100 tables; critical when it needed
+  minibatches (its per-partition buffers hit the limits).
+- `padding_waste`: stacks whose rows are at least half padding, that matter (share of
+  the run's table bytes or of its lookups); critical from 3/4 padding on a big share.
+- `vocab_padding_waste`: vocabulary padding above 5% of the run's table bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from typing import Any
+
+from analyzers.context import RunContext
+from analyzers.findings import Analysis, Finding
+
+NAME = "stacking"
+QUESTION = "Are tables stacked in the doc's 5-100 range, and how much do padded rows and vocabularies waste?"
+
+MIN_TABLES = 5          # DOMAIN.md §1: about 5 to 100 stacked tables are recommended
+MAX_TABLES = 100
+SPLIT_TO = 50           # tables per stack suggested when splitting a too large stack
+FEW_WARN_SHARE = 0.05   # extra per-op cost of too-small stacks, share of step time
+FEW_CRITICAL_SHARE = 0.20
+FIT_R2 = 0.5            # the op-duration fit must explain this much to give the fixed cost
+ROW_WASTE_WARN = 0.5    # rows at least half padding (f32 width <= 4, bf16 width <= 8)
+ROW_WASTE_CRITICAL = 0.75
+MATTERS_WARN = 0.01     # the stack's share of table bytes or of lookups for a warning
+MATTERS_CRITICAL = 0.10
+VOCAB_WASTE_WARN = 0.05  # vocabulary padding bytes, share of all table bytes
+
+
+def analyze(ctx: RunContext) -> Analysis:
+    tables = ctx.query("stacking_tables")
+    result = Analysis(NAME, tables={"stacking_tables": tables})
+    rows = tables.to_pylist()
+    if not rows:
+        result.notes.append(
+            "the run records no table layout (events of category 'compile' named 'table_layout'): "
+            "stacking and padding cannot be judged"
+        )
+        return result
+    stacks_tbl = ctx.query("stacking_stacks")
+    result.tables["stacking_stacks"] = stacks_tbl
+    stacks = {s["stack_name"]: s for s in stacks_tbl.to_pylist()}
+    layout = _stacks_from_layout(rows)
+    total_padded = sum(r["padded_bytes"] for r in rows) or 1
+    total_ids = sum(s["ids"] or 0 for s in stacks.values()) or 0
+    step_ps = ctx.step_median_ps()
+    sizes = [s["tables"] for s in layout.values()]
+    result.figures = {
+        "tables": len(rows), "stacks": len(layout), "tables_per_stack_max": max(sizes),
+        "tables_per_stack_mean": sum(sizes) / len(sizes),
+        "stacks_below_5": sum(n < MIN_TABLES for n in sizes), "stacks_above_100": sum(n > MAX_TABLES for n in sizes),
+        "padded_bytes": total_padded, "wasted_bytes": sum(r["padded_bytes"] - r["stored_bytes"] for r in rows),
+        "waste_share": sum(r["padded_bytes"] - r["stored_bytes"] for r in rows) / total_padded,
+    }  # fmt: skip
+    result.findings += _too_few(ctx, layout, stacks, step_ps)
+    result.findings += _too_many(ctx, layout, stacks)
+    result.findings += _padding(ctx, layout, stacks, total_padded, total_ids)
+    vocab = _vocab_padding(ctx, rows, total_padded)
+    if vocab is not None:
+        result.findings.append(vocab)
+    return result
+
+
+def _stacks_from_layout(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per stack: its tables, key (width, dtype bytes, optimizer slots) and byte totals."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        s = out.setdefault(r["stack_name"], {
+            "tables": 0, "names": [], "key": (r["width"], r["dtype_bytes"], r["optimizer_slots"]),
+            "row_padding_share": r["row_padding_share"], "padded_width": r["padded_width"],
+            "padded_bytes": 0, "row_padding_bytes": 0,
+        })  # fmt: skip
+        s["tables"] += 1
+        s["names"].append(r["table_name"])
+        s["padded_bytes"] += r["padded_bytes"]
+        s["row_padding_bytes"] += r["row_padding_bytes"]
+    return out
+
+
+def _layout_sql(ctx: RunContext, where: str = "") -> str:
+    return (
+        "-- the table layout recorded before step 0, one row per table\n"
+        "SELECT e.event_id, e.table_name AS stack, a.key, coalesce(a.int_value::VARCHAR, a.string_value) AS value "
+        f"FROM slices e JOIN event_args a USING (run_id, event_id) WHERE e.run_id = {ctx.run_id} "
+        f"AND e.category = 'compile' AND e.name = 'table_layout'{where} ORDER BY e.event_id, a.key"
+    )
+
+
+def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None) -> list[Finding]:
+    """Small stacks that could be merged with stacks of the same width, dtype and optimizer."""
+    by_key: dict[tuple, list[str]] = defaultdict(list)
+    for name, s in layout.items():
+        by_key[s["key"]].append(name)
+    out = []
+    for key, names in sorted(by_key.items()):
+        small = [n for n in names if layout[n]["tables"] < MIN_TABLES]
+        n_tables = sum(layout[n]["tables"] for n in names)
+        ideal = math.ceil(n_tables / MAX_TABLES)
+        if len(small) < 2 or len(names) <= ideal:
+            continue
+        passes = [stacks[n]["passes_per_step"] for n in names if n in stacks and stacks[n]["passes_per_step"]]
+        per_stack = sum(passes) / len(passes) if passes else 2.0  # forward + backward
+        fits = [stacks[n] for n in names if n in stacks]
+        fit = fits[0] if fits else {}
+        fixed = fit.get("fixed_ps_per_op") if (fit.get("fit_r2") or 0) >= FIT_R2 and (fit.get("fixed_ps_per_op") or 0) > 0 else None
+        extra_ops = (len(names) - ideal) * per_stack
+        overhead = fixed * extra_ops if fixed is not None else None
+        share = overhead / step_ps if overhead is not None and step_ps else None
+        if share is not None and share < FEW_WARN_SHARE:
+            continue
+        width, dtype_bytes, slots = key
+        out.append(
+            Finding(
+                rule="too_few_stacked_tables",
+                severity="critical" if share is not None and share >= FEW_CRITICAL_SHARE else "warning",
+                title=(
+                    f"{len(small)} stacks of fewer than {MIN_TABLES} tables (width {width}, {dtype_bytes}-byte elements) "
+                    f"could be {ideal} stack{'s' if ideal > 1 else ''}: {extra_ops:.0f} extra SparseCore ops per step"
+                ),
+                metric="overhead_share_of_step", value=share if share is not None else float("nan"),
+                unit="share of step time",
+                recommendation=(
+                    "Stack these tables: --set sparsecore.disable_table_stacking=false (tables of equal width, dtype and "
+                    f"optimizer form one stack; aim for {MIN_TABLES} to {MAX_TABLES} tables per stack, "
+                    "sparsecore.max_tables_per_stack caps it). Fewer, larger SparseCore ops pay the fixed per-op cost "
+                    "once and let each all-to-all hide behind the next stack's lookups."
+                ),
+                evidence={
+                    "stacks": len(names), "small_stacks": len(small), "tables": n_tables, "stacks_if_stacked": ideal,
+                    "sc_ops_per_step_per_sparsecore": per_stack * len(names), "extra_ops_per_step": extra_ops,
+                    "fixed_ps_per_op": fixed, "estimated_overhead_ps_per_step": overhead, "step_ps": step_ps,
+                },
+                entities={"tables": sorted(small)},
+                confidence="medium" if share is not None else "low",
+                evidence_sql=_layout_sql(ctx, " AND a.key IN ('stack_tables', 'width', 'dtype_bytes', 'optimizer_slots')"),
+            )  # fmt: skip
+        )
+    return out
+
+
+def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
+    """Stacks above the recommended 100 tables, with the minibatches their limits caused."""
+    out = []
+    for name, s in sorted(layout.items()):
+        n = s["tables"]
+        if n <= MAX_TABLES:
+            continue
+        mb = (stacks.get(name) or {}).get("max_minibatches")
+        split = math.ceil(n / math.ceil(n / SPLIT_TO))
+        out.append(
+            Finding(
+                rule="too_many_stacked_tables",
+                severity="critical" if (mb or 1) > 1 else "warning",
+                title=f"Stack {name} holds {n} tables (recommended {MIN_TABLES}-{MAX_TABLES})"
+                + (f" and needed up to {mb} minibatches per step" if (mb or 1) > 1 else ""),
+                metric="tables_per_stack", value=n, unit="tables",
+                recommendation=(
+                    f"Split it: --set sparsecore.max_tables_per_stack={split} ({math.ceil(n / split)} stacks). "
+                    "One huge stack cannot hide its all-to-all behind other stacks' lookups, and its summed "
+                    "per-partition buffers hit the SPMEM limits (minibatching)."
+                ),
+                evidence={"tables": n, "max_minibatches": mb, "suggested_tables_per_stack": split},
+                entities={"tables": [name]},
+                evidence_sql=_layout_sql(ctx, f" AND e.table_name = '{name}' AND a.key = 'table_name'"),
+            )  # fmt: skip
+        )
+    return out
+
+
+def _padding(ctx: RunContext, layout: dict, stacks: dict, total_padded: int, total_ids: int) -> list[Finding]:
+    """Stacks of narrow rows: bytes padded to 32 B rows, in HBM and on every lookup."""
+    out = []
+    for name, s in sorted(layout.items()):
+        share = s["row_padding_share"]
+        if share < ROW_WASTE_WARN:
+            continue
+        bytes_share = s["padded_bytes"] / total_padded
+        ids = (stacks.get(name) or {}).get("ids") or 0
+        lookup_share = ids / total_ids if total_ids else 0.0
+        matters = max(bytes_share, lookup_share)
+        if matters < MATTERS_WARN:
+            continue
+        critical = share >= ROW_WASTE_CRITICAL and matters >= MATTERS_CRITICAL
+        width = s["key"][0]
+        example = s["names"][0]
+        out.append(
+            Finding(
+                rule="padding_waste",
+                severity="critical" if critical else "warning",
+                title=(
+                    f"{name}: rows of width {width} are {share:.0%} padding ({s['tables']} table"
+                    f"{'s' if s['tables'] > 1 else ''}, {bytes_share:.1%} of table bytes, {lookup_share:.1%} of lookups)"
+                ),
+                metric="row_padding_share", value=share, unit="share of each row",
+                recommendation=(
+                    f"Rows are padded to 32 bytes ({s['padded_width']} elements), so widen the features to use it, "
+                    f"e.g. --set tables.{example}.width={s['padded_width']}, or pack several narrow features into one "
+                    "wider table; the padding costs HBM and bandwidth on every lookup either way."
+                ),
+                evidence={
+                    "width": width, "padded_width": s["padded_width"], "row_padding_bytes": s["row_padding_bytes"],
+                    "padded_bytes": s["padded_bytes"], "share_of_table_bytes": bytes_share,
+                    "share_of_lookups": lookup_share, "tables": s["names"],
+                },
+                entities={"tables": sorted(s["names"])},
+                evidence_sql=_layout_sql(ctx, f" AND e.table_name = '{name}'"),
+            )  # fmt: skip
+        )
+    return out
+
+
+def _vocab_padding(ctx: RunContext, rows: list[dict], total_padded: int) -> Finding | None:
+    """Vocabularies padded to a multiple of the SparseCore count, when it adds up."""
+    wasted = sum(r["vocab_padding_bytes"] for r in rows)
+    share = wasted / total_padded
+    if share < VOCAB_WASTE_WARN:
+        return None
+    worst = sorted(rows, key=lambda r: -r["vocab_padding_bytes"])[:10]
+    return Finding(
+        rule="vocab_padding_waste",
+        severity="warning",
+        title=f"Vocabulary padding is {share:.0%} of the table bytes (tiny vocabularies padded to the SparseCore count)",
+        metric="vocab_padding_share", value=share, unit="share of table bytes",
+        recommendation=(
+            "Vocabularies are padded to a multiple of the SparseCore count: merge tiny-vocabulary features into one "
+            "table (feature stacking, an ID offset per feature) so their padding is paid once."
+        ),
+        evidence={"vocab_padding_bytes": wasted, "padded_bytes": total_padded},
+        entities={"tables": [r["table_name"] for r in worst]},
+        evidence_sql=_layout_sql(ctx, " AND a.key IN ('table_name', 'vocab', 'padded_vocab')"),
+    )  # fmt: skip
