@@ -1,7 +1,8 @@
-"""Acceptance: every bundled pathology config yields its finding, the tuned run none.
+"""Acceptance: every bundled pathology config yields its finding, the tuned run none,
+and the one-flag fix written in each config (`# Fix: --set ...`) makes its findings go.
 
-Runs the real emulator on the bundled configs (10 steps each), ingests the
-traces and analyzes them from the store alone.
+Runs the real emulator on the bundled configs (10 steps each) and on each pathology
+with its fix, ingests the traces and analyzes them from the store alone.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.errors import RunFailure
 from sim_backend.record import record_run
+from tests.sim_backend.test_sim_pathologies import documented_fix
 from tests.tracekit import REPO
 
 STEPS = 10
@@ -38,6 +40,8 @@ EXPECTED = {
     "quantized": {"quantization_clipping"},
     "fsdp": set(),  # not a pathology: dense weights sharded over the data axis
 }
+# pathologies whose config names a one-flag fix (baseline's fix is tuned.toml, a whole config)
+FIXABLE = sorted(name for name, rules in EXPECTED.items() if rules and name != "baseline")
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +49,9 @@ def store(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pathologies")
     db = str(tmp / "runs.duckdb")
     with Store.open(db) as s:
-        for name in [*EXPECTED, "baseline_seed1"]:
-            config = "baseline" if name == "baseline_seed1" else name
-            overrides = ["seed=1"] if name == "baseline_seed1" else []
+        runs = [(name, name, []) for name in EXPECTED] + [("baseline_seed1", "baseline", ["seed=1"])]
+        runs += [(f"{name}_fixed", name, documented_fix(name)) for name in FIXABLE]
+        for name, config, overrides in runs:
             try:
                 path = record_run(str(REPO / "configs" / f"{config}.toml"), overrides, name, STEPS, str(tmp / name)).trace_path
             except RunFailure as failed:  # a failed run is recorded before record_run raises
@@ -61,6 +65,13 @@ def store(tmp_path_factory):
 def test_config_yields_exactly_its_findings(store, config):
     report = analyze_run(store, store.resolve_run(config))
     assert {f.rule for f in report.findings} == EXPECTED[config]
+
+
+@pytest.mark.parametrize("config", FIXABLE)
+def test_documented_fix_leaves_no_finding(store, config):
+    run = store.resolve_run(f"{config}_fixed")
+    assert store.rows("SELECT status FROM runs WHERE run_id = ?", [run])[0]["status"] == "ok"
+    assert [f.rule for f in analyze_run(store, run).findings] == []
 
 
 def test_findings_name_the_right_entities(store):
