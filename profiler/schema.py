@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -176,6 +176,70 @@ TABLES: tuple[Table, ...] = (
     ),
 )
 
+# Summaries: computed by ingest from each run's rows (profiler/summaries.py), never edited,
+# so the UI's first view of a run reads thousands of rows instead of millions.
+SUMMARY_TABLES: tuple[Table, ...] = (
+    Table(
+        "run_summaries",
+        "Summary, one row per run: the timeline summary's bin grid, the longest event and the tables named on events.",
+        (
+            RUN,
+            Col("timeline_origin_ps", "BIGINT", "Start of bin 0: the earliest start of an event or step marker; NULL if none."),
+            Col("timeline_bin_ps", "BIGINT", "Width of one timeline bin: the run's span over 16384, rounded up; NULL if no events."),
+            Col("max_event_dur_ps", "BIGINT", "Longest event (bounds how early an event overlapping a window starts); 0 if none."),
+            Col("event_tables", "VARCHAR[]", "Embedding tables named on events (events.table_id), sorted."),
+        ),
+        ("run_id",),
+    ),
+    Table(
+        "timeline_bins",
+        "Summary: per track and timeline bin, the events and step markers shorter than one bin that start in it.",
+        (
+            RUN,
+            Col("track_id", "INTEGER", "tracks.track_id."),
+            Col("bin", "INTEGER", "(start_ps - timeline_origin_ps) // timeline_bin_ps."),
+            Col("events", "INTEGER", "Events and step markers of the track starting in the bin with dur_ps < timeline_bin_ps."),
+            Col("busy_ps", "BIGINT", "Sum of their dur_ps."),
+        ),
+    ),
+    Table(
+        "timeline_long",
+        "Summary: events and step markers at least one timeline bin long (the rest of the timeline), whole.",
+        (
+            RUN,
+            Col("track_id", "INTEGER", "tracks.track_id."),
+            Col("start_ps", "BIGINT", "Start time."),
+            Col("dur_ps", "BIGINT", "Duration (>= timeline_bin_ps)."),
+        ),
+    ),
+    Table(
+        "sc_step_cells",
+        "Summary: per step, chip and SparseCore, the SparseCore op events (category sc_forward or none, with ids and sc set) over all tables.",
+        (
+            RUN,
+            Col("step", "INTEGER", "Training step."),
+            Col("chip", "INTEGER", "Chip of the event's track."),
+            Col("sc", "INTEGER", "events.sc: SparseCore (partition) index on the chip."),
+            Col("ids", "BIGINT", "Sum of events.ids."),
+            Col("unique_ids", "BIGINT", "Sum of events.unique_ids; NULL if none recorded."),
+            Col("minibatches", "INTEGER", "Highest events.minibatch + 1; NULL if none recorded."),
+            Col("dropped_ids", "BIGINT", "Sum of events.dropped_ids; NULL if none recorded."),
+        ),
+    ),
+    Table(
+        "sc_step_totals",
+        "Summary: per step, over every event with a minibatch index or dropped IDs: minibatches and dropped IDs.",
+        (
+            RUN,
+            Col("step", "INTEGER", "Training step."),
+            Col("minibatches", "INTEGER", "Highest events.minibatch + 1; NULL if no event of the step has one."),
+            Col("dropped_ids", "BIGINT", "Sum of events.dropped_ids; NULL if none recorded."),
+        ),
+    ),
+)
+
+TABLES = TABLES + SUMMARY_TABLES
+
 VIEWS: tuple[View, ...] = (
     View(
         "slices",
@@ -216,16 +280,18 @@ def _quote(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
+def table_ddl(t: Table) -> list[str]:
+    """CREATE TABLE IF NOT EXISTS for one table, and COMMENT ON for it and each column."""
+    cols = [f"{c.name} {c.type}" for c in t.columns]
+    if t.primary_key:
+        cols.append(f"PRIMARY KEY ({', '.join(t.primary_key)})")
+    out = [f"CREATE TABLE IF NOT EXISTS {t.name} ({', '.join(cols)})", f"COMMENT ON TABLE {t.name} IS {_quote(t.doc)}"]
+    return out + [f"COMMENT ON COLUMN {t.name}.{c.name} IS {_quote(c.doc)}" for c in t.columns]
+
+
 def ddl() -> list[str]:
     """CREATE statements for every table and view, with COMMENT ON for each."""
-    out = []
-    for t in TABLES:
-        cols = [f"{c.name} {c.type}" for c in t.columns]
-        if t.primary_key:
-            cols.append(f"PRIMARY KEY ({', '.join(t.primary_key)})")
-        out.append(f"CREATE TABLE IF NOT EXISTS {t.name} ({', '.join(cols)})")
-        out.append(f"COMMENT ON TABLE {t.name} IS {_quote(t.doc)}")
-        out += [f"COMMENT ON COLUMN {t.name}.{c.name} IS {_quote(c.doc)}" for c in t.columns]
+    out = [stmt for t in TABLES for stmt in table_ddl(t)]
     for v in VIEWS:
         out.append(f"CREATE OR REPLACE VIEW {v.name} AS {v.sql.strip()}")
         out.append(f"COMMENT ON VIEW {v.name} IS {_quote(v.doc)}")
@@ -251,7 +317,18 @@ def markdown() -> str:
         "Migration path: the store records `schema_version` in `scprof_meta`. Opening a store",
         "of an older version for writing applies the steps in `profiler/store.py:MIGRATIONS`",
         "in order inside one transaction; a store of a newer version is refused with a",
-        "message to upgrade scprof.",
+        "message to upgrade scprof. Read-only commands (`scprof sql`, `runs`, `analyze`, ...)",
+        "refuse an older store with a message naming the command that migrates it; `scprof ui`",
+        "migrates it itself before serving.",
+        "",
+        "Versions: 1, the first; 2 added the summary tables (`run_summaries`, `timeline_bins`,",
+        "`timeline_long`, `sc_step_cells`, `sc_step_totals`). The migration from 1 builds them",
+        "for every run already in the store (1-2 s per 10 M events on the benchmark machine).",
+        "",
+        "Summary tables are computed by ingest from each run's rows (`profiler/summaries.py`, in",
+        "the ingest transaction) and never edited: they hold what the UI's first view of a run",
+        "needs, so it reads thousands of rows instead of millions. Each one's definition is its",
+        "table's documentation below; tests check them against the events.",
         "",
     ]
     for t in TABLES:

@@ -23,8 +23,19 @@ DEFAULT_PATH = "scprof.duckdb"
 # DuckDB memory_limit of read-only connections (queries, UI, exports); $SCPROF_MEMORY_LIMIT overrides.
 DEFAULT_MEMORY_LIMIT = "1GB"
 
+
+def _add_summaries(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 1 -> 2: create the summary tables and build them for every run already stored."""
+    from profiler.schema import SUMMARY_TABLES, table_ddl
+    from profiler.summaries import build_all
+
+    for stmt in (s for t in SUMMARY_TABLES for s in table_ddl(t)):
+        con.execute(stmt)
+    build_all(con)
+
+
 # MIGRATIONS[v] turns a store of schema version v into version v + 1.
-MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {}
+MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _add_summaries}
 
 
 def read_only_memory_limit() -> str:
@@ -82,8 +93,9 @@ class Store:
                 raise StoreError(f"{self.path}: not an scprof store (no scprof_meta table)")
             if version < SCHEMA_VERSION:
                 raise StoreError(
-                    f"{self.path}: store has schema version {version}; open it once for writing "
-                    "(e.g. scprof ingest) to migrate it"
+                    f"{self.path}: store has schema version {version}, older than this scprof's "
+                    f"{SCHEMA_VERSION}; open it once for writing to migrate it (any scprof ingest or "
+                    "record into it does, and so does scprof ui)"
                 )
             # A second read-only open in one process shares the first's database, already locked.
             locked = self.con.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0]

@@ -21,6 +21,7 @@ from profiler import xplane_to_store
 from profiler.errors import StoreError
 from profiler.reader import Batch, TraceReader, concat_batches, read_header
 from profiler.store import Store
+from profiler.summaries import build_summaries
 from profiler.wire import NULL_I32, NULL_I64
 
 GROUP_ROWS = 1 << 20
@@ -165,6 +166,7 @@ def _ingest_one(
         for t in progress.deferred[kind]:
             _insert_arrow(con, sql, run_id, t)
     _insert_run(con, run_id, name, path, reader)
+    build_summaries(con, run_id)
     cut = reader.cut
     return IngestResult(run_id, name, header.run_id, progress.rows, run_status(reader),
                         cut.message() if cut else None)  # fmt: skip
@@ -194,6 +196,7 @@ def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool) -> 
                 f["hardware_extra"], f["config"], f["tags"], events, first_ps, last_ps, steps,
             ],
         )  # fmt: skip
+        build_summaries(con, run_id)
         results.append(IngestResult(run_id, f["name"], f["uuid"], events, "ok", None))
     return results
 

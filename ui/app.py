@@ -33,6 +33,7 @@ def create_app(db_path: str | None = None) -> Dash:
     """The Dash app serving the store at `db_path` (default: $SCPROF_DB or ./scprof.duckdb)."""
     path = os.path.abspath(db_path or default_path())
     access = StoreAccess(path)
+    R.figure()  # plotly loads its template on first use: at start, not in a user's first view
     app = Dash(__name__, title="scprof", suppress_callback_exceptions=True, update_title=None,
                assets_folder=os.path.join(os.path.dirname(__file__), "assets"))
     app.scprof_access = access  # type: ignore[attr-defined]  # for tests and benchmarks

@@ -196,14 +196,22 @@ def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | No
     from analyzers.timeline import CATEGORIES
 
     cats = [c for c in CATEGORIES if np.any(cat[in_range] == c)]
+    cat_index = {c: i for i, c in enumerate(cats)}
+    ci = np.array([cat_index.get(c, -1) for c in cat.tolist()], np.int64)
+    known = ci >= 0
     sel = in_range & ((chips == chip) if chip is not None else True)
-    step_list = sorted(set(step[sel].tolist()))
-    n_chips = max(len(set(chips[sel].tolist())), 1)
-    per_step = {c: [float(dur[sel & (cat == c) & (step == s)].sum() / n_chips) for s in step_list] for c in cats}
-    chip_list = sorted(set(chips[in_range].tolist()))
-    n_steps = max(len(set(step[in_range].tolist())), 1)
-    per_chip = {c: [float(dur[in_range & (cat == c) & (chips == k)].sum() / n_steps) for k in chip_list] for c in cats}
-    return {"steps": step_list, "per_step": per_step, "chips": chip_list, "per_chip": per_chip}
+    steps_sel, step_i = np.unique(step[sel], return_inverse=True)
+    n_chips = max(len(np.unique(chips[sel])), 1)
+    by_step = np.zeros((len(cats), len(steps_sel)))
+    k = known[sel]
+    np.add.at(by_step, (ci[sel][k], step_i[k]), dur[sel][k])
+    chip_list, chip_i = np.unique(chips[in_range], return_inverse=True)
+    n_steps = max(len(np.unique(step[in_range])), 1)
+    by_chip = np.zeros((len(cats), len(chip_list)))
+    k = known[in_range]
+    np.add.at(by_chip, (ci[in_range][k], chip_i[k]), dur[in_range][k])
+    return {"steps": steps_sel.tolist(), "per_step": {c: (by_step[i] / n_chips).tolist() for i, c in enumerate(cats)},
+            "chips": chip_list.tolist(), "per_chip": {c: (by_chip[i] / n_steps).tolist() for i, c in enumerate(cats)}}
 
 
 def analysis_kpis(report: RunReport) -> list[Kpi]:
@@ -261,6 +269,8 @@ def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[
     sb = max(1, math.ceil(n_steps / MAX_STEP_COLUMNS))
     if from_stats:
         t = sql(store, Q.SC_CELLS, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables), sb=sb)
+    elif not tables:  # all tables: the ingest-time summary of the same events
+        t = sql(store, Q.SC_CELLS_FROM_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], sb=sb)
     else:
         ids = {r["value"]: r["string_id"] for r in sql(store, Q.STRING_IDS, run=run_id,
                                                         values=["sc_forward", *tables]).to_pylist()}

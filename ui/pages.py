@@ -251,6 +251,7 @@ def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, dict[str, An
         info = D.run_info(store, run)
         t0, t1 = window or (int(info["first_ps"] or 0), int(info["last_ps"] or 1))
     view = timeline_view(store, run, tracks, t0, t1)
+    t0, t1 = view.t0, view.t1  # a wide view covers whole bins of the run's timeline summary
     unit, scale = time_unit(t1 - t0)
     links = _perfetto_links(store, run, t0, t1)
     status = (f"{view.mode} view · window {R.fmt(t0, 'ps')} – {R.fmt(t1, 'ps')} ({R.fmt(t1 - t0, 'ps')}) · "

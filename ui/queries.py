@@ -72,24 +72,22 @@ FROM (SELECT step, max(minibatches) AS mb, sum(dropped_ids) AS dropped
       FROM sc_partition_stats WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi GROUP BY step)
 """
 
-# event_minibatches: the same from events, for runs without partition statistics
-# (minibatch index on SparseCore ops; dropped IDs on events).
+# event_minibatches: the same from events, for runs without partition statistics (minibatch
+# index + 1 and dropped IDs per step over all events, summed at ingest into sc_step_totals).
 EVENT_MINIBATCHES = """
-SELECT avg(mb) AS minibatches_per_step, max(mb) AS max_minibatches, sum(dropped)::DOUBLE AS dropped_ids
-FROM (SELECT step, max(minibatch) + 1 AS mb, sum(dropped_ids) AS dropped
-      FROM events WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
-        AND (minibatch IS NOT NULL OR dropped_ids IS NOT NULL)
-      GROUP BY step)
+SELECT avg(minibatches) AS minibatches_per_step, max(minibatches) AS max_minibatches, sum(dropped_ids)::DOUBLE AS dropped_ids
+FROM sc_step_totals WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
 """
 
-# timeline_tracks: the tracks of a run that hold events or step markers, with how many,
+# timeline_tracks: the tracks of a run that hold events or step markers, with how many (from the
+# timeline summary, which holds each event or marker once: binned when short, whole when long),
 # in display order: host first, then per chip TensorCore lines, then SparseCores and tiles.
 TIMELINE_TRACKS = """
 WITH n AS (
     SELECT track_id, sum(n)::BIGINT AS n FROM (
-        SELECT track_id, count(*) AS n FROM events WHERE run_id = $run GROUP BY track_id
+        SELECT track_id, sum(events) AS n FROM timeline_bins WHERE run_id = $run GROUP BY track_id
         UNION ALL
-        SELECT track_id, count(*) AS n FROM steps WHERE run_id = $run GROUP BY track_id
+        SELECT track_id, count(*) AS n FROM timeline_long WHERE run_id = $run GROUP BY track_id
     ) GROUP BY track_id
 )
 SELECT t.track_id, t.plane, t.line, t.kind, t.chip, t.core, t.tile, n.n
@@ -101,12 +99,13 @@ ORDER BY t.chip, CASE t.kind WHEN 'host' THEN 0 WHEN 'tensorcore' THEN 1 WHEN 's
          t.line
 """
 
-# window_count: events and step markers of the chosen tracks overlapping [$t0, $t1).
+# window_count: events and step markers of the chosen tracks in [$t0, $t1): starting in it, or
+# starting before and ending after $t0 (so an instant event at $t0 counts).
 WINDOW_COUNT = """
 SELECT (SELECT count(*) FROM events WHERE run_id = $run AND list_contains($tracks, track_id)
-          AND start_ps < $t1 AND start_ps >= $t0 - $maxdur AND start_ps + dur_ps > $t0)
+          AND start_ps < $t1 AND start_ps >= $t0 - $maxdur AND (start_ps >= $t0 OR start_ps + dur_ps > $t0))
      + (SELECT count(*) FROM steps WHERE run_id = $run AND list_contains($tracks, track_id)
-          AND start_ps < $t1 AND start_ps + dur_ps > $t0) AS n
+          AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0)) AS n
 """
 
 # timeline_exact: the events of the chosen tracks overlapping the window, with names and
@@ -119,11 +118,11 @@ JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
 LEFT JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id
 LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id
 WHERE e.run_id = $run AND list_contains($tracks, e.track_id) AND e.start_ps < $t1 AND e.start_ps >= $t0 - $maxdur
-  AND e.start_ps + e.dur_ps > $t0
+  AND (e.start_ps >= $t0 OR e.start_ps + e.dur_ps > $t0)
 UNION ALL
 SELECT -1 AS event_id, track_id, 'step ' || step AS name, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, 'step' AS category
-FROM steps WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps + dur_ps > $t0
+FROM steps WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0)
 ORDER BY start_ps
 LIMIT $limit
 """
@@ -142,14 +141,43 @@ TIMELINE_SHORT = """
 WITH src AS (
     SELECT track_id, start_ps, dur_ps FROM events
     WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps >= $t0 - $b
-      AND start_ps + dur_ps > $t0 AND dur_ps < $b
+      AND (start_ps >= $t0 OR start_ps + dur_ps > $t0) AND dur_ps < $b
     UNION ALL
     SELECT track_id, start_ps, dur_ps FROM steps
-    WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps + dur_ps > $t0 AND dur_ps < $b
+    WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0) AND dur_ps < $b
 )
 SELECT track_id, ((greatest(start_ps, $t0) - $t0) // $b)::INTEGER AS col, count(*)::INTEGER AS n,
        sum(dur_ps)::DOUBLE AS busy_ps
 FROM src GROUP BY ALL
+"""
+
+# timeline_bins_window: the wide view from the timeline summary, for a window of whole bins
+# [$g0, $g1) and columns of $k bins: per track and column, the short events (and markers)
+# starting in it and their summed time.
+TIMELINE_BINS_WINDOW = """
+SELECT track_id, ((bin - $g0) // $k)::INTEGER AS col, sum(events)::BIGINT AS n, sum(busy_ps)::DOUBLE AS busy_ps
+FROM timeline_bins
+WHERE run_id = $run AND list_contains($tracks, track_id) AND bin >= $g0 AND bin < $g1
+GROUP BY ALL
+"""
+
+# timeline_edge: events and markers shorter than one bin ($w) that start before $t0 and end after
+# it (the summary counts them in the bin before the window; the wide view shows them in column 0).
+TIMELINE_EDGE = """
+SELECT track_id, count(*) AS n, sum(dur_ps)::DOUBLE AS busy_ps FROM (
+    SELECT track_id, start_ps, dur_ps FROM events
+    WHERE run_id = $run AND start_ps >= $t0 - $w AND start_ps < $t0 AND dur_ps < $w
+    UNION ALL
+    SELECT track_id, start_ps, dur_ps FROM steps
+    WHERE run_id = $run AND start_ps >= $t0 - $w AND start_ps < $t0 AND dur_ps < $w
+) WHERE list_contains($tracks, track_id) AND start_ps + dur_ps > $t0
+GROUP BY track_id
+"""
+
+# timeline_long_window: the summary's events and markers at least one bin long overlapping [$t0, $t1).
+TIMELINE_LONG_WINDOW = """
+SELECT track_id, start_ps, dur_ps FROM timeline_long
+WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps + dur_ps > $t0
 """
 
 # timeline_long: the wide view: events and markers at least one column long, clipped to the
@@ -157,20 +185,20 @@ FROM src GROUP BY ALL
 TIMELINE_LONG = """
 SELECT track_id, greatest(start_ps, $t0) AS s, least(start_ps + dur_ps, $t1) AS e FROM events
 WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps >= $t0 - $maxdur
-  AND start_ps + dur_ps > $t0 AND dur_ps >= $b
+  AND (start_ps >= $t0 OR start_ps + dur_ps > $t0) AND dur_ps >= $b
 UNION ALL
 SELECT track_id, greatest(start_ps, $t0), least(start_ps + dur_ps, $t1) FROM steps
-WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps + dur_ps > $t0 AND dur_ps >= $b
+WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0) AND dur_ps >= $b
 LIMIT $limit
 """
 
 # sc_tables: embedding tables with partition statistics in a run.
 SC_TABLES = "SELECT DISTINCT table_name FROM sc_partition_stats WHERE run_id = $run ORDER BY table_name"
 
-# sc_tables_from_events: tables named on events, for runs without partition statistics.
+# sc_tables_from_events: tables named on events (from the run's summary), for runs without
+# partition statistics.
 SC_TABLES_FROM_EVENTS = """
-SELECT DISTINCT s.value AS table_name FROM (SELECT DISTINCT table_id FROM events WHERE run_id = $run AND table_id IS NOT NULL) e
-JOIN strings s ON s.run_id = $run AND s.string_id = e.table_id ORDER BY 1
+SELECT unnest(event_tables) AS table_name FROM run_summaries WHERE run_id = $run ORDER BY 1
 """
 
 # sc_cells: the SparseCore heatmaps: per step bucket (steps // $sb) and partition (chip, sc),
@@ -212,12 +240,23 @@ SELECT (step // $sb)::INTEGER * $sb AS step, chip, sc, max(ids)::DOUBLE AS ids, 
 FROM per_step GROUP BY ALL ORDER BY 1, 2, 3
 """
 
+# sc_cells_from_summary: SC_CELLS_FROM_EVENTS with no table chosen, from the run's per-step
+# SparseCore summary (the same events, summed per step, chip and SparseCore at ingest).
+SC_CELLS_FROM_SUMMARY = """
+SELECT (step // $sb)::INTEGER * $sb AS step, chip, sc, max(ids)::DOUBLE AS ids, max(unique_ids)::DOUBLE AS unique_ids,
+       max(minibatches)::DOUBLE AS minibatches, sum(dropped_ids)::DOUBLE AS dropped_ids,
+       NULL::DOUBLE AS ids_ratio, NULL::DOUBLE AS unique_ratio
+FROM sc_step_cells WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
+GROUP BY ALL ORDER BY 1, 2, 3
+"""
+
 # string_ids: ids of some strings of a run (to filter events by integer id instead of joining names).
 STRING_IDS = "SELECT string_id, value FROM strings WHERE run_id = $run AND list_contains($values, value)"
 
-# max_event_dur: the run's longest event, which bounds how early an event overlapping a window can
-# start (so window queries can skip row groups by start_ps alone).
-MAX_EVENT_DUR = "SELECT coalesce(max(dur_ps), 0) AS d FROM events WHERE run_id = $run"
+# run_summary: the run's timeline grid (origin, bin width), longest event and tables named on events.
+# The longest event bounds how early an event overlapping a window can start (so window queries
+# can skip row groups by start_ps alone).
+RUN_SUMMARY = "SELECT * FROM run_summaries WHERE run_id = $run"
 
 # sc_table_summary: per table: largest partition against its compiled limits, minibatches,
 # dropped IDs and skew (largest partition over the mean partition, averaged over steps).

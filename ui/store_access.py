@@ -4,7 +4,8 @@ DuckDB connections are not thread-safe, so every request works on its own
 `con.cursor()` of one shared read-only connection (cheap, and the database's
 buffer cache survives between requests). The connection is closed after a
 while without requests, so `scprof record`/`ingest` can write to the store
-while the UI sits idle; the next request reopens it and sees the new runs.
+while the UI sits idle; the next request reopens it and sees the new runs. A store
+of an older schema version is migrated once, on the first request (migrate_if_old).
 
 Analyses (analyze_run) and comparisons are cached by the runs' content key
 (run_id, uuid, ingest time), computed once per key even when several requests
@@ -13,6 +14,8 @@ ask at the same time.
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import threading
 import time
@@ -21,9 +24,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 
+from profiler.schema import SCHEMA_VERSION
 from profiler.store import Store
+
+log = logging.getLogger(__name__)
 
 IDLE_CLOSE_S = 20.0
 
@@ -39,12 +46,16 @@ class StoreAccess:
         self._users = 0
         self._last_used = time.monotonic()
         self._closer: threading.Thread | None = None
+        self._checked = False  # whether the store's schema version was checked (see migrate_if_old)
 
     @contextmanager
     def open(self) -> Iterator[Store]:
         """A read-only Store on a cursor of its own (raises StoreError when there is no store)."""
         with self._lock:
             if self._store is None:
+                if not self._checked:
+                    migrate_if_old(self.path)
+                    self._checked = True
                 self._store = Store.open(self.path, read_only=True)
                 self._start_closer()
             self._users += 1
@@ -80,6 +91,33 @@ class StoreAccess:
 
         self._closer = threading.Thread(target=loop, name="scprof-ui-store-closer", daemon=True)
         self._closer.start()
+
+
+def migrate_if_old(path: str) -> bool:
+    """Migrate a store of an older schema version (open it once for writing), so the UI can read it.
+
+    The migration builds what the UI needs from older stores (e.g. version 2's summary tables) in
+    one transaction; it needs the store free of other writers, and is done once per server.
+    Returns whether it migrated.
+    """
+    if not os.path.exists(path):
+        return False
+    try:
+        con = duckdb.connect(path, read_only=True)
+    except duckdb.Error:
+        return False  # locked or not a store: Store.open says so
+    try:
+        version = Store(con, path, read_only=True).schema_version()
+    except duckdb.Error:
+        version = None
+    finally:
+        con.close()
+    if version is None or version >= SCHEMA_VERSION:
+        return False
+    log.warning("%s: store has schema version %s; migrating it to %s (once)", path, version, SCHEMA_VERSION)
+    with Store.open(path):
+        pass
+    return True
 
 
 class KeyedCache:

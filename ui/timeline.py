@@ -2,11 +2,19 @@
 
 Zoomed in (at most EXACT_LIMIT events in the window) the server sends the exact
 events with their arguments. Wider, it sends one cell per track and pixel column:
-the share of the column the track is busy and how many events fall in it. Short
-events are counted and summed per column in SQL (queries.TIMELINE_SHORT); events at
-least a column long are few (a handful per column and track) and are painted over
-every column they cover (queries.TIMELINE_LONG). Either way the payload is bounded
-by the window size in pixels, not by the run.
+the share of the column the track is busy and how many events fall in it. Events
+shorter than a column are counted and their whole time summed in the column they
+start in (clamped to the window); events at least a column long are few (a handful
+per column and track) and are painted over every column they cover. Either way the
+payload is bounded by the window size in pixels, not by the run.
+
+Windows at least COLUMNS bins of the run's timeline summary wide (1/16 of the run
+and more, the first view of every run) are re-binned from the summary built at
+ingest (run_summaries, timeline_bins, timeline_long: docs/schema.md) on a grid of
+whole bins, which costs thousands of rows instead of millions; the window then
+starts at the bin holding t0 and has up to COLUMNS columns of whole bins. Narrower
+windows are aggregated from the events in SQL (queries.TIMELINE_SHORT / _LONG). Both
+give the same columns for the same grid (tests/ui/test_summaries.py).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from profiler.store import Store
 from ui import queries as Q
@@ -79,10 +88,15 @@ def run_tracks(store: Store, run_id: int) -> list[Track]:
     return run_memo(store, run_id, "tracks", None, compute)
 
 
+def run_summary(store: Store, run_id: int) -> dict[str, Any]:
+    """The run's row of run_summaries (timeline grid, longest event, tables on events); {} if none."""
+    return run_memo(store, run_id, "summary", None,
+                    lambda: (sql(store, Q.RUN_SUMMARY, run=run_id).to_pylist() or [{}])[0])
+
+
 def max_event_dur(store: Store, run_id: int) -> int:
     """The run's longest event (bounds how early an event overlapping a window starts)."""
-    return run_memo(store, run_id, "max_dur", None,
-                    lambda: int(sql(store, Q.MAX_EVENT_DUR, run=run_id).column("d")[0].as_py()))
+    return int(run_summary(store, run_id).get("max_event_dur_ps") or 0)
 
 
 def select_tracks(tracks: list[Track], chips: list[int] | None) -> list[Track]:
@@ -100,6 +114,14 @@ def timeline_view(store: Store, run_id: int, tracks: list[Track], t0: int, t1: i
     ids = [t.track_id for t in tracks]
     if not ids:
         return TimelineView("empty", t0, t1, tracks, 0)
+    summary = run_summary(store, run_id)
+    bin_ps = summary.get("timeline_bin_ps")
+    if bin_ps and t1 - t0 >= columns * bin_ps:
+        wide = run_memo(store, run_id, "aggregate_summary", (tuple(ids), t0, t1, columns),
+                        lambda: _aggregate_summary(store, run_id, tracks, t0, t1, columns,
+                                                   summary["timeline_origin_ps"], bin_ps))
+        if wide.events_in_window > exact_limit:
+            return wide
     maxdur = max_event_dur(store, run_id)
     n = run_memo(store, run_id, "window_count", (tuple(ids), t0, t1), lambda: sql(
         store, Q.WINDOW_COUNT, run=run_id, tracks=ids, t0=t0, t1=t1, maxdur=maxdur).column("n")[0].as_py())
@@ -147,6 +169,56 @@ def _aggregate(store: Store, run_id: int, tracks: list[Track], t0: int, t1: int,
     share = busy / b
     share[counts == 0] = np.nan
     return TimelineView("aggregated", t0, t1, tracks, n, columns=columns, column_ps=b,
+                        busy=np.minimum(share, 1.0), counts=counts)
+
+
+def summary_grid(t0: int, t1: int, columns: int, origin: int, bin_ps: int) -> tuple[int, int, int, int]:
+    """(first bin, bins per column, columns, window start) of the grid of whole summary bins that
+    covers [t0, t1) with at most `columns` columns."""
+    g0 = (t0 - origin) // bin_ps
+    start = origin + g0 * bin_ps
+    k = max(1, -(-(t1 - start) // (columns * bin_ps)))
+    n_cols = max(1, -(-(t1 - start) // (k * bin_ps)))
+    return g0, k, n_cols, start
+
+
+def _aggregate_summary(store: Store, run_id: int, tracks: list[Track], t0: int, t1: int, columns: int,
+                       origin: int, bin_ps: int) -> TimelineView:
+    """The wide view from the timeline summary, on the grid of whole bins covering [t0, t1)."""
+    ids = [t.track_id for t in tracks]
+    row_of = np.full(max(ids) + 1, -1, np.int64)
+    row_of[ids] = np.arange(len(ids))
+    g0, k, n_cols, start = summary_grid(t0, t1, columns, origin, bin_ps)
+    b = k * bin_ps
+    end = start + n_cols * b
+    busy = np.zeros((len(ids), n_cols), np.float64)
+    counts = np.zeros((len(ids), n_cols), np.int64)
+    # Events shorter than a bin: counted and summed per bin at ingest, summed here per column...
+    parts = [sql(store, Q.TIMELINE_BINS_WINDOW, run=run_id, tracks=ids, g0=g0, g1=g0 + n_cols * k, k=k)]
+    if start > origin:  # ...plus those starting in the bin before the window and reaching into it.
+        edge = sql(store, Q.TIMELINE_EDGE, run=run_id, tracks=ids, t0=start, w=bin_ps)
+        parts.append(edge.append_column("col", pa.array(np.zeros(edge.num_rows, np.int32))))
+    for p in parts:
+        if p.num_rows:
+            rows = row_of[p.column("track_id").to_numpy()]
+            np.add.at(busy, (rows, p.column("col").to_numpy()), p.column("busy_ps").to_numpy())
+            np.add.at(counts, (rows, p.column("col").to_numpy()), p.column("n").to_numpy())
+    # Events at least a bin long, kept whole: short for this view when under a column, else painted.
+    long = sql(store, Q.TIMELINE_LONG_WINDOW, run=run_id, tracks=ids, t0=start, t1=end)
+    if long.num_rows:
+        rows = row_of[long.column("track_id").to_numpy()]
+        s = long.column("start_ps").to_numpy()
+        d = long.column("dur_ps").to_numpy()
+        short = d < b
+        col = (np.maximum(s[short], start) - start) // b
+        np.add.at(busy, (rows[short], col), d[short].astype(np.float64))
+        np.add.at(counts, (rows[short], col), 1)
+        lg = ~short
+        _paint(busy, counts, rows[lg], np.maximum(s[lg], start) - start, np.minimum(s[lg] + d[lg], end) - start, b)
+    n = int(sum(int(p.column("n").to_numpy().sum()) for p in parts if p.num_rows)) + long.num_rows
+    share = busy / b
+    share[counts == 0] = np.nan
+    return TimelineView("aggregated", start, end, tracks, n, columns=n_cols, column_ps=b,
                         busy=np.minimum(share, 1.0), counts=counts)
 
 

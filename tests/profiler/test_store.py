@@ -180,3 +180,23 @@ def test_ingest_reports_progress_up_to_the_file_size(tmp_path):
     size = os.path.getsize(trace)
     assert len(seen) > 2 and all(t == size for _, t in seen)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen) and seen[-1] == (size, size)
+
+
+def test_version_1_store_gets_its_summaries_on_first_writable_open(tmp_path):
+    from profiler.schema import SUMMARY_TABLES
+
+    db = tmp_path / "v1.duckdb"
+    with Store.open(str(db)) as store:
+        ingest_trace(store, str(record_small(tmp_path / "a.sctrace", run_name="a")))
+        ingest_trace(store, str(record_small(tmp_path / "b.sctrace", run_name="b", run_id="uuid-b")))
+        fresh = {t.name: store.rows(f"SELECT * FROM {t.name} ORDER BY ALL") for t in SUMMARY_TABLES}
+    assert fresh["timeline_long"] and fresh["sc_step_cells"] and len(fresh["run_summaries"]) == 2
+    with duckdb.connect(str(db)) as con:  # what a version-1 store was: no summary tables
+        for t in SUMMARY_TABLES:
+            con.execute(f"DROP TABLE {t.name}")
+        con.execute("UPDATE scprof_meta SET value = '1' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="schema version 1.*migrate.*scprof ui"):
+        Store.open(str(db), read_only=True)
+    with Store.open(str(db)) as store:  # the migration builds the summaries of the runs already there
+        assert store.schema_version() == SCHEMA_VERSION
+        assert {t.name: store.rows(f"SELECT * FROM {t.name} ORDER BY ALL") for t in SUMMARY_TABLES} == fresh

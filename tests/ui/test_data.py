@@ -83,7 +83,8 @@ def test_timeline_switches_from_aggregated_to_exact(ro_store, runs):
     tracks = select_tracks(run_tracks(ro_store, base), [0])
     assert tracks and all(t.chip in (-1, 0) for t in tracks)
     wide = timeline_view(ro_store, base, tracks, info["first_ps"], info["last_ps"], columns=200, exact_limit=10)
-    assert wide.mode == "aggregated" and wide.busy.shape == (len(tracks), 200)
+    assert wide.mode == "aggregated" and wide.busy.shape[0] == len(tracks) and 0 < wide.busy.shape[1] <= 200
+    assert wide.t0 <= info["first_ps"] and wide.t1 >= info["last_ps"]  # whole summary bins around the window
     assert np.nanmax(wide.busy) <= 1.0 and wide.counts.sum() >= wide.events_in_window
     narrow = timeline_view(ro_store, base, tracks, info["first_ps"], info["first_ps"] + (info["last_ps"] - info["first_ps"]) // 50)
     assert narrow.mode == "exact" and narrow.events
@@ -208,3 +209,32 @@ def test_downloads(ui_db):
 def test_cli_ui_defaults_to_loopback():
     args = build_parser().parse_args(["ui"])
     assert (args.host, args.port, args.db) == ("127.0.0.1", 8050, None)
+
+
+def test_breakdown_per_step_sums_per_step_and_chip():
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from analyzers.timeline import CATEGORIES
+
+    rng = np.random.default_rng(3)
+    n = 500
+    cats = [CATEGORIES[0], CATEGORIES[1], "not-a-category"]
+    t = pa.table({"chip": rng.integers(0, 3, n), "step": rng.integers(0, 12, n), "dur_ps": rng.integers(0, 10**9, n),
+                  "category": [cats[i] for i in rng.integers(0, 3, n)]})
+    report = SimpleNamespace(analyses={"breakdown": SimpleNamespace(tables={"step_breakdown": t})})
+    rows = t.to_pylist()
+    for steps, chip in (((2, 9), None), ((0, 11), 1)):
+        got = D.breakdown_per_step(report, steps, chip)
+        in_range = [r for r in rows if steps[0] <= r["step"] <= steps[1]]
+        sel = [r for r in in_range if chip is None or r["chip"] == chip]
+        step_list = sorted({r["step"] for r in sel})
+        n_chips, n_steps = len({r["chip"] for r in sel}), len({r["step"] for r in in_range})
+        assert got["steps"] == step_list and got["chips"] == sorted({r["chip"] for r in in_range})
+        assert list(got["per_step"]) == [CATEGORIES[0], CATEGORIES[1]]
+        for c in got["per_step"]:
+            assert got["per_step"][c] == [sum(r["dur_ps"] for r in sel if r["step"] == s and r["category"] == c) / n_chips
+                                          for s in step_list]
+            assert got["per_chip"][c] == [sum(r["dur_ps"] for r in in_range if r["chip"] == k and r["category"] == c) / n_steps
+                                          for k in got["chips"]]

@@ -1,0 +1,124 @@
+"""Per-run summaries, computed once at ingest from a run's events, so the UI's first views are cheap.
+
+Ingest (trace_to_store.py, for native traces and XProf imports alike) calls
+`build_summaries` inside its transaction once the run's rows are in; the schema
+migration to version 2 calls it for runs ingested before. Every summary is a plain
+SQL GROUP BY over the run's rows (no Python per event), documented in docs/schema.md:
+
+- `run_summaries`: the timeline's bin grid (origin and width), the longest event and the
+  tables named on events;
+- `timeline_bins` / `timeline_long`: per track, events and step markers shorter than one
+  bin counted and summed per bin, and the longer ones kept whole, from which the UI
+  re-bins any window at least `TIMELINE_BINS / 1000` of the run wide, exactly per column;
+- `sc_step_cells` / `sc_step_totals`: per step SparseCore figures from the events (the
+  SparseCore page's and Overview's figures for runs without partition statistics).
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+# Bins of the timeline summary over a run's span (fine enough that a 1000-column view of at
+# least 1/16 of the run is re-binned from it; coarse enough to be ~1/30 of 10 M events).
+TIMELINE_BINS = 16384
+
+# The run's events and step markers: what the timeline draws.
+_TIMELINE_SOURCE = """
+SELECT track_id, start_ps, dur_ps FROM events WHERE run_id = $run
+UNION ALL
+SELECT track_id, start_ps, dur_ps FROM steps WHERE run_id = $run
+"""
+
+RUN_SUMMARY = f"""
+INSERT INTO run_summaries
+WITH ext AS (
+    SELECT min(start_ps) AS lo, max(start_ps::HUGEINT + dur_ps) AS hi FROM ({_TIMELINE_SOURCE})
+)
+SELECT $run, lo, CASE WHEN lo IS NOT NULL THEN greatest(1, (hi::HUGEINT - lo + $bins - 1) // $bins) END::BIGINT,
+       (SELECT coalesce(max(dur_ps), 0) FROM events WHERE run_id = $run),
+       (SELECT coalesce(list(s.value ORDER BY s.value), [])
+        FROM (SELECT DISTINCT table_id FROM events WHERE run_id = $run AND table_id IS NOT NULL) e
+        JOIN strings s ON s.run_id = $run AND s.string_id = e.table_id)
+FROM ext
+"""
+
+# {num}: BIGINT, or HUGEINT (4x slower) for the rare run spanning more than 2^62 ps.
+TIMELINE_BINS_SQL = f"""
+INSERT INTO timeline_bins
+WITH g AS (SELECT timeline_origin_ps AS o, timeline_bin_ps AS w FROM run_summaries WHERE run_id = $run)
+SELECT $run, track_id, ((start_ps::{{num}} - g.o) // g.w)::INTEGER AS bin, count(*)::INTEGER, sum(dur_ps)::BIGINT
+FROM ({_TIMELINE_SOURCE}) src, g
+WHERE dur_ps < g.w
+GROUP BY ALL
+"""
+
+TIMELINE_LONG_SQL = f"""
+INSERT INTO timeline_long
+SELECT $run, track_id, start_ps, dur_ps
+FROM ({_TIMELINE_SOURCE}) src, (SELECT timeline_bin_ps AS w FROM run_summaries WHERE run_id = $run) g
+WHERE dur_ps >= g.w
+ORDER BY track_id, start_ps
+"""
+
+# One scan of the run's events for both SparseCore summaries: per step, track and sc, the
+# figures of SparseCore op events (`ok`: ids set, category sc_forward or none) and of all events.
+SC_STEP_TRACKS_SQL = """
+CREATE TEMP TABLE sc_step_tracks AS
+SELECT step, track_id, sc, sum(ids) FILTER (ok) AS ids, sum(unique_ids) FILTER (ok) AS unique_ids,
+       max(minibatch) FILTER (ok) AS op_minibatch, sum(dropped_ids) FILTER (ok) AS op_dropped,
+       max(minibatch) AS minibatch, sum(dropped_ids) AS dropped
+FROM (SELECT step, track_id, sc, ids, unique_ids, minibatch, dropped_ids,
+             ids IS NOT NULL AND (category_id IS NULL OR category_id = $forward) AS ok
+      FROM events WHERE run_id = $run AND step IS NOT NULL)
+GROUP BY ALL
+"""
+
+# Per step, chip and SparseCore, over all tables: the SparseCore op events on SparseCore tracks
+# (ui/queries.py's SC_CELLS_FROM_EVENTS with no table chosen reads the events the same way).
+SC_STEP_CELLS_SQL = """
+INSERT INTO sc_step_cells
+SELECT $run, x.step, t.chip, x.sc, sum(x.ids)::BIGINT, sum(x.unique_ids)::BIGINT,
+       (max(x.op_minibatch) + 1)::INTEGER, sum(x.op_dropped)::BIGINT
+FROM sc_step_tracks x
+JOIN tracks t ON t.run_id = $run AND t.track_id = x.track_id AND t.chip >= 0 AND t.kind IN ('sparsecore', 'sc_tile')
+WHERE x.sc IS NOT NULL AND x.ids IS NOT NULL
+GROUP BY ALL
+"""
+
+# Per step, over every event: minibatches (highest minibatch index + 1) and dropped IDs; steps
+# where no event has either are left out.
+SC_STEP_TOTALS_SQL = """
+INSERT INTO sc_step_totals
+SELECT $run, step, (max(minibatch) + 1)::INTEGER, sum(dropped)::BIGINT
+FROM sc_step_tracks
+GROUP BY step
+HAVING max(minibatch) IS NOT NULL OR sum(dropped) IS NOT NULL
+"""
+
+SUMMARY_TABLES = ("run_summaries", "timeline_bins", "timeline_long", "sc_step_cells", "sc_step_totals")
+
+
+def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    """(Re)compute every summary of run `run_id` from its rows (inside the caller's transaction)."""
+    for table in SUMMARY_TABLES:
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+    con.execute(RUN_SUMMARY, {"run": run_id, "bins": TIMELINE_BINS})
+    wide = con.execute("SELECT timeline_bin_ps > $lim FROM run_summaries WHERE run_id = $run",
+                       {"run": run_id, "lim": (1 << 62) // TIMELINE_BINS}).fetchall()[0][0]
+    bins = TIMELINE_BINS_SQL.replace("{num}", "HUGEINT" if wide else "BIGINT")
+    for sql in (bins, TIMELINE_LONG_SQL):
+        con.execute(sql, {"run": run_id})
+    forward = con.execute("SELECT coalesce(min(string_id), -1) FROM strings WHERE run_id = ? AND value = 'sc_forward'",
+                          [run_id]).fetchall()[0][0]
+    con.execute(SC_STEP_TRACKS_SQL, {"run": run_id, "forward": forward})
+    try:
+        for sql in (SC_STEP_CELLS_SQL, SC_STEP_TOTALS_SQL):
+            con.execute(sql, {"run": run_id})
+    finally:
+        con.execute("DROP TABLE sc_step_tracks")
+
+
+def build_all(con: duckdb.DuckDBPyConnection) -> None:
+    """Summaries for every run of the store (the migration of stores made before version 2)."""
+    for (run_id,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall():
+        build_summaries(con, run_id)
