@@ -14,21 +14,33 @@ import pyarrow.compute as pc
 
 from analyzers.context import RunContext
 from analyzers.findings import Analysis
-from analyzers.timeline import split_timeline
+from analyzers.timeline import CATEGORIES, split_timelines
 
 NAME = "breakdown"
 QUESTION = "Where does each step's time go: host, SparseCore, TensorCore, collectives or idle?"
 
 
 
+# The sets the overlap analysis splits time into (bit 0: a TensorCore op, bit 1: a SparseCore op).
+CORE_SETS = ("none", "tc_only", "sc_only", "both")
+
+
+def timeline_splits(ctx: RunContext) -> dict[str, pa.Table]:
+    """chip, step, category, dur_ps per step window, from one sweep over the op events (cached):
+    "priority", the wall-time split into timeline.CATEGORIES; "core_kind", the time by the
+    set of busy core kinds (CORE_SETS) that the overlap analysis reads."""
+
+    def compute() -> dict[str, pa.Table]:
+        windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
+        return split_timelines(ctx.query("timeline_events"), windows,
+                               {"priority": (CATEGORIES, False), "core_kind": (CORE_SETS, True)})  # fmt: skip
+
+    return ctx.memo("timeline_splits", compute)
+
+
 def step_breakdown(ctx: RunContext) -> pa.Table:
     """chip, step, category, dur_ps: the wall-time split of every step window (cached)."""
-
-    def compute() -> pa.Table:
-        windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
-        return split_timeline(ctx.query("timeline_events"), windows)
-
-    return ctx.memo("step_breakdown", compute)
+    return timeline_splits(ctx)["priority"]
 
 
 def _why_no_steps(ctx: RunContext) -> str:

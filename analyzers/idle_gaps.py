@@ -41,7 +41,7 @@ def track_time_ps(ctx: RunContext, track_kind: str) -> int:
     """Time the op tracks of one kind were observed: step windows x op tracks of each chip."""
     rows = ctx.store.rows(
         f"""SELECT sum(w.end_ps - w.start_ps)::BIGINT AS t FROM {ctx.temp("step_windows")} w
-            JOIN (SELECT DISTINCT chip, track_id FROM {ctx.temp("op_events")}
+            JOIN (SELECT DISTINCT chip, track_id FROM {ctx.temp("op_base")}
                   WHERE line IN ('XLA Ops', 'Sparse Core Ops') AND track_kind = ?) d USING (chip)""",
         [track_kind],
     )

@@ -13,9 +13,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from analyzers import idle_gaps
+from analyzers.breakdown import timeline_splits
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
-from analyzers.timeline import split_timeline
 
 NAME = "overlap"
 QUESTION = "Do SparseCore and TensorCore work overlap (pipelining), or does each wait for the other?"
@@ -25,10 +25,9 @@ BUSY_ENOUGH = 0.15  # both kinds busy at least this share of step time for the f
 
 
 def per_chip(ctx: RunContext) -> pa.Table:
-    """chip, step, tc_busy_ps, sc_busy_ps, overlap_ps, step_ps (one sweep: time by the set of busy kinds)."""
-    windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
-    by_set = split_timeline(ctx.query("core_busy_events", first="tensorcore"), windows,
-                            ("none", "tc_only", "sc_only", "both"), sets=True)  # fmt: skip
+    """chip, step, tc_busy_ps, sc_busy_ps, overlap_ps, step_ps (time by the set of busy core kinds,
+    from the sweep the breakdown shares)."""
+    by_set = timeline_splits(ctx)["core_kind"]
     return ctx.store.query(
         """
         SELECT chip, step,

@@ -43,21 +43,38 @@ def split_timeline(
     `categories[mask]` names the set whose bit k is set when kind k is active
     (so categories[0] is "nothing", and K kinds need 2**K names).
     """
-    out: dict[str, list[np.ndarray]] = {"chip": [], "step": [], "category": [], "dur_ps": []}
-    ev = {k: events.column(k).to_numpy() for k in ("chip", "start_ps", "end_ps", "priority")}
+    return split_timelines(events, windows, {"priority": (categories, sets)})["priority"]
+
+
+def split_timelines(
+    events: pa.Table, windows: pa.Table, views: dict[str, tuple[tuple[str, ...], bool]]
+) -> dict[str, pa.Table]:
+    """Several splits of the same events from one sweep per chip (one sort of their points).
+
+    `views` maps an int column of `events` (the event's kind in that view; negative:
+    not part of it) to (categories, sets) as in split_timeline.
+    """
+    out = {v: {"chip": [], "step": [], "category": [], "dur_ps": []} for v in views}
+    ev = {k: events.column(k).to_numpy() for k in ("chip", "start_ps", "end_ps", *views)}
     win = {k: windows.column(k).to_numpy() for k in ("chip", "step", "start_ps", "end_ps")}
     for chip in np.unique(win["chip"]):
         wmask = win["chip"] == chip
         order = np.argsort(win["start_ps"][wmask], kind="stable")
         w_start, w_end, w_step = (win[k][wmask][order] for k in ("start_ps", "end_ps", "step"))
         emask = ev["chip"] == chip
-        owned = _sweep(ev["start_ps"][emask], ev["end_ps"][emask], ev["priority"][emask], w_start, w_end,
-                       len(categories), sets)
-        steps_idx, cats = np.nonzero(owned)
-        out["chip"].append(np.full(len(steps_idx), chip, np.int32))
-        out["step"].append(w_step[steps_idx].astype(np.int32))
-        out["category"].append(np.asarray(categories, dtype=object)[cats])
-        out["dur_ps"].append(owned[steps_idx, cats])
+        labelings = [(ev[v][emask], len(cats), sets) for v, (cats, sets) in views.items()]
+        owned_by_view = _sweep(ev["start_ps"][emask], ev["end_ps"][emask], labelings, w_start, w_end)
+        for (v, (cats, _)), owned in zip(views.items(), owned_by_view, strict=True):
+            steps_idx, cat_idx = np.nonzero(owned)
+            o = out[v]
+            o["chip"].append(np.full(len(steps_idx), chip, np.int32))
+            o["step"].append(w_step[steps_idx].astype(np.int32))
+            o["category"].append(np.asarray(cats, dtype=object)[cat_idx])
+            o["dur_ps"].append(owned[steps_idx, cat_idx])
+    return {v: _table(o) for v, o in out.items()}
+
+
+def _table(out: dict[str, list[np.ndarray]]) -> pa.Table:
     cols = {k: np.concatenate(v) if v else np.zeros(0, object if k == "category" else np.int64)  # no windows
             for k, v in out.items()}  # fmt: skip
     return pa.table({
@@ -67,13 +84,14 @@ def split_timeline(
 
 
 def _sweep(
-    start: np.ndarray, end: np.ndarray, prio: np.ndarray, w_start: np.ndarray, w_end: np.ndarray, n_cat: int,
-    sets: bool = False,
-) -> np.ndarray:
-    """Matrix [window, category] of owned picoseconds for one chip.
+    start: np.ndarray, end: np.ndarray, labelings: list[tuple[np.ndarray, int, bool]], w_start: np.ndarray,
+    w_end: np.ndarray,
+) -> list[np.ndarray]:
+    """Per labeling (kind per event, number of categories, sets), a matrix [window, category] of owned ps.
 
     Priority mode: the first active kind owns each instant, category n_cat - 1 is
     'nothing'. Sets mode: the bitmask of active kinds is the category, 0 'nothing'.
+    Events of a negative kind take no part in that labeling.
     """
     n_ev = len(start)
     pts = np.concatenate([start, end, w_start, w_end])
@@ -82,22 +100,32 @@ def _sweep(
     n = len(pts)
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
-    label = np.full(n, 0 if sets else n_cat - 1, np.int8)
-    # Paint from the lowest priority up, so the highest active category wins (or, for
-    # sets, add each active kind's bit).
-    for k in sorted(np.unique(prio).tolist(), reverse=True):
-        idx = np.flatnonzero(prio == k)
-        delta = np.bincount(rank[idx], minlength=n) - np.bincount(rank[n_ev + idx], minlength=n)
-        active = np.cumsum(delta) > 0
-        if sets:
-            label[active] |= np.int8(1 << k)
-        else:
-            label[active] = k
-    seg_start, seg_dur, seg_label = ts[:-1], np.diff(ts), label[:-1]
-    widx = np.searchsorted(w_start, seg_start, side="right") - 1
+    seg_start, seg_dur = ts[:-1], np.diff(ts)
+    # window of each segment: how many windows start at or before it, minus one (both sorted:
+    # place the few window starts among the many segments, then count)
+    first_seg = np.searchsorted(seg_start, w_start, side="left")
+    widx = np.cumsum(np.bincount(first_seg, minlength=len(seg_start) + 1)[: len(seg_start)]) - 1
     keep = (seg_dur > 0) & (widx >= 0)
     keep[keep] &= seg_start[keep] < w_end[widx[keep]]
-    flat = widx[keep] * n_cat + seg_label[keep]
-    # float64 sums of integer picoseconds are exact below 2**53 ps (about 2.5 hours per window).
-    sums = np.bincount(flat, weights=seg_dur[keep], minlength=len(w_start) * n_cat)
-    return np.rint(sums).astype(np.int64).reshape(len(w_start), n_cat)
+    out = []
+    delta = np.empty(n, np.int32)
+    for prio, n_cat, sets in labelings:
+        label = np.full(n, 0 if sets else n_cat - 1, np.int8)
+        # Paint from the lowest priority up, so the highest active category wins (or, for
+        # sets, add each active kind's bit). Every point has its own rank, so the +1 at
+        # each start and -1 at each end can be written, not accumulated.
+        for k in sorted((k for k in np.unique(prio).tolist() if k >= 0), reverse=True):
+            idx = np.flatnonzero(prio == k)
+            delta.fill(0)
+            delta[rank[idx]] = 1
+            delta[rank[n_ev + idx]] = -1
+            active = np.cumsum(delta, dtype=np.int32) > 0
+            if sets:
+                label[active] |= np.int8(1 << k)
+            else:
+                np.putmask(label, active, k)
+        flat = widx[keep] * n_cat + label[:-1][keep]
+        # float64 sums of integer picoseconds are exact below 2**53 ps (about 2.5 hours per window).
+        sums = np.bincount(flat, weights=seg_dur[keep], minlength=len(w_start) * n_cat)
+        out.append(np.rint(sums).astype(np.int64).reshape(len(w_start), n_cat))
+    return out

@@ -10,24 +10,29 @@
 --   collective  the blocker is a collective (all-to-all, all-reduce)
 --   same_core   the blocker ran on another core of the same kind
 --   other       nothing ended inside the gap
-WITH dev AS (
-    SELECT track_id, chip, core, track_kind, step, start_ps, end_ps,
-           lag(end_ps) OVER (PARTITION BY track_id ORDER BY start_ps, end_ps) AS prev_end,
-           lag(step) OVER (PARTITION BY track_id ORDER BY start_ps, end_ps) AS prev_step
-    FROM {op_events}
+WITH dev AS (  -- every device op with the end of the op before it on its track (ids only: a narrow sort)
+    SELECT track_id, step, start_ps, end_ps,
+           lag(end_ps) OVER w AS prev_end, lag(step) OVER w AS prev_step
+    FROM {op_base}
     WHERE track_kind IN ('tensorcore', 'sparsecore') AND line IN ('XLA Ops', 'Sparse Core Ops')
+    WINDOW w AS (PARTITION BY track_id ORDER BY start_ps, end_ps)
 ),
 gaps AS (
-    SELECT track_id, chip, core, track_kind, coalesce(step, prev_step) AS step,
-           prev_end AS gap_start_ps, start_ps AS gap_end_ps, start_ps - prev_end AS gap_ps
-    FROM dev
-    WHERE prev_end IS NOT NULL AND start_ps - prev_end >= $min_gap_ps
+    SELECT d.track_id, t.chip, t.core, t.kind AS track_kind, coalesce(d.step, d.prev_step) AS step,
+           d.prev_end AS gap_start_ps, d.start_ps AS gap_end_ps, d.start_ps - d.prev_end AS gap_ps
+    FROM dev d JOIN tracks t ON t.run_id = $run AND t.track_id = d.track_id
+    WHERE d.prev_end IS NOT NULL AND d.start_ps - d.prev_end >= $min_gap_ps
 ),
 inputs AS (  -- when a step's input was in HBM: its last host->device transfer on any chip
              -- (a step's SparseCore programs run on every chip together)
-    SELECT step, max(end_ps) AS ready_ps FROM {op_events} WHERE category = 'host_to_device' GROUP BY step
+    SELECT step, max(end_ps) AS ready_ps FROM {op_base}
+    WHERE category_id IN (SELECT string_id FROM strings WHERE run_id = $run AND value = 'host_to_device')
+    GROUP BY step
 ),
-sc_fwd AS (SELECT track_id, chip, start_ps, step FROM {op_events} WHERE category = 'sc_forward'),
+sc_fwd AS (
+    SELECT track_id, chip, start_ps, step FROM {op_base}
+    WHERE category_id IN (SELECT string_id FROM strings WHERE run_id = $run AND value = 'sc_forward')
+),
 starved AS (  -- SparseCore gaps: was the input of the next forward step on this core still missing?
     SELECT g.*, f.step AS next_fwd_step, i.ready_ps AS next_ready_ps,
            coalesce(i.ready_ps > g.gap_start_ps, false) AS input_missing
@@ -49,13 +54,13 @@ input_bound_steps AS (
     WHERE w.whole_gap OR f.first_ps - i.ready_ps BETWEEN 0 AND $tol_ps
 ),
 enders AS (  -- work that can close a gap (host work counts on every chip); ck: chip and step as one key
-    SELECT event_id, chip, end_ps, category, track_kind AS blocker_kind, name, step,
+    SELECT event_id, chip, end_ps, track_kind AS blocker_kind, step,
            chip::BIGINT * 4294967296 + coalesce(step, -1) AS ck
-    FROM {op_events} WHERE dur_ps > 0 AND chip >= 0
+    FROM {op_base} WHERE dur_ps > 0 AND chip >= 0
     UNION ALL
-    SELECT e.event_id, c.chip, e.end_ps, e.category, e.track_kind, e.name, e.step,
+    SELECT e.event_id, c.chip, e.end_ps, e.track_kind, e.step,
            c.chip::BIGINT * 4294967296 + coalesce(e.step, -1)
-    FROM {op_events} e, (SELECT DISTINCT chip FROM {op_events} WHERE chip >= 0) c
+    FROM {op_base} e, (SELECT DISTINCT chip FROM {op_base} WHERE chip >= 0) c
     WHERE e.dur_ps > 0 AND e.chip < 0
 ),
 ends AS (SELECT ck, end_ps, event_id FROM enders),  -- narrow rows keep the ASOF joins' sorts cheap
@@ -83,7 +88,9 @@ candidates AS (
 blocked AS (
     SELECT c.*, e.category AS blocker_category, e.name AS blocker_name, e.track_kind AS blocker_kind,
            e.step AS blocker_step
-    FROM candidates c LEFT JOIN {op_events} e ON e.event_id = c.blocker_event
+    FROM candidates c
+    LEFT JOIN (SELECT event_id, category, name, track_kind, step FROM {op_events}
+               WHERE event_id IN (SELECT blocker_event FROM candidates)) e ON e.event_id = c.blocker_event
 ),
 labelled AS (
     SELECT b.*, (ib.step IS NOT NULL) AS blocker_input_bound, ib.wasted_ps,

@@ -1,19 +1,15 @@
--- op_events: the run's units of work, as every analyzer sees them: events on
--- op-level lines (XLA Ops, Sparse Core Ops, host threads, ICI ...), with the
--- track's chip/core/kind and the category resolved. Module and step lines are
--- left out (they span their ops), as are counter tracks. Events without a
--- recorded category are classed by their track: tc_other, sc_other, host_other.
+-- op_events: the run's units of work, as every analyzer sees them: op_base (events on
+-- op-level lines with the track's chip/core/kind) with name, table and category
+-- resolved. Events without a recorded category are classed by their track:
+-- tc_other, sc_other, host_other.
 CREATE OR REPLACE TEMP VIEW {table} AS
-SELECT e.event_id, e.track_id, t.chip, t.core, t.kind AS track_kind, t.plane, t.line,
+SELECT b.event_id, b.track_id, b.chip, b.core, b.track_kind, b.plane, b.line,
        n.value AS name, tb.value AS table_name,
-       coalesce(c.value, CASE t.kind WHEN 'tensorcore' THEN 'tc_other'
-                                     WHEN 'host' THEN 'host_other' ELSE 'sc_other' END) AS category,
-       e.step, e.start_ps, e.dur_ps, e.start_ps + e.dur_ps AS end_ps,
-       e.sc, e.minibatch, e.ids, e.unique_ids, e.dropped_ids, e.bytes, e.flops
-FROM events e
-JOIN tracks t ON t.run_id = e.run_id AND t.track_id = e.track_id
-JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
-LEFT JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id
-LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id
-WHERE e.run_id = $run AND t.kind <> 'counter'
-  AND t.line NOT IN ('Steps', 'XLA Modules', 'Sparse Core Steps', 'Sparse Core Modules');
+       coalesce(c.value, CASE b.track_kind WHEN 'tensorcore' THEN 'tc_other'
+                                           WHEN 'host' THEN 'host_other' ELSE 'sc_other' END) AS category,
+       b.step, b.start_ps, b.dur_ps, b.end_ps,
+       b.sc, b.minibatch, b.ids, b.unique_ids, b.dropped_ids, b.bytes, b.flops
+FROM {op_base} b
+JOIN strings n ON n.run_id = $run AND n.string_id = b.name_id
+LEFT JOIN strings tb ON tb.run_id = $run AND tb.string_id = b.table_id
+LEFT JOIN strings c ON c.run_id = $run AND c.string_id = b.category_id;
