@@ -69,7 +69,7 @@ def analyze(ctx: RunContext) -> Analysis:
     tc_gaps = idle_gaps.causes(ctx, "tensorcore")
     waited = sum(c["gap_ps"] for c in tc_gaps.values())
     for_input = tc_gaps.get("host", {}).get("gap_ps", 0) / waited if waited else 0.0
-    result.figures["tc_idle_waiting_for_input"] = for_input
+    result.figures["tc_idle_share_waiting_for_input"] = for_input
     if share < LOW_OVERLAP and tc / total > BUSY_ENOUGH and sc / total > BUSY_ENOUGH and for_input < 0.5:
         low = [r["chip"] for r in chips if r["sc"] and r["ov"] / r["sc"] < LOW_OVERLAP]
         result.findings.append(

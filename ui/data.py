@@ -214,6 +214,11 @@ def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | No
             "chips": chip_list.tolist(), "per_chip": {c: (by_chip[i] / n_steps).tolist() for i, c in enumerate(cats)}}
 
 
+# Analyzer figures the Overview shows as cards; the others sit in a collapsed list below them.
+HEADLINE_FIGURES = ("idle share", "overlap share of sc", "tc idle share waiting for input", "hbm peak share",
+                    "tables minibatched", "dropped ids", "tables per stack mean", "waste share")
+
+
 def analysis_kpis(report: RunReport) -> list[Kpi]:
     """Headline figures the analyzers computed: every scalar in every analysis' figures."""
     out: list[Kpi] = []

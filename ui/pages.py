@@ -185,8 +185,15 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
     report = D.analysis(store, run)
     parts: list[Any] = []
     extra = D.analysis_kpis(report)
-    if extra:
-        parts.append(html.Div([R.kpi(k.label, R.fmt(k.value, k.unit), k.detail) for k in extra], className="kpis"))
+    head = [k for k in extra if k.label in D.HEADLINE_FIGURES]
+    rest = [k for k in extra if k.label not in D.HEADLINE_FIGURES]
+    if head:
+        parts.append(html.Div([R.kpi(k.label, R.fmt(k.value, k.unit), k.detail) for k in head], className="kpis"))
+    if rest:
+        parts.append(html.Details([
+            html.Summary(f"All analyzer figures ({len(rest)} more)"),
+            html.Div([R.kpi(k.label, R.fmt(k.value, k.unit), k.detail) for k in rest], className="kpis"),
+        ]))
     bd = D.breakdown_per_step(report, steps)
     if bd and bd["steps"]:
         peak = max(sum(v[i] for v in bd["per_step"].values()) for i in range(len(bd["steps"])))

@@ -75,6 +75,10 @@ def test_overview_analysis_shows_breakdown_and_findings(ro_store, runs):
     text = text_of(P.render_overview_analysis(ro_store, {"run": base, "steps": list(steps)}))
     assert "Top findings" in text
     assert "Step time by category" in text
+    # the headline cards are figures the analyzers really produce (a renamed figure would vanish)
+    labels = {k.label for k in D.analysis_kpis(D.analysis(ro_store, base))}
+    assert set(D.HEADLINE_FIGURES) <= labels
+    assert "All analyzer figures" in text
 
 
 def test_timeline_switches_from_aggregated_to_exact(ro_store, runs):
