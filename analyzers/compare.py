@@ -145,6 +145,8 @@ def _findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str
 
 
 # Per-op deltas: time per step of each op name on each kind of core (TraceDiff-style).
+# Names whose events all take no time (table layout, debug-check and other marker events)
+# are not ops and are left out.
 OP_DELTA_SQL = """
 WITH per_run AS (
     SELECT e.run_id, t.kind AS track_kind, n.value AS name, count(*) AS events,
@@ -154,6 +156,7 @@ WITH per_run AS (
     WHERE e.run_id IN ($base, $cand) AND t.kind IN ('tensorcore', 'sparsecore', 'host')
       AND t.line NOT IN ('Steps', 'XLA Modules', 'Sparse Core Steps', 'Sparse Core Modules')
     GROUP BY ALL
+    HAVING sum(e.dur_ps) > 0
 ),
 b AS (SELECT * FROM per_run WHERE run_id = $base), c AS (SELECT * FROM per_run WHERE run_id = $cand)
 SELECT coalesce(b.track_kind, c.track_kind) AS track_kind, coalesce(b.name, c.name) AS name,

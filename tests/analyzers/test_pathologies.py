@@ -102,6 +102,24 @@ def test_tuned_beats_baseline_with_an_interval_excluding_zero(store):
     assert not c.findings["new"]
 
 
+def test_per_op_deltas_match_the_events(store):
+    base, cand = store.resolve_run("baseline"), store.resolve_run("tuned")
+    c = compare_runs(store, base, cand)
+    ops = {(r["track_kind"], r["name"]): r for r in c.ops}
+    # independent figure: SparseCore forward time per step, summed from the run's slices
+    for run, key in ((base, "base_ps_per_step"), (cand, "cand_ps_per_step")):
+        (row,) = store.rows(
+            "SELECT sum(dur_ps) / count(DISTINCT step) AS per_step FROM slices WHERE run_id = ? "
+            "AND track_kind = 'sparsecore' AND name = 'SparseDenseMatmulOp'", [run])
+        assert ops["sparsecore", "SparseDenseMatmulOp"][key] == pytest.approx(row["per_step"])
+    # tuned limits: one minibatch instead of three, so fewer, cheaper SparseCore passes
+    assert ops["sparsecore", "SparseDenseMatmulOp"]["change"] == "faster"
+    assert ops["sparsecore", "SparseDenseMatmulOp"]["cand_events_per_step"] < ops["sparsecore", "SparseDenseMatmulOp"]["base_events_per_step"]
+    # zero-length markers (table layout) are not ops
+    assert all((r["base_ps_per_step"] or 0) + (r["cand_ps_per_step"] or 0) > 0 for r in c.ops)
+    assert ("host", "table_layout") not in ops
+
+
 def test_same_config_other_seed_is_no_significant_change(store):
     c = compare_runs(store, store.resolve_run("baseline"), store.resolve_run("baseline_seed1"))
     assert c.verdict == "no significant change"
