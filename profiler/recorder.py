@@ -13,6 +13,7 @@ so memory stays bounded and a crash loses at most the unwritten buffers.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -65,8 +66,9 @@ def null_of(dtype: np.dtype) -> int | float:
 class _Span:
     """Context manager returned by Recorder.span(); kept tiny because it is on hot paths.
 
-    A finished span is stored as one flat tuple of numbers (args only when given), which
-    the cyclic garbage collector soon stops tracking: buffered spans then cost it nothing.
+    A finished span is stored as one tuple of five ints (name, track, step, t0, t1), which
+    the cyclic garbage collector soon stops tracking: buffered spans then cost it nothing;
+    args, when given, are a sixth element.
     """
 
     __slots__ = ("_rec", "_name", "_track", "_step", "_args", "_t0")
@@ -82,7 +84,11 @@ class _Span:
         t1 = _now()
         rec = self._rec
         spans = rec._spans
-        spans.append((self._name, self._track, self._step, self._t0, t1, self._args))
+        if self._args is None:
+            spans.append((self._name, self._track, self._step, self._t0, t1))
+        else:
+            spans.append((self._name, self._track, self._step, self._t0, t1, self._args))
+            rec._spans_with_args += 1
         if len(spans) >= rec.chunk_rows:
             rec._flush_spans()
 
@@ -117,7 +123,8 @@ class Recorder:
         self._buffered_rows = dict.fromkeys(BATCH_COLUMNS, 0)
         self._totals = dict.fromkeys(BATCH_COLUMNS, 0)
         self._chunks = 0
-        self._spans: list[tuple] = []
+        self._spans: list[tuple] = []  # (name, track, step, t0, t1[, args])
+        self._spans_with_args = 0  # how many of them carry args
         self._perf0 = time.perf_counter_ns()
         self._closed = False
         # A fixed start time (as the emulator passes) makes the file byte-for-byte reproducible.
@@ -229,22 +236,29 @@ class Recorder:
         if not self._spans:
             return
         spans, self._spans = self._spans, []
-        name, track, step, t0, t1, args = zip(*spans, strict=True)
-        t0 = np.array(t0, np.int64)
+        with_args, self._spans_with_args = self._spans_with_args, 0
+        n = len(spans)
+        args: tuple = ()
+        if with_args:  # columns by transposing the tuples (spans without args get None)
+            if with_args < n:
+                spans = [s if len(s) == 6 else (*s, None) for s in spans]
+            name, track, step, t0, t1, args = zip(*spans, strict=True)
+            a = np.array([name, track, step, t0, t1], np.int64).T
+        else:  # one pass over the buffered ints into an [n, 5] array: name, track, step, t0, t1
+            a = np.fromiter(itertools.chain.from_iterable(spans), np.int64, count=5 * n).reshape(n, 5)
+        if a[:, 2].min() < np.iinfo(np.int32).min or a[:, 2].max() > np.iinfo(np.int32).max:
+            raise ValueError("span: step does not fit in int32")
         cols: dict[str, Any] = {
-            "track": np.array(track, np.uint32),
-            "name": np.array(name, np.uint32),
-            "start_ps": (t0 - self._perf0) * 1000,
-            "dur_ps": (np.array(t1, np.int64) - t0) * 1000,
-            "step": np.array(step, np.int32),
+            "track": a[:, 1],
+            "name": a[:, 0],
+            "start_ps": (a[:, 3] - self._perf0) * 1000,
+            "dur_ps": (a[:, 4] - a[:, 3]) * 1000,
+            "step": a[:, 2].astype(np.int32),
         }
         generic: dict[str, list] = {}
-        for key in {k for a in args if a for k in a}:
-            values = [a.get(key) if a else None for a in args]
-            if key in TYPED_ARGS:
-                cols[key] = values
-            else:
-                generic[key] = values
+        for key in {k for d in args if d for k in d}:
+            values = [d.get(key) if d else None for d in args]
+            (cols if key in TYPED_ARGS else generic)[key] = values
         self.emit(args=generic or None, **cols)
 
     # -- encoding --------------------------------------------------------------
