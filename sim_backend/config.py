@@ -68,6 +68,23 @@ class DenseConfig:
 
 
 @dataclass(frozen=True)
+class ManualConfig:
+    """One manual computation (Shardy `sdy.manual_computation`) over the dense part."""
+
+    name: str = _f("", "region name (unique; what a nested region's parent names)",
+                   required=True)
+    axes: list[str] = _f([], "the manual axes, in mesh order; the body sees local shapes "
+                         "along them")
+    params: list[str] = _f([], "dense parameter name patterns (glob) the region covers; "
+                           "their shardings are its operand shardings")
+    in_shardings: list[str] = _f([], "sharding of the region's input activation [batch, "
+                                 "features] (one entry; every manual axis used explicitly)")
+    out_shardings: list[str] = _f([], "sharding of the region's output activation [batch, "
+                                  "features] (one entry; every manual axis used explicitly)")
+    parent: str = _f("", "name of the enclosing region (nested: disjoint manual axes)")
+
+
+@dataclass(frozen=True)
 class ShardingConfig:
     """Shardy-style sharding of the dense part (DOMAIN.md §2; checked by sharding.py)."""
 
@@ -80,6 +97,8 @@ class ShardingConfig:
                                  "unmatched parameters are replicated")
     groups: dict[str, list[str]] = _f({}, "sharding groups: group id -> parameter name "
                                       "patterns whose tensors must share one sharding")
+    manual: list[ManualConfig] = _f([], "manual computations ([[sharding.manual]]); "
+                                    "default: none")
 
 
 @dataclass(frozen=True)
@@ -346,6 +365,12 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
             if len(entries) < f.metadata.get("min_len", 0):
                 raise ConfigError(f"{key}: at least {f.metadata['min_len']} entry required")
             values[name] = [_build(LISTS[name], e, f"{key}[{i}].") for i, e in enumerate(entries)]
+        elif dataclasses.is_dataclass(_item_type(tp)):  # a list of tables inside a section
+            entries = raw.get(name, [])
+            if not isinstance(entries, list):
+                raise ConfigError(f"{key}: expected a list of tables ([[{key}]])")
+            values[name] = [_build(_item_type(tp), e, f"{key}[{i}].")
+                            for i, e in enumerate(entries)]
         elif name == "cost":
             values[name] = _cost(raw.get(name, {}), key)
         elif name in raw:
@@ -353,6 +378,11 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
         elif f.metadata.get("required"):
             raise ConfigError(f"{key}: required")
     return cls(**values)
+
+
+def _item_type(tp: Any) -> Any:
+    """`X` for `list[X]`, else None."""
+    return typing.get_args(tp)[0] if typing.get_origin(tp) is list else None
 
 
 def _check(value: Any, tp: Any, key: str, meta: dict) -> Any:
@@ -488,6 +518,8 @@ def iter_keys() -> list[tuple[str, Any, str]]:
                 walk(SECTIONS[f.name], f"{key}.")
             elif f.name in LISTS:
                 walk(LISTS[f.name], f"{key}[].")
+            elif dataclasses.is_dataclass(_item_type(typing.get_type_hints(cls)[f.name])):
+                walk(_item_type(typing.get_type_hints(cls)[f.name]), f"{key}[].")
             else:
                 default = f.default_factory() if f.default_factory is not dataclasses.MISSING \
                     else f.default

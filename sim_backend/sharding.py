@@ -18,6 +18,14 @@ the collectives the shardings imply for one training step:
   backward pass runs the transposed collectives with the same bytes
   (`all-reduce.activation_gradients`, `reduce-scatter.activation_gradients`).
 
+Manual computations (`sharding.manual`, Shardy `sdy.manual_computation`) cover some dense
+parameters; inside one, tensors have local shapes along its manual axes (and its
+enclosing regions'), free axes still shard automatically. `resolve_manual` checks the
+seed's invariants (one mesh, manual axes in mesh order and used explicitly in every in/out
+sharding, free axes minor to manual ones, nested regions on disjoint axes). A covered
+weight computes with its local shard: no automatic FSDP gather over manual axes; every
+other collective keeps its bytes (the user's explicit collectives are taken to be those).
+
 Bytes of a collective are what one device sends on a ring: all-reduce 2 (n-1)/n x
 buffer, all-gather and reduce-scatter (n-1)/n x the full (gathered) buffer. Inconsistent
 shardings raise ConfigError naming the `sharding.*` key. docs/emulator.md "Sharded dense
@@ -92,10 +100,11 @@ class DimSharding:
 
 @dataclass(frozen=True)
 class Sharding:
-    """A tensor sharding: one DimSharding per dimension."""
+    """A tensor sharding: one DimSharding per dimension, plus explicitly replicated axes."""
 
     dims: tuple[DimSharding, ...]
     mesh_name: str = ""  # the `@name` of `<@name, [...]>`, "" when not given
+    replicated: tuple[str, ...] = ()  # `replicated={"x"}`: axes explicitly not sharding it
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -103,10 +112,12 @@ class Sharding:
 
     def closed(self) -> Sharding:
         """Open dimensions keep their listed axes and are closed (no propagation modelled)."""
-        return Sharding(tuple(DimSharding(d.axes) for d in self.dims), self.mesh_name)
+        return Sharding(tuple(DimSharding(d.axes) for d in self.dims), self.mesh_name,
+                        self.replicated)
 
     def __str__(self) -> str:
-        return "[" + ", ".join(str(d) for d in self.dims) + "]"
+        rep = (", replicated=" + str(DimSharding(self.replicated))) if self.replicated else ""
+        return "[" + ", ".join(str(d) for d in self.dims) + "]" + rep
 
 
 def replicated(rank: int) -> Sharding:
@@ -124,6 +135,8 @@ class ShardedParam:
     stored_shape: tuple[int, ...]   # what one device keeps in HBM (every axis divides)
     compute_shape: tuple[int, ...]  # what one device computes with (after the all-gather)
     gather_axes: tuple[str, ...]    # batch axes the weight is sharded over (FSDP)
+    region: str = ""                # innermost manual computation covering it ("": none)
+    local_shape: tuple[int, ...] = ()  # inside `region`: manual axes divided (else = shape)
 
 
 @dataclass(frozen=True)
@@ -158,6 +171,7 @@ class DensePlan:
     params: tuple[ShardedParam, ...]
     gemms: tuple[Gemm, ...]       # forward GEMMs on one device (dense.Gemm records)
     collectives: tuple[Collective, ...]
+    regions: tuple[ManualRegion, ...] = ()  # sharding.manual, in config order
 
     @property
     def forward_flops(self) -> int:
@@ -185,6 +199,25 @@ class DensePlan:
         return [c for c in self.collectives if c.phase == phase]
 
 
+@dataclass(frozen=True)
+class ManualRegion:
+    """A manual computation (`sdy.manual_computation`) over some dense parameters.
+
+    Inside it the tensors have local shapes along `scope_axes` (its manual axes and its
+    ancestors'); the other (free) axes still shard automatically.
+    """
+
+    name: str
+    axes: tuple[str, ...]        # its manual axes, in mesh order
+    parent: str                  # the enclosing region, "" at top level
+    scope_axes: tuple[str, ...]  # manual inside its body: its axes and its ancestors'
+    params: tuple[str, ...]      # dense parameters it covers (nested ones included)
+    in_sharding: Sharding        # its input activation [batch, features]
+    out_sharding: Sharding       # its output activation [batch, features]
+    in_local_shape: tuple[int, ...]
+    out_local_shape: tuple[int, ...]
+
+
 def ring_bytes(kind: str, buffer_bytes: int, n: int) -> int:
     """Bytes one of n devices sends: all-reduce 2(n-1)/n x buffer; gather/scatter (n-1)/n."""
     if n <= 1:
@@ -196,7 +229,8 @@ def ring_bytes(kind: str, buffer_bytes: int, n: int) -> int:
 
 # -- parsing (Shardy syntax) -----------------------------------------------------------------
 
-_TOKEN = re.compile(r'\s*(?:"([^"]*)"|(\d+)|@([A-Za-z_][\w.]*)|([\[\]{}<>=,?]))')
+_TOKEN = re.compile(
+    r'\s*(?:"([^"]*)"|(\d+)|@([A-Za-z_][\w.]*)|([\[\]{}<>=,?])|([A-Za-z_]\w*))')
 
 
 def _tokens(text: str, key: str) -> list[tuple[str, str]]:
@@ -207,7 +241,8 @@ def _tokens(text: str, key: str) -> list[tuple[str, str]]:
         if not m:
             raise ConfigError(f"{key}: cannot read {text[pos:pos + 12]!r} in {text!r}")
         pos = m.end()
-        for kind, value in zip(("name", "int", "ref", "punct"), m.groups(), strict=True):
+        for kind, value in zip(("name", "int", "ref", "punct", "word"), m.groups(),
+                               strict=True):
             if value is not None:
                 out.append((kind, value))
     return out
@@ -274,7 +309,7 @@ def parse_mesh(text: str, key: str = "sharding.mesh") -> Mesh:
 
 
 def parse_sharding(text: str, key: str) -> Sharding:
-    """`[{"x"}, {}]`, `[{"x", ?}, {?}]` or `<@mesh, [{"x"}, {}]>` -> Sharding."""
+    """`[{"x"}, {}]`, `[{"x", ?}, {?}]` or `<@mesh, [{"x"}, {}], replicated={"y"}>`."""
     r = _Reader(text, key, 'sharding such as [{"data"}, {}]')
     mesh_name = ""
     angled = r.accept("<")
@@ -299,10 +334,19 @@ def parse_sharding(text: str, key: str) -> Sharding:
             else:
                 axes.append(r.take("name"))
         dims.append(DimSharding(tuple(axes), is_open))
+    replicated: list[str] = []
+    if r.accept(","):
+        r.take("word", "replicated")
+        r.take("punct", "=")
+        r.take("punct", "{")
+        while not r.accept("}"):
+            if replicated:
+                r.take("punct", ",")
+            replicated.append(r.take("name"))
     if angled:
         r.take("punct", ">")
     r.done()
-    return Sharding(tuple(dims), mesh_name)
+    return Sharding(tuple(dims), mesh_name, tuple(replicated))
 
 
 # -- invariants ------------------------------------------------------------------------------
@@ -318,7 +362,7 @@ def check_sharding(sharding: Sharding, shape: tuple[int, ...], mesh: Mesh, key: 
         raise ConfigError(f"{key}: {tensor} has rank {len(shape)} (shape {list(shape)}) but "
                           f"the sharding {sharding} lists {len(sharding.dims)} dimensions")
     seen: set[str] = set()
-    for axis in sharding.axes:
+    for axis in sharding.axes + sharding.replicated:
         if axis not in mesh.names:
             raise ConfigError(f"{key}: {tensor}: axis {axis!r} is not in the mesh {mesh} "
                               f"(axes: {', '.join(mesh.names)})")
@@ -339,6 +383,171 @@ def per_device_shape(shape: tuple[int, ...], sharding: Sharding, mesh: Mesh,
         used = tuple(a for a in spec.axes if axes is None or a in axes)
         out.append(-(-d // mesh.size(used)))
     return tuple(out)
+
+
+def local_shape(shape: tuple[int, ...], sharding: Sharding, mesh: Mesh,
+                manual_axes: set[str] | tuple[str, ...], key: str = "sharding.manual",
+                tensor: str = "a tensor") -> tuple[int, ...]:
+    """A tensor's shape inside a manual computation over `manual_axes` (seeds/001).
+
+    Each dimension is divided by the sizes of the manual axes that shard it; free axes
+    are left to the automatic partitioner (`per_device_shape` splits them afterwards).
+    The body's types are static, so a manual split must divide the dimension exactly
+    (ConfigError naming `key` otherwise; model choice: no padding inside the region).
+    """
+    out = []
+    for d, spec in zip(shape, sharding.dims, strict=True):
+        n = mesh.size(tuple(a for a in spec.axes if a in manual_axes))
+        if d % n:
+            raise ConfigError(f"{key}: {tensor}: dimension of size {d} does not split over "
+                              f"the {n} devices of its manual axes in {sharding}; local "
+                              "shapes inside a manual computation are exact")
+        out.append(d // n)
+    return tuple(out)
+
+
+def check_manual_sharding(sharding: Sharding, manual: tuple[str, ...], key: str,
+                          tensor: str, implicit_replication: bool = False) -> None:
+    """Every manual axis used explicitly (a dimension or `replicated=`); free axes minor.
+
+    `implicit_replication`: a manual axis that shards no dimension counts as replicated
+    (dense weights, whose shardings come from sharding.weights, model choice).
+    """
+    if not implicit_replication:
+        missing = [a for a in manual if a not in sharding.axes + sharding.replicated]
+        if missing:
+            raise ConfigError(
+                f"{key}: {tensor}: {sharding} does not use manual axis {missing[0]!r}; every "
+                "in/out sharding must shard a dimension over each manual axis or list it "
+                "in replicated={...}")
+    for d, spec in enumerate(sharding.dims):
+        free = [a for a in spec.axes if a not in manual]
+        if free and any(a in manual for a in spec.axes[spec.axes.index(free[0]):]):
+            late = next(a for a in spec.axes[spec.axes.index(free[0]):] if a in manual)
+            raise ConfigError(
+                f"{key}: {tensor}: dimension {d} lists free axis {free[0]!r} before manual "
+                f"axis {late!r} in {spec}; free axes must be minor to (after) manual ones")
+
+
+def resolve_manual(cfg: RunConfig, mesh: Mesh, shapes: list[tuple[str, tuple[int, ...]]],
+                   shardings: dict[str, Sharding]
+                   ) -> tuple[list[ManualRegion], dict[str, str]]:
+    """Check every `sharding.manual` region against the seed's invariants.
+
+    Returns the regions and, per covered parameter, its innermost region's name.
+    """
+    entries = cfg.sharding.manual
+    names = [n for n, _ in shapes]
+    shape_of = dict(shapes)
+    index: dict[str, int] = {}
+    covered: list[tuple[str, ...]] = []
+    for i, m in enumerate(entries):
+        k = f"sharding.manual[{i}]"
+        if not m.name:
+            raise ConfigError(f"{k}.name: a manual computation needs a name")
+        if m.name in index:
+            raise ConfigError(f"{k}.name: duplicate manual computation {m.name!r} (also "
+                              f"sharding.manual[{index[m.name]}])")
+        index[m.name] = i
+        if not m.axes:
+            raise ConfigError(f"{k}.axes: a manual computation needs at least one manual axis")
+        for a in m.axes:
+            if a not in mesh.names:
+                raise ConfigError(f"{k}.axes: axis {a!r} is not in the mesh {mesh} (axes: "
+                                  f"{', '.join(mesh.names)})")
+        if len(set(m.axes)) != len(m.axes):
+            raise ConfigError(f"{k}.axes: an axis is listed twice in {m.axes}")
+        if tuple(m.axes) != mesh.ordered(set(m.axes)):
+            raise ConfigError(f"{k}.axes: manual axes {m.axes} are not in mesh order "
+                              f"({', '.join(mesh.names)}); list them as "
+                              f"{list(mesh.ordered(set(m.axes)))}")
+        if not m.params:
+            raise ConfigError(f"{k}.params: a manual computation covers at least one dense "
+                              "parameter (name patterns)")
+        hits: list[str] = []
+        for pattern in m.params:
+            found = [n for n in names if fnmatchcase(n, pattern)]
+            if not found:
+                raise ConfigError(f"{k}.params: pattern {pattern!r} matches no dense parameter")
+            hits += [n for n in found if n not in hits]
+        covered.append(tuple(n for n in names if n in hits))
+    regions: list[ManualRegion] = []
+    for i, m in enumerate(entries):
+        k = f"sharding.manual[{i}]"
+        scope = list(m.axes)
+        seen, cur = {m.name}, m
+        while cur.parent:  # walk to the top: parent exists, no cycle, disjoint manual axes
+            pk = f"{k}.parent" if cur is m else f"sharding.manual[{index[cur.name]}].parent"
+            if cur.parent not in index:
+                raise ConfigError(f"{pk}: no manual computation named {cur.parent!r}")
+            if cur.parent in seen:
+                raise ConfigError(f"{pk}: nesting of {m.name!r} loops back to {cur.parent!r}; "
+                                  "manual computations nest as a tree")
+            seen.add(cur.parent)
+            cur = entries[index[cur.parent]]
+            shared = [a for a in m.axes if a in cur.axes]
+            if shared:
+                raise ConfigError(f"{k}.axes: manual axis {shared[0]!r} is also manual in the "
+                                  f"enclosing region {cur.name!r}; nested manual computations "
+                                  "use disjoint manual axes")
+            scope += cur.axes
+        if m.parent:
+            outside = [n for n in covered[i] if n not in covered[index[m.parent]]]
+            if outside:
+                raise ConfigError(f"{k}.params: {outside[0]} is not covered by the enclosing "
+                                  f"region {m.parent!r}; a nested region lies inside it")
+        own = tuple(m.axes)
+        for n in covered[i]:
+            check_manual_sharding(shardings[n], own, f"{k}.params", n, True)
+        kernels = [n for n in covered[i] if n.endswith(GEMM_SUFFIXES)]
+        width_in = shape_of[kernels[0]][0] if kernels else shape_of[covered[i][0]][-1]
+        width_out = shape_of[kernels[-1]][1] if kernels else shape_of[covered[i][0]][-1]
+        act: list[Sharding] = []
+        local: list[tuple[int, ...]] = []
+        for field, width, what in (("in_shardings", width_in, "input"),
+                                   ("out_shardings", width_out, "output")):
+            texts = getattr(m, field)
+            if len(texts) != 1:
+                raise ConfigError(f"{k}.{field}: expected one sharding, of the region's {what} "
+                                  f"activation [batch, features], got {len(texts)}")
+            fk = f"{k}.{field}[0]"
+            sh = parse_sharding(texts[0], fk)
+            tensor = f"the region's {what} [batch, features]"
+            check_sharding(sh, (cfg.global_batch, width), mesh, fk, tensor)
+            check_manual_sharding(sh, own, fk, tensor)
+            act.append(sh)
+            local.append(local_shape((cfg.global_batch, width), sh, mesh, set(scope), fk, tensor))
+        meshes = {x.mesh_name for x in act if x.mesh_name}
+        if len(meshes) > 1:
+            raise ConfigError(f"{k}.out_shardings[0]: refers to mesh @{act[1].mesh_name} but "
+                              f"in_shardings to @{act[0].mesh_name}; a manual computation "
+                              "uses one mesh")
+        regions.append(ManualRegion(m.name, own, m.parent, mesh.ordered(set(scope)),
+                                    covered[i], act[0].closed(), act[1].closed(),
+                                    local[0], local[1]))
+    region_of: dict[str, str] = {}
+    depth = {r.name: len(r.scope_axes) for r in regions}
+    for r, cov in zip(regions, covered, strict=True):
+        for n in cov:
+            other = region_of.get(n)
+            if other is not None and not (_encloses(regions, other, r.name)
+                                          or _encloses(regions, r.name, other)):
+                raise ConfigError(f"sharding.manual[{index[r.name]}].params: {n} is also in "
+                                  f"region {other!r} and neither encloses the other; a tensor "
+                                  "lies in one chain of nested regions")
+            if other is None or depth[r.name] > depth[other]:
+                region_of[n] = r.name  # the innermost region wins
+    return regions, region_of
+
+
+def _encloses(regions: list[ManualRegion], outer: str, inner: str) -> bool:
+    parent = {r.name: r.parent for r in regions}
+    cur = parent[inner]
+    while cur:
+        if cur == outer:
+            return True
+        cur = parent[cur]
+    return False
 
 
 # -- from the config -------------------------------------------------------------------------
@@ -446,26 +655,41 @@ def plan_dense(cfg: RunConfig, param_bytes: int = 4, activation_bytes: int = 4) 
     shardings = resolve_weight_shardings(cfg, mesh, shapes)
     batch = set(batch_axes)
     model = set(mesh.names) - batch
+    regions, region_of = resolve_manual(cfg, mesh, shapes, shardings)
+    scope_of = {r.name: set(r.scope_axes) for r in regions}
     params = []
     for name, shape in shapes:
         s = shardings[name]
+        region = region_of.get(name, "")
+        manual = scope_of.get(region, set())
+        local = local_shape(shape, s, mesh, manual,
+                            f"sharding.manual[{[r.name for r in regions].index(region)}].params"
+                            if region else "sharding.manual", name)
         params.append(ShardedParam(name, shape, s, per_device_shape(shape, s, mesh),
-                                   per_device_shape(shape, s, mesh, model),
-                                   mesh.ordered({a for a in s.axes if a in batch})))
+                                   per_device_shape(local, s, mesh, model - manual),
+                                   mesh.ordered({a for a in s.axes if a in batch - manual}),
+                                   region, local))
     gemms, act_collectives = _tensor_parallel(cfg, mesh, act, params, samples, model,
                                               activation_bytes)
     collectives = _weight_collectives(mesh, params, batch_axes, param_bytes) + act_collectives
     return DensePlan(mesh, act, batch_axes, samples, tuple(params), tuple(gemms),
-                     tuple(_combine(collectives)))
+                     tuple(_combine(collectives)), tuple(regions))
 
 
 def _weight_collectives(mesh: Mesh, params: list[ShardedParam], batch_axes: tuple[str, ...],
                         param_bytes: int) -> list[Collective]:
-    """FSDP all-gather and reduce-scatter over a weight's batch axes; all-reduce over the rest."""
+    """FSDP all-gather and reduce-scatter over a weight's batch axes; all-reduce over the rest.
+
+    "The rest" = the batch axes the weight is not sharded over. A weight sharded over a
+    manual batch axis is not gathered (the region's body computes with its local shard)
+    and its gradient is not all-reduced over that axis; the all-reduce over the axes it is
+    replicated on is kept (model choice: the user's explicit gradient collective in the
+    body is taken to be that all-reduce, so no manual region = the previous bytes).
+    """
     out = []
     for p in params:
         stored = math.prod(p.stored_shape) * param_bytes
-        rest = tuple(a for a in batch_axes if a not in p.gather_axes)
+        rest = tuple(a for a in batch_axes if a not in p.sharding.axes)
         if p.gather_axes:
             n = mesh.size(p.gather_axes)
             out.append(Collective(ALL_GATHER, DENSE_WEIGHTS, FORWARD, p.gather_axes, n,

@@ -341,3 +341,142 @@ def test_fsdp_shard_bytes_follow_the_tiled_layout(small_raw):
     want = sum(tiled(stored.get(n, s)) for n, s in DENSE)
     assert dense_bytes(cfg, 4) == want
     assert dense_bytes(config_from_dict(small_raw), 4) == sum(tiled(s) for _, s in DENSE)
+
+
+# -- manual computations (sdy.manual_computation, seeds/001) -----------------------------------
+
+MESH_DM = '<["data"=2, "model"=2]>'
+IN_DATA = ['[{"data"}, {?}]']
+
+
+def manual(name: str, axes: list[str], params: list[str], ins=None, outs=None,
+           parent: str = "") -> dict:
+    entry = {"name": name, "axes": axes, "params": params,
+             "in_shardings": IN_DATA if ins is None else ins,
+             "out_shardings": IN_DATA if outs is None else outs}
+    if parent:
+        entry["parent"] = parent
+    return entry
+
+
+def test_local_shape_by_hand():
+    from sim_backend.sharding import local_shape
+    mesh = parse_mesh('<["x"=2, "y"=2]>')
+    s = parse_sharding('[{"x"}, {"y"}]', "k")
+    # manual over x: only x divides; the free y split is the automatic partitioner's
+    assert local_shape((1024, 512), s, mesh, {"x"}) == (512, 512)
+    assert per_device_shape((512, 512), s, mesh, {"y"}) == (512, 256)
+    assert local_shape((1024, 512), s, mesh, {"x", "y"}) == (512, 256)
+    assert local_shape((1024, 512), s, mesh, set()) == (1024, 512)
+    with pytest.raises(ConfigError, match=r"^sharding\.manual\[2\]\.params: w: dimension of "
+                                          r"size 13 does not split"):
+        local_shape((13, 4), s, mesh, {"x"}, "sharding.manual[2].params", "w")
+
+
+def test_replicated_axes_parse_and_print_back():
+    s = parse_sharding('<@m, [{"data"}, {}], replicated={"model"}>', "k")
+    assert s.replicated == ("model",) and s.mesh_name == "m"
+    assert str(s) == '[{"data"}, {}], replicated={"model"}'
+    assert str(s.closed()) == str(s)
+
+
+@pytest.mark.parametrize(("manuals", "extra", "message"), [
+    ([manual("r", ["z"], ["top_*"])], {},
+     r"^sharding\.manual\[0\]\.axes: axis 'z' is not in the mesh"),
+    ([manual("r", ["model", "data"], ["top_*"], ['[{"data"}, {"model"}]'],
+             ['[{"data"}, {"model"}]'])], {},
+     r"^sharding\.manual\[0\]\.axes: manual axes \['model', 'data'\] are not in mesh order"),
+    ([manual("r", [], ["top_*"])], {}, r"^sharding\.manual\[0\]\.axes: .* at least one"),
+    ([manual("r", ["data", "data"], ["top_*"])], {}, r"^sharding\.manual\[0\]\.axes: .*twice"),
+    ([manual("r", ["data"], ["top_*"], ['<@other, [{"data"}, {}]>'])],
+     {"mesh": '@m = <["data"=2, "model"=2]>'},
+     r"^sharding\.manual\[0\]\.in_shardings\[0\]: the region's input .* refers to mesh "
+     r"@other but the program has one mesh, @m"),
+    ([manual("r", ["data"], ["top_*"], ['<@a, [{"data"}, {}]>'], ['<@b, [{"data"}, {}]>'])],
+     {}, r"^sharding\.manual\[0\]\.out_shardings\[0\]: refers to mesh @b .* one mesh"),
+    ([manual("r", ["model"], ["top_*"], ['[{"data"}, {}]'])], {},
+     r"^sharding\.manual\[0\]\.in_shardings\[0\]: .* does not use manual axis 'model'"),
+    ([manual("r", ["model"], ["top_*"], ['[{"data"}, {}], replicated={"model"}'],
+             ['[{"data"}, {}]'])], {},
+     r"^sharding\.manual\[0\]\.out_shardings\[0\]: .* does not use manual axis 'model'"),
+    ([manual("r", ["data"], ["top_*"], ['[{"model", "data"}, {}]'])], {},
+     r"^sharding\.manual\[0\]\.in_shardings\[0\]: .* dimension 0 lists free axis 'model' "
+     r"before manual axis 'data'"),
+    ([manual("r", ["data"], ["top_*"])], {"weights": {"top_0/kernel": '[{"model", "data"}, {}]'}},
+     r"^sharding\.manual\[0\]\.params: top_0/kernel: dimension 0 lists free axis 'model' "
+     r"before manual axis 'data' in \{\"model\", \"data\"\}; free axes must be minor"),
+    ([manual("outer", ["data"], ["top_*"]), manual("inner", ["data"], ["top_0/*"],
+                                                   parent="outer")], {},
+     r"^sharding\.manual\[1\]\.axes: manual axis 'data' is also manual in the enclosing "
+     r"region 'outer'; nested manual computations use disjoint manual axes"),
+    ([manual("inner", ["model"], ["top_*"], ['[{"data"}, {"model"}]'], ['[{"data"}, {"model"}]'],
+             parent="nope")], {},
+     r"^sharding\.manual\[0\]\.parent: no manual computation named 'nope'"),
+    ([manual("a", ["data"], ["top_*"], parent="b"),
+      manual("b", ["model"], ["top_*"], ['[{}, {"model"}]'], ['[{}, {"model"}]'], parent="a")],
+     {}, r"^sharding\.manual\[1\]\.parent: nesting of 'a' loops back to 'a'"),
+    ([manual("a", ["data"], ["top_*"], parent="a")], {},
+     r"^sharding\.manual\[0\]\.parent: nesting of 'a' loops back to 'a'"),
+    ([manual("outer", ["data"], ["top_1/*"]),
+      manual("inner", ["model"], ["top_0/*"], ['[{"data"}, {"model"}]'],
+             ['[{"data"}, {"model"}]'], parent="outer")], {},
+     r"^sharding\.manual\[1\]\.params: top_0/kernel is not covered by the enclosing region"),
+    ([manual("a", ["data"], ["top_*"]),
+      manual("b", ["model"], ["top_0/*"], ['[{}, {"model"}]'], ['[{}, {"model"}]'])], {},
+     r"^sharding\.manual\[1\]\.params: top_0/kernel is also in region 'a' and neither "
+     r"encloses the other"),
+    ([manual("r", ["data"], ["nothing*"])], {},
+     r"^sharding\.manual\[0\]\.params: pattern 'nothing\*' matches no dense parameter"),
+    ([manual("r", ["data"], ["top_*"]), manual("r", ["model"], ["cross_*"])], {},
+     r"^sharding\.manual\[1\]\.name: duplicate manual computation 'r'"),
+    ([manual("r", ["data"], ["top_*"], ins=[])], {},
+     r"^sharding\.manual\[0\]\.in_shardings: expected one sharding"),
+    ([manual("r", ["data"], ["top_1/kernel"])], {"weights": {"top_1/kernel": '[{}, {"data"}]'}},
+     r"^sharding\.manual\[0\]\.params: top_1/kernel: dimension of size 1 does not split"),
+    ([{"axes": ["data"], "params": ["top_*"]}], {}, r"^sharding\.manual\[0\]\.name: required"),
+])
+def test_each_manual_invariant_is_an_error_naming_its_key(small_raw, manuals, extra, message):
+    sharding = {"mesh": MESH_DM, **extra, "manual": manuals}
+    msg = error_of(with_sharding(small_raw, 4, **sharding))
+    assert re.search(message, msg), msg
+    assert "\n" not in msg
+
+
+def test_valid_nested_manual_computations_have_local_shapes(small_raw):
+    raw = with_sharding(
+        small_raw, 4, mesh=MESH_DM,
+        weights={"top_0/kernel": '[{}, {"model"}]', "top_1/kernel": '[{"data"}, {}]'},
+        manual=[manual("outer", ["data"], ["top_*"]),
+                manual("inner", ["model"], ["top_0/*"],
+                       ['[{"data"}, {}], replicated={"model"}'], ['[{"data"}, {"model"}]'],
+                       parent="outer")])
+    plan = plan_dense(config_from_dict(raw))
+    outer, inner = plan.regions
+    assert (outer.name, outer.axes, outer.scope_axes) == ("outer", ("data",), ("data",))
+    assert (inner.parent, inner.axes, inner.scope_axes) == ("outer", ("model",),
+                                                            ("data", "model"))
+    assert inner.params == ("top_0/kernel", "top_0/bias")
+    # outer: input [256, 144] over data -> [128, 144]; output [256, 1] -> [128, 1]
+    assert outer.in_local_shape == (128, INTERACTION) and outer.out_local_shape == (128, 1)
+    # inner: output [256, 64] over data (ancestor) and model (its own) -> [128, 32]
+    assert inner.in_local_shape == (128, INTERACTION) and inner.out_local_shape == (128, 32)
+    p = {q.name: q for q in plan.params}
+    assert p["top_0/kernel"].region == "inner" and p["top_0/kernel"].local_shape == (144, 32)
+    assert p["top_0/kernel"].compute_shape == (144, 32)
+    # FSDP rows over the manual data axis: the body computes with its local shard, no
+    # automatic all-gather; without the region it would gather (compute shape [64, 1])
+    assert p["top_1/kernel"].region == "outer" and p["top_1/kernel"].local_shape == (32, 1)
+    assert p["top_1/kernel"].compute_shape == (32, 1) and p["top_1/kernel"].gather_axes == ()
+    assert p["bottom_0/kernel"].region == "" and p["bottom_0/kernel"].local_shape == (13, 64)
+    names = {c.name for c in plan.collectives}
+    assert "all-gather.dense_weights" not in names
+    # the gradient all-reduce over data covers every weight not sharded over data
+    params = sum(math.prod(s) for _, s in DENSE)
+    ar = {c.name: c for c in plan.of("update")}["all-reduce.dense_gradients"]
+    assert ar.axes == ("data",) and ar.buffer_bytes == (params - 64 * 1 - 144 * 64 + 144 * 32) * 4
+
+
+def test_default_has_no_manual_regions(small_raw):
+    plan = plan_dense(config_from_dict(small_raw))
+    assert plan.regions == ()
+    assert all(p.region == "" and p.local_shape == p.shape for p in plan.params)
