@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
 
@@ -65,6 +67,11 @@ def _drivers(parts: list[dict[str, Any]], capacity: float) -> tuple[str, str, st
     return ("stack" if top["name"] == STACK else "heap"), top["name"], "growing", contributors
 
 
+def stack_estimate_table(ctx: RunContext) -> pa.Table:
+    """Per table group: the doc's stack formulas per chip (sql/stack_estimate.sql; cached)."""
+    return ctx.memo("stack_estimate", lambda: ctx.query("stack_estimate"))
+
+
 def stack_estimate(ctx: RunContext) -> dict[str, int | None]:
     """The doc's stack formulas over every table group at once (sql/stack_estimate.sql), per chip.
 
@@ -74,7 +81,7 @@ def stack_estimate(ctx: RunContext) -> dict[str, int | None]:
     the most unique IDs a partition saw. None when the run lacks table layout or
     partition statistics (e.g. an imported capture).
     """
-    rows = ctx.query("stack_estimate").to_pylist()
+    rows = stack_estimate_table(ctx).to_pylist()
     out: dict[str, int | None] = {}
     for suffix in ("", "_observed"):
         fwd = sum(r[f"forward{suffix}_bytes"] for r in rows)
@@ -86,7 +93,7 @@ def stack_estimate(ctx: RunContext) -> dict[str, int | None]:
 
 def analyze(ctx: RunContext) -> Analysis:
     peaks = ctx.query("memory_peaks")
-    result = Analysis(NAME, tables={"memory_peaks": peaks, "stack_estimate": ctx.query("stack_estimate")})
+    result = Analysis(NAME, tables={"memory_peaks": peaks, "stack_estimate": stack_estimate_table(ctx)})
     rows = peaks.to_pylist()
     estimate = stack_estimate(ctx)
     if not rows:

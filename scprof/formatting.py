@@ -47,7 +47,8 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _cell(v: object) -> str:
+def format_cell(v: object) -> str:
+    """One value of a SQL result as text: NULL, 6 significant digits for floats."""
     if v is None:
         return "NULL"
     if isinstance(v, float):
@@ -71,7 +72,7 @@ def render(table: pa.Table, fmt: str) -> str:
         w.writerow(table.column_names)
         w.writerows([["" if r[c] is None else r[c] for c in table.column_names] for r in rows])
         return buf.getvalue()
-    body = [[_cell(r[c]) for c in table.column_names] for r in rows]
+    body = [[format_cell(r[c]) for c in table.column_names] for r in rows]
     return text_table(table.column_names, body) + f"\n({len(rows)} row{'s' if len(rows) != 1 else ''})\n"
 
 

@@ -298,14 +298,10 @@ class TableCostModel(AnalyticCostModel):
             self.tables.require(kind)
         self.dense_dtype = DTYPE_BY_BYTES.get(constants.dense_param_bytes, "f32")
 
-    @lru_cache(maxsize=64)  # noqa: B019 - a model lives as long as its run; passes repeat every step
-    def _gemms_s(self, gemms: tuple[Gemm, ...]) -> float:
+    def _gemms_s(self, gemms: Sequence[Gemm]) -> float:
         """Seconds of GEMMs run one after another, each from the GEMM table of its dtype."""
         dims = np.array([(g.batch, g.m, g.n, g.k) for g in gemms], np.float64).reshape(-1, 4)
         return float(self.tables.gemm_time_s(*dims.T, self.dense_dtype).sum()) if len(dims) else 0.0
-
-    def tc_pass_ps(self, gemms, nbytes):
-        return super().tc_pass_ps(tuple(gemms), nbytes)
 
     def _ici_ps(self, kind, nbytes, num_devices):
         return _ps(self.tables.collective_time_s(kind, TRANSFER_SCHEME, nbytes, num_devices))

@@ -6,11 +6,13 @@ so a test can put exactly the damage it wants into an otherwise valid trace.
 
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, settings
 
 from profiler import scprof_trace_pb2 as pb
@@ -25,6 +27,19 @@ REPO = Path(__file__).resolve().parents[1]
 # per-example deadline (the machine may be busy), the autouse directory fixture is
 # fine to share between examples.
 PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+# `make test` sets SCPROF_REQUIRE_TEST_EXTRAS=1: there every test extra (playwright and
+# chromium, xprof, grpcio-tools) must be present, so a missing one fails its tests.
+# Run directly with pytest, those tests skip, naming what installs it.
+REQUIRE_TEST_EXTRAS = os.environ.get("SCPROF_REQUIRE_TEST_EXTRAS") == "1"
+
+
+def missing_extra(message: str) -> None:
+    """Fail under `make test`, skip otherwise: a test extra (`message` says which) is absent."""
+    if REQUIRE_TEST_EXTRAS:
+        pytest.fail(message)
+    pytest.skip(message, allow_module_level=True)
+
 
 HOST_TRACK = pb.Track(id=1, plane="/host:CPU", line="main", kind=pb.TRACK_KIND_HOST, chip=-1, core=-1, tile=-1)
 

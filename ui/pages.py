@@ -18,6 +18,7 @@ from analyzers.registry import ANALYZERS
 from analyzers.timeline import CATEGORIES
 from profiler.sql_guard import QueryError, run_query
 from profiler.store import Store
+from scprof.formatting import format_cell
 from ui import data as D
 from ui import queries as Q
 from ui import render as R
@@ -777,7 +778,7 @@ def render_sql(store: Store, st: dict[str, Any]) -> Any:
     rows = t.to_pylist()
     cols = [(c, c, "raw") for c in t.column_names]
     head = html.Tr([html.Th(c) for c in t.column_names])
-    body_rows = [html.Tr([html.Td(_sql_cell(r[c])) for c in t.column_names]) for r in rows[:SQL_SHOWN_ROWS]]
+    body_rows = [html.Tr([html.Td(format_cell(r[c])) for c in t.column_names]) for r in rows[:SQL_SHOWN_ROWS]]
     info = f"{len(rows):,} row(s)" + (f" (capped at {cap:,}; raise the row cap or add LIMIT)" if result.truncated else "")
     if len(rows) > SQL_SHOWN_ROWS:
         info += f"; showing the first {SQL_SHOWN_ROWS:,} (all in the CSV)"
@@ -788,14 +789,6 @@ def render_sql(store: Store, st: dict[str, Any]) -> Any:
                          id="sql-csv")], className="toolbar"),
         html.Div(html.Table([html.Thead(head), html.Tbody(body_rows)], className="data", id="sql-result"), className="table-wrap"),
     ])
-
-
-def _sql_cell(v: Any) -> str:
-    if v is None:
-        return "NULL"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return str(v)
 
 
 LAYOUTS = {"/runs": layout_runs, "/overview": layout_overview, "/timeline": layout_timeline,

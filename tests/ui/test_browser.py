@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from tests.tracekit import REPO
+from tests.tracekit import REPO, missing_extra
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -22,7 +22,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 SHOTS = REPO / "test-artifacts" / "screenshots"
 TIMEOUT_MS = 60_000
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a test extra: pip install -e '.[test]'")
+try:
+    from playwright import sync_api
+except ImportError:
+    missing_extra("playwright is a test extra: pip install -e '.[test]'")
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +53,11 @@ def server(app):
 
 @pytest.fixture(scope="module")
 def browser():
-    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
-        pytest.skip(f"Debian chromium not installed at {CHROMIUM} (make test installs it: apt-get install -y chromium)")
+    path = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
+    if path is None:
+        missing_extra(f"Debian chromium not installed at {CHROMIUM} (make test installs it: apt-get install -y chromium)")
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         yield b
         b.close()
 

@@ -6,15 +6,17 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from profiler import xplane_pb2 as xp
+from tests.tracekit import missing_extra
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def test_generated_code_is_fresh(tmp_path):
-    pytest.importorskip("grpc_tools", reason="grpcio-tools (test extra) regenerates the code")
+    try:
+        import grpc_tools  # noqa: F401
+    except ImportError:
+        missing_extra("grpcio-tools (test extra) regenerates the code: pip install -e '.[test]'")
     subprocess.run(
         [sys.executable, "-m", "grpc_tools.protoc", "-Iproto", f"--python_out={tmp_path}", f"--pyi_out={tmp_path}",
          "proto/xplane.proto"],

@@ -31,14 +31,17 @@ from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_traces
 from scprof.cli import main
+from tests.tracekit import missing_extra
 
 XPROF = shutil.which("xprof") or os.path.join(os.path.dirname(sys.executable), "xprof")
 HAVE_XPROF = os.path.exists(XPROF)
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-pytestmark = pytest.mark.skipif(
-    not HAVE_XPROF, reason="xprof CLI not installed (test extra `xprof`; run `make install-test`)"
-)
+
+@pytest.fixture(autouse=True, scope="module")
+def _xprof_installed() -> None:
+    if not HAVE_XPROF:
+        missing_extra("xprof CLI not installed (test extra `xprof`; run `make install-test`)")
 
 
 def _xprof(*args: str) -> dict:
