@@ -26,10 +26,12 @@ picoseconds the exact values ride along as `start_ps`/`dur_ps` annotations (and
 Streaming: rows come from DuckDB in time windows of about WINDOW_ROWS rows
 (planned from a histogram of start times) and are encoded in record batches of
 CHUNK_ROWS (read ahead by a thread), so memory does not grow with the run.
-TracePackets are built on the wire with `exporters.rowwire` from numpy columns
-(BEGIN/INSTANT/COUNTER and END packets interleaved, encoded in bulk by row shape), all on one trusted packet
-sequence whose first packet clears incremental state and interns every event
-name, category, annotation name and table name.
+Each batch is written on the wire by the compiled encoder exporters/_perfetto_wire.c
+(one pass per row: the BEGIN/INSTANT/COUNTER packet, preceded by the END packets
+due, which it keeps in a heap); Python plans tracks, lanes, interning and flows per
+batch with numpy. All packets are on one trusted packet sequence whose first packet
+clears incremental state and interns every event name, category, annotation name
+and table name.
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
 from analyzers.context import RunContext, load_sql
 from analyzers.timeline import CATEGORIES as TIMELINE_CATEGORIES
 from analyzers.timeline import split_timeline
-from exporters.rowwire import Rows, encode_rows, encode_varint, tag
+from exporters import _perfetto_wire as wire
 from profiler.errors import ScprofError
 from profiler.store import Store
+from profiler.wire import encode_varint
 
 SEQ_ID = 1
 WINDOW_ROWS = 1 << 20  # rows DuckDB sorts at a time
@@ -131,8 +134,10 @@ ORDER BY step, chip, dir
 # longer first (parents before children), then events before markers before counters.
 STREAM_SQL = """
 SELECT * FROM (
-  SELECT 0 AS kind, event_id AS id, track_id, name_id, start_ps, dur_ps, step, table_id, sc, minibatch,
-         ids, unique_ids, dropped_ids, bytes, flops, NULL::DOUBLE AS value
+  SELECT 0::BIGINT AS kind, event_id::BIGINT AS id, track_id::BIGINT AS track_id, name_id::BIGINT AS name_id,
+         start_ps::BIGINT AS start_ps, dur_ps::BIGINT AS dur_ps, step::BIGINT AS step, table_id::BIGINT AS table_id,
+         sc::BIGINT AS sc, minibatch::BIGINT AS minibatch, ids::BIGINT AS ids, unique_ids::BIGINT AS unique_ids,
+         dropped_ids::BIGINT AS dropped_ids, bytes::BIGINT AS bytes, flops::BIGINT AS flops, NULL::DOUBLE AS value
   FROM events e WHERE run_id = $run AND {event_filter} AND start_ps >= $lo AND start_ps < $hi
   UNION ALL
   SELECT 1, step, track_id, NULL, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
@@ -146,6 +151,12 @@ SELECT * FROM (
 )
 ORDER BY start_ps // 1000, (start_ps + dur_ps) // 1000 DESC, kind, id, track_id
 """
+
+# The stream's columns, in the order exporters/_perfetto_wire.c reads them (all 8 bytes wide).
+STREAM_COLUMNS = ("kind", "id", "track_id", "name_id", "start_ps", "dur_ps", "step", "table_id", "sc", "minibatch",
+                  "ids", "unique_ids", "dropped_ids", "bytes", "flops", "value")
+STREAM_SCHEMA = pa.schema([(c, pa.float64() if c == "value" else pa.int64()) for c in STREAM_COLUMNS])
+_NO_ARGS = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(1, np.int64))
 
 ARGS_SQL = """
 SELECT a.event_id, a.key, a.int_value, a.double_value, a.string_value
@@ -242,20 +253,9 @@ def write_trace(store: Store, run_id: int, path: str, steps: tuple[int, int] | N
 
 
 def _trace_packet(pkt: pt.TracePacket) -> bytes:
-    """A TracePacket as one `Trace.packet` field."""
+    """A TracePacket as one `Trace.packet` field (key 0x0A: field 1, length-delimited)."""
     body = pkt.SerializeToString()
-    return tag(1, 2) + encode_varint(len(body)) + body
-
-
-def _col(batch: pa.RecordBatch, name: str, dtype, fill=0) -> tuple[np.ndarray, np.ndarray | None]:
-    """A column as numpy (nulls filled) and its validity mask (None if no nulls)."""
-    arr = batch.column(name)
-    if arr.null_count:
-        valid = pc.is_valid(arr).to_numpy(zero_copy_only=False)
-        return pc.fill_null(arr, fill).to_numpy(zero_copy_only=False).astype(dtype, copy=False), valid
-    if len(arr) == 0:
-        return np.zeros(0, dtype), None
-    return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False), None
+    return b"\x0a" + encode_varint(len(body)) + body
 
 
 class _Lanes:
@@ -366,8 +366,11 @@ class _Writer:
         if steps is not None:
             self._set_step_filter(*steps)
         self.next_uuid = 1
-        self.seq = 0
-        self.pending = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64))
+        self.seq = 0  # rows encoded so far: the order in which slices began
+        # ENDs of the open slices, a min-heap on (end ns, -seq) kept by the C encoder: (end, seq, uuid), size
+        self.heap = (np.zeros(chunk_rows, np.int64), np.zeros(chunk_rows, np.int64), np.zeros(chunk_rows, np.uint64))
+        self.heap_n = 0
+        self.out = np.empty(0, np.uint8)  # the encoder's output buffer, reused across batches
         self.last_ts = 0
 
     # -- set-up ---------------------------------------------------------------------
@@ -423,7 +426,7 @@ class _Writer:
             done += self._window(lo * 1000, hi * 1000)
             if self.progress and total:
                 print(f"\rexport perfetto: {100 * done // total:3d}%", end="", file=sys.stderr, flush=True)
-        self._flush_ends(final=True)
+        self._flush_ends()
         if self.progress:
             print("\r" + " " * 30 + "\r", end="", file=sys.stderr, flush=True)
 
@@ -540,6 +543,7 @@ class _Writer:
             ann_names.append(exported)
             self.arg_key_iid[k] = len(ann_names)
         self.ann_iid = {n: i + 1 for i, n in enumerate(ann_names)}
+        self.ann_iids = np.array([self.ann_iid[n] for n in TYPED_ARGS + EXACT_ARGS], np.uint64)  # the C encoder's
         self.has_args = bool(keys)
         # breakdown slices are named by their category, interned after the events' names
         self.bd_name_iid = {c: len(names) + i + 1 for i, c in enumerate(TIMELINE_CATEGORIES)} if self.breakdown else {}
@@ -645,6 +649,13 @@ class _Writer:
         o = np.argsort(dst)
         self.flow_dst, self.flow_dst_id = dst[o], fid[o]
         self.stats.flows = len(src)
+        # events with a flow, as a bitmap over their ids (1 bit per id in the flows' range): the C
+        # encoder looks a row's flows up only where its bit is set
+        ends = np.concatenate([src, dst])
+        self.flow_lo = int(ends.min()) if len(ends) else 0
+        mask = np.zeros(int(ends.max()) - self.flow_lo + 1 if len(ends) else 0, bool)
+        mask[ends - self.flow_lo] = True
+        self.flow_bits = np.packbits(mask, bitorder="little")
 
     def _write_head(self) -> None:
         first = pt.TracePacket(
@@ -706,8 +717,8 @@ class _Writer:
             n_events += self._chunk(batch, args)
         return n_events
 
-    def _window_args(self, lo_ps: int, hi_ps: int):
-        """The window's event_args, encoded as DebugAnnotation fields; (event_ids, blob, starts, lens)."""
+    def _window_args(self, lo_ps: int, hi_ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The window's event_args as DebugAnnotation fields: (sorted event_ids, blob, offsets), or None."""
         t = self._q(self._sql(ARGS_SQL), {"lo": lo_ps, "hi": hi_ps})
         k = t.num_rows
         if k == 0:
@@ -715,190 +726,107 @@ class _Writer:
         eid = t.column("event_id").to_numpy().astype(np.int64)
         keys = t.column("key").to_pylist()
         key_iid = np.array([self.arg_key_iid[x] for x in keys], np.uint64)
-        ints = t.column("int_value")
-        dbls = t.column("double_value")
-        strs = t.column("string_value")
+        ints, dbls, strs = t.column("int_value"), t.column("double_value"), t.column("string_value")
         is_int = pc.is_valid(ints).to_numpy(zero_copy_only=False)
         is_dbl = pc.is_valid(dbls).to_numpy(zero_copy_only=False) & ~is_int
         is_str = pc.is_valid(strs).to_numpy(zero_copy_only=False) & ~is_int & ~is_dbl
-        ann = Rows(k).varint(1, key_iid)
-        ann.varint(4, pc.fill_null(ints, 0).to_numpy(zero_copy_only=False).astype(np.int64), is_int)
-        ann.fixed64(5, pc.fill_null(dbls, 0.0).to_numpy(zero_copy_only=False).astype(np.float64), is_dbl)
-        sarr = pc.fill_null(strs, "").combine_chunks() if isinstance(strs, pa.ChunkedArray) else strs
-        sarr = sarr.cast(pa.large_string())
+        value_kind = np.select([is_int, is_dbl, is_str], [1, 2, 3], 0).astype(np.uint8)
+        sarr = pc.fill_null(strs, "").combine_chunks().cast(pa.large_string())
         offs = np.frombuffer(sarr.buffers()[1], np.int64, len(sarr) + 1, sarr.offset * 8)
-        data = np.frombuffer(sarr.buffers()[2], np.uint8) if sarr.buffers()[2] is not None else np.zeros(0, np.uint8)
-        ann.bytes(6, data, offs, is_str)
-        blob, aoffs = Rows(k).message(4, ann).encode()
-        return eid, blob, aoffs
+        data = sarr.buffers()[2] if sarr.buffers()[2] is not None else b""
+        blob, aoffs = wire.encode_args(
+            key_iid, value_kind, pc.fill_null(ints, 0).to_numpy(zero_copy_only=False).astype(np.int64),
+            pc.fill_null(dbls, 0.0).to_numpy(zero_copy_only=False).astype(np.float64), offs, data)
+        return eid, np.frombuffer(blob, np.uint8), np.frombuffer(aoffs, np.int64)
 
     def _chunk(self, batch: pa.RecordBatch, args) -> int:
+        """Encode and write one batch of the stream; returns its number of events."""
         n = batch.num_rows
         if n == 0:
             return 0
-        kind, _ = _col(batch, "kind", np.int64)
-        rid, _ = _col(batch, "id", np.int64)
-        track, _ = _col(batch, "track_id", np.int64)
-        start_ps, _ = _col(batch, "start_ps", np.int64)
-        dur_ps, _ = _col(batch, "dur_ps", np.int64)
+        if batch.schema != STREAM_SCHEMA:
+            raise TypeError(f"stream batch has schema {batch.schema}, expected {STREAM_SCHEMA}")
+        kind = _values(batch, "kind")
+        track = _values(batch, "track_id")
+        start_ps = _values(batch, "start_ps")
         s_ns = start_ps // 1000
-        e_ns = (start_ps + dur_ps) // 1000
-        is_ev, is_mk, is_ct, is_bd = kind == _EVENT, kind == _MARKER, kind == _COUNTER, kind == _BREAKDOWN
-        is_slice = ~is_ct
-        has_end = is_slice & (e_ns > s_ns)
+        e_ns = (start_ps + _values(batch, "dur_ps")) // 1000
+        is_mk, is_ct, is_bd = kind == _MARKER, kind == _COUNTER, kind == _BREAKDOWN
 
         # tracks: lanes for slices (keys: 2 * track (+1 for markers); breakdown: after those, by
         # chip), the counter track for samples
-        uuid = np.zeros(n, np.uint64)
-        sl = np.flatnonzero(is_slice)
+        uuid = np.empty(n, np.uint64)
+        sl = np.flatnonzero(~is_ct)
         key = 2 * track + is_mk
         if is_bd.any():
             key = np.where(is_bd, self.bd_key0 + track, key)
         lanes = self.lanes.assign(key[sl], s_ns[sl], e_ns[sl])
         uuid[sl] = self.lane0[key[sl]]
-        extra = np.flatnonzero(lanes > 0)
-        if len(extra):
-            for j in extra.tolist():
-                kk, ln = int(key[sl[j]]), int(lanes[j])
-                u = self.lane_uuids.get((kk, ln))
-                if u is None:
-                    parent, line, rank = self.key_parent[kk]
-                    u = self.lane_uuids[(kk, ln)] = self._describe(name=line, parent_uuid=parent,
-                                                                   sibling_order_rank=rank)
-                    self.stats.lanes += 1
-                uuid[sl[j]] = u
+        for j in np.flatnonzero(lanes > 0).tolist():
+            kk, ln = int(key[sl[j]]), int(lanes[j])
+            u = self.lane_uuids.get((kk, ln))
+            if u is None:
+                parent, line, rank = self.key_parent[kk]
+                u = self.lane_uuids[(kk, ln)] = self._describe(name=line, parent_uuid=parent, sibling_order_rank=rank)
+                self.stats.lanes += 1
+            uuid[sl[j]] = u
         ct = np.flatnonzero(is_ct)
         uuid[ct] = self.counter_uuid[track[ct]]
-        head = b""
-        if len(self.descriptors) > self.written_descriptors:
+        if len(self.descriptors) > self.written_descriptors:  # new lanes, described before their first event
             ts0 = max(int(s_ns[0]), self.last_ts)
-            head = b"".join(_trace_packet(pt.TracePacket(timestamp=ts0, trusted_packet_sequence_id=SEQ_ID,
-                                                         track_descriptor=d))
-                            for d in self.descriptors[self.written_descriptors:])
+            self.f.write(b"".join(_trace_packet(pt.TracePacket(timestamp=ts0, trusted_packet_sequence_id=SEQ_ID,
+                                                               track_descriptor=d))
+                                  for d in self.descriptors[self.written_descriptors:]))
             self.written_descriptors = len(self.descriptors)
             self.stats.tracks = len(self.descriptors)
 
-        seq = self.seq + np.arange(n, dtype=np.int64)
+        self.f.write(self._encode(batch, uuid, args))
         self.seq += n
-
-        # -- the begin stream: BEGIN / INSTANT / COUNTER packets ---------------------------------
-        ev = Rows(n)
-        cat = np.where(is_mk, self.step_cat, self.category_of_track[np.where(is_bd, 0, track)])
-        if is_bd.any():
-            cat = np.where(is_bd, self.bd_cat, cat)
-        cat = cat.astype(np.uint64)
-        ev.varint(3, cat, is_slice)
-        exact_ts = self._annotations(ev, batch, is_ev, is_mk, is_ct, is_slice, start_ps, dur_ps, rid, args)
-        etype = np.where(is_ct, COUNTER, np.where(has_end, BEGIN, INSTANT))
-        ev.varint(9, etype)
-        name_id, _ = _col(batch, "name_id", np.int64)
-        names = self.name_iid[np.where(is_ev, name_id, 0)] if len(self.name_iid) else np.zeros(n, np.uint64)
-        if is_bd.any():
-            names = np.where(is_bd, name_id.astype(np.uint64), names)
-        ev.varint(10, names, is_ev | is_bd)
-        ev.varint(11, uuid, uuid != np.uint64(self.default_uuid))
-        if is_mk.any():  # step markers are few: their names are built in Python
-            step, _ = _col(batch, "step", np.int64)
-            names = [f"Step {s}".encode() for s in step[is_mk].tolist()]
-            lens = np.zeros(n, np.int64)
-            lens[is_mk] = [len(x) for x in names]
-            offs = np.zeros(n + 1, np.int64)
-            np.cumsum(lens, out=offs[1:])
-            ev.bytes(23, np.frombuffer(b"".join(names), np.uint8), offs, is_mk)
-        if is_ct.any():
-            value, _ = _col(batch, "value", np.float64, 0.0)
-            ev.fixed64(44, value, is_ct)
-        if len(self.flow_src):
-            out_id, has_out = _lookup(self.flow_src, self.flow_src_id, rid, is_ev)
-            in_id, has_in = _lookup(self.flow_dst, self.flow_dst_id, rid, is_ev)
-            if has_out.any():
-                ev.fixed64(47, out_id, has_out)
-            if has_in.any():
-                ev.fixed64(48, in_id, has_in)
-        pkt = Rows(n).varint(8, s_ns.astype(np.uint64)).const(tag(10, 0) + bytes([SEQ_ID]))
-        pkt.message(11, ev)
-        pkt.const(tag(13, 0) + bytes([NEEDS]), is_slice | exact_ts)  # uses interned data
-        begins = Rows(n).message(1, pkt)
-
-        # -- END packets due up to the last start of this chunk ------------------------------------
-        pe, ps, pu = self.pending
-        self.pending = (np.concatenate([pe, e_ns[has_end]]), np.concatenate([ps, seq[has_end]]),
-                        np.concatenate([pu, uuid[has_end]]))
-        ends_ts, ends_uuid = self._take_ends(int(s_ns[-1]))
-
-        # -- merge: an END goes before BEGINs at the same timestamp --------------------------------
-        m = len(ends_ts)
-        if m:
-            b_final = np.arange(n) + np.searchsorted(ends_ts, s_ns, side="right")
-            e_final = np.arange(m) + np.searchsorted(s_ns, ends_ts, side="left")
-            buf = encode_rows([(begins, b_final), (self._end_rows(ends_ts, ends_uuid), e_final)])
-        else:
-            buf = encode_rows([(begins, np.arange(n))])
-        self.f.write(head)
-        self.f.write(memoryview(buf))
         self.last_ts = max(self.last_ts, int(s_ns[-1]))
-        n_ev = int(is_ev.sum())
-        self.stats.events += n_ev
-        self.stats.markers += int(is_mk.sum())
-        self.stats.breakdown += int(is_bd.sum())
-        self.stats.counters += int(is_ct.sum())
-        return n_ev
+        counts = np.bincount(kind, minlength=4)
+        self.stats.events += int(counts[_EVENT])
+        self.stats.markers += int(counts[_MARKER])
+        self.stats.counters += int(counts[_COUNTER])
+        self.stats.breakdown += int(counts[_BREAKDOWN])
+        return int(counts[_EVENT])
 
-    def _annotations(self, ev: Rows, batch, is_ev, is_mk, is_ct, is_slice, start_ps, dur_ps, rid,
-                     args) -> np.ndarray:
-        """Debug annotations of the begin-stream rows; returns the counter rows that got one."""
-        for name in TYPED_ARGS:
-            col = "table_id" if name == "table" else name
-            values, valid = _col(batch, col, np.int64)
-            present = is_slice if valid is None else (valid & is_slice)
-            if not present.any():
-                continue
-            sub = Rows(len(present)).const(tag(1, 0) + encode_varint(self.ann_iid[name]))
-            if name == "table":
-                sub.varint(17, self.table_iid[values])
-            else:
-                sub.varint(4, values)
-            ev.message(4, sub, present)
-        off_start = start_ps % 1000 != 0
-        exact_start = is_slice & off_start
-        exact_dur = is_slice & (off_start | (dur_ps % 1000 != 0))
-        exact_ts = is_ct & off_start
-        for name, present, values in (("start_ps", exact_start, start_ps), ("dur_ps", exact_dur, dur_ps),
-                                      ("ts_ps", exact_ts, start_ps)):
-            if present.any():
-                sub = Rows(len(present)).const(tag(1, 0) + encode_varint(self.ann_iid[name])).varint(4, values)
-                ev.message(4, sub, present)
-        if args is not None:
-            a_eid, blob, aoffs = args
-            lo = np.searchsorted(a_eid, rid, side="left")
-            hi = np.searchsorted(a_eid, rid, side="right")
-            lo = np.where(is_ev, lo, 0)
-            hi = np.where(is_ev, hi, 0)
-            ev.raw(blob, aoffs[lo], aoffs[hi] - aoffs[lo])
-        return exact_ts
+    def _encode(self, batch: pa.RecordBatch, uuid: np.ndarray, args) -> memoryview:
+        """The batch's packets (BEGIN / INSTANT / COUNTER per row, the ENDs due before each) on the wire."""
+        n = batch.num_rows
+        if len(self.heap[0]) < self.heap_n + n:  # room for every row's END
+            cap = 2 * (self.heap_n + n)
+            self.heap = tuple(np.concatenate([h[:self.heap_n], np.zeros(cap - self.heap_n, h.dtype)])
+                              for h in self.heap)
+        a_eid, a_blob, a_offs = args if args is not None else _NO_ARGS
+        need = n * wire.MAX_ROW_BYTES + (self.heap_n + n) * wire.MAX_END_BYTES + len(a_blob)
+        if len(self.out) < need:  # np.empty: pages are touched only as far as packets are written
+            self.out = np.empty(need + need // 4, np.uint8)
+        tables = (self.category_of_track, self.name_iid, self.table_iid, self.ann_iids, self.flow_src,
+                  self.flow_src_id, self.flow_dst, self.flow_dst_id, self.flow_bits, a_eid, a_offs, a_blob)
+        cols = tuple(_column(batch, c) for c in STREAM_COLUMNS)
+        length, self.heap_n = wire.encode_chunk(cols, uuid, tables, self.flow_lo, self.default_uuid, self.step_cat,
+                                                self.bd_cat, (*self.heap, self.heap_n), self.seq, self.out)
+        return memoryview(self.out)[:length]
 
-    def _take_ends(self, upto_ns: int, final: bool = False):
-        pe, ps, pu = self.pending
-        due = np.ones(len(pe), bool) if final else pe <= upto_ns
-        if not due.any():
-            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
-        e, s, u = pe[due], ps[due], pu[due]
-        self.pending = (pe[~due], ps[~due], pu[~due])
-        # by end time; among equal ends the later-begun (inner) slice closes first
-        o = np.lexsort((-s, e))
-        return e[o], u[o]
+    def _flush_ends(self) -> None:
+        """The ENDs of the slices still open, after the last row."""
+        self.f.write(wire.encode_ends((*self.heap, self.heap_n)))
+        self.heap_n = 0
 
-    def _end_rows(self, ends_ts: np.ndarray, ends_uuid: np.ndarray) -> Rows:
-        m = len(ends_ts)
-        ev = Rows(m).const(tag(9, 0) + bytes([END])).varint(11, ends_uuid)
-        pkt = Rows(m).varint(8, ends_ts.astype(np.uint64)).const(tag(10, 0) + bytes([SEQ_ID])).message(11, ev)
-        return Rows(m).message(1, pkt)
 
-    def _flush_ends(self, final: bool) -> None:
-        ends_ts, ends_uuid = self._take_ends(0, final=final)
-        if len(ends_ts):
-            buf, _ = self._end_rows(ends_ts, ends_uuid).encode()
-            self.f.write(memoryview(buf))
+def _values(batch: pa.RecordBatch, name: str) -> np.ndarray:
+    """A column without nulls as numpy (zero-copy)."""
+    arr = batch.column(name)
+    if arr.null_count:
+        raise ValueError(f"stream column {name} has nulls")
+    return arr.to_numpy()
+
+
+def _column(batch: pa.RecordBatch, name: str) -> tuple:
+    """(values buffer, validity bitmap or None, offset) of an 8-byte Arrow column, for the C encoder."""
+    arr = batch.column(name)
+    validity, data = arr.buffers()[:2]
+    return data, validity if arr.null_count else None, arr.offset
 
 
 def _prefetch(reader: pa.RecordBatchReader, depth: int = 2):
@@ -943,11 +871,3 @@ def _prefetch(reader: pa.RecordBatchReader, depth: int = 2):
                 q.get_nowait()
             except queue.Empty:
                 t.join(0.05)
-
-
-def _lookup(keys: np.ndarray, values: np.ndarray, q: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """values[keys == q] per query row (0 and False where absent or masked)."""
-    i = np.searchsorted(keys, q)
-    i = np.minimum(i, len(keys) - 1)
-    hit = mask & (keys[i] == q)
-    return np.where(hit, values[i], np.uint64(0)).astype(np.uint64), hit
