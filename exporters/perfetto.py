@@ -24,8 +24,10 @@ picoseconds the exact values ride along as `start_ps`/`dur_ps` annotations (and
 `ts_ps` on counter samples), so the export is lossless.
 
 Streaming: rows come from DuckDB in time windows of about WINDOW_ROWS rows
-(planned from a histogram of start times) and are encoded in record batches of
-CHUNK_ROWS (read ahead by a thread), so memory does not grow with the run.
+(planned from a histogram of start times), unsorted; a reader thread puts each window
+in stream order with numpy (_window_order, the same order as STREAM_ORDER) and gathers
+it into record batches of CHUNK_ROWS while the previous window is encoded, so memory
+does not grow with the run.
 Each batch is written on the wire by the compiled encoder exporters/_perfetto_wire.c
 (one pass per row: the BEGIN/INSTANT/COUNTER packet, preceded by the END packets
 due, which it keeps in a heap); Python plans tracks, lanes, interning and flows per
@@ -42,6 +44,7 @@ import string
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,7 +61,7 @@ from profiler.store import Store
 from profiler.wire import encode_varint
 
 SEQ_ID = 1
-WINDOW_ROWS = 1 << 20  # rows DuckDB sorts at a time
+WINDOW_ROWS = 1 << 19  # rows fetched and sorted at a time
 CHUNK_ROWS = 1 << 16  # rows encoded at a time (small enough to stay in cache)
 
 BEGIN, END, INSTANT, COUNTER = (pt.TrackEvent.TYPE_SLICE_BEGIN, pt.TrackEvent.TYPE_SLICE_END,
@@ -93,64 +96,67 @@ _EVENT, _MARKER, _COUNTER, _BREAKDOWN = 0, 1, 2, 3
 #             op of step i on chip c that starts at or after its end.
 # Ties go to the lower event_id; a flow is kept only if its origin starts in an
 # earlier nanosecond than its end (Perfetto draws arrows forward in time).
+# (start_ps, event_id) orders are packed into one HUGEINT key (k_asc, k_desc: event_id descending):
+# DuckDB's arg_min/arg_max compare those much faster than a struct; SparseCore ops are joined and
+# aggregated once for both directions.
 FLOWS_SQL = """
-WITH ops AS NOT MATERIALIZED (  -- scanned three times rather than held in memory
-  SELECT e.event_id, e.step, t.chip, t.kind = 'tensorcore' AS tc, e.start_ps, e.start_ps + e.dur_ps AS end_ps
+WITH ops AS NOT MATERIALIZED (  -- scanned twice rather than held in memory
+  SELECT e.event_id, e.step, t.chip, t.kind = 'tensorcore' AS tc, e.start_ps, e.start_ps + e.dur_ps AS end_ps,
+         (e.start_ps::HUGEINT << 64) + (e.event_id::HUGEINT + 9223372036854775808) AS k_asc,
+         (e.start_ps::HUGEINT << 64) + (9223372036854775807 - e.event_id::HUGEINT) AS k_desc
   FROM events e JOIN tracks t ON t.run_id = e.run_id AND t.track_id = e.track_id
   WHERE e.run_id = $run AND {event_filter} AND e.step IS NOT NULL AND t.chip >= 0
     AND ((t.kind = 'tensorcore' AND t.line = $tc_line)
          OR (t.kind IN ('sparsecore', 'sc_tile') AND t.line = $sc_line))
 ),
 tc AS (
-  SELECT step, chip,
-         arg_min(event_id, (start_ps, event_id)) AS first_id, min(start_ps) AS first_start,
-         arg_max(event_id, (start_ps, -event_id)) AS last_id, max(start_ps) AS last_start,
-         arg_max(end_ps, (start_ps, -event_id)) AS last_end
+  SELECT step, chip, arg_min(event_id, k_asc) AS first_id, min(start_ps) AS first_start,
+         arg_max(event_id, k_desc) AS last_id, max(start_ps) AS last_start, arg_max(end_ps, k_desc) AS last_end
   FROM ops WHERE tc GROUP BY step, chip
 ),
-fwd AS (
-  SELECT o.step, o.chip, arg_max(o.event_id, (o.start_ps, -o.event_id)) AS src, any_value(t.first_id) AS dst,
-         max(o.start_ps) AS src_start, any_value(t.first_start) AS dst_start
+sc AS (
+  SELECT o.step, o.chip,
+         arg_max(o.event_id, o.k_desc) FILTER (WHERE o.start_ps < t.first_start) AS fwd_src,
+         max(o.start_ps) FILTER (WHERE o.start_ps < t.first_start) AS fwd_src_start,
+         arg_min(o.event_id, o.k_asc) FILTER (WHERE o.start_ps >= t.last_end) AS bwd_dst,
+         min(o.start_ps) FILTER (WHERE o.start_ps >= t.last_end) AS bwd_dst_start,
+         any_value(t.first_id) AS fwd_dst, any_value(t.first_start) AS fwd_dst_start,
+         any_value(t.last_id) AS bwd_src, any_value(t.last_start) AS bwd_src_start
   FROM ops o JOIN tc t ON o.step = t.step AND o.chip = t.chip
-  WHERE NOT o.tc AND o.start_ps < t.first_start
-  GROUP BY o.step, o.chip
-),
-bwd AS (
-  SELECT o.step, o.chip, any_value(t.last_id) AS src, arg_min(o.event_id, (o.start_ps, o.event_id)) AS dst,
-         any_value(t.last_start) AS src_start, min(o.start_ps) AS dst_start
-  FROM ops o JOIN tc t ON o.step = t.step AND o.chip = t.chip
-  WHERE NOT o.tc AND o.start_ps >= t.last_end
+  WHERE NOT o.tc AND (o.start_ps < t.first_start OR o.start_ps >= t.last_end)
   GROUP BY o.step, o.chip
 )
 SELECT src, dst FROM (
-  SELECT 0 AS dir, step, chip, src, dst, src_start, dst_start FROM fwd
+  SELECT 0 AS dir, step, chip, fwd_src AS src, fwd_dst AS dst, fwd_src_start AS src_start, fwd_dst_start AS dst_start
+  FROM sc WHERE fwd_src IS NOT NULL
   UNION ALL
-  SELECT 1, step, chip, src, dst, src_start, dst_start FROM bwd)
+  SELECT 1, step, chip, bwd_src, bwd_dst, bwd_src_start, bwd_dst_start FROM sc WHERE bwd_dst IS NOT NULL)
 WHERE src_start // 1000 < dst_start // 1000
 ORDER BY step, chip, dir
 """
 
-# Rows of one time window, merged and in Perfetto's order: start nanosecond, then
-# longer first (parents before children), then events before markers before counters.
+# Rows of one time window, merged; unsorted (DuckDB's sort of all 16 columns cost more than
+# the rest of the scan): _window_order puts them in Perfetto's order, STREAM_ORDER.
 STREAM_SQL = """
-SELECT * FROM (
-  SELECT 0::BIGINT AS kind, event_id::BIGINT AS id, track_id::BIGINT AS track_id, name_id::BIGINT AS name_id,
-         start_ps::BIGINT AS start_ps, dur_ps::BIGINT AS dur_ps, step::BIGINT AS step, table_id::BIGINT AS table_id,
-         sc::BIGINT AS sc, minibatch::BIGINT AS minibatch, ids::BIGINT AS ids, unique_ids::BIGINT AS unique_ids,
-         dropped_ids::BIGINT AS dropped_ids, bytes::BIGINT AS bytes, flops::BIGINT AS flops, NULL::DOUBLE AS value
-  FROM events e WHERE run_id = $run AND {event_filter} AND start_ps >= $lo AND start_ps < $hi
-  UNION ALL
-  SELECT 1, step, track_id, NULL, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-  FROM steps WHERE run_id = $run AND {marker_filter} AND start_ps >= $lo AND start_ps < $hi
-  UNION ALL
-  SELECT 2, rowid, track_id, NULL, ts_ps, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value
-  FROM counters WHERE run_id = $run AND {counter_filter} AND ts_ps >= $lo AND ts_ps < $hi
-  UNION ALL  -- step breakdown slices: track_id is the chip, name_id the interned name
-  SELECT 3, id, chip, name_iid, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-  FROM {breakdown} WHERE start_ps >= $lo AND start_ps < $hi
-)
-ORDER BY start_ps // 1000, (start_ps + dur_ps) // 1000 DESC, kind, id, track_id
+SELECT 0::BIGINT AS kind, event_id::BIGINT AS id, track_id::BIGINT AS track_id, name_id::BIGINT AS name_id,
+       start_ps::BIGINT AS start_ps, dur_ps::BIGINT AS dur_ps, step::BIGINT AS step, table_id::BIGINT AS table_id,
+       sc::BIGINT AS sc, minibatch::BIGINT AS minibatch, ids::BIGINT AS ids, unique_ids::BIGINT AS unique_ids,
+       dropped_ids::BIGINT AS dropped_ids, bytes::BIGINT AS bytes, flops::BIGINT AS flops, NULL::DOUBLE AS value
+FROM events e WHERE run_id = $run AND {event_filter} AND start_ps >= $lo AND start_ps < $hi
+UNION ALL
+SELECT 1, step, track_id, NULL, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM steps WHERE run_id = $run AND {marker_filter} AND start_ps >= $lo AND start_ps < $hi
+UNION ALL
+SELECT 2, rowid, track_id, NULL, ts_ps, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value
+FROM counters WHERE run_id = $run AND {counter_filter} AND ts_ps >= $lo AND ts_ps < $hi
+UNION ALL  -- step breakdown slices: track_id is the chip, name_id the interned name
+SELECT 3, id, chip, name_iid, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM {breakdown} WHERE start_ps >= $lo AND start_ps < $hi
 """
+# Perfetto's order of the stream, as SQL (the reference _window_order reproduces, tests use it):
+# start nanosecond, then longer first (parents before children), then events before markers
+# before counters, then id and track.
+STREAM_ORDER = "ORDER BY start_ps // 1000, (start_ps + dur_ps) // 1000 DESC, kind, id, track_id"
 
 # The stream's columns, in the order exporters/_perfetto_wire.c reads them (all 8 bytes wide).
 STREAM_COLUMNS = ("kind", "id", "track_id", "name_id", "start_ps", "dur_ps", "step", "table_id", "sc", "minibatch",
@@ -416,14 +422,18 @@ class _Writer:
         cuts = self._plan_windows()
         self._plan_tracks()
         self._plan_interning()
-        self._plan_breakdown(cuts)
+        self._plan_breakdown(cuts[1::2])  # the split costs per call: windows of twice the rows
         self.lanes = _Lanes(self.n_keys)
         self._plan_flows()
         self._write_head()
         total = self.stats_total
         done = 0
-        for lo, hi in zip([0, *cuts], [*cuts, _INF_PS // 1000], strict=True):
-            done += self._window(lo * 1000, hi * 1000)
+        bounds = zip([0, *cuts], [*cuts, _INF_PS // 1000], strict=True)
+        # the next window is fetched and sorted in a thread while this one is encoded
+        for batches, args in _prefetch(self._window(lo * 1000, hi * 1000) for lo, hi in bounds):
+            while batches:  # each batch freed once written
+                done += self._chunk(batches.pop(0), args)
+            del batches, args
             if self.progress and total:
                 print(f"\rexport perfetto: {100 * done // total:3d}%", end="", file=sys.stderr, flush=True)
         self._flush_ends()
@@ -706,16 +716,35 @@ class _Writer:
 
     # -- streaming ------------------------------------------------------------------
 
-    def _window(self, lo_ps: int, hi_ps: int) -> int:
-        params = {**self.params, "lo": lo_ps, "hi": hi_ps}
-        sql = self._sql(STREAM_SQL)
-        used = {k: v for k, v in params.items() if f"${k}" in sql}
+    def _window(self, lo_ps: int, hi_ps: int) -> tuple[list[pa.RecordBatch], tuple | None]:
+        """One window's rows in stream order, in batches of chunk_rows, and its event_args (for _chunk).
+
+        Runs in the reader thread (_prefetch) while the previous window is encoded. The rows come
+        unsorted (a plain scan), are ordered in numpy (_window_order) and gathered batch by batch;
+        memory: the window about twice at the peak (DuckDB's batches and their concatenation),
+        then once (one column is gathered at a time and its source freed).
+        """
         args = self._window_args(lo_ps, hi_ps) if self.has_args else None
-        reader = self.con.sql(sql, params=used).to_arrow_reader(self.chunk_rows)
-        n_events = 0
-        for batch in _prefetch(reader):
-            n_events += self._chunk(batch, args)
-        return n_events
+        sql = self._sql(STREAM_SQL)
+        params = {k: v for k, v in {**self.params, "lo": lo_ps, "hi": hi_ps}.items() if f"${k}" in sql}
+        reader = self.con.sql(sql, params=params).to_arrow_reader(self.chunk_rows)
+        if reader.schema != STREAM_SCHEMA:
+            raise TypeError(f"stream has schema {reader.schema}, expected {STREAM_SCHEMA}")
+        table = pa.Table.from_batches(list(reader), schema=STREAM_SCHEMA)
+        if table.num_rows == 0:
+            return [], args
+        rows = table.combine_chunks().to_batches()[0]  # take() on a chunked table concatenates at every call
+        del table
+        order = _window_order(rows)
+        cols = rows.columns
+        del rows
+        picks = [order[a:a + self.chunk_rows] for a in range(0, len(order), self.chunk_rows)]
+        parts: list[list[pa.Array]] = []
+        for i in range(len(cols)):
+            parts.append([cols[i].take(p) for p in picks])
+            cols[i] = None  # the window's column freed once gathered
+        return [pa.RecordBatch.from_arrays([c[j] for c in parts], schema=STREAM_SCHEMA)
+                for j in range(len(picks))], args
 
     def _window_args(self, lo_ps: int, hi_ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The window's event_args as DebugAnnotation fields: (sorted event_ids, blob, offsets), or None."""
@@ -829,41 +858,90 @@ def _column(batch: pa.RecordBatch, name: str) -> tuple:
     return data, validity if arr.null_count else None, arr.offset
 
 
-def _prefetch(reader: pa.RecordBatchReader, depth: int = 2):
-    """The reader's batches, read ahead in a thread (DuckDB sorts the next while this one is encoded).
+def _window_order(t: pa.RecordBatch) -> np.ndarray:
+    """Indices that put a window's rows in STREAM_ORDER, exactly as DuckDB's ORDER BY would.
 
-    At most `depth` batches wait, so memory stays bounded; the reader is drained by the
-    thread alone, and the thread is joined before this generator returns or raises.
+    Keys as in SQL: start ns, end ns descending, kind, id (NULLs last), track_id; `//` truncates
+    toward zero as in DuckDB. Each pair of keys is packed into one int64 where its range fits
+    (end descending as end - start ascending, equal within a start), else sorted as separate keys.
     """
-    q: queue.Queue = queue.Queue(maxsize=depth)
+    start, dur = _values(t, "start_ps"), _values(t, "dur_ps")
+    s_ns, e_ns = _div_1000(start), _div_1000(start + dur)
+    gap = s_ns - e_ns  # within one start nanosecond, ascending gap is descending end
+    kind, track = _values(t, "kind"), _values(t, "track_id")
+    ids = t.column("id")
+    if ids.null_count:  # NULLS LAST
+        ids = pc.fill_null(ids, pc.max(ids).as_py() + 1 if ids.null_count < len(ids) else 0)
+    ident = ids.to_numpy()
+    return np.lexsort((*_packed(track, ident, kind), *_packed(gap, s_ns)))
+
+
+def _packed(*keys: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Keys for np.lexsort (last one primary): one int64 when the keys' ranges multiply below 2**62."""
+    if len(keys[0]) == 0:
+        return keys
+    lows = [int(k.min()) for k in keys]
+    spans = [int(k.max()) - lo + 1 for k, lo in zip(keys, lows, strict=True)]
+    if np.prod([float(x) for x in spans]) >= 2.0**62 or any(x >= 1 << 62 for x in spans):
+        return keys
+    out = keys[-1] - np.int64(lows[-1])
+    for k, lo, span in zip(keys[-2::-1], lows[-2::-1], spans[-2::-1], strict=True):
+        out = out * np.int64(span) + (k - np.int64(lo))
+    return (out,)
+
+
+def _div_1000(x: np.ndarray) -> np.ndarray:
+    """x // 1000 truncated toward zero, as DuckDB's integer `//`."""
+    q = x // 1000
+    neg = x < 0
+    if neg.any():
+        q += neg & (q * 1000 != x)
+    return q
+
+
+def _prefetch(items: Iterable, depth: int = 2):
+    """The items, made ahead in a thread (the next window is fetched and sorted while one is encoded).
+
+    At most `depth` items exist at a time, counting the one the consumer holds, so memory
+    stays bounded; the iterable is drained by the thread alone, and the thread is joined
+    before this generator returns or raises.
+    """
+    q: queue.Queue = queue.Queue()
+    slots = threading.Semaphore(depth)
     stop = threading.Event()
     done = object()
 
     def run():
         try:
-            for b in reader:
-                while not stop.is_set():
-                    try:
-                        q.put(b, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+            it = iter(items)
+            while True:
+                while not slots.acquire(timeout=0.1):
+                    if stop.is_set():
+                        return
                 if stop.is_set():
                     return
-            q.put(done)
+                item = next(it, done)
+                q.put(item)
+                if item is done:
+                    return
         except BaseException as e:  # handed to the consumer
             q.put(e)
 
     t = threading.Thread(target=run, name="scprof-export-reader", daemon=True)
     t.start()
     try:
+        held = False
         while True:
+            if held:  # the consumer is done with the item it held
+                slots.release()
             item = q.get()
+            held = True
             if item is done:
                 return
             if isinstance(item, BaseException):
                 raise item
             yield item
+            item = None
     finally:
         stop.set()
         while t.is_alive():
