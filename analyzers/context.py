@@ -70,13 +70,17 @@ class RunContext:
             self._temp.add(table)
         return table
 
-    def query(self, name: str, **params: Any) -> pa.Table:
-        """Run analyzers/sql/<name>.sql (a SELECT) with $run and `params` bound."""
+    def query(self, name: str, tables: dict[str, pa.Table] | None = None, **params: Any) -> pa.Table:
+        """Run analyzers/sql/<name>.sql (a SELECT) with $run and `params` bound.
+
+        `{x}` placeholders name temp tables (built on first use), or Arrow tables given in `tables`.
+        """
         sql = load_sql(name)
-        deps = {d: self.temp(d) for d in _placeholders(sql)}
-        text = sql.format(**deps)
+        given = {d: f"_{d}_{self.run_id}" for d in tables or {}}
+        deps = {d: self.temp(d) for d in _placeholders(sql) if d not in given}
+        text = sql.format(**deps, **given)
         used = {k: v for k, v in {"run": self.run_id, **params}.items() if f"${k}" in text}
-        return self.store.con.sql(text, params=used).to_arrow_table()
+        return self.store.query(text, used, **{given[d]: t for d, t in (tables or {}).items()})
 
 
 def _placeholders(sql: str) -> set[str]:

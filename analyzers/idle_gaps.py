@@ -11,11 +11,14 @@ ahead of its next input costs nothing unless the TensorCore then waits.
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analyzers import gap_search
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
+from analyzers.op_arrays import KIND_CODES, NO_STEP, op_arrays
 
 NAME = "idle_gaps"
 QUESTION = "When a TensorCore or SparseCore sits idle inside a step, what is it waiting for?"
@@ -31,21 +34,41 @@ def gaps(ctx: RunContext) -> pa.Table:
 
     def compute() -> pa.Table:
         median = ctx.step_median_ps() or 0
-        min_gap = max(MIN_GAP_PS, int(median * MIN_GAP_SHARE))
-        return ctx.query("idle_gaps", min_gap_ps=min_gap, tol_ps=int(median * INPUT_TOLERANCE_SHARE))
+        a = op_arrays(ctx)
+        forward = a.with_category(ctx, "sc_forward")
+        g = gap_search.find_gaps(a, max(MIN_GAP_PS, int(median * MIN_GAP_SHARE)), forward)
+        b = gap_search.find_blockers(a, gap_search.end_index(a), g)
+        h2d = np.flatnonzero(a.with_category(ctx, "host_to_device") & (a.step != NO_STEP))
+        (ready_step,), ready = gap_search.first_by_group([a.step[h2d]], a.end[h2d], last=True)
+        fwd = np.flatnonzero(forward & (a.step != NO_STEP))
+        fwd_chip = a.track_chip[np.searchsorted(a.bounds, fwd, side="right") - 1]
+        (f_chip, f_step), f_first = gap_search.first_by_group([fwd_chip, a.step[fwd]], a.start[fwd])
+        tables = {
+            "gaps": _table({
+                "track_id": a.track_id[g["track"]], "step": g["step"], "gap_start_ps": g["start"],
+                "gap_end_ps": g["end"], "next_fwd_step": g["next_fwd_step"], "blocker_event": b["blocker_event"],
+                "blocker_end_ps": b["blocker_end_ps"], "unrelated_ps": b["unrelated_ps"],
+            }, nulls=("step", "next_fwd_step", "blocker_event", "blocker_end_ps", "unrelated_ps")),
+            "inputs": _table({"step": ready_step, "ready_ps": ready}),
+            "first_fwd": _table({"chip": f_chip, "step": f_step, "first_ps": f_first}),
+        }  # fmt: skip
+        return ctx.query("idle_gaps", tables, tol_ps=int(median * INPUT_TOLERANCE_SHARE))
 
     return ctx.memo("idle_gaps", compute)
 
 
 def track_time_ps(ctx: RunContext, track_kind: str) -> int:
-    """Time the op tracks of one kind were observed: step windows x op tracks of each chip."""
-    rows = ctx.store.rows(
-        f"""SELECT sum(w.end_ps - w.start_ps)::BIGINT AS t FROM {ctx.temp("step_windows")} w
-            JOIN (SELECT DISTINCT chip, track_id FROM {ctx.temp("op_base")}
-                  WHERE line IN ('XLA Ops', 'Sparse Core Ops') AND track_kind = ?) d USING (chip)""",
-        [track_kind],
-    )
+    """Time the op tracks of one kind were observed: step windows x op tracks with events, per chip."""
+    a = op_arrays(ctx)
+    busy = (np.diff(a.bounds) > 0) & a.track_op_line & (a.track_kind == KIND_CODES[track_kind])
+    rows = ctx.store.rows(f"SELECT sum(w.end_ps - w.start_ps)::BIGINT AS t FROM {ctx.temp('step_windows')} w "
+                          "JOIN t USING (chip)", t=pa.table({"chip": a.track_chip[busy]}))  # fmt: skip
     return int(rows[0]["t"] or 0)
+
+
+def _table(cols: dict[str, np.ndarray], nulls: tuple[str, ...] = ()) -> pa.Table:
+    """Columns as an Arrow table; in the `nulls` columns, -1 (no step, no event) is NULL."""
+    return pa.table({k: pa.array(v, mask=(v == -1)) if k in nulls else pa.array(v) for k, v in cols.items()})
 
 
 def causes(ctx: RunContext, track_kind: str) -> dict[str, dict]:
