@@ -116,19 +116,23 @@ typedef struct {
     uint8_t *p;
     size_t len, cap;
     int fixed;
+    int nomem; /* set with a failed out_reserve: out of memory, else the fixed buffer was too small */
 } Out;
+
+/* out_reserve's failure as a Python exception (it runs without the GIL, so cannot raise it itself). */
+static void out_raise(const Out *o) {
+    if (o->nomem) PyErr_NoMemory();
+    else PyErr_SetString(PyExc_ValueError, "output buffer too small");
+}
 
 static int out_reserve(Out *o, size_t more) {
     if (o->len + more <= o->cap) return 0;
-    if (o->fixed) {
-        PyErr_SetString(PyExc_ValueError, "output buffer too small");
-        return -1;
-    }
+    if (o->fixed) return -1;
     size_t cap = o->cap ? o->cap : 1 << 16;
     while (cap < o->len + more) cap *= 2;
     uint8_t *p = realloc(o->p, cap);
     if (!p) {
-        PyErr_NoMemory();
+        o->nomem = 1;
         return -1;
     }
     o->p = p;
@@ -334,28 +338,40 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
+    /* The rows are encoded without the GIL (the reader thread gathers the next window meanwhile):
+     * only the buffers held above are touched; an error is recorded in err and raised after. */
+    char err[200] = "";
+    int err_nomem = 0;
+#define FAIL(...)                                  \
+    do {                                           \
+        snprintf(err, sizeof err, __VA_ARGS__);    \
+        goto rows_done;                            \
+    } while (0)
+#define FAIL_OUT()                                                       \
+    do {                                                                 \
+        if (o.nomem) err_nomem = 1;                                      \
+        else snprintf(err, sizeof err, "output buffer too small");       \
+        goto rows_done;                                                  \
+    } while (0)
+    Py_BEGIN_ALLOW_THREADS
     int64_t prev_s = INT64_MIN;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t kind = cols[C_KIND].v[i], s_ps = cols[C_START].v[i], d_ps = cols[C_DUR].v[i];
         if (s_ps < 0 || d_ps < 0 || s_ps > INT64_MAX - d_ps) {
-            PyErr_Format(PyExc_ValueError, "row %zd: start_ps %lld, dur_ps %lld out of range", i, (long long)s_ps,
-                         (long long)d_ps);
-            goto done;
+            FAIL("row %zd: start_ps %lld, dur_ps %lld out of range", i, (long long)s_ps, (long long)d_ps);
         }
         int64_t s_ns = s_ps / 1000, e_ns = (s_ps + d_ps) / 1000;
         if (s_ns < prev_s) {
-            PyErr_Format(PyExc_ValueError, "row %zd: rows are not in start order", i);
-            goto done;
+            FAIL("row %zd: rows are not in start order", i);
         }
         prev_s = s_ns;
         while (h.n && h.e[0] <= s_ns) { /* ENDs due by this start go first */
-            if (write_end(&o, h.e[0], h.u[0]) < 0) goto done;
+            if (write_end(&o, h.e[0], h.u[0]) < 0) FAIL_OUT();
             heap_pop(&h);
         }
         int is_ev = kind == K_EVENT, is_mk = kind == K_MARKER, is_ct = kind == K_COUNTER, is_bd = kind == K_BREAKDOWN;
         if (!(is_ev || is_mk || is_ct || is_bd)) {
-            PyErr_Format(PyExc_ValueError, "row %zd: unknown row kind %lld", i, (long long)kind);
-            goto done;
+            FAIL("row %zd: unknown row kind %lld", i, (long long)kind);
         }
         int is_slice = !is_ct, has_end = is_slice && e_ns > s_ns;
         int64_t rid = cols[C_ID].v[i];
@@ -366,8 +382,8 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
             while (args_len + MAX_ROW_BYTES > scratch_cap) scratch_cap *= 2;
             uint8_t *p2 = realloc(scratch, scratch_cap);
             if (!p2) {
-                PyErr_NoMemory();
-                goto done;
+                err_nomem = 1;
+                goto rows_done;
             }
             scratch = p2;
         }
@@ -380,8 +396,7 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
             else {
                 int64_t t = cols[C_TRACK].v[i];
                 if (t < 0 || t >= tab[T_CAT].n) {
-                    PyErr_Format(PyExc_ValueError, "row %zd: track %lld has no category", i, (long long)t);
-                    goto done;
+                    FAIL("row %zd: track %lld has no category", i, (long long)t);
                 }
                 cat = cat_of[t];
             }
@@ -393,8 +408,7 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
                 uint64_t v = (uint64_t)c->v[i];
                 if (k == TYPED_TABLE) {
                     if ((int64_t)v < 0 || (Py_ssize_t)v >= tab[T_TABLEIID].n) {
-                        PyErr_Format(PyExc_ValueError, "row %zd: table %lld is not interned", i, (long long)v);
-                        goto done;
+                        FAIL("row %zd: table %lld is not interned", i, (long long)v);
                     }
                     v = table_iid[v];
                     *p++ = 0x22;
@@ -425,8 +439,7 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
             int64_t id = cols[C_NAME].v[i];
             if (is_bd) nm = (uint64_t)id;
             else if (id < 0 || id >= tab[T_NAME].n) {
-                PyErr_Format(PyExc_ValueError, "row %zd: name %lld is not interned", i, (long long)id);
-                goto done;
+                FAIL("row %zd: name %lld is not interned", i, (long long)id);
             } else nm = name_iid[id];
             *p++ = 0x50;
             p = wv(p, nm);
@@ -470,7 +483,7 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
         uint64_t te = (uint64_t)(p - scratch);
         int flags = is_slice || exact_ts;
         uint64_t pkt = 1 + vsize((uint64_t)s_ns) + 2 + 1 + vsize(te) + te + (flags ? 2 : 0);
-        if (out_reserve(&o, pkt + 12) < 0) goto done;
+        if (out_reserve(&o, pkt + 12) < 0) FAIL_OUT();
         uint8_t *q = o.p + o.len;
         *q++ = 0x0A;
         q = wv(q, pkt);
@@ -489,7 +502,13 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
         o.len = q - o.p;
         if (has_end) heap_push(&h, e_ns, seq0 + i, uuid[i]);
     }
-    result = Py_BuildValue("nn", (Py_ssize_t)o.len, h.n);
+rows_done:
+    Py_END_ALLOW_THREADS
+#undef FAIL
+#undef FAIL_OUT
+    if (err_nomem) PyErr_NoMemory();
+    else if (err[0]) PyErr_SetString(PyExc_ValueError, err);
+    else result = Py_BuildValue("nn", (Py_ssize_t)o.len, h.n);
 done:
     free(scratch);
     buf_release(&out_b);
@@ -515,7 +534,10 @@ static PyObject *encode_ends(PyObject *self, PyObject *args) {
     PyObject *result = NULL;
     if (heap_get(heap_obj, &h, heap_b, 0) < 0) goto done;
     while (h.n) {
-        if (write_end(&o, h.e[0], h.u[0]) < 0) goto done;
+        if (write_end(&o, h.e[0], h.u[0]) < 0) {
+            out_raise(&o);
+            goto done;
+        }
         heap_pop(&h);
     }
     result = PyBytes_FromStringAndSize((const char *)(o.p ? o.p : (uint8_t *)""), (Py_ssize_t)o.len);
@@ -561,7 +583,10 @@ static PyObject *encode_args(PyObject *self, PyObject *args) {
             slen = (uint64_t)(so[r + 1] - so[r]);
             body += 1 + vsize(slen) + slen;
         }
-        if (out_reserve(&o, body + 12) < 0) goto done;
+        if (out_reserve(&o, body + 12) < 0) {
+            out_raise(&o);
+            goto done;
+        }
         uint8_t *p = o.p + o.len;
         *p++ = 0x22;
         p = wv(p, body);

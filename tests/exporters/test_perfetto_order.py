@@ -1,4 +1,5 @@
-"""The stream's order computed in numpy (_window_order) against DuckDB's ORDER BY STREAM_ORDER."""
+"""The stream's order computed in numpy (_window_order) against DuckDB's ORDER BY STREAM_ORDER, and its
+gather (_gather) against pyarrow's take."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from exporters.perfetto import STREAM_COLUMNS, STREAM_ORDER, STREAM_SCHEMA, _window_order
+from exporters.perfetto import STREAM_COLUMNS, STREAM_ORDER, STREAM_SCHEMA, _gather, _window_order
 
 
 def _rows(rng: np.random.Generator, n: int, start_hi: int, dur_lo: int, dur_hi: int, id_hi: int,
@@ -56,3 +57,21 @@ def test_window_order_of_one_row_and_of_none() -> None:
     one = _rows(rng, 1, 10, 0, 10, 10, False)
     np.testing.assert_array_equal(_window_order(one), [0])
     assert len(_window_order(one.slice(0, 0))) == 0
+
+
+@pytest.mark.parametrize(("dtype", "null_share", "offset"), [
+    (pa.int64(), 0.0, 0), (pa.int64(), 0.3, 0), (pa.int64(), 0.3, 13), (pa.float64(), 0.9, 5), (pa.int64(), 1.0, 3),
+])
+def test_gather_is_take(dtype: pa.DataType, null_share: float, offset: int) -> None:
+    rng = np.random.default_rng(offset)
+    n = 1_000
+    values = rng.random(n + offset) * 1e6 if dtype == pa.float64() else rng.integers(-(1 << 62), 1 << 62, n + offset)
+    arr = pa.array(values, dtype, mask=rng.random(n + offset) < null_share).slice(offset)  # a non-zero offset
+    order = rng.permutation(n)
+    picks = [order[a:a + 97] for a in range(0, n, 97)]
+    got = _gather(arr, picks)
+    assert len(got) == len(picks)
+    for g, p in zip(got, picks, strict=True):
+        want = arr.take(pa.array(p))
+        assert g.null_count == want.null_count
+        assert g.equals(want)  # values where valid, and validity

@@ -216,3 +216,34 @@ def test_errors_are_raised_not_written():
     heap = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint64))
     with pytest.raises(ValueError, match="capacity"):
         wire.encode_ends((*heap, 1))
+
+
+def test_threads_encode_at_once_as_alone():
+    """encode_chunk runs without the GIL: several threads encoding at once each write the reference bytes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    rng = np.random.default_rng(7)
+    streams = []
+    for _ in range(4):
+        rows = [{"kind": int(rng.integers(0, 4)), "id": int(rng.integers(0, 13)), "track_id": int(rng.integers(0, 5)),
+                 "name_id": int(rng.integers(0, 5)), "start_ps": int(rng.integers(0, 400_000)),
+                 "dur_ps": int(rng.integers(0, 20_000)), "args": [int(x) for x in rng.integers(-5, 300, 9)],
+                 "value": float(rng.random()), "uuid": int(rng.integers(1, 40))} for _ in range(3_000)]
+        streams.append(_stream(rows))
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda rows: _c_encode(rows, 500), streams))
+    assert got == [_reference(rows) for rows in streams]
+
+
+def test_output_buffer_too_small_is_raised():
+    rows = _stream([{"kind": 0, "id": 0, "track_id": 0, "name_id": 0, "start_ps": 0, "dur_ps": 5000,
+                     "args": [None] * 9, "value": 0.0, "uuid": 1}])
+    batch = _batch(rows)
+    empty = np.zeros(0, np.int64)
+    tables = (np.array(CAT_OF_TRACK, np.uint64), np.array(NAME_IID, np.uint64), np.array(TABLE_IID, np.uint64),
+              np.array(ANN_IIDS, np.uint64), empty, np.zeros(0, np.uint64), empty, np.zeros(0, np.uint64),
+              np.zeros(0, np.uint8), empty, np.zeros(1, np.int64), np.zeros(0, np.uint8))
+    heap = (np.zeros(2, np.int64), np.zeros(2, np.int64), np.zeros(2, np.uint64))
+    with pytest.raises(ValueError, match="output buffer too small"):
+        wire.encode_chunk(tuple(_column(batch, c) for c in STREAM_COLUMNS), np.array([1], np.uint64), tables, 0,
+                          DEFAULT_UUID, STEP_CAT, BD_CAT, (*heap, 0), 0, np.empty(4, np.uint8))
