@@ -107,7 +107,7 @@ TABLES: tuple[Table, ...] = (
         "Complete events (slices): one unit of work on one track, with typed arguments.",
         (
             RUN,
-            Col("event_id", "BIGINT", "Index of the event in its run, in file order."),
+            Col("event_id", "BIGINT", "Index of the event in its run, in file order (rows are stored grouped by track within each ingest group of about a million events: order by event_id for file order)."),
             Col("track_id", "INTEGER", "tracks.track_id."),
             Col("name_id", "INTEGER", "strings.string_id of the event name."),
             Col("start_ps", "BIGINT", "Start time."),
