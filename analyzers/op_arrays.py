@@ -39,10 +39,6 @@ class OpArrays:
     track_op_line: np.ndarray  # per track: on an XLA Ops or Sparse Core Ops line
     bounds: np.ndarray  # per track and one more: its first row (the last entry: the row count)
 
-    def rows_of(self, track: int) -> slice:
-        """The rows of track number `track` (an index into the per-track arrays)."""
-        return slice(int(self.bounds[track]), int(self.bounds[track + 1]))
-
     def event_ids(self, rows: np.ndarray) -> np.ndarray:
         """events.event_id of the given rows."""
         return self.event_id_scan[self.source[rows]]

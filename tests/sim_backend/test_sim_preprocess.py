@@ -172,18 +172,26 @@ def assert_same(ref: dict, got) -> None:
     np.testing.assert_array_equal(got.dropped_ids_per_sc, cap + limit_dropped)
 
 
-def _variant(raw: dict, rng: np.random.Generator) -> dict:
+def random_limits(raw: dict, rng: np.random.Generator, ids_hi: int, unique_hi: int,
+                  chip_cap: tuple[int, int] | None) -> dict:
+    """A copy of `raw` with random limits and flags, seed and a 64-sample batch (chip cap: a
+    random value in `chip_cap`, or 1000 when None: one that never binds here)."""
     raw = copy.deepcopy(raw)
     sc = raw["sparsecore"]
-    sc["max_ids_per_partition"] = int(rng.integers(1, 12))
-    sc["max_unique_ids_per_partition"] = int(rng.integers(1, 10))
+    sc["max_ids_per_partition"] = int(rng.integers(1, ids_hi))
+    sc["max_unique_ids_per_partition"] = int(rng.integers(1, unique_hi))
     sc["allow_id_dropping"] = bool(rng.integers(0, 2))
     sc["enable_minibatching"] = bool(rng.integers(0, 2))
     sc["max_minibatches"] = int(rng.integers(1, 6))
     sc["disable_table_stacking"] = bool(rng.integers(0, 2))
-    sc["max_ids_per_chip_per_sample"] = int(rng.integers(8, 24))
+    sc["max_ids_per_chip_per_sample"] = int(rng.integers(*chip_cap)) if chip_cap else 1000
     raw["seed"] = int(rng.integers(0, 1000))
     raw["global_batch"] = 64
+    return raw
+
+
+def _variant(raw: dict, rng: np.random.Generator) -> dict:
+    raw = random_limits(raw, rng, 12, 10, (8, 24))
     if rng.integers(0, 2):
         raw["tables"][1]["max_ids_per_partition"] = int(rng.integers(1, 30))
     return raw

@@ -7,8 +7,6 @@ statistics must equal the reference's exactly (test_sim_preprocess.py covers the
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 
@@ -18,23 +16,13 @@ from sim_backend.emulator import setup
 from sim_backend.errors import PreprocessError
 from sim_backend.generate import FeatureBatch, generate_step
 from sim_backend.preprocess import preprocess_step
-from tests.sim_backend.test_sim_preprocess import reference
+from tests.sim_backend.test_sim_preprocess import random_limits, reference
 
 
 def _fixed_variant(raw: dict, case: int) -> dict:
     """A random small workload whose bags all have a fixed size (the packed path's domain)."""
     rng = np.random.default_rng(1000 + case)
-    raw = copy.deepcopy(raw)
-    sc = raw["sparsecore"]
-    sc["max_ids_per_partition"] = int(rng.integers(1, 40))
-    sc["max_unique_ids_per_partition"] = int(rng.integers(1, 30))
-    sc["allow_id_dropping"] = bool(rng.integers(0, 2))
-    sc["enable_minibatching"] = bool(rng.integers(0, 2))
-    sc["max_minibatches"] = int(rng.integers(1, 6))
-    sc["disable_table_stacking"] = bool(rng.integers(0, 2))
-    sc["max_ids_per_chip_per_sample"] = 1000
-    raw["seed"] = int(rng.integers(0, 1000))
-    raw["global_batch"] = 64
+    raw = random_limits(raw, rng, 40, 30, None)
     for f in raw["features"]:
         f.pop("multi_hot_min", None)
     raw["features"][0]["multi_hot"] = int(rng.integers(2, 40))  # zipf bags: many repeats
