@@ -16,7 +16,7 @@ from sim_backend.emulator import setup
 from sim_backend.errors import PreprocessError
 from sim_backend.generate import FeatureBatch, generate_step
 from sim_backend.preprocess import preprocess_step
-from tests.sim_backend.test_sim_preprocess import random_limits, reference
+from tests.sim_backend.test_sim_preprocess import outcomes, random_limits, reference
 
 
 def _fixed_variant(raw: dict, case: int) -> dict:
@@ -91,13 +91,7 @@ def test_packed_cases_cover_minibatching_dropping_and_errors(small_raw):
         cfg = config_from_dict(raw)
         hw, _, _, _ = setup(cfg)
         ref = reference(raw, generate_step(cfg, case % 4), hw.num_chips, hw.sparsecores_per_chip)
-        if "error" in ref:
-            seen.add(ref["error"])
-            continue
-        if any(g["minibatches"] > 1 for g in ref["groups"]):
-            seen.add("minibatching")
-        if any(e["dropped"] for g in ref["groups"] for e in g["entries"]):
-            seen.add("dropping")
+        seen |= outcomes(ref)
     assert seen >= {"minibatching", "dropping", "overflow"}, seen
 
 
