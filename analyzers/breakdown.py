@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 
 from analyzers.context import RunContext
 from analyzers.findings import Analysis
+from analyzers.op_arrays import op_arrays
 from analyzers.timeline import CATEGORIES, split_timelines
 
 NAME = "breakdown"
@@ -32,10 +33,42 @@ def timeline_splits(ctx: RunContext) -> dict[str, pa.Table]:
 
     def compute() -> dict[str, pa.Table]:
         windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
-        return split_timelines(ctx.query("timeline_events"), windows,
+        return split_timelines(timeline_events(ctx, windows), windows,
                                {"priority": (CATEGORIES, False), "core_kind": (CORE_SETS, True)})  # fmt: skip
 
     return ctx.memo("timeline_splits", compute)
+
+
+def timeline_events(ctx: RunContext, windows: pa.Table) -> pa.Table:
+    """What sql/timeline_events.sql returns (chip, start_ps, end_ps, priority, core_kind), built from
+    op_arrays (loaded once per context for the idle-gap search too) classed by sql/timeline_kinds.sql."""
+    a = op_arrays(ctx)
+    kinds = ctx.store.query(f"SELECT track_id, category_id, priority, core_kind FROM {ctx.temp('timeline_kinds')}")
+    cats = np.unique(kinds.column("category_id").to_numpy())
+    track = np.searchsorted(a.track_id, kinds.column("track_id").to_numpy())
+    cat = np.searchsorted(cats, kinds.column("category_id").to_numpy())
+    priority = np.full((len(a.track_id), len(cats)), -1, np.int8)
+    core_kind = np.full((len(a.track_id), len(cats)), -1, np.int8)
+    priority[track, cat] = kinds.column("priority").to_numpy()
+    core_kind[track, cat] = kinds.column("core_kind").to_numpy()
+    # per row, an index into the (track, category) tables
+    key = np.repeat(np.arange(len(a.track_id), dtype=np.int32) * len(cats), np.diff(a.bounds))
+    if len(cats) > 1:
+        key += np.searchsorted(cats, a.category_scan)[a.source].astype(np.int32)
+    chip = np.repeat(a.track_chip, np.diff(a.bounds))
+    timed = a.end > a.start  # zero-length events take no time
+    host = chip < 0  # the host's work counts on every chip
+    chips = np.unique(windows.column("chip").to_numpy()).astype(np.int64)
+    if timed.all() and not host.any():  # the usual case: no copies
+        rows = slice(None)
+        chip_of = chip
+    else:
+        hosted = np.flatnonzero(timed & host)
+        rows = np.concatenate([np.flatnonzero(timed & ~host), np.tile(hosted, len(chips))])
+        chip_of = np.concatenate([chip[timed & ~host], np.repeat(chips, len(hosted))])
+    k = key[rows]
+    return pa.table({"chip": chip_of.astype(np.int32), "start_ps": a.start[rows], "end_ps": a.end[rows],
+                     "priority": priority.ravel()[k], "core_kind": core_kind.ravel()[k]})  # fmt: skip
 
 
 def step_breakdown(ctx: RunContext) -> pa.Table:

@@ -3,8 +3,9 @@
 The idle-gap search (analyzers/gap_search.py) walks every op event of a track
 in time order. DuckDB would sort the same ten million rows once per window
 function or ASOF join; here one scan (sql/op_arrays.sql) and one grouping per
-context serve every search: a radix sort by track, then a sort by (start, end)
-of the tracks whose rows are not in that order already.
+context serve every search (and the wall-time split's events, breakdown.py):
+rows grouped by track (from the runs of one track that ingest stores, else a
+radix sort), then a sort by (start, end) of the tracks not in that order already.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _load(ctx: RunContext) -> OpArrays:
     lut = np.zeros(int(track_id.max()) + 1 if len(track_id) else 1, np.int16 if len(track_id) < 2**15 else np.int32)
     lut[track_id] = np.arange(len(track_id))
     rank = lut[scan_track]
-    source = np.argsort(rank, kind="stable")  # radix sort for 16-bit keys: grouped by track, scan order kept
+    source = _group(rank)
     bounds = np.concatenate([[0], np.cumsum(np.bincount(rank, minlength=len(track_id)))]).astype(np.int64)
     start = raw.column("start_ps").to_numpy()[source]
     end = raw.column("end_ps").to_numpy()[source]
@@ -84,3 +85,21 @@ def _load(ctx: RunContext) -> OpArrays:
         track_op_line=np.isin(np.asarray(tracks.column("line").to_pylist(), object), OP_LINES),
         bounds=bounds,
     )  # fmt: skip
+
+
+def _group(rank: np.ndarray) -> np.ndarray:
+    """The row order that groups rows by rank, keeping scan order within a rank.
+
+    Ingest stores each group of about a million events by track, so a scan holds few
+    long runs of one track: the order is then those runs' aranges, put in track order.
+    Otherwise a radix sort (numpy sorts 16-bit keys by radix).
+    """
+    n = len(rank)
+    cut = np.flatnonzero(rank[1:] != rank[:-1]) + 1
+    if len(cut) + 1 > n // 64:
+        return np.argsort(rank, kind="stable")
+    first = np.concatenate([[0], cut])
+    length = np.diff(np.concatenate([first, [n]]))
+    runs = np.argsort(rank[first], kind="stable")
+    shift = first[runs] - np.concatenate([[0], np.cumsum(length[runs])[:-1]])
+    return np.arange(n) + np.repeat(shift, length[runs])

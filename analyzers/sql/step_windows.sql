@@ -16,11 +16,12 @@ other_marks AS (
     SELECT chip, step, min(start_ps) AS start_ps, max(end_ps) AS end_ps FROM marks
     WHERE chip NOT IN (SELECT chip FROM tc_marks) GROUP BY ALL
 ),
-extents AS (
+extents AS (  -- the events of chips without markers only (a semi-join: nothing scanned when all have some)
     SELECT t.chip, e.step, min(e.start_ps) AS start_ps, max(e.start_ps + e.dur_ps) AS end_ps
     FROM events e JOIN tracks t USING (run_id, track_id)
-    WHERE e.run_id = $run AND e.step IS NOT NULL AND t.chip >= 0
-      AND t.chip NOT IN (SELECT chip FROM marks)
+    WHERE e.run_id = $run AND e.step IS NOT NULL
+      AND e.track_id IN (SELECT track_id FROM tracks WHERE run_id = $run AND chip >= 0
+                         AND chip NOT IN (SELECT chip FROM marks))
     GROUP BY ALL
 ),
 raw AS (SELECT * FROM tc_marks UNION ALL SELECT * FROM other_marks UNION ALL SELECT * FROM extents)
