@@ -21,7 +21,6 @@ NAME = "breakdown"
 QUESTION = "Where does each step's time go: host, SparseCore, TensorCore, collectives or idle?"
 
 
-
 # The sets the overlap analysis splits time into (bit 0: a TensorCore op, bit 1: a SparseCore op).
 CORE_SETS = ("none", "tc_only", "sc_only", "both")
 

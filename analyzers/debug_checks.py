@@ -17,9 +17,9 @@ from analyzers.findings import Analysis, Finding, sql_literal
 NAME = "debug_checks"
 QUESTION = "Do the debug checks find out-of-vocabulary IDs or NaNs, and does quantization clip values?"
 
-CLIP_WARN_SHARE = 0.001     # more than 0.1% of looked-up values clipped: the range is too narrow
+CLIP_WARN_SHARE = 0.001  # more than 0.1% of looked-up values clipped: the range is too narrow
 CLIP_CRITICAL_SHARE = 0.05  # more than 5%: the quantized table has lost its tails
-MAX_STEPS_LISTED = 20       # steps named in a finding's entities
+MAX_STEPS_LISTED = 20  # steps named in a finding's entities
 
 _TOTALS = """
 SELECT check_name, table_name, count(*) AS steps_checked,

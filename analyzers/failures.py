@@ -33,7 +33,9 @@ def analyze(ctx: RunContext) -> Analysis:
                 rule=f"failure_{row['kind']}",
                 severity="critical",
                 title=f"The run failed: {row['kind'].replace('_', ' ')}",
-                metric="failed_at_ps", value=row["start_ps"], unit="ps",
+                metric="failed_at_ps",
+                value=row["start_ps"],
+                unit="ps",
                 recommendation=ADVICE.get(row["kind"], "See the message for the limit that was exceeded."),
                 evidence={"message": row["message"]},
                 evidence_sql=(

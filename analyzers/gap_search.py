@@ -152,7 +152,9 @@ def find_blockers(a: OpArrays, ix: EndIndex, g: dict[str, np.ndarray]) -> dict[s
     return out
 
 
-def first_by_group(keys: list[np.ndarray], values: np.ndarray, last: bool = False) -> tuple[list[np.ndarray], np.ndarray]:
+def first_by_group(
+    keys: list[np.ndarray], values: np.ndarray, last: bool = False
+) -> tuple[list[np.ndarray], np.ndarray]:
     """The smallest (or, with `last`, largest) value per distinct combination of keys."""
     if len(values) == 0:
         return [k[:0] for k in keys], values[:0]

@@ -56,7 +56,11 @@ def analyze(ctx: RunContext) -> Analysis:
                     "--set flags.xla_sparse_core_estimate_max_ids=true), and keep allow_id_dropping=false "
                     "while tuning so overflows are errors, not silent losses."
                 ),
-                evidence={"dropped_ids": r["dropped"], "kept_ids": kept, "max_ids_per_partition": r["max_ids_per_partition"]},
+                evidence={
+                    "dropped_ids": r["dropped"],
+                    "kept_ids": kept,
+                    "max_ids_per_partition": r["max_ids_per_partition"],
+                },
                 entities={"tables": [r["table_name"]]},
                 confidence="high" if share is not None else "medium",
                 evidence_sql=(

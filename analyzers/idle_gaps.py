@@ -107,13 +107,18 @@ def analyze(ctx: RunContext) -> Analysis:
                 rule="host_bound",
                 severity="critical" if host["share"] > 0.2 else "warning",
                 title=f"Host-bound input: the TensorCores wait for host input {host['share']:.0%} of the time",
-                metric="host_wait_share", value=host["share"], unit="share of TensorCore time",
+                metric="host_wait_share",
+                value=host["share"],
+                unit="share of TensorCore time",
                 recommendation=(
                     "Prefetch more steps (raise maximum_parallel_iterations) so preprocessing runs ahead of "
                     "the device, and/or make host preprocessing cheaper (more input threads, fewer IDs per sample)."
                 ),
-                evidence={"gaps": host["gaps"], "idle_ps": host["gap_ps"],
-                          "sparsecore_input_wait_share": result.figures["sparsecore"].get("host", {}).get("share", 0.0)},
+                evidence={
+                    "gaps": host["gaps"],
+                    "idle_ps": host["gap_ps"],
+                    "sparsecore_input_wait_share": result.figures["sparsecore"].get("host", {}).get("share", 0.0),
+                },
                 entities={"chips": chips, "steps": steps},
                 evidence_sql=(
                     "-- device gaps closed by host work (what the device waited for)\n"

@@ -141,14 +141,25 @@ def analyze(ctx: RunContext) -> Analysis:
             rule=f"hbm_{driver}_pressure",
             severity="critical" if peak / capacity >= CRITICAL_SHARE else "warning",
             title=f"HBM peaks at {peak / capacity:.0%} of capacity on chip {chip} (driven by {cause})",
-            metric="hbm_peak_share", value=peak / capacity, unit="share of HBM capacity",
+            metric="hbm_peak_share",
+            value=peak / capacity,
+            unit="share of HBM capacity",
             recommendation=lever,
-            evidence={"hbm_peak_bytes": peak, "hbm_capacity_bytes": capacity, "heap_peak_bytes": heap,
-                      "stack_peak_bytes": stack, **estimate, "peak_ts_ps": ts, "driver": lever_of,
-                      "driver_bytes": top["bytes"] if top else None,
-                      "driver_growth_bytes": top["growth_bytes"] if top else None,
-                      "top_contributors": [c["name"] for c in contributors[:3]]},
-            entities={"chips": sorted({r["chip"] for r in rows if (r["hbm_peak_bytes"] or 0) >= WARN_SHARE * capacity})},
+            evidence={
+                "hbm_peak_bytes": peak,
+                "hbm_capacity_bytes": capacity,
+                "heap_peak_bytes": heap,
+                "stack_peak_bytes": stack,
+                **estimate,
+                "peak_ts_ps": ts,
+                "driver": lever_of,
+                "driver_bytes": top["bytes"] if top else None,
+                "driver_growth_bytes": top["growth_bytes"] if top else None,
+                "top_contributors": [c["name"] for c in contributors[:3]],
+            },
+            entities={
+                "chips": sorted({r["chip"] for r in rows if (r["hbm_peak_bytes"] or 0) >= WARN_SHARE * capacity})
+            },
             evidence_sql=(
                 "-- HBM counters over time\n"
                 f"SELECT chip, counter, ts_ps, value FROM counter_samples WHERE run_id = {ctx.run_id} "

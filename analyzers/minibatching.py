@@ -51,7 +51,9 @@ def analyze(ctx: RunContext) -> Analysis:
         )
         advice = []
         if ids_over:
-            advice.append(f"max_ids_per_partition from {r['max_ids_per_partition']} to {round_up(r['observed_max_ids'])}")
+            advice.append(
+                f"max_ids_per_partition from {r['max_ids_per_partition']} to {round_up(r['observed_max_ids'])}"
+            )
         if uniq_over:
             advice.append(
                 f"max_unique_ids_per_partition from {r['max_unique_ids_per_partition']} "
@@ -65,7 +67,9 @@ def analyze(ctx: RunContext) -> Analysis:
                     f"Table {r['table_name']}: limits below the observed load split "
                     f"{r['steps_minibatched']} of {r['steps']} steps into up to {r['max_minibatches']} minibatches"
                 ),
-                metric="max_minibatches", value=r["max_minibatches"], unit="minibatches per step",
+                metric="max_minibatches",
+                value=r["max_minibatches"],
+                unit="minibatches per step",
                 recommendation=(
                     f"Raise {' and '.join(advice) or 'the per-partition limits'} for {r['table_name']} "
                     "(the observed maximum, rounded up), e.g. in the limits file "
@@ -73,11 +77,15 @@ def analyze(ctx: RunContext) -> Analysis:
                     "--set flags.xla_sparse_core_estimate_max_ids=true. Check SPMEM still fits."
                 ),
                 evidence={
-                    "observed_max_ids": r["observed_max_ids"], "max_ids_per_partition": r["max_ids_per_partition"],
+                    "observed_max_ids": r["observed_max_ids"],
+                    "max_ids_per_partition": r["max_ids_per_partition"],
                     "observed_max_unique_ids": r["observed_max_unique_ids"],
                     "max_unique_ids_per_partition": r["max_unique_ids_per_partition"],
-                    "mean_minibatches": r["mean_minibatches"], "fwd_ops_per_step": r["fwd_ops_per_step"],
-                    "sparsecores": r["sparsecores"], "fixed_ps_per_op": fixed, "estimated_overhead_ps_per_step": overhead,
+                    "mean_minibatches": r["mean_minibatches"],
+                    "fwd_ops_per_step": r["fwd_ops_per_step"],
+                    "sparsecores": r["sparsecores"],
+                    "fixed_ps_per_op": fixed,
+                    "estimated_overhead_ps_per_step": overhead,
                     "estimated_overhead_share": share,
                 },
                 entities={"tables": [r["table_name"]]},

@@ -77,7 +77,9 @@ def analyze(ctx: RunContext) -> Analysis:
                 rule="not_pipelined",
                 severity="critical" if share < 0.05 else "warning",
                 title=f"SparseCore and TensorCore take turns: only {share:.0%} of SparseCore time overlaps TensorCore work",
-                metric="sc_tc_overlap_share", value=share, unit="share of SparseCore busy time",
+                metric="sc_tc_overlap_share",
+                value=share,
+                unit="share of SparseCore busy time",
                 recommendation=(
                     "Enable full embedding pipelining (tf_xla_disable_full_embedding_pipelining=false) so step i+1's "
                     "SparseCore work overlaps step i's TensorCore work; it can cut device step time up to 2x, with "

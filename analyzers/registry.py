@@ -24,8 +24,16 @@ from profiler.store import Store
 
 # Each module has NAME, QUESTION and analyze(ctx: RunContext) -> Analysis.
 ANALYZERS: tuple[ModuleType, ...] = (
-    failures, breakdown, idle_gaps, overlap, minibatching, id_dropping, skew, memory,
-    debug_checks, stacking,
+    failures,
+    breakdown,
+    idle_gaps,
+    overlap,
+    minibatching,
+    id_dropping,
+    skew,
+    memory,
+    debug_checks,
+    stacking,
 )
 
 

@@ -33,7 +33,9 @@ def analyze(ctx: RunContext) -> Analysis:
            FROM s GROUP BY table_name ORDER BY max_over_mean DESC""",
         t=loads,
     )
-    result.figures = {"tables": {r["table_name"]: {"max_over_mean": r["max_over_mean"], "cv": r["cv"]} for r in per_table}}
+    result.figures = {
+        "tables": {r["table_name"]: {"max_over_mean": r["max_over_mean"], "cv": r["cv"]} for r in per_table}
+    }
     for r in per_table:
         if r["max_over_mean"] is None or r["max_over_mean"] < MAX_OVER_MEAN:
             continue
@@ -46,14 +48,20 @@ def analyze(ctx: RunContext) -> Analysis:
                     f"Table {r['table_name']}: the hottest SparseCore partition gets {r['max_over_mean']:.1f}x "
                     f"the mean load (chip {chip}, SparseCore {sc} hottest in {r['persistence']:.0%} of steps)"
                 ),
-                metric="max_over_mean_ids", value=r["max_over_mean"], unit="x mean partition load",
+                metric="max_over_mean_ids",
+                value=r["max_over_mean"],
+                unit="x mean partition load",
                 recommendation=(
                     "Spread hot IDs: shuffle or rotate the ID space of the table (for stacked tables, shift each "
                     "table's IDs before stacking, step 8 of the limit procedure) so hot rows do not share a "
                     "SparseCore; then re-derive the limits, which the hottest partition currently sets for all."
                 ),
-                evidence={"cv": r["cv"], "worst_max_over_mean": r["worst_max_over_mean"],
-                          "persistence": r["persistence"], "steps": r["steps"]},
+                evidence={
+                    "cv": r["cv"],
+                    "worst_max_over_mean": r["worst_max_over_mean"],
+                    "persistence": r["persistence"],
+                    "steps": r["steps"],
+                },
                 entities={"tables": [r["table_name"]], "chips": [chip], "scs": [sc]},
                 evidence_sql=(
                     "-- partition loads of the table per step\n"

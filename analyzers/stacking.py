@@ -31,15 +31,15 @@ from analyzers.findings import Analysis, Finding
 NAME = "stacking"
 QUESTION = "Are tables stacked in the doc's 5-100 range, and how much do padded rows and vocabularies waste?"
 
-MIN_TABLES = 5          # DOMAIN.md §1: about 5 to 100 stacked tables are recommended
+MIN_TABLES = 5  # DOMAIN.md §1: about 5 to 100 stacked tables are recommended
 MAX_TABLES = 100
-SPLIT_TO = 50           # tables per stack suggested when splitting a too large stack
-FEW_WARN_SHARE = 0.05   # extra per-op cost of too-small stacks, share of step time
+SPLIT_TO = 50  # tables per stack suggested when splitting a too large stack
+FEW_WARN_SHARE = 0.05  # extra per-op cost of too-small stacks, share of step time
 FEW_CRITICAL_SHARE = 0.20
-FIT_R2 = 0.5            # the op-duration fit must explain this much to give the fixed cost
-ROW_WASTE_WARN = 0.5    # rows at least half padding (f32 width <= 4, bf16 width <= 8)
+FIT_R2 = 0.5  # the op-duration fit must explain this much to give the fixed cost
+ROW_WASTE_WARN = 0.5  # rows at least half padding (f32 width <= 4, bf16 width <= 8)
 ROW_WASTE_CRITICAL = 0.75
-MATTERS_WARN = 0.01     # the stack's share of table bytes or of lookups for a warning
+MATTERS_WARN = 0.01  # the stack's share of table bytes or of lookups for a warning
 MATTERS_CRITICAL = 0.10
 VOCAB_WASTE_WARN = 0.05  # vocabulary padding bytes, share of all table bytes
 
@@ -119,7 +119,11 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
         per_stack = sum(passes) / len(passes) if passes else 2.0  # forward + backward
         fits = [stacks[n] for n in names if n in stacks]
         fit = fits[0] if fits else {}
-        fixed = fit.get("fixed_ps_per_op") if (fit.get("fit_r2") or 0) >= FIT_R2 and (fit.get("fixed_ps_per_op") or 0) > 0 else None
+        fixed = (
+            fit.get("fixed_ps_per_op")
+            if (fit.get("fit_r2") or 0) >= FIT_R2 and (fit.get("fixed_ps_per_op") or 0) > 0
+            else None
+        )
         extra_ops = (len(names) - ideal) * per_stack
         overhead = fixed * extra_ops if fixed is not None else None
         share = overhead / step_ps if overhead is not None and step_ps else None
@@ -134,7 +138,8 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
                     f"{len(small)} stacks of fewer than {MIN_TABLES} tables (width {width}, {dtype_bytes}-byte elements) "
                     f"could be {ideal} stack{'s' if ideal > 1 else ''}: {extra_ops:.0f} extra SparseCore ops per step"
                 ),
-                metric="overhead_share_of_step", value=share if share is not None else float("nan"),
+                metric="overhead_share_of_step",
+                value=share if share is not None else float("nan"),
                 unit="share of step time",
                 recommendation=(
                     "Stack these tables: --set sparsecore.disable_table_stacking=false (tables of equal width, dtype and "
@@ -143,13 +148,21 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
                     "once and let each all-to-all hide behind the next stack's lookups."
                 ),
                 evidence={
-                    "stacks": len(names), "small_stacks": len(small), "tables": n_tables, "stacks_if_stacked": ideal,
-                    "sc_ops_per_step_per_sparsecore": per_stack * len(names), "extra_ops_per_step": extra_ops,
-                    "fixed_ps_per_op": fixed, "estimated_overhead_ps_per_step": overhead, "step_ps": step_ps,
+                    "stacks": len(names),
+                    "small_stacks": len(small),
+                    "tables": n_tables,
+                    "stacks_if_stacked": ideal,
+                    "sc_ops_per_step_per_sparsecore": per_stack * len(names),
+                    "extra_ops_per_step": extra_ops,
+                    "fixed_ps_per_op": fixed,
+                    "estimated_overhead_ps_per_step": overhead,
+                    "step_ps": step_ps,
                 },
                 entities={"tables": sorted(small)},
                 confidence="medium" if share is not None else "low",
-                evidence_sql=_layout_sql(ctx, " AND a.key IN ('stack_tables', 'width', 'dtype_bytes', 'optimizer_slots')"),
+                evidence_sql=_layout_sql(
+                    ctx, " AND a.key IN ('stack_tables', 'width', 'dtype_bytes', 'optimizer_slots')"
+                ),
             )  # fmt: skip
         )
     return out
@@ -170,7 +183,9 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
                 severity="critical" if (mb or 1) > 1 else "warning",
                 title=f"Stack {name} holds {n} tables (recommended {MIN_TABLES}-{MAX_TABLES})"
                 + (f" and needed up to {mb} minibatches per step" if (mb or 1) > 1 else ""),
-                metric="tables_per_stack", value=n, unit="tables",
+                metric="tables_per_stack",
+                value=n,
+                unit="tables",
                 recommendation=(
                     f"Split it: --set sparsecore.max_tables_per_stack={split} ({math.ceil(n / split)} stacks). "
                     "One huge stack cannot hide its all-to-all behind other stacks' lookups, and its summed "
@@ -208,16 +223,22 @@ def _padding(ctx: RunContext, layout: dict, stacks: dict, total_padded: int, tot
                     f"{name}: rows of width {width} are {share:.0%} padding ({s['tables']} table"
                     f"{'s' if s['tables'] > 1 else ''}, {bytes_share:.1%} of table bytes, {lookup_share:.1%} of lookups)"
                 ),
-                metric="row_padding_share", value=share, unit="share of each row",
+                metric="row_padding_share",
+                value=share,
+                unit="share of each row",
                 recommendation=(
                     f"Rows are padded to 32 bytes ({s['padded_width']} elements), so widen the features to use it, "
                     f"e.g. --set tables.{example}.width={s['padded_width']}, or pack several narrow features into one "
                     "wider table; the padding costs HBM and bandwidth on every lookup either way."
                 ),
                 evidence={
-                    "width": width, "padded_width": s["padded_width"], "row_padding_bytes": s["row_padding_bytes"],
-                    "padded_bytes": s["padded_bytes"], "share_of_table_bytes": bytes_share,
-                    "share_of_lookups": lookup_share, "tables": s["names"],
+                    "width": width,
+                    "padded_width": s["padded_width"],
+                    "row_padding_bytes": s["row_padding_bytes"],
+                    "padded_bytes": s["padded_bytes"],
+                    "share_of_table_bytes": bytes_share,
+                    "share_of_lookups": lookup_share,
+                    "tables": s["names"],
                 },
                 entities={"tables": sorted(s["names"])},
                 evidence_sql=_layout_sql(ctx, f" AND e.table_name = '{name}'"),

@@ -95,7 +95,12 @@ def _table(chip: np.ndarray, step: np.ndarray, category: np.ndarray, dur_ps: np.
 
 
 def _owned(
-    start: np.ndarray, end: np.ndarray, kind: np.ndarray, n_cat: int, sets: bool, w_start: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    kind: np.ndarray,
+    n_cat: int,
+    sets: bool,
+    w_start: np.ndarray,
     w_end: np.ndarray,
 ) -> np.ndarray:
     """A matrix [window, category] of the ps each category owns, for one chip's events (sorted by start).
@@ -128,7 +133,12 @@ def _owned(
 
 
 def _sweep(
-    start: np.ndarray, end: np.ndarray, kind: np.ndarray, n_cat: int, sets: bool, w_start: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    kind: np.ndarray,
+    n_cat: int,
+    sets: bool,
+    w_start: np.ndarray,
     w_end: np.ndarray,
 ) -> np.ndarray:
     """_owned's matrix for intervals that are disjoint within each kind (kind >= 0)."""

@@ -43,8 +43,18 @@ def main() -> None:
                 t = time.perf_counter()
                 module.analyze(RunContext(store, 1))  # a fresh context: shared tables rebuilt
                 each[module.NAME] = round(time.perf_counter() - t, 3)
-    print(json.dumps({"benchmark": "analyzers", "events": n, "suite_s": round(suite_s, 3),
-                      "findings": len(report.findings), "per_analyzer_s": each, "cpus": os.cpu_count()}))
+    print(
+        json.dumps(
+            {
+                "benchmark": "analyzers",
+                "events": n,
+                "suite_s": round(suite_s, 3),
+                "findings": len(report.findings),
+                "per_analyzer_s": each,
+                "cpus": os.cpu_count(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

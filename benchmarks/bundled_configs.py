@@ -32,20 +32,31 @@ def record_one(config: Path, steps: int | None, out: str) -> dict:
     try:
         r = record_run(str(config), [], config.stem, steps, out)
     except RunFailure as exc:
-        return {"config": config.name, "failed": type(exc).__name__, "error": str(exc).splitlines()[0],
-                "record_s": round(time.perf_counter() - t0, 2)}
-    return {"config": config.name, "step_time_us": round(r.mean_step_time_ps / 1e6, 1),
-            "minibatches_per_group_step": round(r.minibatches_per_step, 1), "dropped_ids": r.dropped_ids,
-            "shares": [round(s, 2) for s in (r.share_host, r.share_sc, r.share_tc, r.share_idle)],
-            "events": r.events, "record_s": round(r.wall_time_s, 2)}
+        return {
+            "config": config.name,
+            "failed": type(exc).__name__,
+            "error": str(exc).splitlines()[0],
+            "record_s": round(time.perf_counter() - t0, 2),
+        }
+    return {
+        "config": config.name,
+        "step_time_us": round(r.mean_step_time_ps / 1e6, 1),
+        "minibatches_per_group_step": round(r.minibatches_per_step, 1),
+        "dropped_ids": r.dropped_ids,
+        "shares": [round(s, 2) for s in (r.share_host, r.share_sc, r.share_tc, r.share_idle)],
+        "events": r.events,
+        "record_s": round(r.wall_time_s, 2),
+    }
 
 
 def markdown_row(row: dict) -> str:
     if "failed" in row:
         return f"| `{row['config']}` | fails: {row['failed']} | | | | | {row['record_s']:.1f} s |"
     shares = " / ".join(f"{s:.0%}" for s in row["shares"])
-    return (f"| `{row['config']}` | {row['step_time_us']:,.0f} µs | {row['minibatches_per_group_step']:.1f} | "
-            f"{row['dropped_ids']:,} | {shares} | {row['events']:,} | {row['record_s']:.1f} s |")
+    return (
+        f"| `{row['config']}` | {row['step_time_us']:,.0f} µs | {row['minibatches_per_group_step']:.1f} | "
+        f"{row['dropped_ids']:,} | {shares} | {row['events']:,} | {row['record_s']:.1f} s |"
+    )
 
 
 def main() -> None:

@@ -68,7 +68,9 @@ def main() -> None:
         ids += len(raw)
         p, q = paired_min_times(
             lambda b=batches, s=step: preprocess_step(s, b, groups, lay, cfg.sparsecore),
-            lambda r=raw: np.sort(r), args.repeat)
+            lambda r=raw: np.sort(r),
+            args.repeat,
+        )
         prep_s += p
         sort_s += q
 
@@ -87,10 +89,11 @@ def main() -> None:
         "simulated_step_time_us": round(res.mean_step_time_ps / 1e6, 2),
         "machine": f"{platform.machine()} {os.cpu_count()} cpu, numpy {np.__version__}",
     }
-    print(f"recorded {cfg.steps} steps of {figures['config']} in {record_s:.2f} s "
-          f"({figures['steps_per_s']} steps/s)")
-    print(f"preprocessing: {figures['ids_preprocessed_per_s']:,} IDs/s, "
-          f"{figures['preprocess_to_sort_ratio']}x a bare np.sort of the same IDs")
+    print(f"recorded {cfg.steps} steps of {figures['config']} in {record_s:.2f} s ({figures['steps_per_s']} steps/s)")
+    print(
+        f"preprocessing: {figures['ids_preprocessed_per_s']:,} IDs/s, "
+        f"{figures['preprocess_to_sort_ratio']}x a bare np.sort of the same IDs"
+    )
     print(json.dumps(figures))
 
 

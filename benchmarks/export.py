@@ -52,8 +52,12 @@ print(st.events, dt, hwm, st.bytes)
 def child_export(db: str, out: str, breakdown: bool) -> tuple[int, float, int, int]:
     """(events, seconds, peak RSS bytes, file bytes) of an export in a fresh process."""
     LOADS.append(round(os.getloadavg()[0], 2))
-    res = subprocess.run([sys.executable, "-c", CHILD_EXPORT, db, out, "1" if breakdown else "0"], check=True,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-c", CHILD_EXPORT, db, out, "1" if breakdown else "0"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     events, secs, rss, size = res.stdout.split()[-4:]
     LOADS.append(round(os.getloadavg()[0], 2))
     os.remove(out)
@@ -62,15 +66,21 @@ def child_export(db: str, out: str, breakdown: bool) -> tuple[int, float, int, i
 
 def naive_bytes(store: Store, steps: tuple[int, int]) -> tuple[int, int]:
     """Bytes of the steps' events encoded naively (one BEGIN and one END packet each); (bytes, events)."""
-    rows = store.rows("""SELECT * FROM slices WHERE run_id = 1 AND step >= ? AND step < ?
-                         ORDER BY start_ps, event_id""", list(steps))
+    rows = store.rows(
+        """SELECT * FROM slices WHERE run_id = 1 AND step >= ? AND step < ?
+                         ORDER BY start_ps, event_id""",
+        list(steps),
+    )
     rng = random.Random(0)
     uuids: dict[int, int] = {}
     trace = pt.Trace()
     for d in store.rows("SELECT track_id, plane, line FROM tracks WHERE run_id = 1"):
         uuids[d["track_id"]] = u = rng.getrandbits(63)
-        trace.packet.add(timestamp=0, trusted_packet_sequence_id=1,
-                         track_descriptor=pt.TrackDescriptor(uuid=u, name=f"{d['plane']} {d['line']}"))
+        trace.packet.add(
+            timestamp=0,
+            trusted_packet_sequence_id=1,
+            track_descriptor=pt.TrackDescriptor(uuid=u, name=f"{d['plane']} {d['line']}"),
+        )
     for r in rows:
         p = trace.packet.add(timestamp=r["start_ps"] // 1000, trusted_packet_sequence_id=1)
         te = p.track_event

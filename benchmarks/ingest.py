@@ -108,10 +108,23 @@ def xspace_like_classes():
                 fd.type_name = tname
 
     msg("XStat", [("metadata_id", T.TYPE_INT64, 0, None), ("int64_value", T.TYPE_INT64, 0, None)])
-    msg("XEvent", [("metadata_id", T.TYPE_INT64, 0, None), ("offset_ps", T.TYPE_INT64, 0, None),
-                   ("duration_ps", T.TYPE_INT64, 0, None), ("stats", T.TYPE_MESSAGE, LABEL_REP, ".bench.XStat")])
-    msg("XLine", [("id", T.TYPE_INT64, 0, None), ("timestamp_ns", T.TYPE_INT64, 0, None),
-                  ("events", T.TYPE_MESSAGE, LABEL_REP, ".bench.XEvent")])
+    msg(
+        "XEvent",
+        [
+            ("metadata_id", T.TYPE_INT64, 0, None),
+            ("offset_ps", T.TYPE_INT64, 0, None),
+            ("duration_ps", T.TYPE_INT64, 0, None),
+            ("stats", T.TYPE_MESSAGE, LABEL_REP, ".bench.XStat"),
+        ],
+    )
+    msg(
+        "XLine",
+        [
+            ("id", T.TYPE_INT64, 0, None),
+            ("timestamp_ns", T.TYPE_INT64, 0, None),
+            ("events", T.TYPE_MESSAGE, LABEL_REP, ".bench.XEvent"),
+        ],
+    )
     msg("XPlane", [("id", T.TYPE_INT64, 0, None), ("lines", T.TYPE_MESSAGE, LABEL_REP, ".bench.XLine")])
     pool = descriptor_pool.DescriptorPool()
     pool.Add(f)
@@ -134,8 +147,9 @@ def per_message_rate(path: str, limit: int) -> float:
     line = plane.lines.add(id=1, timestamp_ns=0)
     args = [a for a in ARG_NAMES if a in ev]
     for i in range(got):
-        e = line.events.add(metadata_id=int(ev["name"][i]), offset_ps=int(ev["start_ps"][i]),
-                            duration_ps=int(ev["dur_ps"][i]))
+        e = line.events.add(
+            metadata_id=int(ev["name"][i]), offset_ps=int(ev["start_ps"][i]), duration_ps=int(ev["dur_ps"][i])
+        )
         for j, a in enumerate(args):
             e.stats.add(metadata_id=j + 1, int64_value=int(ev[a][i]))
     data = plane.SerializeToString()

@@ -96,7 +96,9 @@ def main() -> None:
         events = store.rows("SELECT events FROM runs WHERE run_id = ?", [a])[0]["events"]
         bounds = D.step_bounds(store, a)
         info = D.run_info(store, a)
-        chips = sorted({t["chip"] for t in store.rows("SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND chip >= 0", [a])})
+        chips = sorted(
+            {t["chip"] for t in store.rows("SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND chip >= 0", [a])}
+        )
     steps = list(D.clamp_steps(bounds, None))
     span = info["last_ps"] - info["first_ps"]
     zoom = {"t0": info["first_ps"] + span // 2, "t1": info["first_ps"] + span // 2 + span // 20_000}
@@ -116,19 +118,42 @@ def main() -> None:
     mains = {
         "runs": page("/runs", "", P.render_runs, {}),
         "overview": page("/overview", f"run={a}", P.render_overview, {"run": a, "steps": steps}),
-        "timeline (whole run, chip 0)": page("/timeline", f"run={a}", P.render_timeline,
-                                             {"run": a, "steps": steps, "chips": chips[:1]}),
-        "timeline (whole run, all chips)": page("/timeline", f"run={a}&chips=" + ",".join(map(str, chips)),
-                                                P.render_timeline, {"run": a, "steps": steps, "chips": chips}),
-        "timeline (1/20 of the run, all chips)": page("/timeline", f"run={a}&t0={mid['t0']}&t1={mid['t1']}",
-                                                      P.render_timeline, {"run": a, "steps": steps, "chips": chips, **mid}),
-        "timeline (zoomed in, all chips)": page("/timeline", f"run={a}&t0={zoom['t0']}&t1={zoom['t1']}",
-                                                P.render_timeline, {"run": a, "steps": steps, "chips": chips, **zoom}),
-        "sparsecore": page("/sparsecore", f"run={a}", P.render_sparsecore, {"run": a, "steps": steps, "tables": [], "metric": "ids"}),
+        "timeline (whole run, chip 0)": page(
+            "/timeline", f"run={a}", P.render_timeline, {"run": a, "steps": steps, "chips": chips[:1]}
+        ),
+        "timeline (whole run, all chips)": page(
+            "/timeline",
+            f"run={a}&chips=" + ",".join(map(str, chips)),
+            P.render_timeline,
+            {"run": a, "steps": steps, "chips": chips},
+        ),
+        "timeline (1/20 of the run, all chips)": page(
+            "/timeline",
+            f"run={a}&t0={mid['t0']}&t1={mid['t1']}",
+            P.render_timeline,
+            {"run": a, "steps": steps, "chips": chips, **mid},
+        ),
+        "timeline (zoomed in, all chips)": page(
+            "/timeline",
+            f"run={a}&t0={zoom['t0']}&t1={zoom['t1']}",
+            P.render_timeline,
+            {"run": a, "steps": steps, "chips": chips, **zoom},
+        ),
+        "sparsecore": page(
+            "/sparsecore", f"run={a}", P.render_sparsecore, {"run": a, "steps": steps, "tables": [], "metric": "ids"}
+        ),
         "memory": page("/memory", f"run={a}", P.render_memory, {"run": a, "steps": steps, "chips": chips[:1]}),
         "compare": page("/compare", f"base={a}&cand={b}", P.render_compare, {"base": a, "cand": b}),
-        "sql": page("/sql", "", P.render_sql, {"q": "SELECT plane, name, start_ps, dur_ps FROM slices "
-                                                    f"WHERE run_id = {a} AND step = 100 ORDER BY start_ps", "rows": 1000}),
+        "sql": page(
+            "/sql",
+            "",
+            P.render_sql,
+            {
+                "q": "SELECT plane, name, start_ps, dur_ps FROM slices "
+                f"WHERE run_id = {a} AND step = 100 ORDER BY start_ps",
+                "rows": 1000,
+            },
+        ),
     }
     results = {}
     for name, fn in mains.items():
@@ -144,17 +169,30 @@ def main() -> None:
         ):
             first, warm, size = measure(access, lambda s, r=render, st=state: r(s, st), 1)
             analysis[name] = {"cold_ms": round(first, 1), "warm_ms": round(warm, 1), "payload_bytes": size}
-            print(f"{name:34s} cold  {first:8.1f} ms  warm {warm:8.1f} ms  payload {size / 1e3:8.1f} kB", file=sys.stderr)
+            print(
+                f"{name:34s} cold  {first:8.1f} ms  warm {warm:8.1f} ms  payload {size / 1e3:8.1f} kB", file=sys.stderr
+            )
     worst = max(r["warm_ms"] for r in results.values())
     worst_first = max(r["first_ms"] for r in results.values())
     largest = max([r["payload_bytes"] for r in results.values()] + [r["payload_bytes"] for r in analysis.values()])
-    print(json.dumps({
-        "benchmark": "ui", "events": events, "steps": steps[1] - steps[0] + 1, "chips": len(chips),
-        "pages": results, "analyzer_callbacks": analysis,
-        "max_main_callback_ms_first": round(worst_first, 1), "max_main_callback_ms_warm": round(worst, 1),
-        "largest_payload_bytes": largest, "target_ms": TARGET_MS, "target_bytes": TARGET_BYTES,
-        "meets_targets": worst_first < TARGET_MS and largest < TARGET_BYTES,
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "ui",
+                "events": events,
+                "steps": steps[1] - steps[0] + 1,
+                "chips": len(chips),
+                "pages": results,
+                "analyzer_callbacks": analysis,
+                "max_main_callback_ms_first": round(worst_first, 1),
+                "max_main_callback_ms_warm": round(worst, 1),
+                "largest_payload_bytes": largest,
+                "target_ms": TARGET_MS,
+                "target_bytes": TARGET_BYTES,
+                "meets_targets": worst_first < TARGET_MS and largest < TARGET_BYTES,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

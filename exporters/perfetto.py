@@ -64,8 +64,12 @@ SEQ_ID = 1
 WINDOW_ROWS = 1 << 19  # rows fetched and sorted at a time
 CHUNK_ROWS = 1 << 16  # rows encoded at a time (small enough to stay in cache)
 
-BEGIN, END, INSTANT, COUNTER = (pt.TrackEvent.TYPE_SLICE_BEGIN, pt.TrackEvent.TYPE_SLICE_END,
-                                pt.TrackEvent.TYPE_INSTANT, pt.TrackEvent.TYPE_COUNTER)
+BEGIN, END, INSTANT, COUNTER = (
+    pt.TrackEvent.TYPE_SLICE_BEGIN,
+    pt.TrackEvent.TYPE_SLICE_END,
+    pt.TrackEvent.TYPE_INSTANT,
+    pt.TrackEvent.TYPE_COUNTER,
+)
 CLEARED = pt.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 NEEDS = pt.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 
@@ -159,8 +163,24 @@ FROM {breakdown} WHERE start_ps >= $lo AND start_ps < $hi
 STREAM_ORDER = "ORDER BY start_ps // 1000, (start_ps + dur_ps) // 1000 DESC, kind, id, track_id"
 
 # The stream's columns, in the order exporters/_perfetto_wire.c reads them (all 8 bytes wide).
-STREAM_COLUMNS = ("kind", "id", "track_id", "name_id", "start_ps", "dur_ps", "step", "table_id", "sc", "minibatch",
-                  "ids", "unique_ids", "dropped_ids", "bytes", "flops", "value")
+STREAM_COLUMNS = (
+    "kind",
+    "id",
+    "track_id",
+    "name_id",
+    "start_ps",
+    "dur_ps",
+    "step",
+    "table_id",
+    "sc",
+    "minibatch",
+    "ids",
+    "unique_ids",
+    "dropped_ids",
+    "bytes",
+    "flops",
+    "value",
+)
 STREAM_SCHEMA = pa.schema([(c, pa.float64() if c == "value" else pa.int64()) for c in STREAM_COLUMNS])
 _NO_ARGS = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(1, np.int64))
 
@@ -175,8 +195,10 @@ ORDER BY a.event_id, a.key
 # --steps A:B keeps events of steps A..B-1, events without a step that start inside
 # those steps' time span, their step markers, and counter samples inside the span.
 # {breakdown} is the table of step-breakdown slices, once planned (_plan_breakdown).
-_NO_BREAKDOWN = ("(SELECT NULL::BIGINT AS id, NULL::BIGINT AS chip, NULL::BIGINT AS name_iid, NULL::BIGINT AS start_ps,"
-                 " NULL::BIGINT AS dur_ps, NULL::BIGINT AS step WHERE FALSE)")
+_NO_BREAKDOWN = (
+    "(SELECT NULL::BIGINT AS id, NULL::BIGINT AS chip, NULL::BIGINT AS name_iid, NULL::BIGINT AS start_ps,"
+    " NULL::BIGINT AS dur_ps, NULL::BIGINT AS step WHERE FALSE)"
+)
 _FILTERS_ALL = {"event_filter": "TRUE", "marker_filter": "TRUE", "counter_filter": "TRUE", "breakdown": _NO_BREAKDOWN}
 _FILTERS_STEPS = {
     "event_filter": "((e.step >= $step_a AND e.step < $step_b)"
@@ -211,11 +233,13 @@ def export_run(store: Store, run_id: int, path: str, steps: tuple[int, int] | No
     """Write run `run_id` to `path` as a Perfetto trace; returns a one-line summary."""
     progress = sys.stderr.isatty() and sys.stdout.isatty()
     stats = write_trace(store, run_id, path, steps, progress=progress)
-    line = (f"wrote {path}: {stats.events:,} events, {stats.markers:,} step markers, "
-            f"{stats.counters:,} counter samples, {stats.flows:,} flows, {stats.breakdown:,} step-breakdown "
-            f"slices on {stats.tracks} tracks "
-            f"({stats.bytes / 1e6:.1f} MB, {stats.bytes / max(stats.events, 1):.1f} B/event, "
-            f"{stats.seconds:.1f} s)")
+    line = (
+        f"wrote {path}: {stats.events:,} events, {stats.markers:,} step markers, "
+        f"{stats.counters:,} counter samples, {stats.flows:,} flows, {stats.breakdown:,} step-breakdown "
+        f"slices on {stats.tracks} tracks "
+        f"({stats.bytes / 1e6:.1f} MB, {stats.bytes / max(stats.events, 1):.1f} B/event, "
+        f"{stats.seconds:.1f} s)"
+    )
     if check:
         from exporters.perfetto_validate import validate_file
 
@@ -227,9 +251,16 @@ def export_run(store: Store, run_id: int, path: str, steps: tuple[int, int] | No
     return line + "; open it at https://ui.perfetto.dev"
 
 
-def write_trace(store: Store, run_id: int, path: str, steps: tuple[int, int] | None = None,
-                progress: bool = False, window_rows: int = WINDOW_ROWS,
-                chunk_rows: int = CHUNK_ROWS, breakdown: bool = True) -> ExportStats:
+def write_trace(
+    store: Store,
+    run_id: int,
+    path: str,
+    steps: tuple[int, int] | None = None,
+    progress: bool = False,
+    window_rows: int = WINDOW_ROWS,
+    chunk_rows: int = CHUNK_ROWS,
+    breakdown: bool = True,
+) -> ExportStats:
     """Export to `path` (written to a temporary name, then renamed); returns figures.
 
     `breakdown=False` leaves out the "Step breakdown" tracks (and the analysis they need).
@@ -361,8 +392,17 @@ def _place(stacks: list[list[int]], s: int, e: int) -> int:
 
 
 class _Writer:
-    def __init__(self, store: Store, run_id: int, f, steps, window_rows: int, chunk_rows: int, progress: bool,
-                 breakdown: bool = True):
+    def __init__(
+        self,
+        store: Store,
+        run_id: int,
+        f,
+        steps,
+        window_rows: int,
+        chunk_rows: int,
+        progress: bool,
+        breakdown: bool = True,
+    ):
         self.store, self.con, self.run_id, self.f = store, store.con, run_id, f
         self.breakdown = breakdown
         self.window_rows, self.chunk_rows, self.progress = window_rows, chunk_rows, progress
@@ -410,11 +450,13 @@ class _Writer:
         return template.format(**self.filters)
 
     def run(self) -> None:
-        first_ps = self._rows(self._sql("""
+        first_ps = self._rows(
+            self._sql("""
             SELECT min(t) FROM (
               SELECT min(start_ps) AS t FROM events e WHERE run_id = $run AND {event_filter}
               UNION ALL SELECT min(start_ps) FROM steps WHERE run_id = $run AND {marker_filter}
-              UNION ALL SELECT min(ts_ps) FROM counters WHERE run_id = $run AND {counter_filter})"""))[0][0]
+              UNION ALL SELECT min(ts_ps) FROM counters WHERE run_id = $run AND {counter_filter})""")
+        )[0][0]
         if first_ps is None:
             raise ScprofError(f"run {self.run_id} has no events, step markers or counters to export")
         if first_ps < 0:
@@ -449,12 +491,23 @@ class _Writer:
         max_chip = max((t[4] for t in tracks if t[4] is not None and t[4] >= 0), default=-1)
         self.bd_key0 = 2 * (max_tid + 1)  # lane keys of the breakdown tracks: bd_key0 + chip
         self.n_keys = self.bd_key0 + max_chip + 1
-        ev_counts = dict(self._rows(self._sql(
-            "SELECT track_id, count(*) FROM events e WHERE run_id = $run AND {event_filter} GROUP BY 1")))
-        marker_tracks = [r[0] for r in self._rows(self._sql(
-            "SELECT DISTINCT track_id FROM steps WHERE run_id = $run AND {marker_filter}"))]
-        counter_tracks = [r[0] for r in self._rows(self._sql(
-            "SELECT DISTINCT track_id FROM counters WHERE run_id = $run AND {counter_filter}"))]
+        ev_counts = dict(
+            self._rows(
+                self._sql("SELECT track_id, count(*) FROM events e WHERE run_id = $run AND {event_filter} GROUP BY 1")
+            )
+        )
+        marker_tracks = [
+            r[0]
+            for r in self._rows(
+                self._sql("SELECT DISTINCT track_id FROM steps WHERE run_id = $run AND {marker_filter}")
+            )
+        ]
+        counter_tracks = [
+            r[0]
+            for r in self._rows(
+                self._sql("SELECT DISTINCT track_id FROM counters WHERE run_id = $run AND {counter_filter}")
+            )
+        ]
         self.stats_total = sum(ev_counts.values())
         self.descriptors: list[pt.TrackDescriptor] = []
         self.groups: dict[tuple, int] = {}
@@ -475,12 +528,15 @@ class _Writer:
             parent = self._group_of(plane, kind, chip, tile)
             rank = tid
             if tid in counter_tracks:
-                unit_enum = {"bytes": pt.CounterDescriptor.UNIT_SIZE_BYTES,
-                             "count": pt.CounterDescriptor.UNIT_COUNT,
-                             "ns": pt.CounterDescriptor.UNIT_TIME_NS}.get(unit or "")
+                unit_enum = {
+                    "bytes": pt.CounterDescriptor.UNIT_SIZE_BYTES,
+                    "count": pt.CounterDescriptor.UNIT_COUNT,
+                    "ns": pt.CounterDescriptor.UNIT_TIME_NS,
+                }.get(unit or "")
                 cd = pt.CounterDescriptor(unit=unit_enum) if unit_enum else pt.CounterDescriptor(unit_name=unit or "")
-                self.counter_uuid[tid] = self._describe(name=line, parent_uuid=parent, counter=cd,
-                                                        sibling_order_rank=rank)
+                self.counter_uuid[tid] = self._describe(
+                    name=line, parent_uuid=parent, counter=cd, sibling_order_rank=rank
+                )
             for is_marker, present in ((0, tid in ev_counts), (1, tid in marker_tracks)):
                 if present:
                     key = 2 * tid + is_marker
@@ -503,8 +559,8 @@ class _Writer:
             name = "Host" if host else f"Chip {chip}"
             pid = 1 if host else 2 + chip
             self.groups[pkey] = self._describe(
-                process=pt.ProcessDescriptor(pid=pid, process_name=name),
-                child_ordering=pt.TrackDescriptor.EXPLICIT)
+                process=pt.ProcessDescriptor(pid=pid, process_name=name), child_ordering=pt.TrackDescriptor.EXPLICIT
+            )
         return pkey, self.groups[pkey]
 
     def _group_of(self, plane: str, kind: str, chip: int, tile: int) -> int:
@@ -513,32 +569,46 @@ class _Writer:
         gkey = (*pkey, plane)
         if gkey not in self.groups:
             rank = len([k for k in self.groups if k[: len(pkey)] == pkey and len(k) == len(pkey) + 1])
-            self.groups[gkey] = self._describe(name=plane, parent_uuid=self.groups[pkey],
-                                               child_ordering=pt.TrackDescriptor.EXPLICIT,
-                                               sibling_order_rank=rank)
+            self.groups[gkey] = self._describe(
+                name=plane,
+                parent_uuid=self.groups[pkey],
+                child_ordering=pt.TrackDescriptor.EXPLICIT,
+                sibling_order_rank=rank,
+            )
         if kind == "sc_tile" and tile is not None and tile >= 0:
             tkey = (*gkey, "tile", tile)
             if tkey not in self.groups:
-                self.groups[tkey] = self._describe(name=f"Tile {tile}", parent_uuid=self.groups[gkey],
-                                                   child_ordering=pt.TrackDescriptor.EXPLICIT,
-                                                   sibling_order_rank=1_000_000 + tile)
+                self.groups[tkey] = self._describe(
+                    name=f"Tile {tile}",
+                    parent_uuid=self.groups[gkey],
+                    child_ordering=pt.TrackDescriptor.EXPLICIT,
+                    sibling_order_rank=1_000_000 + tile,
+                )
             return self.groups[tkey]
         return self.groups[gkey]
 
     def _plan_interning(self) -> None:
-        names = self._rows(self._sql("""
+        names = self._rows(
+            self._sql("""
             SELECT n.string_id, n.value FROM (
               SELECT name_id, count(*) AS c FROM events e WHERE run_id = $run AND {event_filter} GROUP BY 1) u
             JOIN strings n ON n.run_id = $run AND n.string_id = u.name_id
-            ORDER BY u.c DESC, n.string_id"""))
-        tables = self._rows(self._sql("""
+            ORDER BY u.c DESC, n.string_id""")
+        )
+        tables = self._rows(
+            self._sql("""
             SELECT n.string_id, n.value FROM (
               SELECT table_id, count(*) AS c FROM events e
               WHERE run_id = $run AND {event_filter} AND table_id IS NOT NULL GROUP BY 1) u
             JOIN strings n ON n.run_id = $run AND n.string_id = u.table_id
-            ORDER BY u.c DESC, n.string_id"""))
-        keys = [r[0] for r in self._rows(
-            "SELECT key FROM event_args WHERE run_id = $run GROUP BY key ORDER BY count(*) DESC, key")]
+            ORDER BY u.c DESC, n.string_id""")
+        )
+        keys = [
+            r[0]
+            for r in self._rows(
+                "SELECT key FROM event_args WHERE run_id = $run GROUP BY key ORDER BY count(*) DESC, key"
+            )
+        ]
         max_sid = max([r[0] for r in names + tables], default=0)
         # iids start at 1 (0 is invalid), most frequent first so they fit one varint byte
         self.name_iid = np.zeros(max_sid + 1, np.uint64)
@@ -563,8 +633,9 @@ class _Writer:
             event_names=[pt.EventName(iid=i + 1, name=v) for i, (_, v) in enumerate(names)]
             + [pt.EventName(iid=i, name=c) for c, i in self.bd_name_iid.items()],
             debug_annotation_names=[pt.DebugAnnotationName(iid=i + 1, name=n) for i, n in enumerate(ann_names)],
-            debug_annotation_string_values=[pt.InternedString(iid=i + 1, str=v.encode())
-                                            for i, (_, v) in enumerate(tables)],
+            debug_annotation_string_values=[
+                pt.InternedString(iid=i + 1, str=v.encode()) for i, (_, v) in enumerate(tables)
+            ],
         )
         self.step_cat = CATEGORIES.index(STEP_CATEGORY) + 1
         self.bd_cat = CATEGORIES.index(BREAKDOWN_CATEGORY) + 1
@@ -583,8 +654,10 @@ class _Writer:
         ctx = RunContext(self.store, self.run_id)
         windows = self.store.query(
             f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')} WHERE end_ps > start_ps"
-            + (" AND step >= $a AND step < $b" if self.steps else "") + " ORDER BY chip, start_ps",
-            {"a": self.steps[0], "b": self.steps[1]} if self.steps else None)
+            + (" AND step >= $a AND step < $b" if self.steps else "")
+            + " ORDER BY chip, start_ps",
+            {"a": self.steps[0], "b": self.steps[1]} if self.steps else None,
+        )
         if windows.num_rows == 0:
             return
         w = {k: windows.column(k).to_numpy().astype(np.int64) for k in ("chip", "step", "start_ps", "end_ps")}
@@ -594,8 +667,9 @@ class _Writer:
         # the span's filter on op_base itself, where DuckDB pushes it into the events scan (whose
         # zonemaps skip the row groups outside the span): filtering the query's result instead
         # scanned every event once per span
-        deps["op_base"] = (f"(SELECT * FROM {deps['op_base']} "
-                           "WHERE start_ps >= $lo - $max_dur AND start_ps < $hi AND end_ps > $lo)")
+        deps["op_base"] = (
+            f"(SELECT * FROM {deps['op_base']} WHERE start_ps >= $lo - $max_dur AND start_ps < $hi AND end_ps > $lo)"
+        )
         events_sql = f"SELECT chip, start_ps, end_ps, priority FROM ({sql.format(**deps)})"
         parts = []
         bounds = [int(w["start_ps"].min()), *[c * 1000 for c in cuts], int(w["end_ps"].max())]
@@ -603,9 +677,14 @@ class _Writer:
             inside = (w["start_ps"] < hi) & (w["end_ps"] > lo)
             if hi <= lo or not inside.any():
                 continue
-            clipped = pa.table({"chip": w["chip"][inside], "step": w["step"][inside],
-                                "start_ps": np.maximum(w["start_ps"][inside], lo),
-                                "end_ps": np.minimum(w["end_ps"][inside], hi)})
+            clipped = pa.table(
+                {
+                    "chip": w["chip"][inside],
+                    "step": w["step"][inside],
+                    "start_ps": np.maximum(w["start_ps"][inside], lo),
+                    "end_ps": np.minimum(w["end_ps"][inside], hi),
+                }
+            )
             events = self.con.sql(events_sql, params={"lo": lo, "hi": hi, "max_dur": max_dur}).to_arrow_table()
             parts.append(split_timeline(events, clipped, TIMELINE_CATEGORIES))
             del events
@@ -629,12 +708,20 @@ class _Writer:
         before = np.cumsum(dur) - dur
         group_start = np.maximum.accumulate(np.where(first, np.arange(len(chip)), 0))
         start = w["start_ps"][at] + before - before[group_start]
-        names = np.array([self.bd_name_iid[TIMELINE_CATEGORIES[p]] for p in range(len(TIMELINE_CATEGORIES))],
-                         np.int64)[prio]
+        names = np.array([self.bd_name_iid[TIMELINE_CATEGORIES[p]] for p in range(len(TIMELINE_CATEGORIES))], np.int64)[
+            prio
+        ]
         keep = dur > 0
-        table = pa.table({"id": np.arange(int(keep.sum()), dtype=np.int64), "chip": chip[keep],
-                          "name_iid": names[keep], "start_ps": start[keep], "dur_ps": dur[keep],
-                          "step": step[keep]})
+        table = pa.table(
+            {
+                "id": np.arange(int(keep.sum()), dtype=np.int64),
+                "chip": chip[keep],
+                "name_iid": names[keep],
+                "start_ps": start[keep],
+                "dur_ps": dur[keep],
+                "step": step[keep],
+            }
+        )
         name = f"scprof_perfetto_breakdown_{self.run_id}"
         self.con.register("scprof_perfetto_breakdown_arrow", table)
         try:
@@ -674,22 +761,31 @@ class _Writer:
 
     def _write_head(self) -> None:
         first = pt.TracePacket(
-            timestamp=self.first_ns, trusted_packet_sequence_id=SEQ_ID,
-            sequence_flags=CLEARED | NEEDS, first_packet_on_sequence=True,
-            interned_data=self.interned)
+            timestamp=self.first_ns,
+            trusted_packet_sequence_id=SEQ_ID,
+            sequence_flags=CLEARED | NEEDS,
+            first_packet_on_sequence=True,
+            interned_data=self.interned,
+        )
         if self.default_uuid:
             first.trace_packet_defaults.track_event_defaults.track_uuid = self.default_uuid
         out = [_trace_packet(first)]
         for d in self.descriptors:
-            out.append(_trace_packet(pt.TracePacket(timestamp=self.first_ns, trusted_packet_sequence_id=SEQ_ID,
-                                                    track_descriptor=d)))
+            out.append(
+                _trace_packet(
+                    pt.TracePacket(timestamp=self.first_ns, trusted_packet_sequence_id=SEQ_ID, track_descriptor=d)
+                )
+            )
         self.f.write(b"".join(out))
         self.written_descriptors = len(self.descriptors)
 
     def _plan_windows(self) -> list[int]:
         """Cut points (ns) so that each window holds about window_rows events."""
-        lo_hi = self._rows(self._sql(
-            "SELECT min(start_ps), max(start_ps), count(*) FROM events e WHERE run_id = $run AND {event_filter}"))[0]
+        lo_hi = self._rows(
+            self._sql(
+                "SELECT min(start_ps), max(start_ps), count(*) FROM events e WHERE run_id = $run AND {event_filter}"
+            )
+        )[0]
         if lo_hi[2] <= self.window_rows:
             return []
         cuts: list[int] = []
@@ -698,10 +794,13 @@ class _Writer:
 
     def _split(self, lo_ns: int, hi_ns: int, cuts: list[int], depth: int) -> None:
         width = max(1, -(-(hi_ns - lo_ns) // 256))
-        hist = self._rows(self._sql("""
+        hist = self._rows(
+            self._sql("""
             SELECT (start_ps // 1000 - $lo) // $w AS b, count(*) FROM events e
             WHERE run_id = $run AND {event_filter} AND start_ps >= $lo_ps AND start_ps < $hi_ps
-            GROUP BY b ORDER BY b"""), {"lo": lo_ns, "w": width, "lo_ps": lo_ns * 1000, "hi_ps": hi_ns * 1000})
+            GROUP BY b ORDER BY b"""),
+            {"lo": lo_ns, "w": width, "lo_ps": lo_ns * 1000, "hi_ps": hi_ns * 1000},
+        )
         acc = 0
         for b, c in hist:
             b_lo = lo_ns + b * width
@@ -743,13 +842,14 @@ class _Writer:
         order = _window_order(rows)
         cols = rows.columns
         del rows
-        picks = [order[a:a + self.chunk_rows] for a in range(0, len(order), self.chunk_rows)]
+        picks = [order[a : a + self.chunk_rows] for a in range(0, len(order), self.chunk_rows)]
         parts: list[list[pa.Array]] = []
         for i in range(len(cols)):
             parts.append(_gather(cols[i], picks))
             cols[i] = None  # the window's column freed once gathered
-        return [pa.RecordBatch.from_arrays([c[j] for c in parts], schema=STREAM_SCHEMA)
-                for j in range(len(picks))], args
+        return [
+            pa.RecordBatch.from_arrays([c[j] for c in parts], schema=STREAM_SCHEMA) for j in range(len(picks))
+        ], args
 
     def _window_args(self, lo_ps: int, hi_ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The window's event_args as DebugAnnotation fields: (sorted event_ids, blob, offsets), or None."""
@@ -769,8 +869,13 @@ class _Writer:
         offs = np.frombuffer(sarr.buffers()[1], np.int64, len(sarr) + 1, sarr.offset * 8)
         data = sarr.buffers()[2] if sarr.buffers()[2] is not None else b""
         blob, aoffs = wire.encode_args(
-            key_iid, value_kind, pc.fill_null(ints, 0).to_numpy(zero_copy_only=False).astype(np.int64),
-            pc.fill_null(dbls, 0.0).to_numpy(zero_copy_only=False).astype(np.float64), offs, data)
+            key_iid,
+            value_kind,
+            pc.fill_null(ints, 0).to_numpy(zero_copy_only=False).astype(np.int64),
+            pc.fill_null(dbls, 0.0).to_numpy(zero_copy_only=False).astype(np.float64),
+            offs,
+            data,
+        )
         return eid, np.frombuffer(blob, np.uint8), np.frombuffer(aoffs, np.int64)
 
     def _chunk(self, batch: pa.RecordBatch, args) -> int:
@@ -808,9 +913,12 @@ class _Writer:
         uuid[ct] = self.counter_uuid[track[ct]]
         if len(self.descriptors) > self.written_descriptors:  # new lanes, described before their first event
             ts0 = max(int(s_ns[0]), self.last_ts)
-            self.f.write(b"".join(_trace_packet(pt.TracePacket(timestamp=ts0, trusted_packet_sequence_id=SEQ_ID,
-                                                               track_descriptor=d))
-                                  for d in self.descriptors[self.written_descriptors:]))
+            self.f.write(
+                b"".join(
+                    _trace_packet(pt.TracePacket(timestamp=ts0, trusted_packet_sequence_id=SEQ_ID, track_descriptor=d))
+                    for d in self.descriptors[self.written_descriptors :]
+                )
+            )
             self.written_descriptors = len(self.descriptors)
             self.stats.tracks = len(self.descriptors)
 
@@ -829,17 +937,40 @@ class _Writer:
         n = batch.num_rows
         if len(self.heap[0]) < self.heap_n + n:  # room for every row's END
             cap = 2 * (self.heap_n + n)
-            self.heap = tuple(np.concatenate([h[:self.heap_n], np.zeros(cap - self.heap_n, h.dtype)])
-                              for h in self.heap)
+            self.heap = tuple(
+                np.concatenate([h[: self.heap_n], np.zeros(cap - self.heap_n, h.dtype)]) for h in self.heap
+            )
         a_eid, a_blob, a_offs = args if args is not None else _NO_ARGS
         need = n * wire.MAX_ROW_BYTES + (self.heap_n + n) * wire.MAX_END_BYTES + len(a_blob)
         if len(self.out) < need:  # np.empty: pages are touched only as far as packets are written
             self.out = np.empty(need + need // 4, np.uint8)
-        tables = (self.category_of_track, self.name_iid, self.table_iid, self.ann_iids, self.flow_src,
-                  self.flow_src_id, self.flow_dst, self.flow_dst_id, self.flow_bits, a_eid, a_offs, a_blob)
+        tables = (
+            self.category_of_track,
+            self.name_iid,
+            self.table_iid,
+            self.ann_iids,
+            self.flow_src,
+            self.flow_src_id,
+            self.flow_dst,
+            self.flow_dst_id,
+            self.flow_bits,
+            a_eid,
+            a_offs,
+            a_blob,
+        )
         cols = tuple(_column(batch, c) for c in STREAM_COLUMNS)
-        length, self.heap_n = wire.encode_chunk(cols, uuid, tables, self.flow_lo, self.default_uuid, self.step_cat,
-                                                self.bd_cat, (*self.heap, self.heap_n), self.seq, self.out)
+        length, self.heap_n = wire.encode_chunk(
+            cols,
+            uuid,
+            tables,
+            self.flow_lo,
+            self.default_uuid,
+            self.step_cat,
+            self.bd_cat,
+            (*self.heap, self.heap_n),
+            self.seq,
+            self.out,
+        )
         return memoryview(self.out)[:length]
 
     def _flush_ends(self) -> None:
@@ -874,12 +1005,18 @@ def _gather(arr: pa.Array, picks: list[np.ndarray]) -> list[pa.Array]:
     values = np.frombuffer(data, np.float64 if arr.type == pa.float64() else np.int64, n, arr.offset * 8)
     if not arr.null_count:
         return [pa.Array.from_buffers(arr.type, len(p), [None, pa.py_buffer(values[p])], 0) for p in picks]
-    valid = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[arr.offset:arr.offset + n]
+    valid = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[arr.offset : arr.offset + n]
     out = []
     for p in picks:
         v = valid[p]
-        out.append(pa.Array.from_buffers(arr.type, len(p), [pa.py_buffer(np.packbits(v, bitorder="little")),
-                                                            pa.py_buffer(values[p])], len(p) - int(v.sum())))
+        out.append(
+            pa.Array.from_buffers(
+                arr.type,
+                len(p),
+                [pa.py_buffer(np.packbits(v, bitorder="little")), pa.py_buffer(values[p])],
+                len(p) - int(v.sum()),
+            )
+        )
     return out
 
 

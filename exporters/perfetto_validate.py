@@ -42,8 +42,12 @@ RULES = {
              "event) and an end (every started flow is terminated)",
 }  # fmt: skip
 
-_BEGIN, _END, _INSTANT, _COUNTER = (pt.TrackEvent.TYPE_SLICE_BEGIN, pt.TrackEvent.TYPE_SLICE_END,
-                                    pt.TrackEvent.TYPE_INSTANT, pt.TrackEvent.TYPE_COUNTER)
+_BEGIN, _END, _INSTANT, _COUNTER = (
+    pt.TrackEvent.TYPE_SLICE_BEGIN,
+    pt.TrackEvent.TYPE_SLICE_END,
+    pt.TrackEvent.TYPE_INSTANT,
+    pt.TrackEvent.TYPE_COUNTER,
+)
 _CLEARED = pt.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 _NEEDS = pt.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 _INTERNED_KINDS = ("event_names", "event_categories", "debug_annotation_names", "debug_annotation_string_values")
@@ -117,7 +121,7 @@ def iter_packets_bytes(buf) -> Iterator[pt.TracePacket]:
             if pos + length > end:
                 raise ValueError(f"byte {pos}: field runs past the end of the file (truncated trace?)")
             if key >> 3 == 1:
-                yield pt.TracePacket.FromString(bytes(buf[pos:pos + length]))
+                yield pt.TracePacket.FromString(bytes(buf[pos : pos + length]))
             pos += length
         elif wire == 0:
             _, pos = _varint(buf, pos)
@@ -191,8 +195,7 @@ class _Pass:
         seq = self.seqs.get(seq_id)
         if seq is None:
             if not cleared:
-                self.problem("incremental-state",
-                             f"first packet of sequence {seq_id} does not clear incremental state")
+                self.problem("incremental-state", f"first packet of sequence {seq_id} does not clear incremental state")
             seq = self.seqs[seq_id] = _Seq()
         elif cleared:
             self.seqs[seq_id] = seq = _Seq()
@@ -220,8 +223,9 @@ class _Pass:
             self.problem("track-descriptors", "track descriptor without a uuid")
             return
         if d.uuid in self.tracks:
-            self.problem("track-descriptors", f"track {d.uuid} described twice "
-                                              f"(first at packet {self.tracks[d.uuid][1]})")
+            self.problem(
+                "track-descriptors", f"track {d.uuid} described twice (first at packet {self.tracks[d.uuid][1]})"
+            )
             return
         self.tracks[d.uuid] = (d, self.i)
         if self.collect:
@@ -242,8 +246,10 @@ class _Pass:
         ts = p.timestamp
         if p.HasField("timestamp"):
             if ts < self.last_ts:
-                self.problem("packet-sequence", f"track event at {ts} after one at {self.last_ts} "
-                                                "(keep track events in timestamp order)")
+                self.problem(
+                    "packet-sequence",
+                    f"track event at {ts} after one at {self.last_ts} (keep track events in timestamp order)",
+                )
             self.last_ts = max(self.last_ts, ts)
         uses_state = False
         if te.HasField("track_uuid"):
@@ -269,16 +275,19 @@ class _Pass:
                 key = a.name
             if a.HasField("string_value_iid"):
                 uses_state = True
-                value: object = self.lookup(seq, "debug_annotation_string_values", a.string_value_iid,
-                                            "debug annotation string value")
+                value: object = self.lookup(
+                    seq, "debug_annotation_string_values", a.string_value_iid, "debug annotation string value"
+                )
             else:
                 which = a.WhichOneof("value")
                 value = getattr(a, which) if which else None
             if self.collect:
                 args[key or ""] = value
         if uses_state and not needs:
-            self.problem("incremental-state", "track event uses interned data or packet defaults "
-                                              "without SEQ_NEEDS_INCREMENTAL_STATE")
+            self.problem(
+                "incremental-state",
+                "track event uses interned data or packet defaults without SEQ_NEEDS_INCREMENTAL_STATE",
+            )
         # track
         if uuid == 0:
             self.problem("track-descriptors", "track event without a track (no track_uuid, no default)")
@@ -314,9 +323,12 @@ class _Pass:
                 return
             begin_ts, _, sl = stack.pop()
             if begin_ts == ts:
-                self.problem("slice-nesting", f"END at {ts} on track {uuid} closes a slice begun at the same "
-                                              "timestamp: ENDs must precede BEGINs (use TYPE_INSTANT for "
-                                              "zero-length slices)")
+                self.problem(
+                    "slice-nesting",
+                    f"END at {ts} on track {uuid} closes a slice begun at the same "
+                    "timestamp: ENDs must precede BEGINs (use TYPE_INSTANT for "
+                    "zero-length slices)",
+                )
             if sl is not None:
                 sl.end_ts = ts
             return
@@ -345,8 +357,9 @@ class _Pass:
     def finish(self) -> None:
         for uuid, (d, at) in self.tracks.items():
             if d.parent_uuid and d.parent_uuid not in self.tracks:
-                self.out.problems.append(Problem("track-descriptors", at,
-                                                 f"track {uuid} has unknown parent {d.parent_uuid}"))
+                self.out.problems.append(
+                    Problem("track-descriptors", at, f"track {uuid} has unknown parent {d.parent_uuid}")
+                )
         for uuid in self.tracks:
             seen = []
             u = uuid
@@ -354,11 +367,14 @@ class _Pass:
                 seen.append(u)
                 u = self.tracks[u][0].parent_uuid
             if u and u in seen:
-                self.out.problems.append(Problem("track-descriptors", self.tracks[uuid][1],
-                                                 f"track {uuid} is in a parent cycle {seen}"))
+                self.out.problems.append(
+                    Problem("track-descriptors", self.tracks[uuid][1], f"track {uuid} is in a parent cycle {seen}")
+                )
                 break
         for uuid, stack in self.open.items():
             for ts, at, _ in stack:
-                self.out.problems.append(Problem("slice-nesting", at, f"slice on track {uuid} begun at {ts} never ends"))
+                self.out.problems.append(
+                    Problem("slice-nesting", at, f"slice on track {uuid} begun at {ts} never ends")
+                )
         for fid, at in self.flows.items():
             self.out.problems.append(Problem("flows", at, f"flow {fid} never terminates (no end)"))

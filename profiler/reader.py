@@ -83,7 +83,9 @@ class TraceReader:
         if self.header is None:
             raise TraceFormatError(f"{self.path}: trace has no header chunk")
         if self.footer is None:
-            self._cut_short(Cut(self.path, os.path.getsize(self.path), "no footer: the recorder did not close the file"))
+            self._cut_short(
+                Cut(self.path, os.path.getsize(self.path), "no footer: the recorder did not close the file")
+            )
             return
         expected = {k: getattr(self.footer, k) for k in counts}
         if expected != counts:
@@ -93,8 +95,7 @@ class TraceReader:
         self.cut = cut
         if not self.allow_truncated:
             raise TruncatedTraceError(
-                f"{cut.message()} ({self.chunks} complete chunks before it; "
-                "pass --allow-truncated to ingest them)"
+                f"{cut.message()} ({self.chunks} complete chunks before it; pass --allow-truncated to ingest them)"
             )
 
     def _absorb(self, item: RawChunk, track_ids: set[int]) -> None:
@@ -102,7 +103,9 @@ class TraceReader:
         try:
             msg = getattr(pb.Chunk(), item.kind).FromString(bytes(item.body))
         except Exception:  # protobuf's DecodeError and friends
-            raise TraceFormatError(f"{self.path}: chunk at byte {item.offset} is not a valid {item.kind} message") from None
+            raise TraceFormatError(
+                f"{self.path}: chunk at byte {item.offset} is not a valid {item.kind} message"
+            ) from None
         if item.kind == "header":
             if self.header is not None:
                 raise TraceFormatError(f"{self.path}: second header at byte {item.offset}")
@@ -122,7 +125,9 @@ class TraceReader:
         elif item.kind == "tracks":
             for t in msg.track:
                 if t.id == 0 or t.id in track_ids:
-                    raise TraceFormatError(f"{self.path}: track id {t.id} at byte {item.offset} is zero or declared twice")
+                    raise TraceFormatError(
+                        f"{self.path}: track id {t.id} at byte {item.offset} is zero or declared twice"
+                    )
                 track_ids.add(t.id)
                 self.tracks.append(t)
         elif item.kind == "footer":
@@ -153,8 +158,10 @@ class TraceReader:
         if "track" in cols and rows:
             lo, hi = int(cols["track"].min()), int(cols["track"].max())
             contiguous = len(track_ids) == max(track_ids, default=0)
-            if lo < 1 or hi > max(track_ids, default=0) or (
-                not contiguous and not np.isin(cols["track"], list(track_ids)).all()
+            if (
+                lo < 1
+                or hi > max(track_ids, default=0)
+                or (not contiguous and not np.isin(cols["track"], list(track_ids)).all())
             ):
                 bad = cols["track"][~np.isin(cols["track"], list(track_ids))][0]
                 raise TraceFormatError(f"{where}: unknown track id {bad}")

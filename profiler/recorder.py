@@ -188,7 +188,9 @@ class Recorder:
                 raise ValueError(f"track kind must be one of {sorted(TRACK_KINDS)}, not {kind!r}")
             tid = self._tracks[key] = len(self._tracks) + 1
             self._pending_tracks.append(
-                pb.Track(id=tid, plane=plane, line=line, kind=TRACK_KINDS[kind], chip=chip, core=core, tile=tile, unit=unit)
+                pb.Track(
+                    id=tid, plane=plane, line=line, kind=TRACK_KINDS[kind], chip=chip, core=core, tile=tile, unit=unit
+                )
             )
         return tid
 
@@ -229,8 +231,9 @@ class Recorder:
     def span(self, name: str, track: int, step: int | None = None, **args: Any) -> _Span:
         """Time a block of host code as an event on `track` (wall clock since start)."""
         sid = self._strings.get(name)
-        return _Span(self, self.intern(name) if sid is None else sid, track, NULL_I32 if step is None else step,
-                     args or None)
+        return _Span(
+            self, self.intern(name) if sid is None else sid, track, NULL_I32 if step is None else step, args or None
+        )
 
     def _flush_spans(self) -> None:
         if not self._spans:
@@ -303,7 +306,9 @@ class Recorder:
 
     def _encode_args(self, args: Mapping[str, Any], n: int) -> dict[str, np.ndarray]:
         """Generic key/value arguments as the arg_* side-table columns (nulls skipped)."""
-        parts: dict[str, list[np.ndarray]] = {k: [] for k in ("arg_event", "arg_key", "arg_kind", "arg_int", "arg_double", "arg_string")}
+        parts: dict[str, list[np.ndarray]] = {
+            k: [] for k in ("arg_event", "arg_key", "arg_kind", "arg_int", "arg_double", "arg_string")
+        }
         for key, values in sorted(args.items()):
             arr = np.asarray(values, dtype=object if isinstance(values, list) else None)
             if len(arr) != n:

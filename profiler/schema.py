@@ -55,7 +55,11 @@ TABLES: tuple[Table, ...] = (
             Col("source_path", "VARCHAR", "Path of the ingested file."),
             Col("producer", "VARCHAR", "Program that wrote the trace."),
             Col("format_version", "INTEGER", "Trace format version of the file."),
-            Col("status", "VARCHAR", "ok; truncated when only complete chunks of a cut file were kept; failed when the producer recorded a failure (compile error, HBM OOM; see the header's tags)."),
+            Col(
+                "status",
+                "VARCHAR",
+                "ok; truncated when only complete chunks of a cut file were kept; failed when the producer recorded a failure (compile error, HBM OOM; see the header's tags).",
+            ),
             Col("truncated_at_byte", "BIGINT", "Byte offset where a truncated file stops; NULL if complete."),
             Col("start_time_unix_ns", "BIGINT", "Wall-clock start of the recording."),
             Col("ingested_at", "TIMESTAMP", "When this run was ingested."),
@@ -82,8 +86,11 @@ TABLES: tuple[Table, ...] = (
     Table(
         "strings",
         "Interned strings of each run (event names, table names, argument keys).",
-        (RUN, Col("string_id", "INTEGER", "Id used by events.name_id etc.; 0 is the empty string."),
-         Col("value", "VARCHAR", "The string.")),
+        (
+            RUN,
+            Col("string_id", "INTEGER", "Id used by events.name_id etc.; 0 is the empty string."),
+            Col("value", "VARCHAR", "The string."),
+        ),
         ("run_id", "string_id"),
     ),
     Table(
@@ -107,7 +114,11 @@ TABLES: tuple[Table, ...] = (
         "Complete events (slices): one unit of work on one track, with typed arguments.",
         (
             RUN,
-            Col("event_id", "BIGINT", "Index of the event in its run, in file order (rows are stored grouped by track within each ingest group of about a million events: order by event_id for file order)."),
+            Col(
+                "event_id",
+                "BIGINT",
+                "Index of the event in its run, in file order (rows are stored grouped by track within each ingest group of about a million events: order by event_id for file order).",
+            ),
             Col("track_id", "INTEGER", "tracks.track_id."),
             Col("name_id", "INTEGER", "strings.string_id of the event name."),
             Col("start_ps", "BIGINT", "Start time."),
@@ -121,7 +132,11 @@ TABLES: tuple[Table, ...] = (
             Col("dropped_ids", "BIGINT", "IDs dropped past the limits; NULL if none."),
             Col("bytes", "BIGINT", "Bytes moved; NULL if none."),
             Col("flops", "BIGINT", "Floating-point operations; NULL if none."),
-            Col("category_id", "INTEGER", "strings.string_id of the work category (sc_forward, tc_backward, ...); NULL if none."),
+            Col(
+                "category_id",
+                "INTEGER",
+                "strings.string_id of the work category (sc_forward, tc_backward, ...); NULL if none.",
+            ),
         ),
     ),
     Table(
@@ -184,9 +199,21 @@ SUMMARY_TABLES: tuple[Table, ...] = (
         "Summary, one row per run: the timeline summary's bin grid, the longest event and the tables named on events.",
         (
             RUN,
-            Col("timeline_origin_ps", "BIGINT", "Start of bin 0: the earliest start of an event or step marker; NULL if none."),
-            Col("timeline_bin_ps", "BIGINT", "Width of one timeline bin: the run's span over 16384, rounded up; NULL if no events."),
-            Col("max_event_dur_ps", "BIGINT", "Longest event (bounds how early an event overlapping a window starts); 0 if none."),
+            Col(
+                "timeline_origin_ps",
+                "BIGINT",
+                "Start of bin 0: the earliest start of an event or step marker; NULL if none.",
+            ),
+            Col(
+                "timeline_bin_ps",
+                "BIGINT",
+                "Width of one timeline bin: the run's span over 16384, rounded up; NULL if no events.",
+            ),
+            Col(
+                "max_event_dur_ps",
+                "BIGINT",
+                "Longest event (bounds how early an event overlapping a window starts); 0 if none.",
+            ),
             Col("event_tables", "VARCHAR[]", "Embedding tables named on events (events.table_id), sorted."),
         ),
         ("run_id",),
@@ -198,7 +225,11 @@ SUMMARY_TABLES: tuple[Table, ...] = (
             RUN,
             Col("track_id", "INTEGER", "tracks.track_id."),
             Col("bin", "INTEGER", "(start_ps - timeline_origin_ps) // timeline_bin_ps."),
-            Col("events", "INTEGER", "Events and step markers of the track starting in the bin with dur_ps < timeline_bin_ps."),
+            Col(
+                "events",
+                "INTEGER",
+                "Events and step markers of the track starting in the bin with dur_ps < timeline_bin_ps.",
+            ),
             Col("busy_ps", "BIGINT", "Sum of their dur_ps."),
         ),
     ),

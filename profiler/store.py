@@ -111,8 +111,10 @@ class Store:
             try:
                 self.con.execute("SET memory_limit = ?", [limit])
             except duckdb.Error as e:
-                raise StoreError(f"SCPROF_MEMORY_LIMIT: {limit!r} is not a DuckDB memory size such as "
-                                 f"'1GB' or '512MB' ({_first_line(e)})") from None
+                raise StoreError(
+                    f"SCPROF_MEMORY_LIMIT: {limit!r} is not a DuckDB memory size such as "
+                    f"'1GB' or '512MB' ({_first_line(e)})"
+                ) from None
             self.con.execute("SET lock_configuration = true")
             return
         self.con.execute("BEGIN")
@@ -121,9 +123,7 @@ class Store:
                 MIGRATIONS[v](self.con)
             for stmt in ddl():
                 self.con.execute(stmt)
-            self.con.execute(
-                "INSERT OR REPLACE INTO scprof_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)]
-            )
+            self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             self.con.execute("COMMIT")
         except BaseException:
             self.con.execute("ROLLBACK")
@@ -154,7 +154,9 @@ class Store:
             for name in tables:
                 self.con.unregister(name)
 
-    def rows(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, **tables: pa.Table) -> list[dict[str, Any]]:
+    def rows(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None, **tables: pa.Table
+    ) -> list[dict[str, Any]]:
         """Run one parameterised query; the result as a list of dicts (small results only)."""
         return self.query(sql, params, **tables).to_pylist()
 

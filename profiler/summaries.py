@@ -103,13 +103,16 @@ def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     for table in SUMMARY_TABLES:
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
     con.execute(RUN_SUMMARY, {"run": run_id, "bins": TIMELINE_BINS})
-    wide = con.execute("SELECT timeline_bin_ps > $lim FROM run_summaries WHERE run_id = $run",
-                       {"run": run_id, "lim": (1 << 62) // TIMELINE_BINS}).fetchall()[0][0]
+    wide = con.execute(
+        "SELECT timeline_bin_ps > $lim FROM run_summaries WHERE run_id = $run",
+        {"run": run_id, "lim": (1 << 62) // TIMELINE_BINS},
+    ).fetchall()[0][0]
     bins = TIMELINE_BINS_SQL.replace("{num}", "HUGEINT" if wide else "BIGINT")
     for sql in (bins, TIMELINE_LONG_SQL):
         con.execute(sql, {"run": run_id})
-    forward = con.execute("SELECT coalesce(min(string_id), -1) FROM strings WHERE run_id = ? AND value = 'sc_forward'",
-                          [run_id]).fetchall()[0][0]
+    forward = con.execute(
+        "SELECT coalesce(min(string_id), -1) FROM strings WHERE run_id = ? AND value = 'sc_forward'", [run_id]
+    ).fetchall()[0][0]
     con.execute(SC_STEP_TRACKS_SQL, {"run": run_id, "forward": forward})
     try:
         for sql in (SC_STEP_CELLS_SQL, SC_STEP_TOTALS_SQL):

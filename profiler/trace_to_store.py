@@ -210,7 +210,9 @@ def _make_room(store: Store, uuid: str, name: str, replace: bool) -> None:
         run_id, old_name, old_uuid = clash[0]
         if old_uuid == uuid:
             raise StoreError(f"{store.path}: already holds this run (uuid {uuid}, run_id {run_id}); pass --replace")
-        raise StoreError(f"{store.path}: already holds a run named {name!r} (run_id {run_id}); pass --replace or --name")
+        raise StoreError(
+            f"{store.path}: already holds a run named {name!r} (run_id {run_id}); pass --replace or --name"
+        )
     for run_id, _, _ in clash:
         delete_run(store, run_id)
 
@@ -276,11 +278,16 @@ def _flush(con, run_id: int, kind: str, pending: dict[str, list[Batch]], progres
         _insert_arrow(con, INSERT_EVENTS, run_id, pa.table(data))
         if "arg_event" in cols:
             progress.deferred["args"].append(
-                pa.table({
-                    "event_id": cols["arg_event"].astype(np.int64) + progress.rows,
-                    "key": cols["arg_key"], "kind": cols["arg_kind"], "int_value": cols["arg_int"],
-                    "double_value": cols["arg_double"], "string_id": cols["arg_string"],
-                })  # fmt: skip
+                pa.table(
+                    {
+                        "event_id": cols["arg_event"].astype(np.int64) + progress.rows,
+                        "key": cols["arg_key"],
+                        "kind": cols["arg_kind"],
+                        "int_value": cols["arg_int"],
+                        "double_value": cols["arg_double"],
+                        "string_id": cols["arg_string"],
+                    }
+                )  # fmt: skip
             )
         progress.rows += n
     elif kind == "counters":

@@ -115,10 +115,10 @@ def decode_batch(
                 raise WireError(f"field {number} runs past the end of its message")
             if col is not None:
                 if length % col.dtype.itemsize:
-                    raise WireError(f"packed field {col.name} has {length} bytes, not a multiple of {col.dtype.itemsize}")
-                found.setdefault(col.name, []).append(
-                    np.frombuffer(buf, col.dtype, length // col.dtype.itemsize, pos)
-                )
+                    raise WireError(
+                        f"packed field {col.name} has {length} bytes, not a multiple of {col.dtype.itemsize}"
+                    )
+                found.setdefault(col.name, []).append(np.frombuffer(buf, col.dtype, length // col.dtype.itemsize, pos))
             pos += length
         elif col is not None:
             return None  # unpacked encoding of a known column: let protobuf decode it

@@ -50,15 +50,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="run name (default: the config's name)")
     p.add_argument("--steps", type=int, help="number of training steps to simulate")
     p.add_argument("--out", help="directory for the trace (default: runs/<name>/)")
-    p.add_argument("--perf-tables", metavar="DIR",
-                   help="performance tables (collectives.json, gemm.json) for the cost model "
-                        "(default: bundled tables of the hardware generation)")
+    p.add_argument(
+        "--perf-tables",
+        metavar="DIR",
+        help="performance tables (collectives.json, gemm.json) for the cost model "
+        "(default: bundled tables of the hardware generation)",
+    )
     p.add_argument("--replace", action="store_true", help="replace a run with the same name")
     _db_arg(p)
     p.set_defaults(func=cmd_record)
 
     p = sub.add_parser("ingest", help="ingest trace files into the store (all or nothing)")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="scprof trace (.sctrace) or XProf capture (.xplane.pb, run dir, logdir)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="scprof trace (.sctrace) or XProf capture (.xplane.pb, run dir, logdir)",
+    )
     p.add_argument("--name", help="run name (default: from the trace header)")
     p.add_argument("--replace", action="store_true", help="replace runs with the same id or name")
     p.add_argument("--allow-truncated", action="store_true", help="keep the complete chunks of a cut file")
@@ -170,8 +178,15 @@ def cmd_record(args: argparse.Namespace) -> int:
     from sim_backend.record import format_summary, record_run
 
     try:
-        result = record_run(args.config, args.set, args.name, args.steps, args.out, progress=sys.stdout.isatty(),
-                            perf_tables=args.perf_tables)
+        result = record_run(
+            args.config,
+            args.set,
+            args.name,
+            args.steps,
+            args.out,
+            progress=sys.stdout.isatty(),
+            perf_tables=args.perf_tables,
+        )
     except RunFailure as failure:
         # A failed run is still a run: store what it recorded, then fail the command.
         if failure.trace_path:

@@ -43,11 +43,15 @@ def finding_lines(f: Finding, indent: str = "  ") -> list[str]:
     lines = [f"{SEVERITY_MARK[f.severity]} {f.title}"]
     lines.append(f"{indent}{f.metric}: {format_value(f.value, f.unit)}  (confidence: {f.confidence})")
     if f.entities:
-        ents = "; ".join(f"{k}: {', '.join(map(str, v[:12]))}{' ...' if len(v) > 12 else ''}" for k, v in f.entities.items() if v)
+        ents = "; ".join(
+            f"{k}: {', '.join(map(str, v[:12]))}{' ...' if len(v) > 12 else ''}" for k, v in f.entities.items() if v
+        )
         if ents:
             lines.append(f"{indent}affects  {ents}")
     if f.evidence:
-        lines.append(f"{indent}evidence " + ", ".join(_evidence_item(k, v) for k, v in f.evidence.items() if v is not None))
+        lines.append(
+            f"{indent}evidence " + ", ".join(_evidence_item(k, v) for k, v in f.evidence.items() if v is not None)
+        )
     lines.append(f"{indent}fix      {f.recommendation}")
     return lines
 
@@ -93,8 +97,10 @@ def render_comparison(c: Comparison) -> str:
         "Step time by category (mean per step and chip):",
         text_table(
             ["category", "base", "cand", "delta"],
-            [[r["category"], format_ps(r["base_ps"]), format_ps(r["cand_ps"]), _signed_ps(r["delta_ps"])]
-             for r in c.breakdown],
+            [
+                [r["category"], format_ps(r["base_ps"]), format_ps(r["cand_ps"]), _signed_ps(r["delta_ps"])]
+                for r in c.breakdown
+            ],
         ),  # fmt: skip
         "",
     ]
@@ -110,8 +116,17 @@ def render_comparison(c: Comparison) -> str:
         out.append(
             text_table(
                 ["core", "op", "base", "cand", "delta", "change"],
-                [[r["track_kind"], r["name"], format_ps(r["base_ps_per_step"]), format_ps(r["cand_ps_per_step"]),
-                  _signed_ps(r["delta_ps_per_step"]), r["change"]] for r in c.ops[:10]],
+                [
+                    [
+                        r["track_kind"],
+                        r["name"],
+                        format_ps(r["base_ps_per_step"]),
+                        format_ps(r["cand_ps_per_step"]),
+                        _signed_ps(r["delta_ps_per_step"]),
+                        r["change"],
+                    ]
+                    for r in c.ops[:10]
+                ],
             )  # fmt: skip
         )
         out.append("")
@@ -120,9 +135,17 @@ def render_comparison(c: Comparison) -> str:
         out.append(
             text_table(
                 ["table", "ops base", "ops cand", "base", "cand", "delta"],
-                [[str(r["table_name"]), _num(r["base_ops_per_step"]), _num(r["cand_ops_per_step"]),
-                  format_ps(r["base_ps_per_step"]), format_ps(r["cand_ps_per_step"]), _signed_ps(r["delta_ps_per_step"])]
-                 for r in c.tables[:10]],
+                [
+                    [
+                        str(r["table_name"]),
+                        _num(r["base_ops_per_step"]),
+                        _num(r["cand_ops_per_step"]),
+                        format_ps(r["base_ps_per_step"]),
+                        format_ps(r["cand_ps_per_step"]),
+                        _signed_ps(r["delta_ps_per_step"]),
+                    ]
+                    for r in c.tables[:10]
+                ],
             )  # fmt: skip
         )
         out.append("")

@@ -64,18 +64,39 @@ def emit_check_events(rec: Recorder, sim: Simulation, plane: str) -> int:
         track = rec.track(plane, CHECKS_LINE, "host")
         for name, on in ((BOUND_CHECK, bound), (NAN_CHECK, nan)):
             if on:
-                n += _emit(rec, track, name, CHECK_CATEGORY, checks, done, group,
-                           [t.name for t in sim.cfg.tables], name == BOUND_CHECK, vocab)
+                n += _emit(
+                    rec,
+                    track,
+                    name,
+                    CHECK_CATEGORY,
+                    checks,
+                    done,
+                    group,
+                    [t.name for t in sim.cfg.tables],
+                    name == BOUND_CHECK,
+                    vocab,
+                )
     if quant:
         track = rec.track(plane, QUANT_LINE, "host")
-        n += _emit(rec, track, QUANTIZATION, QUANT_CATEGORY, checks, done, group,
-                   [t.name for t in quant], False, vocab, quant)
+        n += _emit(
+            rec, track, QUANTIZATION, QUANT_CATEGORY, checks, done, group, [t.name for t in quant], False, vocab, quant
+        )
     return n
 
 
-def _emit(rec: Recorder, track: int, name: str, category: str, checks: list[StepChecks],
-          done: np.ndarray, group: dict[str, int], tables: list[str], bound: bool,
-          vocab: dict[str, int], quant: list | None = None) -> int:
+def _emit(
+    rec: Recorder,
+    track: int,
+    name: str,
+    category: str,
+    checks: list[StepChecks],
+    done: np.ndarray,
+    group: dict[str, int],
+    tables: list[str],
+    bound: bool,
+    vocab: dict[str, int],
+    quant: list | None = None,
+) -> int:
     """One event per (step, table) with the check's figures as arguments."""
     rows = [(sc.step, t, sc.tables[t]) for sc in checks for t in tables]
     args: dict[str, list] = {}
@@ -85,29 +106,32 @@ def _emit(rec: Recorder, track: int, name: str, category: str, checks: list[Step
         args = {
             "values": [c.values for c in clip],
             "clipped_values": [c.clipped for c in clip],
-            "rms_error": [math.sqrt(c.squared_error / c.values) if c.values else 0.0
-                          for c in clip],
+            "rms_error": [math.sqrt(c.squared_error / c.values) if c.values else 0.0 for c in clip],
             "quantization_config_low": [cfg[t].quantization_config_low for _, t, _ in rows],
             "quantization_config_high": [cfg[t].quantization_config_high for _, t, _ in rows],
-            "quantization_config_num_buckets": [cfg[t].quantization_config_num_buckets
-                                                for _, t, _ in rows],
+            "quantization_config_num_buckets": [cfg[t].quantization_config_num_buckets for _, t, _ in rows],
         }
     elif bound:
-        args = {"oov_ids": [tc.oov_ids for _, _, tc in rows],
-                "vocab": [vocab[t] for _, t, _ in rows]}
+        args = {"oov_ids": [tc.oov_ids for _, _, tc in rows], "vocab": [vocab[t] for _, t, _ in rows]}
     else:
-        args = {"samples": [tc.samples for _, _, tc in rows],
-                "nan_samples": [tc.nan_samples for _, _, tc in rows],
-                "nan_values": [tc.nan_values for _, _, tc in rows]}
+        args = {
+            "samples": [tc.samples for _, _, tc in rows],
+            "nan_samples": [tc.nan_samples for _, _, tc in rows],
+            "nan_values": [tc.nan_values for _, _, tc in rows],
+        }
     start = np.array([done[s, group[t]] for s, t, _ in rows], np.int64)
     order = np.argsort(start, kind="stable")
-    rec.emit(track=np.full(len(rows), track, np.uint32), name=[name] * len(rows),
-             category=[category] * len(rows), start_ps=start[order],
-             dur_ps=np.zeros(len(rows), np.int64),
-             step=np.array([s for s, _, _ in rows], np.int32)[order],
-             table=[rows[i][1] for i in order],
-             ids=np.array([tc.ids for _, _, tc in rows], np.int64)[order],
-             args={k: [v[i] for i in order] for k, v in args.items()})
+    rec.emit(
+        track=np.full(len(rows), track, np.uint32),
+        name=[name] * len(rows),
+        category=[category] * len(rows),
+        start_ps=start[order],
+        dur_ps=np.zeros(len(rows), np.int64),
+        step=np.array([s for s, _, _ in rows], np.int32)[order],
+        table=[rows[i][1] for i in order],
+        ids=np.array([tc.ids for _, _, tc in rows], np.int64)[order],
+        args={k: [v[i] for i in order] for k, v in args.items()},
+    )
     return len(rows)
 
 
@@ -117,16 +141,14 @@ def nan_failure(sim: Simulation) -> Failure | None:
     checker raises an error saying where the NaN was found)."""
     if not sim.cfg.flags.xla_sc_detect_nan:
         return None
-    hit = next(((sc, t) for sc in sim.checks if sc is not None
-                for t, tc in sc.tables.items() if tc.nan_values), None)
+    hit = next(((sc, t) for sc in sim.checks if sc is not None for t, tc in sc.tables.items() if tc.nan_values), None)
     if hit is None:
         return None
     sc, table = hit
     tc = sc.tables[table]
     gi = _group_of(sim)[table]
     cols = sim.graph.columns()
-    m = np.flatnonzero((cols["kind"] == SC_FWD) & (cols["step"] == sc.step)
-                       & (cols["group"] == gi))
+    m = np.flatnonzero((cols["kind"] == SC_FWD) & (cols["step"] == sc.step) & (cols["group"] == gi))
     first = m[np.argmin(sim.schedule.end_ps[m])]
     chip, core = int(cols["chip"][first]), int(cols["sc"][first])
     group = sim.groups[gi].name
@@ -135,5 +157,6 @@ def nan_failure(sim: Simulation) -> Failure | None:
         f"table group {group!r} on TPU:{chip} SparseCore {core} at step {sc.step}: "
         f"{tc.nan_values} NaN values in {tc.nan_samples} samples of table {table!r} "
         f"(features {', '.join(tc.features_with_nan)}); clean the input pipeline's "
-        f"weights for these features")
+        f"weights for these features"
+    )
     return Failure(NAN_DETECTED, message, int(sim.schedule.end_ps[first]), chip, sc.step)

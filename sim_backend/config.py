@@ -34,23 +34,23 @@ def _f(default: Any, doc: str, **meta: Any) -> Any:
 
 @dataclass(frozen=True)
 class HardwareConfig:
-    generation: str = _f("v5p", "preset: v4, v5p, v6e, or custom (then every figure below)",
-                         choices=(*PRESETS, "custom"))
+    generation: str = _f(
+        "v5p", "preset: v4, v5p, v6e, or custom (then every figure below)", choices=(*PRESETS, "custom")
+    )
     num_chips: int = _f(4, "chips in the simulated slice (one host)", min=1)
-    num_slices: int = _f(1, "slices joined by DCN (data parallel): the dense all-reduce "
-                            "crosses them (hierarchical, DCN S-curve)", min=1)
+    num_slices: int = _f(
+        1, "slices joined by DCN (data parallel): the dense all-reduce crosses them (hierarchical, DCN S-curve)", min=1
+    )
     sparsecores_per_chip: int | None = _f(None, "override the preset", min=1)
     tiles_per_sparsecore: int | None = _f(None, "override the preset", min=1)
     simd_width: int | None = _f(None, "override the preset", min=1)
     hbm_bytes: int | None = _f(None, "HBM capacity per chip, override", min=1)
     hbm_bandwidth_bytes_per_s: float | None = _f(None, "HBM bandwidth per chip, override", min=1)
     tc_peak_flops: float | None = _f(None, "TensorCore peak FLOP/s per chip, override", min=1)
-    ici_bandwidth_bytes_per_s: float | None = _f(None, "ICI bandwidth per chip, one direction",
-                                                 min=1)
+    ici_bandwidth_bytes_per_s: float | None = _f(None, "ICI bandwidth per chip, one direction", min=1)
     spmem_bytes_per_tile: int | None = _f(None, "SparseCore tile scratchpad, override", min=1)
     sc_clock_hz: float | None = _f(None, "SparseCore clock, override", min=1)
-    host_to_device_bandwidth_bytes_per_s: float | None = _f(None, "host->HBM link per chip",
-                                                            min=1)
+    host_to_device_bandwidth_bytes_per_s: float | None = _f(None, "host->HBM link per chip", min=1)
 
 
 @dataclass(frozen=True)
@@ -71,16 +71,18 @@ class DenseConfig:
 class ManualConfig:
     """One manual computation (Shardy `sdy.manual_computation`) over the dense part."""
 
-    name: str = _f("", "region name (unique; what a nested region's parent names)",
-                   required=True)
-    axes: list[str] = _f([], "the manual axes, in mesh order; the body sees local shapes "
-                         "along them")
-    params: list[str] = _f([], "dense parameter name patterns (glob) the region covers; "
-                           "their shardings are its operand shardings")
-    in_shardings: list[str] = _f([], "sharding of the region's input activation [batch, "
-                                 "features] (one entry; every manual axis used explicitly)")
-    out_shardings: list[str] = _f([], "sharding of the region's output activation [batch, "
-                                  "features] (one entry; every manual axis used explicitly)")
+    name: str = _f("", "region name (unique; what a nested region's parent names)", required=True)
+    axes: list[str] = _f([], "the manual axes, in mesh order; the body sees local shapes along them")
+    params: list[str] = _f(
+        [], "dense parameter name patterns (glob) the region covers; their shardings are its operand shardings"
+    )
+    in_shardings: list[str] = _f(
+        [], "sharding of the region's input activation [batch, features] (one entry; every manual axis used explicitly)"
+    )
+    out_shardings: list[str] = _f(
+        [],
+        "sharding of the region's output activation [batch, features] (one entry; every manual axis used explicitly)",
+    )
     parent: str = _f("", "name of the enclosing region (nested: disjoint manual axes)")
 
 
@@ -88,17 +90,25 @@ class ManualConfig:
 class ShardingConfig:
     """Shardy-style sharding of the dense part (DOMAIN.md §2; checked by sharding.py)."""
 
-    mesh: str = _f("", 'device mesh, Shardy syntax: <["data"=2, "model"=2]> ("": one axis '
-                   '"data" over all chips); axis sizes multiply to hardware.num_chips')
-    activations: str = _f('[{"data"}, {?}]', "sharding of the dense activations [batch, "
-                          "features]; the batch dimension's axes are the data-parallel axes")
-    weights: dict[str, str] = _f({}, 'dense parameter name pattern (glob, e.g. "top_*/kernel") '
-                                 '-> sharding such as [{"data"}, {}]; first match wins; '
-                                 "unmatched parameters are replicated")
-    groups: dict[str, list[str]] = _f({}, "sharding groups: group id -> parameter name "
-                                      "patterns whose tensors must share one sharding")
-    manual: list[ManualConfig] = _f([], "manual computations ([[sharding.manual]]); "
-                                    "default: none")
+    mesh: str = _f(
+        "",
+        'device mesh, Shardy syntax: <["data"=2, "model"=2]> ("": one axis '
+        '"data" over all chips); axis sizes multiply to hardware.num_chips',
+    )
+    activations: str = _f(
+        '[{"data"}, {?}]',
+        "sharding of the dense activations [batch, features]; the batch dimension's axes are the data-parallel axes",
+    )
+    weights: dict[str, str] = _f(
+        {},
+        'dense parameter name pattern (glob, e.g. "top_*/kernel") '
+        '-> sharding such as [{"data"}, {}]; first match wins; '
+        "unmatched parameters are replicated",
+    )
+    groups: dict[str, list[str]] = _f(
+        {}, "sharding groups: group id -> parameter name patterns whose tensors must share one sharding"
+    )
+    manual: list[ManualConfig] = _f([], "manual computations ([[sharding.manual]]); default: none")
 
 
 @dataclass(frozen=True)
@@ -106,21 +116,19 @@ class SparseCoreConfig:
     """SparsecoreConfig of DOMAIN.md §1, plus default per-partition limits."""
 
     disable_table_stacking: bool = _f(False, "do not stack tables of equal width/dtype/optimizer")
-    max_tables_per_stack: int = _f(
-        0, "most tables in one stacked table (0: no limit); larger groups are split", min=0)
-    max_ids_per_chip_per_sample: int = _f(64, "chip-level cap on IDs of one sample, all tables",
-                                          min=1)
+    max_tables_per_stack: int = _f(0, "most tables in one stacked table (0: no limit); larger groups are split", min=0)
+    max_ids_per_chip_per_sample: int = _f(64, "chip-level cap on IDs of one sample, all tables", min=1)
     max_ids_per_table: dict[str, int] | None = _f(
-        None, "per table: IDs over all partitions; sets max_ids_per_partition = ceil(v / SCs)")
+        None, "per table: IDs over all partitions; sets max_ids_per_partition = ceil(v / SCs)"
+    )
     max_unique_ids_per_table: dict[str, int] | None = _f(
-        None, "per table: unique IDs over all partitions; as above for unique IDs")
+        None, "per table: unique IDs over all partitions; as above for unique IDs"
+    )
     allow_id_dropping: bool = _f(False, "drop IDs past the limits (sorted order) instead of failing")
     initialize_tables_on_host: bool = _f(True, "initialise tables on the host, then copy to HBM")
     enable_fast_table_initialization: bool = _f(False, "initialise tables on the device")
-    max_ids_per_partition: int = _f(256, "default compiled limit: IDs per partition (incl. dups)",
-                                    min=1)
-    max_unique_ids_per_partition: int = _f(256, "default compiled limit: unique IDs per partition",
-                                           min=1)
+    max_ids_per_partition: int = _f(256, "default compiled limit: IDs per partition (incl. dups)", min=1)
+    max_unique_ids_per_partition: int = _f(256, "default compiled limit: unique IDs per partition", min=1)
     enable_minibatching: bool = _f(True, "split a step into minibatches when limits are exceeded")
     max_minibatches: int = _f(64, "most minibatches per table group and step", min=1, max=1024)
 
@@ -130,18 +138,20 @@ class FlagsConfig:
     """XLA/TF flags of DOMAIN.md §1."""
 
     tf_xla_disable_full_embedding_pipelining: bool = _f(
-        False, "true: SC/F_i -> TC/F_i -> TC/B_i -> SC/B_i strictly in order")
-    maximum_parallel_iterations: int = _f(2, "steps the host may prefetch ahead of the device",
-                                          min=1)
+        False, "true: SC/F_i -> TC/F_i -> TC/B_i -> SC/B_i strictly in order"
+    )
+    maximum_parallel_iterations: int = _f(2, "steps the host may prefetch ahead of the device", min=1)
     xla_sc_num_serialized_tables_to_optimize_hbm: int = _f(
-        0, "table groups processed serially (barrier between them) to lower the HBM stack", min=0)
+        0, "table groups processed serially (barrier between them) to lower the HBM stack", min=0
+    )
     xla_sparse_core_max_ids_file: str = _f("", "limits file (TOML) with per-table limits")
     xla_sparse_core_estimate_max_ids: bool = _f(
-        False, "derive limits from observed IDs (8-step procedure) and write limits.toml")
+        False, "derive limits from observed IDs (8-step procedure) and write limits.toml"
+    )
     xla_sparse_core_enable_id_bound_check: bool = _f(
-        False, "check every ID against its table's vocabulary; report out-of-vocabulary IDs")
-    xla_sc_detect_nan: bool = _f(
-        False, "check SparseCore inputs/outputs for NaN; a NaN stops the run with an error")
+        False, "check every ID against its table's vocabulary; report out-of-vocabulary IDs"
+    )
+    xla_sc_detect_nan: bool = _f(False, "check SparseCore inputs/outputs for NaN; a NaN stops the run with an error")
 
 
 @dataclass(frozen=True)
@@ -149,16 +159,17 @@ class TableConfig:
     name: str = _f("", "table name", required=True)
     vocab: int = _f(1, "rows (vocabulary size)", min=1)
     width: int = _f(128, "feature width (embedding dimension)", min=1)
-    dtype: str = _f("f32", "element type (int8: 8-bit codes over the quantization range)",
-                    choices=("f32", "bf16", "int8"))
+    dtype: str = _f(
+        "f32", "element type (int8: 8-bit codes over the quantization range)", choices=("f32", "bf16", "int8")
+    )
     optimizer: str = _f("adagrad", "optimizer (sets slot count)", choices=("sgd", "adagrad", "adam"))
     max_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1)
     max_unique_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1)
     quantization_config_num_buckets: int = _f(256, "quantization levels over [low, high]", min=2)
-    quantization_config_low: float | None = _f(
-        None, "lowest quantized value (lower ones are clipped); int8: required")
+    quantization_config_low: float | None = _f(None, "lowest quantized value (lower ones are clipped); int8: required")
     quantization_config_high: float | None = _f(
-        None, "highest quantized value (higher ones are clipped); int8: required")
+        None, "highest quantized value (higher ones are clipped); int8: required"
+    )
 
 
 @dataclass(frozen=True)
@@ -170,12 +181,9 @@ class FeatureConfig:
     distribution: str = _f("uniform", "ID distribution", choices=("uniform", "zipf", "hot_set"))
     zipf_exponent: float = _f(1.05, "Zipf exponent s: P(id = k) ~ (k + 1)^-s", min=0.0)
     hot_set_size: int = _f(16, "hot_set: size of the hot set (IDs 0 .. size-1)", min=1)
-    hot_fraction: float = _f(0.5, "hot_set: share of lookups that hit the hot set", min=0.0,
-                             max=1.0)
-    oov_fraction: float = _f(0.0, "fault injection: share of IDs made out-of-vocabulary",
-                             min=0.0, max=1.0)
-    nan_fraction: float = _f(0.0, "fault injection: share of samples whose values are NaN",
-                             min=0.0, max=1.0)
+    hot_fraction: float = _f(0.5, "hot_set: share of lookups that hit the hot set", min=0.0, max=1.0)
+    oov_fraction: float = _f(0.0, "fault injection: share of IDs made out-of-vocabulary", min=0.0, max=1.0)
+    nan_fraction: float = _f(0.0, "fault injection: share of samples whose values are NaN", min=0.0, max=1.0)
 
 
 @dataclass(frozen=True)
@@ -187,8 +195,9 @@ class RunConfig:
     global_batch: int = _f(4096, "samples per step over the slice", min=1)
     include_initialization: bool = _f(False, "record table initialisation before step 0")
     cost_model: str = _f(DEFAULT_COST_MODEL, "cost model name", choices=tuple(COST_MODELS))
-    perf_tables: str = _f("", "performance-table directory for cost_model = 'tables' "
-                              "(empty: the bundled tables of hardware.generation)")
+    perf_tables: str = _f(
+        "", "performance-table directory for cost_model = 'tables' (empty: the bundled tables of hardware.generation)"
+    )
     hardware: HardwareConfig = _f(HardwareConfig, "simulated slice")
     host: HostConfig = _f(HostConfig, "host CPU")
     dense: DenseConfig = _f(DenseConfig, "dense part (DLRM-DCNv2-like)")
@@ -200,8 +209,14 @@ class RunConfig:
     features: list[FeatureConfig] = _f([], "sparse features", min_len=1)
 
 
-SECTIONS = {"hardware": HardwareConfig, "host": HostConfig, "dense": DenseConfig,
-            "sharding": ShardingConfig, "sparsecore": SparseCoreConfig, "flags": FlagsConfig}
+SECTIONS = {
+    "hardware": HardwareConfig,
+    "host": HostConfig,
+    "dense": DenseConfig,
+    "sharding": ShardingConfig,
+    "sparsecore": SparseCoreConfig,
+    "flags": FlagsConfig,
+}
 LISTS = {"tables": TableConfig, "features": FeatureConfig}
 
 
@@ -369,8 +384,7 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
             entries = raw.get(name, [])
             if not isinstance(entries, list):
                 raise ConfigError(f"{key}: expected a list of tables ([[{key}]])")
-            values[name] = [_build(_item_type(tp), e, f"{key}[{i}].")
-                            for i, e in enumerate(entries)]
+            values[name] = [_build(_item_type(tp), e, f"{key}[{i}].") for i, e in enumerate(entries)]
         elif name == "cost":
             values[name] = _cost(raw.get(name, {}), key)
         elif name in raw:
@@ -430,8 +444,7 @@ def _cost(raw: Any, key: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for name, value in raw.items():
         if name not in COST_CONSTANT_NAMES:
-            raise ConfigError(f"{key}.{name}: unknown cost constant "
-                              f"(known: {', '.join(COST_CONSTANT_NAMES)})")
+            raise ConfigError(f"{key}.{name}: unknown cost constant (known: {', '.join(COST_CONSTANT_NAMES)})")
         kind = type(getattr(defaults, name))
         v = _check(value, kind, f"{key}.{name}", {"min": 0})
         out[name] = v
@@ -453,8 +466,7 @@ def _check_cross_references(cfg: RunConfig) -> None:
         if f.table not in tables:
             raise ConfigError(f"features[{i}].table: no table named {f.table!r}")
         if f.multi_hot_min is not None and f.multi_hot_min > f.multi_hot:
-            raise ConfigError(f"features[{i}].multi_hot_min: {f.multi_hot_min} > multi_hot "
-                              f"{f.multi_hot}")
+            raise ConfigError(f"features[{i}].multi_hot_min: {f.multi_hot_min} > multi_hot {f.multi_hot}")
     unused = [t for t in tables if t not in {f.table for f in cfg.features}]
     if unused:
         raise ConfigError(f"tables: table {unused[0]!r} is read by no feature")
@@ -464,14 +476,15 @@ def _check_cross_references(cfg: RunConfig) -> None:
                 raise ConfigError(f"sparsecore.{key}.{name}: no table named {name!r}")
     hw = cfg.hardware
     if hw.num_slices > 1 and hw.num_chips < 2:
-        raise ConfigError(f"hardware.num_slices: {hw.num_slices} slices need hardware.num_chips "
-                          f">= 2 (the cross-slice all-reduce is derived from the in-slice ring's "
-                          f"bytes)")
+        raise ConfigError(
+            f"hardware.num_slices: {hw.num_slices} slices need hardware.num_chips "
+            f">= 2 (the cross-slice all-reduce is derived from the in-slice ring's "
+            f"bytes)"
+        )
     spc = hw.sparsecores_per_chip or PRESETS.get(hw.generation, {}).get("sparsecores_per_chip", 1)
     n_sc = hw.num_chips * spc
     if cfg.global_batch % n_sc:
-        raise ConfigError(f"global_batch: {cfg.global_batch} is not a multiple of the "
-                          f"{n_sc} SparseCores of the slice")
+        raise ConfigError(f"global_batch: {cfg.global_batch} is not a multiple of the {n_sc} SparseCores of the slice")
 
 
 def _check_quantization(t: TableConfig, prefix: str) -> None:
@@ -486,20 +499,22 @@ def _check_quantization(t: TableConfig, prefix: str) -> None:
             raise ConfigError(f"{prefix}{key}: {v!r} is not a finite number")
     if low is None and high is None:
         if t.dtype == "int8":
-            raise ConfigError(f"{prefix}quantization_config_low: required for dtype int8 (the "
-                              f"range its 8-bit codes cover), with quantization_config_high")
+            raise ConfigError(
+                f"{prefix}quantization_config_low: required for dtype int8 (the "
+                f"range its 8-bit codes cover), with quantization_config_high"
+            )
         return
     if low is None or high is None:
         missing = "quantization_config_low" if low is None else "quantization_config_high"
-        raise ConfigError(f"{prefix}{missing}: required when the other end of the "
-                          f"quantization range is set")
+        raise ConfigError(f"{prefix}{missing}: required when the other end of the quantization range is set")
     if not low < high:
-        raise ConfigError(f"{prefix}quantization_config_high: {high!r} is not above "
-                          f"quantization_config_low {low!r}")
+        raise ConfigError(f"{prefix}quantization_config_high: {high!r} is not above quantization_config_low {low!r}")
     if t.dtype == "int8" and t.quantization_config_num_buckets > 256:
-        raise ConfigError(f"{prefix}quantization_config_num_buckets: "
-                          f"{t.quantization_config_num_buckets} buckets do not fit 8-bit codes "
-                          f"(at most 256)")
+        raise ConfigError(
+            f"{prefix}quantization_config_num_buckets: "
+            f"{t.quantization_config_num_buckets} buckets do not fit 8-bit codes "
+            f"(at most 256)"
+        )
 
 
 def effective_config(cfg: RunConfig) -> dict:
@@ -521,8 +536,7 @@ def iter_keys() -> list[tuple[str, Any, str]]:
             elif dataclasses.is_dataclass(_item_type(typing.get_type_hints(cls)[f.name])):
                 walk(_item_type(typing.get_type_hints(cls)[f.name]), f"{key}[].")
             else:
-                default = f.default_factory() if f.default_factory is not dataclasses.MISSING \
-                    else f.default
+                default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
                 out.append((key, default, f.metadata.get("doc", "")))
 
     walk(RunConfig, "")

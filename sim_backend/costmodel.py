@@ -106,10 +106,10 @@ class CostModel(Protocol):
     def padded_row_bytes(self, width: int, dtype_bytes: int) -> int: ...
     def host_preprocess_ps(self, ids: np.ndarray) -> np.ndarray: ...
     def host_to_device_ps(self, nbytes: np.ndarray) -> np.ndarray: ...
-    def sc_forward_ps(self, ids: np.ndarray, unique_ids: np.ndarray, width: int,
-                      dtype_bytes: int) -> np.ndarray: ...
-    def sc_backward_ps(self, ids: np.ndarray, unique_ids: np.ndarray, width: int,
-                       dtype_bytes: int, optimizer_slots: int) -> np.ndarray: ...
+    def sc_forward_ps(self, ids: np.ndarray, unique_ids: np.ndarray, width: int, dtype_bytes: int) -> np.ndarray: ...
+    def sc_backward_ps(
+        self, ids: np.ndarray, unique_ids: np.ndarray, width: int, dtype_bytes: int, optimizer_slots: int
+    ) -> np.ndarray: ...
     def tc_pass_ps(self, gemms: Sequence[Gemm], nbytes: int) -> int: ...
     def collective_ps(self, kind: str, nbytes: np.ndarray, num_devices: int) -> np.ndarray: ...
     def table_init_ps(self, nbytes: np.ndarray, on_host: bool) -> np.ndarray: ...
@@ -126,8 +126,10 @@ class AnalyticCostModel:
 
     def __init__(self, hw: HardwareSpec, constants: CostConstants, perf_tables: str = ""):
         if perf_tables:
-            raise ConfigError(f"perf_tables: {perf_tables!r} is set, but cost_model = 'analytic' "
-                              f"reads no tables (use cost_model = 'tables')")
+            raise ConfigError(
+                f"perf_tables: {perf_tables!r} is set, but cost_model = 'analytic' "
+                f"reads no tables (use cost_model = 'tables')"
+            )
         self.hw = hw
         self.c = constants
 
@@ -140,8 +142,7 @@ class AnalyticCostModel:
         return self.c.host_task_overhead_ps + np.asarray(ids, np.int64) * self.c.host_ps_per_id
 
     def host_to_device_ps(self, nbytes: np.ndarray) -> np.ndarray:
-        return self.c.infeed_latency_ps + _ps(
-            np.asarray(nbytes) / self.hw.host_to_device_bandwidth_bytes_per_s)
+        return self.c.infeed_latency_ps + _ps(np.asarray(nbytes) / self.hw.host_to_device_bandwidth_bytes_per_s)
 
     def _sc_bandwidth(self) -> float:
         """HBM bytes/s one SparseCore gets: the chip's bandwidth shared by its SCs."""
@@ -165,8 +166,9 @@ class AnalyticCostModel:
         row = self.padded_row_bytes(width, dtype_bytes)
         grad_row = self.padded_row_bytes(width, self.c.activation_bytes)
         # read gradients, then read-modify-write each unique row and its optimizer slots
-        mem = (np.asarray(ids) * grad_row
-               + 2 * np.asarray(unique_ids) * row * (1 + optimizer_slots)) / self._sc_bandwidth()
+        mem = (
+            np.asarray(ids) * grad_row + 2 * np.asarray(unique_ids) * row * (1 + optimizer_slots)
+        ) / self._sc_bandwidth()
         comp = self._sc_compute_s(ids, width, passes=2.0 + optimizer_slots)
         return self.c.task_overhead_ps + self.c.sc_pass_overhead_ps + _ps(np.maximum(mem, comp))
 
@@ -196,9 +198,12 @@ class AnalyticCostModel:
             return self.c.task_overhead_ps + self._ici_ps(kind, nbytes, num_devices)
         n = num_devices
         shard = nbytes * n / (2 * (n - 1)) / n
-        return (self.c.task_overhead_ps + self._ici_ps("reduce-scatter", nbytes / 2, n)
-                + _ps(dcn_all_reduce_s(shard, slices, self.c))
-                + self._ici_ps("all-gather", nbytes / 2, n))
+        return (
+            self.c.task_overhead_ps
+            + self._ici_ps("reduce-scatter", nbytes / 2, n)
+            + _ps(dcn_all_reduce_s(shard, slices, self.c))
+            + self._ici_ps("all-gather", nbytes / 2, n)
+        )
 
     def _ici_ps(self, kind: str, nbytes: np.ndarray, num_devices: int) -> np.ndarray:
         """One collective inside the slice: fixed latency + bytes / (ICI bw * efficiency)."""
@@ -206,8 +211,7 @@ class AnalyticCostModel:
         return self.c.ici_latency_ps + _ps(nbytes / bw)
 
     def table_init_ps(self, nbytes, on_host):
-        bw = (self.hw.host_to_device_bandwidth_bytes_per_s if on_host
-              else self.hw.hbm_bandwidth_bytes_per_s)
+        bw = self.hw.host_to_device_bandwidth_bytes_per_s if on_host else self.hw.hbm_bandwidth_bytes_per_s
         return self.c.task_overhead_ps + _ps(np.asarray(nbytes, np.float64) / bw)
 
 
@@ -293,8 +297,7 @@ class TableCostModel(AnalyticCostModel):
         super().__init__(hw, constants)
         self.tables = load_tables(perf_tables) if perf_tables else default_tables(hw, constants)
         self.perf_tables_source = self.tables.source
-        for kind in ("all-to-all", "all-reduce") + (
-                ("reduce-scatter", "all-gather") if hw.num_slices > 1 else ()):
+        for kind in ("all-to-all", "all-reduce") + (("reduce-scatter", "all-gather") if hw.num_slices > 1 else ()):
             self.tables.require(kind)
         self.dense_dtype = DTYPE_BY_BYTES.get(constants.dense_param_bytes, "f32")
 

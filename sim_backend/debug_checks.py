@@ -40,11 +40,11 @@ class TableCheck:
     """One table's check results in one step (counts over all features reading it)."""
 
     table: str
-    ids: int = 0             # IDs the step looked up in the table (duplicates included)
-    samples: int = 0         # samples x features reading the table
-    oov_ids: int = 0         # IDs outside [0, vocab) (counted when the bound check may see any)
-    nan_samples: int = 0     # samples whose values are NaN
-    nan_values: int = 0      # NaN values (one per ID of such a sample)
+    ids: int = 0  # IDs the step looked up in the table (duplicates included)
+    samples: int = 0  # samples x features reading the table
+    oov_ids: int = 0  # IDs outside [0, vocab) (counted when the bound check may see any)
+    nan_samples: int = 0  # samples whose values are NaN
+    nan_values: int = 0  # NaN values (one per ID of such a sample)
     features_with_nan: list[str] = field(default_factory=list)
     clipping: Clipping | None = None  # quantized tables only
 
@@ -65,13 +65,15 @@ def quantized(t: TableConfig) -> bool:
 def needs_checks(cfg: RunConfig) -> bool:
     """Whether any check, quantized table or injected fault needs a look at the batches."""
     f = cfg.flags
-    return (f.xla_sparse_core_enable_id_bound_check or f.xla_sc_detect_nan
-            or any(quantized(t) for t in cfg.tables)
-            or any(x.oov_fraction > 0 or x.nan_fraction > 0 for x in cfg.features))
+    return (
+        f.xla_sparse_core_enable_id_bound_check
+        or f.xla_sc_detect_nan
+        or any(quantized(t) for t in cfg.tables)
+        or any(x.oov_fraction > 0 or x.nan_fraction > 0 for x in cfg.features)
+    )
 
 
-def run_checks(cfg: RunConfig, step: int, batches: list[FeatureBatch]
-               ) -> tuple[list[FeatureBatch], StepChecks | None]:
+def run_checks(cfg: RunConfig, step: int, batches: list[FeatureBatch]) -> tuple[list[FeatureBatch], StepChecks | None]:
     """Check one step's batches; returns them with out-of-vocabulary IDs clamped."""
     if not needs_checks(cfg):
         return batches, None
@@ -100,13 +102,19 @@ def run_checks(cfg: RunConfig, step: int, batches: list[FeatureBatch]
             ids = [out[i].ids for i, f in enumerate(cfg.features) if f.table == name]
             rows = np.unique(np.concatenate(ids))
             checks[name].clipping = clip_stats(
-                table_key(cfg.seed, name), rows, t.width, t.quantization_config_low,
-                t.quantization_config_high, t.quantization_config_num_buckets)
+                table_key(cfg.seed, name),
+                rows,
+                t.width,
+                t.quantization_config_low,
+                t.quantization_config_high,
+                t.quantization_config_num_buckets,
+            )
     return out, StepChecks(step, checks)
 
 
-def check_ps(cfg: RunConfig, hw: HardwareSpec, c: CostConstants, ids: np.ndarray, width: int,
-             backward: bool) -> np.ndarray | int:
+def check_ps(
+    cfg: RunConfig, hw: HardwareSpec, c: CostConstants, ids: np.ndarray, width: int, backward: bool
+) -> np.ndarray | int:
     """Extra SparseCore time of the debug checks for ops handling `ids` IDs (0 when off).
 
     Bound check (forward only: the IDs are checked once per step): `ids *
@@ -118,7 +126,8 @@ def check_ps(cfg: RunConfig, hw: HardwareSpec, c: CostConstants, ids: np.ndarray
     nan = cfg.flags.xla_sc_detect_nan
     if not (bound or nan):
         return 0
-    per_id = (c.sc_bound_check_cycles_per_id if bound else 0.0) + \
-        (c.sc_nan_check_passes * math.ceil(width / hw.simd_width) if nan else 0.0)
+    per_id = (c.sc_bound_check_cycles_per_id if bound else 0.0) + (
+        c.sc_nan_check_passes * math.ceil(width / hw.simd_width) if nan else 0.0
+    )
     seconds = np.asarray(ids, np.float64) * per_id / hw.tiles_per_sparsecore / hw.sc_clock_hz
     return np.ceil(seconds * PS_PER_S).astype(np.int64)

@@ -9,7 +9,7 @@ from sim_backend.config import RunConfig
 
 @dataclass(frozen=True)
 class DenseWork:
-    params: int                   # dense parameters (weights + biases)
+    params: int  # dense parameters (weights + biases)
     forward_flops_per_sample: int
     activation_bytes_per_sample: int  # interaction input read by the TensorCore
 
@@ -32,8 +32,7 @@ def dense_work(cfg: RunConfig, activation_bytes: int = 4) -> DenseWork:
             params += prev * size + size
             macs += prev * size
         prev = size
-    interaction = (d.bottom_mlp[-1] if d.num_dense_features else 0) + sum(
-        widths[f.table] for f in cfg.features)
+    interaction = (d.bottom_mlp[-1] if d.num_dense_features else 0) + sum(widths[f.table] for f in cfg.features)
     for _ in range(d.cross_layers):
         params += 2 * interaction * d.cross_low_rank + interaction
         macs += 2 * interaction * d.cross_low_rank
@@ -59,12 +58,13 @@ def dense_param_shapes(cfg: RunConfig) -> list[tuple[str, tuple[int, ...]]]:
         if prev:
             shapes += [(f"bottom_{i}/kernel", (prev, size)), (f"bottom_{i}/bias", (size,))]
         prev = size
-    interaction = (d.bottom_mlp[-1] if d.num_dense_features else 0) + sum(
-        widths[f.table] for f in cfg.features)
+    interaction = (d.bottom_mlp[-1] if d.num_dense_features else 0) + sum(widths[f.table] for f in cfg.features)
     for i in range(d.cross_layers):
-        shapes += [(f"cross_{i}/u", (interaction, d.cross_low_rank)),
-                   (f"cross_{i}/v", (d.cross_low_rank, interaction)),
-                   (f"cross_{i}/bias", (interaction,))]
+        shapes += [
+            (f"cross_{i}/u", (interaction, d.cross_low_rank)),
+            (f"cross_{i}/v", (d.cross_low_rank, interaction)),
+            (f"cross_{i}/bias", (interaction,)),
+        ]
     prev = interaction
     for i, size in enumerate(d.top_mlp):
         shapes += [(f"top_{i}/kernel", (prev, size)), (f"top_{i}/bias", (size,))]
@@ -77,9 +77,9 @@ class Gemm:
     """One matrix multiply [batch x] (m x k) @ (k x n): the key of the GEMM performance tables."""
 
     batch: int
-    m: int   # rows of the left operand and the output (samples for a forward layer)
-    n: int   # columns of the right operand and the output (output features)
-    k: int   # contracting dimension (input features)
+    m: int  # rows of the left operand and the output (samples for a forward layer)
+    n: int  # columns of the right operand and the output (output features)
+    k: int  # contracting dimension (input features)
     dtype: str = "f32"
 
     @property
@@ -88,8 +88,10 @@ class Gemm:
 
     def gradients(self) -> tuple[Gemm, Gemm]:
         """The backward GEMMs of a forward layer Y = X W: dX = dY W^T and dW = X^T dY."""
-        return (Gemm(self.batch, self.m, self.k, self.n, self.dtype),
-                Gemm(self.batch, self.k, self.n, self.m, self.dtype))
+        return (
+            Gemm(self.batch, self.m, self.k, self.n, self.dtype),
+            Gemm(self.batch, self.k, self.n, self.m, self.dtype),
+        )
 
 
 def dense_gemms(cfg: RunConfig, samples: int, dtype: str = "f32") -> list[Gemm]:
@@ -107,11 +109,12 @@ def dense_gemms(cfg: RunConfig, samples: int, dtype: str = "f32") -> list[Gemm]:
         if prev:
             out.append(Gemm(1, samples, size, prev, dtype))
         prev = size
-    interaction = (d.bottom_mlp[-1] if d.num_dense_features else 0) + sum(
-        widths[f.table] for f in cfg.features)
+    interaction = (d.bottom_mlp[-1] if d.num_dense_features else 0) + sum(widths[f.table] for f in cfg.features)
     for _ in range(d.cross_layers):
-        out += [Gemm(1, samples, d.cross_low_rank, interaction, dtype),
-                Gemm(1, samples, interaction, d.cross_low_rank, dtype)]
+        out += [
+            Gemm(1, samples, d.cross_low_rank, interaction, dtype),
+            Gemm(1, samples, interaction, d.cross_low_rank, dtype),
+        ]
     prev = interaction
     for size in d.top_mlp:
         out.append(Gemm(1, samples, size, prev, dtype))

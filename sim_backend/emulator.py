@@ -48,18 +48,16 @@ class Simulation:
     schedule: Schedule
     table_observed: dict[str, tuple[int, int]] = field(default_factory=dict)
     timings_s: dict[str, float] = field(default_factory=dict)  # wall time per phase
-    memory: StaticMemory | None = None         # static sizes (memory.py)
+    memory: StaticMemory | None = None  # static sizes (memory.py)
     timeline: list[ChipMemory] = field(default_factory=list)  # per chip, over time
-    failure: Failure | None = None             # compile error (no steps ran) or HBM OOM
+    failure: Failure | None = None  # compile error (no steps ran) or HBM OOM
     checks: list[StepChecks | None] = field(default_factory=list)  # per step (debug_checks.py)
 
 
-def setup(cfg: RunConfig) -> tuple[HardwareSpec, dict[str, TableLimits], list[StackGroup],
-                                   Layout]:
+def setup(cfg: RunConfig) -> tuple[HardwareSpec, dict[str, TableLimits], list[StackGroup], Layout]:
     """Resolve hardware, limits, table groups and batch layout of a config."""
     h = cfg.hardware
-    overrides = {k: getattr(h, k) for k in h.__dataclass_fields__ if k not in
-                 ("generation", "num_chips")}
+    overrides = {k: getattr(h, k) for k in h.__dataclass_fields__ if k not in ("generation", "num_chips")}
     hw = resolve_hardware(h.generation, h.num_chips, overrides)
     limits = resolve_limits(cfg, hw.num_total_sparse_cores)
     groups = plan_groups(cfg, hw, limits)
@@ -76,9 +74,20 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     failure = compile_failure(cfg, hw, groups, mem)
     if failure is not None:  # the program does not compile: nothing runs
         empty = schedule(TaskGraph(), [])
-        return Simulation(cfg, hw, limits, groups, cost, dense, [], TaskGraph(),
-                          Resources(hw.num_chips, hw.sparsecores_per_chip, cfg.host.num_threads),
-                          empty, memory=mem, failure=failure)
+        return Simulation(
+            cfg,
+            hw,
+            limits,
+            groups,
+            cost,
+            dense,
+            [],
+            TaskGraph(),
+            Resources(hw.num_chips, hw.sparsecores_per_chip, cfg.host.num_threads),
+            empty,
+            memory=mem,
+            failure=failure,
+        )
     timings = {"generate": 0.0, "preprocess": 0.0}
     derive = cfg.flags.xla_sparse_core_estimate_max_ids
     observed: dict[str, tuple[int, int]] = {}
@@ -105,8 +114,9 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     sched = schedule(graph, res.units())
     timings["graph"] = t1 - t0
     timings["schedule"] = time.perf_counter() - t1
-    sim = Simulation(cfg, hw, limits, groups, cost, dense, results, graph, res, sched, observed,
-                     timings, memory=mem, checks=checks)
+    sim = Simulation(
+        cfg, hw, limits, groups, cost, dense, results, graph, res, sched, observed, timings, memory=mem, checks=checks
+    )
     sim.timeline = memory_timeline(sim)
     failures = [f for f in (find_oom(mem, sim.timeline), nan_failure(sim)) if f is not None]
     sim.failure = min(failures, key=lambda f: f.ts_ps) if failures else None

@@ -18,7 +18,7 @@ class FeatureBatch:
     """One feature's IDs for one step: sample i owns ids[offsets[i]:offsets[i+1]]."""
 
     lengths: np.ndarray  # int64 [batch]: IDs per sample
-    ids: np.ndarray      # int64 [sum(lengths)]: raw table row IDs, sample by sample
+    ids: np.ndarray  # int64 [sum(lengths)]: raw table row IDs, sample by sample
     # bool [batch] or None: samples whose COO values (weights) are NaN (nan_fraction)
     nan_samples: np.ndarray | None = None
 
@@ -80,8 +80,7 @@ def generate_step(cfg: RunConfig, step: int) -> list[FeatureBatch]:
 FAULT_STREAM = 1  # the fourth seed word of a feature's fault-injection stream
 
 
-def inject_oov(rng: np.random.Generator, ids: np.ndarray, vocab: int, fraction: float
-               ) -> np.ndarray:
+def inject_oov(rng: np.random.Generator, ids: np.ndarray, vocab: int, fraction: float) -> np.ndarray:
     """Replace each ID with probability `fraction` by an out-of-vocabulary ID in [vocab, 2 vocab)."""
     if fraction <= 0:
         return ids

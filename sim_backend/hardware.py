@@ -46,27 +46,44 @@ class HardwareSpec:
 # Per-chip figures. ici_bandwidth is one direction (half the bidirectional spec figure).
 PRESETS: dict[str, dict] = {
     "v4": dict(
-        sparsecores_per_chip=4, tiles_per_sparsecore=16, simd_width=8, hbm_bytes=32 * GiB,
-        hbm_bandwidth_bytes_per_s=1200e9, tc_peak_flops=275e12,
-        ici_bandwidth_bytes_per_s=300e9, spmem_bytes_per_tile=128 * 1024,
-        sc_clock_hz=1.05e9, host_to_device_bandwidth_bytes_per_s=16e9,
+        sparsecores_per_chip=4,
+        tiles_per_sparsecore=16,
+        simd_width=8,
+        hbm_bytes=32 * GiB,
+        hbm_bandwidth_bytes_per_s=1200e9,
+        tc_peak_flops=275e12,
+        ici_bandwidth_bytes_per_s=300e9,
+        spmem_bytes_per_tile=128 * 1024,
+        sc_clock_hz=1.05e9,
+        host_to_device_bandwidth_bytes_per_s=16e9,
     ),
     "v5p": dict(
-        sparsecores_per_chip=4, tiles_per_sparsecore=16, simd_width=8, hbm_bytes=96 * GiB,
-        hbm_bandwidth_bytes_per_s=2765e9, tc_peak_flops=459e12,
-        ici_bandwidth_bytes_per_s=600e9, spmem_bytes_per_tile=128 * 1024,
-        sc_clock_hz=1.75e9, host_to_device_bandwidth_bytes_per_s=32e9,
+        sparsecores_per_chip=4,
+        tiles_per_sparsecore=16,
+        simd_width=8,
+        hbm_bytes=96 * GiB,
+        hbm_bandwidth_bytes_per_s=2765e9,
+        tc_peak_flops=459e12,
+        ici_bandwidth_bytes_per_s=600e9,
+        spmem_bytes_per_tile=128 * 1024,
+        sc_clock_hz=1.75e9,
+        host_to_device_bandwidth_bytes_per_s=32e9,
     ),
     "v6e": dict(
-        sparsecores_per_chip=2, tiles_per_sparsecore=16, simd_width=8, hbm_bytes=32 * GiB,
-        hbm_bandwidth_bytes_per_s=1638e9, tc_peak_flops=918e12,
-        ici_bandwidth_bytes_per_s=400e9, spmem_bytes_per_tile=128 * 1024,
-        sc_clock_hz=1.75e9, host_to_device_bandwidth_bytes_per_s=64e9,
+        sparsecores_per_chip=2,
+        tiles_per_sparsecore=16,
+        simd_width=8,
+        hbm_bytes=32 * GiB,
+        hbm_bandwidth_bytes_per_s=1638e9,
+        tc_peak_flops=918e12,
+        ici_bandwidth_bytes_per_s=400e9,
+        spmem_bytes_per_tile=128 * 1024,
+        sc_clock_hz=1.75e9,
+        host_to_device_bandwidth_bytes_per_s=64e9,
     ),
 }
 
-SPEC_FIELDS = tuple(f.name for f in fields(HardwareSpec)
-                    if f.name not in ("generation", "num_chips", "num_slices"))
+SPEC_FIELDS = tuple(f.name for f in fields(HardwareSpec) if f.name not in ("generation", "num_chips", "num_slices"))
 
 
 def resolve_hardware(generation: str, num_chips: int, overrides: dict) -> HardwareSpec:
@@ -79,14 +96,11 @@ def resolve_hardware(generation: str, num_chips: int, overrides: dict) -> Hardwa
     elif generation in PRESETS:
         base = dict(PRESETS[generation])
     else:
-        raise ConfigError(
-            f"hardware.generation: {generation!r} is not one of {sorted(PRESETS) + ['custom']}"
-        )
+        raise ConfigError(f"hardware.generation: {generation!r} is not one of {sorted(PRESETS) + ['custom']}")
     for key in SPEC_FIELDS:
         if overrides.get(key) is not None:
             base[key] = overrides[key]
     missing = [k for k in SPEC_FIELDS if k not in base]
     if missing:
         raise ConfigError(f"hardware.{missing[0]}: required when hardware.generation = 'custom'")
-    return HardwareSpec(generation=generation, num_chips=num_chips,
-                        num_slices=overrides.get("num_slices") or 1, **base)
+    return HardwareSpec(generation=generation, num_chips=num_chips, num_slices=overrides.get("num_slices") or 1, **base)

@@ -76,10 +76,10 @@ class _Tracks:
     def __init__(self, rec: Recorder, sim: Simulation):
         res = sim.resources
         chips, spc = res.num_chips, res.sparsecores_per_chip
-        self.host = [rec.track(HOST_PLANE, f"Input Pipeline Thread {u}", "host", core=u)
-                     for u in range(res.host_threads)]
-        self.infeed = [rec.track(HOST_PLANE, f"Host to HBM TPU:{c}", "host", chip=c)
-                       for c in range(chips)]
+        self.host = [
+            rec.track(HOST_PLANE, f"Input Pipeline Thread {u}", "host", core=u) for u in range(res.host_threads)
+        ]
+        self.infeed = [rec.track(HOST_PLANE, f"Host to HBM TPU:{c}", "host", chip=c) for c in range(chips)]
         self.tc_steps, self.tc_modules, self.tc_ops, self.ici = [], [], [], []
         self.sc_steps, self.sc_modules, self.sc_ops = {}, {}, {}
         self.heap, self.queue, self.stack, self.spmem = [], [], [], {}
@@ -96,13 +96,13 @@ class _Tracks:
                 self.sc_modules[c, k] = rec.track(sp, "Sparse Core Modules", "sparsecore", c, k)
                 self.sc_ops[c, k] = rec.track(sp, "Sparse Core Ops", "sparsecore", c, k)
             self.heap.append(rec.track(p, HEAP, "counter", chip=c, unit="bytes"))
-            self.heap_parts.append({k: rec.track(p, f"{HEAP}: {k}", "counter", chip=c,
-                                                 unit="bytes") for k in HEAP_CONTRIBUTORS})
+            self.heap_parts.append(
+                {k: rec.track(p, f"{HEAP}: {k}", "counter", chip=c, unit="bytes") for k in HEAP_CONTRIBUTORS}
+            )
             self.stack.append(rec.track(p, STACK, "counter", chip=c, unit="bytes"))
             self.queue.append(rec.track(p, "Prefetched steps", "counter", chip=c, unit="count"))
             for k in range(spc):
-                self.spmem[c, k] = rec.track(sc_plane(c, k), SPMEM, "counter", c, k,
-                                             unit="bytes")
+                self.spmem[c, k] = rec.track(sc_plane(c, k), SPMEM, "counter", c, k, unit="bytes")
         self.dropped = rec.track(HOST_PLANE, "Dropped IDs", "counter", unit="count")
         # ops track of each resource (host: per unit, handled separately)
         lut = [0]
@@ -113,11 +113,20 @@ class _Tracks:
         self.host_unit_track = np.array(self.host, dtype=np.uint32)
 
 
-def write_trace(sim: Simulation, path: str, run_name: str, run_id: str, config: dict,
-                tags: dict[str, str], producer: str) -> int:
+def write_trace(
+    sim: Simulation, path: str, run_name: str, run_id: str, config: dict, tags: dict[str, str], producer: str
+) -> int:
     """Write the whole simulation to `path`; returns the number of events (ops + modules)."""
-    with Recorder(path, run_name=run_name, producer=producer, hardware=sim.hw.recorder_dict(),
-                  config=config, tags=tags, run_id=run_id, start_time_unix_ns=0) as rec:
+    with Recorder(
+        path,
+        run_name=run_name,
+        producer=producer,
+        hardware=sim.hw.recorder_dict(),
+        config=config,
+        tags=tags,
+        run_id=run_id,
+        start_time_unix_ns=0,
+    ) as rec:
         tr = _Tracks(rec, sim)
         if not sim.steps:  # failed to compile: static memory and the failure, nothing ran
             _emit_static_memory(rec, tr, sim)
@@ -139,11 +148,16 @@ def write_trace(sim: Simulation, path: str, run_name: str, run_id: str, config: 
             v = cols[key][order]
             typed[key] = np.where(v < 0, nulls.get(key, NULL_I64), v)
         step = cols["step"][order]
-        rec.emit(track=track[order], name=names[kind[order]], category=categories[kind[order]],
-                 start_ps=s.start_ps[order],
-                 dur_ps=(s.end_ps - s.start_ps)[order],
-                 step=np.where(step < 0, NULL_I32, step).astype(np.int32),
-                 table=group_names[cols["group"][order] + 1], **typed)
+        rec.emit(
+            track=track[order],
+            name=names[kind[order]],
+            category=categories[kind[order]],
+            start_ps=s.start_ps[order],
+            dur_ps=(s.end_ps - s.start_ps)[order],
+            step=np.where(step < 0, NULL_I32, step).astype(np.int32),
+            table=group_names[cols["group"][order] + 1],
+            **typed,
+        )
         _emit_table_layout(rec, sim)
         n_modules = _emit_modules(rec, tr, sim, cols)
         _emit_steps(rec, tr, sim, cols)
@@ -171,36 +185,38 @@ def _emit_table_layout(rec: Recorder, sim: Simulation) -> None:
     gi = np.array(per_table["group"], np.int64)
     width = np.array([g.width for g in groups], np.int64)[gi]
     dtype_bytes = np.array([g.dtype_bytes for g in groups], np.int64)[gi]
-    padded_row = np.array([sim.cost.padded_row_bytes(g.width, g.dtype_bytes) for g in groups],
-                          np.int64)[gi]
+    padded_row = np.array([sim.cost.padded_row_bytes(g.width, g.dtype_bytes) for g in groups], np.int64)[gi]
     padded_vocab = np.array(per_table["padded_vocab"], np.int64)
     features = np.zeros(n, np.int64)
     starts = np.concatenate([[0], np.cumsum([len(g.tables) for g in groups])[:-1]]).astype(int)
     for g, first in zip(groups, starts, strict=True):
         np.add.at(features, first + np.asarray(g.feature_table, np.int64), 1)
-    rec.emit(track=np.full(n, track, np.uint32), name=[LAYOUT_EVENT] * n,
-             category=[LAYOUT_CATEGORY] * n, start_ps=np.zeros(n, np.int64),
-             dur_ps=np.zeros(n, np.int64), step=np.full(n, NULL_I32, np.int32),
-             table=[g.name for g in groups for _ in g.tables],
-             bytes=padded_vocab * padded_row,
-             args={
-                 "table_name": [t for g in groups for t in g.tables],
-                 "stack_tables": np.array([len(g.tables) for g in groups], np.int64)[gi],
-                 "stack_position": np.array(per_table["position"], np.int64),
-                 "features": features,
-                 "vocab": np.array(per_table["vocab"], np.int64),
-                 "padded_vocab": padded_vocab,
-                 "width": width,
-                 "padded_width": padded_row // dtype_bytes,
-                 "dtype_bytes": dtype_bytes,
-                 "row_bytes": width * dtype_bytes,
-                 "padded_row_bytes": padded_row,
-                 "optimizer_slots": np.array([g.optimizer_slots for g in groups], np.int64)[gi],
-                 "max_ids_per_partition":
-                     np.array([g.max_ids_per_partition for g in groups], np.int64)[gi],
-                 "max_unique_ids_per_partition":
-                     np.array([g.max_unique_ids_per_partition for g in groups], np.int64)[gi],
-             })
+    rec.emit(
+        track=np.full(n, track, np.uint32),
+        name=[LAYOUT_EVENT] * n,
+        category=[LAYOUT_CATEGORY] * n,
+        start_ps=np.zeros(n, np.int64),
+        dur_ps=np.zeros(n, np.int64),
+        step=np.full(n, NULL_I32, np.int32),
+        table=[g.name for g in groups for _ in g.tables],
+        bytes=padded_vocab * padded_row,
+        args={
+            "table_name": [t for g in groups for t in g.tables],
+            "stack_tables": np.array([len(g.tables) for g in groups], np.int64)[gi],
+            "stack_position": np.array(per_table["position"], np.int64),
+            "features": features,
+            "vocab": np.array(per_table["vocab"], np.int64),
+            "padded_vocab": padded_vocab,
+            "width": width,
+            "padded_width": padded_row // dtype_bytes,
+            "dtype_bytes": dtype_bytes,
+            "row_bytes": width * dtype_bytes,
+            "padded_row_bytes": padded_row,
+            "optimizer_slots": np.array([g.optimizer_slots for g in groups], np.int64)[gi],
+            "max_ids_per_partition": np.array([g.max_ids_per_partition for g in groups], np.int64)[gi],
+            "max_unique_ids_per_partition": np.array([g.max_unique_ids_per_partition for g in groups], np.int64)[gi],
+        },
+    )
 
 
 def _emit_modules(rec: Recorder, tr: _Tracks, sim: Simulation, cols: dict) -> int:
@@ -209,8 +225,7 @@ def _emit_modules(rec: Recorder, tr: _Tracks, sim: Simulation, cols: dict) -> in
     kind = cols["kind"]
     on_core = np.isin(kind, (TC_FWD, TC_BWD, SC_FWD, SC_BWD))
     idx = np.flatnonzero(on_core)
-    module = np.where(np.isin(kind[idx], (TC_FWD, TC_BWD)), 0,
-                      np.where(kind[idx] == SC_FWD, 1, 2))
+    module = np.where(np.isin(kind[idx], (TC_FWD, TC_BWD)), 0, np.where(kind[idx] == SC_FWD, 1, 2))
     res = cols["resource"][idx]
     order = np.lexsort((s.start_ps[idx], res))
     idx, module, res = idx[order], module[order], res[order]
@@ -220,8 +235,7 @@ def _emit_modules(rec: Recorder, tr: _Tracks, sim: Simulation, cols: dict) -> in
     first = np.flatnonzero(new)
     start = s.start_ps[idx[first]]
     end = np.maximum.reduceat(s.end_ps[idx], first)
-    names = np.array([rec.intern(n) for n in (TC_MODULE, SC_FWD_MODULE, SC_BWD_MODULE)],
-                     np.uint32)
+    names = np.array([rec.intern(n) for n in (TC_MODULE, SC_FWD_MODULE, SC_BWD_MODULE)], np.uint32)
     module_track = np.zeros(len(sim.resources.units()), dtype=np.uint32)
     res_ops = tr.resource_track
     ops_to_module = {tr.tc_ops[c]: tr.tc_modules[c] for c in range(len(tr.tc_ops))}
@@ -229,8 +243,13 @@ def _emit_modules(rec: Recorder, tr: _Tracks, sim: Simulation, cols: dict) -> in
     for r, t in enumerate(res_ops):
         module_track[r] = ops_to_module.get(int(t), 0)
     o = np.lexsort((module_track[res[first]], start))
-    rec.emit(track=module_track[res[first]][o], name=names[module[first]][o], start_ps=start[o],
-             dur_ps=(end - start)[o], step=step[first][o].astype(np.int32))
+    rec.emit(
+        track=module_track[res[first]][o],
+        name=names[module[first]][o],
+        start_ps=start[o],
+        dur_ps=(end - start)[o],
+        step=step[first][o].astype(np.int32),
+    )
     return len(first)
 
 
@@ -264,8 +283,12 @@ def _emit_steps(rec: Recorder, tr: _Tracks, sim: Simulation, cols: dict) -> None
         for k in range(res_.sparsecores_per_chip):
             r = res == res_.sc(c, k)
             markers(tr.sc_steps[c, k], r & (kind == SC_FWD), r)
-    rec.steps(track=np.concatenate(tracks), step=np.concatenate(steps_col),
-              start_ps=np.concatenate(starts), dur_ps=np.concatenate(durs))
+    rec.steps(
+        track=np.concatenate(tracks),
+        step=np.concatenate(steps_col),
+        start_ps=np.concatenate(starts),
+        dur_ps=np.concatenate(durs),
+    )
 
 
 def _emit_partition_stats(rec: Recorder, sim: Simulation) -> None:
@@ -277,9 +300,21 @@ def _emit_partition_stats(rec: Recorder, sim: Simulation) -> None:
     spc = sim.hw.sparsecores_per_chip
     n_sc = sim.hw.num_total_sparse_cores
     part = np.arange(n_sc)
-    cols: dict[str, list[np.ndarray]] = {k: [] for k in (
-        "step", "chip", "sc", "table", "ids", "unique_ids", "max_ids_per_partition",
-        "max_unique_ids_per_partition", "minibatches", "dropped_ids")}
+    cols: dict[str, list[np.ndarray]] = {
+        k: []
+        for k in (
+            "step",
+            "chip",
+            "sc",
+            "table",
+            "ids",
+            "unique_ids",
+            "max_ids_per_partition",
+            "max_unique_ids_per_partition",
+            "minibatches",
+            "dropped_ids",
+        )
+    }
     for sr in sim.steps:
         for gr in sr.groups:
             g = gr.group
@@ -290,8 +325,7 @@ def _emit_partition_stats(rec: Recorder, sim: Simulation) -> None:
             cols["ids"].append(gr.partition_ids)
             cols["unique_ids"].append(gr.partition_unique_ids)
             cols["max_ids_per_partition"].append(np.full(n_sc, g.max_ids_per_partition))
-            cols["max_unique_ids_per_partition"].append(
-                np.full(n_sc, g.max_unique_ids_per_partition))
+            cols["max_unique_ids_per_partition"].append(np.full(n_sc, g.max_unique_ids_per_partition))
             cols["minibatches"].append(np.full(n_sc, gr.minibatches, np.int32))
             cols["dropped_ids"].append(gr.partition_dropped)
     rec.partition_stats(**{k: np.concatenate(v) for k, v in cols.items()})
@@ -328,10 +362,16 @@ def _emit_failure(rec: Recorder, sim: Simulation) -> None:
     if f is None:
         return
     track = rec.track(HOST_PLANE, FAILURE_LINE, "host")
-    rec.emit(track=[track], name=[f.kind], category=[FAILURE_CATEGORY], start_ps=[f.ts_ps],
-             dur_ps=[0], step=[NULL_I32 if f.step is None else f.step],
-             bytes=[f.requested_bytes],
-             args={"message": [f.message], "chip": [f.chip], "capacity_bytes": [f.capacity_bytes]})
+    rec.emit(
+        track=[track],
+        name=[f.kind],
+        category=[FAILURE_CATEGORY],
+        start_ps=[f.ts_ps],
+        dur_ps=[0],
+        step=[NULL_I32 if f.step is None else f.step],
+        bytes=[f.requested_bytes],
+        args={"message": [f.message], "chip": [f.chip], "capacity_bytes": [f.capacity_bytes]},
+    )
 
 
 def _emit_counters(rec: Recorder, tr: _Tracks, sim: Simulation, cols: dict) -> None:

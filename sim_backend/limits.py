@@ -30,8 +30,7 @@ def read_limits_file(path: str) -> dict[str, tuple[int | None, int | None]]:
     except FileNotFoundError:
         raise ConfigError(f"flags.xla_sparse_core_max_ids_file: {path}: no such file") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"flags.xla_sparse_core_max_ids_file: {path}: not valid TOML: {exc}") \
-            from None
+        raise ConfigError(f"flags.xla_sparse_core_max_ids_file: {path}: not valid TOML: {exc}") from None
     tables = raw.get("tables", {})
     if set(raw) - {"tables"} or not isinstance(tables, dict):
         raise ConfigError(f"{path}: expected only [tables.NAME] sections")
@@ -65,12 +64,14 @@ def resolve_limits(cfg: RunConfig, num_total_sparse_cores: int) -> dict[str, Tab
                 raise ConfigError(f"{path}: tables.{name}: no such table in the config")
     out = {}
     for t in cfg.tables:
-        per_table = [(sc.max_ids_per_table or {}).get(t.name),
-                     (sc.max_unique_ids_per_table or {}).get(t.name)]
+        per_table = [(sc.max_ids_per_table or {}).get(t.name), (sc.max_unique_ids_per_table or {}).get(t.name)]
         vals, sources = [], []
-        for i, (own, default) in enumerate(((t.max_ids_per_partition, sc.max_ids_per_partition),
-                                            (t.max_unique_ids_per_partition,
-                                             sc.max_unique_ids_per_partition))):
+        for i, (own, default) in enumerate(
+            (
+                (t.max_ids_per_partition, sc.max_ids_per_partition),
+                (t.max_unique_ids_per_partition, sc.max_unique_ids_per_partition),
+            )
+        ):
             filed = from_file.get(t.name, (None, None))[i]
             if filed is not None:
                 vals.append(filed), sources.append("limits_file")
@@ -90,8 +91,12 @@ def write_limits_file(path: str, observed: dict[str, tuple[int, int]], comment: 
     lines = [f"# {line}" for line in comment.splitlines()]
     for name in sorted(observed):
         ids, uniq = observed[name]
-        lines += ["", f"[tables.{_toml_key(name)}]", f"max_ids_per_partition = {max(1, ids)}",
-                  f"max_unique_ids_per_partition = {max(1, uniq)}"]
+        lines += [
+            "",
+            f"[tables.{_toml_key(name)}]",
+            f"max_ids_per_partition = {max(1, ids)}",
+            f"max_unique_ids_per_partition = {max(1, uniq)}",
+        ]
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
 

@@ -57,8 +57,14 @@ DENSE_WEIGHTS = "dense weights"
 DENSE_OPTIMIZER = "dense optimizer state"
 CONSTANTS = "constants"
 PREFETCHED_INPUTS = "prefetched inputs"
-HEAP_CONTRIBUTORS = (EMBEDDING_TABLES, EMBEDDING_OPTIMIZER, DENSE_WEIGHTS, DENSE_OPTIMIZER,
-                     CONSTANTS, PREFETCHED_INPUTS)
+HEAP_CONTRIBUTORS = (
+    EMBEDDING_TABLES,
+    EMBEDDING_OPTIMIZER,
+    DENSE_WEIGHTS,
+    DENSE_OPTIMIZER,
+    CONSTANTS,
+    PREFETCHED_INPUTS,
+)
 STACK = "HBM stack"
 
 # Failure kinds (the failure event's name in the trace).
@@ -74,7 +80,7 @@ class GroupMemory:
     name: str
     stack_forward_per_sc: int
     stack_backward_per_sc: int
-    spmem_fixed_per_tile: int     # ID and unique-ID buffers sized by the compiled limits
+    spmem_fixed_per_tile: int  # ID and unique-ID buffers sized by the compiled limits
     gather_elements_per_tile: int  # (sample_count * feature_width) / kNumTiles
     spmem_gather_per_tile: int
 
@@ -83,11 +89,11 @@ class GroupMemory:
 class StaticMemory:
     """What the "compiler" knows before step 0: static heap, stack sizes, SPMEM per tile."""
 
-    heap: dict[str, int]           # static heap contributors per chip (prefetched inputs: 0)
+    heap: dict[str, int]  # static heap contributors per chip (prefetched inputs: 0)
     groups: list[GroupMemory]
     sparsecores_per_chip: int
     logical_replica_count: int
-    spmem_per_tile: int            # the largest group's fixed + gather bytes per tile
+    spmem_per_tile: int  # the largest group's fixed + gather bytes per tile
     spmem_capacity_per_tile: int
     hbm_capacity: int
 
@@ -105,7 +111,7 @@ class StaticMemory:
 class Failure:
     """Why the run failed, where and when (recorded as the failure event)."""
 
-    kind: str           # SPMEM_OVERFLOW, GATHER_TOO_LARGE or HBM_OOM
+    kind: str  # SPMEM_OVERFLOW, GATHER_TOO_LARGE or HBM_OOM
     message: str
     ts_ps: int = 0
     chip: int = -1
@@ -118,9 +124,9 @@ class Failure:
 class ChipMemory:
     """One chip's memory over time: one sample per time at which anything changes."""
 
-    ts_ps: np.ndarray               # int64, increasing, first 0
-    prefetched_bytes: np.ndarray    # inputs of prefetched steps held in HBM
-    prefetched_steps: np.ndarray    # how many steps' inputs are held
+    ts_ps: np.ndarray  # int64, increasing, first 0
+    prefetched_bytes: np.ndarray  # inputs of prefetched steps held in HBM
+    prefetched_steps: np.ndarray  # how many steps' inputs are held
     stack_bytes: np.ndarray
     heap_static: int
     heap_bytes: np.ndarray = field(init=False)
@@ -133,15 +139,15 @@ class ChipMemory:
 # -- static sizes ------------------------------------------------------------------------------
 
 
-def stack_bytes_per_sc(width: int, max_unique_nz_per_row: int, logical_replica_count: int,
-                       element_bytes: int = 4) -> tuple[int, int]:
+def stack_bytes_per_sc(
+    width: int, max_unique_nz_per_row: int, logical_replica_count: int, element_bytes: int = 4
+) -> tuple[int, int]:
     """(forward, backward) HBM stack of one table on one SparseCore (DOMAIN.md §1)."""
     n = max_unique_nz_per_row * logical_replica_count * element_bytes
     return (2 * width + 1) * n, 3 * width * n
 
 
-def embedding_bytes_per_chip(groups: list[StackGroup], chips: int, padded_row_bytes
-                             ) -> tuple[int, int]:
+def embedding_bytes_per_chip(groups: list[StackGroup], chips: int, padded_row_bytes) -> tuple[int, int]:
     """(table rows, optimizer slots) bytes on one chip: padded rows, vocab / chips each."""
     tables = slots = 0
     for g in groups:
@@ -158,61 +164,75 @@ def dense_bytes(cfg: RunConfig, element_bytes: int) -> int:
     return sum(padded_bytes(p.stored_shape, dtype) for p in plan_dense(cfg, element_bytes).params)
 
 
-def static_memory(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
-                  cost: CostModel) -> StaticMemory:
+def static_memory(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup], cost: CostModel) -> StaticMemory:
     c = cost.c
     tables, slots = embedding_bytes_per_chip(groups, hw.num_chips, cost.padded_row_bytes)
     weights = dense_bytes(cfg, c.dense_param_bytes)
-    heap = {EMBEDDING_TABLES: tables, EMBEDDING_OPTIMIZER: slots, DENSE_WEIGHTS: weights,
-            DENSE_OPTIMIZER: weights * c.dense_optimizer_slots, CONSTANTS: c.hbm_constant_bytes,
-            PREFETCHED_INPUTS: 0}
+    heap = {
+        EMBEDDING_TABLES: tables,
+        EMBEDDING_OPTIMIZER: slots,
+        DENSE_WEIGHTS: weights,
+        DENSE_OPTIMIZER: weights * c.dense_optimizer_slots,
+        CONSTANTS: c.hbm_constant_bytes,
+        PREFETCHED_INPUTS: 0,
+    }
     replicas = hw.num_total_sparse_cores
     tiles = hw.tiles_per_sparsecore
     sample_count = cfg.global_batch // replicas
     out = []
     for g in groups:
-        fwd, bwd = stack_bytes_per_sc(g.width, g.max_unique_ids_per_partition, replicas,
-                                      c.hbm_stack_bytes_per_element)
-        fixed = (-(-g.max_ids_per_partition // tiles) * c.spmem_bytes_per_id
-                 + -(-g.max_unique_ids_per_partition // tiles) * c.spmem_bytes_per_unique_id)
+        fwd, bwd = stack_bytes_per_sc(g.width, g.max_unique_ids_per_partition, replicas, c.hbm_stack_bytes_per_element)
+        fixed = (
+            -(-g.max_ids_per_partition // tiles) * c.spmem_bytes_per_id
+            + -(-g.max_unique_ids_per_partition // tiles) * c.spmem_bytes_per_unique_id
+        )
         gather = -(-sample_count * g.width // tiles)
         out.append(GroupMemory(g.name, fwd, bwd, fixed, gather, gather * c.activation_bytes))
     spmem = max(m.spmem_fixed_per_tile + m.spmem_gather_per_tile for m in out)
-    return StaticMemory(heap, out, hw.sparsecores_per_chip, replicas, spmem,
-                        hw.spmem_bytes_per_tile, hw.hbm_bytes)
+    return StaticMemory(heap, out, hw.sparsecores_per_chip, replicas, spmem, hw.spmem_bytes_per_tile, hw.hbm_bytes)
 
 
 # -- compile-time failures -----------------------------------------------------------------------
 
 
-def compile_failure(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
-                    mem: StaticMemory) -> Failure | None:
+def compile_failure(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup], mem: StaticMemory) -> Failure | None:
     """SPMEM overflow of the largest offender, checked as the compiler sizes the buffers."""
     cap = mem.spmem_capacity_per_tile
     tiles = hw.tiles_per_sparsecore
     worst = max(range(len(groups)), key=lambda i: mem.groups[i].spmem_fixed_per_tile)
     m, g = mem.groups[worst], groups[worst]
     if m.spmem_fixed_per_tile > cap:
-        return Failure(SPMEM_OVERFLOW, (
-            f"Fixed size allocations ({m.spmem_fixed_per_tile} bytes) do not fit in TileSpmem "
-            f"({cap} bytes): table group {g.name!r} is compiled with max_ids_per_partition="
-            f"{g.max_ids_per_partition} and max_unique_ids_per_partition="
-            f"{g.max_unique_ids_per_partition}, buffered over {tiles} tiles per SparseCore; "
-            f"lower the limits (limits file or sparsecore.max_ids_per_partition / "
-            f"max_unique_ids_per_partition)"), requested_bytes=m.spmem_fixed_per_tile,
-            capacity_bytes=cap)
+        return Failure(
+            SPMEM_OVERFLOW,
+            (
+                f"Fixed size allocations ({m.spmem_fixed_per_tile} bytes) do not fit in TileSpmem "
+                f"({cap} bytes): table group {g.name!r} is compiled with max_ids_per_partition="
+                f"{g.max_ids_per_partition} and max_unique_ids_per_partition="
+                f"{g.max_unique_ids_per_partition}, buffered over {tiles} tiles per SparseCore; "
+                f"lower the limits (limits file or sparsecore.max_ids_per_partition / "
+                f"max_unique_ids_per_partition)"
+            ),
+            requested_bytes=m.spmem_fixed_per_tile,
+            capacity_bytes=cap,
+        )
     total = [x.spmem_fixed_per_tile + x.spmem_gather_per_tile for x in mem.groups]
     worst = int(np.argmax(total))
     m, g = mem.groups[worst], groups[worst]
     if total[worst] > cap:
         sample_count = cfg.global_batch // mem.logical_replica_count
-        return Failure(GATHER_TOO_LARGE, (
-            f"Gather operand too large: table group {g.name!r} stages (sample_count "
-            f"{sample_count} * feature_width {g.width}) / kNumTiles {tiles} = "
-            f"{m.gather_elements_per_tile} elements ({m.spmem_gather_per_tile} bytes) per tile, "
-            f"but only {cap - m.spmem_fixed_per_tile} of TileSpmem's {cap} bytes are left after "
-            f"the fixed size allocations; use a smaller global_batch or more chips "
-            f"(hardware.num_chips)"), requested_bytes=total[worst], capacity_bytes=cap)
+        return Failure(
+            GATHER_TOO_LARGE,
+            (
+                f"Gather operand too large: table group {g.name!r} stages (sample_count "
+                f"{sample_count} * feature_width {g.width}) / kNumTiles {tiles} = "
+                f"{m.gather_elements_per_tile} elements ({m.spmem_gather_per_tile} bytes) per tile, "
+                f"but only {cap - m.spmem_fixed_per_tile} of TileSpmem's {cap} bytes are left after "
+                f"the fixed size allocations; use a smaller global_batch or more chips "
+                f"(hardware.num_chips)"
+            ),
+            requested_bytes=total[worst],
+            capacity_bytes=cap,
+        )
     return None
 
 
@@ -249,8 +269,15 @@ def stack_regions(sim: Simulation) -> dict[str, np.ndarray]:
     u_region = rest % (k + 1)
     rest //= k + 1
     u_back, u_step = rest % 2, rest // 2
-    return {"chip": u_chip, "step": u_step, "backward": u_back, "region": u_region,
-            "start_ps": start, "end_ps": end, "bytes": sizes[u_back, u_region]}
+    return {
+        "chip": u_chip,
+        "step": u_step,
+        "backward": u_back,
+        "region": u_region,
+        "start_ps": start,
+        "end_ps": end,
+        "bytes": sizes[u_back, u_region],
+    }
 
 
 def input_buffer_bytes(sim: Simulation) -> np.ndarray:
@@ -262,10 +289,11 @@ def input_buffer_bytes(sim: Simulation) -> np.ndarray:
     (stepgraph.py), the allocation is the whole buffer. Generous limits therefore make
     every prefetched step expensive in HBM.
     """
-    per_entry = sim.hw.sparsecores_per_chip * sim.hw.num_total_sparse_cores \
-        * sim.cost.c.infeed_bytes_per_id
-    return np.array([sum(gr.minibatches * gr.group.max_ids_per_partition for gr in sr.groups)
-                     * per_entry for sr in sim.steps], dtype=np.int64)
+    per_entry = sim.hw.sparsecores_per_chip * sim.hw.num_total_sparse_cores * sim.cost.c.infeed_bytes_per_id
+    return np.array(
+        [sum(gr.minibatches * gr.group.max_ids_per_partition for gr in sr.groups) * per_entry for sr in sim.steps],
+        dtype=np.int64,
+    )
 
 
 def memory_timeline(sim: Simulation) -> list[ChipMemory]:
@@ -284,15 +312,13 @@ def memory_timeline(sim: Simulation) -> list[ChipMemory]:
         n_inf = int(inf.sum())
         r = reg["chip"] == c
         n_reg = int(r.sum())
-        t = np.concatenate([[0], s.end_ps[inf], released[step[inf]], reg["start_ps"][r],
-                            reg["end_ps"][r]])
+        t = np.concatenate([[0], s.end_ps[inf], released[step[inf]], reg["start_ps"][r], reg["end_ps"][r]])
         held = step_input[step[inf]]
-        d_pre = np.concatenate([[0], held, -held,
-                                np.zeros(2 * n_reg, np.int64)])
-        d_cnt = np.concatenate([[0], np.ones(n_inf, np.int64), -np.ones(n_inf, np.int64),
-                                np.zeros(2 * n_reg, np.int64)])
-        d_stk = np.concatenate([[0], np.zeros(2 * n_inf, np.int64), reg["bytes"][r],
-                                -reg["bytes"][r]])
+        d_pre = np.concatenate([[0], held, -held, np.zeros(2 * n_reg, np.int64)])
+        d_cnt = np.concatenate(
+            [[0], np.ones(n_inf, np.int64), -np.ones(n_inf, np.int64), np.zeros(2 * n_reg, np.int64)]
+        )
+        d_stk = np.concatenate([[0], np.zeros(2 * n_inf, np.int64), reg["bytes"][r], -reg["bytes"][r]])
         st = np.concatenate([[-1], step[inf], step[inf], reg["step"][r], reg["step"][r]])
         o = np.argsort(t, kind="stable")
         t, d_pre, d_cnt, d_stk, st = t[o], d_pre[o], d_cnt[o], d_stk[o], st[o]
@@ -300,9 +326,16 @@ def memory_timeline(sim: Simulation) -> list[ChipMemory]:
         # the step whose allocation grew memory at that time (for failure reports)
         grow = np.where((d_pre > 0) | (d_stk > 0), st, -1)
         grow_at = np.maximum.reduceat(grow, np.flatnonzero(np.append(True, t[1:] != t[:-1])))
-        out.append(ChipMemory(t[last], np.cumsum(d_pre)[last], np.cumsum(d_cnt)[last],
-                              np.cumsum(d_stk)[last], sim.memory.heap_static,
-                              step_of_change=grow_at))
+        out.append(
+            ChipMemory(
+                t[last],
+                np.cumsum(d_pre)[last],
+                np.cumsum(d_cnt)[last],
+                np.cumsum(d_stk)[last],
+                sim.memory.heap_static,
+                step_of_change=grow_at,
+            )
+        )
     return out
 
 
@@ -333,13 +366,18 @@ def find_oom(mem: StaticMemory, timeline: list[ChipMemory]) -> Failure | None:
     step = int(cm.step_of_change[i])
     named = sorted(((v, k) for k, v in parts.items() if v > 0), key=lambda x: (-x[0], x[1]))
     heap = used - parts[STACK]
-    hint = ("serialize table groups (flags.xla_sc_num_serialized_tables_to_optimize_hbm) or "
-            "lower the per-partition limits, which size the stack" if parts[STACK] > heap else
-            "lower flags.maximum_parallel_iterations, shrink the dense part, or spread the "
-            "tables over more chips (hardware.num_chips)")
+    hint = (
+        "serialize table groups (flags.xla_sc_num_serialized_tables_to_optimize_hbm) or "
+        "lower the per-partition limits, which size the stack"
+        if parts[STACK] > heap
+        else "lower flags.maximum_parallel_iterations, shrink the dense part, or spread the "
+        "tables over more chips (hardware.num_chips)"
+    )
     when = f"at {ts / 1e6:.1f} us (step {step})" if step >= 0 else "before step 0"
     message = (
         f"Ran out of memory in memory space hbm on TPU:{c} {when}. Used {fmt_size(used)} of "
         f"{fmt_size(cap)} hbm. Exceeded hbm capacity by {fmt_size(used - cap)}. Contributors: "
-        + ", ".join(f"{k} {fmt_size(v)}" for v, k in named) + f"; {hint}")
+        + ", ".join(f"{k} {fmt_size(v)}" for v, k in named)
+        + f"; {hint}"
+    )
     return Failure(HBM_OOM, message, ts, c, step if step >= 0 else None, used, cap)

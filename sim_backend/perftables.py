@@ -73,25 +73,27 @@ class GemmEntry:
 class PerfTables:
     """One set of tables, validated, with an interpolator per (collective, scheme) and dtype."""
 
-    source: str                      # "bundled:v5p", "roofline:...", or the directory path
+    source: str  # "bundled:v5p", "roofline:...", or the directory path
     collectives: list[CollectiveEntry]
     gemms: list[GemmEntry]
-    generated_from: dict | None = None   # the roofline inputs, for generated tables
+    generated_from: dict | None = None  # the roofline inputs, for generated tables
     _coll: dict[tuple[str, str], GridInterpolator] = field(default_factory=dict, repr=False)
     _gemm: dict[str, GridInterpolator] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         where = f"{self.source}/{COLLECTIVES_FILE}" if self.source else COLLECTIVES_FILE
         keyed = _group(self.collectives, lambda e: (e.collective, e.scheme))
-        self._coll = {key: _grid(f"{where}: {key[0]} {key[1]}", rows, ("devices", "bytes"),
-                                 "throughput_bytes_per_s")
-                      for key, rows in keyed.items()}
+        self._coll = {
+            key: _grid(f"{where}: {key[0]} {key[1]}", rows, ("devices", "bytes"), "throughput_bytes_per_s")
+            for key, rows in keyed.items()
+        }
         where = f"{self.source}/{GEMM_FILE}" if self.source else GEMM_FILE
         if not self.gemms:
             raise ConfigError(f"{where}: no entries")
-        self._gemm = {dtype: _grid(f"{where}: dtype {dtype}", rows, ("batch", "m", "n", "k"),
-                                   "flops_per_s")
-                      for dtype, rows in _group(self.gemms, lambda e: e.dtype).items()}
+        self._gemm = {
+            dtype: _grid(f"{where}: dtype {dtype}", rows, ("batch", "m", "n", "k"), "flops_per_s")
+            for dtype, rows in _group(self.gemms, lambda e: e.dtype).items()
+        }
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -101,8 +103,9 @@ class PerfTables:
     def require(self, collective: str) -> None:
         """ConfigError unless the tables have entries for `collective`."""
         if not self.schemes(collective):
-            raise ConfigError(f"{self.source}/{COLLECTIVES_FILE}: no {collective} entries "
-                              f"(the emulator needs {collective})")
+            raise ConfigError(
+                f"{self.source}/{COLLECTIVES_FILE}: no {collective} entries (the emulator needs {collective})"
+            )
 
     def _collective_grid(self, collective: str, scheme: str) -> GridInterpolator:
         """The (collective, scheme) grid; a scheme not tabled falls back to the first one that is."""
@@ -111,20 +114,21 @@ class PerfTables:
             self.require(collective)
         return self._coll[(collective, scheme if scheme in schemes else schemes[0])]
 
-    def collective_throughput(self, collective: str, scheme: str, nbytes: np.ndarray,
-                              devices: int | np.ndarray) -> np.ndarray:
+    def collective_throughput(
+        self, collective: str, scheme: str, nbytes: np.ndarray, devices: int | np.ndarray
+    ) -> np.ndarray:
         """Interpolated bytes/s at (devices, nbytes), clamped to the table's range."""
         return self._collective_grid(collective, scheme)(devices, nbytes)
 
-    def collective_time_s(self, collective: str, scheme: str, nbytes: np.ndarray,
-                          devices: int | np.ndarray) -> np.ndarray:
+    def collective_time_s(
+        self, collective: str, scheme: str, nbytes: np.ndarray, devices: int | np.ndarray
+    ) -> np.ndarray:
         """Seconds for `nbytes` per device: size / throughput, with the edge rules above."""
         grid = self._collective_grid(collective, scheme)
         size = np.maximum(np.asarray(nbytes, np.float64), grid.axes[1][0])  # latency floor
         return size / grid(devices, size)
 
-    def gemm_time_s(self, batch: np.ndarray, m: np.ndarray, n: np.ndarray, k: np.ndarray,
-                    dtype: str) -> np.ndarray:
+    def gemm_time_s(self, batch: np.ndarray, m: np.ndarray, n: np.ndarray, k: np.ndarray, dtype: str) -> np.ndarray:
         """Seconds for GEMMs (vectorised over the dimensions) of one element type."""
         if dtype not in DTYPE_BYTES:
             raise ConfigError(f"GEMM dtype {dtype!r} is not one of {sorted(DTYPE_BYTES)}")
@@ -150,9 +154,10 @@ class PerfTables:
         return {
             COLLECTIVES_FILE: _dump(
                 "Throughput of collectives: bytes one device sends / time, over (bytes, devices).",
-                meta, self.collectives),
-            GEMM_FILE: _dump("Achieved FLOP/s of GEMMs (2 b m n k / runtime) over (batch, m, n, k).",
-                             meta, self.gemms),
+                meta,
+                self.collectives,
+            ),
+            GEMM_FILE: _dump("Achieved FLOP/s of GEMMs (2 b m n k / runtime) over (batch, m, n, k).", meta, self.gemms),
         }
 
     def write(self, directory: str) -> None:
@@ -180,12 +185,13 @@ def _read(path: str, cls: type) -> tuple[dict, list]:
         with open(path) as fh:
             doc = json.load(fh)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file (a table directory holds {COLLECTIVES_FILE} "
-                          f"and {GEMM_FILE})") from None
+        raise ConfigError(
+            f"{path}: no such file (a table directory holds {COLLECTIVES_FILE} and {GEMM_FILE})"
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
-        raise ConfigError(f"{path}: expected a JSON object with \"format\" and \"entries\"")
+        raise ConfigError(f'{path}: expected a JSON object with "format" and "entries"')
     if doc.get("format") != FORMAT:
         raise ConfigError(f"{path}: format: expected {FORMAT!r}, got {doc.get('format')!r}")
     unknown = sorted(set(doc) - TOP_KEYS)
@@ -244,8 +250,9 @@ def _grid(where: str, rows: list, axes: tuple[str, ...], value: str) -> GridInte
     for idx in np.ndindex(rates.shape):
         p = tuple(v[i] for v, i in zip(values, idx, strict=True))
         if p not in points:
-            raise ConfigError(f"{where}: no entry for {_point(axes, p)} (the entries must form "
-                              f"a full grid over {' x '.join(axes)})")
+            raise ConfigError(
+                f"{where}: no entry for {_point(axes, p)} (the entries must form a full grid over {' x '.join(axes)})"
+            )
         rates[idx] = points[p]
     return GridInterpolator.from_points(values, rates)
 

@@ -74,23 +74,22 @@ class StackGroup:
     index: int
     name: str
     tables: tuple[str, ...]
-    features: tuple[int, ...]        # indices into cfg.features; position = feature slot
-    feature_table: tuple[int, ...]   # per slot: index into `tables`
+    features: tuple[int, ...]  # indices into cfg.features; position = feature slot
+    feature_table: tuple[int, ...]  # per slot: index into `tables`
     width: int
     dtype_bytes: int
     optimizer_slots: int
-    offsets: np.ndarray              # int64 per table: first row of its slot (multiple of num SCs)
-    padded_vocab: np.ndarray         # int64 per table: vocab padded to a multiple of num SCs
-    rotation: np.ndarray             # int64 per table: shift of its IDs inside the slot
+    offsets: np.ndarray  # int64 per table: first row of its slot (multiple of num SCs)
+    padded_vocab: np.ndarray  # int64 per table: vocab padded to a multiple of num SCs
+    rotation: np.ndarray  # int64 per table: shift of its IDs inside the slot
     # stacked ID of table t's row j: offsets[t] + rotation[t] + j, so its SparseCore is
     # (j + rotation[t]) % num_SCs: table t's hot rows move to other SparseCores (step 8)
-    local_rows: int                  # rows of the stacked table per partition
-    max_ids_per_partition: int       # compiled limits of the stacked table
+    local_rows: int  # rows of the stacked table per partition
+    max_ids_per_partition: int  # compiled limits of the stacked table
     max_unique_ids_per_partition: int
 
 
-def plan_groups(cfg: RunConfig, hw: HardwareSpec, limits: dict[str, TableLimits]
-                ) -> list[StackGroup]:
+def plan_groups(cfg: RunConfig, hw: HardwareSpec, limits: dict[str, TableLimits]) -> list[StackGroup]:
     """Group tables for stacking (same width, dtype, optimizer) unless disabled.
 
     `sparsecore.max_tables_per_stack = k` (k > 0) splits each such bucket, in config
@@ -103,9 +102,11 @@ def plan_groups(cfg: RunConfig, hw: HardwareSpec, limits: dict[str, TableLimits]
         key = (t.name,) if cfg.sparsecore.disable_table_stacking else (t.width, t.dtype, t.optimizer)
         buckets.setdefault(key, []).append(t.name)
     per_stack = cfg.sparsecore.max_tables_per_stack
-    chunks = [names[i: i + per_stack] if per_stack else names
-              for names in buckets.values()
-              for i in range(0, len(names), per_stack or len(names))]
+    chunks = [
+        names[i : i + per_stack] if per_stack else names
+        for names in buckets.values()
+        for i in range(0, len(names), per_stack or len(names))
+    ]
     groups = []
     for gi, names in enumerate(chunks):
         t0 = tables[names[0]]
@@ -115,27 +116,28 @@ def plan_groups(cfg: RunConfig, hw: HardwareSpec, limits: dict[str, TableLimits]
         offsets = np.concatenate([[0], np.cumsum(slot_rows)[:-1]]).astype(np.int64)
         slots = [i for i, f in enumerate(cfg.features) if f.table in names]
         lim_ids, lim_unique = stack_limits(cfg, hw, [limits[n] for n in names], t0.width)
-        groups.append(StackGroup(
-            index=gi,
-            name=names[0] if len(names) == 1 else f"stack_{gi}",
-            tables=tuple(names),
-            features=tuple(slots),
-            feature_table=tuple(names.index(cfg.features[i].table) for i in slots),
-            width=t0.width,
-            dtype_bytes=DTYPE_BYTES[t0.dtype],
-            optimizer_slots=OPTIMIZER_SLOTS[t0.optimizer],
-            offsets=offsets,
-            padded_vocab=padded,
-            rotation=np.arange(len(names), dtype=np.int64) % n_sc,
-            local_rows=int(slot_rows.sum()) // n_sc,
-            max_ids_per_partition=lim_ids,
-            max_unique_ids_per_partition=lim_unique,
-        ))
+        groups.append(
+            StackGroup(
+                index=gi,
+                name=names[0] if len(names) == 1 else f"stack_{gi}",
+                tables=tuple(names),
+                features=tuple(slots),
+                feature_table=tuple(names.index(cfg.features[i].table) for i in slots),
+                width=t0.width,
+                dtype_bytes=DTYPE_BYTES[t0.dtype],
+                optimizer_slots=OPTIMIZER_SLOTS[t0.optimizer],
+                offsets=offsets,
+                padded_vocab=padded,
+                rotation=np.arange(len(names), dtype=np.int64) % n_sc,
+                local_rows=int(slot_rows.sum()) // n_sc,
+                max_ids_per_partition=lim_ids,
+                max_unique_ids_per_partition=lim_unique,
+            )
+        )
     return groups
 
 
-def stack_limits(cfg: RunConfig, hw: HardwareSpec, members: list[TableLimits], width: int
-                 ) -> tuple[int, int]:
+def stack_limits(cfg: RunConfig, hw: HardwareSpec, members: list[TableLimits], width: int) -> tuple[int, int]:
     """Compiled (max_ids, max_unique_ids) per partition of a stack of tables.
 
     The sum of its tables' limits (as jax-tpu-embedding stacks them); for a stack of
@@ -166,13 +168,13 @@ class GroupResult:
 
     group: StackGroup
     minibatches: int
-    ids_mp: np.ndarray          # int64 [M, num_sc]: kept IDs per minibatch and target partition
-    unique_mp: np.ndarray       # int64 [M, num_sc]: unique IDs (per source buffer, summed)
-    cross_chip_mc: np.ndarray   # int64 [M, chips]: unique rows partition(s) on chip c send to
-                                # source SparseCores on other chips (all-to-all volume)
-    ids_sp: np.ndarray          # int64 [num_sc, num_sc]: observed IDs per (source, target) buffer
-    unique_sp: np.ndarray       # int64 [num_sc, num_sc]: observed unique IDs per buffer
-    dropped_sp: np.ndarray      # int64 [num_sc, num_sc]: IDs dropped per buffer
+    ids_mp: np.ndarray  # int64 [M, num_sc]: kept IDs per minibatch and target partition
+    unique_mp: np.ndarray  # int64 [M, num_sc]: unique IDs (per source buffer, summed)
+    cross_chip_mc: np.ndarray  # int64 [M, chips]: unique rows partition(s) on chip c send to
+    # source SparseCores on other chips (all-to-all volume)
+    ids_sp: np.ndarray  # int64 [num_sc, num_sc]: observed IDs per (source, target) buffer
+    unique_sp: np.ndarray  # int64 [num_sc, num_sc]: observed unique IDs per buffer
+    dropped_sp: np.ndarray  # int64 [num_sc, num_sc]: IDs dropped per buffer
     table_observed: dict[str, tuple[int, int]] = field(default_factory=dict)
     entries: dict[str, np.ndarray] | None = None  # decoded entries (keep_entries=True)
 
@@ -196,8 +198,8 @@ class StepResult:
 
     step: int
     groups: list[GroupResult]
-    raw_ids_per_sc: np.ndarray      # IDs before dedup
-    kept_ids_per_sc: np.ndarray     # after dedup, caps and dropping
+    raw_ids_per_sc: np.ndarray  # IDs before dedup
+    kept_ids_per_sc: np.ndarray  # after dedup, caps and dropping
     dropped_ids_per_sc: np.ndarray  # dropped by limits or the chip cap
     chip_cap_dropped: int
 
@@ -218,9 +220,9 @@ class _Sorted:
     """
 
     starts: np.ndarray  # int64 [num_sc * num_sc]
-    ends: np.ndarray    # int64 [num_sc * num_sc]
-    upos: np.ndarray    # sorted positions where a distinct ID starts (every buffer start too)
-    size: int           # one past the last position
+    ends: np.ndarray  # int64 [num_sc * num_sc]
+    upos: np.ndarray  # sorted positions where a distinct ID starts (every buffer start too)
+    size: int  # one past the last position
 
 
 _scratch: dict[str, np.ndarray] = {}
@@ -244,7 +246,7 @@ def _fixed_hot(fb: FeatureBatch) -> int:
 # -- packed path: 32-bit keys, dedup per bag, one sort per source SparseCore ------------------
 
 REMOVED = np.uint32(0xFFFFFFFF)  # a duplicate within a bag: sorts after every packed ID
-PACKED_MAX_VOCAB = 1 << 31       # stacked vocabularies up to this use the packed path
+PACKED_MAX_VOCAB = 1 << 31  # stacked vocabularies up to this use the packed path
 
 
 def _packed_hots(group: StackGroup, batches: list[FeatureBatch], lay: Layout) -> list[int] | None:
@@ -260,8 +262,7 @@ def _packed_stride(group: StackGroup, n_sc: int) -> int:
     return 1 << (33 - n_sc.bit_length()) if n_sc & (n_sc - 1) == 0 else group.local_rows
 
 
-def _packed_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout,
-                 hots: list[int]) -> np.ndarray:
+def _packed_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout, hots: list[int]) -> np.ndarray:
     """uint32 [num_sc, width]: each source SC's IDs, repeats within a bag set to REMOVED.
 
     A stacked ID c = q * num_SCs + p (partition p) becomes the packed key p * stride + q:
@@ -282,14 +283,14 @@ def _packed_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout,
     run = min(1 << (32 - vbits), bs & -bs)  # samples per sorted run: a power of two dividing bs
     at = 0
     for fi, h in zip(group.features, hots, strict=True):
-        keys[:, at: at + bs * h] = batches[fi].ids.reshape(n_sc, -1)  # IDs < 2^31: exact
+        keys[:, at : at + bs * h] = batches[fi].ids.reshape(n_sc, -1)  # IDs < 2^31: exact
         at += bs * h
     shifts = tuple(int(group.offsets[t] + group.rotation[t]) for t in group.feature_table)
     keys += _tag_row(shifts, tuple(hots), bs, run, vbits)
     at = 0
     for h in hots:
         if h > 1:
-            keys[:, at: at + bs * h].reshape(n_sc, bs // run, run * h, copy=False).sort(axis=-1)
+            keys[:, at : at + bs * h].reshape(n_sc, bs // run, run * h, copy=False).sort(axis=-1)
         at += bs * h
     # a repeat equals its left neighbour; neighbours across runs and slots differ in their tag
     gone = _scratch_buffer(keys.size, np.bool_, "gone").reshape(keys.shape)
@@ -298,7 +299,7 @@ def _packed_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout,
     if run == 1:  # no tags: the first ID of every bag stays
         at = 0
         for h in hots:
-            gone[:, at: at + bs * h: h] = False
+            gone[:, at : at + bs * h : h] = False
             at += bs * h
     mask = np.uint32((1 << vbits) - 1)
     if n_sc & (n_sc - 1):
@@ -309,34 +310,37 @@ def _packed_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout,
         np.add(col, q, out=keys)
     elif n_sc > 1:
         s = n_sc.bit_length() - 1
-        low = np.left_shift(keys, 32 - s,
-                            out=_scratch_buffer(keys.size, np.uint32, "low").reshape(keys.shape))
+        low = np.left_shift(keys, 32 - s, out=_scratch_buffer(keys.size, np.uint32, "low").reshape(keys.shape))
         keys &= mask
         keys >>= s
         keys |= low
     else:
         keys &= mask
     # REMOVED = all ones: OR in 0 - 1 where `gone`
-    keys |= np.negative(gone.view(np.uint8), dtype=np.uint32, casting="unsafe",
-                        out=_scratch_buffer(keys.size, np.uint32, "low").reshape(keys.shape))
+    keys |= np.negative(
+        gone.view(np.uint8),
+        dtype=np.uint32,
+        casting="unsafe",
+        out=_scratch_buffer(keys.size, np.uint32, "low").reshape(keys.shape),
+    )
     return keys
 
 
 @functools.lru_cache(maxsize=64)
-def _tag_row(shifts: tuple[int, ...], hots: tuple[int, ...], bs: int, run: int, vbits: int
-             ) -> np.ndarray:
+def _tag_row(shifts: tuple[int, ...], hots: tuple[int, ...], bs: int, run: int, vbits: int) -> np.ndarray:
     """uint32 [width]: what to add to a source's raw IDs: its slot's shift, plus each ID's
     sample index within its run of `run` samples, above the ID bits."""
     tags = np.arange(run, dtype=np.uint32) << np.uint32(vbits)
-    row = np.concatenate([np.tile(np.repeat(tags, h), bs // run) + np.uint32(shift)
-                          for shift, h in zip(shifts, hots, strict=True)])
+    row = np.concatenate(
+        [np.tile(np.repeat(tags, h), bs // run) + np.uint32(shift) for shift, h in zip(shifts, hots, strict=True)]
+    )
     row.flags.writeable = False  # cached: shared by every call
     return row
 
 
-def _packed_group(group: StackGroup, batches: list[FeatureBatch], lay: Layout,
-                  hots: list[int], table_stats: bool
-                  ) -> tuple[_Sorted, dict[str, tuple[int, int]]]:
+def _packed_group(
+    group: StackGroup, batches: list[FeatureBatch], lay: Layout, hots: list[int], table_stats: bool
+) -> tuple[_Sorted, dict[str, tuple[int, int]]]:
     """Steps 1-3 with 32-bit keys: dedup per bag, then one sort per source SparseCore.
 
     Returns the buffers as positions, and with `table_stats` each table's largest
@@ -348,8 +352,7 @@ def _packed_group(group: StackGroup, batches: list[FeatureBatch], lay: Layout,
     width = keys.shape[1]
     # first key of each (partition, table) range, then REMOVED: ends the last buffer
     stride = _packed_stride(group, n_sc)
-    first = (np.arange(n_sc, dtype=np.int64)[:, None] * stride
-             + (group.offsets // n_sc)[None, :]).ravel()
+    first = (np.arange(n_sc, dtype=np.int64)[:, None] * stride + (group.offsets // n_sc)[None, :]).ravel()
     edges = np.append(first, int(REMOVED)).astype(np.uint32)
     pos = np.empty((n_sc, len(edges)), dtype=np.int64)
     for src in range(n_sc):
@@ -381,7 +384,7 @@ class KeyLayout:
 
     n_sc: int
     samples_per_sc: int
-    r_span: int   # rows per source sub-batch (features x samples)
+    r_span: int  # rows per source sub-batch (features x samples)
     rbits: int
     vbits: int
 
@@ -397,11 +400,12 @@ class KeyLayout:
 def key_layout(group: StackGroup, lay: Layout) -> KeyLayout:
     r_span = len(group.features) * lay.samples_per_sc
     vocab = group.local_rows * lay.num_sc
-    kl = KeyLayout(lay.num_sc, lay.samples_per_sc, r_span, int(r_span - 1).bit_length(),
-                   int(vocab - 1).bit_length())
+    kl = KeyLayout(lay.num_sc, lay.samples_per_sc, r_span, int(r_span - 1).bit_length(), int(vocab - 1).bit_length())
     if (lay.num_sc * lay.num_sc) << kl.buffer_shift >= 1 << 63:
-        raise ConfigError(f"tables: group {group.name!r} is too large for the emulator's "
-                          f"63-bit sort key (vocabulary x batch); shrink vocab or batch")
+        raise ConfigError(
+            f"tables: group {group.name!r} is too large for the emulator's "
+            f"63-bit sort key (vocabulary x batch); shrink vocab or batch"
+        )
     return kl
 
 
@@ -416,22 +420,21 @@ def _encode(col: np.ndarray, out: np.ndarray, n_sc: int, kl: KeyLayout) -> None:
     out <<= kl.rbits
 
 
-def _group_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout,
-                kl: KeyLayout) -> np.ndarray:
+def _group_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout, kl: KeyLayout) -> np.ndarray:
     """Sorted, per-sample-deduplicated int64 sort keys of one group's IDs (steps 1-3)."""
     n_sc, bs = lay.num_sc, lay.samples_per_sc
     sample = np.arange(lay.global_batch, dtype=np.int64)
     src, local = np.divmod(sample, bs)
     src_term = ((src * n_sc) << kl.buffer_shift) + local
-    feats = [(slot, batches[fi], ti) for slot, (fi, ti)
-             in enumerate(zip(group.features, group.feature_table, strict=True))]
+    feats = [
+        (slot, batches[fi], ti) for slot, (fi, ti) in enumerate(zip(group.features, group.feature_table, strict=True))
+    ]
     keys = np.empty(sum(len(fb.ids) for _, fb, _ in feats), dtype=np.int64)
     at = 0
     for slot, fb, ti in feats:
-        out = keys[at: at + len(fb.ids)]
+        out = keys[at : at + len(fb.ids)]
         at += len(fb.ids)
-        col = np.add(fb.ids, int(group.offsets[ti] + group.rotation[ti]),
-                     out=_scratch_buffer(len(fb.ids)))
+        col = np.add(fb.ids, int(group.offsets[ti] + group.rotation[ti]), out=_scratch_buffer(len(fb.ids)))
         _encode(col, out, n_sc, kl)
         out += np.repeat(src_term + slot * bs, fb.lengths)
     keys.sort()
@@ -449,9 +452,9 @@ def _sample_of(keys: np.ndarray, kl: KeyLayout) -> np.ndarray:
     return src * kl.samples_per_sc + (keys & ((1 << kl.rbits) - 1)) % kl.samples_per_sc
 
 
-def _apply_chip_cap(keys: list[np.ndarray], kls: list[KeyLayout], raw: np.ndarray,
-                    lay: Layout, sc: SparseCoreConfig, step: int
-                    ) -> tuple[list[np.ndarray], np.ndarray]:
+def _apply_chip_cap(
+    keys: list[np.ndarray], kls: list[KeyLayout], raw: np.ndarray, lay: Layout, sc: SparseCoreConfig, step: int
+) -> tuple[list[np.ndarray], np.ndarray]:
     """Enforce max_ids_per_chip_per_sample; returns kept keys and dropped IDs per source SC.
 
     `raw`: IDs per sample before dedup, over all features.
@@ -471,7 +474,8 @@ def _apply_chip_cap(keys: list[np.ndarray], kls: list[KeyLayout], raw: np.ndarra
         raise PreprocessError(
             f"step {step}: sample {worst} (chip {worst // per_chip}) has {int(total[worst])} IDs "
             f"after dedup over all tables, above sparsecore.max_ids_per_chip_per_sample={cap}; "
-            f"raise it or set sparsecore.allow_id_dropping = true")
+            f"raise it or set sparsecore.allow_id_dropping = true"
+        )
     before = np.zeros(lay.global_batch, dtype=np.int64)
     out = []
     for k, s, c in zip(keys, samples, counts, strict=True):
@@ -504,13 +508,14 @@ def _key_positions(keys: np.ndarray, kl: KeyLayout) -> tuple[_Sorted, np.ndarray
 class _Cuts:
     """Greedy minibatch cuts of every buffer: per round, start and end positions."""
 
-    starts: list[np.ndarray]   # [rounds] of int64 [buffers]
+    starts: list[np.ndarray]  # [rounds] of int64 [buffers]
     ends: list[np.ndarray]
     leftover_start: np.ndarray  # first entry past the last allowed minibatch, per buffer
 
 
-def greedy_cuts(starts: np.ndarray, ends: np.ndarray, upos: np.ndarray, size: int,
-                max_ids: int, max_unique: int, max_rounds: int) -> _Cuts:
+def greedy_cuts(
+    starts: np.ndarray, ends: np.ndarray, upos: np.ndarray, size: int, max_ids: int, max_unique: int, max_rounds: int
+) -> _Cuts:
     """Cut each buffer [starts[i], ends[i]) greedily into minibatches, in sorted order.
 
     Walking a buffer, an entry starts a new minibatch when adding it would exceed
@@ -538,8 +543,9 @@ def greedy_cuts(starts: np.ndarray, ends: np.ndarray, upos: np.ndarray, size: in
     return _Cuts(starts_r, ends_r, cur)
 
 
-def _limit_group(pos: _Sorted, group: StackGroup, lay: Layout, sc: SparseCoreConfig,
-                 step: int) -> tuple[GroupResult, _Cuts | None]:
+def _limit_group(
+    pos: _Sorted, group: StackGroup, lay: Layout, sc: SparseCoreConfig, step: int
+) -> tuple[GroupResult, _Cuts | None]:
     """Counts, minibatches and dropping of one group's sorted, deduplicated IDs (step 4)."""
     n_sc, spc, chips = lay.num_sc, lay.sparsecores_per_chip, lay.num_chips
     nb = n_sc * n_sc
@@ -555,31 +561,41 @@ def _limit_group(pos: _Sorted, group: StackGroup, lay: Layout, sc: SparseCoreCon
         cuts = greedy_cuts(pos.starts, pos.ends, pos.upos, pos.size, lim, ulim, max_mb)
         dropped_sp = pos.ends - cuts.leftover_start
         if dropped_sp.any() and not sc.allow_id_dropping:
-            _raise_overflow(group, np.flatnonzero(dropped_sp), ids_sp, unique_sp, lay, sc, step,
-                            max_mb)
+            _raise_overflow(group, np.flatnonzero(dropped_sp), ids_sp, unique_sp, lay, sc, step, max_mb)
         st, en = np.array(cuts.starts), np.array(cuts.ends)
         ids_msp = en - st
         # distinct IDs in [st, en): the first entry counts even inside a run of one ID
-        unique_msp = np.where(en > st, np.searchsorted(pos.upos, en) -
-                              np.searchsorted(pos.upos, st, "right") + 1, 0)
+        unique_msp = np.where(en > st, np.searchsorted(pos.upos, en) - np.searchsorted(pos.upos, st, "right") + 1, 0)
     m_count = ids_msp.shape[0]
     src_chip = np.repeat(np.arange(n_sc) // spc, n_sc)
     tgt = np.tile(np.arange(n_sc), n_sc)
     cross = src_chip != tgt // spc
     ids_mp = ids_msp.reshape(m_count, n_sc, n_sc).sum(axis=1)
     unique_mp = unique_msp.reshape(m_count, n_sc, n_sc).sum(axis=1)
-    cross_mc = (unique_msp * cross).reshape(m_count, n_sc, n_sc).sum(axis=1) \
-        .reshape(m_count, chips, spc).sum(axis=2)
+    cross_mc = (unique_msp * cross).reshape(m_count, n_sc, n_sc).sum(axis=1).reshape(m_count, chips, spc).sum(axis=2)
     result = GroupResult(
-        group=group, minibatches=m_count, ids_mp=ids_mp, unique_mp=unique_mp,
-        cross_chip_mc=cross_mc, ids_sp=ids_sp.reshape(n_sc, n_sc),
-        unique_sp=unique_sp.reshape(n_sc, n_sc), dropped_sp=dropped_sp.reshape(n_sc, n_sc))
+        group=group,
+        minibatches=m_count,
+        ids_mp=ids_mp,
+        unique_mp=unique_mp,
+        cross_chip_mc=cross_mc,
+        ids_sp=ids_sp.reshape(n_sc, n_sc),
+        unique_sp=unique_sp.reshape(n_sc, n_sc),
+        dropped_sp=dropped_sp.reshape(n_sc, n_sc),
+    )
     return result, cuts
 
 
-def _partition_group(keys: np.ndarray, group: StackGroup, kl: KeyLayout, lay: Layout,
-                     sc: SparseCoreConfig, step: int, table_stats: bool,
-                     keep_entries: bool) -> GroupResult:
+def _partition_group(
+    keys: np.ndarray,
+    group: StackGroup,
+    kl: KeyLayout,
+    lay: Layout,
+    sc: SparseCoreConfig,
+    step: int,
+    table_stats: bool,
+    keep_entries: bool,
+) -> GroupResult:
     """Step 4 on int64 keys, with per-table statistics and decoded entries if asked."""
     n_sc, nb, n = lay.num_sc, lay.num_sc * lay.num_sc, len(keys)
     pos, new_u = _key_positions(keys, kl)
@@ -591,10 +607,8 @@ def _partition_group(keys: np.ndarray, group: StackGroup, kl: KeyLayout, lay: La
     if table_stats:
         nt = len(group.tables)
         t_ids = np.bincount(table * nb + sp, minlength=nt * nb).reshape(nt, nb).max(axis=1)
-        t_uni = np.bincount(table[new_u] * nb + sp[new_u],
-                            minlength=nt * nb).reshape(nt, nb).max(axis=1)
-        result.table_observed = {t: (int(t_ids[i]), int(t_uni[i]))
-                                 for i, t in enumerate(group.tables)}
+        t_uni = np.bincount(table[new_u] * nb + sp[new_u], minlength=nt * nb).reshape(nt, nb).max(axis=1)
+        result.table_observed = {t: (int(t_ids[i]), int(t_uni[i])) for i, t in enumerate(group.tables)}
     if keep_entries:
         max_mb = sc.max_minibatches if sc.enable_minibatching else 1
         mb = np.zeros(n, dtype=np.int64)
@@ -607,32 +621,54 @@ def _partition_group(keys: np.ndarray, group: StackGroup, kl: KeyLayout, lay: La
         r = keys & ((1 << kl.rbits) - 1)
         slot, local = np.divmod(r, lay.samples_per_sc)
         result.entries = {
-            "source_sc": sp // n_sc, "partition": sp % n_sc, "col": col, "table": table,
-            "sample": (sp // n_sc) * lay.samples_per_sc + local, "feature_slot": slot,
-            "minibatch": mb, "dropped": mb >= max_mb,
+            "source_sc": sp // n_sc,
+            "partition": sp % n_sc,
+            "col": col,
+            "table": table,
+            "sample": (sp // n_sc) * lay.samples_per_sc + local,
+            "feature_slot": slot,
+            "minibatch": mb,
+            "dropped": mb >= max_mb,
         }
     return result
 
 
-def _raise_overflow(group: StackGroup, over: np.ndarray, ids_sp: np.ndarray,
-                    unique_sp: np.ndarray, lay: Layout, sc: SparseCoreConfig, step: int,
-                    max_mb: int) -> None:
+def _raise_overflow(
+    group: StackGroup,
+    over: np.ndarray,
+    ids_sp: np.ndarray,
+    unique_sp: np.ndarray,
+    lay: Layout,
+    sc: SparseCoreConfig,
+    step: int,
+    max_mb: int,
+) -> None:
     worst = int(over[np.argmax(ids_sp[over])])
     src, part = divmod(worst, lay.num_sc)
     chip, core = divmod(part, lay.sparsecores_per_chip)
-    how = (f" even with {max_mb} minibatches (sparsecore.max_minibatches)"
-           if sc.enable_minibatching else " and minibatching is off")
+    how = (
+        f" even with {max_mb} minibatches (sparsecore.max_minibatches)"
+        if sc.enable_minibatching
+        else " and minibatching is off"
+    )
     raise PreprocessError(
         f"step {step}: table {group.name!r} partition {part} (chip {chip}, SparseCore {core}) "
         f"gets {int(ids_sp[worst])} IDs / {int(unique_sp[worst])} unique IDs from SparseCore "
         f"{src}, above the compiled max_ids_per_partition={group.max_ids_per_partition} / "
         f"max_unique_ids_per_partition={group.max_unique_ids_per_partition}{how}; raise the "
-        f"limits or set sparsecore.allow_id_dropping = true")
+        f"limits or set sparsecore.allow_id_dropping = true"
+    )
 
 
-def preprocess_step(step: int, batches: list[FeatureBatch], groups: list[StackGroup],
-                    lay: Layout, sc: SparseCoreConfig, table_stats: bool = False,
-                    keep_entries: bool = False) -> StepResult:
+def preprocess_step(
+    step: int,
+    batches: list[FeatureBatch],
+    groups: list[StackGroup],
+    lay: Layout,
+    sc: SparseCoreConfig,
+    table_stats: bool = False,
+    keep_entries: bool = False,
+) -> StepResult:
     """Run host preprocessing of one step over every table group.
 
     The packed path serves groups of fixed-size bags and small enough vocabularies; the
@@ -649,8 +685,10 @@ def preprocess_step(step: int, batches: list[FeatureBatch], groups: list[StackGr
     if entry_path:
         keys = [_group_keys(g, batches, lay, kl) for g, kl in zip(groups, kls, strict=True)]
         keys, cap_dropped = _apply_chip_cap(keys, kls, per_sample, lay, sc, step)
-        results = [_partition_group(k, g, kl, lay, sc, step, table_stats, keep_entries)
-                   for k, g, kl in zip(keys, groups, kls, strict=True)]
+        results = [
+            _partition_group(k, g, kl, lay, sc, step, table_stats, keep_entries)
+            for k, g, kl in zip(keys, groups, kls, strict=True)
+        ]
     else:
         cap_dropped = np.zeros(lay.num_sc, dtype=np.int64)
         for g, kl in zip(groups, kls, strict=True):

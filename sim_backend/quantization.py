@@ -33,7 +33,7 @@ _MUL1 = np.uint64(0xBF58476D1CE4E5B9)
 _MUL2 = np.uint64(0x94D049BB133111EB)
 IRWIN_HALL_TERMS = 4
 VALUE_BOUND = 2 * math.sqrt(3)  # |z| < 2 sqrt(3): the standardised Irwin-Hall(4) support
-CHUNK_VALUES = 1 << 20          # values evaluated at once (bounds the work memory)
+CHUNK_VALUES = 1 << 20  # values evaluated at once (bounds the work memory)
 
 
 def splitmix64(x: np.ndarray) -> np.ndarray:
@@ -66,8 +66,7 @@ def embedding_values(key: np.uint64, rows: np.ndarray, width: int) -> np.ndarray
     # sum of (w_k + 0.5) / 2^16 over the four words, centred and scaled to variance 1:
     # z = (s + 2 - 2^17) * sqrt(3) / 2^16, times the init scale in one multiply
     scale = math.sqrt(3) / 65536.0 * init_stddev(width)
-    return (s.astype(np.float64) + (0.5 * IRWIN_HALL_TERMS - 65536.0 * IRWIN_HALL_TERMS / 2)) \
-        * scale
+    return (s.astype(np.float64) + (0.5 * IRWIN_HALL_TERMS - 65536.0 * IRWIN_HALL_TERMS / 2)) * scale
 
 
 def quantize(values: np.ndarray, low: float, high: float, num_buckets: int) -> np.ndarray:
@@ -82,18 +81,17 @@ class Clipping:
     """What quantizing a set of rows did: values looked at, clipped, and the error it made."""
 
     values: int
-    clipped: int          # values outside [low, high]
+    clipped: int  # values outside [low, high]
     squared_error: float  # sum of (dequantized - value)^2
 
 
-def clip_stats(key: np.uint64, rows: np.ndarray, width: int, low: float, high: float,
-               num_buckets: int) -> Clipping:
+def clip_stats(key: np.uint64, rows: np.ndarray, width: int, low: float, high: float, num_buckets: int) -> Clipping:
     """Quantize the given rows (in chunks) and count the values clipped to the range."""
     rows = np.asarray(rows, dtype=np.int64)
     per_chunk = max(1, CHUNK_VALUES // width)
     clipped, sq = 0, 0.0
     for at in range(0, len(rows), per_chunk):
-        v = embedding_values(key, rows[at: at + per_chunk], width)
+        v = embedding_values(key, rows[at : at + per_chunk], width)
         clipped += int(np.count_nonzero((v < low) | (v > high)))
         sq += float(np.square(quantize(v, low, high, num_buckets) - v).sum())
     return Clipping(len(rows) * width, clipped, sq)

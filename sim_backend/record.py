@@ -34,24 +34,29 @@ class RecordResult:
     trace_path: str
     run_name: str
     steps: int
-    events: int                # events written (ops and modules)
-    mean_step_time_ps: float   # steady state on chip 0 (step 0 excluded)
-    share_host: float          # of chip 0's span: waiting on host input
-    share_sc: float            # SparseCore (or its all-to-all) busy, TensorCore not
-    share_tc: float            # TensorCore (or dense all-reduce) busy
+    events: int  # events written (ops and modules)
+    mean_step_time_ps: float  # steady state on chip 0 (step 0 excluded)
+    share_host: float  # of chip 0's span: waiting on host input
+    share_sc: float  # SparseCore (or its all-to-all) busy, TensorCore not
+    share_tc: float  # TensorCore (or dense all-reduce) busy
     share_idle: float
-    minibatches: int           # SparseCore minibatches over all steps and table groups
+    minibatches: int  # SparseCore minibatches over all steps and table groups
     minibatches_per_step: float  # mean per table group and step (1.0 = no minibatching)
     dropped_ids: int
-    limits_path: str | None    # derived limits file, when estimation was on
+    limits_path: str | None  # derived limits file, when estimation was on
     wall_time_s: float
-    perf_tables: str = ""      # performance tables the cost model read ("bundled:v5p", a path)
+    perf_tables: str = ""  # performance tables the cost model read ("bundled:v5p", a path)
 
 
-def record_run(config_path: str, overrides: list[str], name: str | None, steps: int | None,
-               out_dir: str | None,
-               progress: bool | Callable[[int, int], None] | None = None,
-               perf_tables: str | None = None) -> RecordResult:
+def record_run(
+    config_path: str,
+    overrides: list[str],
+    name: str | None,
+    steps: int | None,
+    out_dir: str | None,
+    progress: bool | Callable[[int, int], None] | None = None,
+    perf_tables: str | None = None,
+) -> RecordResult:
     """Simulate `config_path` (with --set overrides), write `<out_dir>/trace.sctrace`.
 
     `out_dir` defaults to runs/<name>/. `progress`: a callback(done_steps, total), or
@@ -88,26 +93,40 @@ def record_run(config_path: str, overrides: list[str], name: str | None, steps: 
     events = write_trace(sim, trace_path, name, run_id, config, tags, PRODUCER)
     if sim.failure is not None:  # the trace holds the failure; the command still fails
         error: type[RunFailure] = {HBM_OOM: HbmOomError, NAN_DETECTED: NanDetectedError}.get(
-            sim.failure.kind, CompileError)
+            sim.failure.kind, CompileError
+        )
         raise error(sim.failure.message, trace_path, config_path)
     limits_path = None
     if cfg.flags.xla_sparse_core_estimate_max_ids:
         limits_path = os.path.join(out_dir, LIMITS_FILE)
-        write_limits_file(limits_path, sim.table_observed,
-                          f"Limits derived by {PRODUCER} from run {name!r} "
-                          f"({cfg.steps} steps, seed {cfg.seed}):\n"
-                          "per table, the largest IDs / unique IDs one SparseCore's sub-batch "
-                          "sent to one partition.\nUse with --set "
-                          f"flags.xla_sparse_core_max_ids_file={limits_path}")
+        write_limits_file(
+            limits_path,
+            sim.table_observed,
+            f"Limits derived by {PRODUCER} from run {name!r} "
+            f"({cfg.steps} steps, seed {cfg.seed}):\n"
+            "per table, the largest IDs / unique IDs one SparseCore's sub-batch "
+            "sent to one partition.\nUse with --set "
+            f"flags.xla_sparse_core_max_ids_file={limits_path}",
+        )
     shares = time_shares(sim)
     mbs = [gr.minibatches for sr in sim.steps for gr in sr.groups]
     return RecordResult(
-        trace_path=trace_path, run_name=name, steps=cfg.steps, events=events,
-        mean_step_time_ps=step_time_ps(sim), share_host=shares["host"], share_sc=shares["sc"],
-        share_tc=shares["tc"], share_idle=shares["idle"], minibatches=sum(mbs),
-        minibatches_per_step=sum(mbs) / len(mbs), dropped_ids=sum(sr.dropped_ids for sr in sim.steps),
-        limits_path=limits_path, wall_time_s=time.perf_counter() - t0,
-        perf_tables=sim.cost.perf_tables_source)
+        trace_path=trace_path,
+        run_name=name,
+        steps=cfg.steps,
+        events=events,
+        mean_step_time_ps=step_time_ps(sim),
+        share_host=shares["host"],
+        share_sc=shares["sc"],
+        share_tc=shares["tc"],
+        share_idle=shares["idle"],
+        minibatches=sum(mbs),
+        minibatches_per_step=sum(mbs) / len(mbs),
+        dropped_ids=sum(sr.dropped_ids for sr in sim.steps),
+        limits_path=limits_path,
+        wall_time_s=time.perf_counter() - t0,
+        perf_tables=sim.cost.perf_tables_source,
+    )
 
 
 def run_config_json(sim: Simulation, name: str) -> dict:
@@ -118,10 +137,15 @@ def run_config_json(sim: Simulation, name: str) -> dict:
         "hardware": dataclasses.asdict(sim.hw),
         "limits": {t: dataclasses.asdict(v) for t, v in sim.limits.items()},
         "table_groups": [
-            {"name": g.name, "tables": list(g.tables), "width": g.width,
-             "max_ids_per_partition": g.max_ids_per_partition,
-             "max_unique_ids_per_partition": g.max_unique_ids_per_partition}
-            for g in sim.groups],
+            {
+                "name": g.name,
+                "tables": list(g.tables),
+                "width": g.width,
+                "max_ids_per_partition": g.max_ids_per_partition,
+                "max_unique_ids_per_partition": g.max_unique_ids_per_partition,
+            }
+            for g in sim.groups
+        ],
         "cost_constants": dataclasses.asdict(sim.cost.c),
         "perf_tables": sim.cost.perf_tables_source,  # tables the cost model read ("" for none)
         "dense_params": sim.dense.params,
@@ -156,8 +180,7 @@ def format_summary(result: RecordResult) -> str:
         f"  mean step time  {_fmt_ps(r.mean_step_time_ps)}",
         f"  chip 0 time     host {r.share_host:.1%}  SparseCore {r.share_sc:.1%}  "
         f"TensorCore {r.share_tc:.1%}  idle {r.share_idle:.1%}",
-        f"  minibatches     {r.minibatches} ({r.minibatches_per_step:.2f} per table group "
-        f"and step)",
+        f"  minibatches     {r.minibatches} ({r.minibatches_per_step:.2f} per table group and step)",
         f"  dropped IDs     {r.dropped_ids}",
     ]
     if r.perf_tables:

@@ -19,8 +19,8 @@ from sim_backend.taskgraph import TaskGraph
 @dataclass
 class Schedule:
     start_ps: np.ndarray  # int64 per task
-    end_ps: np.ndarray    # int64 per task
-    unit: np.ndarray      # int64 per task: which unit of its resource ran it
+    end_ps: np.ndarray  # int64 per task
+    unit: np.ndarray  # int64 per task: which unit of its resource ran it
 
 
 class DeadlockError(RuntimeError):
@@ -83,6 +83,7 @@ def schedule(graph: TaskGraph, units: list[int]) -> Schedule:
                     fire(e)
     if done != n:
         stuck = int(np.flatnonzero(start < 0)[0])
-        raise DeadlockError(f"{n - done} tasks never ran (first: task {stuck}, kind "
-                            f"{graph.kind[stuck]}, step {graph.step[stuck]})")
+        raise DeadlockError(
+            f"{n - done} tasks never ran (first: task {stuck}, kind {graph.kind[stuck]}, step {graph.step[stuck]})"
+        )
     return Schedule(start, end, unit_of)

@@ -112,8 +112,7 @@ class Sharding:
 
     def closed(self) -> Sharding:
         """Open dimensions keep their listed axes and are closed (no propagation modelled)."""
-        return Sharding(tuple(DimSharding(d.axes) for d in self.dims), self.mesh_name,
-                        self.replicated)
+        return Sharding(tuple(DimSharding(d.axes) for d in self.dims), self.mesh_name, self.replicated)
 
     def __str__(self) -> str:
         rep = (", replicated=" + str(DimSharding(self.replicated))) if self.replicated else ""
@@ -132,10 +131,10 @@ class ShardedParam:
     name: str
     shape: tuple[int, ...]
     sharding: Sharding
-    stored_shape: tuple[int, ...]   # what one device keeps in HBM (every axis divides)
+    stored_shape: tuple[int, ...]  # what one device keeps in HBM (every axis divides)
     compute_shape: tuple[int, ...]  # what one device computes with (after the all-gather)
-    gather_axes: tuple[str, ...]    # batch axes the weight is sharded over (FSDP)
-    region: str = ""                # innermost manual computation covering it ("": none)
+    gather_axes: tuple[str, ...]  # batch axes the weight is sharded over (FSDP)
+    region: str = ""  # innermost manual computation covering it ("": none)
     local_shape: tuple[int, ...] = ()  # inside `region`: manual axes divided (else = shape)
 
 
@@ -143,9 +142,9 @@ class ShardedParam:
 class Collective:
     """One collective of a training step, all tensors of that kind and axes combined."""
 
-    kind: str          # all-reduce, all-gather or reduce-scatter
-    operand: str       # dense_weights, dense_gradients, dense_activations, activation_gradients
-    phase: str         # forward (before/inside the forward pass), backward, update
+    kind: str  # all-reduce, all-gather or reduce-scatter
+    operand: str  # dense_weights, dense_gradients, dense_activations, activation_gradients
+    phase: str  # forward (before/inside the forward pass), backward, update
     axes: tuple[str, ...]
     num_devices: int
     buffer_bytes: int  # the full buffer per device (gathered / reduced size)
@@ -169,7 +168,7 @@ class DensePlan:
     batch_axes: tuple[str, ...]
     samples_per_device: int
     params: tuple[ShardedParam, ...]
-    gemms: tuple[Gemm, ...]       # forward GEMMs on one device (dense.Gemm records)
+    gemms: tuple[Gemm, ...]  # forward GEMMs on one device (dense.Gemm records)
     collectives: tuple[Collective, ...]
     regions: tuple[ManualRegion, ...] = ()  # sharding.manual, in config order
 
@@ -208,12 +207,12 @@ class ManualRegion:
     """
 
     name: str
-    axes: tuple[str, ...]        # its manual axes, in mesh order
-    parent: str                  # the enclosing region, "" at top level
+    axes: tuple[str, ...]  # its manual axes, in mesh order
+    parent: str  # the enclosing region, "" at top level
     scope_axes: tuple[str, ...]  # manual inside its body: its axes and its ancestors'
-    params: tuple[str, ...]      # dense parameters it covers (nested ones included)
-    in_sharding: Sharding        # its input activation [batch, features]
-    out_sharding: Sharding       # its output activation [batch, features]
+    params: tuple[str, ...]  # dense parameters it covers (nested ones included)
+    in_sharding: Sharding  # its input activation [batch, features]
+    out_sharding: Sharding  # its output activation [batch, features]
     in_local_shape: tuple[int, ...]
     out_local_shape: tuple[int, ...]
 
@@ -229,8 +228,7 @@ def ring_bytes(kind: str, buffer_bytes: int, n: int) -> int:
 
 # -- parsing (Shardy syntax) -----------------------------------------------------------------
 
-_TOKEN = re.compile(
-    r'\s*(?:"([^"]*)"|(\d+)|@([A-Za-z_][\w.]*)|([\[\]{}<>=,?])|([A-Za-z_]\w*))')
+_TOKEN = re.compile(r'\s*(?:"([^"]*)"|(\d+)|@([A-Za-z_][\w.]*)|([\[\]{}<>=,?])|([A-Za-z_]\w*))')
 
 
 def _tokens(text: str, key: str) -> list[tuple[str, str]]:
@@ -239,10 +237,9 @@ def _tokens(text: str, key: str) -> list[tuple[str, str]]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
-            raise ConfigError(f"{key}: cannot read {text[pos:pos + 12]!r} in {text!r}")
+            raise ConfigError(f"{key}: cannot read {text[pos : pos + 12]!r} in {text!r}")
         pos = m.end()
-        for kind, value in zip(("name", "int", "ref", "punct", "word"), m.groups(),
-                               strict=True):
+        for kind, value in zip(("name", "int", "ref", "punct", "word"), m.groups(), strict=True):
             if value is not None:
                 out.append((kind, value))
     return out
@@ -259,8 +256,7 @@ class _Reader:
         k, v = self.peek()
         if k != kind or (value is not None and v != value):
             want = repr(value) if value is not None else kind
-            raise ConfigError(f"{self.key}: expected {want} at {v or 'the end'!r} in "
-                              f"{self.text!r} (a {self.what})")
+            raise ConfigError(f"{self.key}: expected {want} at {v or 'the end'!r} in {self.text!r} (a {self.what})")
         self.i += 1
         return v
 
@@ -352,28 +348,35 @@ def parse_sharding(text: str, key: str) -> Sharding:
 # -- invariants ------------------------------------------------------------------------------
 
 
-def check_sharding(sharding: Sharding, shape: tuple[int, ...], mesh: Mesh, key: str,
-                   tensor: str) -> None:
+def check_sharding(sharding: Sharding, shape: tuple[int, ...], mesh: Mesh, key: str, tensor: str) -> None:
     """One mesh, one dimension spec per dimension, known axes, each axis at most once."""
     if sharding.mesh_name and mesh.name and sharding.mesh_name != mesh.name:
-        raise ConfigError(f"{key}: {tensor} refers to mesh @{sharding.mesh_name} but the "
-                          f"program has one mesh, @{mesh.name} (sharding.mesh)")
+        raise ConfigError(
+            f"{key}: {tensor} refers to mesh @{sharding.mesh_name} but the "
+            f"program has one mesh, @{mesh.name} (sharding.mesh)"
+        )
     if len(sharding.dims) != len(shape):
-        raise ConfigError(f"{key}: {tensor} has rank {len(shape)} (shape {list(shape)}) but "
-                          f"the sharding {sharding} lists {len(sharding.dims)} dimensions")
+        raise ConfigError(
+            f"{key}: {tensor} has rank {len(shape)} (shape {list(shape)}) but "
+            f"the sharding {sharding} lists {len(sharding.dims)} dimensions"
+        )
     seen: set[str] = set()
     for axis in sharding.axes + sharding.replicated:
         if axis not in mesh.names:
-            raise ConfigError(f"{key}: {tensor}: axis {axis!r} is not in the mesh {mesh} "
-                              f"(axes: {', '.join(mesh.names)})")
+            raise ConfigError(
+                f"{key}: {tensor}: axis {axis!r} is not in the mesh {mesh} (axes: {', '.join(mesh.names)})"
+            )
         if axis in seen:
-            raise ConfigError(f"{key}: {tensor}: axis {axis!r} is used twice in {sharding}; "
-                              "a mesh axis shards at most one dimension of a tensor, once")
+            raise ConfigError(
+                f"{key}: {tensor}: axis {axis!r} is used twice in {sharding}; "
+                "a mesh axis shards at most one dimension of a tensor, once"
+            )
         seen.add(axis)
 
 
-def per_device_shape(shape: tuple[int, ...], sharding: Sharding, mesh: Mesh,
-                     axes: set[str] | None = None) -> tuple[int, ...]:
+def per_device_shape(
+    shape: tuple[int, ...], sharding: Sharding, mesh: Mesh, axes: set[str] | None = None
+) -> tuple[int, ...]:
     """Each dimension divided by its axes' sizes, rounded up (padded, as Shardy/GSPMD do).
 
     `axes` limits the split to those mesh axes (e.g. the non-batch ones after an all-gather).
@@ -385,9 +388,14 @@ def per_device_shape(shape: tuple[int, ...], sharding: Sharding, mesh: Mesh,
     return tuple(out)
 
 
-def local_shape(shape: tuple[int, ...], sharding: Sharding, mesh: Mesh,
-                manual_axes: set[str] | tuple[str, ...], key: str = "sharding.manual",
-                tensor: str = "a tensor") -> tuple[int, ...]:
+def local_shape(
+    shape: tuple[int, ...],
+    sharding: Sharding,
+    mesh: Mesh,
+    manual_axes: set[str] | tuple[str, ...],
+    key: str = "sharding.manual",
+    tensor: str = "a tensor",
+) -> tuple[int, ...]:
     """A tensor's shape inside a manual computation over `manual_axes` (seeds/001).
 
     Each dimension is divided by the sizes of the manual axes that shard it; free axes
@@ -399,15 +407,18 @@ def local_shape(shape: tuple[int, ...], sharding: Sharding, mesh: Mesh,
     for d, spec in zip(shape, sharding.dims, strict=True):
         n = mesh.size(tuple(a for a in spec.axes if a in manual_axes))
         if d % n:
-            raise ConfigError(f"{key}: {tensor}: dimension of size {d} does not split over "
-                              f"the {n} devices of its manual axes in {sharding}; local "
-                              "shapes inside a manual computation are exact")
+            raise ConfigError(
+                f"{key}: {tensor}: dimension of size {d} does not split over "
+                f"the {n} devices of its manual axes in {sharding}; local "
+                "shapes inside a manual computation are exact"
+            )
         out.append(d // n)
     return tuple(out)
 
 
-def check_manual_sharding(sharding: Sharding, manual: tuple[str, ...], key: str,
-                          tensor: str, implicit_replication: bool = False) -> None:
+def check_manual_sharding(
+    sharding: Sharding, manual: tuple[str, ...], key: str, tensor: str, implicit_replication: bool = False
+) -> None:
     """Every manual axis used explicitly (a dimension or `replicated=`); free axes minor.
 
     `implicit_replication`: a manual axis that shards no dimension counts as replicated
@@ -419,19 +430,21 @@ def check_manual_sharding(sharding: Sharding, manual: tuple[str, ...], key: str,
             raise ConfigError(
                 f"{key}: {tensor}: {sharding} does not use manual axis {missing[0]!r}; every "
                 "in/out sharding must shard a dimension over each manual axis or list it "
-                "in replicated={...}")
+                "in replicated={...}"
+            )
     for d, spec in enumerate(sharding.dims):
         free = [a for a in spec.axes if a not in manual]
-        if free and any(a in manual for a in spec.axes[spec.axes.index(free[0]):]):
-            late = next(a for a in spec.axes[spec.axes.index(free[0]):] if a in manual)
+        if free and any(a in manual for a in spec.axes[spec.axes.index(free[0]) :]):
+            late = next(a for a in spec.axes[spec.axes.index(free[0]) :] if a in manual)
             raise ConfigError(
                 f"{key}: {tensor}: dimension {d} lists free axis {free[0]!r} before manual "
-                f"axis {late!r} in {spec}; free axes must be minor to (after) manual ones")
+                f"axis {late!r} in {spec}; free axes must be minor to (after) manual ones"
+            )
 
 
-def resolve_manual(cfg: RunConfig, mesh: Mesh, shapes: list[tuple[str, tuple[int, ...]]],
-                   shardings: dict[str, Sharding]
-                   ) -> tuple[list[ManualRegion], dict[str, str]]:
+def resolve_manual(
+    cfg: RunConfig, mesh: Mesh, shapes: list[tuple[str, tuple[int, ...]]], shardings: dict[str, Sharding]
+) -> tuple[list[ManualRegion], dict[str, str]]:
     """Check every `sharding.manual` region against the seed's invariants.
 
     Returns the regions and, per covered parameter, its innermost region's name.
@@ -446,24 +459,25 @@ def resolve_manual(cfg: RunConfig, mesh: Mesh, shapes: list[tuple[str, tuple[int
         if not m.name:
             raise ConfigError(f"{k}.name: a manual computation needs a name")
         if m.name in index:
-            raise ConfigError(f"{k}.name: duplicate manual computation {m.name!r} (also "
-                              f"sharding.manual[{index[m.name]}])")
+            raise ConfigError(
+                f"{k}.name: duplicate manual computation {m.name!r} (also sharding.manual[{index[m.name]}])"
+            )
         index[m.name] = i
         if not m.axes:
             raise ConfigError(f"{k}.axes: a manual computation needs at least one manual axis")
         for a in m.axes:
             if a not in mesh.names:
-                raise ConfigError(f"{k}.axes: axis {a!r} is not in the mesh {mesh} (axes: "
-                                  f"{', '.join(mesh.names)})")
+                raise ConfigError(f"{k}.axes: axis {a!r} is not in the mesh {mesh} (axes: {', '.join(mesh.names)})")
         if len(set(m.axes)) != len(m.axes):
             raise ConfigError(f"{k}.axes: an axis is listed twice in {m.axes}")
         if tuple(m.axes) != mesh.ordered(set(m.axes)):
-            raise ConfigError(f"{k}.axes: manual axes {m.axes} are not in mesh order "
-                              f"({', '.join(mesh.names)}); list them as "
-                              f"{list(mesh.ordered(set(m.axes)))}")
+            raise ConfigError(
+                f"{k}.axes: manual axes {m.axes} are not in mesh order "
+                f"({', '.join(mesh.names)}); list them as "
+                f"{list(mesh.ordered(set(m.axes)))}"
+            )
         if not m.params:
-            raise ConfigError(f"{k}.params: a manual computation covers at least one dense "
-                              "parameter (name patterns)")
+            raise ConfigError(f"{k}.params: a manual computation covers at least one dense parameter (name patterns)")
         hits: list[str] = []
         for pattern in m.params:
             found = [n for n in names if fnmatchcase(n, pattern)]
@@ -481,21 +495,26 @@ def resolve_manual(cfg: RunConfig, mesh: Mesh, shapes: list[tuple[str, tuple[int
             if cur.parent not in index:
                 raise ConfigError(f"{pk}: no manual computation named {cur.parent!r}")
             if cur.parent in seen:
-                raise ConfigError(f"{pk}: nesting of {m.name!r} loops back to {cur.parent!r}; "
-                                  "manual computations nest as a tree")
+                raise ConfigError(
+                    f"{pk}: nesting of {m.name!r} loops back to {cur.parent!r}; manual computations nest as a tree"
+                )
             seen.add(cur.parent)
             cur = entries[index[cur.parent]]
             shared = [a for a in m.axes if a in cur.axes]
             if shared:
-                raise ConfigError(f"{k}.axes: manual axis {shared[0]!r} is also manual in the "
-                                  f"enclosing region {cur.name!r}; nested manual computations "
-                                  "use disjoint manual axes")
+                raise ConfigError(
+                    f"{k}.axes: manual axis {shared[0]!r} is also manual in the "
+                    f"enclosing region {cur.name!r}; nested manual computations "
+                    "use disjoint manual axes"
+                )
             scope += cur.axes
         if m.parent:
             outside = [n for n in covered[i] if n not in covered[index[m.parent]]]
             if outside:
-                raise ConfigError(f"{k}.params: {outside[0]} is not covered by the enclosing "
-                                  f"region {m.parent!r}; a nested region lies inside it")
+                raise ConfigError(
+                    f"{k}.params: {outside[0]} is not covered by the enclosing "
+                    f"region {m.parent!r}; a nested region lies inside it"
+                )
         own = tuple(m.axes)
         for n in covered[i]:
             check_manual_sharding(shardings[n], own, f"{k}.params", n, True)
@@ -504,12 +523,13 @@ def resolve_manual(cfg: RunConfig, mesh: Mesh, shapes: list[tuple[str, tuple[int
         width_out = shape_of[kernels[-1]][1] if kernels else shape_of[covered[i][0]][-1]
         act: list[Sharding] = []
         local: list[tuple[int, ...]] = []
-        for field, width, what in (("in_shardings", width_in, "input"),
-                                   ("out_shardings", width_out, "output")):
+        for field, width, what in (("in_shardings", width_in, "input"), ("out_shardings", width_out, "output")):
             texts = getattr(m, field)
             if len(texts) != 1:
-                raise ConfigError(f"{k}.{field}: expected one sharding, of the region's {what} "
-                                  f"activation [batch, features], got {len(texts)}")
+                raise ConfigError(
+                    f"{k}.{field}: expected one sharding, of the region's {what} "
+                    f"activation [batch, features], got {len(texts)}"
+                )
             fk = f"{k}.{field}[0]"
             sh = parse_sharding(texts[0], fk)
             tensor = f"the region's {what} [batch, features]"
@@ -519,22 +539,35 @@ def resolve_manual(cfg: RunConfig, mesh: Mesh, shapes: list[tuple[str, tuple[int
             local.append(local_shape((cfg.global_batch, width), sh, mesh, set(scope), fk, tensor))
         meshes = {x.mesh_name for x in act if x.mesh_name}
         if len(meshes) > 1:
-            raise ConfigError(f"{k}.out_shardings[0]: refers to mesh @{act[1].mesh_name} but "
-                              f"in_shardings to @{act[0].mesh_name}; a manual computation "
-                              "uses one mesh")
-        regions.append(ManualRegion(m.name, own, m.parent, mesh.ordered(set(scope)),
-                                    covered[i], act[0].closed(), act[1].closed(),
-                                    local[0], local[1]))
+            raise ConfigError(
+                f"{k}.out_shardings[0]: refers to mesh @{act[1].mesh_name} but "
+                f"in_shardings to @{act[0].mesh_name}; a manual computation "
+                "uses one mesh"
+            )
+        regions.append(
+            ManualRegion(
+                m.name,
+                own,
+                m.parent,
+                mesh.ordered(set(scope)),
+                covered[i],
+                act[0].closed(),
+                act[1].closed(),
+                local[0],
+                local[1],
+            )
+        )
     region_of: dict[str, str] = {}
     depth = {r.name: len(r.scope_axes) for r in regions}
     for r, cov in zip(regions, covered, strict=True):
         for n in cov:
             other = region_of.get(n)
-            if other is not None and not (_encloses(regions, other, r.name)
-                                          or _encloses(regions, r.name, other)):
-                raise ConfigError(f"sharding.manual[{index[r.name]}].params: {n} is also in "
-                                  f"region {other!r} and neither encloses the other; a tensor "
-                                  "lies in one chain of nested regions")
+            if other is not None and not (_encloses(regions, other, r.name) or _encloses(regions, r.name, other)):
+                raise ConfigError(
+                    f"sharding.manual[{index[r.name]}].params: {n} is also in "
+                    f"region {other!r} and neither encloses the other; a tensor "
+                    "lies in one chain of nested regions"
+                )
             if other is None or depth[r.name] > depth[other]:
                 region_of[n] = r.name  # the innermost region wins
     return regions, region_of
@@ -558,13 +591,16 @@ def config_mesh(cfg: RunConfig) -> Mesh:
     sc = cfg.sharding
     mesh = parse_mesh(sc.mesh) if sc.mesh else Mesh(((DEFAULT_AXIS, cfg.hardware.num_chips),))
     if mesh.num_devices != cfg.hardware.num_chips:
-        raise ConfigError(f"sharding.mesh: the axes of {mesh} multiply to {mesh.num_devices} "
-                          f"devices but hardware.num_chips is {cfg.hardware.num_chips}")
+        raise ConfigError(
+            f"sharding.mesh: the axes of {mesh} multiply to {mesh.num_devices} "
+            f"devices but hardware.num_chips is {cfg.hardware.num_chips}"
+        )
     return mesh
 
 
-def resolve_weight_shardings(cfg: RunConfig, mesh: Mesh,
-                             shapes: list[tuple[str, tuple[int, ...]]]) -> dict[str, Sharding]:
+def resolve_weight_shardings(
+    cfg: RunConfig, mesh: Mesh, shapes: list[tuple[str, tuple[int, ...]]]
+) -> dict[str, Sharding]:
     """Every dense parameter's closed sharding: its pattern's, its group's, or replicated."""
     sc = cfg.sharding
     names = [n for n, _ in shapes]
@@ -575,14 +611,14 @@ def resolve_weight_shardings(cfg: RunConfig, mesh: Mesh,
         s = parse_sharding(text, key)
         hits = [n for n in names if fnmatchcase(n, pattern)]
         if not hits:
-            raise ConfigError(f"{key}: matches no dense parameter (names: "
-                              f"{', '.join(names[:6])}{', ...' if len(names) > 6 else ''})")
+            raise ConfigError(
+                f"{key}: matches no dense parameter (names: {', '.join(names[:6])}{', ...' if len(names) > 6 else ''})"
+            )
         for n in hits:
             if n not in explicit:  # the first matching pattern wins
                 check_sharding(s, shape_of[n], mesh, key, n)
                 explicit[n] = (s, key)
-    out = {n: explicit[n][0].closed() if n in explicit else replicated(len(shape_of[n]))
-           for n in names}
+    out = {n: explicit[n][0].closed() if n in explicit else replicated(len(shape_of[n])) for n in names}
     group_of: dict[str, str] = {}
     for gid, patterns in sc.groups.items():
         key = f"sharding.groups.{gid}"
@@ -593,8 +629,9 @@ def resolve_weight_shardings(cfg: RunConfig, mesh: Mesh,
                 raise ConfigError(f"{key}: pattern {pattern!r} matches no dense parameter")
             for n in hits:
                 if n in group_of and group_of[n] != gid:
-                    raise ConfigError(f"{key}: {n} is already in sharding group "
-                                      f"{group_of[n]!r}; a tensor belongs to one group")
+                    raise ConfigError(
+                        f"{key}: {n} is already in sharding group {group_of[n]!r}; a tensor belongs to one group"
+                    )
                 if n not in members:
                     members.append(n)
                 group_of[n] = gid
@@ -605,14 +642,17 @@ def resolve_weight_shardings(cfg: RunConfig, mesh: Mesh,
     return out
 
 
-def _group_sharding(key: str, members: list[str], shape_of: dict[str, tuple[int, ...]],
-                    explicit: dict[str, tuple[Sharding, str]]) -> Sharding:
+def _group_sharding(
+    key: str, members: list[str], shape_of: dict[str, tuple[int, ...]], explicit: dict[str, tuple[Sharding, str]]
+) -> Sharding:
     """The one sharding of a group: closed dimensions must agree; open ones take the group's."""
     rank = len(shape_of[members[0]])
     for n in members[1:]:
         if len(shape_of[n]) != rank:
-            raise ConfigError(f"{key}: {members[0]} has rank {rank} but {n} has rank "
-                              f"{len(shape_of[n])}; tensors of one group share one sharding")
+            raise ConfigError(
+                f"{key}: {members[0]} has rank {rank} but {n} has rank "
+                f"{len(shape_of[n])}; tensors of one group share one sharding"
+            )
     given = [(n, explicit[n][0]) for n in members if n in explicit]
     dims = []
     for d in range(rank):
@@ -623,14 +663,16 @@ def _group_sharding(key: str, members: list[str], shape_of: dict[str, tuple[int,
                 raise ConfigError(
                     f"{key}: {closed[0][0]} shards dimension {d} over {_fmt(closed[0][1])} but "
                     f"{n} over {_fmt(axes)}; tensors of one sharding group must share one "
-                    "sharding")
+                    "sharding"
+                )
         axes = closed[0][1] if closed else max((a for _, a in opened), key=len, default=())
         for n, a in opened:  # an open dimension may only be extended, not changed
-            if a != axes[:len(a)]:
+            if a != axes[: len(a)]:
                 raise ConfigError(
                     f"{key}: {n} opens dimension {d} as {_fmt(a, True)}, which the group's "
                     f"{_fmt(axes)} does not extend; tensors of one sharding group must share "
-                    "one sharding")
+                    "one sharding"
+                )
         dims.append(DimSharding(axes))
     return Sharding(tuple(dims))
 
@@ -648,8 +690,10 @@ def plan_dense(cfg: RunConfig, param_bytes: int = 4, activation_bytes: int = 4) 
     batch_axes = act.dims[0].axes
     n_batch = mesh.size(batch_axes)
     if cfg.global_batch % n_batch:
-        raise ConfigError(f"{key}: global_batch {cfg.global_batch} does not split over the "
-                          f"{n_batch} devices of the batch axes {_fmt(batch_axes)}")
+        raise ConfigError(
+            f"{key}: global_batch {cfg.global_batch} does not split over the "
+            f"{n_batch} devices of the batch axes {_fmt(batch_axes)}"
+        )
     samples = cfg.global_batch // n_batch
     shapes = dense_param_shapes(cfg)
     shardings = resolve_weight_shardings(cfg, mesh, shapes)
@@ -662,22 +706,36 @@ def plan_dense(cfg: RunConfig, param_bytes: int = 4, activation_bytes: int = 4) 
         s = shardings[name]
         region = region_of.get(name, "")
         manual = scope_of.get(region, set())
-        local = local_shape(shape, s, mesh, manual,
-                            f"sharding.manual[{[r.name for r in regions].index(region)}].params"
-                            if region else "sharding.manual", name)
-        params.append(ShardedParam(name, shape, s, per_device_shape(shape, s, mesh),
-                                   per_device_shape(local, s, mesh, model - manual),
-                                   mesh.ordered({a for a in s.axes if a in batch - manual}),
-                                   region, local))
-    gemms, act_collectives = _tensor_parallel(cfg, mesh, act, params, samples, model,
-                                              activation_bytes)
+        local = local_shape(
+            shape,
+            s,
+            mesh,
+            manual,
+            f"sharding.manual[{[r.name for r in regions].index(region)}].params" if region else "sharding.manual",
+            name,
+        )
+        params.append(
+            ShardedParam(
+                name,
+                shape,
+                s,
+                per_device_shape(shape, s, mesh),
+                per_device_shape(local, s, mesh, model - manual),
+                mesh.ordered({a for a in s.axes if a in batch - manual}),
+                region,
+                local,
+            )
+        )
+    gemms, act_collectives = _tensor_parallel(cfg, mesh, act, params, samples, model, activation_bytes)
     collectives = _weight_collectives(mesh, params, batch_axes, param_bytes) + act_collectives
-    return DensePlan(mesh, act, batch_axes, samples, tuple(params), tuple(gemms),
-                     tuple(_combine(collectives)), tuple(regions))
+    return DensePlan(
+        mesh, act, batch_axes, samples, tuple(params), tuple(gemms), tuple(_combine(collectives)), tuple(regions)
+    )
 
 
-def _weight_collectives(mesh: Mesh, params: list[ShardedParam], batch_axes: tuple[str, ...],
-                        param_bytes: int) -> list[Collective]:
+def _weight_collectives(
+    mesh: Mesh, params: list[ShardedParam], batch_axes: tuple[str, ...], param_bytes: int
+) -> list[Collective]:
     """FSDP all-gather and reduce-scatter over a weight's batch axes; all-reduce over the rest.
 
     "The rest" = the batch axes the weight is not sharded over. A weight sharded over a
@@ -692,18 +750,21 @@ def _weight_collectives(mesh: Mesh, params: list[ShardedParam], batch_axes: tupl
         rest = tuple(a for a in batch_axes if a not in p.sharding.axes)
         if p.gather_axes:
             n = mesh.size(p.gather_axes)
-            out.append(Collective(ALL_GATHER, DENSE_WEIGHTS, FORWARD, p.gather_axes, n,
-                                  n * stored))
-            out.append(Collective(REDUCE_SCATTER, DENSE_GRADIENTS, UPDATE, p.gather_axes, n,
-                                  n * stored))
-        out.append(Collective(ALL_REDUCE, DENSE_GRADIENTS, UPDATE, mesh.ordered(rest),
-                              mesh.size(rest), stored))
+            out.append(Collective(ALL_GATHER, DENSE_WEIGHTS, FORWARD, p.gather_axes, n, n * stored))
+            out.append(Collective(REDUCE_SCATTER, DENSE_GRADIENTS, UPDATE, p.gather_axes, n, n * stored))
+        out.append(Collective(ALL_REDUCE, DENSE_GRADIENTS, UPDATE, mesh.ordered(rest), mesh.size(rest), stored))
     return out
 
 
-def _tensor_parallel(cfg: RunConfig, mesh: Mesh, act: Sharding, params: list[ShardedParam],
-                     samples: int, model: set[str], activation_bytes: int
-                     ) -> tuple[list[Gemm], list[Collective]]:
+def _tensor_parallel(
+    cfg: RunConfig,
+    mesh: Mesh,
+    act: Sharding,
+    params: list[ShardedParam],
+    samples: int,
+    model: set[str],
+    activation_bytes: int,
+) -> tuple[list[Gemm], list[Collective]]:
     """Walk the GEMM chain: per-device GEMM shapes and the activation collectives they imply.
 
     Per kernel [in, out] with model (non-batch) axes T_in, T_out and input feature axes F:
@@ -735,20 +796,26 @@ def _tensor_parallel(cfg: RunConfig, mesh: Mesh, act: Sharding, params: list[Sha
         gemms.append(Gemm(1, samples, p.compute_shape[1], p.compute_shape[0]))
         if t_in:
             out_bytes = samples * p.compute_shape[1] * activation_bytes
-            fwd.append(Collective(ALL_REDUCE, DENSE_ACTIVATIONS, FORWARD, t_in,
-                                  mesh.size(t_in), out_bytes))
+            fwd.append(Collective(ALL_REDUCE, DENSE_ACTIVATIONS, FORWARD, t_in, mesh.size(t_in), out_bytes))
         cur = t_out
         if not feat.is_open and cur != want and cur:
             fwd += _gather_to(mesh, cur, samples, n_out, activation_bytes)
             cur = want
-    bwd = [Collective(REDUCE_SCATTER if c.kind == ALL_GATHER else ALL_REDUCE,
-                      ACTIVATION_GRADIENTS, BACKWARD, c.axes, c.num_devices, c.buffer_bytes)
-           for c in fwd]
+    bwd = [
+        Collective(
+            REDUCE_SCATTER if c.kind == ALL_GATHER else ALL_REDUCE,
+            ACTIVATION_GRADIENTS,
+            BACKWARD,
+            c.axes,
+            c.num_devices,
+            c.buffer_bytes,
+        )
+        for c in fwd
+    ]
     return gemms, fwd + bwd
 
 
-def _gather_to(mesh: Mesh, axes: tuple[str, ...], samples: int, width: int,
-               activation_bytes: int) -> list[Collective]:
+def _gather_to(mesh: Mesh, axes: tuple[str, ...], samples: int, width: int, activation_bytes: int) -> list[Collective]:
     """All-gather of a [samples, width] activation sharded over `axes` in its features."""
     n = mesh.size(axes)
     if n <= 1:
@@ -767,5 +834,4 @@ def _combine(collectives: list[Collective]) -> list[Collective]:
         k = (c.phase, c.kind, c.operand, c.axes)
         sums[k] = sums.get(k, 0) + c.buffer_bytes
         first.setdefault(k, c)
-    return [Collective(c.kind, c.operand, c.phase, c.axes, c.num_devices, sums[k])
-            for k, c in first.items()]
+    return [Collective(c.kind, c.operand, c.phase, c.axes, c.num_devices, sums[k]) for k, c in first.items()]

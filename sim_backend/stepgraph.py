@@ -55,14 +55,16 @@ KIND_NAMES = {
 }
 # Collectives of the sharded dense part (sharding.py; DOMAIN.md §2), named "<kind>.<operand>".
 AG_WEIGHTS, RS_GRADS, AR_ACT, AG_ACT, AR_ACT_GRADS, RS_ACT_GRADS = range(10, 16)
-KIND_NAMES.update({
-    AG_WEIGHTS: "all-gather.dense_weights",
-    RS_GRADS: "reduce-scatter.dense_gradients",
-    AR_ACT: "all-reduce.dense_activations",
-    AG_ACT: "all-gather.dense_activations",
-    AR_ACT_GRADS: "all-reduce.activation_gradients",
-    RS_ACT_GRADS: "reduce-scatter.activation_gradients",
-})
+KIND_NAMES.update(
+    {
+        AG_WEIGHTS: "all-gather.dense_weights",
+        RS_GRADS: "reduce-scatter.dense_gradients",
+        AR_ACT: "all-reduce.dense_activations",
+        AG_ACT: "all-gather.dense_activations",
+        AR_ACT_GRADS: "all-reduce.activation_gradients",
+        RS_ACT_GRADS: "reduce-scatter.activation_gradients",
+    }
+)
 TC_COLLECTIVES = (ALLREDUCE, AG_WEIGHTS, RS_GRADS, AR_ACT, AG_ACT, AR_ACT_GRADS, RS_ACT_GRADS)
 KIND_OF_COLLECTIVE = {KIND_NAMES[k]: k for k in TC_COLLECTIVES}
 MAX_KINDS = 32
@@ -114,9 +116,14 @@ class Resources:
         return "sc", chip, off - 3
 
 
-def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
-                steps: list[StepResult], cost: CostModel, dense: DenseWork
-                ) -> tuple[TaskGraph, Resources]:
+def build_graph(
+    cfg: RunConfig,
+    hw: HardwareSpec,
+    groups: list[StackGroup],
+    steps: list[StepResult],
+    cost: CostModel,
+    dense: DenseWork,
+) -> tuple[TaskGraph, Resources]:
     """The task graph of the whole run."""
     activation_bytes = cost.c.activation_bytes
     if len(groups) >= MAX_GROUPS:
@@ -130,27 +137,32 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
     n_serial = min(cfg.flags.xla_sc_num_serialized_tables_to_optimize_hbm, len(groups))
     sc_res = np.array([res.sc(p // spc, p % spc) for p in range(n_sc)])
 
-    init_ev = _add_initialization(g, cfg, hw, groups, cost, res) if cfg.include_initialization \
-        else None
+    init_ev = _add_initialization(g, cfg, hw, groups, cost, res) if cfg.include_initialization else None
     slot_free: list[int] = []
     emb_done: list[int] = []
     dense_done: list[int] = []
     # the dense part on the mesh (sharding.py): per-device FLOPs/bytes and the collectives
     # its shardings imply (default: replicated weights, one gradient all-reduce)
     plan = plan_dense(cfg, cost.c.dense_param_bytes, activation_bytes)
-    tc_bytes = plan.compute_param_elements * cost.c.dense_param_bytes \
+    tc_bytes = (
+        plan.compute_param_elements * cost.c.dense_param_bytes
         + plan.samples_per_device * dense.activation_bytes_per_sample
-    chains = {ph: [(KIND_OF_COLLECTIVE[c.name], c.nbytes,
-                    int(cost.collective_ps(c.kind, c.nbytes, c.num_devices)))
-                   for c in plan.of(ph)] for ph in (FORWARD, BACKWARD, UPDATE)}
+    )
+    chains = {
+        ph: [
+            (KIND_OF_COLLECTIVE[c.name], c.nbytes, int(cost.collective_ps(c.kind, c.nbytes, c.num_devices)))
+            for c in plan.of(ph)
+        ]
+        for ph in (FORWARD, BACKWARD, UPDATE)
+    }
     weight_gathers = [x for x in chains[FORWARD] if x[0] == AG_WEIGHTS]
     act_forward = [x for x in chains[FORWARD] if x[0] != AG_WEIGHTS]
-    grad_sync = sorted(chains[UPDATE], key=lambda x: x[0] != RS_GRADS) or \
-        [(ALLREDUCE, 0, int(cost.collective_ps("all-reduce", 0, 1)))]  # 1 device: a marker
+    grad_sync = sorted(chains[UPDATE], key=lambda x: x[0] != RS_GRADS) or [
+        (ALLREDUCE, 0, int(cost.collective_ps("all-reduce", 0, 1)))
+    ]  # 1 device: a marker
     for sr in steps:
         i = sr.step
-        ev_slot, ev_inputs, ev_act = g.event(f"slot_free[{i}]"), g.event(f"inputs[{i}]"), \
-            g.event(f"activations[{i}]")
+        ev_slot, ev_inputs, ev_act = g.event(f"slot_free[{i}]"), g.event(f"inputs[{i}]"), g.event(f"activations[{i}]")
         ev_tcb_all, ev_emb = g.event(f"tc_backward[{i}]"), g.event(f"embeddings_updated[{i}]")
         ev_dense = g.event(f"dense_updated[{i}]")
         slot_free.append(ev_slot)
@@ -165,11 +177,31 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
             ev_pre = g.event(f"preprocessed[{i},{c}]")
             for k in range(spc):
                 p = c * spc + k
-                g.add(HOST, res.HOST, host_dur[p], i, priority(i, HOST, 0, p), host_wait,
-                      (ev_pre,), chip=c, sc=k, ids=sr.raw_ids_per_sc[p],
-                      unique_ids=sr.kept_ids_per_sc[p], dropped_ids=sr.dropped_ids_per_sc[p])
-            g.add(INFEED, res.infeed(c), infeed_dur[c], i, priority(i, INFEED), (ev_pre,),
-                  (ev_inputs,), chip=c, bytes=infeed_bytes[c])
+                g.add(
+                    HOST,
+                    res.HOST,
+                    host_dur[p],
+                    i,
+                    priority(i, HOST, 0, p),
+                    host_wait,
+                    (ev_pre,),
+                    chip=c,
+                    sc=k,
+                    ids=sr.raw_ids_per_sc[p],
+                    unique_ids=sr.kept_ids_per_sc[p],
+                    dropped_ids=sr.dropped_ids_per_sc[p],
+                )
+            g.add(
+                INFEED,
+                res.infeed(c),
+                infeed_dur[c],
+                i,
+                priority(i, INFEED),
+                (ev_pre,),
+                (ev_inputs,),
+                chip=c,
+                bytes=infeed_bytes[c],
+            )
         # SparseCore forward + activation all-to-all
         # SC programs launch in step order: step i's forward after step i-1's forward
         base_wait = [ev_inputs] + ([slot_free[i - 1]] if i > 0 else [])
@@ -180,10 +212,10 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
         prev_barrier = None
         for gr in sr.groups:
             grp = gr.group
-            dur = cost.sc_forward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes) \
-                + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=False)
-            barrier = g.event(f"sc_forward_group[{i},{grp.index}]") \
-                if grp.index < n_serial else None
+            dur = cost.sc_forward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes) + check_ps(
+                cfg, hw, cost.c, gr.ids_mp, grp.width, backward=False
+            )
+            barrier = g.event(f"sc_forward_group[{i},{grp.index}]") if grp.index < n_serial else None
             wait = tuple(base_wait) + ((prev_barrier,) if prev_barrier is not None else ())
             dropped = gr.dropped_sp.sum(axis=0)
             a2a_bytes = gr.cross_chip_mc * grp.width * activation_bytes
@@ -192,82 +224,143 @@ def build_graph(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup],
                 chip_ev = [g.event(f"sc_forward[{i},{grp.index},{m},{c}]") for c in range(chips)]
                 for p in range(n_sc):
                     sig = (ev_slot, chip_ev[p // spc]) + ((barrier,) if barrier is not None else ())
-                    g.add(SC_FWD, int(sc_res[p]), dur[m, p], i, priority(i, SC_FWD, grp.index, m),
-                          wait, sig, group=grp.index, chip=p // spc, sc=p % spc, minibatch=m,
-                          ids=gr.ids_mp[m, p], unique_ids=gr.unique_mp[m, p],
-                          dropped_ids=dropped[p] if m == gr.minibatches - 1 else 0,
-                          bytes=gr.unique_mp[m, p] * grp.width * grp.dtype_bytes)
+                    g.add(
+                        SC_FWD,
+                        int(sc_res[p]),
+                        dur[m, p],
+                        i,
+                        priority(i, SC_FWD, grp.index, m),
+                        wait,
+                        sig,
+                        group=grp.index,
+                        chip=p // spc,
+                        sc=p % spc,
+                        minibatch=m,
+                        ids=gr.ids_mp[m, p],
+                        unique_ids=gr.unique_mp[m, p],
+                        dropped_ids=dropped[p] if m == gr.minibatches - 1 else 0,
+                        bytes=gr.unique_mp[m, p] * grp.width * grp.dtype_bytes,
+                    )
                 for c in range(chips):
-                    g.add(A2A_FWD, res.ici(c), a2a_dur[m, c], i, priority(i, A2A_FWD, grp.index, m),
-                          (chip_ev[c],), (ev_act,), group=grp.index, chip=c, minibatch=m,
-                          bytes=a2a_bytes[m, c])
+                    g.add(
+                        A2A_FWD,
+                        res.ici(c),
+                        a2a_dur[m, c],
+                        i,
+                        priority(i, A2A_FWD, grp.index, m),
+                        (chip_ev[c],),
+                        (ev_act,),
+                        group=grp.index,
+                        chip=c,
+                        minibatch=m,
+                        bytes=a2a_bytes[m, c],
+                    )
             if barrier is not None:  # the groups after the k serialized ones wait for the k-th
                 prev_barrier = barrier
         # TensorCore forward/backward (per-device GEMMs), gradient exchange, dense collectives
         fwd_flops, bwd_flops = plan.forward_flops, plan.backward_flops
         tcf_dur = cost.tc_pass_ps(plan.gemms, tc_bytes)
         tcb_dur = cost.tc_pass_ps(plan.backward_gemms, 2 * tc_bytes)
-        prev_dense = ((dense_done[i - 1],) if i > 0 else ()) + \
-            ((init_ev,) if init_ev is not None else ())
+        prev_dense = ((dense_done[i - 1],) if i > 0 else ()) + ((init_ev,) if init_ev is not None else ())
         gathered = _add_chain(g, res, i, weight_gathers, prev_dense)  # FSDP: before forward
         ev_tcf_all = g.event(f"tc_forward[{i}]")
         fwd_done = _add_chain(g, res, i, act_forward, (ev_tcf_all,)) if act_forward else None
-        bwd_done = _add_chain(g, res, i, chains[BACKWARD], (ev_tcb_all,)) \
-            if chains[BACKWARD] else None
+        bwd_done = _add_chain(g, res, i, chains[BACKWARD], (ev_tcb_all,)) if chains[BACKWARD] else None
         _add_chain(g, res, i, grad_sync, (ev_tcb_all,), last=ev_dense)
         # gradients go back per table group, so group g's update can start while the
         # gradients of group g+1 are still on ICI (the latency hiding stacking trades off)
-        grad_bytes = [gr.cross_chip_mc.sum(axis=0) * gr.group.width * activation_bytes
-                      for gr in sr.groups]
+        grad_bytes = [gr.cross_chip_mc.sum(axis=0) * gr.group.width * activation_bytes for gr in sr.groups]
         grad_dur = [cost.collective_ps("all-to-all", b, chips) for b in grad_bytes]
         ev_grads_g = [g.event(f"grads[{i},{gr.group.index}]") for gr in sr.groups]
         for c in range(chips):
             ev_tcf, ev_tcb = g.event(f"tc_forward[{i},{c}]"), g.event(f"tc_backward[{i},{c}]")
-            g.add(TC_FWD, res.tc(c), tcf_dur, i, priority(i, TC_FWD), (ev_act, *gathered),
-                  (ev_tcf, ev_tcf_all), chip=c, flops=fwd_flops, bytes=tc_bytes)
-            g.add(TC_BWD, res.tc(c), tcb_dur, i, priority(i, TC_BWD), fwd_done or (ev_tcf,),
-                  (ev_tcb, ev_tcb_all), chip=c, flops=bwd_flops, bytes=2 * tc_bytes)
+            g.add(
+                TC_FWD,
+                res.tc(c),
+                tcf_dur,
+                i,
+                priority(i, TC_FWD),
+                (ev_act, *gathered),
+                (ev_tcf, ev_tcf_all),
+                chip=c,
+                flops=fwd_flops,
+                bytes=tc_bytes,
+            )
+            g.add(
+                TC_BWD,
+                res.tc(c),
+                tcb_dur,
+                i,
+                priority(i, TC_BWD),
+                fwd_done or (ev_tcf,),
+                (ev_tcb, ev_tcb_all),
+                chip=c,
+                flops=bwd_flops,
+                bytes=2 * tc_bytes,
+            )
             for gi, gr in enumerate(sr.groups):
-                g.add(A2A_BWD, res.ici(c), grad_dur[gi][c], i,
-                      priority(i, A2A_BWD, gr.group.index), bwd_done or (ev_tcb,),
-                      (ev_grads_g[gi],),
-                      group=gr.group.index, chip=c, bytes=grad_bytes[gi][c])
+                g.add(
+                    A2A_BWD,
+                    res.ici(c),
+                    grad_dur[gi][c],
+                    i,
+                    priority(i, A2A_BWD, gr.group.index),
+                    bwd_done or (ev_tcb,),
+                    (ev_grads_g[gi],),
+                    group=gr.group.index,
+                    chip=c,
+                    bytes=grad_bytes[gi][c],
+                )
         # SparseCore backward: embedding update
         prev_barrier = None
         for gr, ev_grads in zip(sr.groups, ev_grads_g, strict=True):
             grp = gr.group
-            dur = cost.sc_backward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes,
-                                      grp.optimizer_slots) \
-                + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=True)
-            barrier = g.event(f"sc_backward_group[{i},{grp.index}]") \
-                if grp.index < n_serial else None
+            dur = cost.sc_backward_ps(
+                gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes, grp.optimizer_slots
+            ) + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=True)
+            barrier = g.event(f"sc_backward_group[{i},{grp.index}]") if grp.index < n_serial else None
             wait = (ev_grads,) + ((prev_barrier,) if prev_barrier is not None else ())
             for m in range(gr.minibatches):
                 for p in range(n_sc):
                     sig = (ev_emb,) + ((barrier,) if barrier is not None else ())
-                    g.add(SC_BWD, int(sc_res[p]), dur[m, p], i, priority(i, SC_BWD, grp.index, m),
-                          wait, sig, group=grp.index, chip=p // spc, sc=p % spc, minibatch=m,
-                          ids=gr.ids_mp[m, p], unique_ids=gr.unique_mp[m, p],
-                          bytes=2 * gr.unique_mp[m, p] * grp.width * grp.dtype_bytes
-                          * (1 + grp.optimizer_slots))
+                    g.add(
+                        SC_BWD,
+                        int(sc_res[p]),
+                        dur[m, p],
+                        i,
+                        priority(i, SC_BWD, grp.index, m),
+                        wait,
+                        sig,
+                        group=grp.index,
+                        chip=p // spc,
+                        sc=p % spc,
+                        minibatch=m,
+                        ids=gr.ids_mp[m, p],
+                        unique_ids=gr.unique_mp[m, p],
+                        bytes=2 * gr.unique_mp[m, p] * grp.width * grp.dtype_bytes * (1 + grp.optimizer_slots),
+                    )
             if barrier is not None:  # the groups after the k serialized ones wait for the k-th
                 prev_barrier = barrier
     return g, res
 
 
-def _add_chain(g: TaskGraph, res: Resources, step: int, chain: list[tuple[int, int, int]],
-               wait: tuple[int, ...], last: int | None = None) -> tuple[int, ...]:
+def _add_chain(
+    g: TaskGraph,
+    res: Resources,
+    step: int,
+    chain: list[tuple[int, int, int]],
+    wait: tuple[int, ...],
+    last: int | None = None,
+) -> tuple[int, ...]:
     """Collectives (kind, bytes, dur) one after another on every chip's ICI link.
 
     Each waits for the previous one on every chip (a collective needs all its peers);
     returns what the next task waits for (`wait` itself when the chain is empty).
     """
     for j, (kind, nbytes, dur) in enumerate(chain):
-        ev = last if last is not None and j == len(chain) - 1 else \
-            g.event(f"{KIND_NAMES[kind]}[{step},{j}]")
+        ev = last if last is not None and j == len(chain) - 1 else g.event(f"{KIND_NAMES[kind]}[{step},{j}]")
         for c in range(res.num_chips):
-            g.add(kind, res.ici(c), dur, step, priority(step, kind), wait, (ev,), chip=c,
-                  bytes=nbytes)
+            g.add(kind, res.ici(c), dur, step, priority(step, kind), wait, (ev,), chip=c, bytes=nbytes)
         wait = (ev,)
     return wait
 
@@ -281,12 +374,12 @@ def table_bytes_per_chip(groups: list[StackGroup], chips: int, padded_row_bytes)
     return -(-total // chips)
 
 
-def _add_initialization(g: TaskGraph, cfg: RunConfig, hw: HardwareSpec,
-                        groups: list[StackGroup], cost: CostModel, res: Resources) -> int:
+def _add_initialization(
+    g: TaskGraph, cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup], cost: CostModel, res: Resources
+) -> int:
     """Table initialisation before step 0: over the host link, or on the device (fast)."""
     ev = g.event("tables_initialized")
-    on_host = cfg.sparsecore.initialize_tables_on_host and \
-        not cfg.sparsecore.enable_fast_table_initialization
+    on_host = cfg.sparsecore.initialize_tables_on_host and not cfg.sparsecore.enable_fast_table_initialization
     nbytes = table_bytes_per_chip(groups, hw.num_chips, cost.padded_row_bytes)
     dur = int(cost.table_init_ps(nbytes, on_host))
     for c in range(hw.num_chips):

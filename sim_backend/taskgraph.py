@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 # Typed per-task arguments recorded with each event (-1 = none).
-ARG_NAMES = ("group", "chip", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes",
-             "flops")
+ARG_NAMES = ("group", "chip", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops")
 
 
 @dataclass
@@ -39,8 +38,17 @@ class TaskGraph:
         self.event_threshold.append(0)
         return len(self.event_threshold) - 1
 
-    def add(self, kind: int, resource: int, dur_ps: int, step: int, priority: int,
-            wait: tuple[int, ...] = (), signal: tuple[int, ...] = (), **args: int) -> int:
+    def add(
+        self,
+        kind: int,
+        resource: int,
+        dur_ps: int,
+        step: int,
+        priority: int,
+        wait: tuple[int, ...] = (),
+        signal: tuple[int, ...] = (),
+        **args: int,
+    ) -> int:
         """Add one task; returns its id."""
         tid = len(self.kind)
         self.kind.append(kind)
@@ -61,8 +69,9 @@ class TaskGraph:
 
     def columns(self) -> dict[str, np.ndarray]:
         """Task columns as numpy arrays (kind, resource, dur_ps, step, priority, args)."""
-        out = {k: np.asarray(getattr(self, k), dtype=np.int64)
-               for k in ("kind", "resource", "dur_ps", "step", "priority")}
+        out = {
+            k: np.asarray(getattr(self, k), dtype=np.int64) for k in ("kind", "resource", "dur_ps", "step", "priority")
+        }
         out.update({k: np.asarray(v, dtype=np.int64) for k, v in self.args.items()})
         return out
 

@@ -34,15 +34,28 @@ def create_app(db_path: str | None = None) -> Dash:
     path = os.path.abspath(db_path or default_path())
     access = StoreAccess(path)
     R.figure()  # plotly loads its template on first use: at start, not in a user's first view
-    app = Dash(__name__, title="scprof", suppress_callback_exceptions=True, update_title=None,
-               assets_folder=os.path.join(os.path.dirname(__file__), "assets"))
+    app = Dash(
+        __name__,
+        title="scprof",
+        suppress_callback_exceptions=True,
+        update_title=None,
+        assets_folder=os.path.join(os.path.dirname(__file__), "assets"),
+    )
     app.scprof_access = access  # type: ignore[attr-defined]  # for tests and benchmarks
-    app.layout = html.Div([
-        dcc.Location(id="url", refresh=False),
-        html.Header([html.A("scprof", href="/runs", className="brand"), html.Nav(id="nav"),
-                     html.Span(path, className="store-path", title="store")], className="topbar"),
-        html.Main(id="page"),
-    ])
+    app.layout = html.Div(
+        [
+            dcc.Location(id="url", refresh=False),
+            html.Header(
+                [
+                    html.A("scprof", href="/runs", className="brand"),
+                    html.Nav(id="nav"),
+                    html.Span(path, className="store-path", title="store"),
+                ],
+                className="topbar",
+            ),
+            html.Main(id="page"),
+        ]
+    )
     _router(app, access)
     _page_callbacks(app, access)
     _url_callbacks(app)
@@ -60,7 +73,9 @@ def guarded(access: StoreAccess, n_outputs: int = 1) -> Callable:
                 with access.open() as store:
                     return fn(store, *args)
             except StoreError as e:
-                out = R.empty(f"{e}.", "scprof record configs/baseline.toml") if "no store" in str(e) else R.error(str(e))
+                out = (
+                    R.empty(f"{e}.", "scprof record configs/baseline.toml") if "no store" in str(e) else R.error(str(e))
+                )
             except ScprofError as e:
                 out = R.error(str(e))
             except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
@@ -81,8 +96,14 @@ def nav(pathname: str, search: str) -> list[Any]:
     links = []
     for path, label in S.PAGES.items():
         params = {k: v for k, v in keep.items() if path == "/compare" or k == "run"}
-        links.append(dcc.Link(label, href=R.href(path, **params), id=f"nav-{label.lower()}",
-                              className="nav-link active" if pathname == path else "nav-link"))
+        links.append(
+            dcc.Link(
+                label,
+                href=R.href(path, **params),
+                id=f"nav-{label.lower()}",
+                className="nav-link active" if pathname == path else "nav-link",
+            )
+        )
     return links
 
 
@@ -105,23 +126,36 @@ def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> t
 
 
 def _router(app: Dash, access: StoreAccess) -> None:
-    @app.callback(Output("page", "children"), Output("nav", "children"),
-                  Input("url", "pathname"), Input("url", "search"))
+    @app.callback(
+        Output("page", "children"), Output("nav", "children"), Input("url", "pathname"), Input("url", "search")
+    )
     def route(pathname: str | None, search: str | None) -> tuple[Any, Any]:
         return page_for(access, pathname, search)
 
 
 def _page_callbacks(app: Dash, access: StoreAccess) -> None:
-    for page, fn in (("runs", P.render_runs), ("overview", P.render_overview), ("sparsecore", P.render_sparsecore),
-                     ("memory", P.render_memory), ("findings", P.render_findings), ("compare", P.render_compare),
-                     ("sql", P.render_sql)):
+    for page, fn in (
+        ("runs", P.render_runs),
+        ("overview", P.render_overview),
+        ("sparsecore", P.render_sparsecore),
+        ("memory", P.render_memory),
+        ("findings", P.render_findings),
+        ("compare", P.render_compare),
+        ("sql", P.render_sql),
+    ):
         app.callback(Output(f"{page}-body", "children"), Input(f"{page}-state", "data"))(guarded(access)(fn))
     app.callback(Output("overview-analysis", "children"), Input("overview-state", "data"))(
-        guarded(access)(P.render_overview_analysis))
+        guarded(access)(P.render_overview_analysis)
+    )
     app.callback(Output("compare-verdict", "children"), Input("compare-state", "data"))(
-        guarded(access)(P.render_compare_verdict))
-    app.callback(Output("timeline-body", "children"), Output("timeline-view", "data"), Output("timeline-perfetto", "children"),
-                 Input("timeline-state", "data"))(guarded(access, 3)(P.render_timeline))
+        guarded(access)(P.render_compare_verdict)
+    )
+    app.callback(
+        Output("timeline-body", "children"),
+        Output("timeline-view", "data"),
+        Output("timeline-perfetto", "children"),
+        Input("timeline-state", "data"),
+    )(guarded(access, 3)(P.render_timeline))
 
 
 def _same(value: Any, rendered: Any) -> bool:
@@ -139,12 +173,21 @@ def _url_callbacks(app: Dash) -> None:
 
     # page -> [(control id, URL/state key)]; the first control of a run page picks the run.
     controls = {
-        "runs": [("runs-filter", "filter"), ("runs-sort", "sort"), ("runs-desc", "desc"), ("runs-base", "base"),
-                 ("runs-cand", "cand")],
+        "runs": [
+            ("runs-filter", "filter"),
+            ("runs-sort", "sort"),
+            ("runs-desc", "desc"),
+            ("runs-base", "base"),
+            ("runs-cand", "cand"),
+        ],
         "overview": [("overview-run", "run"), ("overview-steps", "steps")],
         "timeline": [("timeline-run", "run"), ("timeline-chips", "chips"), ("timeline-steps", "steps")],
-        "sparsecore": [("sparsecore-run", "run"), ("sparsecore-steps", "steps"), ("sparsecore-tables", "tables"),
-                       ("sparsecore-metric", "metric")],
+        "sparsecore": [
+            ("sparsecore-run", "run"),
+            ("sparsecore-steps", "steps"),
+            ("sparsecore-tables", "tables"),
+            ("sparsecore-metric", "metric"),
+        ],
         "memory": [("memory-run", "run"), ("memory-chips", "chips"), ("memory-steps", "steps")],
         "findings": [("findings-run", "run"), ("findings-sev", "sev")],
         "compare": [("compare-base", "base"), ("compare-cand", "cand")],
@@ -153,8 +196,13 @@ def _url_callbacks(app: Dash) -> None:
     def register(page: str, pairs: list[tuple[str, str]]) -> None:
         keys = dict(pairs)
 
-        @app.callback(out, *[Input(i, "value") for i, _ in pairs], State(f"{page}-state", "data"), search,
-                      prevent_initial_call=True)
+        @app.callback(
+            out,
+            *[Input(i, "value") for i, _ in pairs],
+            State(f"{page}-state", "data"),
+            search,
+            prevent_initial_call=True,
+        )
         def page_url(*args):
             *values, rendered, s = args
             trig = ctx.triggered_id
@@ -176,22 +224,32 @@ def _url_callbacks(app: Dash) -> None:
     for page, pairs in controls.items():
         register(page, pairs)
 
-    @app.callback(out, Input("timeline-graph", "relayoutData"), State("timeline-view", "data"), search,
-                  prevent_initial_call=True)
+    @app.callback(
+        out, Input("timeline-graph", "relayoutData"), State("timeline-view", "data"), search, prevent_initial_call=True
+    )
     def timeline_zoom(relayout, view, s):
         new = P.zoom_search(s or "", relayout, view)
         return new if new is not None and new != s else no_update
 
-    @app.callback(out, Input("sql-run", "n_clicks"), Input({"type": "sql-example", "index": ALL}, "n_clicks"),
-                  Input("sql-rows", "value"), State("sql-text", "value"), State("sql-state", "data"), search,
-                  prevent_initial_call=True)
+    @app.callback(
+        out,
+        Input("sql-run", "n_clicks"),
+        Input({"type": "sql-example", "index": ALL}, "n_clicks"),
+        Input("sql-rows", "value"),
+        State("sql-text", "value"),
+        State("sql-state", "data"),
+        search,
+        prevent_initial_call=True,
+    )
     def sql_url(run_clicks, examples, rows, text, rendered, s):
         trig = ctx.triggered_id
         if isinstance(trig, dict):
             if not any(examples):
                 return no_update
             text = list(P.Q.SQL_EXAMPLES.values())[trig["index"]]
-        elif (trig == "sql-rows" and _same(rows, (rendered or {}).get("rows"))) or (trig == "sql-run" and not run_clicks):
+        elif (trig == "sql-rows" and _same(rows, (rendered or {}).get("rows"))) or (
+            trig == "sql-run" and not run_clicks
+        ):
             return no_update
         return S.with_params(s, q=(text or "").strip() or None, rows=rows or None)
 
@@ -211,16 +269,22 @@ def _routes(app: Dash, access: StoreAccess) -> None:
                 result = run_query(store, q, max_rows=rows, timeout_s=P.SQL_TIMEOUT_S)
         except (QueryError, StoreError) as e:
             return Response(f"{e}\n", status=400, mimetype="text/plain")
-        return Response(render(result.table, "csv"), mimetype="text/csv",
-                        headers={"Content-Disposition": "attachment; filename=scprof-query.csv"})
+        return Response(
+            render(result.table, "csv"),
+            mimetype="text/csv",
+            headers={"Content-Disposition": "attachment; filename=scprof-query.csv"},
+        )
 
     @server.route("/download/perfetto")
     def perfetto() -> Response:
         try:
             from exporters.perfetto import export_run
         except ImportError:
-            return Response("Perfetto export is not available in this build (exporters/perfetto.py missing)\n",
-                            status=501, mimetype="text/plain")
+            return Response(
+                "Perfetto export is not available in this build (exporters/perfetto.py missing)\n",
+                status=501,
+                mimetype="text/plain",
+            )
         steps = S.steps_param(request.args.get("steps"))
         tmpdir = tempfile.mkdtemp(prefix="scprof-ui-")
         try:
@@ -232,8 +296,9 @@ def _routes(app: Dash, access: StoreAccess) -> None:
         except ScprofError as e:
             _rmtree(tmpdir)
             return Response(f"{e}\n", status=400, mimetype="text/plain")
-        response = send_file(out, as_attachment=True, download_name=os.path.basename(out),
-                             mimetype="application/octet-stream")
+        response = send_file(
+            out, as_attachment=True, download_name=os.path.basename(out), mimetype="application/octet-stream"
+        )
         response.call_on_close(lambda: _rmtree(tmpdir))
         return response
 

@@ -45,8 +45,10 @@ def runs(store: Store, text: str = "", sort: str = "run_id", descending: bool = 
 
 def run_options(store: Store) -> list[dict[str, Any]]:
     """Dropdown options for picking a run: label `name (#id)`, value the run_id."""
-    return [{"label": f"{r['name']} (#{r['run_id']})", "value": r["run_id"]}
-            for r in store.rows("SELECT run_id, name FROM runs ORDER BY run_id")]
+    return [
+        {"label": f"{r['name']} (#{r['run_id']})", "value": r["run_id"]}
+        for r in store.rows("SELECT run_id, name FROM runs ORDER BY run_id")
+    ]
 
 
 def resolve(store: Store, ref: Any) -> int | None:
@@ -129,24 +131,36 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
     kpis: list[Kpi] = []
     if len(st["step_ps"]):
         ps = st["step_ps"].astype(np.float64)
-        kpis += [Kpi("step time mean", float(ps.mean()), "ps", f"{len(ps)} steps"),
-                 Kpi("step time p50", float(np.percentile(ps, 50)), "ps"),
-                 Kpi("step time p90", float(np.percentile(ps, 90)), "ps")]
+        kpis += [
+            Kpi("step time mean", float(ps.mean()), "ps", f"{len(ps)} steps"),
+            Kpi("step time p50", float(np.percentile(ps, 50)), "ps"),
+            Kpi("step time p90", float(np.percentile(ps, 90)), "ps"),
+        ]
     else:
         kpis.append(Kpi("step time", None, "ps", "no steps in this run"))
     part = sql(store, Q.PARTITION_TOTALS, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
     if not part["rows"]:
         part = sql(store, Q.EVENT_MINIBATCHES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
-    kpis.append(Kpi("SC minibatches per step", part["minibatches_per_step"], "count",
-                    f"max {part['max_minibatches']}" if part["max_minibatches"] is not None else "not recorded"))
-    kpis.append(Kpi("dropped IDs", part["dropped_ids"], "count", "" if part["dropped_ids"] is not None else "not recorded"))
+    kpis.append(
+        Kpi(
+            "SC minibatches per step",
+            part["minibatches_per_step"],
+            "count",
+            f"max {part['max_minibatches']}" if part["max_minibatches"] is not None else "not recorded",
+        )
+    )
+    kpis.append(
+        Kpi("dropped IDs", part["dropped_ids"], "count", "" if part["dropped_ids"] is not None else "not recorded")
+    )
     info = run_info(store, run_id)
     mem = hbm_peak(store, run_id)
     cap = info.get("hbm_bytes")
     if mem is None:
         kpis.append(Kpi("HBM peak", None, "bytes", "no HBM counters recorded"))
     else:
-        detail = f"chip {mem['chip']}" + (f", {mem['peak'] / cap:.0%} of {_gib(cap)} capacity" if cap else ", capacity unknown")
+        detail = f"chip {mem['chip']}" + (
+            f", {mem['peak'] / cap:.0%} of {_gib(cap)} capacity" if cap else ", capacity unknown"
+        )
         kpis.append(Kpi("HBM peak", mem["peak"], "bytes", detail))
     return kpis
 
@@ -158,8 +172,13 @@ def _gib(n: float) -> str:
 
 
 def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[dict[str, Any]]:
-    return run_memo(store, run_id, "chip_steps", tuple(steps), lambda: sql(
-        store, Q.CHIP_STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist())
+    return run_memo(
+        store,
+        run_id,
+        "chip_steps",
+        tuple(steps),
+        lambda: sql(store, Q.CHIP_STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist(),
+    )
 
 
 def analysis(store: Store, run_id: int) -> RunReport:
@@ -210,13 +229,25 @@ def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | No
     by_chip = np.zeros((len(cats), len(chip_list)))
     k = known[in_range]
     np.add.at(by_chip, (ci[in_range][k], chip_i[k]), dur[in_range][k])
-    return {"steps": steps_sel.tolist(), "per_step": {c: (by_step[i] / n_chips).tolist() for i, c in enumerate(cats)},
-            "chips": chip_list.tolist(), "per_chip": {c: (by_chip[i] / n_steps).tolist() for i, c in enumerate(cats)}}
+    return {
+        "steps": steps_sel.tolist(),
+        "per_step": {c: (by_step[i] / n_chips).tolist() for i, c in enumerate(cats)},
+        "chips": chip_list.tolist(),
+        "per_chip": {c: (by_chip[i] / n_steps).tolist() for i, c in enumerate(cats)},
+    }
 
 
 # Analyzer figures the Overview shows as cards; the others sit in a collapsed list below them.
-HEADLINE_FIGURES = ("idle share", "overlap share of sc", "tc idle share waiting for input", "hbm peak share",
-                    "tables minibatched", "dropped ids", "tables per stack mean", "waste share")
+HEADLINE_FIGURES = (
+    "idle share",
+    "overlap share of sc",
+    "tc idle share waiting for input",
+    "hbm peak share",
+    "tables minibatched",
+    "dropped ids",
+    "tables per stack mean",
+    "waste share",
+)
 
 
 def analysis_kpis(report: RunReport) -> list[Kpi]:
@@ -228,7 +259,12 @@ def analysis_kpis(report: RunReport) -> list[Kpi]:
                 if key == "share":
                     out += [Kpi(f"{cat} share", v, "share", name) for cat, v in value.items() if cat == "idle"]
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or key in ("steps",) or key.startswith("step_ps"):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or key in ("steps",)
+                or key.startswith("step_ps")
+            ):
                 continue
             out.append(Kpi(key.replace("_", " "), float(value), unit_of(key), name))
     return out
@@ -264,8 +300,9 @@ def _sc_tables(store: Store, run_id: int) -> tuple[list[str], bool]:
 def sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[str]) -> dict[str, Any]:
     """Heatmap matrices (partition x step bucket) of IDs, unique IDs, minibatches, dropped IDs and
     ratios to the limits, the per-step skew, and the per-table summary (cached per run and view)."""
-    return run_memo(store, run_id, "sparsecore", (tuple(steps), tuple(tables)),
-                    lambda: _sparsecore(store, run_id, steps, tables))
+    return run_memo(
+        store, run_id, "sparsecore", (tuple(steps), tuple(tables)), lambda: _sparsecore(store, run_id, steps, tables)
+    )
 
 
 def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[str]) -> dict[str, Any]:
@@ -277,11 +314,21 @@ def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[
     elif not tables:  # all tables: the ingest-time summary of the same events
         t = sql(store, Q.SC_CELLS_FROM_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], sb=sb)
     else:
-        ids = {r["value"]: r["string_id"] for r in sql(store, Q.STRING_IDS, run=run_id,
-                                                        values=["sc_forward", *tables]).to_pylist()}
+        ids = {
+            r["value"]: r["string_id"]
+            for r in sql(store, Q.STRING_IDS, run=run_id, values=["sc_forward", *tables]).to_pylist()
+        }
         table_ids = [ids[t] for t in tables if t in ids] or ([-1] if tables else [])
-        t = sql(store, Q.SC_CELLS_FROM_EVENTS, run=run_id, step_lo=steps[0], step_hi=steps[1], table_ids=table_ids,
-                forward_id=ids.get("sc_forward", -1), sb=sb)
+        t = sql(
+            store,
+            Q.SC_CELLS_FROM_EVENTS,
+            run=run_id,
+            step_lo=steps[0],
+            step_hi=steps[1],
+            table_ids=table_ids,
+            forward_id=ids.get("sc_forward", -1),
+            sb=sb,
+        )
     if t.num_rows == 0:
         return {"empty": True, "from_stats": from_stats}
     cols = {c: t.column(c).to_numpy(zero_copy_only=False) for c in t.column_names}
@@ -299,12 +346,20 @@ def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[
     ids = mats["ids"]
     with np.errstate(invalid="ignore", divide="ignore"):
         skew = np.nanmax(ids, axis=0) / np.nanmean(ids, axis=0)
-    summary = sql(store, Q.SC_TABLE_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables)).to_pylist()
+    summary = sql(
+        store, Q.SC_TABLE_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables)
+    ).to_pylist()
     return {
-        "empty": False, "from_stats": from_stats, "step_bucket": sb,
-        "partitions": [f"chip {c} · SC {s}" for c, s in parts], "steps": step_cols,
-        "matrices": mats, "skew": skew, "minibatches_per_step": np.nanmax(mats["minibatches"], axis=0),
-        "dropped_per_step": np.nansum(mats["dropped_ids"], axis=0), "tables": summary,
+        "empty": False,
+        "from_stats": from_stats,
+        "step_bucket": sb,
+        "partitions": [f"chip {c} · SC {s}" for c, s in parts],
+        "steps": step_cols,
+        "matrices": mats,
+        "skew": skew,
+        "minibatches_per_step": np.nanmax(mats["minibatches"], axis=0),
+        "dropped_per_step": np.nansum(mats["dropped_ids"], axis=0),
+        "tables": summary,
     }
 
 
@@ -330,8 +385,9 @@ def is_spmem(c: dict[str, Any]) -> bool:
     return c["unit"] == "bytes" and ("spmem" in c["counter"].lower() or "scratchpad" in c["counter"].lower())
 
 
-def counter_series(store: Store, run_id: int, track_ids: list[int], t0: int, t1: int,
-                   max_points: int = MAX_COUNTER_POINTS) -> dict[int, dict[str, np.ndarray]]:
+def counter_series(
+    store: Store, run_id: int, track_ids: list[int], t0: int, t1: int, max_points: int = MAX_COUNTER_POINTS
+) -> dict[int, dict[str, np.ndarray]]:
     """Per track: ts_ps and value arrays in [t0, t1) (bucketed to the highest value per column
     when a series has more than max_points samples), plus `bucketed` when so."""
     if not track_ids:
@@ -347,22 +403,32 @@ def counter_series(store: Store, run_id: int, track_ids: list[int], t0: int, t1:
     tid = t.column("track_id").to_numpy()
     ts = t.column("ts_ps").to_numpy()
     val = t.column(value_col).to_numpy()
-    return {k: {"ts_ps": ts[tid == k], "value": val[tid == k], "bucketed": bucketed} for k in track_ids if np.any(tid == k)}
+    return {
+        k: {"ts_ps": ts[tid == k], "value": val[tid == k], "bucketed": bucketed} for k in track_ids if np.any(tid == k)
+    }
 
 
 def hbm_peak(store: Store, run_id: int, chips: list[int] | None = None) -> dict[str, Any] | None:
     """The highest total of the HBM counters on any chip (each counter's value holds from its
     sample on), when it happened, and each counter's value then."""
-    return run_memo(store, run_id, "hbm_peak", tuple(chips) if chips is not None else None,
-                    lambda: _hbm_peak(store, run_id, chips))
+    return run_memo(
+        store, run_id, "hbm_peak", tuple(chips) if chips is not None else None, lambda: _hbm_peak(store, run_id, chips)
+    )
 
 
 def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, Any] | None:
-    series = [c for c in counters(store, run_id) if is_hbm(c) and c["chip"] >= 0 and (chips is None or c["chip"] in chips)]
+    series = [
+        c for c in counters(store, run_id) if is_hbm(c) and c["chip"] >= 0 and (chips is None or c["chip"] in chips)
+    ]
     if not series:
         return None
-    t = sql(store, "SELECT track_id, ts_ps, value FROM counters WHERE run_id = $run AND list_contains($tracks, track_id) "
-                   "ORDER BY ts_ps", run=run_id, tracks=[c["track_id"] for c in series])
+    t = sql(
+        store,
+        "SELECT track_id, ts_ps, value FROM counters WHERE run_id = $run AND list_contains($tracks, track_id) "
+        "ORDER BY ts_ps",
+        run=run_id,
+        tracks=[c["track_id"] for c in series],
+    )
     tid, ts, val = (t.column(c).to_numpy() for c in ("track_id", "ts_ps", "value"))
     best: dict[str, Any] | None = None
     for chip in sorted({c["chip"] for c in series}):
@@ -376,15 +442,24 @@ def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, A
         total = np.sum(held, axis=0)
         i = int(np.argmax(total))
         if best is None or total[i] > best["peak"]:
-            best = {"chip": chip, "peak": float(total[i]), "ts_ps": int(times[i]),
-                    "parts": {c["counter"]: float(h[i]) for c, h in zip(chip_series, held, strict=True)}}
+            best = {
+                "chip": chip,
+                "peak": float(total[i]),
+                "ts_ps": int(times[i]),
+                "parts": {c["counter"]: float(h[i]) for c, h in zip(chip_series, held, strict=True)},
+            }
     if best is not None:
         # Where a total was recorded with its contributors, show the contributors instead.
         contributors = [c for c in counters(store, run_id) if is_hbm_part(c) and c["chip"] == best["chip"]]
         if contributors:
-            t = sql(store, "SELECT track_id, value FROM counters WHERE run_id = $run AND list_contains($tracks, track_id) "
-                           "AND ts_ps <= $ts ORDER BY ts_ps", run=run_id, tracks=[c["track_id"] for c in contributors],
-                    ts=best["ts_ps"])
+            t = sql(
+                store,
+                "SELECT track_id, value FROM counters WHERE run_id = $run AND list_contains($tracks, track_id) "
+                "AND ts_ps <= $ts ORDER BY ts_ps",
+                run=run_id,
+                tracks=[c["track_id"] for c in contributors],
+                ts=best["ts_ps"],
+            )
             last = dict(zip(t.column("track_id").to_pylist(), t.column("value").to_pylist(), strict=True))
             split = {c["counter"].split(": ", 1)[0] for c in contributors}
             parts = {k: v for k, v in best["parts"].items() if k not in split}

@@ -25,8 +25,10 @@ from ui import render as R
 from ui import state as S
 from ui.timeline import EXACT_LIMIT, run_tracks, select_tracks, time_unit, timeline_view
 
-NO_RUNS = ("No runs in this store yet. Record one, then reload this page:",
-           "scprof record configs/baseline.toml && scprof record configs/tuned.toml")
+NO_RUNS = (
+    "No runs in this store yet. Record one, then reload this page:",
+    "scprof record configs/baseline.toml && scprof record configs/tuned.toml",
+)
 SQL_MAX_ROWS = 10_000
 SQL_SHOWN_ROWS = 500
 SQL_TIMEOUT_S = 10.0
@@ -45,23 +47,46 @@ def pick_run(store: Store, st: dict[str, str], key: str = "run", fallback: int =
 
 
 def run_dropdown(id: str, store: Store, value: int | None, label: str = "run") -> html.Label:
-    return html.Label([label, dcc.Dropdown(id=id, options=D.run_options(store), value=value, clearable=False,
-                                           className="run-dropdown")], className="control")
+    return html.Label(
+        [
+            label,
+            dcc.Dropdown(id=id, options=D.run_options(store), value=value, clearable=False, className="run-dropdown"),
+        ],
+        className="control",
+    )
 
 
 def steps_slider(id: str, bounds: tuple[int, int] | None, value: tuple[int, int]) -> html.Label:
     if bounds is None:
         return html.Label(["steps", html.Span(" (no steps in this run)", className="muted")], className="control")
     lo, hi = bounds
-    return html.Label([f"steps ({lo}–{hi})", dcc.RangeSlider(
-        id=id, min=lo, max=max(hi, lo + 1), step=1, value=[value[0], value[1]], allowCross=False,
-        marks=None, tooltip={"placement": "bottom", "always_visible": True}, updatemode="mouseup",
-    )], className="control slider")
+    return html.Label(
+        [
+            f"steps ({lo}–{hi})",
+            dcc.RangeSlider(
+                id=id,
+                min=lo,
+                max=max(hi, lo + 1),
+                step=1,
+                value=[value[0], value[1]],
+                allowCross=False,
+                marks=None,
+                tooltip={"placement": "bottom", "always_visible": True},
+                updatemode="mouseup",
+            ),
+        ],
+        className="control slider",
+    )
 
 
 def chips_checklist(id: str, chips: list[int], value: list[int]) -> html.Label:
-    return html.Label(["chips", dcc.Checklist(id=id, options=[{"label": f"TPU:{c}", "value": c} for c in chips],
-                                              value=value, inline=True)], className="control")
+    return html.Label(
+        [
+            "chips",
+            dcc.Checklist(id=id, options=[{"label": f"TPU:{c}", "value": c} for c in chips], value=value, inline=True),
+        ],
+        className="control",
+    )
 
 
 def state_store(page: str, state: dict[str, Any]) -> dcc.Store:
@@ -79,9 +104,16 @@ def controls(*children: Any) -> html.Div:
 def run_header(store: Store, run: int) -> html.Div:
     info = D.run_info(store, run)
     hw = f"{info.get('generation') or '?'} × {info.get('num_chips') or '?'} chips"
-    return html.Div([html.Span(info["name"], className="run-name"),
-                     html.Span(f" #{run} · {info['source']} · {hw} · {info['steps']} steps · {info['events']:,} events",
-                               className="muted")], className="run-header")
+    return html.Div(
+        [
+            html.Span(info["name"], className="run-name"),
+            html.Span(
+                f" #{run} · {info['source']} · {hw} · {info['steps']} steps · {info['events']:,} events",
+                className="muted",
+            ),
+        ],
+        className="run-header",
+    )
 
 
 def _no_runs() -> html.Div:
@@ -99,23 +131,52 @@ def layout_runs(store: Store, st: dict[str, str]) -> Any:
     base = D.resolve(store, st.get("base")) or (ids[-2] if len(ids) > 1 else ids[0])
     cand = D.resolve(store, st.get("cand")) or ids[-1]
     sort_opts = [{"label": k.replace("_ps", "").replace("_", " "), "value": k} for k in D.RUN_SORT_KEYS]
-    return html.Div([
-        controls(
-            html.Label(["filter", dcc.Input(id="runs-filter", value=st.get("filter", ""), debounce=True,
-                                            placeholder="name, source, status, tags…", type="text")], className="control"),
-            html.Label(["sort by", dcc.Dropdown(id="runs-sort", options=sort_opts, value=st.get("sort", "run_id"),
-                                                clearable=False)], className="control"),
-            dcc.Checklist(id="runs-desc", options=[{"label": "descending", "value": "desc"}],
-                          value=["desc"] if st.get("desc") == "1" else [], className="control"),
-        ),
-        controls(
-            run_dropdown("runs-base", store, base, "baseline"),
-            run_dropdown("runs-cand", store, cand, "candidate"),
-            dcc.Link("Compare →", href=R.href("/compare", base=base, cand=cand), id="runs-compare-link", className="button"),
-        ),
-        state_store("runs", {**st, "base": base, "cand": cand}),
-        body("runs"),
-    ])
+    return html.Div(
+        [
+            controls(
+                html.Label(
+                    [
+                        "filter",
+                        dcc.Input(
+                            id="runs-filter",
+                            value=st.get("filter", ""),
+                            debounce=True,
+                            placeholder="name, source, status, tags…",
+                            type="text",
+                        ),
+                    ],
+                    className="control",
+                ),
+                html.Label(
+                    [
+                        "sort by",
+                        dcc.Dropdown(
+                            id="runs-sort", options=sort_opts, value=st.get("sort", "run_id"), clearable=False
+                        ),
+                    ],
+                    className="control",
+                ),
+                dcc.Checklist(
+                    id="runs-desc",
+                    options=[{"label": "descending", "value": "desc"}],
+                    value=["desc"] if st.get("desc") == "1" else [],
+                    className="control",
+                ),
+            ),
+            controls(
+                run_dropdown("runs-base", store, base, "baseline"),
+                run_dropdown("runs-cand", store, cand, "candidate"),
+                dcc.Link(
+                    "Compare →",
+                    href=R.href("/compare", base=base, cand=cand),
+                    id="runs-compare-link",
+                    className="button",
+                ),
+            ),
+            state_store("runs", {**st, "base": base, "cand": cand}),
+            body("runs"),
+        ]
+    )
 
 
 def render_runs(store: Store, st: dict[str, Any]) -> Any:
@@ -127,13 +188,29 @@ def render_runs(store: Store, st: dict[str, Any]) -> Any:
     for r in rows:
         rid = r["run_id"]
         r["name_link"] = dcc.Link(r["name"], href=R.href("/overview", run=rid))
-        r["pages"] = html.Span([dcc.Link("timeline", href=R.href("/timeline", run=rid)), " · ",
-                                dcc.Link("findings", href=R.href("/findings", run=rid)), " · ",
-                                dcc.Link("compare", href=R.href("/compare", base=st.get("base"), cand=rid))])
-    cols = [("run_id", "id", "count"), ("name_link", "name", "link"), ("source", "source", "text"),
-            ("hardware", "hardware", "text"), ("steps", "steps", "count"), ("events", "events", "count"),
-            ("mean_step_ps", "mean step time", "ps"), ("span_ps", "span", "ps"), ("status_text", "status", "text"),
-            ("tags", "tags", "text"), ("ingested", "ingested", "text"), ("pages", "open", "link")]
+        r["pages"] = html.Span(
+            [
+                dcc.Link("timeline", href=R.href("/timeline", run=rid)),
+                " · ",
+                dcc.Link("findings", href=R.href("/findings", run=rid)),
+                " · ",
+                dcc.Link("compare", href=R.href("/compare", base=st.get("base"), cand=rid)),
+            ]
+        )
+    cols = [
+        ("run_id", "id", "count"),
+        ("name_link", "name", "link"),
+        ("source", "source", "text"),
+        ("hardware", "hardware", "text"),
+        ("steps", "steps", "count"),
+        ("events", "events", "count"),
+        ("mean_step_ps", "mean step time", "ps"),
+        ("span_ps", "span", "ps"),
+        ("status_text", "status", "text"),
+        ("tags", "tags", "text"),
+        ("ingested", "ingested", "text"),
+        ("pages", "open", "link"),
+    ]
     return html.Div([R.table(rows, cols, id="runs-table"), html.P(f"{len(rows)} run(s)", className="muted")])
 
 
@@ -147,12 +224,19 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
     bounds = D.step_bounds(store, run)
     steps = D.clamp_steps(bounds, S.steps_param(st.get("steps")))
     state = {"run": run, "steps": list(steps)}
-    return html.Div([
-        controls(run_dropdown("overview-run", store, run), steps_slider("overview-steps", bounds, steps)),
-        run_header(store, run), state_store("overview", state), body("overview"),
-        R.section("Step-time breakdown and findings", body("overview", "analysis"),
-                  help_text="From the analyzers (the same numbers as `scprof analyze`)."),
-    ])
+    return html.Div(
+        [
+            controls(run_dropdown("overview-run", store, run), steps_slider("overview-steps", bounds, steps)),
+            run_header(store, run),
+            state_store("overview", state),
+            body("overview"),
+            R.section(
+                "Step-time breakdown and findings",
+                body("overview", "analysis"),
+                help_text="From the analyzers (the same numbers as `scprof analyze`).",
+            ),
+        ]
+    )
 
 
 def render_overview(store: Store, st: dict[str, Any]) -> Any:
@@ -165,14 +249,27 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
     if len(st_times["step"]):
         unit, scale = time_unit(float(st_times["step_ps"].max()))
         fig = R.figure(xaxis_title="step", yaxis_title=f"step time ({unit})")
-        fig.add_trace(go.Scatter(x=st_times["step"], y=st_times["step_ps"] / scale, mode="lines+markers" if len(st_times["step"]) < 200 else "lines",
-                                 name="step time", hovertemplate=f"step %{{x}}<br>%{{y:.4g}} {unit}<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=st_times["step"],
+                y=st_times["step_ps"] / scale,
+                mode="lines+markers" if len(st_times["step"]) < 200 else "lines",
+                name="step time",
+                hovertemplate=f"step %{{x}}<br>%{{y:.4g}} {unit}<extra></extra>",
+            )
+        )
         chips = D.chip_step_times(store, run, steps)
         row: list[Any] = [R.section("Step time per step", R.graph(fig, height=280))]
         if chips:
             cf = R.figure(xaxis_title="chip", yaxis_title=f"mean step time ({unit})")
-            cf.add_trace(go.Bar(x=[f"TPU:{c['chip']}" for c in chips], y=[c["mean_step_ps"] / scale for c in chips],
-                                hovertemplate=f"%{{x}}<br>mean %{{y:.4g}} {unit}<extra></extra>", marker_color="#1e88e5"))
+            cf.add_trace(
+                go.Bar(
+                    x=[f"TPU:{c['chip']}" for c in chips],
+                    y=[c["mean_step_ps"] / scale for c in chips],
+                    hovertemplate=f"%{{x}}<br>mean %{{y:.4g}} {unit}<extra></extra>",
+                    marker_color="#1e88e5",
+                )
+            )
             row.append(R.section("Per chip", R.graph(cf, height=280)))
         parts.append(html.Div(row, className="grid2"))
     else:
@@ -191,33 +288,65 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
     if head:
         parts.append(html.Div([R.kpi(k.label, R.fmt(k.value, k.unit), k.detail) for k in head], className="kpis"))
     if rest:
-        parts.append(html.Details([
-            html.Summary(f"All analyzer figures ({len(rest)} more)"),
-            html.Div([R.kpi(k.label, R.fmt(k.value, k.unit), k.detail) for k in rest], className="kpis"),
-        ]))
+        parts.append(
+            html.Details(
+                [
+                    html.Summary(f"All analyzer figures ({len(rest)} more)"),
+                    html.Div([R.kpi(k.label, R.fmt(k.value, k.unit), k.detail) for k in rest], className="kpis"),
+                ]
+            )
+        )
     bd = D.breakdown_per_step(report, steps)
     if bd and bd["steps"]:
         peak = max(sum(v[i] for v in bd["per_step"].values()) for i in range(len(bd["steps"])))
         unit, scale = time_unit(peak or 1)
         fig = R.figure(barmode="stack", xaxis_title="step", yaxis_title=f"time ({unit}, mean over chips)")
         for cat, vals in bd["per_step"].items():
-            fig.add_trace(go.Bar(x=bd["steps"], y=np.asarray(vals) / scale, name=cat,
-                                 marker_color=R.CATEGORY_COLORS.get(cat),
-                                 hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>"))
+            fig.add_trace(
+                go.Bar(
+                    x=bd["steps"],
+                    y=np.asarray(vals) / scale,
+                    name=cat,
+                    marker_color=R.CATEGORY_COLORS.get(cat),
+                    hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>",
+                )
+            )
         cf = R.figure(barmode="stack", xaxis_title="chip", yaxis_title=f"time per step ({unit})")
         for cat, vals in bd["per_chip"].items():
-            cf.add_trace(go.Bar(x=[f"TPU:{c}" for c in bd["chips"]], y=np.asarray(vals) / scale, name=cat,
-                                marker_color=R.CATEGORY_COLORS.get(cat), showlegend=False,
-                                hovertemplate=f"{cat}<br>%{{x}}: %{{y:.4g}} {unit}<extra></extra>"))
-        parts.append(html.Div([R.section("Step time by category", R.graph(fig, height=320)),
-                               R.section("Per chip, by category", R.graph(cf, height=320))], className="grid2"))
+            cf.add_trace(
+                go.Bar(
+                    x=[f"TPU:{c}" for c in bd["chips"]],
+                    y=np.asarray(vals) / scale,
+                    name=cat,
+                    marker_color=R.CATEGORY_COLORS.get(cat),
+                    showlegend=False,
+                    hovertemplate=f"{cat}<br>%{{x}}: %{{y:.4g}} {unit}<extra></extra>",
+                )
+            )
+        parts.append(
+            html.Div(
+                [
+                    R.section("Step time by category", R.graph(fig, height=320)),
+                    R.section("Per chip, by category", R.graph(cf, height=320)),
+                ],
+                className="grid2",
+            )
+        )
     else:
-        parts.append(R.empty("No step-time breakdown: " + "; ".join(n for a in report.analyses.values() for n in a.notes)
-                             if any(a.notes for a in report.analyses.values()) else "No step-time breakdown for this run."))
+        parts.append(
+            R.empty(
+                "No step-time breakdown: " + "; ".join(n for a in report.analyses.values() for n in a.notes)
+                if any(a.notes for a in report.analyses.values())
+                else "No step-time breakdown for this run."
+            )
+        )
     top = report.findings[:5]
     parts.append(html.H4(f"Top findings ({len(report.findings)} in all)"))
-    parts.append(html.Div([R.finding_card(f, run, compact=True) for f in top]) if top
-                 else R.empty("No findings: the analyzers found nothing to flag in this run."))
+    parts.append(
+        html.Div([R.finding_card(f, run, compact=True) for f in top])
+        if top
+        else R.empty("No findings: the analyzers found nothing to flag in this run.")
+    )
     parts.append(dcc.Link("all findings →", href=R.href("/findings", run=run)))
     return html.Div(parts)
 
@@ -235,17 +364,32 @@ def layout_timeline(store: Store, st: dict[str, str]) -> Any:
     chips = sorted({t.chip for t in tracks if t.chip >= 0})
     chosen = S.int_list(st.get("chips"))
     chosen = [c for c in chosen if c in chips] if chosen is not None else chips[:1]
-    state = {"run": run, "steps": list(steps), "chips": chosen,
-             "t0": S.int_param(st.get("t0")), "t1": S.int_param(st.get("t1"))}
-    return html.Div([
-        controls(run_dropdown("timeline-run", store, run), chips_checklist("timeline-chips", chips, chosen),
-                 steps_slider("timeline-steps", bounds, steps)),
-        html.Div([
-            dcc.Link("whole run", href=R.href("/timeline", run=run, chips=chosen), className="button small"),
-            html.Span(id="timeline-perfetto"),
-        ], className="toolbar"),
-        state_store("timeline", state), dcc.Store(id="timeline-view"), body("timeline"),
-    ])
+    state = {
+        "run": run,
+        "steps": list(steps),
+        "chips": chosen,
+        "t0": S.int_param(st.get("t0")),
+        "t1": S.int_param(st.get("t1")),
+    }
+    return html.Div(
+        [
+            controls(
+                run_dropdown("timeline-run", store, run),
+                chips_checklist("timeline-chips", chips, chosen),
+                steps_slider("timeline-steps", bounds, steps),
+            ),
+            html.Div(
+                [
+                    dcc.Link("whole run", href=R.href("/timeline", run=run, chips=chosen), className="button small"),
+                    html.Span(id="timeline-perfetto"),
+                ],
+                className="toolbar",
+            ),
+            state_store("timeline", state),
+            dcc.Store(id="timeline-view"),
+            body("timeline"),
+        ]
+    )
 
 
 def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, dict[str, Any], Any]:
@@ -262,66 +406,130 @@ def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, dict[str, An
     t0, t1 = view.t0, view.t1  # a wide view covers whole bins of the run's timeline summary
     unit, scale = time_unit(t1 - t0)
     links = _perfetto_links(store, run, t0, t1)
-    status = (f"{view.mode} view · window {R.fmt(t0, 'ps')} – {R.fmt(t1, 'ps')} ({R.fmt(t1 - t0, 'ps')}) · "
-              f"{view.events_in_window:,} events in window on {len(tracks)} tracks")
+    status = (
+        f"{view.mode} view · window {R.fmt(t0, 'ps')} – {R.fmt(t1, 'ps')} ({R.fmt(t1 - t0, 'ps')}) · "
+        f"{view.events_in_window:,} events in window on {len(tracks)} tracks"
+    )
     if view.mode == "aggregated":
         status += f" · {view.columns} columns of {R.fmt(view.column_ps, 'ps')} (zoom in to ≤ {EXACT_LIMIT:,} events for exact events)"
     if view.mode == "empty":
         msg = "No events in this window." if tracks else "This run has no timeline tracks."
-        return (html.Div([html.P(status, id="timeline-status", className="status"), R.empty(msg)]),
-                {"t0": t0, "t1": t1, "scale": scale}, links)
+        return (
+            html.Div([html.P(status, id="timeline-status", className="status"), R.empty(msg)]),
+            {"t0": t0, "t1": t1, "scale": scale},
+            links,
+        )
     fig = _timeline_figure(view, unit, scale)
     height = max(300, 60 + 22 * len(tracks))
-    graph = dcc.Graph(id="timeline-graph", figure=fig, config={**R.GRAPH_CONFIG, "scrollZoom": False},
-                      style={"height": f"{height}px"})
-    return (html.Div([html.P(status, id="timeline-status", className="status",
-                             **{"data-mode": view.mode}), graph,
-                      html.P("Drag across the chart to zoom into a window; double-click to zoom out to the steps chosen "
-                             "above. Hover shows an event's arguments (exact view) or a column's busy share.",
-                             className="muted")]),
-            {"t0": t0, "t1": t1, "scale": scale}, links)
+    graph = dcc.Graph(
+        id="timeline-graph", figure=fig, config={**R.GRAPH_CONFIG, "scrollZoom": False}, style={"height": f"{height}px"}
+    )
+    return (
+        html.Div(
+            [
+                html.P(status, id="timeline-status", className="status", **{"data-mode": view.mode}),
+                graph,
+                html.P(
+                    "Drag across the chart to zoom into a window; double-click to zoom out to the steps chosen "
+                    "above. Hover shows an event's arguments (exact view) or a column's busy share.",
+                    className="muted",
+                ),
+            ]
+        ),
+        {"t0": t0, "t1": t1, "scale": scale},
+        links,
+    )
 
 
 def _timeline_figure(view, unit: str, scale: float) -> go.Figure:
     labels = [t.label for t in view.tracks]
-    fig = R.figure(xaxis_title=f"time ({unit})", barmode="overlay", hovermode="closest", showlegend=view.mode == "exact")
+    fig = R.figure(
+        xaxis_title=f"time ({unit})", barmode="overlay", hovermode="closest", showlegend=view.mode == "exact"
+    )
     fig.update_layout(margin=dict(l=260, r=20, t=10, b=40), legend=dict(orientation="h", y=1.02, yanchor="bottom"))
-    fig.update_yaxes(autorange="reversed", fixedrange=True, type="category", categoryorder="array", categoryarray=labels)
+    fig.update_yaxes(
+        autorange="reversed", fixedrange=True, type="category", categoryorder="array", categoryarray=labels
+    )
     fig.update_xaxes(range=[view.t0 / scale, view.t1 / scale])
     if view.mode == "aggregated":
         x = (view.t0 + (np.arange(view.columns) + 0.5) * view.column_ps) / scale
         z = np.round(view.busy, 3).astype(np.float32)
-        fig.add_trace(go.Heatmap(
-            x=x.astype(np.float64), y=labels, z=z, customdata=view.counts.astype(np.int32), zmin=0, zmax=1,
-            colorscale=[[0, "#e3f2fd"], [0.5, "#42a5f5"], [1, "#0d47a1"]], colorbar=dict(title="busy", tickformat=".0%"),
-            hovertemplate=f"%{{y}}<br>%{{x:.6g}} {unit}<br>busy %{{z:.0%}}<br>%{{customdata}} events<extra></extra>",
-            hoverongaps=False,
-        ))
+        fig.add_trace(
+            go.Heatmap(
+                x=x.astype(np.float64),
+                y=labels,
+                z=z,
+                customdata=view.counts.astype(np.int32),
+                zmin=0,
+                zmax=1,
+                colorscale=[[0, "#e3f2fd"], [0.5, "#42a5f5"], [1, "#0d47a1"]],
+                colorbar=dict(title="busy", tickformat=".0%"),
+                hovertemplate=f"%{{y}}<br>%{{x:.6g}} {unit}<br>busy %{{z:.0%}}<br>%{{customdata}} events<extra></extra>",
+                hoverongaps=False,
+            )
+        )
         return fig
     label_of = {t.track_id: t.label for t in view.tracks}
     by_name: dict[str, list[dict]] = {}
     for e in view.events:
         by_name.setdefault(e["category"] if e["category"] == "step" else e["name"], []).append(e)
-    palette = ["#1e88e5", "#43a047", "#fb8c00", "#8e24aa", "#e53935", "#00897b", "#6d4c41", "#3949ab", "#c0ca33",
-               "#d81b60", "#546e7a", "#fdd835"]
+    palette = [
+        "#1e88e5",
+        "#43a047",
+        "#fb8c00",
+        "#8e24aa",
+        "#e53935",
+        "#00897b",
+        "#6d4c41",
+        "#3949ab",
+        "#c0ca33",
+        "#d81b60",
+        "#546e7a",
+        "#fdd835",
+    ]
     for i, (name, evs) in enumerate(sorted(by_name.items())):
-        fig.add_trace(go.Bar(
-            orientation="h", y=[label_of[e["track_id"]] for e in evs],
-            x=[max(e["dur_ps"], 1) / scale for e in evs], base=[e["start_ps"] / scale for e in evs],
-            name=name, marker_color="#9e9e9e" if name == "step" else palette[i % len(palette)],
-            marker_line_width=0.5, marker_line_color="white", width=0.8,
-            hovertext=[_event_hover(e) for e in evs], hoverinfo="text",
-        ))
+        fig.add_trace(
+            go.Bar(
+                orientation="h",
+                y=[label_of[e["track_id"]] for e in evs],
+                x=[max(e["dur_ps"], 1) / scale for e in evs],
+                base=[e["start_ps"] / scale for e in evs],
+                name=name,
+                marker_color="#9e9e9e" if name == "step" else palette[i % len(palette)],
+                marker_line_width=0.5,
+                marker_line_color="white",
+                width=0.8,
+                hovertext=[_event_hover(e) for e in evs],
+                hoverinfo="text",
+            )
+        )
     return fig
 
 
-ARG_UNITS = {"dur_ps": "ps", "bytes": "bytes", "flops": "count", "ids": "count", "unique_ids": "count",
-             "dropped_ids": "count"}
+ARG_UNITS = {
+    "dur_ps": "ps",
+    "bytes": "bytes",
+    "flops": "count",
+    "ids": "count",
+    "unique_ids": "count",
+    "dropped_ids": "count",
+}
 
 
 def _event_hover(e: dict[str, Any]) -> str:
     lines = [f"<b>{e['name']}</b>", f"start {R.fmt(e['start_ps'], 'ps')} · dur {R.fmt(e['dur_ps'], 'ps')}"]
-    for k in ("step", "category", "table_name", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops"):
+    for k in (
+        "step",
+        "category",
+        "table_name",
+        "sc",
+        "minibatch",
+        "ids",
+        "unique_ids",
+        "dropped_ids",
+        "bytes",
+        "flops",
+    ):
         if e.get(k) is not None and not (k == "category" and e[k] == "step"):
             lines.append(f"{k}: {R.fmt(e[k], ARG_UNITS.get(k, 'text')) if k in ARG_UNITS else e[k]}")
     lines += [f"{k}: {v}" for k, v in list(e.get("args", {}).items())[:12]]
@@ -332,15 +540,29 @@ def _perfetto_links(store: Store, run: int, t0: int, t1: int) -> Any:
     try:
         import exporters.perfetto  # noqa: F401
     except ImportError:
-        return html.Span("Perfetto export not available in this build (exporters/perfetto.py missing).", className="muted")
-    st = store.rows("SELECT min(step) AS lo, max(step) AS hi FROM steps WHERE run_id = ? AND start_ps < ? AND start_ps + dur_ps > ?",
-                    [run, t1, t0])[0]
-    links: list[Any] = [html.A("Download Perfetto trace (whole run)", href=R.href("/download/perfetto", run=run),
-                               className="button small", id="perfetto-run")]
+        return html.Span(
+            "Perfetto export not available in this build (exporters/perfetto.py missing).", className="muted"
+        )
+    st = store.rows(
+        "SELECT min(step) AS lo, max(step) AS hi FROM steps WHERE run_id = ? AND start_ps < ? AND start_ps + dur_ps > ?",
+        [run, t1, t0],
+    )[0]
+    links: list[Any] = [
+        html.A(
+            "Download Perfetto trace (whole run)",
+            href=R.href("/download/perfetto", run=run),
+            className="button small",
+            id="perfetto-run",
+        )
+    ]
     if st["lo"] is not None:
-        links.append(html.A(f"(visible steps {st['lo']}–{st['hi']})",
-                            href=R.href("/download/perfetto", run=run, steps=S.steps_text((st["lo"], st["hi"]))),
-                            className="button small"))
+        links.append(
+            html.A(
+                f"(visible steps {st['lo']}–{st['hi']})",
+                href=R.href("/download/perfetto", run=run, steps=S.steps_text((st["lo"], st["hi"]))),
+                className="button small",
+            )
+        )
     links.append(html.Span(" open it at ui.perfetto.dev", className="muted"))
     return links
 
@@ -365,9 +587,12 @@ def zoom_search(search: str, relayout: dict[str, Any] | None, view: dict[str, An
 
 # ---- SparseCore --------------------------------------------------------------------------------
 
-SC_METRICS = {"ids": ("IDs per partition", "ids_ratio", "max_ids_per_partition"),
-              "unique_ids": ("unique IDs per partition", "unique_ratio", "max_unique_ids_per_partition"),
-              "minibatches": ("minibatches", None, None), "dropped_ids": ("dropped IDs", None, None)}
+SC_METRICS = {
+    "ids": ("IDs per partition", "ids_ratio", "max_ids_per_partition"),
+    "unique_ids": ("unique IDs per partition", "unique_ratio", "max_unique_ids_per_partition"),
+    "minibatches": ("minibatches", None, None),
+    "dropped_ids": ("dropped IDs", None, None),
+}
 
 
 def layout_sparsecore(store: Store, st: dict[str, str]) -> Any:
@@ -379,66 +604,153 @@ def layout_sparsecore(store: Store, st: dict[str, str]) -> Any:
     tables, _ = D.sc_tables(store, run)
     chosen = [t for t in S.str_list(st.get("tables")) if t in tables]
     metric = st.get("metric") if st.get("metric") in SC_METRICS else "ids"
-    return html.Div([
-        controls(run_dropdown("sparsecore-run", store, run), steps_slider("sparsecore-steps", bounds, steps),
-                 html.Label(["tables (none chosen: all)", dcc.Dropdown(id="sparsecore-tables", options=tables, value=chosen,
-                                                                       multi=True, placeholder="all tables")],
-                            className="control wide"),
-                 html.Label(["metric", dcc.RadioItems(id="sparsecore-metric", value=metric, inline=True,
-                                                      options=[{"label": v[0], "value": k} for k, v in SC_METRICS.items()])],
-                            className="control")),
-        run_header(store, run),
-        state_store("sparsecore", {"run": run, "steps": list(steps), "tables": chosen, "metric": metric}),
-        body("sparsecore"),
-    ])
+    return html.Div(
+        [
+            controls(
+                run_dropdown("sparsecore-run", store, run),
+                steps_slider("sparsecore-steps", bounds, steps),
+                html.Label(
+                    [
+                        "tables (none chosen: all)",
+                        dcc.Dropdown(
+                            id="sparsecore-tables", options=tables, value=chosen, multi=True, placeholder="all tables"
+                        ),
+                    ],
+                    className="control wide",
+                ),
+                html.Label(
+                    [
+                        "metric",
+                        dcc.RadioItems(
+                            id="sparsecore-metric",
+                            value=metric,
+                            inline=True,
+                            options=[{"label": v[0], "value": k} for k, v in SC_METRICS.items()],
+                        ),
+                    ],
+                    className="control",
+                ),
+            ),
+            run_header(store, run),
+            state_store("sparsecore", {"run": run, "steps": list(steps), "tables": chosen, "metric": metric}),
+            body("sparsecore"),
+        ]
+    )
 
 
 def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
     run, steps, metric = st["run"], tuple(st["steps"]), st.get("metric", "ids")
     d = D.sparsecore(store, run, steps, st.get("tables") or [])
     if d["empty"]:
-        return R.empty("This run records no SparseCore partition statistics or SparseCore ops with IDs "
-                       "(the emulator writes them; imported XProf captures usually lack them).")
+        return R.empty(
+            "This run records no SparseCore partition statistics or SparseCore ops with IDs "
+            "(the emulator writes them; imported XProf captures usually lack them)."
+        )
     title, ratio_key, limit_col = SC_METRICS[metric]
     parts: list[Any] = []
     if not d["from_stats"]:
-        parts.append(R.note("No partition statistics in this run: figures come from SparseCore op events "
-                            "(forward ops), and the compiled limits are unknown."))
+        parts.append(
+            R.note(
+                "No partition statistics in this run: figures come from SparseCore op events "
+                "(forward ops), and the compiled limits are unknown."
+            )
+        )
     bucket = f" (columns of {d['step_bucket']} steps, highest per column)" if d["step_bucket"] > 1 else ""
     h = 90 + 16 * len(d["partitions"])
     fig = R.figure(xaxis_title="step" + bucket)
-    fig.add_trace(go.Heatmap(x=d["steps"], y=d["partitions"], z=d["matrices"][metric], colorscale="Viridis",
-                             colorbar=dict(title=metric), hoverongaps=False,
-                             hovertemplate=f"%{{y}}<br>step %{{x}}<br>{title}: %{{z:,.0f}}<extra></extra>"))
+    fig.add_trace(
+        go.Heatmap(
+            x=d["steps"],
+            y=d["partitions"],
+            z=d["matrices"][metric],
+            colorscale="Viridis",
+            colorbar=dict(title=metric),
+            hoverongaps=False,
+            hovertemplate=f"%{{y}}<br>step %{{x}}<br>{title}: %{{z:,.0f}}<extra></extra>",
+        )
+    )
     fig.update_yaxes(autorange="reversed")
     parts.append(R.section(f"{title} per SparseCore × step", R.graph(fig, id="sc-heatmap", height=h)))
     if ratio_key and np.isfinite(d["matrices"][ratio_key]).any():
         ratio = d["matrices"][ratio_key]
         rf = R.figure(xaxis_title="step" + bucket)
-        rf.add_trace(go.Heatmap(x=d["steps"], y=d["partitions"], z=ratio, zmid=1.0, colorscale="RdBu_r",
-                                colorbar=dict(title="× limit"), hoverongaps=False,
-                                hovertemplate="%{y}<br>step %{x}<br>%{z:.2f} × the compiled limit<extra></extra>"))
+        rf.add_trace(
+            go.Heatmap(
+                x=d["steps"],
+                y=d["partitions"],
+                z=ratio,
+                zmid=1.0,
+                colorscale="RdBu_r",
+                colorbar=dict(title="× limit"),
+                hoverongaps=False,
+                hovertemplate="%{y}<br>step %{x}<br>%{z:.2f} × the compiled limit<extra></extra>",
+            )
+        )
         rf.update_yaxes(autorange="reversed")
-        parts.append(R.section(f"{title} against the compiled limit ({limit_col})", R.graph(rf, height=h),
-                               help_text="Highest ratio over the chosen tables. Above 1 (red): the partition overflows its "
-                                         "limit, so the step is split into minibatches or IDs are dropped."))
+        parts.append(
+            R.section(
+                f"{title} against the compiled limit ({limit_col})",
+                R.graph(rf, height=h),
+                help_text="Highest ratio over the chosen tables. Above 1 (red): the partition overflows its "
+                "limit, so the step is split into minibatches or IDs are dropped.",
+            )
+        )
     elif ratio_key:
         parts.append(R.note("No compiled limits recorded for these tables: no comparison with the limit."))
     sk = R.figure(xaxis_title="step" + bucket)
-    sk.add_trace(go.Scatter(x=d["steps"], y=d["skew"], name="skew (max / mean IDs per partition)", mode="lines",
-                            hovertemplate="step %{x}<br>skew %{y:.2f}×<extra></extra>"))
-    sk.add_trace(go.Scatter(x=d["steps"], y=d["minibatches_per_step"], name="minibatches (most split partition)",
-                            mode="lines", yaxis="y2", hovertemplate="step %{x}<br>%{y:.0f} minibatches<extra></extra>"))
-    sk.add_trace(go.Bar(x=d["steps"], y=d["dropped_per_step"], name="dropped IDs", yaxis="y2", opacity=0.4,
-                        hovertemplate="step %{x}<br>%{y:,.0f} dropped IDs<extra></extra>"))
-    sk.update_layout(yaxis=dict(title="skew (×)"), yaxis2=dict(title="minibatches / dropped IDs", overlaying="y", side="right"))
+    sk.add_trace(
+        go.Scatter(
+            x=d["steps"],
+            y=d["skew"],
+            name="skew (max / mean IDs per partition)",
+            mode="lines",
+            hovertemplate="step %{x}<br>skew %{y:.2f}×<extra></extra>",
+        )
+    )
+    sk.add_trace(
+        go.Scatter(
+            x=d["steps"],
+            y=d["minibatches_per_step"],
+            name="minibatches (most split partition)",
+            mode="lines",
+            yaxis="y2",
+            hovertemplate="step %{x}<br>%{y:.0f} minibatches<extra></extra>",
+        )
+    )
+    sk.add_trace(
+        go.Bar(
+            x=d["steps"],
+            y=d["dropped_per_step"],
+            name="dropped IDs",
+            yaxis="y2",
+            opacity=0.4,
+            hovertemplate="step %{x}<br>%{y:,.0f} dropped IDs<extra></extra>",
+        )
+    )
+    sk.update_layout(
+        yaxis=dict(title="skew (×)"), yaxis2=dict(title="minibatches / dropped IDs", overlaying="y", side="right")
+    )
     parts.append(R.section("Skew, minibatches and dropped IDs over time", R.graph(sk, height=300)))
     if d["tables"]:
-        parts.append(R.section("Per table", R.table(d["tables"], [
-            ("table_name", "table", "text"), ("max_ids", "max IDs / partition", "count"),
-            ("max_ids_per_partition", "limit", "count"), ("max_unique_ids", "max unique IDs", "count"),
-            ("max_unique_ids_per_partition", "unique limit", "count"), ("minibatches_per_step", "minibatches / step", "count"),
-            ("dropped_ids", "dropped IDs", "count"), ("skew", "skew (max/mean)", "count")], id="sc-tables")))
+        parts.append(
+            R.section(
+                "Per table",
+                R.table(
+                    d["tables"],
+                    [
+                        ("table_name", "table", "text"),
+                        ("max_ids", "max IDs / partition", "count"),
+                        ("max_ids_per_partition", "limit", "count"),
+                        ("max_unique_ids", "max unique IDs", "count"),
+                        ("max_unique_ids_per_partition", "unique limit", "count"),
+                        ("minibatches_per_step", "minibatches / step", "count"),
+                        ("dropped_ids", "dropped IDs", "count"),
+                        ("skew", "skew (max/mean)", "count"),
+                    ],
+                    id="sc-tables",
+                ),
+            )
+        )
     return html.Div(parts)
 
 
@@ -454,12 +766,18 @@ def layout_memory(store: Store, st: dict[str, str]) -> Any:
     chips = sorted({c["chip"] for c in D.counters(store, run) if c["chip"] >= 0})
     chosen = S.int_list(st.get("chips"))
     chosen = [c for c in chosen if c in chips] if chosen is not None else chips[:1]
-    return html.Div([
-        controls(run_dropdown("memory-run", store, run), chips_checklist("memory-chips", chips, chosen),
-                 steps_slider("memory-steps", bounds, steps)),
-        run_header(store, run),
-        state_store("memory", {"run": run, "steps": list(steps), "chips": chosen}), body("memory"),
-    ])
+    return html.Div(
+        [
+            controls(
+                run_dropdown("memory-run", store, run),
+                chips_checklist("memory-chips", chips, chosen),
+                steps_slider("memory-steps", bounds, steps),
+            ),
+            run_header(store, run),
+            state_store("memory", {"run": run, "steps": list(steps), "chips": chosen}),
+            body("memory"),
+        ]
+    )
 
 
 def render_memory(store: Store, st: dict[str, Any]) -> Any:
@@ -474,8 +792,11 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     parts: list[Any] = []
     hbm = [c for c in series if D.is_hbm(c) and c["chip"] in chips]
     spmem = [c for c in series if D.is_spmem(c) and c["chip"] in chips]
-    other = [c for c in series if not D.is_hbm(c) and not D.is_hbm_part(c) and not D.is_spmem(c)
-             and (c["chip"] in chips or c["chip"] < 0)]
+    other = [
+        c
+        for c in series
+        if not D.is_hbm(c) and not D.is_hbm_part(c) and not D.is_spmem(c) and (c["chip"] in chips or c["chip"] < 0)
+    ]
     data = D.counter_series(store, run, [c["track_id"] for c in hbm + spmem + other], t0, t1)
 
     def line_chart(cs: list[dict], ytitle: str, capacity: float | None = None, cap_label: str = "") -> go.Figure:
@@ -487,43 +808,77 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
             if s is None:
                 continue
             name = f"TPU:{c['chip']} {c['counter']}" if c["chip"] >= 0 else c["counter"]
-            fig.add_trace(go.Scatter(x=s["ts_ps"] / scale, y=s["value"] / div, mode="lines", line_shape="hv", name=name,
-                                     hovertemplate=f"{name}<br>%{{x:.4g}} {unit}<br>%{{y:,.3f}} "
-                                                   f"{'GiB' if bytes_axis else c['unit']}<extra></extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    x=s["ts_ps"] / scale,
+                    y=s["value"] / div,
+                    mode="lines",
+                    line_shape="hv",
+                    name=name,
+                    hovertemplate=f"{name}<br>%{{x:.4g}} {unit}<br>%{{y:,.3f}} "
+                    f"{'GiB' if bytes_axis else c['unit']}<extra></extra>",
+                )
+            )
         fig.update_layout(showlegend=True)
         if bytes_axis:
             fig.update_yaxes(rangemode="tozero")
         if capacity:
-            fig.add_hline(y=capacity / div, line_dash="dash", line_color="#c62828",
-                          annotation_text=f"{cap_label} {R.fmt(capacity, 'bytes')}", annotation_position="top left")
+            fig.add_hline(
+                y=capacity / div,
+                line_dash="dash",
+                line_color="#c62828",
+                annotation_text=f"{cap_label} {R.fmt(capacity, 'bytes')}",
+                annotation_position="top left",
+            )
         return fig
 
     if hbm:
         cap = info.get("hbm_bytes")
         bucketed = any(data.get(c["track_id"], {}).get("bucketed") for c in hbm)
-        parts.append(R.section("HBM over time", R.graph(line_chart(hbm, "GiB", cap, "HBM capacity"), id="memory-hbm", height=340),
-                               help_text="Each counter's value holds from its sample on" +
-                                         (" (downsampled: the highest value per pixel column)." if bucketed else ".")))
+        parts.append(
+            R.section(
+                "HBM over time",
+                R.graph(line_chart(hbm, "GiB", cap, "HBM capacity"), id="memory-hbm", height=340),
+                help_text="Each counter's value holds from its sample on"
+                + (" (downsampled: the highest value per pixel column)." if bucketed else "."),
+            )
+        )
         peak = D.hbm_peak(store, run, chips)
         if peak:
             pf = R.figure(xaxis_title="GiB", barmode="stack")
             for name, v in peak["parts"].items():
-                pf.add_trace(go.Bar(y=[f"TPU:{peak['chip']}"], x=[v / 2**30], name=name, orientation="h",
-                                    hovertemplate=f"{name}: %{{x:.3f}} GiB<extra></extra>"))
+                pf.add_trace(
+                    go.Bar(
+                        y=[f"TPU:{peak['chip']}"],
+                        x=[v / 2**30],
+                        name=name,
+                        orientation="h",
+                        hovertemplate=f"{name}: %{{x:.3f}} GiB<extra></extra>",
+                    )
+                )
             if cap:
                 pf.add_vline(x=cap / 2**30, line_dash="dash", line_color="#c62828", annotation_text="capacity")
             share = f" = {peak['peak'] / cap:.1%} of capacity" if cap else ""
-            parts.append(R.section(f"At the peak: {R.fmt(peak['peak'], 'bytes')}{share} on TPU:{peak['chip']} at "
-                                   f"{R.fmt(peak['ts_ps'], 'ps')}", R.graph(pf, height=200),
-                                   help_text="HBM by contributor (counter) at the moment of the highest total."))
+            parts.append(
+                R.section(
+                    f"At the peak: {R.fmt(peak['peak'], 'bytes')}{share} on TPU:{peak['chip']} at "
+                    f"{R.fmt(peak['ts_ps'], 'ps')}",
+                    R.graph(pf, height=200),
+                    help_text="HBM by contributor (counter) at the moment of the highest total.",
+                )
+            )
     else:
         parts.append(R.empty("No HBM counters recorded for the chosen chips."))
     tile = info.get("spmem_bytes_per_tile")
     if spmem:
         parts.append(R.section("SPMEM", R.graph(line_chart(spmem, "GiB", tile, "tile scratchpad"), height=280)))
     else:
-        parts.append(R.note("SPMEM: this run records no SPMEM counter" +
-                            (f" (tile scratchpad {R.fmt(tile, 'bytes')})." if tile else ".")))
+        parts.append(
+            R.note(
+                "SPMEM: this run records no SPMEM counter"
+                + (f" (tile scratchpad {R.fmt(tile, 'bytes')})." if tile else ".")
+            )
+        )
     if other:
         parts.append(R.section("Other counters", R.graph(line_chart(other, "value"), height=260)))
     return html.Div(parts)
@@ -537,12 +892,20 @@ def layout_findings(store: Store, st: dict[str, str]) -> Any:
     if run is None:
         return _no_runs()
     sev = [s for s in S.str_list(st.get("sev")) if s in SEVERITIES] or list(SEVERITIES)
-    return html.Div([
-        controls(run_dropdown("findings-run", store, run),
-                 html.Label(["severity", dcc.Checklist(id="findings-sev", options=list(SEVERITIES), value=sev, inline=True)],
-                            className="control")),
-        run_header(store, run), state_store("findings", {"run": run, "sev": sev}), body("findings"),
-    ])
+    return html.Div(
+        [
+            controls(
+                run_dropdown("findings-run", store, run),
+                html.Label(
+                    ["severity", dcc.Checklist(id="findings-sev", options=list(SEVERITIES), value=sev, inline=True)],
+                    className="control",
+                ),
+            ),
+            run_header(store, run),
+            state_store("findings", {"run": run, "sev": sev}),
+            body("findings"),
+        ]
+    )
 
 
 def render_findings(store: Store, st: dict[str, Any]) -> Any:
@@ -551,16 +914,30 @@ def render_findings(store: Store, st: dict[str, Any]) -> Any:
     sev = st.get("sev") or list(SEVERITIES)
     shown = [f for f in report.findings if f.severity in sev]
     counts = {s: sum(f.severity == s for f in report.findings) for s in SEVERITIES}
-    parts: list[Any] = [html.P(" · ".join(f"{n} {s}" for s, n in counts.items()), className="status", id="findings-counts")]
+    parts: list[Any] = [
+        html.P(" · ".join(f"{n} {s}" for s, n in counts.items()), className="status", id="findings-counts")
+    ]
     if shown:
         parts += [R.finding_card(f, run) for f in shown]
     else:
-        parts.append(R.empty("No findings" + (" of the chosen severities." if report.findings else
-                                               ": the analyzers found nothing to flag in this run.")))
+        parts.append(
+            R.empty(
+                "No findings"
+                + (
+                    " of the chosen severities."
+                    if report.findings
+                    else ": the analyzers found nothing to flag in this run."
+                )
+            )
+        )
     notes = [(name, n) for name, a in report.analyses.items() for n in a.notes]
     if notes:
-        parts.append(R.section("What the analyzers could not check", html.Ul([html.Li(f"{name}: {n}") for name, n in notes])))
-    parts.append(R.section("Analyzers run", html.Ul([html.Li([html.B(m.NAME), f" — {m.QUESTION}"]) for m in ANALYZERS])))
+        parts.append(
+            R.section("What the analyzers could not check", html.Ul([html.Li(f"{name}: {n}") for name, n in notes]))
+        )
+    parts.append(
+        R.section("Analyzers run", html.Ul([html.Li([html.B(m.NAME), f" — {m.QUESTION}"]) for m in ANALYZERS]))
+    )
     return html.Div(parts)
 
 
@@ -573,12 +950,18 @@ def layout_compare(store: Store, st: dict[str, str]) -> Any:
         return _no_runs()
     base = pick_run(store, st, "base", fallback=-2)
     cand = pick_run(store, st, "cand", fallback=-1)
-    return html.Div([
-        controls(run_dropdown("compare-base", store, base, "baseline"), run_dropdown("compare-cand", store, cand, "candidate"),
-                 dcc.Link("⇄ swap", href=R.href("/compare", base=cand, cand=base), className="button small")),
-        state_store("compare", {"base": base, "cand": cand}),
-        body("compare", "verdict"), body("compare"),
-    ])
+    return html.Div(
+        [
+            controls(
+                run_dropdown("compare-base", store, base, "baseline"),
+                run_dropdown("compare-cand", store, cand, "candidate"),
+                dcc.Link("⇄ swap", href=R.href("/compare", base=cand, cand=base), className="button small"),
+            ),
+            state_store("compare", {"base": base, "cand": cand}),
+            body("compare", "verdict"),
+            body("compare"),
+        ]
+    )
 
 
 def render_compare(store: Store, st: dict[str, Any]) -> Any:
@@ -594,18 +977,50 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
     if len(bst["step_ps"]) and len(cst["step_ps"]):
         unit, scale = time_unit(float(max(bst["step_ps"].max(), cst["step_ps"].max())))
         fig = R.figure(barmode="overlay", xaxis_title=f"step time ({unit})", yaxis_title="steps")
-        for name, s, color in ((f"baseline: {bi['name']}", bst, R.BASE_COLOR), (f"candidate: {ci['name']}", cst, R.CAND_COLOR)):
-            fig.add_trace(go.Histogram(x=s["step_ps"] / scale, name=name, opacity=0.6, marker_color=color, nbinsx=40,
-                                       hovertemplate=f"%{{x}} {unit}: %{{y}} steps<extra>{name}</extra>"))
+        for name, s, color in (
+            (f"baseline: {bi['name']}", bst, R.BASE_COLOR),
+            (f"candidate: {ci['name']}", cst, R.CAND_COLOR),
+        ):
+            fig.add_trace(
+                go.Histogram(
+                    x=s["step_ps"] / scale,
+                    name=name,
+                    opacity=0.6,
+                    marker_color=color,
+                    nbinsx=40,
+                    hovertemplate=f"%{{x}} {unit}: %{{y}} steps<extra>{name}</extra>",
+                )
+            )
         rows = []
-        for label, fn in (("mean", np.mean), ("p50", np.median), ("p90", lambda a: np.percentile(a, 90)), ("min", np.min), ("max", np.max)):
+        for label, fn in (
+            ("mean", np.mean),
+            ("p50", np.median),
+            ("p90", lambda a: np.percentile(a, 90)),
+            ("min", np.min),
+            ("max", np.max),
+        ):
             b, c = float(fn(bst["step_ps"])), float(fn(cst["step_ps"]))
             rows.append({"stat": label, "base": b, "cand": c, "delta": R.fmt_delta(b, c, "ps")})
-        parts.append(html.Div([
-            R.section("Step-time distributions", R.graph(fig, id="compare-hist", height=300)),
-            R.section("Step time", R.table(rows, [("stat", "", "text"), ("base", bi["name"], "ps"), ("cand", ci["name"], "ps"),
-                                                  ("delta", "change", "text")])),
-        ], className="grid2"))
+        parts.append(
+            html.Div(
+                [
+                    R.section("Step-time distributions", R.graph(fig, id="compare-hist", height=300)),
+                    R.section(
+                        "Step time",
+                        R.table(
+                            rows,
+                            [
+                                ("stat", "", "text"),
+                                ("base", bi["name"], "ps"),
+                                ("cand", ci["name"], "ps"),
+                                ("delta", "change", "text"),
+                            ],
+                        ),
+                    ),
+                ],
+                className="grid2",
+            )
+        )
     else:
         parts.append(R.empty("One of the runs has no steps: no step-time comparison."))
     parts.append(_side_by_side_sc(store, base, cand, bi, ci))
@@ -620,14 +1035,33 @@ def _side_by_side_sc(store: Store, base: int, cand: int, bi: dict, ci: dict) -> 
         kp = {k.label: k for k in D.overview_kpis(store, run, bounds)}
         summary = D.sparsecore(store, run, bounds, [])
         rows = summary.get("tables", []) if not summary["empty"] else []
-        cells.append(html.Div([
-            html.H4(info["name"]),
-            html.Div([R.kpi(lbl, R.fmt(kp[lbl].value, kp[lbl].unit), kp[lbl].detail)
-                      for lbl in ("SC minibatches per step", "dropped IDs") if lbl in kp], className="kpis"),
-            R.table(rows, [("table_name", "table", "text"), ("max_ids", "max IDs", "count"),
-                           ("max_ids_per_partition", "limit", "count"), ("minibatches_per_step", "minibatches/step", "count"),
-                           ("skew", "skew", "count")]) if rows else R.note("no partition statistics"),
-        ]))
+        cells.append(
+            html.Div(
+                [
+                    html.H4(info["name"]),
+                    html.Div(
+                        [
+                            R.kpi(lbl, R.fmt(kp[lbl].value, kp[lbl].unit), kp[lbl].detail)
+                            for lbl in ("SC minibatches per step", "dropped IDs")
+                            if lbl in kp
+                        ],
+                        className="kpis",
+                    ),
+                    R.table(
+                        rows,
+                        [
+                            ("table_name", "table", "text"),
+                            ("max_ids", "max IDs", "count"),
+                            ("max_ids_per_partition", "limit", "count"),
+                            ("minibatches_per_step", "minibatches/step", "count"),
+                            ("skew", "skew", "count"),
+                        ],
+                    )
+                    if rows
+                    else R.note("no partition statistics"),
+                ]
+            )
+        )
     return R.section("SparseCore side by side", html.Div(cells, className="grid2"))
 
 
@@ -637,15 +1071,41 @@ def _side_by_side_memory(store: Store, base: int, cand: int, bi: dict, ci: dict)
     for run, info, color in ((base, bi, R.BASE_COLOR), (cand, ci, R.CAND_COLOR)):
         peak = D.hbm_peak(store, run)
         if peak:
-            fig.add_trace(go.Bar(x=list(peak["parts"]), y=[v / 2**30 for v in peak["parts"].values()], name=info["name"],
-                                 marker_color=color, hovertemplate="%{x}: %{y:.3f} GiB<extra>" + info["name"] + "</extra>"))
-        rows.append({"run": info["name"], "peak": peak["peak"] if peak else None, "capacity": info.get("hbm_bytes"),
-                     "share": (peak["peak"] / info["hbm_bytes"]) if peak and info.get("hbm_bytes") else None})
-    return R.section("Memory side by side (HBM at each run's peak)", html.Div([
-        R.graph(fig, height=260),
-        R.table(rows, [("run", "run", "text"), ("peak", "HBM peak", "bytes"), ("capacity", "capacity", "bytes"),
-                       ("share", "of capacity", "share")]),
-    ], className="grid2"))
+            fig.add_trace(
+                go.Bar(
+                    x=list(peak["parts"]),
+                    y=[v / 2**30 for v in peak["parts"].values()],
+                    name=info["name"],
+                    marker_color=color,
+                    hovertemplate="%{x}: %{y:.3f} GiB<extra>" + info["name"] + "</extra>",
+                )
+            )
+        rows.append(
+            {
+                "run": info["name"],
+                "peak": peak["peak"] if peak else None,
+                "capacity": info.get("hbm_bytes"),
+                "share": (peak["peak"] / info["hbm_bytes"]) if peak and info.get("hbm_bytes") else None,
+            }
+        )
+    return R.section(
+        "Memory side by side (HBM at each run's peak)",
+        html.Div(
+            [
+                R.graph(fig, height=260),
+                R.table(
+                    rows,
+                    [
+                        ("run", "run", "text"),
+                        ("peak", "HBM peak", "bytes"),
+                        ("capacity", "capacity", "bytes"),
+                        ("share", "of capacity", "share"),
+                    ],
+                ),
+            ],
+            className="grid2",
+        ),
+    )
 
 
 def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
@@ -663,40 +1123,89 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
     parts.append(_breakdown_deltas(c.get("breakdown") or [], bn, cn))
     fd = c.get("findings") or {}
     cols = []
-    for title, key, tone, run in (("Resolved", "resolved", "good", base), ("New", "new", "bad", cand),
-                                  ("Persisting", "persisting", "", cand)):
+    for title, key, tone, run in (
+        ("Resolved", "resolved", "good", base),
+        ("New", "new", "bad", cand),
+        ("Persisting", "persisting", "", cand),
+    ):
         items = [i.get("cand", i) if key == "persisting" else i for i in fd.get(key, [])]
-        cols.append(html.Div([html.H4(f"{title} ({len(items)})", className=tone),
-                              *([_finding_from_dict(f, run) for f in items] or [html.P("none", className="muted")])],
-                             id=f"compare-findings-{key}"))
-    parts.append(R.section("Findings", html.Div(cols, className="grid3"),
-                           help_text="Matched by rule and affected tables: resolved = only in the baseline, new = only in "
-                                     "the candidate, persisting = in both (shown as in the candidate)."))
+        cols.append(
+            html.Div(
+                [
+                    html.H4(f"{title} ({len(items)})", className=tone),
+                    *([_finding_from_dict(f, run) for f in items] or [html.P("none", className="muted")]),
+                ],
+                id=f"compare-findings-{key}",
+            )
+        )
+    parts.append(
+        R.section(
+            "Findings",
+            html.Div(cols, className="grid3"),
+            help_text="Matched by rule and affected tables: resolved = only in the baseline, new = only in "
+            "the candidate, persisting = in both (shown as in the candidate).",
+        )
+    )
     ops = c.get("ops") or []
     if ops:
         for r in ops:
             r["delta"] = R.fmt_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
-        parts.append(R.section(f"Per-op deltas (time per step; {len(ops)} ops, largest changes first)", R.table(ops, [
-            ("track_kind", "core", "text"), ("name", "op", "text"), ("base_events_per_step", f"ops/step {bn}", "count"),
-            ("cand_events_per_step", f"ops/step {cn}", "count"), ("base_ps_per_step", f"time/step {bn}", "ps"),
-            ("cand_ps_per_step", f"time/step {cn}", "ps"), ("delta", "change", "text"), ("change", "", "text")],
-            id="compare-ops", max_rows=25)))
+        parts.append(
+            R.section(
+                f"Per-op deltas (time per step; {len(ops)} ops, largest changes first)",
+                R.table(
+                    ops,
+                    [
+                        ("track_kind", "core", "text"),
+                        ("name", "op", "text"),
+                        ("base_events_per_step", f"ops/step {bn}", "count"),
+                        ("cand_events_per_step", f"ops/step {cn}", "count"),
+                        ("base_ps_per_step", f"time/step {bn}", "ps"),
+                        ("cand_ps_per_step", f"time/step {cn}", "ps"),
+                        ("delta", "change", "text"),
+                        ("change", "", "text"),
+                    ],
+                    id="compare-ops",
+                    max_rows=25,
+                ),
+            )
+        )
     tables = c.get("tables") or []
     if tables:
         for r in tables:
             r["delta"] = R.fmt_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
-        parts.append(R.section("Per-table deltas (SparseCore time per step)", R.table(tables, [
-            ("table_name", "table", "text"), ("base_ops_per_step", f"ops/step {bn}", "count"),
-            ("cand_ops_per_step", f"ops/step {cn}", "count"), ("base_ps_per_step", f"time/step {bn}", "ps"),
-            ("cand_ps_per_step", f"time/step {cn}", "ps"), ("delta", "change", "text")], max_rows=25)))
+        parts.append(
+            R.section(
+                "Per-table deltas (SparseCore time per step)",
+                R.table(
+                    tables,
+                    [
+                        ("table_name", "table", "text"),
+                        ("base_ops_per_step", f"ops/step {bn}", "count"),
+                        ("cand_ops_per_step", f"ops/step {cn}", "count"),
+                        ("base_ps_per_step", f"time/step {bn}", "ps"),
+                        ("cand_ps_per_step", f"time/step {cn}", "ps"),
+                        ("delta", "change", "text"),
+                    ],
+                    max_rows=25,
+                ),
+            )
+        )
     diff = c.get("config_diff") or []
-    parts.append(R.section(f"Config diff ({len(diff)} keys differ)",
-                           R.table(diff, [("key", "key", "text"), ("base", bn, "text"), ("cand", cn, "text")],
-                                   id="compare-config") if diff else R.empty("The configs are identical.")))
+    parts.append(
+        R.section(
+            f"Config diff ({len(diff)} keys differ)",
+            R.table(diff, [("key", "key", "text"), ("base", bn, "text"), ("cand", cn, "text")], id="compare-config")
+            if diff
+            else R.empty("The configs are identical."),
+        )
+    )
     known = {"base", "cand", "step_time", "breakdown", "findings", "ops", "tables", "config_diff", "notes"}
     rest = {k: v for k, v in c.items() if k not in known}
     if rest:
-        parts.append(html.Details([html.Summary("Further figures of `scprof compare`"), R.generic(rest)], className="card"))
+        parts.append(
+            html.Details([html.Summary("Further figures of `scprof compare`"), R.generic(rest)], className="card")
+        )
     return html.Div(parts)
 
 
@@ -713,16 +1222,28 @@ def _verdict_banner(c: dict[str, Any], base_name: str, cand_name: str) -> html.D
     tone = {"improved": "good", "regressed": "bad"}.get(verdict, "neutral")
     lines: list[Any] = []
     if "change" in stc:
-        lines.append(html.Div([
-            html.B(f"mean step time {R.fmt(stc.get('base_mean_ps'), 'ps')} → {R.fmt(stc.get('cand_mean_ps'), 'ps')} "
-                   f"({stc['change']:+.1%})"),
-            f"; 95% interval of the change {stc.get('ci_low', float('nan')):+.1%} … {stc.get('ci_high', float('nan')):+.1%} "
-            f"over {stc.get('base_steps')} and {stc.get('cand_steps')} steady steps",
-        ], id="compare-change"))
+        lines.append(
+            html.Div(
+                [
+                    html.B(
+                        f"mean step time {R.fmt(stc.get('base_mean_ps'), 'ps')} → {R.fmt(stc.get('cand_mean_ps'), 'ps')} "
+                        f"({stc['change']:+.1%})"
+                    ),
+                    f"; 95% interval of the change {stc.get('ci_low', float('nan')):+.1%} … {stc.get('ci_high', float('nan')):+.1%} "
+                    f"over {stc.get('base_steps')} and {stc.get('cand_steps')} steady steps",
+                ],
+                id="compare-change",
+            )
+        )
     lines += [html.Div(n, className="muted") for n in c.get("notes") or []]
-    return html.Div([html.Div(f"candidate {cand_name} vs baseline {base_name} (scprof compare)", className="muted"),
-                     html.Div(verdict, className="verdict-word", id="compare-verdict-word"), *lines],
-                    className=f"verdict {tone}")
+    return html.Div(
+        [
+            html.Div(f"candidate {cand_name} vs baseline {base_name} (scprof compare)", className="muted"),
+            html.Div(verdict, className="verdict-word", id="compare-verdict-word"),
+            *lines,
+        ],
+        className=f"verdict {tone}",
+    )
 
 
 def _breakdown_deltas(rows: list[dict[str, Any]], bname: str, cname: str) -> Any:
@@ -734,14 +1255,36 @@ def _breakdown_deltas(rows: list[dict[str, Any]], bname: str, cname: str) -> Any
     fig = R.figure(barmode="stack", yaxis_title=f"time per step ({unit})")
     for r in rows:
         k = r["category"]
-        fig.add_trace(go.Bar(x=[bname, cname], y=[(r["base_ps"] or 0) / scale, (r["cand_ps"] or 0) / scale], name=k,
-                             marker_color=R.CATEGORY_COLORS.get(k), hovertemplate=f"{k}<br>%{{x}}: %{{y:.4g}} {unit}<extra></extra>"))
+        fig.add_trace(
+            go.Bar(
+                x=[bname, cname],
+                y=[(r["base_ps"] or 0) / scale, (r["cand_ps"] or 0) / scale],
+                name=k,
+                marker_color=R.CATEGORY_COLORS.get(k),
+                hovertemplate=f"{k}<br>%{{x}}: %{{y:.4g}} {unit}<extra></extra>",
+            )
+        )
     for r in rows:
         r["change"] = R.fmt_delta(r["base_ps"], r["cand_ps"], "ps")
-    return R.section("Step-time breakdown (mean per step and chip)", html.Div([
-        R.graph(fig, id="compare-breakdown", height=320),
-        R.table(rows, [("category", "category", "text"), ("base_ps", bname, "ps"), ("cand_ps", cname, "ps"),
-                       ("change", "change", "text")], id="compare-breakdown-table")], className="grid2"))
+    return R.section(
+        "Step-time breakdown (mean per step and chip)",
+        html.Div(
+            [
+                R.graph(fig, id="compare-breakdown", height=320),
+                R.table(
+                    rows,
+                    [
+                        ("category", "category", "text"),
+                        ("base_ps", bname, "ps"),
+                        ("cand_ps", cname, "ps"),
+                        ("change", "change", "text"),
+                    ],
+                    id="compare-breakdown-table",
+                ),
+            ],
+            className="grid2",
+        ),
+    )
 
 
 # ---- SQL console -------------------------------------------------------------------------------
@@ -750,19 +1293,41 @@ def _breakdown_deltas(rows: list[dict[str, Any]], bname: str, cname: str) -> Any
 def layout_sql(store: Store | None, st: dict[str, str]) -> Any:
     q = st.get("q", "")
     rows = S.int_param(st.get("rows"), 1000) or 1000
-    return html.Div([
-        html.Div([html.Span("Examples: ", className="muted")] + [
-            html.Button(name, id={"type": "sql-example", "index": i}, className="button small", n_clicks=0)
-            for i, name in enumerate(Q.SQL_EXAMPLES)], className="toolbar"),
-        dcc.Textarea(id="sql-text", value=q, className="sql-input", placeholder="SELECT ... (one read-only statement; "
-                     "tables and views: runs, slices, counter_samples, step_markers, sc_partition_stats, event_args …)"),
-        controls(html.Button("Run query", id="sql-run", className="button", n_clicks=0),
-                 html.Label(["row cap", dcc.Input(id="sql-rows", type="number", min=1, max=SQL_MAX_ROWS, value=rows,
-                                                  debounce=True)], className="control"),
-                 html.Span(f"read-only; time limit {SQL_TIMEOUT_S:g} s; times are picoseconds (schema: docs/schema.md)",
-                           className="muted")),
-        state_store("sql", {"q": q, "rows": rows}), body("sql"),
-    ])
+    return html.Div(
+        [
+            html.Div(
+                [html.Span("Examples: ", className="muted")]
+                + [
+                    html.Button(name, id={"type": "sql-example", "index": i}, className="button small", n_clicks=0)
+                    for i, name in enumerate(Q.SQL_EXAMPLES)
+                ],
+                className="toolbar",
+            ),
+            dcc.Textarea(
+                id="sql-text",
+                value=q,
+                className="sql-input",
+                placeholder="SELECT ... (one read-only statement; "
+                "tables and views: runs, slices, counter_samples, step_markers, sc_partition_stats, event_args …)",
+            ),
+            controls(
+                html.Button("Run query", id="sql-run", className="button", n_clicks=0),
+                html.Label(
+                    [
+                        "row cap",
+                        dcc.Input(id="sql-rows", type="number", min=1, max=SQL_MAX_ROWS, value=rows, debounce=True),
+                    ],
+                    className="control",
+                ),
+                html.Span(
+                    f"read-only; time limit {SQL_TIMEOUT_S:g} s; times are picoseconds (schema: docs/schema.md)",
+                    className="muted",
+                ),
+            ),
+            state_store("sql", {"q": q, "rows": rows}),
+            body("sql"),
+        ]
+    )
 
 
 def render_sql(store: Store, st: dict[str, Any]) -> Any:
@@ -779,18 +1344,42 @@ def render_sql(store: Store, st: dict[str, Any]) -> Any:
     cols = [(c, c, "raw") for c in t.column_names]
     head = html.Tr([html.Th(c) for c in t.column_names])
     body_rows = [html.Tr([html.Td(format_cell(r[c])) for c in t.column_names]) for r in rows[:SQL_SHOWN_ROWS]]
-    info = f"{len(rows):,} row(s)" + (f" (capped at {cap:,}; raise the row cap or add LIMIT)" if result.truncated else "")
+    info = f"{len(rows):,} row(s)" + (
+        f" (capped at {cap:,}; raise the row cap or add LIMIT)" if result.truncated else ""
+    )
     if len(rows) > SQL_SHOWN_ROWS:
         info += f"; showing the first {SQL_SHOWN_ROWS:,} (all in the CSV)"
     del cols
-    return html.Div([
-        html.Div([html.Span(info, id="sql-info", className="status"), " ",
-                  html.A("Download CSV", href=R.href("/download/sql.csv", q=q, rows=cap), className="button small",
-                         id="sql-csv")], className="toolbar"),
-        html.Div(html.Table([html.Thead(head), html.Tbody(body_rows)], className="data", id="sql-result"), className="table-wrap"),
-    ])
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.Span(info, id="sql-info", className="status"),
+                    " ",
+                    html.A(
+                        "Download CSV",
+                        href=R.href("/download/sql.csv", q=q, rows=cap),
+                        className="button small",
+                        id="sql-csv",
+                    ),
+                ],
+                className="toolbar",
+            ),
+            html.Div(
+                html.Table([html.Thead(head), html.Tbody(body_rows)], className="data", id="sql-result"),
+                className="table-wrap",
+            ),
+        ]
+    )
 
 
-LAYOUTS = {"/runs": layout_runs, "/overview": layout_overview, "/timeline": layout_timeline,
-           "/sparsecore": layout_sparsecore, "/memory": layout_memory, "/findings": layout_findings,
-           "/compare": layout_compare, "/sql": layout_sql}
+LAYOUTS = {
+    "/runs": layout_runs,
+    "/overview": layout_overview,
+    "/timeline": layout_timeline,
+    "/sparsecore": layout_sparsecore,
+    "/memory": layout_memory,
+    "/findings": layout_findings,
+    "/compare": layout_compare,
+    "/sql": layout_sql,
+}

@@ -313,8 +313,7 @@ WHERE run_id = $run AND list_contains($tracks, track_id) AND ts_ps >= $t0 AND ts
 SQL_EXAMPLES = {
     "Runs": "SELECT run_id, name, source, status, steps, events FROM runs ORDER BY run_id",
     "Longest ops": (
-        "SELECT run_id, plane, name, dur_ps / 1e6 AS dur_us, step\nFROM slices\n"
-        "ORDER BY dur_ps DESC\nLIMIT 20"
+        "SELECT run_id, plane, name, dur_ps / 1e6 AS dur_us, step\nFROM slices\nORDER BY dur_ps DESC\nLIMIT 20"
     ),
     "Time per op name": (
         "SELECT run_id, line, name, count(*) AS n, sum(dur_ps) / 1e9 AS total_ms\nFROM slices\n"

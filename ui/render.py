@@ -21,9 +21,18 @@ from scprof.formatting import format_bytes, format_ps
 GRAPH_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 SEVERITY_COLORS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
 CATEGORY_COLORS = {
-    "tc_forward": "#1e88e5", "tc_backward": "#1565c0", "tc_collective": "#5e35b1", "tc_other": "#90caf9",
-    "sc_forward": "#43a047", "sc_backward": "#2e7d32", "sc_collective": "#00897b", "sc_other": "#a5d6a7",
-    "host_to_device": "#fb8c00", "host_preprocess": "#f4511e", "host_other": "#ffcc80", "idle": "#bdbdbd",
+    "tc_forward": "#1e88e5",
+    "tc_backward": "#1565c0",
+    "tc_collective": "#5e35b1",
+    "tc_other": "#90caf9",
+    "sc_forward": "#43a047",
+    "sc_backward": "#2e7d32",
+    "sc_collective": "#00897b",
+    "sc_other": "#a5d6a7",
+    "host_to_device": "#fb8c00",
+    "host_preprocess": "#f4511e",
+    "host_other": "#ffcc80",
+    "idle": "#bdbdbd",
 }
 BASE_COLOR, CAND_COLOR = "#78909c", "#e65100"
 LONG_TEXT = 100  # table cells longer than this are cut (full text on hover)
@@ -60,12 +69,21 @@ def fmt_delta(base: Any, cand: Any, unit: str) -> str:
 
 def href(path: str, **params: Any) -> str:
     """A page link with query parameters (None values left out)."""
-    q = {k: (",".join(map(str, v)) if isinstance(v, list | tuple) else v) for k, v in params.items() if v not in (None, "", [])}
+    q = {
+        k: (",".join(map(str, v)) if isinstance(v, list | tuple) else v)
+        for k, v in params.items()
+        if v not in (None, "", [])
+    }
     return path + ("?" + urlencode(q) if q else "")
 
 
-def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]], id: str | None = None,
-          max_rows: int = 500, class_name: str = "data") -> html.Div:
+def table(
+    rows: list[dict[str, Any]],
+    columns: list[tuple[str, str, str]],
+    id: str | None = None,
+    max_rows: int = 500,
+    class_name: str = "data",
+) -> html.Div:
     """An HTML table of `rows`; columns are (key, header, unit) with unit as for fmt, 'text' or 'link'."""
     head = html.Tr([html.Th(h) for _, h, _ in columns])
     body = []
@@ -77,7 +95,9 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]], id: s
                 cells.append(html.Td(v))
             elif unit == "text":
                 text = "–" if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
-                cells.append(html.Td(text[:LONG_TEXT] + "…", title=text[:4000]) if len(text) > LONG_TEXT else html.Td(text))
+                cells.append(
+                    html.Td(text[:LONG_TEXT] + "…", title=text[:4000]) if len(text) > LONG_TEXT else html.Td(text)
+                )
             else:
                 cells.append(html.Td(fmt(v, unit), className="num"))
         body.append(html.Tr(cells))
@@ -88,8 +108,14 @@ def table(rows: list[dict[str, Any]], columns: list[tuple[str, str, str]], id: s
 
 
 def kpi(label: str, value: str, detail: str = "", tone: str = "") -> html.Div:
-    return html.Div([html.Div(label, className="kpi-label"), html.Div(value, className="kpi-value"),
-                     html.Div(detail, className="kpi-detail")], className=f"kpi {tone}".strip())
+    return html.Div(
+        [
+            html.Div(label, className="kpi-label"),
+            html.Div(value, className="kpi-value"),
+            html.Div(detail, className="kpi-detail"),
+        ],
+        className=f"kpi {tone}".strip(),
+    )
 
 
 def empty(message: str, hint: str | None = None) -> html.Div:
@@ -114,14 +140,21 @@ def graph(fig: go.Figure, id: str | None = None, height: int | None = None) -> d
 
 def figure(title: str = "", **layout: Any) -> go.Figure:
     fig = go.Figure()
-    fig.update_layout(template="plotly_white", title=title or None, margin=dict(l=60, r=20, t=40 if title else 10, b=40),
-                      legend=dict(orientation="h", y=-0.2), font=dict(size=12), **layout)
+    fig.update_layout(
+        template="plotly_white",
+        title=title or None,
+        margin=dict(l=60, r=20, t=40 if title else 10, b=40),
+        legend=dict(orientation="h", y=-0.2),
+        font=dict(size=12),
+        **layout,
+    )
     return fig
 
 
 def section(title: str, *children: Any, help_text: str | None = None) -> html.Section:
-    return html.Section([html.H3(title), html.P(help_text, className="muted") if help_text else None, *children],
-                        className="card")
+    return html.Section(
+        [html.H3(title), html.P(help_text, className="muted") if help_text else None, *children], className="card"
+    )
 
 
 def finding_link(f: Finding, run_id: int) -> tuple[str, str]:
@@ -141,26 +174,54 @@ def finding_link(f: Finding, run_id: int) -> tuple[str, str]:
 def finding_card(f: Finding, run_id: int, compact: bool = False) -> html.Div:
     """One finding: severity, title, headline figure, advice; evidence and entities unless compact."""
     label, link = finding_link(f, run_id)
-    head = html.Div([
-        html.Span(f.severity, className=f"badge sev-{f.severity}"),
-        html.Span(f.title, className="finding-title"),
-    ], className="finding-head")
-    figure_line = html.Div([
-        html.Span(f"{f.metric} = {fmt(f.value, f.unit)}", className="mono"),
-        html.Span(f" · confidence {f.confidence} · rule {f.rule}", className="muted"),
-    ])
+    head = html.Div(
+        [
+            html.Span(f.severity, className=f"badge sev-{f.severity}"),
+            html.Span(f.title, className="finding-title"),
+        ],
+        className="finding-head",
+    )
+    figure_line = html.Div(
+        [
+            html.Span(f"{f.metric} = {fmt(f.value, f.unit)}", className="mono"),
+            html.Span(f" · confidence {f.confidence} · rule {f.rule}", className="muted"),
+        ]
+    )
     parts: list[Any] = [head, figure_line, html.P(["→ ", f.recommendation], className="recommendation")]
     if not compact:
         if f.evidence:
-            parts.append(html.Details([html.Summary("evidence"), html.Table([
-                html.Tr([html.Td(k), html.Td(_evidence_value(k, v), className="num")]) for k, v in f.evidence.items()
-            ], className="kv")], open=True))
+            parts.append(
+                html.Details(
+                    [
+                        html.Summary("evidence"),
+                        html.Table(
+                            [
+                                html.Tr([html.Td(k), html.Td(_evidence_value(k, v), className="num")])
+                                for k, v in f.evidence.items()
+                            ],
+                            className="kv",
+                        ),
+                    ],
+                    open=True,
+                )
+            )
         if f.entities:
-            parts.append(html.Div(["affected: ", "; ".join(f"{k}: {_short_list(v)}" for k, v in f.entities.items())],
-                                  className="muted"))
+            parts.append(
+                html.Div(
+                    ["affected: ", "; ".join(f"{k}: {_short_list(v)}" for k, v in f.entities.items())],
+                    className="muted",
+                )
+            )
         if f.evidence_sql:
-            parts.append(html.Details([html.Summary("evidence query"), html.Pre(f.evidence_sql, className="sql"),
-                                       dcc.Link("open in SQL console", href=href("/sql", q=_first_statement(f.evidence_sql)))]))
+            parts.append(
+                html.Details(
+                    [
+                        html.Summary("evidence query"),
+                        html.Pre(f.evidence_sql, className="sql"),
+                        dcc.Link("open in SQL console", href=href("/sql", q=_first_statement(f.evidence_sql))),
+                    ]
+                )
+            )
     parts.append(dcc.Link(f"show in {label} →", href=link, className="finding-link"))
     return html.Div(parts, className=f"finding sev-border-{f.severity}")
 
@@ -189,15 +250,23 @@ def generic(value: Any, depth: int = 0) -> Any:
     """Any JSON-like value as readable components: scalars, key/value tables, row tables."""
     if isinstance(value, dict):
         if all(not isinstance(v, dict | list) for v in value.values()):
-            return html.Table([html.Tr([html.Td(str(k)), html.Td(_evidence_value(str(k), v), className="num")])
-                               for k, v in value.items()], className="kv")
+            return html.Table(
+                [
+                    html.Tr([html.Td(str(k)), html.Td(_evidence_value(str(k), v), className="num")])
+                    for k, v in value.items()
+                ],
+                className="kv",
+            )
         return html.Div([html.Div([html.H4(str(k)), generic(v, depth + 1)]) for k, v in value.items()])
     if isinstance(value, list):
         if not value:
             return html.Span("none", className="muted")
         if all(isinstance(v, dict) for v in value):
             keys = list(dict.fromkeys(k for v in value for k in v))
-            flat = [{k: (json.dumps(v.get(k)) if isinstance(v.get(k), dict | list) else v.get(k)) for k in keys} for v in value]
+            flat = [
+                {k: (json.dumps(v.get(k)) if isinstance(v.get(k), dict | list) else v.get(k)) for k in keys}
+                for v in value
+            ]
             return table(flat, [(k, k, "text") for k in keys], max_rows=200)
         return html.Span(_short_list(value))
     return html.Span(_evidence_value("", value) if value is not None else "–")

@@ -30,8 +30,11 @@ def parse(search: str | None) -> dict[str, str]:
 
 def encode(state: dict[str, Any]) -> str:
     """A query string from a state dict (None/empty left out, lists joined with commas)."""
-    q = {k: (",".join(map(str, v)) if isinstance(v, list | tuple) else v) for k, v in state.items()
-         if v not in (None, "", [], ())}
+    q = {
+        k: (",".join(map(str, v)) if isinstance(v, list | tuple) else v)
+        for k, v in state.items()
+        if v not in (None, "", [], ())
+    }
     return "?" + urlencode(q) if q else ""
 
 

@@ -169,6 +169,12 @@ def run_memo(store: Store, run_id: int, name: str, params: Any, compute: Callabl
     from ui.queries import RUN_KEY
 
     rows = sql(store, RUN_KEY, run=run_id).to_pylist()
-    key = (store.path, run_id, rows[0]["uuid"] if rows else None, rows[0]["ingested_at"] if rows else None, name,
-           repr(params))
+    key = (
+        store.path,
+        run_id,
+        rows[0]["uuid"] if rows else None,
+        rows[0]["ingested_at"] if rows else None,
+        name,
+        repr(params),
+    )
     return RUN_FACTS.get_or_compute(key, compute)

@@ -81,6 +81,7 @@ class TimelineView:
 
 def run_tracks(store: Store, run_id: int) -> list[Track]:
     """The run's tracks with events or step markers, in display order."""
+
     def compute() -> list[Track]:
         rows = sql(store, Q.TIMELINE_TRACKS, run=run_id).to_pylist()
         return [Track(r["track_id"], r["plane"], r["line"], r["kind"], r["chip"], r["n"]) for r in rows]
@@ -90,8 +91,9 @@ def run_tracks(store: Store, run_id: int) -> list[Track]:
 
 def run_summary(store: Store, run_id: int) -> dict[str, Any]:
     """The run's row of run_summaries (timeline grid, longest event, tables on events); {} if none."""
-    return run_memo(store, run_id, "summary", None,
-                    lambda: (sql(store, Q.RUN_SUMMARY, run=run_id).to_pylist() or [{}])[0])
+    return run_memo(
+        store, run_id, "summary", None, lambda: (sql(store, Q.RUN_SUMMARY, run=run_id).to_pylist() or [{}])[0]
+    )
 
 
 def max_event_dur(store: Store, run_id: int) -> int:
@@ -107,8 +109,15 @@ def select_tracks(tracks: list[Track], chips: list[int] | None) -> list[Track]:
     return [t for t in tracks if t.chip < 0 or t.chip in keep]
 
 
-def timeline_view(store: Store, run_id: int, tracks: list[Track], t0: int, t1: int,
-                  columns: int = COLUMNS, exact_limit: int = EXACT_LIMIT) -> TimelineView:
+def timeline_view(
+    store: Store,
+    run_id: int,
+    tracks: list[Track],
+    t0: int,
+    t1: int,
+    columns: int = COLUMNS,
+    exact_limit: int = EXACT_LIMIT,
+) -> TimelineView:
     """The data for window [t0, t1) of `tracks`: exact events or per-column aggregates."""
     t0, t1 = int(t0), int(max(t1, t0 + 1))
     ids = [t.track_id for t in tracks]
@@ -117,40 +126,58 @@ def timeline_view(store: Store, run_id: int, tracks: list[Track], t0: int, t1: i
     summary = run_summary(store, run_id)
     bin_ps = summary.get("timeline_bin_ps")
     if bin_ps and t1 - t0 >= columns * bin_ps:
-        wide = run_memo(store, run_id, "aggregate_summary", (tuple(ids), t0, t1, columns),
-                        lambda: _aggregate_summary(store, run_id, tracks, t0, t1, columns,
-                                                   summary["timeline_origin_ps"], bin_ps))
+        wide = run_memo(
+            store,
+            run_id,
+            "aggregate_summary",
+            (tuple(ids), t0, t1, columns),
+            lambda: _aggregate_summary(store, run_id, tracks, t0, t1, columns, summary["timeline_origin_ps"], bin_ps),
+        )
         if wide.events_in_window > exact_limit:
             return wide
     maxdur = max_event_dur(store, run_id)
-    n = run_memo(store, run_id, "window_count", (tuple(ids), t0, t1), lambda: sql(
-        store, Q.WINDOW_COUNT, run=run_id, tracks=ids, t0=t0, t1=t1, maxdur=maxdur).column("n")[0].as_py())
+    n = run_memo(
+        store,
+        run_id,
+        "window_count",
+        (tuple(ids), t0, t1),
+        lambda: sql(store, Q.WINDOW_COUNT, run=run_id, tracks=ids, t0=t0, t1=t1, maxdur=maxdur).column("n")[0].as_py(),
+    )
     if n == 0:
         return TimelineView("empty", t0, t1, tracks, 0)
     if n <= exact_limit:
         events = _exact_events(store, run_id, tracks, t0, t1, exact_limit, maxdur)
         return TimelineView("exact", t0, t1, tracks, n, events=events)
     # Wide views are the same whoever asks: cached per run, tracks, window and columns.
-    return run_memo(store, run_id, "aggregate", (tuple(ids), t0, t1, columns),
-                    lambda: _aggregate(store, run_id, tracks, t0, t1, n, columns, maxdur))
+    return run_memo(
+        store,
+        run_id,
+        "aggregate",
+        (tuple(ids), t0, t1, columns),
+        lambda: _aggregate(store, run_id, tracks, t0, t1, n, columns, maxdur),
+    )
 
 
-def _exact_events(store: Store, run_id: int, tracks: list[Track], t0: int, t1: int, limit: int,
-                  maxdur: int) -> list[dict]:
+def _exact_events(
+    store: Store, run_id: int, tracks: list[Track], t0: int, t1: int, limit: int, maxdur: int
+) -> list[dict]:
     ids = [t.track_id for t in tracks]
     rows = sql(store, Q.TIMELINE_EXACT, run=run_id, tracks=ids, t0=t0, t1=t1, limit=limit, maxdur=maxdur).to_pylist()
     event_ids = [r["event_id"] for r in rows if r["event_id"] >= 0]
     args: dict[int, dict[str, str]] = {}
     if event_ids:
-        for a in sql(store, Q.TIMELINE_ARGS, run=run_id, ids=event_ids, lo=min(event_ids), hi=max(event_ids)).to_pylist():
+        for a in sql(
+            store, Q.TIMELINE_ARGS, run=run_id, ids=event_ids, lo=min(event_ids), hi=max(event_ids)
+        ).to_pylist():
             args.setdefault(a["event_id"], {})[a["key"]] = a["value"]
     for r in rows:
         r["args"] = args.get(r["event_id"], {})
     return rows
 
 
-def _aggregate(store: Store, run_id: int, tracks: list[Track], t0: int, t1: int, n: int, columns: int,
-               maxdur: int) -> TimelineView:
+def _aggregate(
+    store: Store, run_id: int, tracks: list[Track], t0: int, t1: int, n: int, columns: int, maxdur: int
+) -> TimelineView:
     ids = [t.track_id for t in tracks]
     row_of = {tid: i for i, tid in enumerate(ids)}
     b = max(1, -(-(t1 - t0) // columns))  # column width in ps (ceiling)
@@ -168,8 +195,9 @@ def _aggregate(store: Store, run_id: int, tracks: list[Track], t0: int, t1: int,
         _paint(busy, counts, rows, long.column("s").to_numpy() - t0, long.column("e").to_numpy() - t0, b)
     share = busy / b
     share[counts == 0] = np.nan
-    return TimelineView("aggregated", t0, t1, tracks, n, columns=columns, column_ps=b,
-                        busy=np.minimum(share, 1.0), counts=counts)
+    return TimelineView(
+        "aggregated", t0, t1, tracks, n, columns=columns, column_ps=b, busy=np.minimum(share, 1.0), counts=counts
+    )
 
 
 def summary_grid(t0: int, t1: int, columns: int, origin: int, bin_ps: int) -> tuple[int, int, int, int]:
@@ -182,8 +210,9 @@ def summary_grid(t0: int, t1: int, columns: int, origin: int, bin_ps: int) -> tu
     return g0, k, n_cols, start
 
 
-def _aggregate_summary(store: Store, run_id: int, tracks: list[Track], t0: int, t1: int, columns: int,
-                       origin: int, bin_ps: int) -> TimelineView:
+def _aggregate_summary(
+    store: Store, run_id: int, tracks: list[Track], t0: int, t1: int, columns: int, origin: int, bin_ps: int
+) -> TimelineView:
     """The wide view from the timeline summary, on the grid of whole bins covering [t0, t1)."""
     ids = [t.track_id for t in tracks]
     row_of = np.full(max(ids) + 1, -1, np.int64)
@@ -218,8 +247,9 @@ def _aggregate_summary(store: Store, run_id: int, tracks: list[Track], t0: int, 
     n = int(sum(int(p.column("n").to_numpy().sum()) for p in parts if p.num_rows)) + long.num_rows
     share = busy / b
     share[counts == 0] = np.nan
-    return TimelineView("aggregated", start, end, tracks, n, columns=n_cols, column_ps=b,
-                        busy=np.minimum(share, 1.0), counts=counts)
+    return TimelineView(
+        "aggregated", start, end, tracks, n, columns=n_cols, column_ps=b, busy=np.minimum(share, 1.0), counts=counts
+    )
 
 
 def _paint(busy: np.ndarray, counts: np.ndarray, rows: np.ndarray, s: np.ndarray, e: np.ndarray, b: int) -> None:

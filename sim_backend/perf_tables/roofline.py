@@ -27,7 +27,7 @@ from sim_backend.hardware import HardwareSpec
 from sim_backend.perftables import DTYPE_BYTES, CollectiveEntry, GemmEntry, PerfTables
 
 # seeds/003: the collector's sweep
-COLLECTIVE_SIZES = tuple(1 << e for e in range(10, 32))       # 1 KiB .. 2 GiB
+COLLECTIVE_SIZES = tuple(1 << e for e in range(10, 32))  # 1 KiB .. 2 GiB
 DEVICE_COUNTS = (2, 4, 8)
 TABLE_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
 TABLE_SCHEMES = ("rail-aligned", "non-rail-aligned")
@@ -66,11 +66,17 @@ class RooflineInputs:
     f32_peak_fraction: float = F32_PEAK_FRACTION
 
     @classmethod
-    def of(cls, hw: HardwareSpec, tc_efficiency: float, ici_efficiency: float,
-           ici_latency_ps: int) -> RooflineInputs:
+    def of(cls, hw: HardwareSpec, tc_efficiency: float, ici_efficiency: float, ici_latency_ps: int) -> RooflineInputs:
         """The inputs for resolved hardware and the cost constants in force."""
-        return cls(hw.generation, hw.tc_peak_flops, hw.hbm_bandwidth_bytes_per_s,
-                   hw.ici_bandwidth_bytes_per_s, tc_efficiency, ici_efficiency, ici_latency_ps)
+        return cls(
+            hw.generation,
+            hw.tc_peak_flops,
+            hw.hbm_bandwidth_bytes_per_s,
+            hw.ici_bandwidth_bytes_per_s,
+            tc_efficiency,
+            ici_efficiency,
+            ici_latency_ps,
+        )
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -81,8 +87,7 @@ def ring_steps(collective: str, devices: int) -> int:
     return 2 * (devices - 1) if collective == "all-reduce" else devices - 1
 
 
-def collective_time_s(inp: RooflineInputs, collective: str, scheme: str, nbytes: int,
-                      devices: int) -> float:
+def collective_time_s(inp: RooflineInputs, collective: str, scheme: str, nbytes: int, devices: int) -> float:
     """Roofline seconds of one collective (latency + size / bandwidth)."""
     bw = inp.ici_bandwidth_bytes_per_s * inp.ici_efficiency
     if scheme != "rail-aligned":
@@ -107,11 +112,19 @@ def _round(v: float) -> float:
 
 def roofline_tables(inp: RooflineInputs, source: str) -> PerfTables:
     """The full tables of the seed's grid for `inp`."""
-    coll = [CollectiveEntry(c, s, n, size,
-                            _round(size / collective_time_s(inp, c, s, size, n)))
-            for c in TABLE_COLLECTIVES for s in TABLE_SCHEMES for n in DEVICE_COUNTS
-            for size in COLLECTIVE_SIZES]
-    gemm = [GemmEntry(dt, b, m, n, k, _round(2.0 * b * m * n * k / gemm_time_s(inp, dt, b, m, n, k)))
-            for dt in GEMM_DTYPES for b in GEMM_BATCHES for m in GEMM_DIMS for n in GEMM_DIMS
-            for k in GEMM_DIMS]
+    coll = [
+        CollectiveEntry(c, s, n, size, _round(size / collective_time_s(inp, c, s, size, n)))
+        for c in TABLE_COLLECTIVES
+        for s in TABLE_SCHEMES
+        for n in DEVICE_COUNTS
+        for size in COLLECTIVE_SIZES
+    ]
+    gemm = [
+        GemmEntry(dt, b, m, n, k, _round(2.0 * b * m * n * k / gemm_time_s(inp, dt, b, m, n, k)))
+        for dt in GEMM_DTYPES
+        for b in GEMM_BATCHES
+        for m in GEMM_DIMS
+        for n in GEMM_DIMS
+        for k in GEMM_DIMS
+    ]
     return PerfTables(source, coll, gemm, inp.as_dict())

@@ -48,9 +48,16 @@ class RunSpec:
 
 
 def record(spec: RunSpec, path: Path) -> Path:
-    with Recorder(str(path), run_name=spec.name, hardware=spec.hardware or {"generation": "v5p", "num_chips": 1},
-                  config=spec.config or {}, start_time_unix_ns=0) as rec:
-        cols: dict[str, list] = {k: [] for k in ("track", "name", "start_ps", "dur_ps", "step", "category", "table", "ids")}
+    with Recorder(
+        str(path),
+        run_name=spec.name,
+        hardware=spec.hardware or {"generation": "v5p", "num_chips": 1},
+        config=spec.config or {},
+        start_time_unix_ns=0,
+    ) as rec:
+        cols: dict[str, list] = {
+            k: [] for k in ("track", "name", "start_ps", "dur_ps", "step", "category", "table", "ids")
+        }
         for e in spec.events:
             plane, line, kind = e.where
             chip = -1 if kind == "host" else e.chip

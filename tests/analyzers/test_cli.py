@@ -16,7 +16,9 @@ def two_runs(tmp_path, capsys):
             t = s * 100
             events += [Ev(TC_OPS, 0, 0, "dense", t + 10, tc_len + (s % 2), step=s, category="tc_forward")]
             steps.append((0, s, t, 20 + tc_len + (s % 2)))
-        path = record(RunSpec(events=events, steps=steps, name=name, config={"tc": tc_len}), tmp_path / f"{name}.sctrace")
+        path = record(
+            RunSpec(events=events, steps=steps, name=name, config={"tc": tc_len}), tmp_path / f"{name}.sctrace"
+        )
         assert cli(capsys, "ingest", path, "--db", db).code == 0
     return db
 

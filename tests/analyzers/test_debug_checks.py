@@ -20,13 +20,22 @@ from tests.sim_backend.test_sim_debug_quant import _toml
 
 def _trace(path, events: list[tuple]) -> str:
     """events: (name, category, step, table, ids, {arg: value}) at t = step * 100 ps."""
-    with Recorder(str(path), run_name="golden", hardware={"generation": "v5p", "num_chips": 1},
-                  config={}, start_time_unix_ns=0) as rec:
+    with Recorder(
+        str(path), run_name="golden", hardware={"generation": "v5p", "num_chips": 1}, config={}, start_time_unix_ns=0
+    ) as rec:
         line = rec.track("/host:CPU", "Debug Checks", "host")
         for name, category, step, table, ids, args in events:
-            rec.emit(track=[line], name=[name], category=[category], start_ps=[step * 100],
-                     dur_ps=[0], step=[step], table=[table], ids=[ids],
-                     args={k: [v] for k, v in args.items()})
+            rec.emit(
+                track=[line],
+                name=[name],
+                category=[category],
+                start_ps=[step * 100],
+                dur_ps=[0],
+                step=[step],
+                table=[table],
+                ids=[ids],
+                args={k: [v] for k, v in args.items()},
+            )
     return str(path)
 
 
@@ -43,17 +52,35 @@ def _bound(step, table, ids, oov, vocab=1000):
 
 
 def _quant(step, table, values, clipped, low=-0.5, high=0.5):
-    return ("quantization", "quantization", step, table, values // 8, {
-        "values": values, "clipped_values": clipped, "rms_error": 0.01,
-        "quantization_config_low": low, "quantization_config_high": high,
-        "quantization_config_num_buckets": 256})
+    return (
+        "quantization",
+        "quantization",
+        step,
+        table,
+        values // 8,
+        {
+            "values": values,
+            "clipped_values": clipped,
+            "rms_error": 0.01,
+            "quantization_config_low": low,
+            "quantization_config_high": high,
+            "quantization_config_num_buckets": 256,
+        },
+    )
 
 
 def test_oov_ids_per_table_with_steps_count_and_share(tmp_path):
-    report = _analyze(tmp_path, [
-        _bound(0, "a", 1000, 0), _bound(1, "a", 1000, 30), _bound(2, "a", 1000, 10),
-        _bound(0, "b", 500, 0), _bound(1, "b", 500, 0), _bound(2, "b", 500, 0),
-    ])
+    report = _analyze(
+        tmp_path,
+        [
+            _bound(0, "a", 1000, 0),
+            _bound(1, "a", 1000, 30),
+            _bound(2, "a", 1000, 10),
+            _bound(0, "b", 500, 0),
+            _bound(1, "b", 500, 0),
+            _bound(2, "b", 500, 0),
+        ],
+    )
     rules = sorted(f.rule for f in report.findings)
     assert rules == ["debug_checks_enabled", "out_of_vocabulary_ids"]
     (f,) = [f for f in report.findings if f.rule == "out_of_vocabulary_ids"]
@@ -66,16 +93,17 @@ def test_oov_ids_per_table_with_steps_count_and_share(tmp_path):
 
 
 def test_nan_checker_findings(tmp_path):
-    nan = [("nan_check", "debug_check", s, "a", 100, {"samples": 64, "nan_samples": n,
-                                                       "nan_values": 3 * n}) for s, n in ((0, 0), (1, 4))]
+    nan = [
+        ("nan_check", "debug_check", s, "a", 100, {"samples": 64, "nan_samples": n, "nan_values": 3 * n})
+        for s, n in ((0, 0), (1, 4))
+    ]
     report = _analyze(tmp_path, nan)
     (f,) = [f for f in report.findings if f.rule == "nan_detected"]
     assert f.value == pytest.approx(4 / 128) and f.evidence["nan_values"] == 12
     assert f.entities["steps"] == [1]
 
 
-@pytest.mark.parametrize("clipped, severity", [(10, None), (11, "warning"), (500, "warning"),
-                                               (501, "critical")])
+@pytest.mark.parametrize("clipped, severity", [(10, None), (11, "warning"), (500, "warning"), (501, "critical")])
 def test_clipping_thresholds(tmp_path, clipped, severity):
     # 10,000 values: 0.1% = 10 clipped is still fine, 5% = 500 still a warning
     report = _analyze(tmp_path, [_quant(0, "q", 6000, clipped), _quant(1, "q", 4000, 0)])
@@ -99,8 +127,7 @@ def test_emulator_run_end_to_end(tmp_path):
     raw = copy.deepcopy(SMALL)
     raw["features"][0]["oov_fraction"] = 0.02
     raw["flags"]["xla_sparse_core_enable_id_bound_check"] = True
-    raw["tables"][1].update(dtype="int8", quantization_config_low=-0.05,
-                            quantization_config_high=0.05)
+    raw["tables"][1].update(dtype="int8", quantization_config_low=-0.05, quantization_config_high=0.05)
     cfg = config_from_dict(raw)
     oov = ids = 0
     for step in range(cfg.steps):
@@ -113,8 +140,11 @@ def test_emulator_run_end_to_end(tmp_path):
         ingest_trace(s, result.trace_path)
     with Store.open(db, read_only=True) as s:
         report = analyze_run(s, 1)
-    by_rule = {f.rule: f for f in report.findings if f.rule in (
-        "out_of_vocabulary_ids", "quantization_clipping", "debug_checks_enabled")}
+    by_rule = {
+        f.rule: f
+        for f in report.findings
+        if f.rule in ("out_of_vocabulary_ids", "quantization_clipping", "debug_checks_enabled")
+    }
     assert set(by_rule) == {"out_of_vocabulary_ids", "quantization_clipping", "debug_checks_enabled"}
     assert by_rule["out_of_vocabulary_ids"].entities["tables"] == ["big"]
     assert by_rule["out_of_vocabulary_ids"].value == pytest.approx(oov / ids)

@@ -62,8 +62,10 @@ def reference(events: list[dict], min_gap: int) -> list[tuple]:
 
 @PROPERTY
 # Ops tied on (start, end) on one track have no "consecutive" order: the gap step would be arbitrary.
-@given(events=st.lists(event, min_size=2, max_size=30, unique_by=lambda e: (e.where, e.chip, e.core, e.start, e.dur)),
-       min_gap=st.integers(1, 6))
+@given(
+    events=st.lists(event, min_size=2, max_size=30, unique_by=lambda e: (e.where, e.chip, e.core, e.start, e.dur)),
+    min_gap=st.integers(1, 6),
+)
 def test_gaps_and_blockers_match_reference(tmp_path_factory, events, min_gap):
     with store_with(tmp_path_factory.mktemp("gaps"), RunSpec(events=events, hardware={"num_chips": 2})) as store:
         ctx = RunContext(store, 1)

@@ -12,7 +12,9 @@ from tests.analyzers.runkit import RunSpec, store_with
 CAP = 1000
 
 
-def heap_run(tables: float, slots: float, prefetched: list[tuple[int, float]], stack: list[tuple[int, float]]) -> RunSpec:
+def heap_run(
+    tables: float, slots: float, prefetched: list[tuple[int, float]], stack: list[tuple[int, float]]
+) -> RunSpec:
     """Heap = tables + slots (static, from t=0) + prefetched inputs (over time); stack over time."""
     times = sorted({0, *(t for t, _ in prefetched), *(t for t, _ in stack)})
 

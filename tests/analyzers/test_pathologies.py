@@ -53,7 +53,9 @@ def store(tmp_path_factory):
         runs += [(f"{name}_fixed", name, documented_fix(name)) for name in FIXABLE]
         for name, config, overrides in runs:
             try:
-                path = record_run(str(REPO / "configs" / f"{config}.toml"), overrides, name, STEPS, str(tmp / name)).trace_path
+                path = record_run(
+                    str(REPO / "configs" / f"{config}.toml"), overrides, name, STEPS, str(tmp / name)
+                ).trace_path
             except RunFailure as failed:  # a failed run is recorded before record_run raises
                 path = failed.trace_path
             ingest_trace(s, path, name=name)
@@ -110,11 +112,16 @@ def test_per_op_deltas_match_the_events(store):
     for run, key in ((base, "base_ps_per_step"), (cand, "cand_ps_per_step")):
         (row,) = store.rows(
             "SELECT sum(dur_ps) / count(DISTINCT step) AS per_step FROM slices WHERE run_id = ? "
-            "AND track_kind = 'sparsecore' AND name = 'SparseDenseMatmulOp'", [run])
+            "AND track_kind = 'sparsecore' AND name = 'SparseDenseMatmulOp'",
+            [run],
+        )
         assert ops["sparsecore", "SparseDenseMatmulOp"][key] == pytest.approx(row["per_step"])
     # tuned limits: one minibatch instead of three, so fewer, cheaper SparseCore passes
     assert ops["sparsecore", "SparseDenseMatmulOp"]["change"] == "faster"
-    assert ops["sparsecore", "SparseDenseMatmulOp"]["cand_events_per_step"] < ops["sparsecore", "SparseDenseMatmulOp"]["base_events_per_step"]
+    assert (
+        ops["sparsecore", "SparseDenseMatmulOp"]["cand_events_per_step"]
+        < ops["sparsecore", "SparseDenseMatmulOp"]["base_events_per_step"]
+    )
     # zero-length markers (table layout) are not ops
     assert all((r["base_ps_per_step"] or 0) + (r["cand_ps_per_step"] or 0) > 0 for r in c.ops)
     assert ("host", "table_layout") not in ops

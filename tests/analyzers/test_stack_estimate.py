@@ -58,7 +58,9 @@ def test_observed_estimate_uses_the_most_unique_ids_a_partition_saw(runs, name):
     got = memory.stack_estimate(RunContext(store, run))
     fwd = bwd = 0
     for g in sim.groups:
-        seen = max(int(gr.partition_unique_ids.max()) for sr in sim.steps for gr in sr.groups if gr.group.name == g.name)
+        seen = max(
+            int(gr.partition_unique_ids.max()) for sr in sim.steps for gr in sr.groups if gr.group.name == g.name
+        )
         fwd += (2 * g.width + 1) * seen * n_sc * 4 * spc
         bwd += 3 * g.width * seen * n_sc * 4 * spc
     assert got["stack_estimate_observed_one_pass_bytes"] == max(fwd, bwd)
@@ -77,5 +79,7 @@ def test_stack_finding_quotes_the_estimate(runs):
     store, _ = runs
     (finding,) = memory.analyze(RunContext(store, store.resolve_run("hbm_stack_pressure"))).findings
     assert finding.rule == "hbm_stack_pressure"
-    assert finding.evidence["stack_estimate_observed_one_pass_bytes"] < finding.evidence["stack_estimate_one_pass_bytes"]
+    assert (
+        finding.evidence["stack_estimate_observed_one_pass_bytes"] < finding.evidence["stack_estimate_one_pass_bytes"]
+    )
     assert "doc's stack formulas" in finding.recommendation

@@ -17,47 +17,86 @@ N_SC = 16  # SparseCores of the slice: vocabularies pad to a multiple of it
 STEP_PS = 20_000
 
 
-def table(name: str, stack: str, n_in_stack: int, vocab: int, width: int, dtype_bytes: int = 4,
-          slots: int = 1) -> dict:
+def table(name: str, stack: str, n_in_stack: int, vocab: int, width: int, dtype_bytes: int = 4, slots: int = 1) -> dict:
     """One layout event's fields, padding computed by hand (32-byte rows, 16 SparseCores)."""
     padded_row = -(-width * dtype_bytes // 32) * 32
-    return {"stack": stack, "table_name": name, "stack_tables": n_in_stack, "features": 1,
-            "vocab": vocab, "padded_vocab": -(-vocab // N_SC) * N_SC, "width": width,
-            "padded_width": padded_row // dtype_bytes, "dtype_bytes": dtype_bytes,
-            "row_bytes": width * dtype_bytes, "padded_row_bytes": padded_row, "optimizer_slots": slots}
+    return {
+        "stack": stack,
+        "table_name": name,
+        "stack_tables": n_in_stack,
+        "features": 1,
+        "vocab": vocab,
+        "padded_vocab": -(-vocab // N_SC) * N_SC,
+        "width": width,
+        "padded_width": padded_row // dtype_bytes,
+        "dtype_bytes": dtype_bytes,
+        "row_bytes": width * dtype_bytes,
+        "padded_row_bytes": padded_row,
+        "optimizer_slots": slots,
+    }
 
 
-def record(path: Path, layout: list[dict], ops: list[tuple[str, str, int, int, int, int]] = (),
-           steps: int = 0, minibatches: dict[str, int] | None = None) -> Path:
+def record(
+    path: Path,
+    layout: list[dict],
+    ops: list[tuple[str, str, int, int, int, int]] = (),
+    steps: int = 0,
+    minibatches: dict[str, int] | None = None,
+) -> Path:
     """A run: layout events; SC ops (stack, category, step, sc, ids, dur); TC step markers."""
-    with Recorder(str(path), run_name="r", hardware={"generation": "v5p", "num_chips": 1},
-                  start_time_unix_ns=0) as rec:
+    with Recorder(str(path), run_name="r", hardware={"generation": "v5p", "num_chips": 1}, start_time_unix_ns=0) as rec:
         if layout:
             t = rec.track("/host:CPU", "Table Layout", "host")
             n = len(layout)
             keys = [k for k in layout[0] if k != "stack"]
-            rec.emit(track=[t] * n, name=["table_layout"] * n, category=["compile"] * n,
-                     start_ps=[0] * n, dur_ps=[0] * n, table=[r["stack"] for r in layout],
-                     bytes=[r["padded_vocab"] * r["padded_row_bytes"] for r in layout],
-                     args={k: [r[k] for r in layout] for k in keys})
+            rec.emit(
+                track=[t] * n,
+                name=["table_layout"] * n,
+                category=["compile"] * n,
+                start_ps=[0] * n,
+                dur_ps=[0] * n,
+                table=[r["stack"] for r in layout],
+                bytes=[r["padded_vocab"] * r["padded_row_bytes"] for r in layout],
+                args={k: [r[k] for r in layout] for k in keys},
+            )
         if ops:
-            tracks = [rec.track(f"/device:TPU:0 SparseCore {sc}", "Sparse Core Ops", "sparsecore", 0, sc)
-                      for _, _, _, sc, _, _ in ops]
+            tracks = [
+                rec.track(f"/device:TPU:0 SparseCore {sc}", "Sparse Core Ops", "sparsecore", 0, sc)
+                for _, _, _, sc, _, _ in ops
+            ]
             start = [s * STEP_PS + i % 50 * 10 for i, (_, _, s, _, _, _) in enumerate(ops)]
-            rec.emit(track=tracks, name=[c for _, c, _, _, _, _ in ops], category=[c for _, c, _, _, _, _ in ops],
-                     table=[st for st, _, _, _, _, _ in ops], step=[s for _, _, s, _, _, _ in ops],
-                     ids=[i for _, _, _, _, i, _ in ops], start_ps=start, dur_ps=[d for *_, d in ops])
+            rec.emit(
+                track=tracks,
+                name=[c for _, c, _, _, _, _ in ops],
+                category=[c for _, c, _, _, _, _ in ops],
+                table=[st for st, _, _, _, _, _ in ops],
+                step=[s for _, _, s, _, _, _ in ops],
+                ids=[i for _, _, _, _, i, _ in ops],
+                start_ps=start,
+                dur_ps=[d for *_, d in ops],
+            )
         if steps:
             tc = rec.track("/device:TPU:0", "Steps", "tensorcore", chip=0, core=0)
-            rec.steps(track=[tc] * steps, step=list(range(steps)),
-                      start_ps=[s * STEP_PS for s in range(steps)], dur_ps=[STEP_PS] * steps)
+            rec.steps(
+                track=[tc] * steps,
+                step=list(range(steps)),
+                start_ps=[s * STEP_PS for s in range(steps)],
+                dur_ps=[STEP_PS] * steps,
+            )
         if minibatches:
             names = list(minibatches)
-            rec.partition_stats(step=[0] * len(names), chip=[0] * len(names), sc=[0] * len(names),
-                                table=names, ids=[1] * len(names), unique_ids=[1] * len(names),
-                                max_ids_per_partition=[1] * len(names),
-                                max_unique_ids_per_partition=[1] * len(names),
-                                minibatches=[minibatches[n] for n in names], dropped_ids=[0] * len(names))
+            rec.partition_stats(
+                step=[0] * len(names),
+                chip=[0] * len(names),
+                sc=[0] * len(names),
+                table=names,
+                ids=[1] * len(names),
+                unique_ids=[1] * len(names),
+                max_ids_per_partition=[1] * len(names),
+                max_unique_ids_per_partition=[1] * len(names),
+                minibatches=[minibatches[n] for n in names],
+                dropped_ids=[0] * len(names),
+            )
     return path
 
 
@@ -70,9 +109,11 @@ def analyze(tmp_path: Path, **kw) -> stacking.Analysis:
 
 
 def test_padding_waste_against_hand_computed_values(tmp_path):
-    layout = [table("narrow", "narrow", 1, vocab=1000, width=1),       # 4 of 32 bytes per row
-              table("wide", "wide", 1, vocab=3, width=128),            # 3 rows padded to 16
-              table("half", "half", 1, vocab=40, width=3, dtype_bytes=2)]  # 6 of 32 bytes
+    layout = [
+        table("narrow", "narrow", 1, vocab=1000, width=1),  # 4 of 32 bytes per row
+        table("wide", "wide", 1, vocab=3, width=128),  # 3 rows padded to 16
+        table("half", "half", 1, vocab=40, width=3, dtype_bytes=2),
+    ]  # 6 of 32 bytes
     result = analyze(tmp_path, layout=layout)
     rows = {r["table_name"]: r for r in result.tables["stacking_tables"].to_pylist()}
     n = rows["narrow"]
@@ -102,9 +143,14 @@ def test_padding_waste_against_hand_computed_values(tmp_path):
 def small_stacks_run(n_stacks: int, steps: int = 4, scs: int = 2) -> dict:
     """n one-table stacks of one key; every op costs 1000 ps + 2 ps per ID (fwd and bwd)."""
     layout = [table(f"t{i}", f"t{i}", 1, vocab=1600, width=16) for i in range(n_stacks)]
-    ops = [(f"t{i}", cat, s, sc, ids, 1000 + 2 * ids)
-           for i in range(n_stacks) for s in range(steps) for sc in range(scs)
-           for cat in ("sc_forward", "sc_backward") for ids in [(7 * i + 3 * s + sc) % 11 * 10 + 10]]
+    ops = [
+        (f"t{i}", cat, s, sc, ids, 1000 + 2 * ids)
+        for i in range(n_stacks)
+        for s in range(steps)
+        for sc in range(scs)
+        for cat in ("sc_forward", "sc_backward")
+        for ids in [(7 * i + 3 * s + sc) % 11 * 10 + 10]
+    ]
     return {"layout": layout, "ops": ops, "steps": steps}
 
 
@@ -126,8 +172,7 @@ def test_one_small_stack_per_width_is_not_too_few(tmp_path):
     assert analyze(tmp_path, **run).findings == []
 
 
-@pytest.mark.parametrize(("n", "minibatches", "expected"), [
-    (100, 1, None), (101, 1, "warning"), (150, 3, "critical")])
+@pytest.mark.parametrize(("n", "minibatches", "expected"), [(100, 1, None), (101, 1, "warning"), (150, 3, "critical")])
 def test_too_many_stacked_tables(tmp_path, n, minibatches, expected):
     layout = [table(f"t{i}", "stack_0", n, vocab=1600, width=32) for i in range(n)]
     result = analyze(tmp_path, layout=layout, minibatches={"stack_0": minibatches})
@@ -148,12 +193,25 @@ def test_a_run_without_layout_events_says_it_cannot_see(tmp_path):
 def test_counts_equal_an_independent_count(tmp_path):
     rng = np.random.default_rng(5)
     sizes = [int(s) for s in rng.integers(1, 12, size=7)]
-    layout = [table(f"s{j}_{i}", f"stack_{j}" if n > 1 else f"s{j}_0", n, vocab=int(rng.integers(1, 5000)),
-                    width=int(rng.choice([1, 8, 16, 64])))
-              for j, n in enumerate(sizes) for i in range(n)]
+    layout = [
+        table(
+            f"s{j}_{i}",
+            f"stack_{j}" if n > 1 else f"s{j}_0",
+            n,
+            vocab=int(rng.integers(1, 5000)),
+            width=int(rng.choice([1, 8, 16, 64])),
+        )
+        for j, n in enumerate(sizes)
+        for i in range(n)
+    ]
     for r in layout:  # one width per stack, as stacking requires
-        r.update({k: v for k, v in table("x", "x", 1, 1, 8 * (1 + hash(r["stack"]) % 4)).items()
-                  if k in ("width", "padded_width", "row_bytes", "padded_row_bytes")})
+        r.update(
+            {
+                k: v
+                for k, v in table("x", "x", 1, 1, 8 * (1 + hash(r["stack"]) % 4)).items()
+                if k in ("width", "padded_width", "row_bytes", "padded_row_bytes")
+            }
+        )
     result = analyze(tmp_path, layout=layout)
     fig = result.figures
     assert (fig["tables"], fig["stacks"]) == (sum(sizes), len(sizes))

@@ -36,19 +36,25 @@ def expected(store: Store, run_id: int, steps: tuple[int, int] | None = None):
     ev_filter, mk_filter, ct_filter, params = "TRUE", "TRUE", "TRUE", [run_id]
     if steps is not None:
         a, b = steps
-        span = store.rows("""SELECT min(s) AS lo, max(e) AS hi FROM (
+        span = store.rows(
+            """SELECT min(s) AS lo, max(e) AS hi FROM (
             SELECT start_ps s, start_ps + dur_ps e FROM events WHERE run_id = ? AND step >= ? AND step < ?
             UNION ALL SELECT start_ps, start_ps + dur_ps FROM steps WHERE run_id = ? AND step >= ? AND step < ?)""",
-                          [run_id, a, b, run_id, a, b])[0]
-        ev_filter = (f"((step >= {a} AND step < {b}) OR (step IS NULL AND start_ps >= {span['lo']} "
-                     f"AND start_ps < {span['hi']}))")
+            [run_id, a, b, run_id, a, b],
+        )[0]
+        ev_filter = (
+            f"((step >= {a} AND step < {b}) OR (step IS NULL AND start_ps >= {span['lo']} AND start_ps < {span['hi']}))"
+        )
         mk_filter = f"(step >= {a} AND step < {b})"
         ct_filter = f"(ts_ps >= {span['lo']} AND ts_ps <= {span['hi']})"
     rows = store.rows(f"SELECT * FROM slices WHERE run_id = ? AND {ev_filter}", params)
     args: dict[int, dict] = {}
     for r in store.rows("SELECT * FROM event_args WHERE run_id = ?", [run_id]):
-        v = r["int_value"] if r["int_value"] is not None else (
-            r["double_value"] if r["double_value"] is not None else r["string_value"])
+        v = (
+            r["int_value"]
+            if r["int_value"] is not None
+            else (r["double_value"] if r["double_value"] is not None else r["string_value"])
+        )
         key = r["key"]
         if key in TYPED_ARGS or key in EXACT_ARGS:
             key = ARGS_PREFIX + key
@@ -61,11 +67,16 @@ def expected(store: Store, run_id: int, steps: tuple[int, int] | None = None):
         slices[(r["plane"], r["line"], r["name"], r["start_ps"], r["dur_ps"], frozenset(a.items()))] += 1
     markers = Counter(
         (r["plane"], r["line"], f"Step {r['step']}", r["start_ps"], r["dur_ps"], frozenset({("step", r["step"])}))
-        for r in store.rows(f"""SELECT t.plane, t.line, s.step, s.start_ps, s.dur_ps FROM steps s
-                                JOIN tracks t USING (run_id, track_id) WHERE run_id = ? AND {mk_filter}""", params))
+        for r in store.rows(
+            f"""SELECT t.plane, t.line, s.step, s.start_ps, s.dur_ps FROM steps s
+                                JOIN tracks t USING (run_id, track_id) WHERE run_id = ? AND {mk_filter}""",
+            params,
+        )
+    )
     counters = Counter(
         (r["plane"], r["counter"], r["unit"], r["ts_ps"], r["value"])
-        for r in store.rows(f"SELECT * FROM counter_samples WHERE run_id = ? AND {ct_filter}", params))
+        for r in store.rows(f"SELECT * FROM counter_samples WHERE run_id = ? AND {ct_filter}", params)
+    )
     return slices, markers, counters
 
 

@@ -33,12 +33,15 @@ def test_export_steps(db, tmp_path):
     assert_round_trip(db, out, steps=(1, 3))
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["export", "perfetto", "nope", "-o", "{out}"], "run 'nope' not found"),
-    (["export", "perfetto", "demo", "-o", "{out}", "--steps", "3:1"], "--steps"),
-    (["export", "perfetto", "demo", "-o", "{out}", "--steps", "500:600"], "no events in steps"),
-    (["export", "perfetto", "demo", "-o", "/nonexistent-dir/x.pftrace"], "cannot write"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["export", "perfetto", "nope", "-o", "{out}"], "run 'nope' not found"),
+        (["export", "perfetto", "demo", "-o", "{out}", "--steps", "3:1"], "--steps"),
+        (["export", "perfetto", "demo", "-o", "{out}", "--steps", "500:600"], "no events in steps"),
+        (["export", "perfetto", "demo", "-o", "/nonexistent-dir/x.pftrace"], "cannot write"),
+    ],
+)
 def test_errors_are_one_line_exit_2(db, tmp_path, capsys, argv, needle):
     out = str(tmp_path / "x.pftrace")
     assert main([a.format(out=out) for a in argv] + ["--db", db]) == 2

@@ -96,8 +96,10 @@ def test_flows_follow_the_documented_rule(synthetic_db, tmp_path):
             by_flow.setdefault(f, [None, None])[0] = s
         for f in s.flow_in:
             by_flow.setdefault(f, [None, None])[1] = s
-    got = {(src.args["step"], rb.path(src.track_uuid)[0], src.ts, src.name, dst.ts, dst.name)
-           for src, dst in by_flow.values()}
+    got = {
+        (src.args["step"], rb.path(src.track_uuid)[0], src.ts, src.name, dst.ts, dst.name)
+        for src, dst in by_flow.values()
+    }
     # the rule computed independently, in Python over the store's rows
     with Store.open(synthetic_db, read_only=True) as store:
         rows = store.rows("SELECT * FROM slices WHERE run_id = 1 AND line IN ('XLA Ops', 'Sparse Core Ops')")
@@ -105,11 +107,15 @@ def test_flows_follow_the_documented_rule(synthetic_db, tmp_path):
     for step in {r["step"] for r in rows}:
         for chip in {r["chip"] for r in rows}:
             mine = [r for r in rows if r["step"] == step and r["chip"] == chip]
-            tc = sorted((r for r in mine if r["track_kind"] == "tensorcore"), key=lambda r: (r["start_ps"], r["event_id"]))
+            tc = sorted(
+                (r for r in mine if r["track_kind"] == "tensorcore"), key=lambda r: (r["start_ps"], r["event_id"])
+            )
             sc = [r for r in mine if r["track_kind"] == "sparsecore"]
             before = [r for r in sc if r["start_ps"] < tc[0]["start_ps"]]
             src = max(before, key=lambda r: (r["start_ps"], -r["event_id"]))
-            want.add((step, f"Chip {chip}", src["start_ps"] // 1000, src["name"], tc[0]["start_ps"] // 1000, tc[0]["name"]))
+            want.add(
+                (step, f"Chip {chip}", src["start_ps"] // 1000, src["name"], tc[0]["start_ps"] // 1000, tc[0]["name"])
+            )
             # the synthetic run has no SparseCore op after its TensorCore ops: no backward flow
             assert not [r for r in sc if r["start_ps"] >= tc[-1]["start_ps"] + tc[-1]["dur_ps"]]
     assert got == want
@@ -121,8 +127,13 @@ def test_overlapping_events_go_to_sibling_lanes(tmp_path):
         t = rec.track("/device:TPU:0", "XLA Ops", "tensorcore", 0, 0)
         # A [0,10) ns; B [5,15) overlaps A; C [6,8) nests in A; D [10,12) follows A; E [7,17) overlaps
         # both A and B; F = B again nests in B
-        rec.emit(track=[t] * 6, name=["A", "B", "C", "D", "E", "F"], start_ps=[0, 5000, 6000, 10000, 7000, 5000],
-                 dur_ps=[10000, 10000, 2000, 2000, 10000, 10000], step=[0] * 6)
+        rec.emit(
+            track=[t] * 6,
+            name=["A", "B", "C", "D", "E", "F"],
+            start_ps=[0, 5000, 6000, 10000, 7000, 5000],
+            dur_ps=[10000, 10000, 2000, 2000, 10000, 10000],
+            step=[0] * 6,
+        )
 
     db = make_store(str(tmp_path), record)
     out = str(tmp_path / "o.pftrace")
@@ -140,9 +151,14 @@ def test_sub_nanosecond_times_zero_durations_and_event_args(tmp_path):
     def record(rec):
         t = rec.track("/host:CPU", "Input Pipeline Thread 0", "host", core=0)
         c = rec.track("/host:CPU", "Dropped IDs", "counter", unit="count")
-        rec.emit(track=[t] * 4, name=["a", "b", "c", "d"], start_ps=[1500, 1500, 1999, 7000],
-                 dur_ps=[0, 400, 1, 0], step=[1, None, 1, 2],
-                 args={"label": ["x", None, "z", "w"], "ratio": [0.5, 1.25, None, 2.0], "bytes": [1, 2, 3, None]})
+        rec.emit(
+            track=[t] * 4,
+            name=["a", "b", "c", "d"],
+            start_ps=[1500, 1500, 1999, 7000],
+            dur_ps=[0, 400, 1, 0],
+            step=[1, None, 1, 2],
+            args={"label": ["x", None, "z", "w"], "ratio": [0.5, 1.25, None, 2.0], "bytes": [1, 2, 3, None]},
+        )
         rec.counters(track=[c, c, c], ts_ps=[0, 1500, 1500], value=[1.0, 2.5, 3.0])
 
     db = make_store(str(tmp_path), record)
@@ -194,28 +210,46 @@ event = st.tuples(
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(events=st.lists(event, min_size=1, max_size=40),
-       counters=st.lists(st.tuples(st.integers(0, 50_000), st.floats(0, 1e12, allow_nan=False)), max_size=8),
-       markers=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 30_000), st.integers(0, 9_000)), max_size=4),
-       small=st.booleans())
+@given(
+    events=st.lists(event, min_size=1, max_size=40),
+    counters=st.lists(st.tuples(st.integers(0, 50_000), st.floats(0, 1e12, allow_nan=False)), max_size=8),
+    markers=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 30_000), st.integers(0, 9_000)), max_size=4),
+    small=st.booleans(),
+)
 def test_random_runs_round_trip(events, counters, markers, small):
     with tempfile.TemporaryDirectory() as tmp:
+
         def record(rec):
-            tracks = [rec.track(p, ln, k, chip, core, tile=3 if k == "sc_tile" else -1) for p, ln, k, chip, core in LINES]
+            tracks = [
+                rec.track(p, ln, k, chip, core, tile=3 if k == "sc_tile" else -1) for p, ln, k, chip, core in LINES
+            ]
             tr, nm, s, d, stp, ids, tbl, arg = zip(*events, strict=True)
             # one argument column of one type per run (the recorder types columns), else none
             kinds = {type(a) for a in arg if a is not None}
             extra = {"extra": list(arg)} if len(kinds) == 1 else None
-            rec.emit(track=[tracks[i] for i in tr], name=list(nm), start_ps=list(s), dur_ps=list(d),
-                     step=list(stp), ids=list(ids), table=[t or "" for t in tbl], args=extra)
+            rec.emit(
+                track=[tracks[i] for i in tr],
+                name=list(nm),
+                start_ps=list(s),
+                dur_ps=list(d),
+                step=list(stp),
+                ids=list(ids),
+                table=[t or "" for t in tbl],
+                args=extra,
+            )
             if counters:
                 heap = rec.track("/device:TPU:0", "HBM heap", "counter", 0, unit="bytes")
-                rec.counters(track=[heap] * len(counters), ts_ps=[c[0] for c in counters],
-                             value=[c[1] for c in counters])
+                rec.counters(
+                    track=[heap] * len(counters), ts_ps=[c[0] for c in counters], value=[c[1] for c in counters]
+                )
             if markers:
                 steps_t = rec.track("/device:TPU:0", "Steps", "tensorcore", 0, 0)
-                rec.steps(track=[steps_t] * len(markers), step=[m[0] for m in markers],
-                          start_ps=[m[1] for m in markers], dur_ps=[m[2] for m in markers])
+                rec.steps(
+                    track=[steps_t] * len(markers),
+                    step=[m[0] for m in markers],
+                    start_ps=[m[1] for m in markers],
+                    dur_ps=[m[2] for m in markers],
+                )
 
         db = make_store(tmp, record)
         out = os.path.join(tmp, "o.pftrace")

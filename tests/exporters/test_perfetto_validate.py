@@ -21,13 +21,29 @@ def valid() -> list[pt.TracePacket]:
     first.interned_data.debug_annotation_names.add(iid=1, name="step")
     first.trace_packet_defaults.track_event_defaults.track_uuid = 2
     out = [first]
-    out.append(P(timestamp=0, trusted_packet_sequence_id=1,
-                 track_descriptor=pt.TrackDescriptor(uuid=1, process=pt.ProcessDescriptor(pid=1, process_name="Chip 0"))))
-    out.append(P(timestamp=0, trusted_packet_sequence_id=1,
-                 track_descriptor=pt.TrackDescriptor(uuid=2, parent_uuid=1, name="XLA Ops")))
-    out.append(P(timestamp=0, trusted_packet_sequence_id=1,
-                 track_descriptor=pt.TrackDescriptor(uuid=3, parent_uuid=1, name="HBM heap",
-                                                     counter=pt.CounterDescriptor(unit=3))))
+    out.append(
+        P(
+            timestamp=0,
+            trusted_packet_sequence_id=1,
+            track_descriptor=pt.TrackDescriptor(uuid=1, process=pt.ProcessDescriptor(pid=1, process_name="Chip 0")),
+        )
+    )
+    out.append(
+        P(
+            timestamp=0,
+            trusted_packet_sequence_id=1,
+            track_descriptor=pt.TrackDescriptor(uuid=2, parent_uuid=1, name="XLA Ops"),
+        )
+    )
+    out.append(
+        P(
+            timestamp=0,
+            trusted_packet_sequence_id=1,
+            track_descriptor=pt.TrackDescriptor(
+                uuid=3, parent_uuid=1, name="HBM heap", counter=pt.CounterDescriptor(unit=3)
+            ),
+        )
+    )
 
     def ev(ts, typ, **kw):
         p = P(timestamp=ts, trusted_packet_sequence_id=1)
@@ -79,6 +95,7 @@ def _breakers():
             ps = copy.deepcopy(ps)
             fn(ps[i])
             return ps
+
         return go
 
     return [
@@ -90,8 +107,11 @@ def _breakers():
         ("interned-ids", "undefined name iid", set_at(5, lambda p: setattr(p.track_event, "name_iid", 9))),
         ("interned-ids", "iid 0 used", set_at(5, lambda p: setattr(p.track_event, "name_iid", 0))),
         ("interned-ids", "iid 0 defined", set_at(0, lambda p: p.interned_data.event_names.add(iid=0, name="x"))),
-        ("interned-ids", "undefined annotation name",
-         set_at(4, lambda p: setattr(p.track_event.debug_annotations[0], "name_iid", 5))),
+        (
+            "interned-ids",
+            "undefined annotation name",
+            set_at(4, lambda p: setattr(p.track_event.debug_annotations[0], "name_iid", 5)),
+        ),
         ("track-descriptors", "event before its descriptor", lambda ps: [ps[0], *ps[4:], *ps[1:4]]),
         ("track-descriptors", "uuid described twice", lambda ps: [*ps[:4], copy.deepcopy(ps[2]), *ps[4:]]),
         ("track-descriptors", "unknown parent", set_at(2, lambda p: setattr(p.track_descriptor, "parent_uuid", 99))),
@@ -100,13 +120,20 @@ def _breakers():
         ("slice-nesting", "END with nothing open", lambda ps: [*ps[:5], *ps[6:]]),
         ("slice-nesting", "slice never ends", lambda ps: [*ps[:10], *ps[11:]]),
         ("slice-nesting", "BEGIN before END at one timestamp", lambda ps: [*ps[:8], ps[9], ps[8], *ps[10:]]),
-        ("counter-values", "counter without value",
-         set_at(11, lambda p: p.track_event.ClearField("double_counter_value"))),
+        (
+            "counter-values",
+            "counter without value",
+            set_at(11, lambda p: p.track_event.ClearField("double_counter_value")),
+        ),
         ("counter-values", "counter on a slice track", set_at(11, lambda p: setattr(p.track_event, "track_uuid", 2))),
         ("counter-values", "slice on a counter track", set_at(5, lambda p: setattr(p.track_event, "track_uuid", 3))),
         ("flows", "flow terminates without start", set_at(4, lambda p: p.track_event.ClearField("flow_ids"))),
         ("flows", "flow never ends", set_at(9, lambda p: p.track_event.ClearField("terminating_flow_ids"))),
-        ("flows", "flow starts and ends on one event", set_at(4, lambda p: p.track_event.terminating_flow_ids.append(7))),
+        (
+            "flows",
+            "flow starts and ends on one event",
+            set_at(4, lambda p: p.track_event.terminating_flow_ids.append(7)),
+        ),
     ]
 
 

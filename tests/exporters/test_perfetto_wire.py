@@ -77,8 +77,14 @@ def _encoded_args() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             dbls.append(v if isinstance(v, float) else 0.0)
             strs.append(v.encode() if isinstance(v, str) else b"")
     offs = np.cumsum([0] + [len(s) for s in strs]).astype(np.int64)
-    blob, aoffs = wire.encode_args(np.array(keys, np.uint64), np.array(kinds, np.uint8), np.array(ints, np.int64),
-                                   np.array(dbls, np.float64), offs, b"".join(strs))
+    blob, aoffs = wire.encode_args(
+        np.array(keys, np.uint64),
+        np.array(kinds, np.uint8),
+        np.array(ints, np.int64),
+        np.array(dbls, np.float64),
+        offs,
+        b"".join(strs),
+    )
     return np.array(eids, np.int64), np.frombuffer(blob, np.uint8), np.frombuffer(aoffs, np.int64)
 
 
@@ -89,21 +95,41 @@ def _c_encode(rows: list[dict], chunk: int) -> bytes:
     bits = np.zeros(int(ends.max()) + 1, bool)
     bits[ends] = True
     a_eid, a_blob, a_offs = _encoded_args()
-    tables = (np.array(CAT_OF_TRACK, np.uint64), np.array(NAME_IID, np.uint64), np.array(TABLE_IID, np.uint64),
-              np.array(ANN_IIDS, np.uint64), np.array(src, np.int64), np.array([FLOWS_OUT[s] for s in src], np.uint64),
-              np.array(dst, np.int64), np.array([FLOWS_IN[d] for d in dst], np.uint64),
-              np.packbits(bits, bitorder="little"), a_eid, a_offs, a_blob)
+    tables = (
+        np.array(CAT_OF_TRACK, np.uint64),
+        np.array(NAME_IID, np.uint64),
+        np.array(TABLE_IID, np.uint64),
+        np.array(ANN_IIDS, np.uint64),
+        np.array(src, np.int64),
+        np.array([FLOWS_OUT[s] for s in src], np.uint64),
+        np.array(dst, np.int64),
+        np.array([FLOWS_IN[d] for d in dst], np.uint64),
+        np.packbits(bits, bitorder="little"),
+        a_eid,
+        a_offs,
+        a_blob,
+    )
     cap = len(rows) + 1
     heap = (np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.uint64))
     heap_n, out = 0, []
     for lo in range(0, len(rows), chunk):
-        part = rows[lo:lo + chunk]
+        part = rows[lo : lo + chunk]
         batch = _batch(part)
-        buf = np.empty(len(part) * wire.MAX_ROW_BYTES + (heap_n + len(part)) * wire.MAX_END_BYTES + len(a_blob),
-                       np.uint8)
-        n, heap_n = wire.encode_chunk(tuple(_column(batch, c) for c in STREAM_COLUMNS),
-                                      np.array([r["uuid"] for r in part], np.uint64), tables, 0, DEFAULT_UUID,
-                                      STEP_CAT, BD_CAT, (*heap, heap_n), lo, buf)
+        buf = np.empty(
+            len(part) * wire.MAX_ROW_BYTES + (heap_n + len(part)) * wire.MAX_END_BYTES + len(a_blob), np.uint8
+        )
+        n, heap_n = wire.encode_chunk(
+            tuple(_column(batch, c) for c in STREAM_COLUMNS),
+            np.array([r["uuid"] for r in part], np.uint64),
+            tables,
+            0,
+            DEFAULT_UUID,
+            STEP_CAT,
+            BD_CAT,
+            (*heap, heap_n),
+            lo,
+            buf,
+        )
         out.append(buf[:n].tobytes())
     out.append(wire.encode_ends((*heap, heap_n)))
     return b"".join(out)
@@ -140,8 +166,11 @@ def _begin(r: dict) -> pt.TracePacket:
                 a.double_value = v
             elif isinstance(v, str):
                 a.string_value = v
-    te.type = pt.TrackEvent.TYPE_COUNTER if not slice_ else (
-        pt.TrackEvent.TYPE_SLICE_BEGIN if e_ns > s_ns else pt.TrackEvent.TYPE_INSTANT)
+    te.type = (
+        pt.TrackEvent.TYPE_COUNTER
+        if not slice_
+        else (pt.TrackEvent.TYPE_SLICE_BEGIN if e_ns > s_ns else pt.TrackEvent.TYPE_INSTANT)
+    )
     if kind == 0:
         te.name_iid = NAME_IID[r["name_id"]]
     if kind == 3:
@@ -192,8 +221,21 @@ def test_c_encoder_writes_what_the_official_classes_write(rows, chunk):
 
 def test_bytes_decode_to_the_rows():
     """Decoded with the official classes, the packets give back the rows' values (negative int64 too)."""
-    rows = _stream([{"kind": 0, "id": 3, "track_id": 1, "name_id": 3, "start_ps": 1500, "dur_ps": 2000,
-                     "args": [-(1 << 63), 2, None, 4, (1 << 63) - 1, None, None, -1, 9], "value": 0.0, "uuid": 9}])
+    rows = _stream(
+        [
+            {
+                "kind": 0,
+                "id": 3,
+                "track_id": 1,
+                "name_id": 3,
+                "start_ps": 1500,
+                "dur_ps": 2000,
+                "args": [-(1 << 63), 2, None, 4, (1 << 63) - 1, None, None, -1, 9],
+                "value": 0.0,
+                "uuid": 9,
+            }
+        ]
+    )
     got = pt.Trace.FromString(_c_encode(rows, 1))
     begin, end = got.packet
     anns = {a.name_iid: a for a in begin.track_event.debug_annotations}
@@ -205,8 +247,21 @@ def test_bytes_decode_to_the_rows():
 
 
 def test_errors_are_raised_not_written():
-    rows = _stream([{"kind": 0, "id": 0, "track_id": 0, "name_id": 0, "start_ps": 0, "dur_ps": 0,
-                     "args": [None] * 9, "value": 0.0, "uuid": 1}])
+    rows = _stream(
+        [
+            {
+                "kind": 0,
+                "id": 0,
+                "track_id": 0,
+                "name_id": 0,
+                "start_ps": 0,
+                "dur_ps": 0,
+                "args": [None] * 9,
+                "value": 0.0,
+                "uuid": 1,
+            }
+        ]
+    )
     rows[0]["name_id"] = 99  # not interned
     with pytest.raises(ValueError, match="not interned"):
         _c_encode(rows, 1)
@@ -225,10 +280,20 @@ def test_threads_encode_at_once_as_alone():
     rng = np.random.default_rng(7)
     streams = []
     for _ in range(4):
-        rows = [{"kind": int(rng.integers(0, 4)), "id": int(rng.integers(0, 13)), "track_id": int(rng.integers(0, 5)),
-                 "name_id": int(rng.integers(0, 5)), "start_ps": int(rng.integers(0, 400_000)),
-                 "dur_ps": int(rng.integers(0, 20_000)), "args": [int(x) for x in rng.integers(-5, 300, 9)],
-                 "value": float(rng.random()), "uuid": int(rng.integers(1, 40))} for _ in range(3_000)]
+        rows = [
+            {
+                "kind": int(rng.integers(0, 4)),
+                "id": int(rng.integers(0, 13)),
+                "track_id": int(rng.integers(0, 5)),
+                "name_id": int(rng.integers(0, 5)),
+                "start_ps": int(rng.integers(0, 400_000)),
+                "dur_ps": int(rng.integers(0, 20_000)),
+                "args": [int(x) for x in rng.integers(-5, 300, 9)],
+                "value": float(rng.random()),
+                "uuid": int(rng.integers(1, 40)),
+            }
+            for _ in range(3_000)
+        ]
         streams.append(_stream(rows))
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(lambda rows: _c_encode(rows, 500), streams))
@@ -236,14 +301,48 @@ def test_threads_encode_at_once_as_alone():
 
 
 def test_output_buffer_too_small_is_raised():
-    rows = _stream([{"kind": 0, "id": 0, "track_id": 0, "name_id": 0, "start_ps": 0, "dur_ps": 5000,
-                     "args": [None] * 9, "value": 0.0, "uuid": 1}])
+    rows = _stream(
+        [
+            {
+                "kind": 0,
+                "id": 0,
+                "track_id": 0,
+                "name_id": 0,
+                "start_ps": 0,
+                "dur_ps": 5000,
+                "args": [None] * 9,
+                "value": 0.0,
+                "uuid": 1,
+            }
+        ]
+    )
     batch = _batch(rows)
     empty = np.zeros(0, np.int64)
-    tables = (np.array(CAT_OF_TRACK, np.uint64), np.array(NAME_IID, np.uint64), np.array(TABLE_IID, np.uint64),
-              np.array(ANN_IIDS, np.uint64), empty, np.zeros(0, np.uint64), empty, np.zeros(0, np.uint64),
-              np.zeros(0, np.uint8), empty, np.zeros(1, np.int64), np.zeros(0, np.uint8))
+    tables = (
+        np.array(CAT_OF_TRACK, np.uint64),
+        np.array(NAME_IID, np.uint64),
+        np.array(TABLE_IID, np.uint64),
+        np.array(ANN_IIDS, np.uint64),
+        empty,
+        np.zeros(0, np.uint64),
+        empty,
+        np.zeros(0, np.uint64),
+        np.zeros(0, np.uint8),
+        empty,
+        np.zeros(1, np.int64),
+        np.zeros(0, np.uint8),
+    )
     heap = (np.zeros(2, np.int64), np.zeros(2, np.int64), np.zeros(2, np.uint64))
     with pytest.raises(ValueError, match="output buffer too small"):
-        wire.encode_chunk(tuple(_column(batch, c) for c in STREAM_COLUMNS), np.array([1], np.uint64), tables, 0,
-                          DEFAULT_UUID, STEP_CAT, BD_CAT, (*heap, 0), 0, np.empty(4, np.uint8))
+        wire.encode_chunk(
+            tuple(_column(batch, c) for c in STREAM_COLUMNS),
+            np.array([1], np.uint64),
+            tables,
+            0,
+            DEFAULT_UUID,
+            STEP_CAT,
+            BD_CAT,
+            (*heap, 0),
+            0,
+            np.empty(4, np.uint8),
+        )

@@ -156,6 +156,7 @@ def test_failed_ingest_rolls_back(tmp_path, store_path):
 
 def test_read_only_stores_bound_duckdb_memory(store_path, monkeypatch):
     """DuckDB's buffer pool (which keeps every block a scan reads) is capped on read-only stores."""
+
     def limit() -> str:
         with Store.open(str(store_path), read_only=True) as store:
             return store.con.sql("SELECT current_setting('memory_limit')").fetchall()[0][0]

@@ -21,10 +21,18 @@ SMALL = {
     "global_batch": 256,
     "hardware": {"generation": "v5p", "num_chips": 2},
     "host": {"num_threads": 4},
-    "dense": {"num_dense_features": 13, "bottom_mlp": [64, 32], "top_mlp": [64, 1],
-              "cross_layers": 1, "cross_low_rank": 32},
-    "sparsecore": {"max_ids_per_chip_per_sample": 1000, "max_ids_per_partition": 4096,
-                   "max_unique_ids_per_partition": 4096},
+    "dense": {
+        "num_dense_features": 13,
+        "bottom_mlp": [64, 32],
+        "top_mlp": [64, 1],
+        "cross_layers": 1,
+        "cross_low_rank": 32,
+    },
+    "sparsecore": {
+        "max_ids_per_chip_per_sample": 1000,
+        "max_ids_per_partition": 4096,
+        "max_unique_ids_per_partition": 4096,
+    },
     "flags": {"maximum_parallel_iterations": 2},
     "tables": [
         {"name": "big", "vocab": 100_000, "width": 32},
@@ -32,11 +40,16 @@ SMALL = {
         {"name": "tiny", "vocab": 7, "width": 16},
     ],
     "features": [
-        {"name": "f_big", "table": "big", "multi_hot": 8, "distribution": "zipf",
-         "zipf_exponent": 1.1},
+        {"name": "f_big", "table": "big", "multi_hot": 8, "distribution": "zipf", "zipf_exponent": 1.1},
         {"name": "f_mid", "table": "mid", "multi_hot": 4, "multi_hot_min": 1},
-        {"name": "f_mid2", "table": "mid", "multi_hot": 2, "distribution": "hot_set",
-         "hot_set_size": 3, "hot_fraction": 0.5},
+        {
+            "name": "f_mid2",
+            "table": "mid",
+            "multi_hot": 2,
+            "distribution": "hot_set",
+            "hot_set_size": 3,
+            "hot_fraction": 0.5,
+        },
         {"name": "f_tiny", "table": "tiny", "multi_hot": 3},
     ],
 }

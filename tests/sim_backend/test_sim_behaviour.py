@@ -136,8 +136,7 @@ def test_with_dropping_the_dropped_count_equals_the_overflow(small_raw, tmp_path
     raw = single_table(small_raw, distribution="zipf", zipf_exponent=1.2)
     observed = [sr.groups[0].ids_sp for sr in run(raw).steps]
     limit = int(np.median(observed[0]))
-    raw["sparsecore"].update(max_ids_per_partition=limit, allow_id_dropping=True,
-                             enable_minibatching=False)
+    raw["sparsecore"].update(max_ids_per_partition=limit, allow_id_dropping=True, enable_minibatching=False)
     sim = run(raw)
     overflow = [int(np.maximum(o - limit, 0).sum()) for o in observed]
     assert min(overflow) > 0
@@ -159,8 +158,7 @@ def max_over_mean_partition_load(sim) -> float:
 def test_skewed_ids_raise_the_max_over_mean_partition_load(small_raw):
     uniform = run(single_table(small_raw, distribution="uniform"))
     zipf = run(single_table(small_raw, distribution="zipf", zipf_exponent=1.3))
-    hot = run(single_table(small_raw, distribution="hot_set", hot_set_size=2,
-                           hot_fraction=0.5))
+    hot = run(single_table(small_raw, distribution="hot_set", hot_set_size=2, hot_fraction=0.5))
     u, z, h = (max_over_mean_partition_load(s) for s in (uniform, zipf, hot))
     assert u < 1.1
     assert z > u + 0.2
@@ -171,9 +169,17 @@ def test_stacking_spreads_hot_rows_of_different_tables(small_raw):
     """Step 8 of the limits procedure: shifted stacked tables put hot rows on other SCs."""
     raw = copy.deepcopy(small_raw)
     raw["tables"] = [{"name": f"t{i}", "vocab": 1000 * (i + 1), "width": 32} for i in range(4)]
-    raw["features"] = [{"name": f"f{i}", "table": f"t{i}", "multi_hot": 4,
-                        "distribution": "hot_set", "hot_set_size": 1, "hot_fraction": 0.9}
-                       for i in range(4)]
+    raw["features"] = [
+        {
+            "name": f"f{i}",
+            "table": f"t{i}",
+            "multi_hot": 4,
+            "distribution": "hot_set",
+            "hot_set_size": 1,
+            "hot_fraction": 0.9,
+        }
+        for i in range(4)
+    ]
     stacked = run(raw)
     raw["sparsecore"]["disable_table_stacking"] = True
     unstacked = run(raw)
@@ -189,8 +195,7 @@ def test_stacking_spreads_hot_rows_of_different_tables(small_raw):
 def idle_intervals(sim, chip: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Intervals inside the run when no device resource of the chip is busy."""
     c = sim.graph.columns()
-    m = np.isin(c["kind"], (SC_FWD, SC_BWD, TC_FWD, TC_BWD, A2A_FWD, A2A_BWD, ALLREDUCE)) & \
-        (c["chip"] == chip)
+    m = np.isin(c["kind"], (SC_FWD, SC_BWD, TC_FWD, TC_BWD, A2A_FWD, A2A_BWD, ALLREDUCE)) & (c["chip"] == chip)
     st, en = sim.schedule.start_ps[m], sim.schedule.end_ps[m]
     o = np.argsort(st)
     st, en = st[o], np.maximum.accumulate(en[o])
@@ -216,8 +221,7 @@ def test_fewer_prefetched_steps_turn_a_slow_host_into_device_idle_gaps(small_raw
     device_step = step_time_ps(fast)
     ids_per_step = sum(int(sr.raw_ids_per_sc.sum()) for sr in fast.steps) / raw["steps"]
     # host needs 90% of a device step: hidden with prefetch, exposed without
-    raw["cost"] = {"host_ps_per_id": int(0.9 * device_step / ids_per_step),
-                   "host_task_overhead_ps": 0}
+    raw["cost"] = {"host_ps_per_id": int(0.9 * device_step / ids_per_step), "host_task_overhead_ps": 0}
     deep = run(raw)
     raw["flags"]["maximum_parallel_iterations"] = 1
     shallow = run(raw)
@@ -230,8 +234,7 @@ def test_fewer_prefetched_steps_turn_a_slow_host_into_device_idle_gaps(small_raw
     # the gaps are the host's: preprocessing or the host->HBM copy runs through them
     c = shallow.graph.columns()
     host = np.isin(c["kind"], (HOST, INFEED))
-    assert covered_by(a, b, shallow.schedule.start_ps[host], shallow.schedule.end_ps[host]) \
-        >= 0.99 * idle
+    assert covered_by(a, b, shallow.schedule.start_ps[host], shallow.schedule.end_ps[host]) >= 0.99 * idle
 
 
 def test_serialized_tables_run_one_group_after_another(small_raw):
@@ -255,8 +258,7 @@ def test_serialized_tables_run_one_group_after_another(small_raw):
 def test_table_initialization_precedes_step_0(small_raw, on_host, fast):
     raw = copy.deepcopy(small_raw)
     raw["include_initialization"] = True
-    raw["sparsecore"].update(initialize_tables_on_host=on_host,
-                             enable_fast_table_initialization=fast)
+    raw["sparsecore"].update(initialize_tables_on_host=on_host, enable_fast_table_initialization=fast)
     sim = run(raw)
     c, s = sim.graph.columns(), sim.schedule
     init = c["kind"] == 0

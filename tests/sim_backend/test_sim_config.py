@@ -36,25 +36,26 @@ def test_baseline_is_mlperf_dlrm_dcnv2_shaped():
     assert {t.width for t in cfg.tables} == {128}
 
 
-@pytest.mark.parametrize("mutate, key", [
-    (lambda r: r["sparsecore"].update(allow_id_droping=True), "sparsecore.allow_id_droping"),
-    (lambda r: r["sparsecore"].update(max_ids_per_partition=0), "sparsecore.max_ids_per_partition"),
-    (lambda r: r["sparsecore"].update(allow_id_dropping="yes"), "sparsecore.allow_id_dropping"),
-    (lambda r: r["flags"].update(maximum_parallel_iterations=1.5),
-     "flags.maximum_parallel_iterations"),
-    (lambda r: r["hardware"].update(generation="v9"), "hardware.generation"),
-    (lambda r: r["features"][0].update(table="nope"), "features[0].table"),
-    (lambda r: r["features"][1].update(distribution="pareto"), "features[1].distribution"),
-    (lambda r: r["features"][1].update(multi_hot_min=9), "features[1].multi_hot_min"),
-    (lambda r: r["tables"][0].update(dtype="f16"), "tables[0].dtype"),
-    (lambda r: r["tables"].append({"name": "big", "vocab": 3}), "tables[3].name"),
-    (lambda r: r.update(global_batch=100), "global_batch"),
-    (lambda r: r.update(cost={"warp_speed": 2}), "cost.warp_speed"),
-    (lambda r: r["sparsecore"].update(max_ids_per_table={"ghost": 3}),
-     "sparsecore.max_ids_per_table.ghost"),
-    (lambda r: r["features"][0].pop("name"), "features[0].name"),
-    (lambda r: r.update(steps=0), "steps"),
-])
+@pytest.mark.parametrize(
+    "mutate, key",
+    [
+        (lambda r: r["sparsecore"].update(allow_id_droping=True), "sparsecore.allow_id_droping"),
+        (lambda r: r["sparsecore"].update(max_ids_per_partition=0), "sparsecore.max_ids_per_partition"),
+        (lambda r: r["sparsecore"].update(allow_id_dropping="yes"), "sparsecore.allow_id_dropping"),
+        (lambda r: r["flags"].update(maximum_parallel_iterations=1.5), "flags.maximum_parallel_iterations"),
+        (lambda r: r["hardware"].update(generation="v9"), "hardware.generation"),
+        (lambda r: r["features"][0].update(table="nope"), "features[0].table"),
+        (lambda r: r["features"][1].update(distribution="pareto"), "features[1].distribution"),
+        (lambda r: r["features"][1].update(multi_hot_min=9), "features[1].multi_hot_min"),
+        (lambda r: r["tables"][0].update(dtype="f16"), "tables[0].dtype"),
+        (lambda r: r["tables"].append({"name": "big", "vocab": 3}), "tables[3].name"),
+        (lambda r: r.update(global_batch=100), "global_batch"),
+        (lambda r: r.update(cost={"warp_speed": 2}), "cost.warp_speed"),
+        (lambda r: r["sparsecore"].update(max_ids_per_table={"ghost": 3}), "sparsecore.max_ids_per_table.ghost"),
+        (lambda r: r["features"][0].pop("name"), "features[0].name"),
+        (lambda r: r.update(steps=0), "steps"),
+    ],
+)
 def test_errors_name_the_key(small_raw, mutate, key):
     mutate(small_raw)
     with pytest.raises(ConfigError) as exc:
@@ -66,10 +67,16 @@ def test_errors_name_the_key(small_raw, mutate, key):
 
 def test_overrides_reach_sections_lists_and_types(small_raw):
     raw = copy.deepcopy(small_raw)
-    for item in ["sparsecore.allow_id_dropping=true", "tables.mid.width=64",
-                 "features.1.multi_hot=5", "flags.maximum_parallel_iterations=3",
-                 "hardware.generation=v4", "dense.top_mlp=[8, 1]", "name=other",
-                 "cost.tc_efficiency=0.25"]:
+    for item in [
+        "sparsecore.allow_id_dropping=true",
+        "tables.mid.width=64",
+        "features.1.multi_hot=5",
+        "flags.maximum_parallel_iterations=3",
+        "hardware.generation=v4",
+        "dense.top_mlp=[8, 1]",
+        "name=other",
+        "cost.tc_efficiency=0.25",
+    ]:
         apply_override(raw, item)
     cfg = config_from_dict(raw)
     assert cfg.sparsecore.allow_id_dropping is True
@@ -82,11 +89,14 @@ def test_overrides_reach_sections_lists_and_types(small_raw):
     assert cfg.cost == {"tc_efficiency": 0.25}
 
 
-@pytest.mark.parametrize("item, msg", [
-    ("novalue", "expected KEY=VALUE"),
-    ("tables.ghost.width=3", "no entry named 'ghost'"),
-    ("tables.mid=3", "name a field"),
-])
+@pytest.mark.parametrize(
+    "item, msg",
+    [
+        ("novalue", "expected KEY=VALUE"),
+        ("tables.ghost.width=3", "no entry named 'ghost'"),
+        ("tables.mid=3", "name a field"),
+    ],
+)
 def test_bad_overrides(small_raw, item, msg):
     with pytest.raises(ConfigError, match=msg):
         apply_override(small_raw, item)
@@ -105,7 +115,10 @@ def test_parse_value():
 
 
 def test_extends_merges_sections_and_named_entries(tmp_path):
-    write(tmp_path, "base.toml", """
+    write(
+        tmp_path,
+        "base.toml",
+        """
 global_batch = 64
 [hardware]
 num_chips = 1
@@ -119,8 +132,12 @@ vocab = 100
 name = "f"
 table = "t"
 multi_hot = 2
-""")
-    variant = write(tmp_path, "v.toml", """
+""",
+    )
+    variant = write(
+        tmp_path,
+        "v.toml",
+        """
 extends = "base.toml"
 name = "v"
 [flags]
@@ -131,7 +148,8 @@ multi_hot = 5
 [[features]]
 name = "g"
 table = "t"
-""")
+""",
+    )
     cfg = load_config(variant)
     assert cfg.flags.maximum_parallel_iterations == 3
     assert cfg.flags.tf_xla_disable_full_embedding_pipelining is True
@@ -157,8 +175,7 @@ def test_presets_match_the_domain_table(small_raw, gen):
     expected = {"v4": (4, 16, 8, 32), "v5p": (4, 16, 8, 96), "v6e": (2, 16, 8, 32)}[gen]
     small_raw["hardware"] = {"generation": gen, "num_chips": 2}
     hw = setup(config_from_dict(small_raw))[0]
-    assert (hw.sparsecores_per_chip, hw.tiles_per_sparsecore, hw.simd_width,
-            hw.hbm_bytes >> 30) == expected
+    assert (hw.sparsecores_per_chip, hw.tiles_per_sparsecore, hw.simd_width, hw.hbm_bytes >> 30) == expected
 
 
 def test_custom_hardware_needs_every_figure(small_raw):
@@ -171,8 +188,9 @@ def test_custom_hardware_needs_every_figure(small_raw):
 
 def test_limits_precedence(small_raw, tmp_path):
     limits = write(tmp_path, "limits.toml", "[tables.big]\nmax_ids_per_partition = 11\n")
-    small_raw["sparsecore"].update(max_ids_per_partition=100, max_unique_ids_per_partition=50,
-                                   max_ids_per_table={"mid": 161, "tiny": 1600})
+    small_raw["sparsecore"].update(
+        max_ids_per_partition=100, max_unique_ids_per_partition=50, max_ids_per_table={"mid": 161, "tiny": 1600}
+    )
     small_raw["tables"][0]["max_ids_per_partition"] = 77
     small_raw["tables"][2]["max_ids_per_partition"] = 33
     small_raw["flags"]["xla_sparse_core_max_ids_file"] = limits
@@ -186,12 +204,15 @@ def test_limits_precedence(small_raw, tmp_path):
     assert groups[0].tables == ("big", "mid") and groups[0].max_ids_per_partition == 11 + 21
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("[tables.big]\nmax_ids_per_partition = 0\n", "positive integer"),
-    ("[tables.big]\nmax_idz = 3\n", "unknown key"),
-    ("[other]\n", "only \\[tables.NAME\\]"),
-    ("[tables.ghost]\nmax_ids_per_partition = 3\n", "no such table"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("[tables.big]\nmax_ids_per_partition = 0\n", "positive integer"),
+        ("[tables.big]\nmax_idz = 3\n", "unknown key"),
+        ("[other]\n", "only \\[tables.NAME\\]"),
+        ("[tables.ghost]\nmax_ids_per_partition = 3\n", "no such table"),
+    ],
+)
 def test_limits_file_errors(small_raw, tmp_path, text, msg):
     small_raw["flags"]["xla_sparse_core_max_ids_file"] = write(tmp_path, "l.toml", text)
     with pytest.raises(ConfigError, match=msg):

@@ -41,6 +41,7 @@ def _with_faults(raw: dict, oov: float = 0.0, nan: float = 0.0) -> dict:
 
 def _toml(raw: dict, path) -> str:
     """Write a config dict as TOML (only the shapes the small workload uses)."""
+
     def val(v):
         if isinstance(v, bool):
             return "true" if v else "false"
@@ -72,7 +73,9 @@ def _check_rows(trace: str, tmp_path, name: str) -> list[dict]:
             "FROM events e JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id "
             "JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id "
             "LEFT JOIN event_args a ON a.run_id = e.run_id AND a.event_id = e.event_id "
-            "WHERE n.value = ? ORDER BY e.step, tbl, a.key", [name])
+            "WHERE n.value = ? ORDER BY e.step, tbl, a.key",
+            [name],
+        )
 
 
 # -- fault injection and the ID bound check --------------------------------------------------
@@ -92,8 +95,7 @@ def test_injected_oov_ids_are_found_exactly_by_the_bound_check(small_raw, tmp_pa
     total = sum(len(fb.ids) for fb in generate_step(cfg, 0)[:1])
     assert abs(expected[0, "big"] / total - 0.05) < 0.02  # the configured share, roughly
     result = record_run(_toml(raw, tmp_path / "oov.toml"), [], "oov", None, str(tmp_path / "oov"))
-    rows = [r for r in _check_rows(result.trace_path, tmp_path, "id_bound_check")
-            if r["key"] == "oov_ids"]
+    rows = [r for r in _check_rows(result.trace_path, tmp_path, "id_bound_check") if r["key"] == "oov_ids"]
     found = {(r["step"], r["tbl"]): int(r["v"]) for r in rows}
     assert found == expected  # every step and table, zeros included
 
@@ -191,12 +193,11 @@ def _dtype(raw: dict, dtype: str) -> dict:
 
 def test_int8_and_bf16_shrink_the_table_heap_and_sc_bytes(small_raw):
     import copy
-    sims = {d: simulate(config_from_dict(_dtype(copy.deepcopy(small_raw), d)))
-            for d in ("f32", "bf16", "int8")}
+
+    sims = {d: simulate(config_from_dict(_dtype(copy.deepcopy(small_raw), d))) for d in ("f32", "bf16", "int8")}
     # 2 chips x 4 SCs: vocabs padded to multiples of 8 (100000, 5000, 8); rows padded to 32 B.
     # big+mid (width 32): f32 128 B, bf16 64 B, int8 32 B; tiny (width 16): 64, 32, 16 -> 32 B.
-    by_hand = {"f32": 105_000 * 128 + 8 * 64, "bf16": 105_000 * 64 + 8 * 32,
-               "int8": 105_000 * 32 + 8 * 32}
+    by_hand = {"f32": 105_000 * 128 + 8 * 64, "bf16": 105_000 * 64 + 8 * 32, "int8": 105_000 * 32 + 8 * 32}
     for d, sim in sims.items():
         assert sim.memory.heap[EMBEDDING_TABLES] == by_hand[d] // 2, d
     fwd = {d: s.graph.columns() for d, s in sims.items()}
@@ -228,14 +229,14 @@ def _value(key: int, row: int, col: int, width: int) -> float:
 def test_clipped_values_match_a_plain_python_reference(small_raw, tmp_path):
     raw = small_raw
     raw["tables"][1].update(dtype="int8", quantization_config_low=-0.1, quantization_config_high=0.15)
-    raw["tables"][2].update(quantization_config_low=-0.3, quantization_config_high=0.2,
-                            quantization_config_num_buckets=16)  # f32, simulated quantization
+    raw["tables"][2].update(
+        quantization_config_low=-0.3, quantization_config_high=0.2, quantization_config_num_buckets=16
+    )  # f32, simulated quantization
     cfg = config_from_dict(raw)
     sim = simulate(cfg)
     for step in (0, 2):
         batches = generate_step(cfg, step)
-        for name, feats, width, low, high in (("mid", (1, 2), 32, -0.1, 0.15),
-                                              ("tiny", (3,), 16, -0.3, 0.2)):
+        for name, feats, width, low, high in (("mid", (1, 2), 32, -0.1, 0.15), ("tiny", (3,), 16, -0.3, 0.2)):
             rows = sorted({int(x) for i in feats for x in batches[i].ids.tolist()})
             key = int(table_key(cfg.seed, name))
             vals = [_value(key, r, c, width) for r in rows for c in range(width)]
@@ -253,6 +254,7 @@ def test_clipped_values_match_a_plain_python_reference(small_raw, tmp_path):
 
 def test_values_are_unit_scaled_and_bounded():
     from sim_backend.quantization import VALUE_BOUND, embedding_values
+
     v = embedding_values(table_key(0, "t"), np.arange(4096), 64) * math.sqrt(64)
     assert abs(v.mean()) < 0.01 and abs(v.std() - 1) < 0.01 and np.abs(v).max() < VALUE_BOUND
 
@@ -265,19 +267,30 @@ def test_quantize_clips_and_rounds_to_the_bucket_grid():
 # -- validation -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("change, key", [
-    ({"dtype": "int8"}, "tables[1].quantization_config_low"),
-    ({"quantization_config_high": 0.5}, "tables[1].quantization_config_low"),
-    ({"quantization_config_low": -0.5}, "tables[1].quantization_config_high"),
-    ({"quantization_config_low": 0.5, "quantization_config_high": 0.5},
-     "tables[1].quantization_config_high"),
-    ({"dtype": "int8", "quantization_config_low": -1.0, "quantization_config_high": 1.0,
-      "quantization_config_num_buckets": 300}, "tables[1].quantization_config_num_buckets"),
-    ({"quantization_config_num_buckets": 1}, "tables[1].quantization_config_num_buckets"),
-    ({"quantization_config_low": float("-inf"), "quantization_config_high": 1.0},
-     "tables[1].quantization_config_low"),
-    ({"dtype": "int4"}, "tables[1].dtype"),
-])
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"dtype": "int8"}, "tables[1].quantization_config_low"),
+        ({"quantization_config_high": 0.5}, "tables[1].quantization_config_low"),
+        ({"quantization_config_low": -0.5}, "tables[1].quantization_config_high"),
+        ({"quantization_config_low": 0.5, "quantization_config_high": 0.5}, "tables[1].quantization_config_high"),
+        (
+            {
+                "dtype": "int8",
+                "quantization_config_low": -1.0,
+                "quantization_config_high": 1.0,
+                "quantization_config_num_buckets": 300,
+            },
+            "tables[1].quantization_config_num_buckets",
+        ),
+        ({"quantization_config_num_buckets": 1}, "tables[1].quantization_config_num_buckets"),
+        (
+            {"quantization_config_low": float("-inf"), "quantization_config_high": 1.0},
+            "tables[1].quantization_config_low",
+        ),
+        ({"dtype": "int4"}, "tables[1].dtype"),
+    ],
+)
 def test_quantization_errors_name_the_key(small_raw, change, key):
     small_raw["tables"][1].update(change)
     with pytest.raises(ConfigError, match=re_key(key)):
@@ -293,6 +306,7 @@ def test_fault_fractions_are_shares(small_raw, field):
 
 def re_key(key: str) -> str:
     import re
+
     return "^" + re.escape(key) + ":"
 
 

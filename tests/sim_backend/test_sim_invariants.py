@@ -112,8 +112,7 @@ def test_step_markers_are_consistent(recorded):
         mst = dict(zip(steps["step"][mm].tolist(), steps["start_ps"][mm].tolist(), strict=True))
         mdu = dict(zip(steps["step"][mm].tolist(), steps["dur_ps"][mm].tolist(), strict=True))
         check = m & (names[ev["name"]] != "SparseDenseMatmulGradOp")
-        for s, a, d in zip(ev["step"][check], ev["start_ps"][check], ev["dur_ps"][check],
-                           strict=True):
+        for s, a, d in zip(ev["step"][check], ev["start_ps"][check], ev["dur_ps"][check], strict=True):
             assert mst[s] <= a and a + d <= mst[s] + mdu[s], (t.plane, t.line, s)
 
 

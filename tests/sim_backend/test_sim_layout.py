@@ -39,20 +39,23 @@ def test_index_outside_the_shape_is_refused():
         linear_index((3, 0), (3, 5), (2, 2))
 
 
-@pytest.mark.parametrize("shape, dtype, tiling, nbytes", [
-    ((13, 512), "f32", ((8, 128),), 16 * 512 * 4),        # 13 rows pad to 16
-    ((8, 128), "f32", ((8, 128),), 8 * 128 * 4),          # exact fit, no padding
-    ((3, 5), "f32", ((4, 128),), 4 * 128 * 4),            # second-minor 3 -> (4,128)
-    ((4, 200), "f32", ((4, 128),), 4 * 256 * 4),
-    ((2, 5), "f32", ((2, 128),), 2 * 128 * 4),            # second-minor 1-2 -> (2,128)
-    ((1, 1000), "f32", ((2, 128),), 2 * 1024 * 4),
-    ((512,), "f32", ((2, 128),), 2 * 512 * 4),            # rank 1 as [1, n]
-    ((10, 3, 130), "f32", ((4, 128),), 10 * 4 * 256 * 4),  # major dims are not padded
-    ((13, 512), "bf16", ((8, 128), (2, 1)), 16 * 512 * 2),  # bf16 packing: same tile footprint
-    ((3, 5), "bf16", ((8, 128), (2, 1)), 8 * 128 * 2),
-    ((9, 129), "s8", ((8, 128), (4, 1)), 16 * 256 * 1),
-    ((9, 129), "pred", ((8, 128), (4, 1)), 16 * 256 * 1),  # PRED: one byte per element
-])
+@pytest.mark.parametrize(
+    "shape, dtype, tiling, nbytes",
+    [
+        ((13, 512), "f32", ((8, 128),), 16 * 512 * 4),  # 13 rows pad to 16
+        ((8, 128), "f32", ((8, 128),), 8 * 128 * 4),  # exact fit, no padding
+        ((3, 5), "f32", ((4, 128),), 4 * 128 * 4),  # second-minor 3 -> (4,128)
+        ((4, 200), "f32", ((4, 128),), 4 * 256 * 4),
+        ((2, 5), "f32", ((2, 128),), 2 * 128 * 4),  # second-minor 1-2 -> (2,128)
+        ((1, 1000), "f32", ((2, 128),), 2 * 1024 * 4),
+        ((512,), "f32", ((2, 128),), 2 * 512 * 4),  # rank 1 as [1, n]
+        ((10, 3, 130), "f32", ((4, 128),), 10 * 4 * 256 * 4),  # major dims are not padded
+        ((13, 512), "bf16", ((8, 128), (2, 1)), 16 * 512 * 2),  # bf16 packing: same tile footprint
+        ((3, 5), "bf16", ((8, 128), (2, 1)), 8 * 128 * 2),
+        ((9, 129), "s8", ((8, 128), (4, 1)), 16 * 256 * 1),
+        ((9, 129), "pred", ((8, 128), (4, 1)), 16 * 256 * 1),  # PRED: one byte per element
+    ],
+)
 def test_tpu_tile_formats_and_their_footprint(shape, dtype, tiling, nbytes):
     assert tpu_tiling(shape, dtype) == tiling
     assert padded_bytes(shape, dtype) == nbytes
@@ -68,9 +71,11 @@ def test_feature_width_1_wastes_seven_eighths_of_a_row():
 def test_embedding_heap_pads_rows_and_vocabularies_and_shards_over_chips(small_raw):
     raw = copy.deepcopy(small_raw)
     raw["sparsecore"]["disable_table_stacking"] = True
-    raw["tables"] = [{"name": "big", "vocab": 100_000, "width": 32},
-                     {"name": "mid", "vocab": 5000, "width": 32, "optimizer": "adam"},
-                     {"name": "tiny", "vocab": 7, "width": 1, "dtype": "bf16"}]
+    raw["tables"] = [
+        {"name": "big", "vocab": 100_000, "width": 32},
+        {"name": "mid", "vocab": 5000, "width": 32, "optimizer": "adam"},
+        {"name": "tiny", "vocab": 7, "width": 1, "dtype": "bf16"},
+    ]
     cfg = config_from_dict(raw)
     hw, _, groups, _ = setup(cfg)  # 2 chips x 4 SparseCores: vocab padded to multiples of 8
     assert [int(g.padded_vocab.sum()) for g in groups] == [100_000, 5000, 8]
@@ -87,9 +92,17 @@ def test_dense_footprint_is_the_tiled_size_of_every_parameter(small_raw):
     assert sum(math.prod(s) for s in shapes.values()) == dense_work(cfg).params
     # bottom MLP 13 -> 64 -> 32; interaction 32 + 32 + 32 + 32 + 16 = 144; cross rank 32; top 64 -> 1
     assert shapes["bottom_0/kernel"] == (13, 64) and shapes["cross_0/u"] == (144, 32)
-    expected = (16 * 128 + 2 * 128          # bottom_0 kernel (13,64) -> (16,128); bias (2,128)
-                + 64 * 128 + 2 * 128        # bottom_1 kernel (64,32) -> (64,128); bias
-                + 144 * 128 + 32 * 256 + 2 * 256  # cross u (144,32), v (32,144), bias (144,)
-                + 144 * 128 + 2 * 128       # top_0 kernel (144,64) -> (144,128); bias
-                + 64 * 128 + 2 * 128) * 4   # top_1 kernel (64,1) -> (64,128); bias (1,) -> (2,128)
+    expected = (
+        16 * 128
+        + 2 * 128  # bottom_0 kernel (13,64) -> (16,128); bias (2,128)
+        + 64 * 128
+        + 2 * 128  # bottom_1 kernel (64,32) -> (64,128); bias
+        + 144 * 128
+        + 32 * 256
+        + 2 * 256  # cross u (144,32), v (32,144), bias (144,)
+        + 144 * 128
+        + 2 * 128  # top_0 kernel (144,64) -> (144,128); bias
+        + 64 * 128
+        + 2 * 128
+    ) * 4  # top_1 kernel (64,1) -> (64,128); bias (1,) -> (2,128)
     assert dense_bytes(cfg, 4) == expected

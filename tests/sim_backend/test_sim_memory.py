@@ -40,8 +40,8 @@ def unstacked(raw: dict, serialized: int = 0, pipelining: bool = False) -> dict:
 
 
 # backward stack per chip: 3 * width * max_unique (4096) * replicas (8) * 4 B * 4 SCs
-BWD_W32 = 3 * 32 * 4096 * 8 * 4 * 4   # 50,331,648
-BWD_W16 = 3 * 16 * 4096 * 8 * 4 * 4   # 25,165,824
+BWD_W32 = 3 * 32 * 4096 * 8 * 4 * 4  # 50,331,648
+BWD_W16 = 3 * 16 * 4096 * 8 * 4 * 4  # 25,165,824
 FWD_W32 = (2 * 32 + 1) * 4096 * 8 * 4 * 4  # 34,078,720
 
 
@@ -60,9 +60,15 @@ def test_static_stack_sizes_use_the_compiled_limits_and_all_sparsecores(small_ra
     assert mem.stack_per_chip(0, backward=False) == FWD_W32
 
 
-@pytest.mark.parametrize("k, peak", [(0, 2 * BWD_W32 + BWD_W16),   # all groups at once
-                                     (1, BWD_W32 + BWD_W16),        # big alone, then mid + tiny
-                                     (2, BWD_W32), (3, BWD_W32)])   # one group at a time
+@pytest.mark.parametrize(
+    "k, peak",
+    [
+        (0, 2 * BWD_W32 + BWD_W16),  # all groups at once
+        (1, BWD_W32 + BWD_W16),  # big alone, then mid + tiny
+        (2, BWD_W32),
+        (3, BWD_W32),
+    ],
+)  # one group at a time
 def test_peak_stack_by_hand_for_each_serialization(small_raw, k, peak):
     sim = simulate(config_from_dict(unstacked(small_raw, serialized=k)))
     for cm in sim.timeline:  # pipelining off: forward and backward never overlap
@@ -82,8 +88,7 @@ def sc_span_per_step(sim) -> float:
 
 
 def test_serialization_lowers_the_peak_stack_and_lengthens_sparsecore_time(small_raw):
-    sims = [simulate(config_from_dict(unstacked(small_raw, serialized=k, pipelining=True)))
-            for k in (0, 1, 2)]
+    sims = [simulate(config_from_dict(unstacked(small_raw, serialized=k, pipelining=True))) for k in (0, 1, 2)]
     peaks = [max(cm.stack_bytes.max() for cm in sim.timeline) for sim in sims]
     sc_time = [sc_span_per_step(sim) for sim in sims]
     assert peaks[0] > peaks[1] > peaks[2]
@@ -159,19 +164,31 @@ def failure_event(path: str) -> dict:
     s = tr.strings
     (i,) = np.flatnonzero(np.array([s[c] for c in ev["category"]]) == "failure")
     track = next(t for t in tr.tracks if t.id == ev["track"][i])
-    args = {s[k]: (s[v] if kind == 3 else iv) for e, k, kind, v, iv in zip(
-        ev["arg_event"], ev["arg_key"], ev["arg_kind"], ev["arg_string"], ev["arg_int"],
-        strict=True) if e == i}
-    return {"name": s[ev["name"][i]], "plane": track.plane, "line": track.line,
-            "start_ps": int(ev["start_ps"][i]), "dur_ps": int(ev["dur_ps"][i]),
-            "bytes": int(ev["bytes"][i]), "tags": dict(tr.header.tags), **args}
+    args = {
+        s[k]: (s[v] if kind == 3 else iv)
+        for e, k, kind, v, iv in zip(
+            ev["arg_event"], ev["arg_key"], ev["arg_kind"], ev["arg_string"], ev["arg_int"], strict=True
+        )
+        if e == i
+    }
+    return {
+        "name": s[ev["name"][i]],
+        "plane": track.plane,
+        "line": track.line,
+        "start_ps": int(ev["start_ps"][i]),
+        "dur_ps": int(ev["dur_ps"][i]),
+        "bytes": int(ev["bytes"][i]),
+        "tags": dict(tr.header.tags),
+        **args,
+    }
 
 
 SPMEM_MESSAGE = (
     "Fixed size allocations (150504 bytes) do not fit in TileSpmem (131072 bytes): table group "
     "'t' is compiled with max_ids_per_partition=200000 and max_unique_ids_per_partition=1000, "
     "buffered over 16 tiles per SparseCore; lower the limits (limits file or "
-    "sparsecore.max_ids_per_partition / max_unique_ids_per_partition)")
+    "sparsecore.max_ids_per_partition / max_unique_ids_per_partition)"
+)
 
 
 def test_spmem_overflow_fails_to_compile_with_the_doc_message(small_raw, tmp_path):
@@ -186,11 +203,24 @@ def test_spmem_overflow_fails_to_compile_with_the_doc_message(small_raw, tmp_pat
     assert isinstance(e, RunFailure) and isinstance(e, ValueError) and "\n" not in str(e)
     assert str(e) == f"{path}: {SPMEM_MESSAGE} (the failed run is recorded in {e.trace_path})"
     ev = failure_event(e.trace_path)
-    assert ev == {"name": "spmem_overflow", "plane": "/host:CPU", "line": "Failures",
-                  "start_ps": 0, "dur_ps": 0, "bytes": 150504, "message": SPMEM_MESSAGE,
-                  "chip": -1, "capacity_bytes": 131072,
-                  "tags": {"workload": "small", "source": "emulator", "status": "failed",
-                           "failure": "spmem_overflow", "error": SPMEM_MESSAGE}}
+    assert ev == {
+        "name": "spmem_overflow",
+        "plane": "/host:CPU",
+        "line": "Failures",
+        "start_ps": 0,
+        "dur_ps": 0,
+        "bytes": 150504,
+        "message": SPMEM_MESSAGE,
+        "chip": -1,
+        "capacity_bytes": 131072,
+        "tags": {
+            "workload": "small",
+            "source": "emulator",
+            "status": "failed",
+            "failure": "spmem_overflow",
+            "error": SPMEM_MESSAGE,
+        },
+    }
     tr = read_trace(e.trace_path)
     assert len(tr.data["events"]["track"]) == 1 and not len(tr.data["steps"].get("step", []))
     lines = {t.line for t in tr.tracks if t.kind}
@@ -201,7 +231,8 @@ GATHER_MESSAGE = (
     "Gather operand too large: table group 't' stages (sample_count 16384 * feature_width 32) / "
     "kNumTiles 16 = 32768 elements (131072 bytes) per tile, but only 125952 of TileSpmem's "
     "131072 bytes are left after the fixed size allocations; use a smaller global_batch or more "
-    "chips (hardware.num_chips)")
+    "chips (hardware.num_chips)"
+)
 
 
 def test_gather_operand_too_large_with_the_doc_message(small_raw, tmp_path):
@@ -228,9 +259,11 @@ def test_record_command_exits_2_with_one_line(small_raw, tmp_path, capsys):
     assert os.path.exists(tmp_path / "out" / "trace.sctrace")
 
 
-OOM = re.compile(r"Ran out of memory in memory space hbm on TPU:(\d+) at [\d.]+ us \(step (\d+)\)\. "
-                 r"Used ([\d.]+[GMKB]) of ([\d.]+[GMKB]) hbm\. Exceeded hbm capacity by ([\d.]+[GMKB])\. "
-                 r"Contributors: (.+); (.+)$")
+OOM = re.compile(
+    r"Ran out of memory in memory space hbm on TPU:(\d+) at [\d.]+ us \(step (\d+)\)\. "
+    r"Used ([\d.]+[GMKB]) of ([\d.]+[GMKB]) hbm\. Exceeded hbm capacity by ([\d.]+[GMKB])\. "
+    r"Contributors: (.+); (.+)$"
+)
 
 
 def test_hbm_stack_oom_names_its_contributors_and_serialization_fixes_it(small_raw, tmp_path):
@@ -245,8 +278,13 @@ def test_hbm_stack_oom_names_its_contributors_and_serialization_fixes_it(small_r
     assert m, msg
     contributors = dict(re.match(r"(.+) ([\d.]+[GMKB])$", p).groups() for p in m.group(6).split(", "))
     assert list(contributors)[0] == "HBM stack"  # largest first
-    assert {"embedding tables", "embedding optimizer state", "dense weights",
-            "dense optimizer state", "prefetched inputs"} <= set(contributors)
+    assert {
+        "embedding tables",
+        "embedding optimizer state",
+        "dense weights",
+        "dense optimizer state",
+        "prefetched inputs",
+    } <= set(contributors)
     assert "xla_sc_num_serialized_tables_to_optimize_hbm" in m.group(7)
     ev = failure_event(err.value.trace_path)
     assert ev["name"] == "hbm_oom" and ev["message"] == msg and ev["line"] == "Failures"
@@ -280,8 +318,7 @@ def test_heap_oom_before_step_0(small_raw):
 def hbm_peak_share(name: str, overrides: list[str] = ()) -> float:
     import dataclasses
 
-    sim = simulate(dataclasses.replace(load_config(os.path.join(CONFIG_DIR, f"{name}.toml"),
-                                                   list(overrides)), steps=4))
+    sim = simulate(dataclasses.replace(load_config(os.path.join(CONFIG_DIR, f"{name}.toml"), list(overrides)), steps=4))
     assert sim.failure is None
     return max((cm.heap_bytes + cm.stack_bytes).max() for cm in sim.timeline) / sim.hw.hbm_bytes
 

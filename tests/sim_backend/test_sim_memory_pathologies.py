@@ -99,14 +99,18 @@ def test_deep_prefetch_heap_pressure_and_prefetch_fix(tmp_path):
 def failure_events(trace) -> list[tuple[str, str]]:
     ev, s = trace.data["events"], trace.strings
     lines = {t.id: t.line for t in trace.tracks}
-    return [(s[n], lines[t]) for n, c, t in zip(ev["name"], ev["category"], ev["track"], strict=True)
-            if s[c] == "failure"]
+    return [
+        (s[n], lines[t]) for n, c, t in zip(ev["name"], ev["category"], ev["track"], strict=True) if s[c] == "failure"
+    ]
 
 
-@pytest.mark.parametrize("name, kind, text", [
-    ("spmem_overflow", "spmem_overflow", "do not fit in TileSpmem"),
-    ("gather_too_large", "gather_operand_too_large", "Gather operand too large"),
-])
+@pytest.mark.parametrize(
+    "name, kind, text",
+    [
+        ("spmem_overflow", "spmem_overflow", "do not fit in TileSpmem"),
+        ("gather_too_large", "gather_operand_too_large", "Gather operand too large"),
+    ],
+)
 def test_compile_failure_is_recorded_and_one_flag_fixes_it(name, kind, text, tmp_path):
     with pytest.raises(CompileError) as err:
         record_run(config(name), [], "sick", 4, str(tmp_path / "sick"))
@@ -126,8 +130,7 @@ def test_serialization_lowers_peak_stack_and_raises_sparsecore_time(tmp_path):
     The config has three table groups, so k = 2 already runs each alone (the third waits
     for the second's barrier): k = 3 changes nothing, k = 0, 1, 2 change both strictly.
     """
-    traces = [record("hbm_stack_pressure", [f"{SERIALIZED}={k}"], tmp_path, f"k{k}", steps=4)
-              for k in range(4)]
+    traces = [record("hbm_stack_pressure", [f"{SERIALIZED}={k}"], tmp_path, f"k{k}", steps=4) for k in range(4)]
     peak_stack = [counter_max(t, "HBM stack") for t in traces]
     sc_time = [sc_time_per_step(t) for t in traces]
     assert all(a >= b for a, b in zip(peak_stack, peak_stack[1:], strict=False))  # never rises

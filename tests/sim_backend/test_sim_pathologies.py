@@ -46,7 +46,6 @@ def test_symptom_and_one_flag_fix(name, tmp_path):
     if name == "host_bound":
         assert sick.share_idle > 0.15 and sick.share_idle > 2 * fixed.share_idle
     if name == "skewed_ids":
-        assert sc_load_max_over_mean(sick.trace_path) > 1.3 * sc_load_max_over_mean(
-            fixed.trace_path)
+        assert sc_load_max_over_mean(sick.trace_path) > 1.3 * sc_load_max_over_mean(fixed.trace_path)
     if name != "id_dropping":  # dropping makes the sick run cheaper, not slower
         assert fixed.mean_step_time_ps < 0.9 * sick.mean_step_time_ps

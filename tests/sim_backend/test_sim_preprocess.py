@@ -33,11 +33,13 @@ def reference(raw: dict, batches: list[FeatureBatch], n_chips: int, spc: int) ->
     # table groups: same (width, dtype, optimizer), in order of first appearance
     groups: dict[tuple, list[dict]] = {}
     for t in tables:
-        key = (t["name"],) if sc.get("disable_table_stacking") else (
-            t.get("width", 128), t.get("dtype", "f32"), t.get("optimizer", "adagrad"))
+        key = (
+            (t["name"],)
+            if sc.get("disable_table_stacking")
+            else (t.get("width", 128), t.get("dtype", "f32"), t.get("optimizer", "adagrad"))
+        )
         groups.setdefault(key, []).append(t)
-    limits_default = (sc.get("max_ids_per_partition", 256),
-                      sc.get("max_unique_ids_per_partition", 256))
+    limits_default = (sc.get("max_ids_per_partition", 256), sc.get("max_unique_ids_per_partition", 256))
     out = []
     # 1) stacked IDs, COO, per-sample dedup, in processing order (group, partition, ID, slot)
     per_group_entries = []
@@ -57,14 +59,21 @@ def reference(raw: dict, batches: list[FeatureBatch], n_chips: int, spc: int) ->
                 offs.append(offs[-1] + length)
             for sample in range(batch):
                 seen = set()
-                for raw_id in fb.ids[offs[sample]:offs[sample + 1]].tolist():
+                for raw_id in fb.ids[offs[sample] : offs[sample + 1]].tolist():
                     col = start[f["table"]] + raw_id
                     if col in seen:
                         continue
                     seen.add(col)
-                    entries.append({"source_sc": sample // bs, "partition": col % n_sc,
-                                    "col": col, "feature_slot": slot, "sample": sample,
-                                    "table": names.index(f["table"])})
+                    entries.append(
+                        {
+                            "source_sc": sample // bs,
+                            "partition": col % n_sc,
+                            "col": col,
+                            "feature_slot": slot,
+                            "sample": sample,
+                            "table": names.index(f["table"]),
+                        }
+                    )
         entries.sort(key=lambda e: (e["partition"], e["col"], e["feature_slot"], e["sample"]))
         per_group_entries.append((members, entries))
     # 2) chip cap: per sample, keep the first `cap` IDs in (group, partition, ID, slot) order
@@ -119,15 +128,21 @@ def reference(raw: dict, batches: list[FeatureBatch], n_chips: int, spc: int) ->
         m_used = max((e["minibatch"] for e in entries if not e["dropped"]), default=0) + 1
         if any(e["dropped"] for e in entries):
             m_used = max_mb
-        out.append({"entries": entries, "ids_sp": ids_sp, "unique_sp": unique_sp,
-                    "minibatches": m_used, "table_observed": table_observed})
+        out.append(
+            {
+                "entries": entries,
+                "ids_sp": ids_sp,
+                "unique_sp": unique_sp,
+                "minibatches": m_used,
+                "table_observed": table_observed,
+            }
+        )
     return {"groups": out, "cap_dropped": cap_dropped}
 
 
 # -- comparison --------------------------------------------------------------------------------
 
-FIELDS = ("source_sc", "partition", "col", "feature_slot", "sample", "table", "minibatch",
-          "dropped")
+FIELDS = ("source_sc", "partition", "col", "feature_slot", "sample", "table", "minibatch", "dropped")
 
 
 def run_both(raw: dict, step: int = 0):
@@ -136,8 +151,7 @@ def run_both(raw: dict, step: int = 0):
     batches = generate_step(cfg, step)
     ref = reference(raw, batches, hw.num_chips, hw.sparsecores_per_chip)
     try:
-        got = preprocess_step(step, batches, groups, lay, cfg.sparsecore, table_stats=True,
-                              keep_entries=True)
+        got = preprocess_step(step, batches, groups, lay, cfg.sparsecore, table_stats=True, keep_entries=True)
     except PreprocessError as exc:
         got = exc
     return ref, got
@@ -172,8 +186,9 @@ def assert_same(ref: dict, got) -> None:
     np.testing.assert_array_equal(got.dropped_ids_per_sc, cap + limit_dropped)
 
 
-def random_limits(raw: dict, rng: np.random.Generator, ids_hi: int, unique_hi: int,
-                  chip_cap: tuple[int, int] | None) -> dict:
+def random_limits(
+    raw: dict, rng: np.random.Generator, ids_hi: int, unique_hi: int, chip_cap: tuple[int, int] | None
+) -> dict:
     """A copy of `raw` with random limits and flags, seed and a 64-sample batch (chip cap: a
     random value in `chip_cap`, or 1000 when None: one that never binds here)."""
     raw = copy.deepcopy(raw)
@@ -249,10 +264,13 @@ def test_fits_without_minibatching_when_limits_are_high(small_raw):
 
 def test_coo_and_dedup_of_the_documented_example():
     """DOMAIN.md §1: [[A], [A,B,C], [B,B,D]] -> rows [0,1,1,1,2,2], cols [A,A,B,C,B,D]."""
-    raw = {"global_batch": 3, "hardware": {"num_chips": 1, "sparsecores_per_chip": 1},
-           "sparsecore": {"max_ids_per_chip_per_sample": 8},
-           "tables": [{"name": "t", "vocab": 10, "width": 8}],
-           "features": [{"name": "f", "table": "t", "multi_hot": 3}]}
+    raw = {
+        "global_batch": 3,
+        "hardware": {"num_chips": 1, "sparsecores_per_chip": 1},
+        "sparsecore": {"max_ids_per_chip_per_sample": 8},
+        "tables": [{"name": "t", "vocab": 10, "width": 8}],
+        "features": [{"name": "f", "table": "t", "multi_hot": 3}],
+    }
     cfg = config_from_dict(raw)
     hw, _, groups, lay = setup(cfg)
     a, b, c, d = 1, 2, 3, 4
@@ -268,15 +286,20 @@ def test_coo_and_dedup_of_the_documented_example():
 
 
 def test_overflow_error_names_table_partition_and_values(small_raw):
-    small_raw["sparsecore"].update(max_ids_per_partition=1, max_unique_ids_per_partition=1,
-                                   enable_minibatching=False)
+    small_raw["sparsecore"].update(max_ids_per_partition=1, max_unique_ids_per_partition=1, enable_minibatching=False)
     _, got = run_both(small_raw)
     assert isinstance(got, PreprocessError)
     msg = str(got)
     assert "\n" not in msg
     # tables big + mid (width 32) are stacked: compiled limits add up to 2
-    for part in ("table 'stack_0'", "partition", "SparseCore", "max_ids_per_partition=2",
-                 "max_unique_ids_per_partition=2", "allow_id_dropping"):
+    for part in (
+        "table 'stack_0'",
+        "partition",
+        "SparseCore",
+        "max_ids_per_partition=2",
+        "max_unique_ids_per_partition=2",
+        "allow_id_dropping",
+    ):
         assert part in msg, (part, msg)
 
 

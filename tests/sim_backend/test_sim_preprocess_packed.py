@@ -97,10 +97,13 @@ def test_packed_cases_cover_minibatching_dropping_and_errors(small_raw):
 
 def test_packed_bag_dedup_by_hand():
     """Bags of 3 on 2 SparseCores; repeats inside a bag count once, across bags each time."""
-    raw = {"global_batch": 4, "hardware": {"generation": "v6e", "num_chips": 1},
-           "sparsecore": {"max_ids_per_chip_per_sample": 8},
-           "tables": [{"name": "t", "vocab": 10, "width": 8}],
-           "features": [{"name": "f", "table": "t", "multi_hot": 3}]}
+    raw = {
+        "global_batch": 4,
+        "hardware": {"generation": "v6e", "num_chips": 1},
+        "sparsecore": {"max_ids_per_chip_per_sample": 8},
+        "tables": [{"name": "t", "vocab": 10, "width": 8}],
+        "features": [{"name": "f", "table": "t", "multi_hot": 3}],
+    }
     cfg = config_from_dict(raw)
     _, _, groups, lay = setup(cfg)
     # samples 0, 1 go to SparseCore 0 and 2, 3 to SparseCore 1; partition = ID % 2

@@ -72,9 +72,18 @@ def test_trace_has_xprof_tracks_steps_and_typed_args(small_raw, tmp_path):
     assert any(p == "/host:CPU" for p, _ in planes)
     ev = tr.data["events"]
     names = np.array(tr.strings, dtype=object)[ev["name"]]
-    assert {"SparseDenseMatmulOp", "SparseDenseMatmulGradOp", "dense_forward", "dense_backward",
-            "all-to-all.activations", "all-reduce.dense_gradients", "preprocess_input",
-            "host_to_hbm_transfer", "jit_train_step", "sparse_core_forward"} <= set(names)
+    assert {
+        "SparseDenseMatmulOp",
+        "SparseDenseMatmulGradOp",
+        "dense_forward",
+        "dense_backward",
+        "all-to-all.activations",
+        "all-reduce.dense_gradients",
+        "preprocess_input",
+        "host_to_hbm_transfer",
+        "jit_train_step",
+        "sparse_core_forward",
+    } <= set(names)
     assert (ev["step"][names != "table_layout"] >= 0).all()  # the layout precedes step 0
     sc = names == "SparseDenseMatmulOp"
     assert (ev["ids"][sc] >= ev["unique_ids"][sc]).all()
@@ -101,8 +110,7 @@ def test_record_defaults_and_summary(small_raw, tmp_path):
     assert res.steps == 2 and res.run_name == "small" and res.minibatches_per_step > 1
     assert res.share_host + res.share_sc + res.share_tc + res.share_idle == pytest.approx(1.0)
     text = format_summary(res)
-    for word in ("mean step time", "host", "SparseCore", "TensorCore", "idle", "minibatches",
-                 "dropped IDs"):
+    for word in ("mean step time", "host", "SparseCore", "TensorCore", "idle", "minibatches", "dropped IDs"):
         assert word in text
 
 
@@ -113,8 +121,13 @@ def test_user_errors_are_value_errors(small_raw, tmp_path):
     with pytest.raises(ConfigError, match="^sparsecore.bogus"):
         record_run(path, ["sparsecore.bogus=1"], None, 1, str(tmp_path / "o"))
     with pytest.raises(PreprocessError, match="max_ids_per_partition=2"):
-        record_run(path, ["sparsecore.max_ids_per_partition=1",
-                          "sparsecore.enable_minibatching=false"], None, 1, str(tmp_path / "o"))
+        record_run(
+            path,
+            ["sparsecore.max_ids_per_partition=1", "sparsecore.enable_minibatching=false"],
+            None,
+            1,
+            str(tmp_path / "o"),
+        )
 
 
 def test_progress_callback_and_bar(small_raw, tmp_path):
@@ -133,24 +146,22 @@ def test_derived_limits_close_the_loop(small_raw, tmp_path):
     """8-step procedure: derive limits, record again with them: no minibatching left."""
     small_raw["sparsecore"].update(max_ids_per_partition=4, max_unique_ids_per_partition=4)
     path = small_file(tmp_path, small_raw)
-    first = record_run(path, ["flags.xla_sparse_core_estimate_max_ids=true"], "first", None,
-                       str(tmp_path / "first"))
+    first = record_run(path, ["flags.xla_sparse_core_estimate_max_ids=true"], "first", None, str(tmp_path / "first"))
     assert first.minibatches_per_step > 1 and first.limits_path
-    again = record_run(path, [f"flags.xla_sparse_core_max_ids_file={first.limits_path}"],
-                       "again", None, str(tmp_path / "again"))
+    again = record_run(
+        path, [f"flags.xla_sparse_core_max_ids_file={first.limits_path}"], "again", None, str(tmp_path / "again")
+    )
     assert again.minibatches_per_step == 1.0 and again.dropped_ids == 0
 
 
 def test_bundled_limits_file_is_what_the_baseline_derives(tmp_path):
-    res = record_run(BASELINE, ["flags.xla_sparse_core_estimate_max_ids=true"], None, None,
-                     str(tmp_path / "b"))
-    with open(res.limits_path, "rb") as a, \
-            open(os.path.join(CONFIG_DIR, "limits", "baseline_limits.toml"), "rb") as b:
-        assert tomllib.load(a) == tomllib.load(b), \
+    res = record_run(BASELINE, ["flags.xla_sparse_core_estimate_max_ids=true"], None, None, str(tmp_path / "b"))
+    with open(res.limits_path, "rb") as a, open(os.path.join(CONFIG_DIR, "limits", "baseline_limits.toml"), "rb") as b:
+        assert tomllib.load(a) == tomllib.load(b), (
             "configs/limits/baseline_limits.toml is stale: re-derive it (see its header)"
+        )
     # the baseline's symptoms, and the tuned config fixing them
-    tuned = record_run(os.path.join(CONFIG_DIR, "tuned.toml"), [], None, None,
-                       str(tmp_path / "t"))
+    tuned = record_run(os.path.join(CONFIG_DIR, "tuned.toml"), [], None, None, str(tmp_path / "t"))
     assert res.minibatches_per_step >= 2 and tuned.minibatches_per_step == 1.0
     assert tuned.mean_step_time_ps < 0.9 * res.mean_step_time_ps
     assert res.wall_time_s < 30
@@ -168,8 +179,7 @@ def test_trace_ingests_into_the_store(small_raw, tmp_path):
 
 def test_header_stores_the_effective_config_after_overrides(small_raw, tmp_path):
     path = small_file(tmp_path, small_raw)
-    res = record_run(path, ["flags.maximum_parallel_iterations=3", "tables.mid.width=32"],
-                     None, 1, str(tmp_path / "o"))
+    res = record_run(path, ["flags.maximum_parallel_iterations=3", "tables.mid.width=32"], None, 1, str(tmp_path / "o"))
     config = json.loads(read_trace(res.trace_path).header.config_json)
     assert config["flags"]["maximum_parallel_iterations"] == 3
     assert config["steps"] == 1 and config["run_name"] == "small"

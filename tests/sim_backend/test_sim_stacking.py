@@ -35,13 +35,20 @@ def many_tables(per_stack: int, n: int = 200, pipelining: bool = False) -> dict:
     chain, so what stacking changes shows in the step time.
     """
     return {
-        "name": "many_tables", "steps": 4, "global_batch": 4096,
-        "hardware": {"generation": "v5p", "num_chips": 4}, "host": {"num_threads": 32},
-        "dense": {"num_dense_features": 13, "bottom_mlp": [64, 32], "top_mlp": [64, 1],
-                  "cross_layers": 1, "cross_low_rank": 32},
+        "name": "many_tables",
+        "steps": 4,
+        "global_batch": 4096,
+        "hardware": {"generation": "v5p", "num_chips": 4},
+        "host": {"num_threads": 32},
+        "dense": {
+            "num_dense_features": 13,
+            "bottom_mlp": [64, 32],
+            "top_mlp": [64, 1],
+            "cross_layers": 1,
+            "cross_low_rank": 32,
+        },
         "sparsecore": {"max_tables_per_stack": per_stack, "max_ids_per_chip_per_sample": 1024},
-        "flags": {"maximum_parallel_iterations": 2,
-                  "tf_xla_disable_full_embedding_pipelining": not pipelining},
+        "flags": {"maximum_parallel_iterations": 2, "tf_xla_disable_full_embedding_pipelining": not pipelining},
         "tables": [{"name": f"t{i}", "vocab": 20000, "width": 64} for i in range(n)],
         "features": [{"name": f"f{i}", "table": f"t{i}", "multi_hot": 4} for i in range(n)],
     }
@@ -52,14 +59,17 @@ def reference_stacks(raw: dict) -> list[list[str]]:
     sc = raw.get("sparsecore", {})
     buckets: dict[tuple, list[str]] = {}
     for t in raw["tables"]:
-        key = (t["name"],) if sc.get("disable_table_stacking") else (
-            t.get("width", 128), t.get("dtype", "f32"), t.get("optimizer", "adagrad"))
+        key = (
+            (t["name"],)
+            if sc.get("disable_table_stacking")
+            else (t.get("width", 128), t.get("dtype", "f32"), t.get("optimizer", "adagrad"))
+        )
         buckets.setdefault(key, []).append(t["name"])
     k = sc.get("max_tables_per_stack", 0)
     out = []
     for names in buckets.values():
         step = k or len(names)
-        out += [names[i: i + step] for i in range(0, len(names), step)]
+        out += [names[i : i + step] for i in range(0, len(names), step)]
     return out
 
 
@@ -69,12 +79,18 @@ def layout_events(path: str) -> list[dict]:
     ev = tr.data["events"]
     strings = np.array(tr.strings, dtype=object)
     idx = np.flatnonzero(strings[ev["name"]] == "table_layout")
-    out = [{"stack": strings[ev["table"][i]], "category": strings[ev["category"][i]],
-            "bytes": int(ev["bytes"][i]), "dur_ps": int(ev["dur_ps"][i])} for i in idx]
+    out = [
+        {
+            "stack": strings[ev["table"][i]],
+            "category": strings[ev["category"][i]],
+            "bytes": int(ev["bytes"][i]),
+            "dur_ps": int(ev["dur_ps"][i]),
+        }
+        for i in idx
+    ]
     keys, kinds = strings[ev["arg_key"]], ev["arg_kind"]
     pos = {int(i): n for n, i in enumerate(idx)}
-    for e, k, kind, vi, vs in zip(ev["arg_event"], keys, kinds, ev["arg_int"], ev["arg_string"],
-                                  strict=True):
+    for e, k, kind, vi, vs in zip(ev["arg_event"], keys, kinds, ev["arg_int"], ev["arg_string"], strict=True):
         if int(e) in pos:
             out[pos[int(e)]][k] = strings[vs] if kind == 3 else int(vi)
     return out
@@ -91,8 +107,7 @@ def test_max_tables_per_stack_splits_in_config_order(small_raw, per_stack):
     raw["sparsecore"]["max_tables_per_stack"] = per_stack
     _, _, groups, _ = setup(config_from_dict(raw))
     assert [list(g.tables) for g in groups] == reference_stacks(raw)
-    assert [g.name for g in groups] == [g.tables[0] if len(g.tables) == 1 else f"stack_{g.index}"
-                                        for g in groups]
+    assert [g.name for g in groups] == [g.tables[0] if len(g.tables) == 1 else f"stack_{g.index}" for g in groups]
 
 
 def test_stack_limits_sum_then_fit_spmem(small_raw):
@@ -116,10 +131,11 @@ def test_stack_limits_sum_then_fit_spmem(small_raw):
 
 def test_layout_events_match_an_independent_count(small_raw, tmp_path):
     raw = copy.deepcopy(small_raw)
-    raw["tables"] += [{"name": "narrow", "vocab": 10, "width": 1},
-                      {"name": "half", "vocab": 33, "width": 3, "dtype": "bf16"}]
-    raw["features"] += [{"name": "f_narrow", "table": "narrow"},
-                        {"name": "f_half", "table": "half", "multi_hot": 2}]
+    raw["tables"] += [
+        {"name": "narrow", "vocab": 10, "width": 1},
+        {"name": "half", "vocab": 33, "width": 3, "dtype": "bf16"},
+    ]
+    raw["features"] += [{"name": "f_narrow", "table": "narrow"}, {"name": "f_half", "table": "half", "multi_hot": 2}]
     res = record_run(small_file(tmp_path, raw), [], "layout", 2, str(tmp_path / "out"))
     events = layout_events(res.trace_path)
     stacks = reference_stacks(raw)

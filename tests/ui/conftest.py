@@ -26,7 +26,9 @@ def build_two_run_store(directory) -> str:
                 ingest_trace(store, path, name=name)
             return db
         for name in ("baseline", "tuned"):
-            result = record_run(str(REPO / "configs" / f"{name}.toml"), [], name, STEPS, str(directory / name), progress=False)
+            result = record_run(
+                str(REPO / "configs" / f"{name}.toml"), [], name, STEPS, str(directory / name), progress=False
+            )
             ingest_trace(store, result.trace_path, name=name)
     return db
 

@@ -17,8 +17,16 @@ import pytest
 from tests.tracekit import REPO, missing_extra
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 SHOTS = REPO / "test-artifacts" / "screenshots"
 TIMEOUT_MS = 60_000
 
@@ -55,7 +63,9 @@ def server(app):
 def browser():
     path = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
     if path is None:
-        missing_extra(f"Debian chromium not installed at {CHROMIUM} (make test installs it: apt-get install -y chromium)")
+        missing_extra(
+            f"Debian chromium not installed at {CHROMIUM} (make test installs it: apt-get install -y chromium)"
+        )
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         yield b
@@ -137,8 +147,9 @@ def test_timeline_zooms_into_exact_events(server, page, run_ids):
     page.mouse.move(box["x"] + box["width"] * 0.50, y, steps=5)
     page.mouse.up()
     page.wait_for_url(re.compile(r"t0=\d+&t1=\d+|t1=\d+.*t0=\d+"))
-    page.wait_for_function("(b) => { const s = document.querySelector('#timeline-status'); return s && s.innerText !== b; }",
-                           arg=before)
+    page.wait_for_function(
+        "(b) => { const s = document.querySelector('#timeline-status'); return s && s.innerText !== b; }", arg=before
+    )
     page.wait_for_selector("#timeline-graph .nsewdrag")
     settle(page)
     after = page.inner_text("#timeline-status")
@@ -162,8 +173,10 @@ def test_sparsecore_heatmaps(server, page, run_ids):
     shot(page, "05-sparsecore")
     page.check("#sparsecore-metric input[value='unique_ids']")
     page.wait_for_url(re.compile(r"metric=unique_ids"))
-    page.wait_for_function("() => (document.querySelector('#sparsecore-body') || {}).innerText?.includes("
-                           "'unique IDs per partition per SparseCore')")
+    page.wait_for_function(
+        "() => (document.querySelector('#sparsecore-body') || {}).innerText?.includes("
+        "'unique IDs per partition per SparseCore')"
+    )
     settle(page)
 
 

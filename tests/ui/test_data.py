@@ -90,7 +90,9 @@ def test_timeline_switches_from_aggregated_to_exact(ro_store, runs):
     assert wide.mode == "aggregated" and wide.busy.shape[0] == len(tracks) and 0 < wide.busy.shape[1] <= 200
     assert wide.t0 <= info["first_ps"] and wide.t1 >= info["last_ps"]  # whole summary bins around the window
     assert np.nanmax(wide.busy) <= 1.0 and wide.counts.sum() >= wide.events_in_window
-    narrow = timeline_view(ro_store, base, tracks, info["first_ps"], info["first_ps"] + (info["last_ps"] - info["first_ps"]) // 50)
+    narrow = timeline_view(
+        ro_store, base, tracks, info["first_ps"], info["first_ps"] + (info["last_ps"] - info["first_ps"]) // 50
+    )
     assert narrow.mode == "exact" and narrow.events
     assert {"name", "start_ps", "dur_ps", "args"} <= set(narrow.events[0])
 
@@ -225,8 +227,14 @@ def test_breakdown_per_step_sums_per_step_and_chip():
     rng = np.random.default_rng(3)
     n = 500
     cats = [CATEGORIES[0], CATEGORIES[1], "not-a-category"]
-    t = pa.table({"chip": rng.integers(0, 3, n), "step": rng.integers(0, 12, n), "dur_ps": rng.integers(0, 10**9, n),
-                  "category": [cats[i] for i in rng.integers(0, 3, n)]})
+    t = pa.table(
+        {
+            "chip": rng.integers(0, 3, n),
+            "step": rng.integers(0, 12, n),
+            "dur_ps": rng.integers(0, 10**9, n),
+            "category": [cats[i] for i in rng.integers(0, 3, n)],
+        }
+    )
     report = SimpleNamespace(analyses={"breakdown": SimpleNamespace(tables={"step_breakdown": t})})
     rows = t.to_pylist()
     for steps, chip in (((2, 9), None), ((0, 11), 1)):
@@ -238,7 +246,10 @@ def test_breakdown_per_step_sums_per_step_and_chip():
         assert got["steps"] == step_list and got["chips"] == sorted({r["chip"] for r in in_range})
         assert list(got["per_step"]) == [CATEGORIES[0], CATEGORIES[1]]
         for c in got["per_step"]:
-            assert got["per_step"][c] == [sum(r["dur_ps"] for r in sel if r["step"] == s and r["category"] == c) / n_chips
-                                          for s in step_list]
-            assert got["per_chip"][c] == [sum(r["dur_ps"] for r in in_range if r["chip"] == k and r["category"] == c) / n_steps
-                                          for k in got["chips"]]
+            assert got["per_step"][c] == [
+                sum(r["dur_ps"] for r in sel if r["step"] == s and r["category"] == c) / n_chips for s in step_list
+            ]
+            assert got["per_chip"][c] == [
+                sum(r["dur_ps"] for r in in_range if r["chip"] == k and r["category"] == c) / n_steps
+                for k in got["chips"]
+            ]

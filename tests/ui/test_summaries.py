@@ -34,33 +34,55 @@ def write_mixed_trace(path: str, n: int = 4000, seed: int = 0) -> None:
     optional column; host, TensorCore, SparseCore and tile tracks; step markers."""
     rng = np.random.default_rng(seed)
     with Recorder(path, run_name=f"mixed-{seed}", run_id=f"uuid-mixed-{seed}", start_time_unix_ns=0) as rec:
-        tracks = [rec.track("/host:CPU", "Host ops", "host", chip=-1),
-                  rec.track("/device:TPU:0", "XLA Ops", "tensorcore", chip=0, core=0),
-                  rec.track("/device:TPU:1", "XLA Ops", "tensorcore", chip=1, core=0),
-                  rec.track("/device:TPU:0 SparseCore 0", "Sparse Core Ops", "sparsecore", chip=0, core=0),
-                  rec.track("/device:TPU:0 SparseCore 1", "Sparse Core Ops", "sparsecore", chip=0, core=1),
-                  rec.track("/device:TPU:1 SparseCore 0", "Sparse Core Ops", "sparsecore", chip=1, core=0),
-                  rec.track("/device:TPU:1 SparseCore 0", "Tile 3", "sc_tile", chip=1, core=0, tile=3)]
+        tracks = [
+            rec.track("/host:CPU", "Host ops", "host", chip=-1),
+            rec.track("/device:TPU:0", "XLA Ops", "tensorcore", chip=0, core=0),
+            rec.track("/device:TPU:1", "XLA Ops", "tensorcore", chip=1, core=0),
+            rec.track("/device:TPU:0 SparseCore 0", "Sparse Core Ops", "sparsecore", chip=0, core=0),
+            rec.track("/device:TPU:0 SparseCore 1", "Sparse Core Ops", "sparsecore", chip=0, core=1),
+            rec.track("/device:TPU:1 SparseCore 0", "Sparse Core Ops", "sparsecore", chip=1, core=0),
+            rec.track("/device:TPU:1 SparseCore 0", "Tile 3", "sc_tile", chip=1, core=0, tile=3),
+        ]
         kind = rng.integers(0, 4, n)
-        dur = np.choose(kind, [np.zeros(n, np.int64), rng.integers(1, 20_000, n),
-                               rng.integers(20_000, 10_000_000, n), rng.integers(50_000_000, 300_000_000, n)])
-        rec.emit(track=[tracks[i] for i in rng.integers(0, len(tracks), n)],
-                 name=[f"op{i}" for i in rng.integers(0, 5, n)],
-                 start_ps=rng.integers(1_000, SPAN_PS, n), dur_ps=dur,
-                 step=maybe(rng, rng.integers(0, 10, n), 0.1),
-                 category=[CATEGORIES[i] or "" for i in rng.integers(0, len(CATEGORIES), n)],
-                 table=[TABLES[i] if i < len(TABLES) else "" for i in rng.integers(0, len(TABLES) + 1, n)],
-                 sc=maybe(rng, rng.integers(0, 2, n)), minibatch=maybe(rng, rng.integers(0, 4, n), 0.5),
-                 ids=maybe(rng, rng.integers(1, 5000, n)), unique_ids=maybe(rng, rng.integers(1, 3000, n)),
-                 dropped_ids=maybe(rng, rng.integers(0, 50, n), 0.7))
+        dur = np.choose(
+            kind,
+            [
+                np.zeros(n, np.int64),
+                rng.integers(1, 20_000, n),
+                rng.integers(20_000, 10_000_000, n),
+                rng.integers(50_000_000, 300_000_000, n),
+            ],
+        )
+        rec.emit(
+            track=[tracks[i] for i in rng.integers(0, len(tracks), n)],
+            name=[f"op{i}" for i in rng.integers(0, 5, n)],
+            start_ps=rng.integers(1_000, SPAN_PS, n),
+            dur_ps=dur,
+            step=maybe(rng, rng.integers(0, 10, n), 0.1),
+            category=[CATEGORIES[i] or "" for i in rng.integers(0, len(CATEGORIES), n)],
+            table=[TABLES[i] if i < len(TABLES) else "" for i in rng.integers(0, len(TABLES) + 1, n)],
+            sc=maybe(rng, rng.integers(0, 2, n)),
+            minibatch=maybe(rng, rng.integers(0, 4, n), 0.5),
+            ids=maybe(rng, rng.integers(1, 5000, n)),
+            unique_ids=maybe(rng, rng.integers(1, 3000, n)),
+            dropped_ids=maybe(rng, rng.integers(0, 50, n), 0.7),
+        )
         # One event spanning the run fixes the bin width (1.6e9 / 16384, rounded up: BIN_PS); events
         # exactly one bin long, and one shorter, go to timeline_long and timeline_bins respectively.
-        rec.emit(track=[tracks[0]] * 5, name=["run"] + ["edge"] * 4, start_ps=[0, 5_000, 123_456_789, 700_000_000, 9_000],
-                 dur_ps=[1_600_000_000, BIN_PS, BIN_PS, BIN_PS - 1, BIN_PS - 1])
+        rec.emit(
+            track=[tracks[0]] * 5,
+            name=["run"] + ["edge"] * 4,
+            start_ps=[0, 5_000, 123_456_789, 700_000_000, 9_000],
+            dur_ps=[1_600_000_000, BIN_PS, BIN_PS, BIN_PS - 1, BIN_PS - 1],
+        )
         for chip in (0, 1):
             steps_track = rec.track(f"/device:TPU:{chip}", "Steps", "tensorcore", chip=chip, core=0)
-            rec.steps(track=[steps_track] * 10, step=list(range(10)), start_ps=[s * 100_000_000 for s in range(10)],
-                      dur_ps=[100_000_000 - 1_000 * chip] * 10)
+            rec.steps(
+                track=[steps_track] * 10,
+                step=list(range(10)),
+                start_ps=[s * 100_000_000 for s in range(10)],
+                dur_ps=[100_000_000 - 1_000 * chip] * 10,
+            )
         rec.steps(track=[tracks[0]] * 3, step=[0, 1, 2], start_ps=[10, 500, 900], dur_ps=[0, 30, 100])
 
 
@@ -84,12 +106,15 @@ def mixed(mixed_db):
 
 def reference_summaries(store: Store, run: int) -> dict:
     """Every summary of a run, computed in plain Python from the events, markers, tracks and strings."""
-    strings = {r["string_id"]: r["value"] for r in store.rows("SELECT string_id, value FROM strings WHERE run_id = ?", [run])}
+    strings = {
+        r["string_id"]: r["value"] for r in store.rows("SELECT string_id, value FROM strings WHERE run_id = ?", [run])
+    }
     tracks = {r["track_id"]: r for r in store.rows("SELECT * FROM tracks WHERE run_id = ?", [run])}
     events = store.rows("SELECT * FROM events WHERE run_id = ?", [run])
     markers = store.rows("SELECT track_id, start_ps, dur_ps FROM steps WHERE run_id = ?", [run])
-    timeline = [(e["track_id"], e["start_ps"], e["dur_ps"]) for e in events] + \
-               [(m["track_id"], m["start_ps"], m["dur_ps"]) for m in markers]
+    timeline = [(e["track_id"], e["start_ps"], e["dur_ps"]) for e in events] + [
+        (m["track_id"], m["start_ps"], m["dur_ps"]) for m in markers
+    ]
     origin = min(s for _, s, _ in timeline)
     span = max(s + d for _, s, d in timeline) - origin
     bin_ps = max(1, -(-span // TIMELINE_BINS))
@@ -107,8 +132,14 @@ def reference_summaries(store: Store, run: int) -> dict:
     for e in events:
         cat = strings.get(e["category_id"]) if e["category_id"] is not None else None
         t = tracks[e["track_id"]]
-        if (e["step"] is not None and e["ids"] is not None and e["sc"] is not None and cat in (None, "sc_forward")
-                and t["chip"] >= 0 and t["kind"] in ("sparsecore", "sc_tile")):
+        if (
+            e["step"] is not None
+            and e["ids"] is not None
+            and e["sc"] is not None
+            and cat in (None, "sc_forward")
+            and t["chip"] >= 0
+            and t["kind"] in ("sparsecore", "sc_tile")
+        ):
             c = cells.setdefault((e["step"], t["chip"], e["sc"]), [0, None, None, None])
             c[0] += e["ids"]
             c[1] = add(c[1], e["unique_ids"])
@@ -119,9 +150,12 @@ def reference_summaries(store: Store, run: int) -> dict:
             tot[0] = top(tot[0], e["minibatch"])
             tot[1] = add(tot[1], e["dropped_ids"])
     return {
-        "run": {"timeline_origin_ps": origin, "timeline_bin_ps": bin_ps,
-                "max_event_dur_ps": max((e["dur_ps"] for e in events), default=0),
-                "event_tables": sorted({strings[e["table_id"]] for e in events if e["table_id"] is not None})},
+        "run": {
+            "timeline_origin_ps": origin,
+            "timeline_bin_ps": bin_ps,
+            "max_event_dur_ps": max((e["dur_ps"] for e in events), default=0),
+            "event_tables": sorted({strings[e["table_id"]] for e in events if e["table_id"] is not None}),
+        },
         "bins": {k: tuple(v) for k, v in bins.items()},
         "long": sorted(long),
         "cells": {k: (v[0], v[1], None if v[2] is None else v[2] + 1, v[3]) for k, v in cells.items()},
@@ -141,14 +175,22 @@ def stored_summaries(store: Store, run: int) -> dict:
     r = store.rows("SELECT * FROM run_summaries WHERE run_id = ?", [run])[0]
     return {
         "run": {k: r[k] for k in ("timeline_origin_ps", "timeline_bin_ps", "max_event_dur_ps", "event_tables")},
-        "bins": {(x["track_id"], x["bin"]): (x["events"], x["busy_ps"])
-                 for x in store.rows("SELECT * FROM timeline_bins WHERE run_id = ?", [run])},
-        "long": sorted((x["track_id"], x["start_ps"], x["dur_ps"])
-                       for x in store.rows("SELECT * FROM timeline_long WHERE run_id = ?", [run])),
-        "cells": {(x["step"], x["chip"], x["sc"]): (x["ids"], x["unique_ids"], x["minibatches"], x["dropped_ids"])
-                  for x in store.rows("SELECT * FROM sc_step_cells WHERE run_id = ?", [run])},
-        "totals": {x["step"]: (x["minibatches"], x["dropped_ids"])
-                   for x in store.rows("SELECT * FROM sc_step_totals WHERE run_id = ?", [run])},
+        "bins": {
+            (x["track_id"], x["bin"]): (x["events"], x["busy_ps"])
+            for x in store.rows("SELECT * FROM timeline_bins WHERE run_id = ?", [run])
+        },
+        "long": sorted(
+            (x["track_id"], x["start_ps"], x["dur_ps"])
+            for x in store.rows("SELECT * FROM timeline_long WHERE run_id = ?", [run])
+        ),
+        "cells": {
+            (x["step"], x["chip"], x["sc"]): (x["ids"], x["unique_ids"], x["minibatches"], x["dropped_ids"])
+            for x in store.rows("SELECT * FROM sc_step_cells WHERE run_id = ?", [run])
+        },
+        "totals": {
+            x["step"]: (x["minibatches"], x["dropped_ids"])
+            for x in store.rows("SELECT * FROM sc_step_totals WHERE run_id = ?", [run])
+        },
     }
 
 
@@ -190,10 +232,17 @@ def test_summary_view_equals_the_view_from_events(mixed, columns):
         for chosen in (tracks, tracks[1:4]):
             ids = [t.track_id for t in chosen]
             for t0, t1 in windows(s["timeline_origin_ps"], s["timeline_bin_ps"], columns, rng):
-                fast = _aggregate_summary(mixed, run, chosen, t0, t1, columns, s["timeline_origin_ps"], s["timeline_bin_ps"])
+                fast = _aggregate_summary(
+                    mixed, run, chosen, t0, t1, columns, s["timeline_origin_ps"], s["timeline_bin_ps"]
+                )
                 assert fast.t0 <= t0 < fast.t0 + s["timeline_bin_ps"] and fast.t1 >= t1 and fast.columns <= columns
-                n = sql(mixed, Q.WINDOW_COUNT, run=run, tracks=ids, t0=fast.t0, t1=fast.t1,
-                        maxdur=s["max_event_dur_ps"]).column("n")[0].as_py()
+                n = (
+                    sql(
+                        mixed, Q.WINDOW_COUNT, run=run, tracks=ids, t0=fast.t0, t1=fast.t1, maxdur=s["max_event_dur_ps"]
+                    )
+                    .column("n")[0]
+                    .as_py()
+                )
                 slow = _aggregate(mixed, run, chosen, fast.t0, fast.t1, n, fast.columns, s["max_event_dur_ps"])
                 assert fast.events_in_window == n
                 assert_same_view(fast, slow)
@@ -208,9 +257,14 @@ def test_summary_grid():
 
 def test_track_counts_and_timeline_view_use_the_summary(mixed):
     for run in (1, 2):
-        n = {r["track_id"]: r["n"] for r in mixed.rows(
-            "SELECT track_id, count(*) AS n FROM (SELECT track_id FROM events WHERE run_id = ? "
-            "UNION ALL SELECT track_id FROM steps WHERE run_id = ?) GROUP BY track_id", [run, run])}
+        n = {
+            r["track_id"]: r["n"]
+            for r in mixed.rows(
+                "SELECT track_id, count(*) AS n FROM (SELECT track_id FROM events WHERE run_id = ? "
+                "UNION ALL SELECT track_id FROM steps WHERE run_id = ?) GROUP BY track_id",
+                [run, run],
+            )
+        }
         assert {t.track_id: t.n for t in run_tracks(mixed, run)} == n
         view = timeline_view(mixed, run, run_tracks(mixed, run), 0, SPAN_PS, columns=100)
         assert view.mode == "aggregated" and view.events_in_window == sum(n.values())
@@ -229,7 +283,10 @@ def test_sparsecore_and_minibatch_fallbacks_equal_the_event_queries(mixed):
         kw = dict(run=1, step_lo=lo, step_hi=hi)
         assert sql(mixed, Q.EVENT_MINIBATCHES, **kw).to_pylist() == sql(mixed, event_minibatches, **kw).to_pylist()
         fast = sql(mixed, Q.SC_CELLS_FROM_SUMMARY, sb=sb, **kw).to_pylist()
-        assert fast and fast == sql(mixed, Q.SC_CELLS_FROM_EVENTS, sb=sb, table_ids=[], forward_id=forward, **kw).to_pylist()
+        assert (
+            fast
+            and fast == sql(mixed, Q.SC_CELLS_FROM_EVENTS, sb=sb, table_ids=[], forward_id=forward, **kw).to_pylist()
+        )
     tables, from_stats = D.sc_tables(mixed, 1)
     assert tables == TABLES and not from_stats
     assert not D.sparsecore(mixed, 1, (0, 9), [])["empty"]
