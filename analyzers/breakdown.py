@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from analyzers.context import RunContext
 from analyzers.findings import Analysis
 from analyzers.op_arrays import op_arrays
-from analyzers.timeline import CATEGORIES, split_timelines
+from analyzers.timeline import CATEGORIES, split_runs
 
 NAME = "breakdown"
 QUESTION = "Where does each step's time go: host, SparseCore, TensorCore, collectives or idle?"
@@ -28,46 +28,43 @@ CORE_SETS = ("none", "tc_only", "sc_only", "both")
 def timeline_splits(ctx: RunContext) -> dict[str, pa.Table]:
     """chip, step, category, dur_ps per step window, from one sweep over the op events (cached):
     "priority", the wall-time split into timeline.CATEGORIES; "core_kind", the time by the
-    set of busy core kinds (CORE_SETS) that the overlap analysis reads."""
+    set of busy core kinds (CORE_SETS) that the overlap analysis reads.
+
+    The events are op_arrays' (loaded once per context, for the idle-gap search too), each
+    track already in time order: a chip's runs are its tracks and the host's."""
 
     def compute() -> dict[str, pa.Table]:
         windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
-        return split_timelines(timeline_events(ctx, windows), windows,
-                               {"priority": (CATEGORIES, False), "core_kind": (CORE_SETS, True)})  # fmt: skip
+        a = op_arrays(ctx)
+        tracks = np.column_stack([a.bounds[:-1], a.bounds[1:]])
+        runs = {c: tracks[(a.track_chip == c) | (a.track_chip < 0)]  # the host's work counts on every chip
+                for c in np.unique(windows.column("chip").to_numpy()).tolist()}  # fmt: skip
+        return split_runs(a.start, a.end, row_kinds(ctx), runs, windows,
+                          {"priority": (CATEGORIES, False), "core_kind": (CORE_SETS, True)})  # fmt: skip
 
     return ctx.memo("timeline_splits", compute)
 
 
-def timeline_events(ctx: RunContext, windows: pa.Table) -> pa.Table:
-    """What sql/timeline_events.sql returns (chip, start_ps, end_ps, priority, core_kind), built from
-    op_arrays (loaded once per context for the idle-gap search too) classed by sql/timeline_kinds.sql."""
+def row_kinds(ctx: RunContext) -> dict[str, np.ndarray]:
+    """Per op_arrays row, its priority and core_kind (int8, as sql/timeline_events.sql gives them),
+    looked up by (track, category) in sql/timeline_kinds.sql."""
     a = op_arrays(ctx)
     kinds = ctx.store.query(f"SELECT track_id, category_id, priority, core_kind FROM {ctx.temp('timeline_kinds')}")
-    cats = np.unique(kinds.column("category_id").to_numpy())
-    track = np.searchsorted(a.track_id, kinds.column("track_id").to_numpy())
-    cat = np.searchsorted(cats, kinds.column("category_id").to_numpy())
-    priority = np.full((len(a.track_id), len(cats)), -1, np.int8)
-    core_kind = np.full((len(a.track_id), len(cats)), -1, np.int8)
-    priority[track, cat] = kinds.column("priority").to_numpy()
-    core_kind[track, cat] = kinds.column("core_kind").to_numpy()
-    # per row, an index into the (track, category) tables
+    cats = np.unique(kinds.column("category_id").to_numpy())  # string ids, -1 for none
+    cat_of = np.zeros(int(cats.max()) + 2 if len(cats) else 1, np.int32)
+    cat_of[cats + 1] = np.arange(len(cats))
+    cell = (np.searchsorted(a.track_id, kinds.column("track_id").to_numpy()) * len(cats)
+            + cat_of[kinds.column("category_id").to_numpy() + 1])  # fmt: skip
+    # per row, its cell in the (track, category) tables
     key = np.repeat(np.arange(len(a.track_id), dtype=np.int32) * len(cats), np.diff(a.bounds))
     if len(cats) > 1:
-        key += np.searchsorted(cats, a.category_scan)[a.source].astype(np.int32)
-    chip = np.repeat(a.track_chip, np.diff(a.bounds))
-    timed = a.end > a.start  # zero-length events take no time
-    host = chip < 0  # the host's work counts on every chip
-    chips = np.unique(windows.column("chip").to_numpy()).astype(np.int64)
-    if timed.all() and not host.any():  # the usual case: no copies
-        rows = slice(None)
-        chip_of = chip
-    else:
-        hosted = np.flatnonzero(timed & host)
-        rows = np.concatenate([np.flatnonzero(timed & ~host), np.tile(hosted, len(chips))])
-        chip_of = np.concatenate([chip[timed & ~host], np.repeat(chips, len(hosted))])
-    k = key[rows]
-    return pa.table({"chip": chip_of.astype(np.int32), "start_ps": a.start[rows], "end_ps": a.end[rows],
-                     "priority": priority.ravel()[k], "core_kind": core_kind.ravel()[k]})  # fmt: skip
+        key += cat_of[a.category_scan + 1][a.source]
+    out = {}
+    for view in ("priority", "core_kind"):
+        table = np.full(len(a.track_id) * len(cats), -1, np.int8)
+        table[cell] = kinds.column(view).to_numpy()
+        out[view] = table[key]
+    return out
 
 
 def step_breakdown(ctx: RunContext) -> pa.Table:

@@ -1,14 +1,13 @@
 """The wall-time split of each chip's timeline: which category owns each instant.
 
-A sweep line in numpy: every instant of a step window goes to the
-highest-priority category active then, or to `idle`, so a step's categories sum
-exactly to its duration whatever overlaps. Per chip, each category's events are
-first merged into disjoint intervals (cores of one chip often work at once, so
-this leaves far fewer points), then one sort of their start/end points and a
-running count per category give the owner of every instant. Chips are split in
-parallel threads. SQL selects the events (sql/timeline_events.sql); only the
-sweep itself, which needs running counts per category that DuckDB's window
-functions compute far more slowly, is here.
+A sweep line: every instant of a step window goes to the highest-priority
+category active then, or to `idle`, so a step's categories sum exactly to its
+duration whatever overlaps. The sweep itself is C (analyzers/_sweep.c): it
+walks a chip's events in start order, merging the runs of events it is given
+(the chip's tracks, each time-ordered already), and keeps one running "furthest
+end" per category, so it costs O(events x categories) and sorts nothing.
+Chips and views are split in parallel threads (the C code releases the GIL).
+SQL (sql/timeline_events.sql) or analyzers/op_arrays.py select the events.
 """
 
 from __future__ import annotations
@@ -18,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
+
+from analyzers import _sweep
 
 # Priority order of the wall-time split (first wins), as in the PyTorch profiler's
 # split: device compute, then collectives, then SparseCore work, then the host.
@@ -55,35 +56,57 @@ def split_timeline(
 def split_timelines(
     events: pa.Table, windows: pa.Table, views: dict[str, tuple[tuple[str, ...], bool]]
 ) -> dict[str, pa.Table]:
-    """Several splits of the same events, one chip per task on a thread pool (numpy
-    releases the GIL, so chips split in parallel on every core).
+    """Several splits of the same events table (any order).
 
     `views` maps an int column of `events` (the event's kind in that view; negative:
     not part of it) to (categories, sets) as in split_timeline.
     """
-    ev = {k: events.column(k).to_numpy() for k in ("chip", "start_ps", "end_ps", *views)}
+    chip = events.column("chip").to_numpy()
+    order = np.lexsort((events.column("start_ps").to_numpy(), chip))  # by chip, then start
+    start, end = (events.column(k).to_numpy()[order] for k in ("start_ps", "end_ps"))
+    kinds = {v: events.column(v).to_numpy().astype(np.int8)[order] for v in views}
+    by_chip = chip[order]
+    chips = np.unique(by_chip)
+    lo, hi = np.searchsorted(by_chip, chips, "left"), np.searchsorted(by_chip, chips, "right")
+    runs = {int(c): np.array([[a, z]], np.int64) for c, a, z in zip(chips, lo, hi, strict=True)}
+    return split_runs(start, end, kinds, runs, windows, views)
+
+
+def split_runs(
+    start: np.ndarray,
+    end: np.ndarray,
+    kinds: dict[str, np.ndarray],
+    runs: dict[int, np.ndarray],
+    windows: pa.Table,
+    views: dict[str, tuple[tuple[str, ...], bool]],
+) -> dict[str, pa.Table]:
+    """The splits of events given as columns (int64 start, end; int8 kind per view).
+
+    `runs[chip]`: (lo, hi) rows of the events that count on the chip, each range
+    sorted by start (a track; the host's tracks appear under every chip).
+    Chips without windows get no rows; windows of chips without runs are all idle.
+    """
     win = {k: windows.column(k).to_numpy() for k in ("chip", "step", "start_ps", "end_ps")}
+    start, end = np.ascontiguousarray(start, np.int64), np.ascontiguousarray(end, np.int64)
+    kinds = {v: np.ascontiguousarray(k, np.int8) for v, k in kinds.items()}
 
-    def one_chip(chip: int) -> list[pa.Table]:
-        wmask = win["chip"] == chip
-        order = np.argsort(win["start_ps"][wmask], kind="stable")
-        w_start, w_end, w_step = (win[k][wmask][order] for k in ("start_ps", "end_ps", "step"))
-        emask = np.flatnonzero(ev["chip"] == chip)
-        emask = emask[np.argsort(ev["start_ps"][emask], kind="stable")]  # by start, for every view
-        start, end = ev["start_ps"][emask], ev["end_ps"][emask]
-        parts = []
-        for v, (cats, sets) in views.items():
-            owned = _owned(start, end, ev[v][emask], len(cats), sets, w_start, w_end)
-            steps_idx, cat_idx = np.nonzero(owned)
-            parts.append(_table(np.full(len(steps_idx), chip, np.int32), w_step[steps_idx],
-                                np.asarray(cats, dtype=object)[cat_idx], owned[steps_idx, cat_idx]))  # fmt: skip
-        return parts
+    def one(chip: int, view: str) -> pa.Table:
+        cats, sets = views[view]
+        wmask = np.flatnonzero(win["chip"] == chip)
+        wmask = wmask[np.argsort(win["start_ps"][wmask], kind="stable")]
+        w_start, w_end = (np.ascontiguousarray(win[k][wmask], np.int64) for k in ("start_ps", "end_ps"))
+        owned = np.zeros((len(wmask), len(cats)), np.int64)
+        chip_runs = np.ascontiguousarray(runs.get(chip, np.zeros((0, 2), np.int64)), np.int64)
+        _sweep.owned(start, end, kinds[view], chip_runs, w_start, w_end, len(cats), sets, owned)
+        w_idx, cat_idx = np.nonzero(owned)
+        return _table(np.full(len(w_idx), chip, np.int32), win["step"][wmask][w_idx],
+                      np.asarray(cats, dtype=object)[cat_idx], owned[w_idx, cat_idx])  # fmt: skip
 
-    chips = np.unique(win["chip"]).tolist()
-    with ThreadPoolExecutor(max_workers=min(len(chips), os.cpu_count() or 1) or 1) as pool:
-        per_chip = list(pool.map(one_chip, chips))
+    tasks = [(chip, view) for chip in np.unique(win["chip"]).tolist() for view in views]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(tasks), os.cpu_count() or 1))) as pool:
+        parts = dict(zip(tasks, pool.map(lambda task: one(*task), tasks), strict=True))
     empty = _table(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, object), np.zeros(0, np.int64))
-    return {v: pa.concat_tables([empty, *(p[i] for p in per_chip)]) for i, v in enumerate(views)}
+    return {v: pa.concat_tables([empty, *(t for (_, view), t in parts.items() if view == v)]) for v in views}
 
 
 def _table(chip: np.ndarray, step: np.ndarray, category: np.ndarray, dur_ps: np.ndarray) -> pa.Table:
@@ -92,82 +115,3 @@ def _table(chip: np.ndarray, step: np.ndarray, category: np.ndarray, dur_ps: np.
         "chip": pa.array(chip, pa.int32()), "step": pa.array(step, pa.int32()),
         "category": pa.array(category, pa.string()), "dur_ps": pa.array(dur_ps, pa.int64()),
     })  # fmt: skip
-
-
-def _owned(
-    start: np.ndarray,
-    end: np.ndarray,
-    kind: np.ndarray,
-    n_cat: int,
-    sets: bool,
-    w_start: np.ndarray,
-    w_end: np.ndarray,
-) -> np.ndarray:
-    """A matrix [window, category] of the ps each category owns, for one chip's events (sorted by start).
-
-    Priority mode: the first active kind owns each instant, category n_cat - 1 is
-    'nothing'. Sets mode: the bitmask of active kinds is the category, 0 'nothing'.
-    Events of a negative kind take no part. Only the union of each kind's events
-    matters, so each kind is first merged into disjoint intervals (a sort by start
-    and a running maximum of ends): the sweep then runs over far fewer points when
-    several cores of a chip work at once.
-    """
-    use = kind >= 0
-    kind, start, end = kind[use], start[use], end[use]
-    by_kind = np.argsort(kind.astype(np.int8), kind="stable")  # by kind, then start
-    kind, start, end = kind[by_kind], start[by_kind], end[by_kind]
-    cuts = np.flatnonzero(np.diff(kind)) + 1
-    u_start, u_end, u_kind = [], [], []
-    for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(kind)], strict=True):
-        if a == b:
-            continue
-        reach = np.maximum.accumulate(end[a:b])  # the furthest end of the kind so far
-        first = np.flatnonzero(np.concatenate([[True], start[a + 1 : b] > reach[:-1]]))
-        last = np.concatenate([first[1:] - 1, [b - a - 1]])
-        u_start.append(start[a:b][first])
-        u_end.append(reach[last])
-        u_kind.append(np.full(len(first), kind[a], np.int8))
-    if not u_start:
-        u_start, u_end, u_kind = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int8)]
-    return _sweep(np.concatenate(u_start), np.concatenate(u_end), np.concatenate(u_kind), n_cat, sets, w_start, w_end)
-
-
-def _sweep(
-    start: np.ndarray,
-    end: np.ndarray,
-    kind: np.ndarray,
-    n_cat: int,
-    sets: bool,
-    w_start: np.ndarray,
-    w_end: np.ndarray,
-) -> np.ndarray:
-    """_owned's matrix for intervals that are disjoint within each kind (kind >= 0)."""
-    n_ev, n_win = len(start), len(w_start)
-    # One sort of every point; window ends come before window starts, so at an instant
-    # where window j ends and j + 1 starts, j closes first.
-    pts = np.concatenate([start, end, w_end, w_start])
-    order = np.argsort(pts, kind="stable")
-    seg_dur = np.diff(pts[order])  # segment i runs from sorted point i to i + 1
-    what = np.searchsorted(np.array([n_ev, 2 * n_ev, 2 * n_ev + n_win]), order, side="right")
-    # 0: an interval starts, 1: one ends, 2: a window ends, 3: a window starts
-    delta = np.array([1, -1, 0, 0], np.int8)[what]
-    # Counting +3 per window start and -1 per window end gives 2j + 3 (odd) inside window j
-    # and an even count outside every window: one running sum gives both.
-    c = np.cumsum(np.array([0, 0, -1, 3], np.int8)[what], dtype=np.int32)[:-1]
-    weight = np.where((c & 1).astype(bool), seg_dur, 0).astype(np.float64)
-    window = np.maximum((c - 3) >> 1, 0)
-    kind_at = np.concatenate([kind, kind, np.full(2 * n_win, -1, np.int8)])[order]
-    label = np.full(len(pts), 0 if sets else n_cat - 1, np.int8)
-    step = np.empty(len(pts), np.int8)
-    # Paint from the lowest priority up, so the highest active category wins (or, for
-    # sets, add each active kind's bit).
-    for k in np.flatnonzero(np.bincount(kind, minlength=1))[::-1].tolist():
-        np.multiply(delta, kind_at == k, out=step)
-        active = np.cumsum(step, dtype=np.int32) > 0
-        if sets:
-            label[active] |= np.int8(1 << k)
-        else:
-            np.putmask(label, active, k)
-    # float64 sums of integer picoseconds are exact below 2**53 ps (about 2.5 hours per window).
-    sums = np.bincount(window * n_cat + label[:-1], weights=weight, minlength=n_win * n_cat)
-    return np.rint(sums).astype(np.int64).reshape(n_win, n_cat)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from analyzers import breakdown
 from analyzers.compare import compare_runs
+from analyzers.context import RunContext
 from analyzers.registry import analyze_run
+from analyzers.timeline import CATEGORIES, split_timelines
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.errors import RunFailure
@@ -140,3 +143,16 @@ def test_memory_findings_name_their_driver_and_lever(store):
     assert heap.evidence["driver"] == "prefetched inputs" and "maximum_parallel_iterations" in heap.recommendation
     for name in ("spmem_overflow", "gather_too_large"):  # failed compiles are stored, marked failed
         assert store.rows("SELECT status FROM runs WHERE name = ?", [name])[0]["status"] == "failed"
+
+
+def test_split_from_op_arrays_matches_the_exporters_sql_path(store):
+    # the analyzers split op_arrays' tracks, classed through a (track, category) lookup; the
+    # Perfetto exporter splits the rows of sql/timeline_events.sql: both must agree everywhere
+    views = {"priority": (CATEGORIES, False), "core_kind": (breakdown.CORE_SETS, True)}
+    for (run,) in store.con.execute("SELECT run_id FROM runs WHERE status = 'ok'").fetchall():
+        ctx = RunContext(store, run)
+        windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
+        by_sql = split_timelines(ctx.query("timeline_events"), windows, views)
+        for view, table in breakdown.timeline_splits(ctx).items():
+            assert table.num_rows > 0
+            assert sorted(table.to_pylist(), key=str) == sorted(by_sql[view].to_pylist(), key=str), (run, view)
