@@ -45,10 +45,10 @@ def find_gaps(a: OpArrays, min_gap_ps: int, sc_forward: np.ndarray) -> dict[str,
     cur, prev = [], []
     devices = np.flatnonzero(a.track_op_line & np.isin(a.track_kind, (TENSORCORE, SPARSECORE)))
     for t in devices.tolist():
-        rows = np.arange(a.bounds[t], a.bounds[t + 1])
-        big = a.start[rows[1:]] - a.end[rows[:-1]] >= min_gap_ps
-        cur.append(rows[1:][big])
-        prev.append(rows[:-1][big])
+        lo, hi = int(a.bounds[t]), int(a.bounds[t + 1])
+        big = np.flatnonzero(a.start[lo + 1 : hi] - a.end[lo : hi - 1] >= min_gap_ps) + lo  # the op before a gap
+        cur.append(big + 1)
+        prev.append(big)
     cur = np.concatenate(cur) if cur else np.zeros(0, np.int64)
     prev = np.concatenate(prev) if prev else np.zeros(0, np.int64)
     track = np.searchsorted(a.bounds, cur, side="right") - 1
@@ -69,22 +69,26 @@ def end_index(a: OpArrays) -> EndIndex:
     """The EndIndex of every track (rows without a duration left out, as they end nothing)."""
     positive = a.end > a.start
     if positive.all():  # the usual case: no copies
-        rows, bounds, end, step = np.arange(len(a.end)), a.bounds, a.end.copy(), a.step.copy()
+        rows, bounds, end, step = np.arange(len(a.end)), a.bounds, a.end, a.step
     else:
         rows = np.flatnonzero(positive)
         bounds = np.searchsorted(rows, a.bounds)
         end, step = a.end[rows], a.step[rows]
-    first = np.zeros(len(rows), bool)
-    first[bounds[:-1][bounds[:-1] < len(rows)]] = True
-    ordered = np.ones(len(rows), bool)
-    ordered[1:] = (end[1:] > end[:-1]) | ((end[1:] == end[:-1]) & (step[1:] >= step[:-1]))
-    for t in np.unique(np.searchsorted(bounds, np.flatnonzero(~ordered & ~first), side="right") - 1).tolist():
-        a_, z = int(bounds[t]), int(bounds[t + 1])  # a track with overlapping ops: sort it by (end, step)
-        o = np.lexsort((step[a_:z], end[a_:z]))
-        rows[a_:z], end[a_:z], step[a_:z] = rows[a_:z][o], end[a_:z][o], step[a_:z][o]
-    new_run = first.copy()
-    new_run[1:] |= step[1:] != step[:-1]
-    run_start = np.maximum.accumulate(np.where(new_run, np.arange(len(rows)), 0))
+    copied = end is not a.end
+    for t in range(len(bounds) - 1):
+        lo, hi = int(bounds[t]), int(bounds[t + 1])
+        e, s = end[lo:hi], step[lo:hi]
+        if hi - lo < 2 or np.all(e[1:] > e[:-1]) or np.all((e[1:] > e[:-1]) | ((e[1:] == e[:-1]) & (s[1:] >= s[:-1]))):
+            continue
+        if not copied:  # a track with overlapping ops: sort it by (end, step), in copies
+            rows, end, step, copied = rows.copy(), end.copy(), step.copy(), True
+        o = lo + np.lexsort((step[lo:hi], end[lo:hi]))
+        rows[lo:hi], end[lo:hi], step[lo:hi] = rows[o], end[o], step[o]
+    new_run = np.ones(len(rows), bool)  # a run of one step starts at each step change and track start
+    np.not_equal(step[1:], step[:-1], out=new_run[1:])
+    new_run[bounds[:-1][bounds[:-1] < len(rows)]] = True
+    starts = np.flatnonzero(new_run)
+    run_start = np.repeat(starts, np.diff(np.append(starts, len(rows))))
     return EndIndex(end=end, step=step, row=rows, run_start=run_start, bounds=bounds)
 
 
@@ -109,8 +113,8 @@ def last_end(
 
 
 def find_blockers(a: OpArrays, ix: EndIndex, g: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Per gap: blocker_event, blocker_end_ps, blocker_step (-1: none), and for TensorCore gaps with a
-    blocker, unrelated_ps: the last end inside the gap of the chip's non-host work for other steps."""
+    """Per gap: blocker_row (in `a`), blocker_event, blocker_end_ps, blocker_step (-1: none), and for
+    TensorCore gaps with a blocker, unrelated_ps: the last end inside the gap of the chip's non-host work for other steps."""
     n = len(g["start"])
     chip = a.track_chip[g["track"]]
     own = g["step"]
@@ -134,6 +138,7 @@ def find_blockers(a: OpArrays, ix: EndIndex, g: dict[str, np.ndarray]) -> dict[s
     has = best_pos >= 0
     at = np.maximum(best_pos, 0)
     out = {
+        "blocker_row": np.where(has, ix.row[at], -1) if len(ix.end) else best_pos,
         "blocker_event": best_event,
         "blocker_end_ps": np.where(has, ix.end[at], -1) if len(ix.end) else best_pos,
         "blocker_step": np.where(has, ix.step[at], NO_STEP) if len(ix.end) else best_pos,

@@ -38,6 +38,11 @@ def gaps(ctx: RunContext) -> pa.Table:
         forward = a.with_category(ctx, "sc_forward")
         g = gap_search.find_gaps(a, max(MIN_GAP_PS, int(median * MIN_GAP_SHARE)), forward)
         b = gap_search.find_blockers(a, gap_search.end_index(a), g)
+        blocker = np.maximum(b["blocker_row"], 0)  # what the classification reads of each blocker
+        has = b["blocker_row"] >= 0
+        b_track = np.where(has, a.track_id[np.searchsorted(a.bounds, blocker, side="right") - 1], -1)
+        b_category = np.where(has, a.category_scan[a.source[blocker]], -1)
+        b_name = np.where(has, a.name_scan[a.source[blocker]], -1)
         h2d = np.flatnonzero(a.with_category(ctx, "host_to_device") & (a.step != NO_STEP))
         (ready_step,), ready = gap_search.first_by_group([a.step[h2d]], a.end[h2d], last=True)
         fwd = np.flatnonzero(forward & (a.step != NO_STEP))
@@ -46,9 +51,11 @@ def gaps(ctx: RunContext) -> pa.Table:
         tables = {
             "gaps": _table({
                 "track_id": a.track_id[g["track"]], "step": g["step"], "gap_start_ps": g["start"],
-                "gap_end_ps": g["end"], "next_fwd_step": g["next_fwd_step"], "blocker_event": b["blocker_event"],
+                "gap_end_ps": g["end"], "next_fwd_step": g["next_fwd_step"], "blocker_track_id": b_track,
+                "blocker_category_id": b_category, "blocker_name_id": b_name, "blocker_step": b["blocker_step"],
                 "blocker_end_ps": b["blocker_end_ps"], "unrelated_ps": b["unrelated_ps"],
-            }, nulls=("step", "next_fwd_step", "blocker_event", "blocker_end_ps", "unrelated_ps")),
+            }, nulls=("step", "next_fwd_step", "blocker_track_id", "blocker_category_id", "blocker_name_id",
+                      "blocker_step", "blocker_end_ps", "unrelated_ps")),
             "inputs": _table({"step": ready_step, "ready_ps": ready}),
             "first_fwd": _table({"chip": f_chip, "step": f_step, "first_ps": f_first}),
         }  # fmt: skip

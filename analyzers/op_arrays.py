@@ -34,6 +34,7 @@ class OpArrays:
     source: np.ndarray  # int64: each row's index in the scan (for columns gathered on demand)
     event_id_scan: np.ndarray  # int64 events.event_id in scan order
     category_scan: np.ndarray  # int64 events.category_id in scan order, -1 when none
+    name_scan: np.ndarray  # events.name_id in scan order
     track_id: np.ndarray  # per track: tracks.track_id
     track_chip: np.ndarray  # per track: chip (-1: the host)
     track_kind: np.ndarray  # per track: kind code (TENSORCORE, SPARSECORE, HOST, OTHER)
@@ -63,23 +64,27 @@ def _load(ctx: RunContext) -> OpArrays:
     track_id = tracks.column("track_id").to_numpy().astype(np.int64)
     raw = ctx.query("op_arrays", tracks=track_id.tolist())
     scan_track = raw.column("track_id").to_numpy()
-    # rank of each row's track, through a lookup table over the (small, dense) track ids
-    lut = np.zeros(int(track_id.max()) + 1 if len(track_id) else 1, np.int16 if len(track_id) < 2**15 else np.int32)
+    # rank of a track, through a lookup table over the (small, dense) track ids
+    lut = np.zeros(int(track_id.max()) + 1 if len(track_id) else 1, np.int32)
     lut[track_id] = np.arange(len(track_id))
-    rank = lut[scan_track]
-    source = _group(rank)
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(rank, minlength=len(track_id)))]).astype(np.int64)
-    start = raw.column("start_ps").to_numpy()[source]
-    end = raw.column("end_ps").to_numpy()[source]
+    group = _group(scan_track, lut)
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(group.rank, group.length, len(track_id)))]).astype(np.int64)
+    start, end, step = (group.take(raw.column(k).to_numpy()) for k in ("start_ps", "end_ps", "step"))
+    source = group.source
     for t in range(len(track_id)):  # each track by (start, end), where it is not so already
         a, z = int(bounds[t]), int(bounds[t + 1])
         s, e = start[a:z], end[a:z]
-        if z - a > 1 and not np.all((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] >= e[:-1]))):
+        if (
+            z - a > 1
+            and not np.all(s[1:] > s[:-1])
+            and not np.all((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] >= e[:-1])))
+        ):
             within = np.lexsort((e, s))
-            source[a:z], start[a:z], end[a:z] = source[a:z][within], s[within], e[within]
+            source[a:z], start[a:z], end[a:z], step[a:z] = source[a:z][within], s[within], e[within], step[a:z][within]
     return OpArrays(
-        step=raw.column("step").to_numpy().astype(np.int64)[source], start=start, end=end, source=source,
+        step=step.astype(np.int64), start=start, end=end, source=source,
         event_id_scan=raw.column("event_id").to_numpy(), category_scan=raw.column("category_id").to_numpy(),
+        name_scan=raw.column("name_id").to_numpy(),
         track_id=track_id, track_chip=tracks.column("chip").to_numpy().astype(np.int64),
         track_kind=np.array([KIND_CODES.get(k, OTHER) for k in tracks.column("track_kind").to_pylist()], np.int8),
         track_op_line=np.isin(np.asarray(tracks.column("line").to_pylist(), object), OP_LINES),
@@ -87,19 +92,50 @@ def _load(ctx: RunContext) -> OpArrays:
     )  # fmt: skip
 
 
-def _group(rank: np.ndarray) -> np.ndarray:
-    """The row order that groups rows by rank, keeping scan order within a rank.
+@dataclass(frozen=True)
+class _Grouping:
+    """Scan rows regrouped by track rank, scan order kept within a track: as runs of consecutive
+    scan rows (first, length) in their new order, or (when runs are many) as a gather order."""
+
+    rank: np.ndarray  # per run: its track's rank
+    first: np.ndarray  # per run: its first scan row
+    length: np.ndarray  # per run: its row count
+    order: np.ndarray | None  # the runs' new order; None: `gather` holds the row order
+
+    gather: np.ndarray | None = None
+
+    @property
+    def source(self) -> np.ndarray:
+        """Each grouped row's scan row."""
+        if self.order is None:
+            return self.gather.copy()
+        f, n = self.first[self.order], self.length[self.order]
+        return np.arange(int(n.sum())) + np.repeat(f - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
+
+    def take(self, column: np.ndarray) -> np.ndarray:
+        """A scan-order column, grouped (runs copy as slices, far cheaper than a gather)."""
+        if self.order is None:
+            return column[self.gather]
+        if not len(self.order):
+            return column[:0].copy()
+        return np.concatenate([column[f : f + n] for f, n in zip(self.first[self.order].tolist(),
+                                                                  self.length[self.order].tolist(), strict=True)])  # fmt: skip
+
+
+def _group(scan_track: np.ndarray, lut: np.ndarray) -> _Grouping:
+    """How to group scan rows by track rank (lut[track_id]), keeping scan order within a track.
 
     Ingest stores each group of about a million events by track, so a scan holds few
-    long runs of one track: the order is then those runs' aranges, put in track order.
-    Otherwise a radix sort (numpy sorts 16-bit keys by radix).
+    long runs of one track: those runs are put in track order and copied as slices.
+    Otherwise (many short runs) a radix sort of the ranks gives a gather order.
     """
-    n = len(rank)
-    cut = np.flatnonzero(rank[1:] != rank[:-1]) + 1
+    n = len(scan_track)
+    cut = np.flatnonzero(scan_track[1:] != scan_track[:-1]) + 1
     if len(cut) + 1 > n // 64:
-        return np.argsort(rank, kind="stable")
-    first = np.concatenate([[0], cut])
+        rank = lut[scan_track].astype(np.int16 if len(lut) < 2**15 else np.int32)  # radix-sorted below
+        gather = np.argsort(rank, kind="stable")
+        return _Grouping(rank=rank, first=np.arange(n), length=np.ones(n, np.int64), order=None, gather=gather)
+    first = np.concatenate([[0], cut]) if n else np.zeros(0, np.int64)
     length = np.diff(np.concatenate([first, [n]]))
-    runs = np.argsort(rank[first], kind="stable")
-    shift = first[runs] - np.concatenate([[0], np.cumsum(length[runs])[:-1]])
-    return np.arange(n) + np.repeat(shift, length[runs])
+    rank = lut[scan_track[first]]
+    return _Grouping(rank=rank, first=first, length=length, order=np.argsort(rank, kind="stable"))

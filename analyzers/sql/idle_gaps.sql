@@ -14,7 +14,8 @@
 --   {gaps}      every gap (track_id, step, gap_start_ps, gap_end_ps) with the step of the next
 --               SparseCore forward op on its track (next_fwd_step), the blocker: the last work
 --               on the chip or the host to end inside the gap, among work of the gap's step or
---               the one before (blocker_event, blocker_end_ps; NULL if none), and on TensorCore
+--               the one before (its track, category id (-1: none recorded), name id, step and
+--               end: blocker_track_id ... blocker_end_ps; NULL if none), and on TensorCore
 --               gaps unrelated_ps: the last end inside the gap of the chip's own work for other
 --               steps than the blocker's
 --   {inputs}    per step, when its input was in HBM: its last host->device transfer on any
@@ -23,7 +24,8 @@
 WITH gaps AS (
     SELECT g.track_id::INTEGER AS track_id, t.chip, t.core, t.kind AS track_kind, g.step::INTEGER AS step,
            g.gap_start_ps, g.gap_end_ps,
-           g.gap_end_ps - g.gap_start_ps AS gap_ps, g.next_fwd_step, g.blocker_event, g.blocker_end_ps,
+           g.gap_end_ps - g.gap_start_ps AS gap_ps, g.next_fwd_step, g.blocker_track_id, g.blocker_category_id,
+           g.blocker_name_id, g.blocker_step, g.blocker_end_ps,
            g.unrelated_ps
     FROM {gaps} g JOIN tracks t ON t.run_id = $run AND t.track_id = g.track_id
 ),
@@ -44,12 +46,13 @@ input_bound_steps AS (
     LEFT JOIN {inputs} i USING (step)
     WHERE w.whole_gap OR f.first_ps - i.ready_ps BETWEEN 0 AND $tol_ps
 ),
-blocked AS (
-    SELECT c.*, e.category AS blocker_category, e.name AS blocker_name, e.track_kind AS blocker_kind,
-           e.step AS blocker_step
+blocked AS (  -- the blocker's names, as op_events resolves them
+    SELECT c.*, coalesce(cat.value, bt.default_category) AS blocker_category, nm.value AS blocker_name,
+           bt.track_kind AS blocker_kind
     FROM starved c
-    LEFT JOIN (SELECT event_id, category, name, track_kind, step FROM {op_events}
-               WHERE event_id IN (SELECT blocker_event FROM {gaps})) e ON e.event_id = c.blocker_event
+    LEFT JOIN {op_tracks} bt ON bt.track_id = c.blocker_track_id
+    LEFT JOIN strings cat ON cat.run_id = $run AND cat.string_id = c.blocker_category_id
+    LEFT JOIN strings nm ON nm.run_id = $run AND nm.string_id = c.blocker_name_id
 ),
 labelled AS (
     SELECT b.*, (ib.step IS NOT NULL) AS blocker_input_bound, ib.wasted_ps,

@@ -12,13 +12,13 @@ WITH stats AS (
            max(max_unique_ids_per_partition) AS max_unique_ids_per_partition
     FROM sc_partition_stats WHERE run_id = $run GROUP BY table_name
 ),
-ops AS (
-    SELECT table_name, (count(*) / count(DISTINCT step))::DOUBLE AS fwd_ops_per_step,
-           count(DISTINCT chip::VARCHAR || ':' || coalesce(sc, core)::VARCHAR) AS sparsecores,
-           regr_intercept(dur_ps, ids)::DOUBLE AS fixed_ps_per_op, regr_r2(dur_ps, ids)::DOUBLE AS fit_r2
-    FROM {op_events}
-    WHERE category = 'sc_forward' AND table_name IS NOT NULL
-    GROUP BY table_name
+ops AS (  -- op_base and ids, not op_events: only the forward ops' table names are looked up
+    SELECT tb.value AS table_name, (count(*) / count(DISTINCT b.step))::DOUBLE AS fwd_ops_per_step,
+           count(DISTINCT (b.chip, coalesce(b.sc, b.core))) AS sparsecores,
+           regr_intercept(b.dur_ps, b.ids)::DOUBLE AS fixed_ps_per_op, regr_r2(b.dur_ps, b.ids)::DOUBLE AS fit_r2
+    FROM {op_base} b JOIN strings tb ON tb.run_id = $run AND tb.string_id = b.table_id
+    WHERE b.category_id IN (SELECT string_id FROM strings WHERE run_id = $run AND value = 'sc_forward')
+    GROUP BY tb.value
 )
 SELECT s.*, o.fwd_ops_per_step, o.sparsecores, o.fixed_ps_per_op, o.fit_r2
 FROM stats s LEFT JOIN ops o USING (table_name)
