@@ -18,14 +18,15 @@
 #include <stdint.h>
 #include <string.h>
 
-#define MAX_KINDS 62
+#define MAX_KINDS 62 /* kinds are bits of a uint64_t (and, in sets mode, of the int label) */
 
 typedef struct {
     const int64_t *w_start, *w_end;
     Py_ssize_t m, j; /* windows, and the first that has not ended */
     int64_t t;       /* instants before t are credited */
     int64_t reach[MAX_KINDS];
-    int n_kinds, n_cat, sets;
+    uint64_t live; /* bit k: reach[k] > t */
+    int n_cat, sets;
     int64_t *out; /* [window][label] */
 } Sweep;
 
@@ -35,28 +36,26 @@ static void advance(Sweep *s, int64_t to) {
         while (s->j < s->m && s->w_end[s->j] <= s->t) s->j++;
         if (s->j >= s->m) { /* after the last window: nothing left to credit */
             s->t = to;
-            return;
+            break;
         }
         int64_t nxt = to;
         if (s->t < s->w_start[s->j]) { /* between windows: skip to the next one */
             if (s->w_start[s->j] < nxt) nxt = s->w_start[s->j];
             s->t = nxt;
-            continue;
-        }
-        if (s->w_end[s->j] < nxt) nxt = s->w_end[s->j];
-        int label = s->sets ? 0 : s->n_cat - 1;
-        for (int k = s->n_kinds - 1; k >= 0; k--) {
-            int64_t r = s->reach[k];
-            if (r > s->t) {
+        } else {
+            if (s->w_end[s->j] < nxt) nxt = s->w_end[s->j];
+            for (uint64_t bits = s->live; bits; bits &= bits - 1) {
+                int64_t r = s->reach[__builtin_ctzll(bits)];
                 if (r < nxt) nxt = r;
-                if (s->sets)
-                    label |= 1 << k;
-                else
-                    label = k;
             }
+            int label = s->sets ? (int)s->live : (s->live ? __builtin_ctzll(s->live) : s->n_cat - 1);
+            s->out[s->j * s->n_cat + label] += nxt - s->t;
+            s->t = nxt;
         }
-        s->out[s->j * s->n_cat + label] += nxt - s->t;
-        s->t = nxt;
+        for (uint64_t bits = s->live; bits; bits &= bits - 1) { /* kinds whose work has all ended by t */
+            int k = __builtin_ctzll(bits);
+            if (s->reach[k] <= s->t) s->live &= ~(1ULL << k);
+        }
     }
 }
 
@@ -97,9 +96,9 @@ static PyObject *owned(PyObject *self, PyObject *args) {
     Py_ssize_t n = b[0].len / 8, m = b[4].len / 8, n_runs = b[3].len / 16;
     int n_kinds = sets ? 0 : n_cat - 1;
     if (sets)
-        while ((1 << n_kinds) < n_cat) n_kinds++;
+        while ((1LL << n_kinds) < n_cat) n_kinds++;
     if (b[1].len / 8 != n || b[2].len != n || b[5].len / 8 != m || b[6].len / 8 != m * n_cat ||
-        n_kinds > MAX_KINDS || (sets && (1 << n_kinds) != n_cat) || n_cat < 1) {
+        n_kinds > MAX_KINDS || (sets && (1LL << n_kinds) != n_cat) || n_cat < 1) {
         PyErr_SetString(PyExc_ValueError, "owned: inconsistent array sizes or label count");
         goto fail;
     }
@@ -116,39 +115,48 @@ static PyObject *owned(PyObject *self, PyObject *args) {
             goto fail;
         }
     Py_ssize_t *head = PyMem_Malloc(sizeof(Py_ssize_t) * (n_runs ? n_runs : 1));
-    if (!head) {
+    int64_t *hs = PyMem_Malloc(sizeof(int64_t) * (n_runs ? n_runs : 1));
+    if (!head || !hs) {
+        PyMem_Free(head);
+        PyMem_Free(hs);
         PyErr_NoMemory();
         goto fail;
     }
-    Sweep s = {.w_start = b[4].buf, .w_end = b[5].buf, .m = m, .j = 0, .t = INT64_MIN,
-               .n_kinds = n_kinds, .n_cat = n_cat, .sets = sets, .out = b[6].buf};
+    Sweep s = {.w_start = b[4].buf, .w_end = b[5].buf, .m = m, .j = 0, .t = INT64_MIN, .live = 0,
+               .n_cat = n_cat, .sets = sets, .out = b[6].buf};
     const char *error = NULL;
     int64_t last = INT64_MIN;
     Py_BEGIN_ALLOW_THREADS
-    for (int k = 0; k < n_kinds; k++) s.reach[k] = INT64_MIN;
-    for (Py_ssize_t r = 0; r < n_runs; r++) head[r] = runs[2 * r];
+    for (Py_ssize_t r = 0; r < n_runs; r++) { /* each run's head and its start (INT64_MAX: done) */
+        head[r] = runs[2 * r];
+        hs[r] = head[r] < runs[2 * r + 1] ? start[head[r]] : INT64_MAX;
+    }
     for (;;) { /* the next event by start among the runs' heads */
-        Py_ssize_t best = -1;
-        for (Py_ssize_t r = 0; r < n_runs; r++)
-            if (head[r] < runs[2 * r + 1] && (best < 0 || start[head[r]] < start[head[best]])) best = r;
-        if (best < 0) break;
+        Py_ssize_t best = 0;
+        for (Py_ssize_t r = 1; r < n_runs; r++)
+            if (hs[r] < hs[best]) best = r;
+        if (n_runs == 0 || hs[best] == INT64_MAX) break;
         Py_ssize_t i = head[best]++;
+        hs[best] = head[best] < runs[2 * best + 1] ? start[head[best]] : INT64_MAX;
         if (start[i] < last) {
             error = "owned: a run is not sorted by start";
             break;
         }
         last = start[i];
-        if (kind[i] >= n_kinds) {
+        int k = kind[i];
+        if (k >= n_kinds) {
             error = "owned: a kind has no label";
             break;
         }
-        if (kind[i] < 0 || end[i] <= start[i]) continue;
+        if (k < 0 || end[i] <= start[i]) continue;
         advance(&s, start[i]);
-        if (end[i] > s.reach[kind[i]]) s.reach[kind[i]] = end[i];
+        if (!(s.live >> k & 1) || end[i] > s.reach[k]) s.reach[k] = end[i];
+        s.live |= 1ULL << k; /* advance() left t = start[i] < end[i] */
     }
     if (m && !error) advance(&s, s.w_end[m - 1]);
     Py_END_ALLOW_THREADS
     PyMem_Free(head);
+    PyMem_Free(hs);
     if (error) {
         PyErr_SetString(PyExc_ValueError, error);
         goto fail;

@@ -8,6 +8,8 @@ overlapping events on one core count once).
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,21 +30,32 @@ CORE_SETS = ("none", "tc_only", "sc_only", "both")
 def timeline_splits(ctx: RunContext) -> dict[str, pa.Table]:
     """chip, step, category, dur_ps per step window, from one sweep over the op events (cached):
     "priority", the wall-time split into timeline.CATEGORIES; "core_kind", the time by the
-    set of busy core kinds (CORE_SETS) that the overlap analysis reads.
+    set of busy core kinds (CORE_SETS) that the overlap analysis reads."""
+    return start_timeline_splits(ctx).result()
+
+
+def start_timeline_splits(ctx: RunContext) -> Future:
+    """Start timeline_splits' sweep in a background thread (cached per context): the C sweep
+    releases the GIL, so analyzers that run meanwhile overlap it (registry.analyze_run).
 
     The events are op_arrays' (loaded once per context, for the idle-gap search too), each
-    track already in time order: a chip's runs are its tracks and the host's."""
+    track already in time order: a chip's runs are its tracks and the host's. The store is
+    read here, in the caller's thread, never in the background one."""
 
-    def compute() -> dict[str, pa.Table]:
+    def start() -> Future:
         windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
         a = op_arrays(ctx)
         tracks = np.column_stack([a.bounds[:-1], a.bounds[1:]])
         runs = {c: tracks[(a.track_chip == c) | (a.track_chip < 0)]  # the host's work counts on every chip
                 for c in np.unique(windows.column("chip").to_numpy()).tolist()}  # fmt: skip
-        return split_runs(a.start, a.end, row_kinds(ctx), runs, windows,
-                          {"priority": (CATEGORIES, False), "core_kind": (CORE_SETS, True)})  # fmt: skip
+        views = {"priority": (CATEGORIES, False), "core_kind": (CORE_SETS, True)}
+        kinds = row_kinds(ctx)
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="timeline_splits")
+        future = pool.submit(split_runs, a.start, a.end, kinds, runs, windows, views)
+        pool.shutdown(wait=False)  # the thread ends with its task
+        return future
 
-    return ctx.memo("timeline_splits", compute)
+    return ctx.memo("timeline_splits", start)
 
 
 def row_kinds(ctx: RunContext) -> dict[str, np.ndarray]:
