@@ -263,17 +263,27 @@ def _flush(con, run_id: int, kind: str, pending: dict[str, list[Batch]], progres
         # Rows are stored grouped by track within each group (file order kept within a track,
         # event_id still the file order): a scan then reads each track's events in long runs,
         # which the analyzers' per-track searches (analyzers/op_arrays.py) gather cheaply.
-        by_track = _grouping(cols["track"])
+        order = _grouping(cols["track"])
+        dest = np.empty_like(order)  # each row's position in the grouped order
+        dest[order] = np.arange(n)
+
+        def grouped(col: np.ndarray) -> np.ndarray:
+            # a scatter: reads in file order and writes one stream per track, about twice
+            # as fast as gathering by `order` (which jumps between tracks on every read)
+            out = np.empty_like(col)
+            out[dest] = col
+            return out
+
         data = {
-            "event_id": progress.rows + by_track,
-            "track": cols["track"][by_track],
-            "name": cols["name"][by_track],
-            "start_ps": cols["start_ps"][by_track],
-            "dur_ps": cols["dur_ps"][by_track],
+            "event_id": progress.rows + order,
+            "track": grouped(cols["track"]),
+            "name": grouped(cols["name"]),
+            "start_ps": grouped(cols["start_ps"]),
+            "dur_ps": grouped(cols["dur_ps"]),
         }
         for col, null in EVENT_DEFAULTS.items():
             key = "tbl" if col == "table" else col
-            data[key] = (cols[col][by_track] if col in cols
+            data[key] = (grouped(cols[col]) if col in cols
                          else pa.nulls(n, pa.int64()) if null else pa.nulls(n, pa.uint32()))  # fmt: skip
         _insert_arrow(con, INSERT_EVENTS, run_id, pa.table(data))
         if "arg_event" in cols:
