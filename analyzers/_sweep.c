@@ -60,7 +60,7 @@ static void advance(Sweep *s, int64_t to) {
 }
 
 /* Window j ends before it starts, or starts before window j - 1 ends. */
-static int s_w_end_before(const Py_buffer *b, Py_ssize_t j) {
+static int window_misplaced(const Py_buffer *b, Py_ssize_t j) {
     const int64_t *ws = b[4].buf, *we = b[5].buf;
     return we[j] < ws[j] || (j > 0 && ws[j] < we[j - 1]);
 }
@@ -110,7 +110,7 @@ static PyObject *owned(PyObject *self, PyObject *args) {
             goto fail;
         }
     for (Py_ssize_t j = 0; j < m; j++)
-        if (s_w_end_before(b, j)) {
+        if (window_misplaced(b, j)) {
             PyErr_SetString(PyExc_ValueError, "owned: windows must be sorted and not overlap");
             goto fail;
         }
