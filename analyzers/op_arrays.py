@@ -106,7 +106,7 @@ class _Grouping:
 
     @property
     def source(self) -> np.ndarray:
-        """Each grouped row's scan row."""
+        """Each grouped row's scan row (a new array: the caller may reorder it)."""
         if self.order is None:
             return self.gather.copy()
         f, n = self.first[self.order], self.length[self.order]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -100,3 +101,23 @@ def test_gap_closed_by_host_input_names_its_blocker(tmp_path):
     assert [(g["gap_start_ps"], g["gap_end_ps"], g["blocker_name"], g["cause"]) for g in gaps] == [
         (10, 30, "copy", "host")
     ]
+
+
+@PROPERTY
+@given(tracks=st.lists(st.integers(0, 5), max_size=300), runs=st.booleans())
+def test_grouping_keeps_scan_order_within_each_track(tracks, runs):
+    # both ways op_arrays groups a scan: long runs of one track (copied as slices) and
+    # interleaved tracks (a radix sort); either must equal a stable sort by track rank
+    from analyzers.op_arrays import _group
+
+    scan = np.repeat(np.asarray(tracks, np.int32), 70) if runs else np.asarray(tracks, np.int32)
+    lut = np.asarray([3, 0, 5, 1, 4, 2], np.int32)  # track id -> rank
+    values = np.arange(len(scan)) * 10
+    expected = sorted(range(len(scan)), key=lambda i: lut[scan[i]])  # sorted() is stable
+    g = _group(scan, lut)
+    assert g.source.tolist() == expected
+    assert g.take(values).tolist() == [values[i] for i in expected]
+    assert (
+        np.bincount(g.rank, g.length, len(lut)).astype(int).tolist()
+        == np.bincount(lut[scan], minlength=len(lut)).tolist()
+    )
