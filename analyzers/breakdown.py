@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from analyzers.context import RunContext
 from analyzers.findings import Analysis
-from analyzers.op_arrays import op_arrays
+from analyzers.op_arrays import OpArrays, op_arrays
 from analyzers.timeline import CATEGORIES, split_runs
 
 NAME = "breakdown"
@@ -40,29 +40,31 @@ def start_timeline_splits(ctx: RunContext) -> Future:
 
     The events are op_arrays' (loaded once per context, for the idle-gap search too), each
     track already in time order: a chip's runs are its tracks and the host's. The store is
-    read here, in the caller's thread, never in the background one."""
+    read here, in the caller's thread; the background thread only computes (numpy and C)."""
 
     def start() -> Future:
         windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
+        kinds = ctx.store.query(f"SELECT track_id, category_id, priority, core_kind FROM {ctx.temp('timeline_kinds')}")
         a = op_arrays(ctx)
         tracks = np.column_stack([a.bounds[:-1], a.bounds[1:]])
         runs = {c: tracks[(a.track_chip == c) | (a.track_chip < 0)]  # the host's work counts on every chip
                 for c in np.unique(windows.column("chip").to_numpy()).tolist()}  # fmt: skip
         views = {"priority": (CATEGORIES, False), "core_kind": (CORE_SETS, True)}
-        kinds = row_kinds(ctx)
+
+        def split() -> dict[str, pa.Table]:
+            return split_runs(a.start, a.end, row_kinds(a, kinds), runs, windows, views)
+
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="timeline_splits")
-        future = pool.submit(split_runs, a.start, a.end, kinds, runs, windows, views)
+        future = pool.submit(split)
         pool.shutdown(wait=False)  # the thread ends with its task
         return future
 
     return ctx.memo("timeline_splits", start)
 
 
-def row_kinds(ctx: RunContext) -> dict[str, np.ndarray]:
+def row_kinds(a: OpArrays, kinds: pa.Table) -> dict[str, np.ndarray]:
     """Per op_arrays row, its priority and core_kind (int8, as sql/timeline_events.sql gives them),
-    looked up by (track, category) in sql/timeline_kinds.sql."""
-    a = op_arrays(ctx)
-    kinds = ctx.store.query(f"SELECT track_id, category_id, priority, core_kind FROM {ctx.temp('timeline_kinds')}")
+    looked up by (track, category) in `kinds` (the rows of sql/timeline_kinds.sql)."""
     cats = np.unique(kinds.column("category_id").to_numpy())  # string ids, -1 for none
     cat_of = np.zeros(int(cats.max()) + 2 if len(cats) else 1, np.int32)
     cat_of[cats + 1] = np.arange(len(cats))
