@@ -19,12 +19,17 @@ Both searches walk back from the gap's end through each track's work ordered by
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from analyzers.op_arrays import HOST, NO_STEP, SPARSECORE, TENSORCORE, OpArrays
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -122,14 +127,18 @@ def find_blockers(a: OpArrays, ix: EndIndex, g: dict[str, np.ndarray]) -> dict[s
     best_rank = np.full(n, -1, np.int64)
     best_event = np.full(n, -1, np.int64)
     best_pos = np.full(n, -1, np.int64)
-    for t in range(len(a.track_id)):
-        if ix.bounds[t] == ix.bounds[t + 1]:
-            continue
+
+    def candidates(t: int) -> tuple[np.ndarray, np.ndarray]:
+        """The gaps track t has a candidate blocker for, and its position in `ix`."""
         gi = np.arange(n) if a.track_chip[t] < 0 else np.flatnonzero(chip == a.track_chip[t])  # the host: every chip
         found = last_end(ix, t, g["end"][gi], g["start"][gi],
-                         lambda s, i, gi=gi: (s == own[gi[i]]) | (s == before[gi[i]]))  # fmt: skip
+                         lambda s, i: (s == own[gi[i]]) | (s == before[gi[i]]))  # fmt: skip
         hit = found >= 0
-        gi, p = gi[hit], found[hit]
+        return gi[hit], found[hit]
+
+    # each track's search in parallel (numpy releases the GIL); the best of them is the
+    # largest (rank, event), whatever order the tracks are taken in
+    for gi, p in _each_track(candidates, [t for t in range(len(a.track_id)) if ix.bounds[t] < ix.bounds[t + 1]]):
         rank = ix.end[p] * 2 + (ix.step[p] == own[gi])  # the gap's own step wins a tie
         event = a.event_ids(ix.row[p])
         better = (rank > best_rank[gi]) | ((rank == best_rank[gi]) & (event > best_event[gi]))
@@ -145,16 +154,24 @@ def find_blockers(a: OpArrays, ix: EndIndex, g: dict[str, np.ndarray]) -> dict[s
         "unrelated_ps": np.full(n, -1, np.int64),
     }
     tc_gaps = has & (a.track_kind[g["track"]] == TENSORCORE)
-    for t in np.flatnonzero(a.track_kind != HOST).tolist():
-        if ix.bounds[t] == ix.bounds[t + 1]:
-            continue
+
+    def unrelated(t: int) -> tuple[np.ndarray, np.ndarray]:
+        """The TensorCore gaps track t has work for other steps in, and that work's last end."""
         gi = np.flatnonzero(tc_gaps & ((chip == a.track_chip[t]) | (a.track_chip[t] < 0)))
-        found = last_end(ix, t, g["end"][gi], g["start"][gi],
-                         lambda s, i, gi=gi: s != out["blocker_step"][gi[i]])  # fmt: skip
+        found = last_end(ix, t, g["end"][gi], g["start"][gi], lambda s, i: s != out["blocker_step"][gi[i]])
         hit = found >= 0
-        gi, p = gi[hit], found[hit]
-        out["unrelated_ps"][gi] = np.maximum(out["unrelated_ps"][gi], ix.end[p])
+        return gi[hit], ix.end[found[hit]]
+
+    work = [t for t in np.flatnonzero(a.track_kind != HOST).tolist() if ix.bounds[t] < ix.bounds[t + 1]]
+    for gi, last in _each_track(unrelated, work):
+        out["unrelated_ps"][gi] = np.maximum(out["unrelated_ps"][gi], last)
     return out
+
+
+def _each_track(fn: Callable[[int], T], tracks: list[int]) -> list[T]:
+    """fn(t) for each track, on a thread per core (numpy releases the GIL in its loops)."""
+    with ThreadPoolExecutor(max_workers=max(1, min(len(tracks), os.cpu_count() or 1))) as pool:
+        return list(pool.map(fn, tracks))
 
 
 def first_by_group(
