@@ -20,7 +20,7 @@ Both searches walk back from the gap's end through each track's work ordered by
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
@@ -168,10 +168,11 @@ def find_blockers(a: OpArrays, ix: EndIndex, g: dict[str, np.ndarray]) -> dict[s
     return out
 
 
-def _each_track(fn: Callable[[int], T], tracks: list[int]) -> list[T]:
-    """fn(t) for each track, on a thread per core (numpy releases the GIL in its loops)."""
+def _each_track(fn: Callable[[int], T], tracks: list[int]) -> Iterator[T]:
+    """fn(t) for each track, in order, computed on a thread per core (numpy releases the GIL
+    in its loops); each result can be dropped once consumed."""
     with ThreadPoolExecutor(max_workers=max(1, min(len(tracks), os.cpu_count() or 1))) as pool:
-        return list(pool.map(fn, tracks))
+        yield from pool.map(fn, tracks)
 
 
 def first_by_group(
