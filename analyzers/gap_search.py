@@ -56,7 +56,7 @@ def find_gaps(a: OpArrays, min_gap_ps: int, sc_forward: np.ndarray) -> dict[str,
         prev.append(big)
     cur = np.concatenate(cur) if cur else np.zeros(0, np.int64)
     prev = np.concatenate(prev) if prev else np.zeros(0, np.int64)
-    track = np.searchsorted(a.bounds, cur, side="right") - 1
+    track = a.track_of(cur)
     step = np.where(a.step[cur] != NO_STEP, a.step[cur], a.step[prev])
     g = {"row": cur, "track": track, "step": step, "start": a.end[prev], "end": a.start[cur],
          "next_fwd_step": np.full(len(cur), NO_STEP, np.int64)}  # fmt: skip

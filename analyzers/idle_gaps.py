@@ -40,13 +40,13 @@ def gaps(ctx: RunContext) -> pa.Table:
         b = gap_search.find_blockers(a, gap_search.end_index(a), g)
         blocker = np.maximum(b["blocker_row"], 0)  # what the classification reads of each blocker
         has = b["blocker_row"] >= 0
-        b_track = np.where(has, a.track_id[np.searchsorted(a.bounds, blocker, side="right") - 1], -1)
+        b_track = np.where(has, a.track_id[a.track_of(blocker)], -1)
         b_category = np.where(has, a.category_scan[a.source[blocker]], -1)
         b_name = np.where(has, a.name_scan[a.source[blocker]], -1)
         h2d = np.flatnonzero(a.with_category(ctx, "host_to_device") & (a.step != NO_STEP))
         (ready_step,), ready = gap_search.first_by_group([a.step[h2d]], a.end[h2d], last=True)
         fwd = np.flatnonzero(forward & (a.step != NO_STEP))
-        fwd_chip = a.track_chip[np.searchsorted(a.bounds, fwd, side="right") - 1]
+        fwd_chip = a.track_chip[a.track_of(fwd)]
         (f_chip, f_step), f_first = gap_search.first_by_group([fwd_chip, a.step[fwd]], a.start[fwd])
         tables = {
             "gaps": _table({

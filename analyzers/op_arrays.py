@@ -41,6 +41,10 @@ class OpArrays:
     track_op_line: np.ndarray  # per track: on an XLA Ops or Sparse Core Ops line
     bounds: np.ndarray  # per track and one more: its first row (the last entry: the row count)
 
+    def track_of(self, rows: np.ndarray) -> np.ndarray:
+        """The track (index into the per-track arrays) of the given rows."""
+        return np.searchsorted(self.bounds, rows, side="right") - 1
+
     def event_ids(self, rows: np.ndarray) -> np.ndarray:
         """events.event_id of the given rows."""
         return self.event_id_scan[self.source[rows]]
@@ -68,7 +72,7 @@ def _load(ctx: RunContext) -> OpArrays:
     lut = np.zeros(int(track_id.max()) + 1 if len(track_id) else 1, np.int32)
     lut[track_id] = np.arange(len(track_id))
     group = _group(scan_track, lut)
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(group.rank, group.length, len(track_id)))]).astype(np.int64)
+    bounds = np.concatenate([[0], np.cumsum(group.counts(len(track_id)))]).astype(np.int64)
     start, end, step = (group.take(raw.column(k).to_numpy()) for k in ("start_ps", "end_ps", "step"))
     source = group.source
     for t in range(len(track_id)):  # each track by (start, end), where it is not so already
@@ -97,24 +101,27 @@ class _Grouping:
     """Scan rows regrouped by track rank, scan order kept within a track: as runs of consecutive
     scan rows (first, length) in their new order, or (when runs are many) as a gather order."""
 
-    rank: np.ndarray  # per run: its track's rank
-    first: np.ndarray  # per run: its first scan row
-    length: np.ndarray  # per run: its row count
-    order: np.ndarray | None  # the runs' new order; None: `gather` holds the row order
+    rank: np.ndarray  # per run (per row with `gather`): its track's rank
+    first: np.ndarray | None = None  # per run: its first scan row
+    length: np.ndarray | None = None  # per run: its row count
+    order: np.ndarray | None = None  # the runs' new order
+    gather: np.ndarray | None = None  # instead of runs: the row order
 
-    gather: np.ndarray | None = None
+    def counts(self, n_tracks: int) -> np.ndarray:
+        """Rows per track rank."""
+        return np.bincount(self.rank, self.length, n_tracks).astype(np.int64)
 
     @property
     def source(self) -> np.ndarray:
         """Each grouped row's scan row (a new array: the caller may reorder it)."""
-        if self.order is None:
+        if self.gather is not None:
             return self.gather.copy()
         f, n = self.first[self.order], self.length[self.order]
         return np.arange(int(n.sum())) + np.repeat(f - np.concatenate([[0], np.cumsum(n)[:-1]]), n)
 
     def take(self, column: np.ndarray) -> np.ndarray:
         """A scan-order column, grouped (runs copy as slices, far cheaper than a gather)."""
-        if self.order is None:
+        if self.gather is not None:
             return column[self.gather]
         if not len(self.order):
             return column[:0].copy()
@@ -134,7 +141,7 @@ def _group(scan_track: np.ndarray, lut: np.ndarray) -> _Grouping:
     if len(cut) + 1 > n // 64:
         rank = lut[scan_track].astype(np.int16 if len(lut) < 2**15 else np.int32)  # radix-sorted below
         gather = np.argsort(rank, kind="stable")
-        return _Grouping(rank=rank, first=np.arange(n), length=np.ones(n, np.int64), order=None, gather=gather)
+        return _Grouping(rank=rank, gather=gather)
     first = np.concatenate([[0], cut]) if n else np.zeros(0, np.int64)
     length = np.diff(np.concatenate([first, [n]]))
     rank = lut[scan_track[first]]
