@@ -1,25 +1,61 @@
-"""Read-only SQL for users: one SELECT-like statement, capped rows, a time limit.
+"""Read-only SQL for users: one query statement, a time limit, a memory cap, results capped in rows and bytes.
 
-Defence in depth: the store is opened read-only with file-system access
-disabled (profiler/store.py), and statements are checked by DuckDB's own parser
-before they run, so writes, ATTACH, COPY, INSTALL/LOAD, PRAGMA and SET never
-reach the engine.
+Defences, outermost first:
+- `check_read_only` is an allow-list on DuckDB's own parse: exactly one statement, of type
+  SELECT (which covers WITH, VALUES, set operations, UNPIVOT, PIVOT with an IN list, SUMMARIZE,
+  DESCRIBE, SHOW, FROM-first), or EXPLAIN [ANALYZE] of one such statement. Everything else is
+  refused: writes, DDL, ATTACH, COPY, INSTALL/LOAD, PRAGMA, SET, CALL, UPDATE EXTENSIONS, PIVOT
+  without an IN list (a MULTI statement that creates a type), and statement types this code does
+  not know (a newer DuckDB's).
+- The store is opened read-only with file-system access off and its configuration locked
+  (profiler/store.py).
+- `run_query` runs the statement in a worker process of its own (profiler/sql_worker.py): DuckDB's
+  interrupt at the time limit, then a kill KILL_GRACE_S later for functions that never look at it
+  (`repeat('x', 300000000)` spends 2.8 s in one call), and an RLIMIT_DATA of the memory cap, since
+  DuckDB's memory_limit "only applies to the buffer manager" (DuckDB docs, Operations manual:
+  Limits) and string functions allocate outside it (`repeat('x', 2000000000)` grew the process to
+  4 GB under a 1 GB memory_limit). Past the cap an allocation fails and the query ends with a
+  one-line out-of-memory error.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
 
 from profiler.errors import ScprofError
-from profiler.store import Store
+from profiler.store import Store, read_only_memory_limit
 
-ALLOWED = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 DEFAULT_MAX_ROWS = 10_000
+MAX_ROWS = 1_000_000  # --max-rows at most
 DEFAULT_TIMEOUT_S = 30.0
+MAX_TIMEOUT_S = 3600.0  # --timeout at most
+DEFAULT_MAX_BYTES = 64 * 2**20  # result cap in Arrow bytes
+MAX_QUERY_CHARS = 100_000  # longer query texts are refused before parsing
+KILL_GRACE_S = 1.0  # how long past its time limit a worker may take to stop by DuckDB's interrupt
+START_LIMIT_S = 60.0  # how long a worker may take to start (imports, opening the store)
+BUFFER_SHARE = 2 / 3  # of the memory cap, for DuckDB's buffer pool; the rest for what it does not count
+MAX_CONCURRENT_QUERIES = 2  # workers of one process at a time (each may use the memory cap)
+
+_SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_QUERIES)
+_UNITS = {
+    "": None, "b": 1, "byte": 1, "bytes": 1,
+    "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6, "mib": 2**20,
+    "g": 1e9, "gb": 1e9, "gib": 2**30, "t": 1e12, "tb": 1e12, "tib": 2**40,
+}  # fmt: skip
 
 
 class QueryError(ScprofError):
@@ -29,52 +65,228 @@ class QueryError(ScprofError):
 @dataclass
 class QueryResult:
     table: pa.Table
-    truncated: bool  # more rows existed than max_rows
+    truncated: bool  # more rows existed than were returned
     max_rows: int
+    max_bytes: int = DEFAULT_MAX_BYTES
+    capped_by: str | None = None  # "rows" or "bytes" when truncated
 
 
 def check_read_only(sql: str) -> str:
     """The single read-only statement in `sql`, or QueryError saying why not."""
-    try:
-        statements = duckdb.connect(":memory:").extract_statements(sql)
-    except duckdb.Error as e:
-        raise QueryError(f"query: {_one_line(e)}") from None
-    if len(statements) != 1:
-        raise QueryError(f"query: give exactly one statement (got {len(statements)})")
-    stmt = statements[0]
-    if stmt.type not in ALLOWED:
-        kind = str(stmt.type).split(".")[-1]
-        kind = "INSTALL/LOAD" if kind == "LOAD" else kind
+    if not isinstance(sql, str):
+        raise QueryError(f"query: expected SQL text, got {type(sql).__name__}")
+    if len(sql) > MAX_QUERY_CHARS:
+        raise QueryError(f"query: {len(sql):,} characters, more than the {MAX_QUERY_CHARS:,} allowed")
+    kind = _statement_kind(sql)
+    if kind == "EXPLAIN":
+        inner = _explained_kind(sql)
+        if inner != "SELECT":
+            raise QueryError(f"query: EXPLAIN is allowed only of a read-only SELECT query, not of {inner}")
+    elif kind != "SELECT":
         raise QueryError(f"query: only read-only SELECT queries are allowed, not {kind}")
     return sql
 
 
+def check_limits(max_rows: object, timeout_s: object, max_bytes: object = DEFAULT_MAX_BYTES) -> None:
+    """QueryError unless the row cap, time limit and byte cap are sane (named as the CLI names them)."""
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or not 1 <= max_rows <= MAX_ROWS:
+        raise QueryError(f"--max-rows: must be a whole number from 1 to {MAX_ROWS:,}, got {max_rows}")
+    try:
+        t = float(timeout_s)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        t = math.nan
+    if isinstance(timeout_s, bool) or not (math.isfinite(t) and 0 < t <= MAX_TIMEOUT_S):
+        raise QueryError(f"--timeout: must be more than 0 and at most {MAX_TIMEOUT_S:g} seconds, got {timeout_s}")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise QueryError(f"result byte cap: must be a positive whole number, got {max_bytes}")
+
+
+def memory_cap_bytes(text: str | None = None) -> int:
+    """The memory cap of one query, in bytes: SCPROF_MEMORY_LIMIT (DuckDB's units: 1GB = 1000**3,
+    1GiB = 1024**3, or a percentage of RAM), else profiler.store's default."""
+    text = read_only_memory_limit() if text is None else text
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*([a-zA-Z%]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if m and unit == "%":
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        value = float(m.group(1)) / 100 * total
+    elif m and _UNITS.get(unit):
+        value = float(m.group(1)) * _UNITS[unit]  # type: ignore[operator]
+    else:
+        raise QueryError(f"SCPROF_MEMORY_LIMIT: {text!r} is not a memory size such as '1GB' or '512MiB'")
+    if not 16 * 2**20 <= value <= 2**50:
+        raise QueryError(f"SCPROF_MEMORY_LIMIT: {text!r} is outside 16 MiB .. 1 PiB")
+    return int(value)
+
+
 def run_query(
-    store: Store, sql: str, max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEFAULT_TIMEOUT_S
+    store: Store,
+    sql: str,
+    max_rows: int = DEFAULT_MAX_ROWS,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> QueryResult:
-    """Run a user's query on a read-only store with a row cap and a time limit."""
+    """Run a user's query against a read-only store's file in a worker process, within the limits."""
     if not store.read_only:
         raise ValueError("run_query needs a store opened with read_only=True")
+    if store.path == ":memory:":
+        raise ValueError("run_query needs a store file (its worker process opens the file)")
+    check_limits(max_rows, timeout_s, max_bytes)
     check_read_only(sql)
-    timer = threading.Timer(timeout_s, store.con.interrupt)
-    timer.start()
+    cap = memory_cap_bytes()
+    request = {
+        "path": os.path.abspath(store.path),
+        "sql": sql,
+        "max_rows": max_rows,
+        "max_bytes": max_bytes,
+        "timeout_s": float(timeout_s),
+        "cap_bytes": cap,
+        "cap_text": read_only_memory_limit(),
+        "buffer_limit": f"{int(cap * BUFFER_SHARE)}B",
+    }
+    if not _SLOTS.acquire(timeout=float(timeout_s)):
+        raise QueryError(f"query: {MAX_CONCURRENT_QUERIES} other queries are running; try again when one ends")
     try:
-        reader = store.con.sql(sql).to_arrow_reader(batch_size=min(max_rows + 1, 100_000))
-        batches, rows = [], 0
-        for batch in reader:
-            batches.append(batch)
-            rows += batch.num_rows
-            if rows > max_rows:
-                break
-        table = pa.Table.from_batches(batches, schema=reader.schema)
-    except duckdb.InterruptException:
-        raise QueryError(f"query: stopped after the {timeout_s:g} s time limit") from None
+        meta, ipc = _run_worker(request, float(timeout_s), max_bytes + max(16 * 2**20, max_bytes // 4))
+    finally:
+        _SLOTS.release()
+    if "error" in meta:
+        raise QueryError(meta["error"])
+    try:
+        table = pa.ipc.open_stream(ipc).read_all()
+    except pa.ArrowException as e:
+        raise QueryError(f"query: the query process sent a result that cannot be read: {_one_line(e)}") from None
+    capped_by = meta.get("capped_by")
+    return QueryResult(table, capped_by is not None, max_rows, max_bytes, capped_by)
+
+
+def _run_worker(request: dict, timeout_s: float, answer_limit_bytes: int) -> tuple[dict, bytes]:
+    """Start profiler/sql_worker.py, give it `request`, and read its answer within the time limit:
+    (meta, Arrow IPC stream). A worker past its limit (plus KILL_GRACE_S) is killed."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    boot = "import sys; sys.path.insert(0, sys.argv[1]); from profiler.sql_worker import main; main()"
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", boot, root],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            close_fds=True,
+        )
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(request).encode())
+            proc.stdin.close()
+            answer, started = _read_answer(proc, timeout_s, answer_limit_bytes)
+            code = proc.wait()
+        except BrokenPipeError:
+            answer, started, code = b"", False, proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        newline = answer.find(b"\n")
+        if newline < 0:  # no answer: the worker died (e.g. killed by the system for memory)
+            errors.seek(0)
+            detail = _one_line(errors.read()[-2000:].decode(errors="replace")) or "no message"
+            how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+            phase = "while running the query" if started else "while starting"
+            raise QueryError(f"query: the query process ended {phase} without an answer ({how}; {detail})")
+    try:
+        meta = json.loads(answer[:newline])
+    except ValueError:
+        raise QueryError("query: the query process sent an answer that cannot be read") from None
+    return meta, answer[newline + 1 :]
+
+
+def _read_answer(proc: subprocess.Popen, timeout_s: float, limit_bytes: int) -> tuple[bytes, bool]:
+    """The worker's whole output, and whether it said it started. Its first byte is b"R" once the
+    store is open: the time limit counts from then."""
+    fd = proc.stdout.fileno()  # type: ignore[union-attr]
+    buf = bytearray()
+    started = False
+    deadline = time.monotonic() + START_LIMIT_S
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                proc.kill()
+                if started:
+                    raise QueryError(f"query: stopped after the {timeout_s:g} s time limit")
+                raise QueryError(f"query: the query process did not start within {START_LIMIT_S:g} s")
+            if not sel.select(left):
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return bytes(buf), started
+            buf += chunk
+            if not started and buf[:1] == b"R":
+                started = True
+                del buf[:1]
+                deadline = time.monotonic() + timeout_s + KILL_GRACE_S
+            if len(buf) > limit_bytes:
+                proc.kill()
+                raise QueryError(f"query: the result is larger than the {limit_bytes:,} bytes allowed")
+
+
+def _statement_kind(sql: str) -> str:
+    """The type of the one statement in `sql` (QueryError if none, several, or unparseable)."""
+    try:
+        with duckdb.connect(":memory:") as con:
+            statements = con.extract_statements(sql)
     except duckdb.Error as e:
         raise QueryError(f"query: {_one_line(e)}") from None
-    finally:
-        timer.cancel()
-    return QueryResult(table.slice(0, max_rows), rows > max_rows, max_rows)
+    except (ValueError, TypeError, RuntimeError) as e:  # e.g. a NUL character
+        raise QueryError(f"query: cannot parse it ({_one_line(e)})") from None
+    if len(statements) != 1:
+        raise QueryError(f"query: give exactly one statement (got {len(statements)})")
+    return _kind(statements[0])
 
 
-def _one_line(e: BaseException) -> str:
+def _kind(statement: object) -> str:
+    """A statement's type as a word; types unknown to this DuckDB's Python enum included."""
+    try:
+        name = statement.type.name  # type: ignore[attr-defined]
+    except (ValueError, AttributeError):  # "29 is not a valid StatementType" (UPDATE EXTENSIONS)
+        return "a statement of a type this scprof does not know"
+    return {"LOAD": "INSTALL/LOAD", "MULTI": "a multi-step statement (PIVOT needs an IN list here)"}.get(name, name)
+
+
+def _explained_kind(sql: str) -> str:
+    """What an EXPLAIN [ANALYZE] [(options)] statement explains: 'SELECT' only when every reading
+    of the text after the EXPLAIN prefix is one read-only query (re-parsed by DuckDB)."""
+    try:
+        starts = [s for s, _ in duckdb.tokenize(sql)]
+        kinds = [str(k).rsplit(".", 1)[-1] for _, k in duckdb.tokenize(sql)]
+    except (duckdb.Error, ValueError, RuntimeError):
+        return "a statement that cannot be tokenised"
+    ends = starts[1:] + [len(sql)]
+    tokens = [(s, sql[s:e].strip().upper()) for s, e, k in zip(starts, ends, kinds, strict=True) if k != "comment"]
+    if not tokens or tokens[0][1] != "EXPLAIN" or len(tokens) < 2:
+        return "a statement this guard cannot read"
+    i = 2 if tokens[1][1] in ("ANALYZE", "ANALYSE") else 1
+    if i >= len(tokens):
+        return "nothing"
+    candidates = [tokens[i][0]]
+    if tokens[i][1] == "(":  # either an option list or a parenthesised query: try both
+        depth = 0
+        for j in range(i, len(tokens)):
+            depth += {"(": 1, ")": -1}.get(tokens[j][1], 0)
+            if depth == 0:
+                if j + 1 < len(tokens):
+                    candidates.append(tokens[j + 1][0])
+                break
+    readings = []
+    for start in candidates:
+        try:
+            readings.append(_statement_kind(sql[start:]))
+        except QueryError:
+            continue
+    if not readings:
+        return "a statement this guard cannot read"
+    return next((r for r in readings if r != "SELECT"), "SELECT")
+
+
+def _one_line(e: BaseException | str) -> str:
     return " ".join(str(e).split())

@@ -81,8 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sql", help="run a read-only SQL query against the store")
     p.add_argument("query", help="one SELECT statement (tables: see docs/schema.md)")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    p.add_argument("--max-rows", type=int, default=10_000, help="row cap (default 10000)")
-    p.add_argument("--timeout", type=float, default=30.0, help="time limit in seconds (default 30)")
+    p.add_argument("--max-rows", type=int, default=10_000, help="row cap, 1..1000000 (default 10000)")
+    p.add_argument("--timeout", type=float, default=30.0, help="time limit in seconds, up to 3600 (default 30)")
     _db_arg(p)
     p.set_defaults(func=cmd_sql)
 
@@ -102,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ui", help="serve the web UI over the store (read-only)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8050, help="port (default 8050)")
+    p.add_argument(
+        "--token",
+        help="access token every request must carry (off loopback one is made up and printed when not given)",
+    )
     _db_arg(p)
     p.set_defaults(func=cmd_ui)
 
@@ -237,30 +241,51 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from profiler.sql_guard import run_query
+    from profiler.sql_guard import check_limits, check_read_only, run_query
 
-    if args.max_rows < 1:
-        raise UsageError("--max-rows: must be at least 1")
+    check_limits(args.max_rows, args.timeout)  # before opening anything: one line, exit 2
+    check_read_only(args.query)
     with Store.open(args.db, read_only=True) as store:
         result = run_query(store, args.query, max_rows=args.max_rows, timeout_s=args.timeout)
     print(formatting.render(result.table, args.format), end="")
-    if result.truncated:
+    if result.capped_by == "bytes":
+        print(
+            f"(showing the first {result.table.num_rows} rows: results are capped at {result.max_bytes // 2**20} MiB; "
+            "add LIMIT or select fewer or shorter columns)",
+            file=sys.stderr,
+        )
+    elif result.truncated:
         print(f"(showing the first {result.max_rows} rows; raise --max-rows or add LIMIT)", file=sys.stderr)
     return 0
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
     from ui.app import serve
+    from ui.auth import check_can_listen, check_token, is_loopback, new_token
 
     if not 0 < args.port < 65536:
         raise UsageError(f"--port: must be 1..65535, got {args.port}")
+    if not args.host.strip():
+        raise UsageError("--host: give an address to listen on, e.g. 127.0.0.1 (this machine) or 0.0.0.0 (all)")
+    token = check_token(args.token) if args.token is not None else None
+    loopback = is_loopback(args.host)  # one line, exit 2, when it does not resolve
+    made_up = not loopback and token is None
+    if made_up:
+        token = new_token()
+    check_can_listen(args.host, args.port)  # a port in use or a foreign address: one line, before serving
     db = args.db or default_path()
     if os.path.exists(db):
         with Store.open(db, read_only=True):  # fail now, on the command line, if it is not a store
             pass
     else:
         print(f"scprof: {db} holds no store yet; the UI shows how to record a run", file=sys.stderr)
-    serve(db, args.host, args.port)
+    if not loopback:
+        print(
+            f"scprof: warning: --host {args.host} is not a loopback address: the UI and its SQL console are "
+            "reachable from the network; every request needs the access token",
+            file=sys.stderr,
+        )
+    serve(db, args.host, args.port, token, show_token=made_up)
     return 0
 
 

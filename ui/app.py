@@ -3,7 +3,10 @@
 The URL is the state: a control's change rewrites the query string, the router renders
 the page from it, and the page's data callbacks fill it in. So every view is a link.
 
-    scprof ui [--host 127.0.0.1] [--port 8050] [--db PATH]
+    scprof ui [--host 127.0.0.1] [--port 8050] [--token T] [--db PATH]
+
+Every request passes ui/auth.py (loopback only, or the access token) and every callback's inputs
+ui/inputs.py's checks; downloads are in ui/downloads.py.
 """
 
 from __future__ import annotations
@@ -11,16 +14,16 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import tempfile
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
-from flask import Response, request, send_file
 
 from profiler.errors import ScprofError, StoreError
 from profiler.store import default_path
+from ui import auth, downloads
+from ui import inputs as I
 from ui import pages as P
 from ui import render as R
 from ui import state as S
@@ -29,8 +32,9 @@ from ui.store_access import StoreAccess
 log = logging.getLogger("scprof.ui")
 
 
-def create_app(db_path: str | None = None) -> Dash:
-    """The Dash app serving the store at `db_path` (default: $SCPROF_DB or ./scprof.duckdb)."""
+def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
+    """The Dash app serving the store at `db_path` (default: $SCPROF_DB or ./scprof.duckdb);
+    with a `token`, every request must carry it (ui/auth.py), else only localhost may ask."""
     path = os.path.abspath(db_path or default_path())
     access = StoreAccess(path)
     R.figure()  # plotly loads its template on first use: at start, not in a user's first view
@@ -42,6 +46,8 @@ def create_app(db_path: str | None = None) -> Dash:
         assets_folder=os.path.join(os.path.dirname(__file__), "assets"),
     )
     app.scprof_access = access  # type: ignore[attr-defined]  # for tests and benchmarks
+    auth.require_access(app.server, token)
+    I.guard_dispatch(app.server)
     app.layout = html.Div(
         [
             dcc.Location(id="url", refresh=False),
@@ -59,19 +65,23 @@ def create_app(db_path: str | None = None) -> Dash:
     _router(app, access)
     _page_callbacks(app, access)
     _url_callbacks(app)
-    _routes(app, access)
+    downloads.register(app.server, access)
     return app
 
 
-def guarded(access: StoreAccess, n_outputs: int = 1) -> Callable:
-    """Run a page callback on a read-only store; turn failures into an in-page message."""
+def guarded(access: StoreAccess, n_outputs: int = 1, needs: tuple[str, ...] = ()) -> Callable:
+    """Run a page callback on a read-only store with its page state checked (ui/inputs.py: `needs`
+    the keys it cannot do without); turn failures into an in-page message."""
 
     def wrap(fn: Callable) -> Callable:
         @functools.wraps(fn)
-        def inner(*args: Any) -> Any:
+        def inner(state: Any) -> Any:
+            st = I.page_state(state, needs)
             try:
+                if st is None:
+                    raise ScprofError("this page's state is malformed; reload the page")
                 with access.open() as store:
-                    return fn(store, *args)
+                    return fn(store, st)
             except StoreError as e:
                 out = (
                     R.empty(f"{e}.", "scprof record configs/baseline.toml") if "no store" in str(e) else R.error(str(e))
@@ -129,8 +139,8 @@ def _router(app: Dash, access: StoreAccess) -> None:
     @app.callback(
         Output("page", "children"), Output("nav", "children"), Input("url", "pathname"), Input("url", "search")
     )
-    def route(pathname: str | None, search: str | None) -> tuple[Any, Any]:
-        return page_for(access, pathname, search)
+    def route(pathname: Any, search: Any) -> tuple[Any, Any]:
+        return page_for(access, I.text(pathname), I.text(search))
 
 
 def _page_callbacks(app: Dash, access: StoreAccess) -> None:
@@ -143,19 +153,21 @@ def _page_callbacks(app: Dash, access: StoreAccess) -> None:
         ("compare", P.render_compare),
         ("sql", P.render_sql),
     ):
-        app.callback(Output(f"{page}-body", "children"), Input(f"{page}-state", "data"))(guarded(access)(fn))
+        app.callback(Output(f"{page}-body", "children"), Input(f"{page}-state", "data"))(
+            guarded(access, needs=I.STATE_NEEDS.get(page, ()))(fn)
+        )
     app.callback(Output("overview-analysis", "children"), Input("overview-state", "data"))(
-        guarded(access)(P.render_overview_analysis)
+        guarded(access, needs=I.STATE_NEEDS["overview"])(P.render_overview_analysis)
     )
     app.callback(Output("compare-verdict", "children"), Input("compare-state", "data"))(
-        guarded(access)(P.render_compare_verdict)
+        guarded(access, needs=I.STATE_NEEDS["compare"])(P.render_compare_verdict)
     )
     app.callback(
         Output("timeline-body", "children"),
         Output("timeline-view", "data"),
         Output("timeline-perfetto", "children"),
         Input("timeline-state", "data"),
-    )(guarded(access, 3)(P.render_timeline))
+    )(guarded(access, 3, needs=I.STATE_NEEDS["timeline"])(P.render_timeline))
 
 
 def _same(value: Any, rendered: Any) -> bool:
@@ -203,12 +215,17 @@ def _url_callbacks(app: Dash) -> None:
             search,
             prevent_initial_call=True,
         )
+        @I.url_callback
         def page_url(*args):
             *values, rendered, s = args
             trig = ctx.triggered_id
+            if not isinstance(trig, str) or trig not in keys:
+                return no_update
             value = values[[i for i, _ in pairs].index(trig)]
             key = keys[trig]
-            shown = rendered.get(key) if rendered else None
+            if not I.control_value_ok(key, value) or (s is not None and I.text(s) is None):
+                return no_update
+            shown = I.clean_state(rendered).get(key)
             if key == "desc":
                 value, shown = ("1" if value else ""), (shown or "")
             if _same(value, shown):
@@ -227,7 +244,10 @@ def _url_callbacks(app: Dash) -> None:
     @app.callback(
         out, Input("timeline-graph", "relayoutData"), State("timeline-view", "data"), search, prevent_initial_call=True
     )
+    @I.url_callback
     def timeline_zoom(relayout, view, s):
+        if not (isinstance(relayout, dict) and isinstance(view, dict) and I.text(s or "") is not None):
+            return no_update
         new = P.zoom_search(s or "", relayout, view)
         return new if new is not None and new != s else no_update
 
@@ -241,79 +261,37 @@ def _url_callbacks(app: Dash) -> None:
         search,
         prevent_initial_call=True,
     )
+    @I.url_callback
     def sql_url(run_clicks, examples, rows, text, rendered, s):
         trig = ctx.triggered_id
+        examples_sql = list(P.Q.SQL_EXAMPLES.values())
+        if not (I.is_scalar(rows) and I.is_scalar(text) and I.text(s or "") is not None):
+            return no_update
         if isinstance(trig, dict):
+            index = trig.get("index")
+            if not (isinstance(index, int) and 0 <= index < len(examples_sql)) or not I.is_scalar_list(examples):
+                return no_update
             if not any(examples):
                 return no_update
-            text = list(P.Q.SQL_EXAMPLES.values())[trig["index"]]
-        elif (trig == "sql-rows" and _same(rows, (rendered or {}).get("rows"))) or (
+            text = examples_sql[index]
+        elif (trig == "sql-rows" and _same(rows, I.clean_state(rendered).get("rows"))) or (
             trig == "sql-run" and not run_clicks
         ):
             return no_update
-        return S.with_params(s, q=(text or "").strip() or None, rows=rows or None)
+        return S.with_params(s, q=str(text or "").strip() or None, rows=rows or None)
 
 
-def _routes(app: Dash, access: StoreAccess) -> None:
-    server = app.server
-
-    @server.route("/download/sql.csv")
-    def sql_csv() -> Response:
-        from profiler.sql_guard import QueryError, run_query
-        from scprof.formatting import render
-
-        q = request.args.get("q", "")
-        rows = max(1, min(S.int_param(request.args.get("rows"), 1000) or 1000, P.SQL_MAX_ROWS))
-        try:
-            with access.open() as store:
-                result = run_query(store, q, max_rows=rows, timeout_s=P.SQL_TIMEOUT_S)
-        except (QueryError, StoreError) as e:
-            return Response(f"{e}\n", status=400, mimetype="text/plain")
-        return Response(
-            render(result.table, "csv"),
-            mimetype="text/csv",
-            headers={"Content-Disposition": "attachment; filename=scprof-query.csv"},
-        )
-
-    @server.route("/download/perfetto")
-    def perfetto() -> Response:
-        try:
-            from exporters.perfetto import export_run
-        except ImportError:
-            return Response(
-                "Perfetto export is not available in this build (exporters/perfetto.py missing)\n",
-                status=501,
-                mimetype="text/plain",
-            )
-        steps = S.steps_param(request.args.get("steps"))
-        tmpdir = tempfile.mkdtemp(prefix="scprof-ui-")
-        try:
-            with access.open() as store:
-                run = store.resolve_run(request.args.get("run", ""))
-                name = store.rows("SELECT name FROM runs WHERE run_id = ?", [run])[0]["name"]
-                out = os.path.join(tmpdir, f"{name}.perfetto-trace")
-                export_run(store, run, out, (steps[0], steps[1] + 1) if steps else None, False)
-        except ScprofError as e:
-            _rmtree(tmpdir)
-            return Response(f"{e}\n", status=400, mimetype="text/plain")
-        response = send_file(
-            out, as_attachment=True, download_name=os.path.basename(out), mimetype="application/octet-stream"
-        )
-        response.call_on_close(lambda: _rmtree(tmpdir))
-        return response
-
-
-def _rmtree(path: str) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def serve(db_path: str | None, host: str = "127.0.0.1", port: int = 8050) -> None:
-    """Serve the UI until interrupted (`scprof ui`)."""
-    app = create_app(db_path)
+def serve(
+    db_path: str | None, host: str = "127.0.0.1", port: int = 8050, token: str | None = None, show_token: bool = False
+) -> None:
+    """Serve the UI until interrupted (`scprof ui`); with a token, every request must carry it
+    (`show_token`: print the address with it, for a token made up here)."""
+    app = create_app(db_path, token)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    print(f"scprof UI on http://{host}:{port}/ (store {app.scprof_access.path}); Ctrl-C to stop", flush=True)
+    url = f"http://{auth.url_host(host)}:{port}/"
+    if token is not None:
+        url += f"?token={token}" if show_token else " (with the access token: add ?token=... once)"
+    print(f"scprof UI on {url} (store {app.scprof_access.path}); Ctrl-C to stop", flush=True)
     app.run(host=host, port=port, debug=False)
 
 

@@ -23,15 +23,14 @@ from ui import data as D
 from ui import queries as Q
 from ui import render as R
 from ui import state as S
+from ui.downloads import SQL_MAX_ROWS, SQL_PAGE_MAX_BYTES, SQL_TIMEOUT_S
 from ui.timeline import EXACT_LIMIT, run_tracks, select_tracks, time_unit, timeline_view
 
 NO_RUNS = (
     "No runs in this store yet. Record one, then reload this page:",
     "scprof record configs/baseline.toml && scprof record configs/tuned.toml",
 )
-SQL_MAX_ROWS = 10_000
-SQL_SHOWN_ROWS = 500
-SQL_TIMEOUT_S = 10.0
+SQL_SHOWN_ROWS, SQL_SHOWN_CHARS = 500, 1_000  # rows shown, characters shown of a cell (all in the CSV)
 
 
 # ---- shared controls ---------------------------------------------------------------------------
@@ -442,7 +441,7 @@ def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, dict[str, An
 
 
 def _timeline_figure(view, unit: str, scale: float) -> go.Figure:
-    labels = [t.label for t in view.tracks]
+    labels = [R.plain(t.label) for t in view.tracks]
     fig = R.figure(
         xaxis_title=f"time ({unit})", barmode="overlay", hovermode="closest", showlegend=view.mode == "exact"
     )
@@ -469,7 +468,7 @@ def _timeline_figure(view, unit: str, scale: float) -> go.Figure:
             )
         )
         return fig
-    label_of = {t.track_id: t.label for t in view.tracks}
+    label_of = {t.track_id: R.plain(t.label) for t in view.tracks}
     by_name: dict[str, list[dict]] = {}
     for e in view.events:
         by_name.setdefault(e["category"] if e["category"] == "step" else e["name"], []).append(e)
@@ -517,7 +516,7 @@ ARG_UNITS = {
 
 
 def _event_hover(e: dict[str, Any]) -> str:
-    lines = [f"<b>{e['name']}</b>", f"start {R.fmt(e['start_ps'], 'ps')} · dur {R.fmt(e['dur_ps'], 'ps')}"]
+    lines = [f"<b>{R.plain(e['name'])}</b>", f"start {R.fmt(e['start_ps'], 'ps')} · dur {R.fmt(e['dur_ps'], 'ps')}"]
     for k in (
         "step",
         "category",
@@ -531,8 +530,8 @@ def _event_hover(e: dict[str, Any]) -> str:
         "flops",
     ):
         if e.get(k) is not None and not (k == "category" and e[k] == "step"):
-            lines.append(f"{k}: {R.fmt(e[k], ARG_UNITS.get(k, 'text')) if k in ARG_UNITS else e[k]}")
-    lines += [f"{k}: {v}" for k, v in list(e.get("args", {}).items())[:12]]
+            lines.append(f"{k}: {R.fmt(e[k], ARG_UNITS.get(k, 'text')) if k in ARG_UNITS else R.plain(e[k])}")
+    lines += [f"{R.plain(k)}: {R.plain(v)}" for k, v in list(e.get("args", {}).items())[:12]]
     return "<br>".join(lines)
 
 
@@ -815,7 +814,7 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
                     mode="lines",
                     line_shape="hv",
                     name=name,
-                    hovertemplate=f"{name}<br>%{{x:.4g}} {unit}<br>%{{y:,.3f}} "
+                    hovertemplate=f"{R.plain(name)}<br>%{{x:.4g}} {unit}<br>%{{y:,.3f}} "
                     f"{'GiB' if bytes_axis else c['unit']}<extra></extra>",
                 )
             )
@@ -853,7 +852,7 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
                         x=[v / 2**30],
                         name=name,
                         orientation="h",
-                        hovertemplate=f"{name}: %{{x:.3f}} GiB<extra></extra>",
+                        hovertemplate=f"{R.plain(name)}: %{{x:.3f}} GiB<extra></extra>",
                     )
                 )
             if cap:
@@ -1077,7 +1076,7 @@ def _side_by_side_memory(store: Store, base: int, cand: int, bi: dict, ci: dict)
                     y=[v / 2**30 for v in peak["parts"].values()],
                     name=info["name"],
                     marker_color=color,
-                    hovertemplate="%{x}: %{y:.3f} GiB<extra>" + info["name"] + "</extra>",
+                    hovertemplate="%{x}: %{y:.3f} GiB<extra>" + R.plain(info["name"]) + "</extra>",
                 )
             )
         rows.append(
@@ -1257,7 +1256,7 @@ def _breakdown_deltas(rows: list[dict[str, Any]], bname: str, cname: str) -> Any
         k = r["category"]
         fig.add_trace(
             go.Bar(
-                x=[bname, cname],
+                x=[R.plain(bname), R.plain(cname)],
                 y=[(r["base_ps"] or 0) / scale, (r["cand_ps"] or 0) / scale],
                 name=k,
                 marker_color=R.CATEGORY_COLORS.get(k),
@@ -1331,25 +1330,22 @@ def layout_sql(store: Store | None, st: dict[str, str]) -> Any:
 
 
 def render_sql(store: Store, st: dict[str, Any]) -> Any:
-    q = (st.get("q") or "").strip()
+    q = str(st.get("q") or "").strip()
     if not q:
         return R.empty("Type a query above, or pick an example.")
-    cap = max(1, min(int(st.get("rows") or 1000), SQL_MAX_ROWS))
+    cap = max(1, min(S.int_param(str(st.get("rows") or ""), 1000) or 1000, SQL_MAX_ROWS))
     try:
-        result = run_query(store, q, max_rows=cap, timeout_s=SQL_TIMEOUT_S)
+        result = run_query(store, q, max_rows=cap, timeout_s=SQL_TIMEOUT_S, max_bytes=SQL_PAGE_MAX_BYTES)
     except QueryError as e:
         return R.error(str(e))
-    t = result.table
-    rows = t.to_pylist()
-    cols = [(c, c, "raw") for c in t.column_names]
+    t, clip = result.table, lambda v: v if len(v) <= SQL_SHOWN_CHARS else v[:SQL_SHOWN_CHARS] + " …"
+    columns = [c.slice(0, SQL_SHOWN_ROWS).to_pylist() for c in t.columns]  # by position: names may repeat
     head = html.Tr([html.Th(c) for c in t.column_names])
-    body_rows = [html.Tr([html.Td(format_cell(r[c])) for c in t.column_names]) for r in rows[:SQL_SHOWN_ROWS]]
-    info = f"{len(rows):,} row(s)" + (
-        f" (capped at {cap:,}; raise the row cap or add LIMIT)" if result.truncated else ""
-    )
-    if len(rows) > SQL_SHOWN_ROWS:
+    body_rows = [html.Tr([html.Td(clip(format_cell(v))) for v in r]) for r in zip(*columns, strict=True)]
+    capped = {"rows": f"capped at {cap:,}; raise the row cap", "bytes": f"capped at {SQL_PAGE_MAX_BYTES // 2**20} MiB"}
+    info = f"{t.num_rows:,} row(s)" + (f" ({capped[result.capped_by]} or add LIMIT)" if result.capped_by else "")
+    if t.num_rows > SQL_SHOWN_ROWS:
         info += f"; showing the first {SQL_SHOWN_ROWS:,} (all in the CSV)"
-    del cols
     return html.Div(
         [
             html.Div(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
@@ -131,7 +132,17 @@ def note(message: str) -> html.Div:
     return html.Div(message, className="note")
 
 
+def plain(text: Any) -> str:
+    """Text from the data (run, op, track, counter names) for Plotly, which reads <b>, <a href>, <br>
+    and %{...} in names, labels and hover text: shown as written, never as markup."""
+    return escape(str(text), quote=False).replace("%", "&#37;")
+
+
 def graph(fig: go.Figure, id: str | None = None, height: int | None = None) -> dcc.Graph:
+    """A figure as a component; its trace names (legends) shown as written (`plain`)."""
+    for trace in fig.data:
+        if isinstance(getattr(trace, "name", None), str):
+            trace.name = plain(trace.name)
     if height:
         fig.update_layout(height=height)
     kwargs = {"id": id} if id else {}

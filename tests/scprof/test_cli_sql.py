@@ -37,6 +37,10 @@ REFUSED = {
     "glob": "SELECT * FROM glob('{tmp}/*')",
     "bare-path": "SELECT * FROM '{tmp}/data.csv'",
     "syntax-error": "SELEC 1",
+    "explain-analyze-create": "EXPLAIN ANALYZE CREATE TEMP TABLE t AS SELECT 1",
+    "explain-analyze-options-insert": "EXPLAIN (ANALYZE) INSERT INTO runs (run_id) VALUES (99)",
+    "update-extensions": "UPDATE EXTENSIONS",
+    "pivot-without-in": "PIVOT runs ON name USING count(*)",
     "unknown-table": "SELECT * FROM no_such_table",
 }
 
@@ -150,3 +154,33 @@ def test_sql_on_a_file_that_is_not_a_store(capsys, tmp_path):
     bogus.write_text("not a database\n" * 100)
     assert_one_error(cli(capsys, "sql", "SELECT 1", "--db", bogus), str(bogus))
     assert bogus.read_text() == "not a database\n" * 100
+
+
+@pytest.mark.parametrize("timeout", ["inf", "nan", "0", "-1", "1e9", "-inf"])
+def test_timeout_must_be_finite_positive_and_sane(capsys, store_path, timeout):
+    r = cli(capsys, "sql", "SELECT 1", f"--timeout={timeout}", "--db", store_path)
+    assert_one_error(r, "--timeout", "3600")
+    assert r.out == ""
+
+
+@pytest.mark.parametrize("rows", ["99999999999999999999", "1000001", "-3"])
+def test_max_rows_must_be_sane(capsys, store_path, rows):
+    assert_one_error(
+        cli(capsys, "sql", "SELECT 1", f"--max-rows={rows}", "--db", store_path), "--max-rows", "1,000,000"
+    )
+
+
+def test_string_functions_stay_within_the_memory_cap(capsys, store_path):
+    # The example: ran 15-21 s and peaked at 4 GB under the 1 GB cap, then printed the length
+    r = cli(capsys, "sql", "SELECT length(repeat('x', 2000000000))", "--timeout", "5", "--db", store_path)
+    assert_one_error(r, "ran out of memory", "SCPROF_MEMORY_LIMIT")
+    assert r.out == ""
+
+
+def test_wide_results_are_capped_in_bytes(capsys, store_path):
+    # 200 rows of 1 MB strings: 200 MB; the 64 MiB result cap keeps the first 67 (each 1,000,000 + 4 bytes)
+    q = "SELECT repeat('x', 1000000) AS s FROM range(200)"
+    r = cli(capsys, "sql", q, "--format", "csv", "--db", store_path)
+    assert r.code == 0
+    assert r.out.splitlines() == ["s"] + ["x" * 1_000_000] * (64 * 2**20 // 1_000_004)
+    assert len(r.err_lines) == 1 and "capped at 64 MiB" in r.err and "LIMIT" in r.err

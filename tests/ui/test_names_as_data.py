@@ -1,0 +1,47 @@
+"""Names from the data (runs, ops, tracks, counters; an imported capture sets them) are shown as
+written: Plotly reads <b>, <a href>, <br> and %{...} in names and hover text, so they are escaped."""
+
+from __future__ import annotations
+
+import shutil
+
+import duckdb
+
+from profiler.store import Store
+from ui import pages as P
+from ui import render as R
+
+MARKUP = "<a href='https://evil.example'>click</a> %{x} & <br>"
+
+
+def test_plain_text_for_plotly():
+    assert R.plain(MARKUP) == "&lt;a href='https://evil.example'&gt;click&lt;/a&gt; &#37;{x} &amp; &lt;br&gt;"
+    assert R.plain("baseline") == "baseline"
+
+
+def test_event_hover_shows_names_and_args_as_written():
+    hover = P._event_hover({"name": MARKUP, "start_ps": 0, "dur_ps": 5, "args": {"<i>k</i>": "<b>v</b>"}})
+    assert "<a href" not in hover and "<i>" not in hover and "<b>v" not in hover
+    assert hover.startswith("<b>&lt;a href=") and "&lt;i&gt;k&lt;/i&gt;: &lt;b&gt;v&lt;/b&gt;" in hover
+
+
+def test_run_names_in_compare_charts_are_text(ui_db, tmp_path):
+    db = tmp_path / "names.duckdb"
+    shutil.copyfile(ui_db, db)
+    con = duckdb.connect(str(db))
+    ids = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+    con.execute("UPDATE runs SET name = ? WHERE run_id = ?", [MARKUP, ids[0]])
+    con.close()
+    with Store.open(str(db), read_only=True) as store:
+        page = P.render_compare(store, {"base": ids[0], "cand": ids[1]})
+    names = [t.name for t in _find(page, "compare-hist").figure.data]
+    assert names[0] == "baseline: " + R.plain(MARKUP) and not any("<a" in n for n in names)
+
+
+def _find(component, id_):
+    if isinstance(component, list | tuple):
+        return next((x for x in (_find(c, id_) for c in component) if x is not None), None)
+    if getattr(component, "id", None) == id_:
+        return component
+    children = getattr(component, "children", None)
+    return _find(children, id_) if children is not None and not isinstance(children, str) else None
