@@ -14,7 +14,8 @@ line, event (its index in the line) and field. Nothing is clamped. Limits:
 - `ids`, `unique_ids`, `dropped_ids`, `bytes*`, `flops`: 0 .. 2^63 - 1 (a uint64 above is refused);
 - counter and memory samples: int, uint or double stats (a string is refused);
 - step numbers taken from `Steps` event names: ASCII digits within int32 (other names are
-  numbered by position, as before).
+  numbered by position, as before);
+- at most MAX_LINES lines holding events per run (each line has a fixed cost).
 
 All checks are numpy comparisons over a line's columns: no Python step per event.
 """
@@ -28,6 +29,10 @@ from profiler.reader import SUM_LIMIT, abs_total
 from profiler.xplane_wire import KIND_DOUBLE, KIND_INT, KIND_UINT
 
 MAX_TIME_PS = 1 << 62  # exclusive bound of event starts and ends, in ps after the run's origin
+# Lines holding events, per run: each is decoded and mapped with a fixed Python cost (~0.5-1 ms),
+# so a small hostile file of a million one-event lines would run for a quarter of an hour.
+# Real captures hold tens to a few thousand (one per thread, stream or TPU line).
+MAX_LINES = 100_000
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 I64_MAX = (1 << 63) - 1
 _NULL = np.iinfo(np.int64).min
@@ -158,6 +163,13 @@ def step_numbers(names: list[str], where_of) -> np.ndarray:
                 raise CaptureError(f"{where_of(i)}: step number {_show(nm)} (the event's name) is beyond int32")
             out[i] = int(nm)
     return out
+
+
+def check_line_count(where: str, lines: int) -> None:
+    """At most MAX_LINES lines with events in a run (a bound on the import's time)."""
+    if lines > MAX_LINES:
+        raise CaptureError(f"{where}: {lines:,} lines hold events; scprof imports at most {MAX_LINES:,} "
+                           "per capture (each costs a fixed time to map)")  # fmt: skip
 
 
 def check_repeats(path: str, data: bytes, plane_names: list[str]) -> None:

@@ -92,9 +92,12 @@ def _xplanes_in(d: str) -> list[str]:
     found = sorted({f for s in XPLANE_SUFFIXES for f in glob.glob(os.path.join(glob.escape(d), "*" + s))})
     for f in found:
         try:
-            check_regular(f, os.stat(f).st_mode)
+            mode = os.stat(f).st_mode
         except FileNotFoundError:  # a dangling link
             raise TraceFormatError(f"{f}: no such file (a link to nothing?)") from None
+        except OSError as e:  # a link loop, a name too long, ...
+            raise TraceFormatError(f"{f}: cannot read ({e.strerror or e})") from None
+        check_regular(f, mode)
     return found
 
 

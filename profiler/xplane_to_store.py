@@ -148,6 +148,7 @@ class Decoded:
     scprof: dict  # run facts from an scprof-written file, else {}
     plane_kinds: dict = field(default_factory=dict)
     digests: list[bytes] = field(default_factory=list)  # SHA-1 of each file (the run's uuid)
+    n_events: int = 0  # events decoded so far (rows of the `events` parts)
 
 
 def _stat_value(s: xp.XStat, names: dict[int, str]):
@@ -188,6 +189,7 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
                for ln in p.lines if ln.events]  # fmt: skip
     if not origins:
         raise TraceFormatError(f"{files[0]}: XSpace holds no events")
+    chk.check_line_count(files[0] if len(files) == 1 else os.path.dirname(files[0]), len(origins))
     for path, pname, ln in origins:
         chk.check_timestamp(f"{path}: plane {pname!r} line {_line_name(ln)!r}", ln.timestamp_ns)
     origin_ns = min(ln.timestamp_ns for _, _, ln in origins)
@@ -303,7 +305,8 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> N
                           plane, stat_names, where)  # fmt: skip
             continue
         track = d.tracks(pname, lname, kind, chip, core)
-        base = sum(len(a) for a in d.events.get("start_ps", []))
+        base = d.n_events  # a running count: summing the parts per line was quadratic in lines
+        d.n_events += n
         ev_cols = d.events
         ev_cols.setdefault("track", []).append(np.full(n, track, np.int32))
         ev_cols.setdefault("name", []).append(meta_name[midx])
