@@ -232,8 +232,10 @@ def _make_room(store: Store, uuid: str, name: str, replace: bool, path: str = ""
         return
     for run_id, _, old_uuid in clash:
         if added and run_id in added:
-            what = "the same run as" if old_uuid == uuid else f"a run named {name!r}, as is"
-            raise StoreError(f"{path}: {what} {added[run_id]}, given on the same command")
+            if old_uuid == uuid:
+                raise StoreError(f"{path}: the same run as {added[run_id]}, given on the same command")
+            raise StoreError(f"{path}: run name {name!r} is also that of {added[run_id]}, given on the same "
+                             "command; ingest them one at a time (with --name)")  # fmt: skip
     if not replace:
         run_id, old_name, old_uuid = clash[0]
         if old_uuid == uuid:

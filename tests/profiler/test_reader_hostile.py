@@ -146,3 +146,14 @@ def test_host_track_alone_still_ingests(tmp_path, capsys):
     """The checks leave a plain valid trace alone."""
     path = crafted_trace(tmp_path / "ok.sctrace", EV, tracks=(HOST_TRACK,))
     assert cli(capsys, "ingest", path, "--db", tmp_path / "u.duckdb").code == 0
+
+
+def test_two_traces_of_one_name_on_one_command_keep_both_or_neither(tmp_path, capsys):
+    """With --replace, the second trace used to delete the run the same command had just added."""
+    from tests.tracekit import record_small
+
+    a = record_small(tmp_path / "a.sctrace", run_name="same", run_id="uuid-a")
+    b = record_small(tmp_path / "b.sctrace", run_name="same", run_id="uuid-b")
+    db = tmp_path / "t.duckdb"
+    assert_one_error(cli(capsys, "ingest", a, b, "--db", db, "--replace"), str(b), "'same'", str(a))
+    assert not db.exists()
