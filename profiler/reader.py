@@ -9,6 +9,7 @@ TraceFormatError naming the file and the chunk's byte offset.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,9 +18,18 @@ import numpy as np
 
 from profiler import scprof_trace_pb2 as pb
 from profiler.errors import TraceFormatError, TruncatedTraceError
+from profiler.json_text import check_json
 from profiler.recorder import BATCH_COLUMNS, STRING_COLUMNS
 from profiler.trace_file import FORMAT_VERSION, Cut, RawChunk, iter_chunks
-from profiler.wire import WireError, decode_batch, decode_batch_with_protobuf
+from profiler.wire import NULL_I64, WireError, decode_batch, decode_batch_with_protobuf
+
+I32_MAX, I64_MAX = (1 << 31) - 1, (1 << 63) - 1
+# Event columns the store sums (profiler/summaries.py: per timeline bin and step cell): the
+# trace's total of their absolute values must fit int64, so that no sum of a subset overflows.
+SUMMED_EVENT_COLUMNS = ("dur_ps", "ids", "unique_ids", "dropped_ids")
+_HW_INT32 = ("num_chips", "sparsecores_per_chip", "tiles_per_sparsecore", "simd_width")
+_HW_INT64 = ("hbm_bytes", "spmem_bytes_per_tile")
+_HW_DOUBLE = ("hbm_bandwidth_bytes_per_s", "tc_peak_flops", "ici_bandwidth_bytes_per_s")
 
 REQUIRED = {
     "events": ("track", "name", "start_ps", "dur_ps"),
@@ -58,6 +68,7 @@ class TraceReader:
     footer: pb.Footer | None = None
     cut: Cut | None = None
     chunks: int = 0
+    sums: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SUMMED_EVENT_COLUMNS, 0.0))
 
     def batches(self) -> Iterator[Batch]:
         """Yield data batches in file order; header/strings/tracks/footer are absorbed."""
@@ -115,6 +126,7 @@ class TraceReader:
                 )
             if msg.clock_unit not in ("", "ps"):
                 raise TraceFormatError(f"{self.path}: clock unit {msg.clock_unit!r} is not 'ps'")
+            _check_header(f"{self.path}: header", msg)
             self.header = msg
         elif item.kind == "strings":
             if msg.first_id != len(self.strings):
@@ -124,6 +136,8 @@ class TraceReader:
             self.strings.extend(msg.value)
         elif item.kind == "tracks":
             for t in msg.track:
+                if t.id > I32_MAX:
+                    raise TraceFormatError(f"{self.path}: track id {t.id} at byte {item.offset} is beyond int32")
                 if t.id == 0 or t.id in track_ids:
                     raise TraceFormatError(
                         f"{self.path}: track id {t.id} at byte {item.offset} is zero or declared twice"
@@ -175,12 +189,58 @@ class TraceReader:
             # The store computes end_ps = start_ps + dur_ps in int64.
             if np.any(cols["start_ps"] > np.iinfo(np.int64).max - cols["dur_ps"]):
                 raise TraceFormatError(f"{where}: an event ends past the int64 picosecond range")
+        if kind == "events":
+            self._add_sums(where, cols)
         if kind == "events" and "arg_event" in cols:
             lengths = {len(cols[c]) for c in ARG_COLUMNS if c in cols}
             if len(lengths) != 1 or any(c not in cols for c in ("arg_event", "arg_key", "arg_kind")):
                 raise TraceFormatError(f"{where}: argument columns are incomplete")
             if len(cols["arg_event"]) and int(cols["arg_event"].max()) >= rows:
                 raise TraceFormatError(f"{where}: argument refers to event {int(cols['arg_event'].max())} of {rows}")
+
+    def _add_sums(self, where: str, cols: dict[str, np.ndarray]) -> None:
+        """Running totals of the summed columns' absolute values; refuse when they reach int64."""
+        for name in SUMMED_EVENT_COLUMNS:
+            v = cols.get(name)
+            if v is not None and len(v):
+                self.sums[name] += abs_total(v)
+                if self.sums[name] >= SUM_LIMIT:
+                    raise TraceFormatError(f"{where}: the {name} of the trace's events sum past int64 "
+                                           "(the store sums them per step and timeline bin)")  # fmt: skip
+
+
+SUM_LIMIT = float(I64_MAX - (1 << 40))  # a float total this close to int64's end counts as past it
+
+
+def abs_total(v: np.ndarray) -> float:
+    """Sum of |v| over an int64 column, nulls (NULL_I64 = -2^63) left out, as a float.
+
+    Common case, exact in three vectorised passes without a copy: no negative value but the
+    null sentinel, and len(v) * max(v) < 2^63, so the true sum S < 2^63 and numpy's wrapping
+    int64 sum is S + nulls * 2^63, i.e. S mod 2^63. Otherwise a float sum of a masked copy
+    (relative error far below SUM_LIMIT's 2^40 margin).
+    """
+    if not len(v):
+        return 0.0
+    nonneg = v.dtype == np.int64 and int(v.view(np.uint64).max()) <= 1 << 63  # or null
+    if nonneg and len(v) * max(int(v.max()), 0) < 1 << 63:
+        return float(int(v.sum()) % (1 << 63))
+    return float(np.abs(v[v != NULL_I64].astype(np.float64)).sum())
+
+
+def _check_header(where: str, h: pb.Header) -> None:
+    """Header values that the runs table cannot hold, or JSON it would refuse."""
+    hw = h.hardware
+    for name, hi in [(n, I32_MAX) for n in _HW_INT32] + [(n, I64_MAX) for n in _HW_INT64]:
+        if getattr(hw, name) > hi:
+            raise TraceFormatError(f"{where}: hardware.{name} = {getattr(hw, name)} is beyond {hi}")
+    for name in _HW_DOUBLE:
+        v = getattr(hw, name)
+        if not math.isfinite(v) or v < 0:
+            raise TraceFormatError(f"{where}: hardware.{name} = {v} is not a finite number >= 0")
+    for name, text in (("config_json", h.config_json), ("hardware.extra_json", hw.extra_json)):
+        if text:
+            check_json(where, name, text)
 
 
 def read_header(path: str) -> pb.Header:

@@ -8,7 +8,9 @@ a file cut short still yields every chunk before the cut.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -58,16 +60,46 @@ class Cut:
         return f"{self.path}: trace is cut short at byte {self.offset}: {self.reason}"
 
 
+_SPECIAL = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (for error messages)."""
+    return next((word for test, word in _SPECIAL if test(mode)), "a special file")
+
+
+def check_regular(path: str, mode: int) -> None:
+    """Refuse anything but a regular file: a FIFO or a device would block or never end."""
+    if not stat.S_ISREG(mode):
+        raise TraceFormatError(f"{path}: not a regular file ({file_kind(mode)})")
+
+
 def open_trace(path: str) -> BinaryIO:
-    """Open a trace file for reading, turning OS errors into one-line user errors."""
+    """Open a regular file for reading, turning OS errors into one-line user errors.
+
+    Opened non-blocking and checked with fstat before any read, so a FIFO, a device or a
+    socket is refused at once (a FIFO without a writer would block a plain open forever).
+    """
     try:
-        if os.path.isdir(path):
-            raise TraceFormatError(f"{path}: is a directory, not a trace file")
-        return open(path, "rb")  # noqa: SIM115 - the caller owns the file
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise TraceFormatError(f"{path}: no such file") from None
     except PermissionError:
         raise TraceFormatError(f"{path}: permission denied") from None
+    except IsADirectoryError:
+        raise TraceFormatError(f"{path}: not a regular file (a directory)") from None
+    except OSError as e:  # a socket (ENXIO), too many links, a name too long, ...
+        with contextlib.suppress(OSError):
+            check_regular(path, os.stat(path).st_mode)
+        raise TraceFormatError(f"{path}: cannot open ({e.strerror or e})") from None
+    try:
+        check_regular(path, os.fstat(fd).st_mode)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def iter_chunks(path: str) -> Iterator[RawChunk | Cut]:

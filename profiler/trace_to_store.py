@@ -8,16 +8,18 @@ SQL NULL in the INSERT. Any error rolls the whole run back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
 from profiler import scprof_trace_pb2 as pb
-from profiler import xplane_to_store
+from profiler import xplane_files, xplane_to_store
 from profiler.errors import StoreError
 from profiler.reader import Batch, TraceReader, concat_batches, read_header
 from profiler.store import Store
@@ -110,17 +112,19 @@ def ingest_traces(
             headers.append(None)
         else:
             headers.append(read_header(p))
+    _refuse_repeats(paths, headers)
     sizes = [_size(p) for p in paths]
     store.con.execute("BEGIN")
     try:
         results = []
+        added: dict[int, str] = {}  # run_id -> path, runs of this call
         for i, (p, h) in enumerate(zip(paths, headers, strict=True)):
             done = sum(sizes[:i])
             report = None if progress is None else (lambda b, d=done: progress(d + b, sum(sizes)))
             if h is None:
-                results += _ingest_xplane(store, p, name, replace)
+                results += _ingest_xplane(store, p, name, replace, added)
             else:
-                results.append(_ingest_one(store, p, h, name, replace, allow_truncated, report))
+                results.append(_ingest_one(store, p, h, name, replace, allow_truncated, report, added))
         if progress is not None:
             progress(sum(sizes), sum(sizes))
         store.con.execute("COMMIT")
@@ -135,6 +139,18 @@ def ingest_trace(
 ) -> IngestResult:
     """Ingest one trace file as a new run; all or nothing."""
     return ingest_traces(store, [path], name, replace, allow_truncated)[0]
+
+
+def _refuse_repeats(paths: list[str], headers: list) -> None:
+    """The same file given twice (directly, through a link, or inside a run directory) would import twice."""
+    seen: dict[tuple[int, int], str] = {}
+    for p, h in zip(paths, headers, strict=True):
+        for f in xplane_files.files_of(p) if h is None else [p]:
+            st = os.stat(f)
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                raise StoreError(f"{f}: given twice (also as {seen[key]}); each capture imports once")
+            seen[key] = f
 
 
 def _size(path: str) -> int:
@@ -152,10 +168,11 @@ def _ingest_one(
     replace: bool,
     allow_truncated: bool,
     progress: Callable[[int], None] | None = None,
+    added: dict[int, str] | None = None,
 ) -> IngestResult:
     name = name or header.run_name or header.run_id
     con = store.con
-    _make_room(store, header.run_id, name, replace)
+    _make_room(store, header.run_id, name, replace, path, added)
     run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
     reader = TraceReader(path, allow_truncated)
     progress = _ingest_batches(con, run_id, reader, progress)
@@ -167,12 +184,15 @@ def _ingest_one(
             _insert_arrow(con, sql, run_id, t)
     _insert_run(con, run_id, name, path, reader)
     build_summaries(con, run_id)
+    if added is not None:
+        added[run_id] = path
     cut = reader.cut
     return IngestResult(run_id, name, header.run_id, progress.rows, run_status(reader),
                         cut.message() if cut else None)  # fmt: skip
 
 
-def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool) -> list[IngestResult]:
+def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool,
+                   added: dict[int, str] | None = None) -> list[IngestResult]:  # fmt: skip
     """Ingest the XProf run(s) at `path` (inside the caller's transaction)."""
     runs = xplane_to_store.find_runs(path)
     if name is not None and len(runs) > 1:
@@ -183,7 +203,7 @@ def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool) -> 
         run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
         facts = xplane_to_store.ingest_xplane_run(con, run_id, run_name, files, _insert_arrow)
         facts["name"] = name or facts["name"]
-        _make_room(store, facts["uuid"], facts["name"], replace)
+        _make_room(store, facts["uuid"], facts["name"], replace, path, added)
         events, first_ps, last_ps, steps = con.execute(RUN_FIGURES, [run_id]).fetchall()[0]
         f = facts
         con.execute(
@@ -197,15 +217,25 @@ def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool) -> 
             ],
         )  # fmt: skip
         build_summaries(con, run_id)
+        if added is not None:
+            added[run_id] = path
         results.append(IngestResult(run_id, f["name"], f["uuid"], events, "ok", None))
     return results
 
 
-def _make_room(store: Store, uuid: str, name: str, replace: bool) -> None:
-    """Refuse (or with replace, delete) runs with the same uuid or name."""
+def _make_room(store: Store, uuid: str, name: str, replace: bool, path: str = "",
+               added: dict[int, str] | None = None) -> None:  # fmt: skip
+    """Refuse (or with replace, delete) runs with the same uuid or name; a run of this same call
+    (`added`: run_id -> path) is never replaced: two paths of one command hold the same run."""
     clash = store.con.execute("SELECT run_id, name, uuid FROM runs WHERE uuid = ? OR name = ?", [uuid, name]).fetchall()
     if not clash:
         return
+    for run_id, _, old_uuid in clash:
+        if added and run_id in added:
+            if old_uuid == uuid:
+                raise StoreError(f"{path}: the same run as {added[run_id]}, given on the same command")
+            raise StoreError(f"{path}: run name {name!r} is also that of {added[run_id]}, given on the same "
+                             "command; ingest them one at a time (with --name)")  # fmt: skip
     if not replace:
         run_id, old_name, old_uuid = clash[0]
         if old_uuid == uuid:
@@ -332,8 +362,11 @@ def _insert_arrow(con, sql: str, run_id: int, table: pa.Table) -> None:
     con.register("b", table)
     try:
         con.execute(sql, {"run": run_id})
-    finally:
-        con.unregister("b")
+    except BaseException:
+        with contextlib.suppress(duckdb.Error):  # in an aborted transaction this fails too: keep the cause
+            con.unregister("b")
+        raise
+    con.unregister("b")
 
 
 def _insert_tracks(con, run_id: int, tracks: list[pb.Track]) -> None:

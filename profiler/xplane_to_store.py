@@ -23,12 +23,9 @@ Events are decoded column-wise (profiler/xplane_wire.py), not one object per eve
 
 from __future__ import annotations
 
-import glob
 import hashlib
-import json
 import os
 import re
-import uuid as uuidlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -36,11 +33,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from profiler import xplane_checks as chk
 from profiler import xplane_pb2 as xp
 from profiler import xplane_wire as w
 from profiler.errors import TraceFormatError
-
-XPLANE_SUFFIXES = (".xplane.pb", ".xspace.pb")
+from profiler.xplane_facts import SCPROF_PLANE, run_facts
+from profiler.xplane_files import check_path, find_runs, is_xplane_path, read_capture, stem  # noqa: F401
 
 # Stat name -> typed events column. Values on the event win over its metadata's.
 TYPED_STATS = {
@@ -77,68 +75,20 @@ COUNTER_VALUE_STATS = ("counter_value", "value", "Scaled Value", "Raw Value")
 _TPU_RE = re.compile(r"^/device:TPU:(\d+)$")
 _SC_RE = re.compile(r"^/device:TPU:(\d+) SparseCore(?: [a-zA-Z]+)? (\d+)$")
 _DEVICE_RE = re.compile(r"^/device:[A-Za-z_]+:(\d+)")
-SCPROF_PLANE = "/host:scprof"  # run facts written by scprof's exporter
 MARKER_STAT = "scprof_step_marker"  # event metadata stat: a step marker only, not an event of the run
-
-
-def is_xplane_path(path: str) -> bool:
-    """True for an XSpace file, or a directory holding them (run dir or logdir)."""
-    if os.path.isdir(path):
-        return True
-    return path.endswith(XPLANE_SUFFIXES)
-
-
-def find_runs(path: str) -> list[tuple[str, list[str]]]:
-    """(run name, files) for a file, a run dir `plugins/profile/<run>/`, or a logdir."""
-    if not os.path.exists(path):
-        raise TraceFormatError(f"{path}: no such file or directory")
-    if not os.path.isdir(path):
-        return [(_stem(path), [path])]
-    files = _xplanes_in(path)
-    if files:
-        return [(os.path.basename(os.path.normpath(path)), files)]
-    runs = []
-    for run_dir in sorted(glob.glob(os.path.join(path, "plugins", "profile", "*"))):
-        files = _xplanes_in(run_dir)
-        if files:
-            runs.append((os.path.basename(run_dir), files))
-    if not runs:
-        raise TraceFormatError(
-            f"{path}: no .xplane.pb files here or in {os.path.join(path, 'plugins', 'profile', '*')}"
-        )
-    return runs
-
-
-def check_path(path: str) -> None:
-    """Cheap checks before any write: files exist and are not empty."""
-    for _, files in find_runs(path):
-        for f in files:
-            if os.path.getsize(f) == 0:
-                raise TraceFormatError(f"{f}: empty file, not an XSpace (.xplane.pb)")
-
-
-def _xplanes_in(d: str) -> list[str]:
-    return sorted(f for s in XPLANE_SUFFIXES for f in glob.glob(os.path.join(d, "*" + s)) if os.path.isfile(f))
-
-
-def _stem(path: str) -> str:
-    base = os.path.basename(path)
-    for s in XPLANE_SUFFIXES:
-        if base.endswith(s):
-            return base[: -len(s)]
-    return base
 
 
 def plane_kind(name: str) -> tuple[str, int, int]:
     """(kind, chip, core) of an XProf plane name."""
+    num = chk.plane_number
     if m := _SC_RE.match(name):
-        return "sparsecore", int(m[1]), int(m[2])
+        return "sparsecore", num(m[1]), num(m[2])
     if m := _TPU_RE.match(name):
-        return "tensorcore", int(m[1]), 0
+        return "tensorcore", num(m[1]), 0
     if name.startswith("/host:"):
         return "host", -1, -1
     if m := _DEVICE_RE.match(name):
-        return "unknown", int(m[1]), -1
+        return "unknown", num(m[1]), -1
     return "unknown", -1, -1
 
 
@@ -197,6 +147,8 @@ class Decoded:
     origin_ns: int
     scprof: dict  # run facts from an scprof-written file, else {}
     plane_kinds: dict = field(default_factory=dict)
+    digests: list[bytes] = field(default_factory=list)  # SHA-1 of each file (the run's uuid)
+    n_events: int = 0  # events decoded so far (rows of the `events` parts)
 
 
 def _stat_value(s: xp.XStat, names: dict[int, str]):
@@ -213,10 +165,9 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
 
     `fast=False` decodes events with the general decoder only (xplane_wire.decode_events).
     """
-    spaces = []
+    spaces, digests = [], []
     for path in files:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_capture(path)
         if not data:
             raise TraceFormatError(f"{path}: empty file, not an XSpace (.xplane.pb)")
         try:
@@ -228,13 +179,21 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
             raise TraceFormatError(f"{path}: not a valid XSpace ({type(e).__name__}: {e})") from None
         if not lite:
             raise TraceFormatError(f"{path}: XSpace holds no planes (not an .xplane.pb, or corrupt)")
+        chk.check_repeats(path, data, [p.name for p in lite])
         spaces.append((path, lite, hosts))
-    origins = [ln.timestamp_ns for _, lite, _ in spaces for p in lite for ln in p.lines if ln.events]
+        digests.append(hashlib.sha1(data).digest())
+    multi = len(spaces) > 1
+    prefixes = [f"{hosts[0] if hosts else stem(path)} " if multi else "" for path, _, hosts in spaces]
+    chk.check_files(files, digests, [[pre + p.name for p in sp[1]] for pre, sp in zip(prefixes, spaces, strict=True)])
+    origins = [(path, p.name, ln) for path, lite, _ in spaces for p in lite if p.name != SCPROF_PLANE
+               for ln in p.lines if ln.events]  # fmt: skip
     if not origins:
         raise TraceFormatError(f"{files[0]}: XSpace holds no events")
-    origin_ns = min(origins)
-    d = Decoded(_Interner(), _Tracks(), {}, {}, {}, {}, {}, [], origin_ns, {})
-    multi = len(spaces) > 1
+    chk.check_line_count(files[0] if len(files) == 1 else os.path.dirname(files[0]), len(origins))
+    for path, pname, ln in origins:
+        chk.check_timestamp(f"{path}: plane {pname!r} line {_line_name(ln)!r}", ln.timestamp_ns)
+    origin_ns = min(ln.timestamp_ns for _, _, ln in origins)
+    d = Decoded(_Interner(), _Tracks(), {}, {}, {}, {}, {}, [], origin_ns, {}, digests=digests)
     jobs = [(f"{path}: plane {plane.name!r} line {_line_name(line)!r}", line.events)
             for path, lite, _ in spaces for plane in lite if plane.name != SCPROF_PLANE
             for line in plane.lines if line.events]  # fmt: skip
@@ -242,9 +201,8 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
         lines = iter(_decode_lines(jobs, fast))
     except w.XSpaceWireError as e:
         raise TraceFormatError(str(e)) from None
-    for path, lite, hosts in spaces:
+    for (path, lite, hosts), prefix in zip(spaces, prefixes, strict=True):
         d.hostnames += hosts
-        prefix = f"{hosts[0] if hosts else _stem(path)} " if multi else ""
         for plane in lite:
             if plane.name == SCPROF_PLANE:
                 _decode_plane(d, path, plane, prefix, [])
@@ -285,6 +243,7 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> N
     if not plane.lines:
         return
     kind, chip, core = plane_kind(plane.name)
+    chk.check_plane_ids(f"{path}: plane {plane.name!r}", chip, core)
     pname = prefix + plane.name
     # Event metadata: names and constant stats, as lookup arrays indexed by position.
     meta_ids = np.array(sorted(plane.event_metadata), np.int64)
@@ -304,6 +263,8 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> N
             col = TYPED_STATS.get(sname)
             is_str = col in STRING_COLUMNS
             if col and (isinstance(val, str) if is_str else isinstance(val, int)):
+                if not is_str:
+                    chk.check_meta_value(f"{path}: plane {plane.name!r} event metadata {m.name!r}", sname, col, val)
                 arr = meta_typed.setdefault(sname, np.full(len(metas) + 1, np.iinfo(np.int64).min, np.int64))
                 arr[i] = d.strings(val) if is_str else val
             elif val is not None:
@@ -325,13 +286,14 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> N
         midx = np.searchsorted(meta_ids, ev.metadata_id)
         midx = np.where((midx < len(meta_ids)) & (meta_ids[np.minimum(midx, len(meta_ids) - 1)] == ev.metadata_id)
                         if len(meta_ids) else False, midx, len(metas))  # fmt: skip
-        start = (line.timestamp_ns - d.origin_ns) * 1000 + ev.offset_ps
+        where = f"{path}: plane {plane.name!r} line {lname!r}"
+        start = chk.event_starts(where, line.timestamp_ns, d.origin_ns, ev.offset_ps, ev.duration_ps)
         # Stats on the events, resolved to names.
         sidx = np.searchsorted(stat_ids, ev.stat_metadata_id) if len(stat_ids) else np.zeros(len(ev.stat_event), int)
         known = (sidx < len(stat_ids)) & (stat_ids[np.minimum(sidx, max(len(stat_ids) - 1, 0))] == ev.stat_metadata_id) \
             if len(stat_ids) else np.zeros(len(sidx), bool)  # fmt: skip
         jidx = np.where(known, sidx, -1)
-        cols = _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat_str, n, by_name)
+        cols = _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat_str, n, by_name, where)
         args_mask = np.ones(len(ev.stat_event), bool)
         for sname in set(TYPED_STATS) & set(stat_name_list):
             j = stat_name_list.index(sname)
@@ -340,15 +302,16 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> N
             args_mask &= ~hit
         if lname == COUNTER_LINE:
             _counter_line(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start, metas,
-                          plane, stat_names)  # fmt: skip
+                          plane, stat_names, where)  # fmt: skip
             continue
         track = d.tracks(pname, lname, kind, chip, core)
-        base = sum(len(a) for a in d.events.get("start_ps", []))
+        base = d.n_events  # a running count: summing the parts per line was quadratic in lines
+        d.n_events += n
         ev_cols = d.events
         ev_cols.setdefault("track", []).append(np.full(n, track, np.int32))
         ev_cols.setdefault("name", []).append(meta_name[midx])
         ev_cols.setdefault("start_ps", []).append(start)
-        ev_cols.setdefault("dur_ps", []).append(np.maximum(ev.duration_ps, 0))
+        ev_cols.setdefault("dur_ps", []).append(ev.duration_ps)
         for c, v in cols.items():
             ev_cols.setdefault(c, []).append(v)
         has_num = np.zeros(n, bool)
@@ -371,7 +334,7 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> N
                 ev.num_occurrences != 0])  # fmt: skip
         if has_memory:
             _memory_counters(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start,
-                             stat_ids, stat_str)  # fmt: skip
+                             stat_ids, stat_str, where)  # fmt: skip
 
 
 _NULL = np.iinfo(np.int64).min
@@ -409,7 +372,7 @@ def _intern_payloads(d: Decoded, ev, rows: np.ndarray) -> np.ndarray:
 
 
 def _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat_str, n,
-                   by_name) -> dict[str, np.ndarray]:  # fmt: skip
+                   by_name, where) -> dict[str, np.ndarray]:  # fmt: skip
     """Typed event columns from metadata stats, overridden by the events' own stats.
 
     `jidx` is each stat row's index into stat_name_list (-1 if its metadata is unknown);
@@ -438,10 +401,13 @@ def _typed_columns(d, ev, midx, meta_typed, jidx, stat_name_list, stat_ids, stat
                 vals[ev.stat_event[rows]] = _ref_strings(d, ev, rows, stat_ids, stat_str)
             else:
                 sel &= is_int
+                chk.check_stat_values(where, sname, col, ev.stat_event[sel], ev.stat_kind[sel], ev.stat_int[sel])
                 vals[ev.stat_event[sel]] = ev.stat_int[sel]
         for sname in snames:
             for c in by_name.get(sname, ()):
                 if _typed_kind(sname, c.kind):
+                    if col not in STRING_COLUMNS:
+                        chk.check_stat_values(where, sname, col, c.events, c.kind, c.ints)
                     vals[c.events] = _ref_ids(stat_ids, stat_str, c.ints) if col in STRING_COLUMNS else c.ints
         out[col] = vals  # always present, so columns of all lines line up
     return out
@@ -470,7 +436,11 @@ def _column_args(d: Decoded, by_name: dict, stat_ids: np.ndarray, stat_str: np.n
                 continue
             ids = base + c.events
             if c.kind in (w.KIND_INT, w.KIND_UINT):
-                _add_args(d, ids, sname, ints=c.ints)
+                wide, strs = chk.wide_ints(c.kind, c.ints), None
+                if wide.any():
+                    strs = np.zeros(len(c.ints), np.int64)
+                    strs[wide] = chk.int_text(d.strings, c.kind, c.ints[wide])
+                _add_args(d, ids, sname, ints=np.where(wide, _NULL, c.ints), strs=strs)
             elif c.kind == w.KIND_REF:
                 _add_args(d, ids, sname, strs=_ref_ids(stat_ids, stat_str, c.ints))
             else:  # a stat without a value
@@ -495,17 +465,20 @@ def _event_args(d, ev, args_mask, known, sidx, stat_name_list, stat_ids, stat_st
         return
     keys = np.where(known[rows], sidx[rows], -1)
     key_ids = np.array([d.strings(n) for n in stat_name_list] + [0], np.int64)
-    unknown = rows[keys < 0]
     key_col = key_ids[keys]
-    for r in unknown.tolist():  # stat without metadata: keep it under its numeric id
-        key_col[np.searchsorted(rows, r)] = d.strings(f"stat_{int(ev.stat_metadata_id[r])}")
+    if (keys < 0).any():  # stats without metadata: kept under their numeric id
+        uids, inv = np.unique(ev.stat_metadata_id[rows[keys < 0]], return_inverse=True)
+        key_col[keys < 0] = np.array([d.strings(f"stat_{u}") for u in uids.tolist()], np.int64)[inv.ravel()]
     kind = ev.stat_kind[rows]
-    ints = np.where(np.isin(kind, (w.KIND_INT, w.KIND_UINT)), ev.stat_int[rows], _NULL)
+    is_int = np.isin(kind, (w.KIND_INT, w.KIND_UINT))
+    ints = np.where(is_int, ev.stat_int[rows], _NULL)
     doubles = np.where(kind == w.KIND_DOUBLE, ev.stat_double[rows], np.nan)
     strs = np.zeros(len(rows), np.int64)
     sk = np.flatnonzero(np.isin(kind, (w.KIND_STR, w.KIND_BYTES, w.KIND_REF)))
     strs[sk] = _ref_strings(d, ev, rows[sk], stat_ids, stat_str)
-    ints = np.where(np.isin(kind, (w.KIND_INT, w.KIND_UINT)), ints, _NULL)
+    wide = is_int & chk.wide_ints(kind, ints)
+    if wide.any():  # integers beyond int64 (uint64 above 2^63 - 1): exact, as text
+        strs[wide], ints[wide] = chk.int_text(d.strings, kind[wide], ints[wide]), _NULL
     _add_args(d, base + ev.stat_event[rows], key_col, ints, doubles, strs)
 
 
@@ -516,8 +489,8 @@ def _meta_args(d, meta_args, midx, base) -> None:
         if not ev_ids.size:
             continue
         n = len(ev_ids)
-        if isinstance(val, bool | int):
-            _add_args(d, ev_ids, key, ints=np.full(n, int(val)))
+        if isinstance(val, int) and _NULL < val <= chk.I64_MAX:
+            _add_args(d, ev_ids, key, ints=np.full(n, val))
         elif isinstance(val, float):
             _add_args(d, ev_ids, key, doubles=np.full(n, val))
         else:
@@ -525,15 +498,15 @@ def _meta_args(d, meta_args, midx, base) -> None:
 
 
 def _counter_line(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start, metas,
-                  plane, stat_names) -> None:  # fmt: skip
+                  plane, stat_names, where) -> None:  # fmt: skip
     """`_counters_` line: each event is a sample of the counter named by the event."""
     value = np.full(len(ev.metadata_id), np.nan)
     for sname in reversed(COUNTER_VALUE_STATS):
         if sname in stat_name_list:
             sel = known & (sidx == stat_name_list.index(sname))
             rows = ev.stat_event[sel]
-            kinds = ev.stat_kind[sel]
-            value[rows] = np.where(kinds == w.KIND_DOUBLE, ev.stat_double[sel], ev.stat_int[sel].astype(np.float64))
+            value[rows] = chk.numeric_values(where, sname, rows, ev.stat_kind[sel], ev.stat_int[sel],
+                                             ev.stat_double[sel])  # fmt: skip
     for i in np.unique(midx).tolist():
         name = meta_raw_name[i] if i < len(meta_raw_name) else "counter"
         unit = ""
@@ -547,7 +520,7 @@ def _counter_line(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, st
 
 
 def _memory_counters(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known, stat_name_list, start,
-                     stat_ids, stat_str) -> None:  # fmt: skip
+                     stat_ids, stat_str, where) -> None:  # fmt: skip
     """MemoryAllocation/Deallocation events: memory stats become counter samples."""
     is_mem = np.isin(midx, [i for i, n in enumerate(meta_raw_name) if n in MEMORY_EVENTS])
     alloc = np.zeros(len(midx), np.int64)  # string id of the allocator name ("" when absent)
@@ -560,7 +533,7 @@ def _memory_counters(d, pname, kind, chip, ev, midx, meta_raw_name, sidx, known,
             continue
         sel = known & (sidx == stat_name_list.index(sname)) & is_mem[ev.stat_event]
         rows = ev.stat_event[sel]
-        vals = np.where(ev.stat_kind[sel] == w.KIND_DOUBLE, ev.stat_double[sel], ev.stat_int[sel].astype(np.float64))
+        vals = chk.numeric_values(where, sname, rows, ev.stat_kind[sel], ev.stat_int[sel], ev.stat_double[sel])
         for a in sorted(set(alloc[rows].tolist()), key=lambda i: d.strings.values[i]):
             pick = alloc[rows] == a
             t = d.tracks(pname, f"{d.strings.values[a]} {sname}".strip(), "counter", chip, -1, unit)
@@ -576,7 +549,7 @@ def _add_counter(d, track, ts, values) -> None:
 # --------------------------------------------------------------------------- steps
 
 
-def _steps(d: Decoded, ev: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def _steps(d: Decoded, ev: dict[str, np.ndarray], files_hint: str) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """events.step (filled by containment) and the step markers."""
     n = len(ev["start_ps"])
     step = ev["step"] if "step" in ev else np.full(n, _NULL, np.int64)
@@ -586,12 +559,17 @@ def _steps(d: Decoded, ev: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str,
     mk = np.flatnonzero(is_marker)
     m_step = step[mk].copy()
     # Steps-line events without a step stat: XProf names them by step number.
-    missing = m_step == _NULL
-    if missing.any():
-        names = d.strings.values
-        for j in np.flatnonzero(missing).tolist():
-            nm = names[int(ev["name"][mk[j]])]
-            m_step[j] = int(nm) if nm.isdigit() else j
+    missing = np.flatnonzero(m_step == _NULL)
+    if missing.size:  # one Python step per distinct name
+        uniq, first, inv = np.unique(ev["name"][mk[missing]], return_index=True, return_inverse=True)
+        track_of = {r["track_id"]: r for r in d.tracks.rows}
+
+        def where(i: int) -> str:
+            t = track_of[int(ev["track"][mk[missing[first[i]]]])]
+            return f"{files_hint}: plane {t['plane']!r} line {t['line']!r}"
+
+        num = chk.step_numbers([d.strings.values[i] for i in uniq.tolist()], where)[inv.ravel()]
+        m_step[missing] = np.where(num >= 0, num, missing)
         step[mk] = m_step
     markers = {"track": ev["track"][mk], "step": m_step, "start_ps": ev["start_ps"][mk], "dur_ps": ev["dur_ps"][mk],
                "plane": ev["plane_id"][mk]}  # fmt: skip
@@ -639,7 +617,8 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     ev["step_num_marker"] = _step_num_markers(d, ev, n)
     only_marker = ev.pop("only_marker")
     ev["is_step_line"] = ev["is_step_line"] | only_marker
-    step, markers = _steps(d, ev)
+    chk.check_totals(files[0], ev)
+    step, markers = _steps(d, ev, files[0])
     keep = ~only_marker
     new_id = np.cumsum(keep) - 1
     if not keep.all():
@@ -689,50 +668,9 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     tracks = pa.Table.from_pylist(d.tracks.rows)
     insert_arrow(con, "INSERT INTO tracks SELECT $run, track_id, plane, line, kind, chip, core, tile, unit FROM b",
                  run_id, tracks)  # fmt: skip
-    return _run_facts(d, files, name)
+    return run_facts(d, files, name, d.digests)
 
 
 def _step_num_markers(d: Decoded, ev: dict[str, np.ndarray], n: int) -> np.ndarray:
     """Events carrying a `step_num` stat (e.g. jax.profiler.StepTraceAnnotation) mark a step."""
     return ev.pop("has_step_num") if "has_step_num" in ev else np.zeros(n, bool)
-
-
-def _run_facts(d: Decoded, files: list[str], name: str) -> dict:
-    s = d.scprof
-    h = hashlib.sha1()
-    for f in files:
-        with open(f, "rb") as fh:
-            h.update(hashlib.sha1(fh.read()).digest())
-    run_uuid = s.get("run_uuid") or str(uuidlib.UUID(bytes=h.digest()[:16], version=5))
-    chips = {r["chip"] for r in d.tracks.rows if r["kind"] in ("tensorcore", "sparsecore")}
-    scs = {r["core"] for r in d.tracks.rows if r["kind"] == "sparsecore"}
-    hw = json.loads(s["hardware_json"]) if s.get("hardware_json") else {}
-    dev = next((v for k, v in d.plane_stats.items() if d.plane_kinds.get(k) == "tensorcore"), {})
-    dtype = str(dev.get("device_type_string") or "")
-    gen = hw.get("generation") or (m[1].lower() if (m := re.search(r"(v\d+[a-z]*)", dtype, re.I)) else None)
-    tflops = dev.get("peak_teraflops_per_second")
-    hbm_bw = dev.get("peak_hbm_bw_gigabytes_per_second")
-    extra = {k: v for k, v in d.plane_stats.items() if k != SCPROF_PLANE}
-    if s.get("hardware_json"):  # written by scprof: the run's own hardware facts, nothing inferred
-        chips, scs, dev, gen, tflops, hbm_bw = set(), set(), {}, hw.get("generation"), None, None
-    return {
-        "uuid": run_uuid,
-        "name": s.get("run_name") or name,
-        "producer": s.get("producer") or "xplane",
-        "start_time_unix_ns": int(s["start_time_unix_ns"]) if "start_time_unix_ns" in s else d.origin_ns,
-        "generation": gen or None,
-        "num_chips": hw.get("num_chips") or (len(chips) if chips else None),
-        "sparsecores_per_chip": hw.get("sparsecores_per_chip") or (max(scs) + 1 if scs else None),
-        "tiles_per_sparsecore": hw.get("tiles_per_sparsecore"),
-        "simd_width": hw.get("simd_width"),
-        "hbm_bytes": hw.get("hbm_bytes") or dev.get("memory_size") or None,
-        "hbm_bandwidth_bytes_per_s": hw.get("hbm_bandwidth_bytes_per_s") or (hbm_bw * 1e9 if hbm_bw else None),
-        "tc_peak_flops": hw.get("tc_peak_flops") or (tflops * 1e12 if tflops else None),
-        "ici_bandwidth_bytes_per_s": hw.get("ici_bandwidth_bytes_per_s"),
-        "spmem_bytes_per_tile": hw.get("spmem_bytes_per_tile"),
-        "hardware_extra": json.dumps(
-            hw.get("extra") or {"xplane_plane_stats": extra, "hostnames": d.hostnames}, default=str, sort_keys=True
-        ),  # fmt: skip
-        "config": s.get("config_json") or "{}",
-        "tags": s.get("tags_json") or json.dumps({"source_files": ", ".join(os.path.basename(f) for f in files)}),
-    }

@@ -1,0 +1,110 @@
+"""Where an XProf capture's files are, and reading them: untrusted paths, checked before use.
+
+    FILE.xplane.pb | RUN_DIR (one file per host) | LOGDIR/plugins/profile/<run>/  ->  runs
+
+Every file is opened non-blocking and checked to be a regular file before a byte is read
+(a FIFO, a device, a socket or a directory named like a capture is refused, never read),
+and a file larger than this machine's memory is refused before it is read whole.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from profiler.errors import TraceFormatError
+from profiler.trace_file import check_regular, open_trace
+
+XPLANE_SUFFIXES = (".xplane.pb", ".xspace.pb")
+
+
+def max_capture_bytes() -> int:
+    """The largest XSpace file read whole: this machine's physical memory (the decode needs more)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: no limit known
+        return 1 << 62
+
+
+def is_xplane_path(path: str) -> bool:
+    """True for an XSpace file, or a directory holding them (run dir or logdir)."""
+    if os.path.isdir(path):
+        return True
+    return path.endswith(XPLANE_SUFFIXES)
+
+
+def find_runs(path: str) -> list[tuple[str, list[str]]]:
+    """(run name, files) for a file, a run dir `plugins/profile/<run>/`, or a logdir."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise TraceFormatError(f"{path}: no such file or directory") from None
+    except OSError as e:
+        raise TraceFormatError(f"{path}: cannot read ({e.strerror or e})") from None
+    if not os.path.isdir(path):
+        check_regular(path, mode)
+        return [(stem(path), [path])]
+    files = _xplanes_in(path)
+    if files:
+        return [(os.path.basename(os.path.normpath(path)), files)]
+    runs = []
+    for run_dir in sorted(glob.glob(os.path.join(glob.escape(path), "plugins", "profile", "*"))):
+        files = _xplanes_in(run_dir) if os.path.isdir(run_dir) else []
+        if files:
+            runs.append((os.path.basename(run_dir), files))
+    if not runs:
+        raise TraceFormatError(
+            f"{path}: no .xplane.pb files here or in {os.path.join(path, 'plugins', 'profile', '*')}"
+        )
+    return runs
+
+
+def check_path(path: str) -> None:
+    """Cheap checks before any write: files exist, are regular and are not empty."""
+    for _, files in find_runs(path):
+        for f in files:
+            if os.path.getsize(f) == 0:
+                raise TraceFormatError(f"{f}: empty file, not an XSpace (.xplane.pb)")
+
+
+def files_of(path: str) -> list[str]:
+    """Every capture file a path stands for (a file, or those of its runs)."""
+    return [f for _, files in find_runs(path) for f in files]
+
+
+def read_capture(path: str) -> bytes:
+    """The whole file, once it is known to be a regular file of a size this machine can hold."""
+    with open_trace(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        limit = max_capture_bytes()
+        if size > limit:
+            raise TraceFormatError(
+                f"{path}: {size:,} bytes, more than this machine's memory ({limit:,} bytes): not read"
+            )
+        data = f.read(size + 1)
+    if len(data) != size:  # the file changed while it was read
+        raise TraceFormatError(f"{path}: file size changed while reading ({size:,} -> {len(data):,} bytes)")
+    return data
+
+
+def _xplanes_in(d: str) -> list[str]:
+    """The capture files of a directory; an entry named like one but not a regular file is refused."""
+    found = sorted({f for s in XPLANE_SUFFIXES for f in glob.glob(os.path.join(glob.escape(d), "*" + s))})
+    for f in found:
+        try:
+            mode = os.stat(f).st_mode
+        except FileNotFoundError:  # a dangling link
+            raise TraceFormatError(f"{f}: no such file (a link to nothing?)") from None
+        except OSError as e:  # a link loop, a name too long, ...
+            raise TraceFormatError(f"{f}: cannot read ({e.strerror or e})") from None
+        check_regular(f, mode)
+    return found
+
+
+def stem(path: str) -> str:
+    """The file name without its capture suffix."""
+    base = os.path.basename(path)
+    for s in XPLANE_SUFFIXES:
+        if base.endswith(s):
+            return base[: -len(s)]
+    return base
