@@ -184,7 +184,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     steps = parse_steps(args.steps)
     with Store.open(args.db, read_only=True) as store:
         run_id = store.resolve_run(args.run)
-        print(module.export_run(store, run_id, args.output, steps, args.check))
+        print(formatting.escape_control(module.export_run(store, run_id, args.output, steps, args.check)))
     return 0
 
 

@@ -416,13 +416,13 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
                 raise ConfigError(f"{key}: expected a list of tables ([[{name}]])")
             if len(entries) < f.metadata.get("min_len", 0):
                 raise ConfigError(f"{key}: at least {f.metadata['min_len']} entry required")
-            if len(entries) > f.metadata.get("max_len", MAX_TABLES):
-                raise ConfigError(f"{key}: {len(entries):,} entries; at most {f.metadata['max_len']:,}")
+            _check_length(entries, key, f.metadata)
             values[name] = [_build(LISTS[name], e, f"{key}[{i}].") for i, e in enumerate(entries)]
         elif dataclasses.is_dataclass(_item_type(tp)):  # a list of tables inside a section
             entries = raw.get(name, [])
             if not isinstance(entries, list):
                 raise ConfigError(f"{key}: expected a list of tables ([[{key}]])")
+            _check_length(entries, key, f.metadata)
             values[name] = [_build(_item_type(tp), e, f"{key}[{i}].") for i, e in enumerate(entries)]
         elif name == "cost":
             values[name] = _cost(raw.get(name, {}), key)
@@ -431,6 +431,13 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
         elif f.metadata.get("required"):
             raise ConfigError(f"{key}: required")
     return cls(**values)
+
+
+def _check_length(entries: list, key: str, meta: Any) -> None:
+    """Lists hold at most `max_len` entries (default MAX_TABLES)."""
+    most = meta.get("max_len", MAX_TABLES)
+    if len(entries) > most:
+        raise ConfigError(f"{key}: {len(entries):,} entries; at most {most:,}")
 
 
 def _item_type(tp: Any) -> Any:
@@ -450,8 +457,7 @@ def _check(value: Any, tp: Any, key: str, meta: dict) -> Any:
     if origin is list:
         if not isinstance(value, list):
             raise ConfigError(f"{key}: expected a list, got {value!r}")
-        if len(value) > meta.get("max_len", MAX_TABLES):
-            raise ConfigError(f"{key}: {len(value):,} entries; at most {meta.get('max_len', MAX_TABLES):,}")
+        _check_length(value, key, meta)
         return [_check(v, args[0], f"{key}[{i}]", meta) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):

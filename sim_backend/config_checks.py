@@ -220,7 +220,7 @@ def check_run_memory(cfg: RunConfig, limit_bytes: int | None = None) -> MemoryEs
         key = f"features[{i}].multi_hot = {top.multi_hot}" if 2 * top.multi_hot >= per_sample else (
             f"global_batch = {cfg.global_batch}")  # fmt: skip
         why = (f"{need} for a step's IDs (global_batch {cfg.global_batch:,} x {per_sample:,} IDs per sample "
-               f"over {len(cfg.features)} features x {BYTES_PER_ID} B per ID)")  # fmt: skip
+               f"over {len(cfg.features)} feature{'s' if len(cfg.features) != 1 else ''} x {BYTES_PER_ID} B per ID)")  # fmt: skip
     elif est.id_bytes + est.pair_bytes + est.sc_pairs * KEPT_BYTES_PER_SC_PAIR_STEP > limit:  # one step is too much
         key = f"hardware.num_chips = {cfg.hardware.num_chips}"
         why = (f"{need}, mostly for SparseCore-pair matrices ({est.sparse_cores:,}^2 pairs of SparseCores x "

@@ -106,6 +106,12 @@ CASES = {
     "export over another database": (export("perfetto", "other.duckdb"), ["other.duckdb", "DuckDB database"]),
     "export to a directory": (export("perfetto", "adir"), ["adir", "is a directory"]),
     "export to an empty path": (export("xspace", ""), ["empty path"]),
+    # stores (before: DuckDB's IO error, exit 2 already: kept as a regression guard)
+    "--db a directory": (["runs", "--db", "adir"], ["adir", "is a directory, not a store"]),
+    "--db not a database": (
+        ["analyze", "small", "--db", "small.toml"],
+        ["small.toml", "cannot open store", "not a valid DuckDB database"],
+    ),
 }
 
 
@@ -134,14 +140,24 @@ def test_bad_input_is_exit_2_one_line(world, capsys, case):
     assert not [f for _, _, fs in os.walk(world / "out") for f in fs]  # record wrote no file
 
 
-@pytest.mark.parametrize("argv", [["record", "cfg.fifo"], ["record", "small.toml", "--perf-tables", "pipes"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["record", "cfg.fifo", "--db", "new.duckdb"],
+        ["record", "small.toml", "--perf-tables", "pipes", "--db", "new.duckdb"],
+        ["runs", "--db", "db.fifo"],
+        ["ingest", "small.sctrace", "--db", "db.fifo"],
+        ["export", "perfetto", "small", "-o", "x.pftrace", "--db", "db.fifo"],
+    ],
+)
 def test_fifos_are_refused_not_read(world, argv):
-    """A FIFO where a config or table belongs is refused at once (before: blocked until killed)."""
+    """A FIFO where a config, table or store belongs is refused at once (before: blocked until killed)."""
     os.mkfifo(world / "cfg.fifo")
+    os.mkfifo(world / "db.fifo")
     os.mkdir(world / "pipes")
     os.mkfifo(world / "pipes" / "collectives.json")
     (world / "pipes" / "gemm.json").write_text("{}")
-    assert_one_error(cli_child(world, *argv, "--db", "new.duckdb"), "not a regular file")
+    assert_one_error(cli_child(world, *argv, timeout_s=60), "not a regular file")
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes whatever the mode")

@@ -293,3 +293,16 @@ def test_unreadable_config(tmp_path):
     path.chmod(0)
     with pytest.raises(ConfigError, match="permission denied|Permission denied"):
         C.load_config(str(path))
+
+
+@pytest.mark.parametrize(
+    "key, grow",
+    [
+        ("dense.top_mlp", lambda r: r["dense"].update(top_mlp=[8] * 257)),
+        ("tables", lambda r: r.update(tables=[{"name": f"t{i}", "vocab": 10} for i in range(C.MAX_TABLES + 1)])),
+        ("sharding.manual", lambda r: r.setdefault("sharding", {}).update(manual=[{"name": "m"}] * (C.MAX_TABLES + 1))),
+    ],
+)
+def test_lists_have_a_length_limit(small_raw, key, grow):
+    grow(small_raw)
+    assert _expect(small_raw, "entries; at most").startswith(key)
