@@ -57,6 +57,7 @@ from analyzers.timeline import CATEGORIES as TIMELINE_CATEGORIES
 from analyzers.timeline import split_timeline
 from exporters import _perfetto_wire as wire
 from profiler.errors import ScprofError
+from profiler.safe_output import open_output, store_owned_paths
 from profiler.store import Store
 from profiler.wire import encode_varint
 
@@ -263,23 +264,15 @@ def write_trace(
 ) -> ExportStats:
     """Export to `path` (written to a temporary name, then renamed); returns figures.
 
+    `path` is refused (profiler.safe_output) when it is the store, its WAL, a stored run's
+    source, another DuckDB database or scprof trace, a directory or a special file.
+
     `breakdown=False` leaves out the "Step breakdown" tracks (and the analysis they need).
     """
     t0 = time.perf_counter()
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        f = open(tmp, "wb")  # noqa: SIM115 - closed below
-    except OSError as e:
-        raise ScprofError(f"{path}: cannot write: {e.strerror}") from None
-    try:
-        with f:
-            writer = _Writer(store, run_id, f, steps, window_rows, chunk_rows, progress, breakdown)
-            writer.run()
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with open_output(path, store_owned_paths(store)) as f:  # refused outputs: before any work
+        writer = _Writer(store, run_id, f, steps, window_rows, chunk_rows, progress, breakdown)
+        writer.run()
     st = writer.stats
     st.bytes = os.path.getsize(path)
     st.seconds = time.perf_counter() - t0

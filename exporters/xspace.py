@@ -21,7 +21,6 @@ Events are encoded column-wise with profiler/xplane_wire.py, not one object each
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import numpy as np
@@ -29,6 +28,7 @@ import numpy as np
 from profiler import xplane_pb2 as xp
 from profiler import xplane_wire as w
 from profiler.errors import ScprofError
+from profiler.safe_output import check_output_path, open_output, store_owned_paths
 from profiler.xplane_to_store import SCPROF_PLANE, STEP_LINES
 
 HOSTNAME = "scprof"
@@ -42,15 +42,12 @@ _TC_RE = re.compile(r"^/device:TPU:(\d+)$")
 
 def export_run(store, run_id: int, path: str, steps: tuple[int, int] | None = None, check: bool = False) -> str:
     """Write run `run_id` to `path` as an XSpace; returns a one-line summary."""
+    owned = store_owned_paths(store)
+    check_output_path(path, owned)  # before the work: a refused output costs nothing
     run = store.rows("SELECT * FROM runs WHERE run_id = ?", [run_id])[0]
     space = build_space(store, run_id, run, steps)
-    tmp = path + ".tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(space["bytes"])
-        os.replace(tmp, path)
-    except OSError as e:
-        raise ScprofError(f"{path}: cannot write ({e.strerror})") from None
+    with open_output(path, owned) as f:  # a temporary file renamed over `path` at the end
+        f.write(space["bytes"])
     line = (f"wrote {path}: {space['events']:,} events, {space['steps']:,} step markers, "
             f"{space['counters']:,} counter samples on {space['planes']} planes")  # fmt: skip
     if check:

@@ -62,6 +62,10 @@ class Store:
         path = path or default_path()
         if read_only and path != ":memory:" and not os.path.exists(path):
             raise StoreError(f"{path}: no store here yet (record or ingest a run first, or pass --db)")
+        if path != ":memory:" and os.path.exists(path) and not os.path.isfile(path):
+            # DuckDB would block on a FIFO and give a long IO error on a directory
+            what = "a directory" if os.path.isdir(path) else "not a regular file (a FIFO or device?)"
+            raise StoreError(f"{path}: is {what}, not a store (--db names the store file)")
         try:
             con = duckdb.connect(path, read_only=read_only)
         except duckdb.IOException as e:

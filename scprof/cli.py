@@ -20,6 +20,7 @@ from profiler.errors import ScprofError
 from profiler.progress import TerminalProgress
 from profiler.store import Store, default_path
 from scprof import formatting
+from sim_backend.config_checks import MAX_STEPS
 
 
 class UsageError(ScprofError):
@@ -32,6 +33,17 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         where = self.prog.removeprefix("scprof").strip()
         raise UsageError(f"{where + ': ' if where else ''}{message} (see --help)")
+
+
+def _steps_count(text: str) -> int:
+    """record --steps: a whole number within the bound every config's `steps` has."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of steps, got {text!r}") from None
+    if not 1 <= n <= MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"{n} is outside 1..{MAX_STEPS:,}")
+    return n
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
@@ -48,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", help="workload config (TOML), e.g. configs/baseline.toml")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     p.add_argument("--name", help="run name (default: the config's name)")
-    p.add_argument("--steps", type=int, help="number of training steps to simulate")
+    p.add_argument("--steps", type=_steps_count, help=f"number of training steps to simulate (1..{MAX_STEPS:,})")
     p.add_argument("--out", help="directory for the trace (default: runs/<name>/)")
     p.add_argument(
         "--perf-tables",
@@ -150,7 +162,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     with Store.open(args.db, read_only=True) as store:
         report = analyze_run(store, store.resolve_run(args.run))
-    print(json.dumps(report.to_dict(), default=str) if args.json else render_report(report))
+    print(json.dumps(report.to_dict(), default=str) if args.json else formatting.escape_lines(render_report(report)))
     return 0
 
 
@@ -161,7 +173,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     with Store.open(args.db, read_only=True) as store:
         base, cand = store.resolve_run(args.base), store.resolve_run(args.cand)
         comparison = compare_runs(store, base, cand)
-    print(json.dumps(comparison.to_dict(), default=str) if args.json else render_comparison(comparison))
+    print(
+        json.dumps(comparison.to_dict(), default=str)
+        if args.json
+        else formatting.escape_lines(render_comparison(comparison))
+    )
     return 0
 
 
@@ -172,7 +188,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     steps = parse_steps(args.steps)
     with Store.open(args.db, read_only=True) as store:
         run_id = store.resolve_run(args.run)
-        print(module.export_run(store, run_id, args.output, steps, args.check))
+        print(formatting.escape_control(module.export_run(store, run_id, args.output, steps, args.check)))
     return 0
 
 
@@ -224,7 +240,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         line = f"ingested {r.name!r} as run_id {r.run_id}: {r.events:,} events"
         if r.cut_message:
             line += f" (truncated: {r.cut_message})"
-        print(line)
+        print(formatting.escape_control(line))
     return 0
 
 
@@ -289,17 +305,34 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return 0
 
 
+# Arguments that become data (names, queries, --set values), not paths: they must be text.
+_TEXT_ARGS = {"name": "--name", "run": "RUN", "base": "BASE", "cand": "CAND", "query": "QUERY", "set": "--set"}
+
+
+def _check_text_args(args: argparse.Namespace) -> None:
+    """Bytes that are not UTF-8 reach Python as lone surrogates; the store cannot hold them."""
+    for attr, flag in _TEXT_ARGS.items():
+        value = getattr(args, attr, None)
+        for v in value if isinstance(value, list) else [value]:
+            if isinstance(v, str) and not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise UsageError(f"{flag} {v!r}: not valid UTF-8 text") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(argv)
+        _check_text_args(args)
         func: Callable[[argparse.Namespace], int] = args.func
         return func(args)
     except ScprofError as e:
         if debug:
             traceback.print_exc()
-        print(f"scprof: error: {e}", file=sys.stderr)
+        print(f"scprof: error: {formatting.escape_control(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("scprof: interrupted", file=sys.stderr)
@@ -309,7 +342,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - last line of defence, reported as internal
         if debug:
             traceback.print_exc()
-        print(f"scprof: internal error: {type(e).__name__}: {e} (rerun with --debug for details)", file=sys.stderr)
+        print(
+            f"scprof: internal error: {type(e).__name__}: {formatting.escape_control(e)} (rerun with --debug for details)",
+            file=sys.stderr,
+        )
         return 1
 
 

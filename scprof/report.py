@@ -7,7 +7,7 @@ from typing import Any
 from analyzers.compare import Comparison
 from analyzers.findings import Finding
 from analyzers.registry import RunReport
-from scprof.formatting import format_bytes, format_ps, text_table
+from scprof.formatting import escape_control, format_bytes, format_ps, text_table
 
 SEVERITY_MARK = {"critical": "[CRITICAL]", "warning": "[WARNING]", "info": "[info]"}
 
@@ -40,6 +40,7 @@ def _evidence_item(key: str, value: Any) -> str:
 
 
 def finding_lines(f: Finding, indent: str = "  ") -> list[str]:
+    """A finding as terminal lines; names in it (tables, ops, runs) cannot break or style a line."""
     lines = [f"{SEVERITY_MARK[f.severity]} {f.title}"]
     lines.append(f"{indent}{f.metric}: {format_value(f.value, f.unit)}  (confidence: {f.confidence})")
     if f.entities:
@@ -53,13 +54,13 @@ def finding_lines(f: Finding, indent: str = "  ") -> list[str]:
             f"{indent}evidence " + ", ".join(_evidence_item(k, v) for k, v in f.evidence.items() if v is not None)
         )
     lines.append(f"{indent}fix      {f.recommendation}")
-    return lines
+    return [escape_control(line) for line in lines]
 
 
 def render_report(report: RunReport) -> str:
     """`scprof analyze` output."""
     run = report.run
-    out = [f"run {run['name']!r} (run_id {run['run_id']}, {run['source']}, {run['status']})"]
+    out = [escape_control(f"run {run['name']!r} (run_id {run['run_id']}, {run['source']}, {run['status']})")]
     figs = report.analyses.get("breakdown")
     if figs and figs.figures:
         f = figs.figures
@@ -80,7 +81,7 @@ def render_report(report: RunReport) -> str:
         for f in report.findings:
             out.append("")
             out += finding_lines(f)
-    notes = [f"{name}: {n}" for name, a in report.analyses.items() for n in a.notes]
+    notes = [escape_control(f"{name}: {n}") for name, a in report.analyses.items() for n in a.notes]
     if notes:
         out += ["", "Not analysed (data the run lacks):"] + [f"  - {n}" for n in notes]
     return "\n".join(out)
@@ -90,7 +91,9 @@ def render_comparison(c: Comparison) -> str:
     """`scprof compare` output."""
     st = c.step_time
     out = [
-        f"{c.base['name']!r} (run_id {c.base['run_id']}) -> {c.cand['name']!r} (run_id {c.cand['run_id']})",
+        escape_control(
+            f"{c.base['name']!r} (run_id {c.base['run_id']}) -> {c.cand['name']!r} (run_id {c.cand['run_id']})"
+        ),
         f"verdict: {st.verdict.upper()}: mean step time {format_ps(st.base_mean_ps)} -> {format_ps(st.cand_mean_ps)} "
         f"({st.change:+.1%}, 95% CI {st.ci_low:+.1%} .. {st.ci_high:+.1%}; {st.base_steps} vs {st.cand_steps} steps)",
         "",
@@ -109,7 +112,7 @@ def render_comparison(c: Comparison) -> str:
         out.append(f"Findings {kind}: {len(items)}")
         for f in items:
             title = f["cand"]["title"] if kind == "persisting" else f["title"]
-            out.append(f"  - {title}")
+            out.append(escape_control(f"  - {title}"))
     out.append("")
     if c.ops:
         out.append("Largest per-op changes (time per step):")
@@ -154,10 +157,10 @@ def render_comparison(c: Comparison) -> str:
         ordered = sorted(c.config_diff, key=lambda d: d["key"].startswith("resolved."))
         out.append(f"Configuration differences ({len(c.config_diff)}):")
         for d in ordered[:12]:
-            out.append(f"  {d['key']}: {_short(d['base'])} -> {_short(d['cand'])}")
+            out.append(escape_control(f"  {d['key']}: {_short(d['base'])} -> {_short(d['cand'])}"))
         if len(ordered) > 12:
             out.append(f"  ... and {len(ordered) - 12} more (--json shows all)")
-    out += [f"note: {n}" for n in c.notes]
+    out += [escape_control(f"note: {n}") for n in c.notes]
     return "\n".join(out)
 
 

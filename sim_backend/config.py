@@ -18,9 +18,23 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
+from sim_backend.config_checks import (
+    COST_BOUNDS,
+    MAX_STEPS,
+    check_number,
+    check_run_memory,
+    check_steps,
+    parse_toml,
+    read_text_file,
+)
 from sim_backend.costmodel import COST_CONSTANT_NAMES, COST_MODELS, DEFAULT_COST_MODEL, CostConstants
 from sim_backend.errors import ConfigError
 from sim_backend.hardware import PRESETS
+
+MAX_IDS = 2**31 - 1  # ID counts and limits: XLA's int32 ID buffers
+MAX_TABLES = 10_000  # tables, features, table groups (the bundled configs have up to 100)
+MAX_EXTENDS_DEPTH = 32  # `extends` chains
+F32_MAX = 3.4028234663852886e38  # quantization ranges are f32 values
 
 
 def _f(default: Any, doc: str, **meta: Any) -> Any:
@@ -37,34 +51,37 @@ class HardwareConfig:
     generation: str = _f(
         "v5p", "preset: v4, v5p, v6e, or custom (then every figure below)", choices=(*PRESETS, "custom")
     )
-    num_chips: int = _f(4, "chips in the simulated slice (one host)", min=1)
+    num_chips: int = _f(4, "chips in the simulated slice (one host)", min=1, max=4096)
     num_slices: int = _f(
-        1, "slices joined by DCN (data parallel): the dense all-reduce crosses them (hierarchical, DCN S-curve)", min=1
+        1,
+        "slices joined by DCN (data parallel): the dense all-reduce crosses them (hierarchical, DCN S-curve)",
+        min=1,
+        max=1024,
     )
-    sparsecores_per_chip: int | None = _f(None, "override the preset", min=1)
-    tiles_per_sparsecore: int | None = _f(None, "override the preset", min=1)
-    simd_width: int | None = _f(None, "override the preset", min=1)
-    hbm_bytes: int | None = _f(None, "HBM capacity per chip, override", min=1)
-    hbm_bandwidth_bytes_per_s: float | None = _f(None, "HBM bandwidth per chip, override", min=1)
-    tc_peak_flops: float | None = _f(None, "TensorCore peak FLOP/s per chip, override", min=1)
-    ici_bandwidth_bytes_per_s: float | None = _f(None, "ICI bandwidth per chip, one direction", min=1)
-    spmem_bytes_per_tile: int | None = _f(None, "SparseCore tile scratchpad, override", min=1)
-    sc_clock_hz: float | None = _f(None, "SparseCore clock, override", min=1)
-    host_to_device_bandwidth_bytes_per_s: float | None = _f(None, "host->HBM link per chip", min=1)
+    sparsecores_per_chip: int | None = _f(None, "override the preset", min=1, max=64)
+    tiles_per_sparsecore: int | None = _f(None, "override the preset", min=1, max=1024)
+    simd_width: int | None = _f(None, "override the preset", min=1, max=4096)
+    hbm_bytes: int | None = _f(None, "HBM capacity per chip, override", min=1, max=2**50)
+    hbm_bandwidth_bytes_per_s: float | None = _f(None, "HBM bandwidth per chip, override", min=1e9, max=1e15)
+    tc_peak_flops: float | None = _f(None, "TensorCore peak FLOP/s per chip, override", min=1e9, max=1e18)
+    ici_bandwidth_bytes_per_s: float | None = _f(None, "ICI bandwidth per chip, one direction", min=1e6, max=1e15)
+    spmem_bytes_per_tile: int | None = _f(None, "SparseCore tile scratchpad, override", min=1, max=2**40)
+    sc_clock_hz: float | None = _f(None, "SparseCore clock, override", min=1e6, max=1e12)
+    host_to_device_bandwidth_bytes_per_s: float | None = _f(None, "host->HBM link per chip", min=1e6, max=1e15)
 
 
 @dataclass(frozen=True)
 class HostConfig:
-    num_threads: int = _f(4, "host threads running input preprocessing", min=1)
+    num_threads: int = _f(4, "host threads running input preprocessing", min=1, max=4096)
 
 
 @dataclass(frozen=True)
 class DenseConfig:
-    num_dense_features: int = _f(13, "dense input features per sample", min=0)
-    bottom_mlp: list[int] = _f([512, 256, 128], "bottom MLP layer sizes", min=1)
-    top_mlp: list[int] = _f([1024, 1024, 512, 256, 1], "top MLP layer sizes", min=1)
-    cross_layers: int = _f(3, "DCN-v2 cross layers over the interaction input", min=0)
-    cross_low_rank: int = _f(512, "rank of each low-rank cross layer", min=1)
+    num_dense_features: int = _f(13, "dense input features per sample", min=0, max=2**20)
+    bottom_mlp: list[int] = _f([512, 256, 128], "bottom MLP layer sizes", min=1, max=2**20, max_len=256)
+    top_mlp: list[int] = _f([1024, 1024, 512, 256, 1], "top MLP layer sizes", min=1, max=2**20, max_len=256)
+    cross_layers: int = _f(3, "DCN-v2 cross layers over the interaction input", min=0, max=256)
+    cross_low_rank: int = _f(512, "rank of each low-rank cross layer", min=1, max=2**20)
 
 
 @dataclass(frozen=True)
@@ -116,19 +133,21 @@ class SparseCoreConfig:
     """SparsecoreConfig of DOMAIN.md §1, plus default per-partition limits."""
 
     disable_table_stacking: bool = _f(False, "do not stack tables of equal width/dtype/optimizer")
-    max_tables_per_stack: int = _f(0, "most tables in one stacked table (0: no limit); larger groups are split", min=0)
-    max_ids_per_chip_per_sample: int = _f(64, "chip-level cap on IDs of one sample, all tables", min=1)
+    max_tables_per_stack: int = _f(
+        0, "most tables in one stacked table (0: no limit); larger groups are split", min=0, max=MAX_TABLES
+    )
+    max_ids_per_chip_per_sample: int = _f(64, "chip-level cap on IDs of one sample, all tables", min=1, max=MAX_IDS)
     max_ids_per_table: dict[str, int] | None = _f(
-        None, "per table: IDs over all partitions; sets max_ids_per_partition = ceil(v / SCs)"
+        None, "per table: IDs over all partitions; sets max_ids_per_partition = ceil(v / SCs)", min=1, max=MAX_IDS
     )
     max_unique_ids_per_table: dict[str, int] | None = _f(
-        None, "per table: unique IDs over all partitions; as above for unique IDs"
+        None, "per table: unique IDs over all partitions; as above for unique IDs", min=1, max=MAX_IDS
     )
     allow_id_dropping: bool = _f(False, "drop IDs past the limits (sorted order) instead of failing")
     initialize_tables_on_host: bool = _f(True, "initialise tables on the host, then copy to HBM")
     enable_fast_table_initialization: bool = _f(False, "initialise tables on the device")
-    max_ids_per_partition: int = _f(256, "default compiled limit: IDs per partition (incl. dups)", min=1)
-    max_unique_ids_per_partition: int = _f(256, "default compiled limit: unique IDs per partition", min=1)
+    max_ids_per_partition: int = _f(256, "default compiled limit: IDs per partition (incl. dups)", min=1, max=MAX_IDS)
+    max_unique_ids_per_partition: int = _f(256, "default compiled limit: unique IDs per partition", min=1, max=MAX_IDS)
     enable_minibatching: bool = _f(True, "split a step into minibatches when limits are exceeded")
     max_minibatches: int = _f(64, "most minibatches per table group and step", min=1, max=1024)
 
@@ -140,9 +159,9 @@ class FlagsConfig:
     tf_xla_disable_full_embedding_pipelining: bool = _f(
         False, "true: SC/F_i -> TC/F_i -> TC/B_i -> SC/B_i strictly in order"
     )
-    maximum_parallel_iterations: int = _f(2, "steps the host may prefetch ahead of the device", min=1)
+    maximum_parallel_iterations: int = _f(2, "steps the host may prefetch ahead of the device", min=1, max=64)
     xla_sc_num_serialized_tables_to_optimize_hbm: int = _f(
-        0, "table groups processed serially (barrier between them) to lower the HBM stack", min=0
+        0, "table groups processed serially (barrier between them) to lower the HBM stack", min=0, max=MAX_TABLES
     )
     xla_sparse_core_max_ids_file: str = _f("", "limits file (TOML) with per-table limits")
     xla_sparse_core_estimate_max_ids: bool = _f(
@@ -157,18 +176,20 @@ class FlagsConfig:
 @dataclass(frozen=True)
 class TableConfig:
     name: str = _f("", "table name", required=True)
-    vocab: int = _f(1, "rows (vocabulary size)", min=1)
-    width: int = _f(128, "feature width (embedding dimension)", min=1)
+    vocab: int = _f(1, "rows (vocabulary size)", min=1, max=2**40)
+    width: int = _f(128, "feature width (embedding dimension)", min=1, max=2**16)
     dtype: str = _f(
         "f32", "element type (int8: 8-bit codes over the quantization range)", choices=("f32", "bf16", "int8")
     )
     optimizer: str = _f("adagrad", "optimizer (sets slot count)", choices=("sgd", "adagrad", "adam"))
-    max_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1)
-    max_unique_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1)
-    quantization_config_num_buckets: int = _f(256, "quantization levels over [low, high]", min=2)
-    quantization_config_low: float | None = _f(None, "lowest quantized value (lower ones are clipped); int8: required")
+    max_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1, max=MAX_IDS)
+    max_unique_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1, max=MAX_IDS)
+    quantization_config_num_buckets: int = _f(256, "quantization levels over [low, high]", min=2, max=2**24)
+    quantization_config_low: float | None = _f(
+        None, "lowest quantized value (lower ones are clipped); int8: required", min=-F32_MAX, max=F32_MAX
+    )
     quantization_config_high: float | None = _f(
-        None, "highest quantized value (higher ones are clipped); int8: required"
+        None, "highest quantized value (higher ones are clipped); int8: required", min=-F32_MAX, max=F32_MAX
     )
 
 
@@ -176,11 +197,11 @@ class TableConfig:
 class FeatureConfig:
     name: str = _f("", "feature name", required=True)
     table: str = _f("", "table the feature reads (several features may share one)", required=True)
-    multi_hot: int = _f(1, "IDs per sample (the maximum when multi_hot_min is set)", min=1)
-    multi_hot_min: int | None = _f(None, "if set, IDs per sample ~ uniform[min, multi_hot]", min=1)
+    multi_hot: int = _f(1, "IDs per sample (the maximum when multi_hot_min is set)", min=1, max=MAX_IDS)
+    multi_hot_min: int | None = _f(None, "if set, IDs per sample ~ uniform[min, multi_hot]", min=1, max=MAX_IDS)
     distribution: str = _f("uniform", "ID distribution", choices=("uniform", "zipf", "hot_set"))
-    zipf_exponent: float = _f(1.05, "Zipf exponent s: P(id = k) ~ (k + 1)^-s", min=0.0)
-    hot_set_size: int = _f(16, "hot_set: size of the hot set (IDs 0 .. size-1)", min=1)
+    zipf_exponent: float = _f(1.05, "Zipf exponent s: P(id = k) ~ (k + 1)^-s", min=0.0, max=100.0)
+    hot_set_size: int = _f(16, "hot_set: size of the hot set (IDs 0 .. size-1)", min=1, max=2**40)
     hot_fraction: float = _f(0.5, "hot_set: share of lookups that hit the hot set", min=0.0, max=1.0)
     oov_fraction: float = _f(0.0, "fault injection: share of IDs made out-of-vocabulary", min=0.0, max=1.0)
     nan_fraction: float = _f(0.0, "fault injection: share of samples whose values are NaN", min=0.0, max=1.0)
@@ -190,9 +211,9 @@ class FeatureConfig:
 class RunConfig:
     name: str = _f("run", "run name (default for --name)")
     description: str = _f("", "free text")
-    seed: int = _f(0, "seed of the ID generator; same seed, same trace", min=0)
-    steps: int = _f(10, "training steps to simulate", min=1)
-    global_batch: int = _f(4096, "samples per step over the slice", min=1)
+    seed: int = _f(0, "seed of the ID generator; same seed, same trace", min=0, max=2**63 - 1)
+    steps: int = _f(10, "training steps to simulate", min=1, max=MAX_STEPS)
+    global_batch: int = _f(4096, "samples per step over the slice", min=1, max=2**31 - 1)
     include_initialization: bool = _f(False, "record table initialisation before step 0")
     cost_model: str = _f(DEFAULT_COST_MODEL, "cost model name", choices=tuple(COST_MODELS))
     perf_tables: str = _f(
@@ -205,8 +226,12 @@ class RunConfig:
     sparsecore: SparseCoreConfig = _f(SparseCoreConfig, "SparsecoreConfig flags and default limits")
     flags: FlagsConfig = _f(FlagsConfig, "XLA/TF flags")
     cost: dict[str, float] = _f({}, "overrides of cost-model constants")
-    tables: list[TableConfig] = _f([], "embedding tables", min_len=1)
-    features: list[FeatureConfig] = _f([], "sparse features", min_len=1)
+    tables: list[TableConfig] = _f([], "embedding tables", min_len=1, max_len=MAX_TABLES)
+    features: list[FeatureConfig] = _f([], "sparse features", min_len=1, max_len=MAX_TABLES)
+
+    def __post_init__(self) -> None:
+        # also when a caller replaces `steps` (dataclasses.replace, e.g. record's --steps)
+        check_steps(self.steps)
 
 
 SECTIONS = {
@@ -224,7 +249,11 @@ LISTS = {"tables": TableConfig, "features": FeatureConfig}
 
 
 def load_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
-    """Read a TOML workload (and what it `extends`), apply `--set` overrides, validate."""
+    """Read a TOML workload (and what it `extends`), apply `--set` overrides, validate.
+
+    Errors in the values (and sizes too big for this machine) name the file first:
+    "configs/x.toml: features[0].multi_hot: ...".
+    """
     raw = load_raw(path)
     for item in overrides:
         apply_override(raw, item)
@@ -234,7 +263,10 @@ def load_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> RunCo
         flags["xla_sparse_core_max_ids_file"] = os.path.abspath(f) if f else ""
     if isinstance(raw.get("perf_tables"), str) and raw["perf_tables"]:
         raw["perf_tables"] = os.path.abspath(raw["perf_tables"])
-    return config_from_dict(raw)
+    try:
+        return config_from_dict(raw)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
 
 
 def load_raw(path: str, _seen: tuple[str, ...] = ()) -> dict:
@@ -244,24 +276,28 @@ def load_raw(path: str, _seen: tuple[str, ...] = ()) -> dict:
     changes; `[[tables]]`/`[[features]]` entries with a base entry's name update it,
     other entries are appended.
     """
-    apath = os.path.abspath(path)
-    if apath in _seen:
-        raise ConfigError(f"{path}: extends itself (via {' -> '.join(_seen)})")
-    try:
-        with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    base_dir = os.path.dirname(apath)
+    apath = os.path.realpath(path)
+    raw = parse_toml(read_text_file(path), path)
+    base_dir = os.path.dirname(os.path.abspath(path))
     _resolve_paths(raw, base_dir)
     base = raw.pop("extends", None)
     if base is None:
         return raw
-    if not isinstance(base, str):
-        raise ConfigError(f"{path}: extends: expected a file name")
-    return _merge(load_raw(os.path.join(base_dir, base), (*_seen, apath)), raw)
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"{path}: extends: expected a file name, got {base!r}")
+    base_path = os.path.join(base_dir, base)
+    chain = (*_seen, apath)
+    if os.path.realpath(base_path) in chain:
+        names = " -> ".join(os.path.basename(p) for p in (*chain, os.path.realpath(base_path)))
+        raise ConfigError(f"{path}: extends itself (a cycle: {names})")
+    if len(chain) >= MAX_EXTENDS_DEPTH:
+        raise ConfigError(f"{path}: extends: more than {MAX_EXTENDS_DEPTH} files deep")
+    try:
+        return _merge(load_raw(base_path, chain), raw)
+    except ConfigError as e:
+        if _seen:  # the innermost file says what is wrong; the outermost says where it was named
+            raise
+        raise ConfigError(f"{path}: extends {base!r}: {e}") from None
 
 
 def _merge(base: dict, over: dict, top: bool = True) -> dict:
@@ -300,7 +336,7 @@ def parse_value(text: str) -> Any:
     """A --set value: any TOML value (123, 1.5, true, [1, 2], "s"), else the bare string."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
 
 
@@ -351,6 +387,7 @@ def config_from_dict(raw: dict) -> RunConfig:
         raise ConfigError("config: expected a table of keys")
     cfg = _build(RunConfig, raw, "")
     _check_cross_references(cfg)
+    check_run_memory(cfg)  # before anything is allocated: sizes this machine cannot hold
     from sim_backend.sharding import plan_dense  # imports this module: import when needed
 
     plan_dense(cfg)  # mesh and sharding invariants; ConfigError names the sharding.* key
@@ -379,11 +416,13 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
                 raise ConfigError(f"{key}: expected a list of tables ([[{name}]])")
             if len(entries) < f.metadata.get("min_len", 0):
                 raise ConfigError(f"{key}: at least {f.metadata['min_len']} entry required")
+            _check_length(entries, key, f.metadata)
             values[name] = [_build(LISTS[name], e, f"{key}[{i}].") for i, e in enumerate(entries)]
         elif dataclasses.is_dataclass(_item_type(tp)):  # a list of tables inside a section
             entries = raw.get(name, [])
             if not isinstance(entries, list):
                 raise ConfigError(f"{key}: expected a list of tables ([[{key}]])")
+            _check_length(entries, key, f.metadata)
             values[name] = [_build(_item_type(tp), e, f"{key}[{i}].") for i, e in enumerate(entries)]
         elif name == "cost":
             values[name] = _cost(raw.get(name, {}), key)
@@ -392,6 +431,13 @@ def _build(cls: type, raw: Any, prefix: str) -> Any:
         elif f.metadata.get("required"):
             raise ConfigError(f"{key}: required")
     return cls(**values)
+
+
+def _check_length(entries: list, key: str, meta: Any) -> None:
+    """Lists hold at most `max_len` entries (default MAX_TABLES)."""
+    most = meta.get("max_len", MAX_TABLES)
+    if len(entries) > most:
+        raise ConfigError(f"{key}: {len(entries):,} entries; at most {most:,}")
 
 
 def _item_type(tp: Any) -> Any:
@@ -411,6 +457,7 @@ def _check(value: Any, tp: Any, key: str, meta: dict) -> Any:
     if origin is list:
         if not isinstance(value, list):
             raise ConfigError(f"{key}: expected a list, got {value!r}")
+        _check_length(value, key, meta)
         return [_check(v, args[0], f"{key}[{i}]", meta) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
@@ -430,10 +477,8 @@ def _check(value: Any, tp: Any, key: str, meta: dict) -> Any:
         raise ConfigError(f"{key}: expected a string, got {value!r}")
     if "choices" in meta and value not in meta["choices"]:
         raise ConfigError(f"{key}: {value!r} is not one of {list(meta['choices'])}")
-    if "min" in meta and isinstance(value, (int, float)) and value < meta["min"]:
-        raise ConfigError(f"{key}: {value!r} is below the minimum {meta['min']}")
-    if "max" in meta and isinstance(value, (int, float)) and value > meta["max"]:
-        raise ConfigError(f"{key}: {value!r} is above the maximum {meta['max']}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        check_number(value, key, meta)  # finite; the field's min and max
     return value
 
 
@@ -446,7 +491,7 @@ def _cost(raw: Any, key: str) -> dict[str, float]:
         if name not in COST_CONSTANT_NAMES:
             raise ConfigError(f"{key}.{name}: unknown cost constant (known: {', '.join(COST_CONSTANT_NAMES)})")
         kind = type(getattr(defaults, name))
-        v = _check(value, kind, f"{key}.{name}", {"min": 0})
+        v = _check(value, kind, f"{key}.{name}", COST_BOUNDS[name])
         out[name] = v
     return out
 

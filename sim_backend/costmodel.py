@@ -115,8 +115,21 @@ class CostModel(Protocol):
     def table_init_ps(self, nbytes: np.ndarray, on_host: bool) -> np.ndarray: ...
 
 
+# No simulated task of a training step takes longer (a 20 GB table initialised over a 2 GB/s
+# link takes 10 s); a longer one means rates configured too low for the sizes, and its
+# picoseconds would leave int64 within a few steps.
+MAX_TASK_S = 3600.0
+
+
 def _ps(seconds: np.ndarray | float) -> np.ndarray:
-    return np.ceil(np.asarray(seconds, dtype=np.float64) * PS_PER_S).astype(np.int64)
+    s = np.asarray(seconds, dtype=np.float64)
+    if s.size and not np.all(s <= MAX_TASK_S):  # also catches NaN and infinity
+        worst = float(np.nanmax(s)) if not np.all(np.isnan(s)) else float("nan")
+        raise ConfigError(
+            f"cost model: a simulated task would take {worst:.3g} s (more than {MAX_TASK_S:g} s): a bandwidth, "
+            f"clock, FLOP rate or efficiency (hardware.*, cost.*) is too low for the sizes configured"
+        )
+    return np.ceil(s * PS_PER_S).astype(np.int64)
 
 
 class AnalyticCostModel:

@@ -8,10 +8,10 @@ is the sum of its tables' limits (as jax-tpu-embedding does when it stacks table
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 
 from sim_backend.config import RunConfig
+from sim_backend.config_checks import parse_toml, read_text_file
 from sim_backend.errors import ConfigError
 
 
@@ -25,12 +25,9 @@ class TableLimits:
 def read_limits_file(path: str) -> dict[str, tuple[int | None, int | None]]:
     """Parse a limits file: `[tables.NAME] max_ids_per_partition = .., max_unique_ids_... = ..`."""
     try:
-        with open(path, "rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"flags.xla_sparse_core_max_ids_file: {path}: no such file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"flags.xla_sparse_core_max_ids_file: {path}: not valid TOML: {exc}") from None
+        raw = parse_toml(read_text_file(path, "limits file"), path)
+    except ConfigError as e:
+        raise ConfigError(f"flags.xla_sparse_core_max_ids_file: {e}") from None
     tables = raw.get("tables", {})
     if set(raw) - {"tables"} or not isinstance(tables, dict):
         raise ConfigError(f"{path}: expected only [tables.NAME] sections")

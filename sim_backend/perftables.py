@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
+from sim_backend.config_checks import read_text_file
 from sim_backend.errors import ConfigError
 from sim_backend.interpolate import GridInterpolator
 
@@ -181,15 +182,13 @@ def load_tables(directory: str, source: str | None = None) -> PerfTables:
 
 
 def _read(path: str, cls: type) -> tuple[dict, list]:
+    text = read_text_file(path, "file", f" (a table directory holds {COLLECTIVES_FILE} and {GEMM_FILE})")
     try:
-        with open(path) as fh:
-            doc = json.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: no such file (a table directory holds {COLLECTIVES_FILE} and {GEMM_FILE})"
-        ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid JSON: nested too deeply") from None
     if not isinstance(doc, dict):
         raise ConfigError(f'{path}: expected a JSON object with "format" and "entries"')
     if doc.get("format") != FORMAT:

@@ -220,7 +220,7 @@ def test_limits_file_errors(small_raw, tmp_path, text, msg):
 
 
 def test_limits_file_missing(tmp_path):
-    with pytest.raises(ConfigError, match="no such file"):
+    with pytest.raises(ConfigError, match="no such limits file"):
         read_limits_file(str(tmp_path / "nope.toml"))
 
 

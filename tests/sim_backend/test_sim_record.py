@@ -118,7 +118,7 @@ def test_user_errors_are_value_errors(small_raw, tmp_path):
     path = small_file(tmp_path, small_raw)
     with pytest.raises(ConfigError, match="^--steps"):
         record_run(path, [], None, 0, str(tmp_path / "o"))
-    with pytest.raises(ConfigError, match="^sparsecore.bogus"):
+    with pytest.raises(ConfigError, match=r"\.toml: sparsecore.bogus"):
         record_run(path, ["sparsecore.bogus=1"], None, 1, str(tmp_path / "o"))
     with pytest.raises(PreprocessError, match="max_ids_per_partition=2"):
         record_run(
