@@ -29,7 +29,10 @@ from tests.tracekit import PROPERTY, crc_ok
 I32 = st.integers(-(2**31) + 1, 2**31 - 1)  # -2^31 is the null sentinel
 I64 = st.integers(-(2**63) + 1, 2**63 - 1)  # -2^63 is the null sentinel
 TIME = st.integers(-(2**62), 2**62)
-DUR = st.integers(0, 2**62 - 1)  # start + dur stays within int64 (the store computes end_ps)
+# Durations and the ID counts are summed by the store (per step and timeline bin), so the reader
+# refuses a trace whose totals reach int64: any one value may be large, their sum may not.
+SUMMED = st.integers(-(2**50), 2**50)
+DUR = st.integers(0, 2**50)  # start + dur stays within int64 (the store computes end_ps)
 TEXT = st.text(max_size=6)  # any unicode, incl. "" and NUL
 FLOAT = st.floats(allow_nan=False)  # NaN means "no value" for generic args
 SMALL = st.integers(-1, 8)
@@ -40,8 +43,8 @@ KIND_NAMES = {  # what the store calls each recorder track kind
 }  # fmt: skip
 # Optional event columns and their value strategies.
 EVENT_OPTIONAL = {
-    "step": I32, "category": TEXT, "table": TEXT, "sc": I32, "minibatch": I32, "ids": I64,
-    "unique_ids": I64, "dropped_ids": I64, "bytes": I64, "flops": I64,
+    "step": I32, "category": TEXT, "table": TEXT, "sc": I32, "minibatch": I32, "ids": SUMMED,
+    "unique_ids": SUMMED, "dropped_ids": SUMMED, "bytes": I64, "flops": I64,
 }  # fmt: skip
 PARTITION_OPTIONAL = {
     "max_ids_per_partition": I64, "max_unique_ids_per_partition": I64, "minibatches": I32,
