@@ -150,6 +150,7 @@ class TraceWriter:
         self._open = {k: np.full(n_res, -1, np.int64) for k in ("start", "end", "step", "module")}
         self._anchors: dict[int, np.ndarray] = {}  # step -> first-op start per Steps track (markers)
         self._last_counter: dict[int, float] = {}  # counter track -> value last written
+        self._ended_modules: list[tuple[np.ndarray, ...]] = []  # written at the next flush()
         self._dropped: dict[int, int] = {}  # step -> dropped IDs (written once its host tasks ran)
         self.checks = CheckEvents(su.cfg, su.groups, HOST_PLANE)
         self.events = 0  # op and module events written
@@ -257,14 +258,18 @@ class TraceWriter:
         op["module"][r[done & ~np.isin(r, r[~done])]] = -1
         r, s0, e, st, md = r[done], s0[done], e[done], st[done], md[done]
         o = np.lexsort((self.module_track[r], s0))
-        self.rec.emit(
-            track=self.module_track[r][o],
-            name=self.module_names[md][o],
-            start_ps=s0[o],
-            dur_ps=(e - s0)[o],
-            step=st[o].astype(np.int32),
-        )
+        self._ended_modules.append((self.module_track[r][o], self.module_names[md][o], s0[o], (e - s0)[o], st[o]))
         self.events += len(r)
+
+    def _write_modules(self) -> None:
+        """The modules ended since the last call, as chunks of their own: in a chunk with ops
+        they would carry the ops' typed columns (as nulls), about 60 bytes each."""
+        parts, self._ended_modules = self._ended_modules, []
+        if parts:
+            self.rec.flush()
+            track, name, start, dur, step = (np.concatenate(c) for c in zip(*parts, strict=True))
+            self.rec.emit(track=track, name=name, start_ps=start, dur_ps=dur, step=step.astype(np.int32))
+            self.rec.flush()
 
     # -- steps whose tasks all ran --------------------------------------------------------------
 
@@ -322,7 +327,8 @@ class TraceWriter:
     # -- the end ------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Write what is gathered (check events) and everything the recorder buffers."""
+        """Write what is gathered (modules, check events) and everything the recorder buffers."""
+        self._write_modules()
         self.checks.emit(self.rec)
         self.rec.flush()
 
@@ -330,6 +336,7 @@ class TraceWriter:
         """The modules still open, gathered check events and the failure (if any); `ran`
         False: no step ran (a compile error), so the heap is its static part."""
         self._modules(None)
+        self._write_modules()
         self.checks.emit(self.rec)
         if not ran:
             zero = np.zeros(1, np.int64)
