@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,7 @@ import numpy as np
 
 from profiler import scprof_trace_pb2 as pb
 from profiler.trace_file import FORMAT_VERSION, MAGIC, frame_chunk
-from profiler.wire import NULL_I32, NULL_I64, columns_of, encode_batch
+from profiler.wire import NULL_I32, NULL_I64, columns_of, encode_batch, read_varint
 
 EVENT_COLUMNS = columns_of(pb.EventBatch.DESCRIPTOR)
 COUNTER_COLUMNS = columns_of(pb.CounterBatch.DESCRIPTOR)
@@ -440,3 +441,27 @@ class Recorder:
             finally:
                 self._file.close()
             self._closed = True
+
+
+def rewrite_tags(src: str, dst: str, tags: Mapping[str, str]) -> None:
+    """Copy the trace `src` to `dst` with its header's tags replaced by `tags`.
+
+    For a producer that learns the run's outcome (say, a failure) only after streaming
+    it: every chunk after the header is copied as it is (string and track ids do not
+    depend on the header), so the copy holds the same data under the final tags.
+    """
+    with open(src, "rb") as f, open(dst, "wb") as out:
+        if f.read(len(MAGIC)) != MAGIC:
+            raise ValueError(f"{src}: not an scprof trace")
+        head = f.read(11)  # the header chunk's tag and length
+        length, used = read_varint(head, 1, len(head))
+        f.seek(len(MAGIC) + used)
+        chunk = pb.Chunk.FromString(f.read(length))
+        if chunk.WhichOneof("payload") != "header":
+            raise ValueError(f"{src}: first chunk is not a header")
+        header = chunk.header
+        header.tags.clear()
+        header.tags.update(tags)
+        out.write(MAGIC)
+        out.write(frame_chunk("header", header.SerializeToString(deterministic=True)))
+        shutil.copyfileobj(f, out, 1 << 20)

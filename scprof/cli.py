@@ -12,11 +12,12 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-from profiler.errors import ScprofError
+from profiler.errors import ScprofError, StoreError
 from profiler.progress import TerminalProgress
 from profiler.store import Store, default_path
 from scprof import formatting
@@ -194,9 +195,10 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     from profiler.trace_to_store import ingest_trace
-    from sim_backend.errors import RunFailure
+    from sim_backend.errors import RecordInterrupted, RunFailure
     from sim_backend.record import format_summary, record_run
 
+    db = args.db or default_path()
     try:
         result = record_run(
             args.config,
@@ -206,19 +208,60 @@ def cmd_record(args: argparse.Namespace) -> int:
             args.out,
             progress=sys.stdout.isatty(),
             perf_tables=args.perf_tables,
+            check=_record_check(db, args.replace),
         )
     except RunFailure as failure:
         # A failed run is still a run: store what it recorded, then fail the command.
         if failure.trace_path:
-            with Store.open(args.db) as store:
+            with Store.open(db) as store:
                 ingest_trace(store, failure.trace_path, name=args.name, replace=args.replace)
         raise
-    with Store.open(args.db) as store:
+    except RecordInterrupted as stop:
+        path = shlex.quote(stop.partial_path)
+        print(
+            f"scprof: interrupted; the partial trace is kept in {path} "
+            f"(store its complete steps with: scprof ingest --allow-truncated {path})",
+            file=sys.stderr,
+        )
+        return 130
+    with Store.open(db) as store:
         ingested = ingest_trace(store, result.trace_path, name=result.run_name, replace=args.replace)
     print(format_summary(result))
     print(f"trace: {result.trace_path}")
-    print(f"run {ingested.name!r} stored as run_id {ingested.run_id} in {args.db or default_path()}")
+    print(f"run {ingested.name!r} stored as run_id {ingested.run_id} in {db}")
     return 0
+
+
+def _record_check(db: str, replace: bool) -> Callable[[str, str, str], None]:
+    """What `record` checks before it simulates or writes anything: the run's name and id
+    are new to the store (or --replace), and its trace would not overwrite the store or the
+    source trace of a stored run it does not replace."""
+
+    def check(name: str, uuid: str, trace_path: str) -> None:
+        target = os.path.realpath(trace_path)
+        if target in (os.path.realpath(db), os.path.realpath(db + ".wal")):
+            raise UsageError(f"--out: the trace {trace_path} would overwrite the store {db}")
+        if not os.path.exists(db):
+            return
+        with Store.open(db, read_only=True) as store:
+            runs = store.con.execute("SELECT run_id, name, uuid, source_path FROM runs ORDER BY run_id").fetchall()
+        clash = [r for r in runs if r[1] == name or r[2] == uuid]
+        if clash and not replace:
+            run_id, old_name, old_uuid, _ = clash[0]
+            if old_uuid == uuid:
+                raise StoreError(f"{db}: already holds this run (uuid {uuid}, run_id {run_id}); pass --replace")
+            raise StoreError(
+                f"{db}: already holds a run named {old_name!r} (run_id {run_id}); pass --replace or --name"
+            )
+        replaced = {r[0] for r in clash}
+        for run_id, old_name, _, source in runs:
+            if run_id not in replaced and source and os.path.realpath(source) == target:
+                raise StoreError(
+                    f"{trace_path}: is the trace of stored run {old_name!r} (run_id {run_id}); "
+                    "record elsewhere with --out or --name"
+                )
+
+    return check
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from profiler.recorder import Recorder
+from sim_backend.config import RunConfig
 from sim_backend.debug_checks import StepChecks
 from sim_backend.memory import Failure
+from sim_backend.preprocess import StackGroup
 from sim_backend.stepgraph import SC_FWD
 
 if TYPE_CHECKING:
@@ -35,128 +37,139 @@ QUANTIZATION = "quantization"
 NAN_DETECTED = "nan_detected"  # failure kind (the failure event's name)
 
 
-def forward_done_ps(sim: Simulation) -> np.ndarray:
-    """int64 [steps, groups]: when each group's SparseCore forward of each step ends."""
-    cols = sim.graph.columns()
+def forward_done_ps(cols: dict[str, np.ndarray], end_ps: np.ndarray, groups: int) -> np.ndarray:
+    """int64 [groups]: when each group's SparseCore forward ends, over the tasks in `cols`
+    (one step's; 0 for a group with none)."""
     m = cols["kind"] == SC_FWD
-    out = np.zeros((sim.cfg.steps, len(sim.groups)), np.int64)
-    np.maximum.at(out, (cols["step"][m], cols["group"][m]), sim.schedule.end_ps[m])
+    out = np.zeros(groups, np.int64)
+    np.maximum.at(out, cols["group"][m], end_ps[m])
     return out
 
 
-def _group_of(sim: Simulation) -> dict[str, int]:
-    return {t: g.index for g in sim.groups for t in g.tables}
+class CheckEvents:
+    """The check and quantization events of a run, gathered step by step, written in batches
+    (each emit() is one events chunk per kind: their arguments make them chunks of their own)."""
 
+    def __init__(self, cfg: RunConfig, groups: list[StackGroup], plane: str):
+        flags = cfg.flags
+        self.bound, self.nan = flags.xla_sparse_core_enable_id_bound_check, flags.xla_sc_detect_nan
+        self.quant = [t for t in cfg.tables if t.quantization_config_low is not None]
+        self.tables = [t.name for t in cfg.tables]
+        self.vocab = {t.name: t.vocab for t in cfg.tables}
+        self.group = {t: g.index for g in groups for t in g.tables}
+        self.plane = plane
+        self._steps: list[tuple[StepChecks, np.ndarray]] = []  # (checks, forward done per group)
 
-def emit_check_events(rec: Recorder, sim: Simulation, plane: str) -> int:
-    """Write the check and quantization events of every step; returns how many."""
-    checks = [c for c in sim.checks if c is not None]
-    flags = sim.cfg.flags
-    bound, nan = flags.xla_sparse_core_enable_id_bound_check, flags.xla_sc_detect_nan
-    quant = [t for t in sim.cfg.tables if t.quantization_config_low is not None]
-    if not checks or not (bound or nan or quant):
-        return 0
-    done = forward_done_ps(sim)
-    group = _group_of(sim)
-    vocab = {t.name: t.vocab for t in sim.cfg.tables}
-    n = 0
-    if bound or nan:
-        track = rec.track(plane, CHECKS_LINE, "host")
-        for name, on in ((BOUND_CHECK, bound), (NAN_CHECK, nan)):
-            if on:
-                n += _emit(
-                    rec,
-                    track,
-                    name,
-                    CHECK_CATEGORY,
-                    checks,
-                    done,
-                    group,
-                    [t.name for t in sim.cfg.tables],
-                    name == BOUND_CHECK,
-                    vocab,
-                )
-    if quant:
-        track = rec.track(plane, QUANT_LINE, "host")
-        n += _emit(
-            rec, track, QUANTIZATION, QUANT_CATEGORY, checks, done, group, [t.name for t in quant], False, vocab, quant
+    @property
+    def on(self) -> bool:
+        return self.bound or self.nan or bool(self.quant)
+
+    def add_step(self, checks: StepChecks | None, forward_done: np.ndarray) -> None:
+        """One step's results; `forward_done[g]`: when group g's SparseCore forward ended."""
+        if checks is not None and self.on:
+            self._steps.append((checks, forward_done))
+
+    def emit(self, rec: Recorder) -> int:
+        """Write the events of the steps gathered since the last emit(); returns how many."""
+        steps, self._steps = sorted(self._steps, key=lambda x: x[0].step), []
+        if not steps:
+            return 0
+        n = 0
+        if self.bound or self.nan:
+            track = rec.track(self.plane, CHECKS_LINE, "host")
+            for name, on in ((BOUND_CHECK, self.bound), (NAN_CHECK, self.nan)):
+                if on:
+                    n += self._emit(rec, track, name, CHECK_CATEGORY, steps, self.tables, name == BOUND_CHECK)
+        if self.quant:
+            track = rec.track(self.plane, QUANT_LINE, "host")
+            n += self._emit(
+                rec, track, QUANTIZATION, QUANT_CATEGORY, steps, [t.name for t in self.quant], False, self.quant
+            )
+        return n
+
+    def _emit(
+        self,
+        rec: Recorder,
+        track: int,
+        name: str,
+        category: str,
+        steps: list[tuple[StepChecks, np.ndarray]],
+        tables: list[str],
+        bound: bool,
+        quant: list | None = None,
+    ) -> int:
+        """One event per (step, table) with the check's figures as arguments."""
+        rows = [(sc.step, t, sc.tables[t], done[self.group[t]]) for sc, done in steps for t in tables]
+        args: dict[str, list] = {}
+        if quant is not None:
+            cfg = {t.name: t for t in quant}
+            clip = [tc.clipping for _, _, tc, _ in rows]
+            args = {
+                "values": [c.values for c in clip],
+                "clipped_values": [c.clipped for c in clip],
+                "rms_error": [math.sqrt(c.squared_error / c.values) if c.values else 0.0 for c in clip],
+                "quantization_config_low": [cfg[t].quantization_config_low for _, t, _, _ in rows],
+                "quantization_config_high": [cfg[t].quantization_config_high for _, t, _, _ in rows],
+                "quantization_config_num_buckets": [cfg[t].quantization_config_num_buckets for _, t, _, _ in rows],
+            }
+        elif bound:
+            args = {"oov_ids": [tc.oov_ids for _, _, tc, _ in rows], "vocab": [self.vocab[t] for _, t, _, _ in rows]}
+        else:
+            args = {
+                "samples": [tc.samples for _, _, tc, _ in rows],
+                "nan_samples": [tc.nan_samples for _, _, tc, _ in rows],
+                "nan_values": [tc.nan_values for _, _, tc, _ in rows],
+            }
+        start = np.array([d for _, _, _, d in rows], np.int64)
+        order = np.argsort(start, kind="stable")
+        rec.emit(
+            track=np.full(len(rows), track, np.uint32),
+            name=[name] * len(rows),
+            category=[category] * len(rows),
+            start_ps=start[order],
+            dur_ps=np.zeros(len(rows), np.int64),
+            step=np.array([s for s, _, _, _ in rows], np.int32)[order],
+            table=[rows[i][1] for i in order],
+            ids=np.array([tc.ids for _, _, tc, _ in rows], np.int64)[order],
+            args={k: [v[i] for i in order] for k, v in args.items()},
         )
-    return n
+        return len(rows)
 
 
-def _emit(
-    rec: Recorder,
-    track: int,
-    name: str,
-    category: str,
-    checks: list[StepChecks],
-    done: np.ndarray,
-    group: dict[str, int],
-    tables: list[str],
-    bound: bool,
-    vocab: dict[str, int],
-    quant: list | None = None,
-) -> int:
-    """One event per (step, table) with the check's figures as arguments."""
-    rows = [(sc.step, t, sc.tables[t]) for sc in checks for t in tables]
-    args: dict[str, list] = {}
-    if quant is not None:
-        cfg = {t.name: t for t in quant}
-        clip = [tc.clipping for _, _, tc in rows]
-        args = {
-            "values": [c.values for c in clip],
-            "clipped_values": [c.clipped for c in clip],
-            "rms_error": [math.sqrt(c.squared_error / c.values) if c.values else 0.0 for c in clip],
-            "quantization_config_low": [cfg[t].quantization_config_low for _, t, _ in rows],
-            "quantization_config_high": [cfg[t].quantization_config_high for _, t, _ in rows],
-            "quantization_config_num_buckets": [cfg[t].quantization_config_num_buckets for _, t, _ in rows],
-        }
-    elif bound:
-        args = {"oov_ids": [tc.oov_ids for _, _, tc in rows], "vocab": [vocab[t] for _, t, _ in rows]}
-    else:
-        args = {
-            "samples": [tc.samples for _, _, tc in rows],
-            "nan_samples": [tc.nan_samples for _, _, tc in rows],
-            "nan_values": [tc.nan_values for _, _, tc in rows],
-        }
-    start = np.array([done[s, group[t]] for s, t, _ in rows], np.int64)
-    order = np.argsort(start, kind="stable")
-    rec.emit(
-        track=np.full(len(rows), track, np.uint32),
-        name=[name] * len(rows),
-        category=[category] * len(rows),
-        start_ps=start[order],
-        dur_ps=np.zeros(len(rows), np.int64),
-        step=np.array([s for s, _, _ in rows], np.int32)[order],
-        table=[rows[i][1] for i in order],
-        ids=np.array([tc.ids for _, _, tc in rows], np.int64)[order],
-        args={k: [v[i] for i in order] for k, v in args.items()},
-    )
-    return len(rows)
-
-
-def nan_failure(sim: Simulation) -> Failure | None:
-    """With xla_sc_detect_nan, the first NaN stops the run: at the first SparseCore forward
-    op of its table's group to finish in the first step holding one (seeds/000 §12: the
-    checker raises an error saying where the NaN was found)."""
-    if not sim.cfg.flags.xla_sc_detect_nan:
+def first_nan(cfg: RunConfig, checks: StepChecks | None) -> str | None:
+    """With xla_sc_detect_nan, the first table (in config order) with NaN values in a step."""
+    if not cfg.flags.xla_sc_detect_nan or checks is None:
         return None
-    hit = next(((sc, t) for sc in sim.checks if sc is not None for t, tc in sc.tables.items() if tc.nan_values), None)
-    if hit is None:
-        return None
-    sc, table = hit
-    tc = sc.tables[table]
-    gi = _group_of(sim)[table]
-    cols = sim.graph.columns()
-    m = np.flatnonzero((cols["kind"] == SC_FWD) & (cols["step"] == sc.step) & (cols["group"] == gi))
-    first = m[np.argmin(sim.schedule.end_ps[m])]
+    return next((t for t, tc in checks.tables.items() if tc.nan_values), None)
+
+
+def nan_failure_at(
+    groups: list[StackGroup], checks: StepChecks, table: str, cols: dict[str, np.ndarray], end_ps: np.ndarray
+) -> Failure:
+    """The NaN checker's error for the first NaN of the run (in step `checks.step`, table
+    `table`): at the first SparseCore forward op of its table's group to finish in that
+    step (seeds/000 §12: the checker raises an error saying where the NaN was found).
+    `cols` hold (at least) that step's tasks."""
+    tc = checks.tables[table]
+    gi = next(g.index for g in groups if table in g.tables)
+    m = np.flatnonzero((cols["kind"] == SC_FWD) & (cols["step"] == checks.step) & (cols["group"] == gi))
+    first = m[np.argmin(end_ps[m])]
     chip, core = int(cols["chip"][first]), int(cols["sc"][first])
-    group = sim.groups[gi].name
+    group = groups[gi].name
     message = (
         f"NaN detected (xla_sc_detect_nan) in the input values of SparseDenseMatmulOp of "
-        f"table group {group!r} on TPU:{chip} SparseCore {core} at step {sc.step}: "
+        f"table group {group!r} on TPU:{chip} SparseCore {core} at step {checks.step}: "
         f"{tc.nan_values} NaN values in {tc.nan_samples} samples of table {table!r} "
         f"(features {', '.join(tc.features_with_nan)}); clean the input pipeline's "
         f"weights for these features"
     )
-    return Failure(NAN_DETECTED, message, int(sim.schedule.end_ps[first]), chip, sc.step)
+    return Failure(NAN_DETECTED, message, int(end_ps[first]), chip, checks.step)
+
+
+def nan_failure(sim: Simulation) -> Failure | None:
+    """With xla_sc_detect_nan, the first NaN stops the run (nan_failure_at)."""
+    for checks in sim.checks:
+        table = first_nan(sim.cfg, checks)
+        if table is not None:
+            return nan_failure_at(sim.groups, checks, table, sim.graph.columns(), sim.schedule.end_ps)
+    return None

@@ -65,13 +65,76 @@ def setup(cfg: RunConfig) -> tuple[HardwareSpec, dict[str, TableLimits], list[St
     return hw, limits, groups, lay
 
 
-def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> Simulation:
-    """Run every step of `cfg`: preprocessing for real, device work on the task graph."""
+@dataclass(frozen=True)
+class RunSetup:
+    """What a run fixes before step 0: hardware, limits, table groups, cost model, static
+    memory, resources and (when the program does not compile) the compile error."""
+
+    cfg: RunConfig
+    hw: HardwareSpec
+    limits: dict[str, TableLimits]
+    groups: list[StackGroup]
+    layout: Layout
+    cost: CostModel
+    dense: DenseWork
+    memory: StaticMemory
+    resources: Resources
+    failure: Failure | None
+
+
+def prepare(cfg: RunConfig) -> RunSetup:
+    """Everything a run fixes before step 0 (setup(), the cost model, static memory)."""
     hw, limits, groups, lay = setup(cfg)
     cost = make_cost_model(cfg.cost_model, hw, cfg.cost, cfg.perf_tables)
     dense = dense_work(cfg, cost.c.activation_bytes)
     mem = static_memory(cfg, hw, groups, cost)
-    failure = compile_failure(cfg, hw, groups, mem)
+    res = Resources(hw.num_chips, hw.sparsecores_per_chip, cfg.host.num_threads)
+    return RunSetup(cfg, hw, limits, groups, lay, cost, dense, mem, res, compile_failure(cfg, hw, groups, mem))
+
+
+def run_setup(sim: Simulation) -> RunSetup:
+    """The RunSetup of a finished simulation (its failure: the compile error, if any)."""
+    lay = Layout(sim.cfg.global_batch, sim.hw.num_chips, sim.hw.sparsecores_per_chip)
+    failure = sim.failure if not sim.steps else None
+    return RunSetup(
+        sim.cfg, sim.hw, sim.limits, sim.groups, lay, sim.cost, sim.dense, sim.memory, sim.resources, failure
+    )
+
+
+def run_step_inputs(
+    su: RunSetup, step: int, timings: dict[str, float] | None = None
+) -> tuple[StepResult, StepChecks | None]:
+    """One step's host side: generate its IDs, run the debug checks, preprocess (for real).
+    `timings` ("generate", "preprocess"): wall seconds added to."""
+    cfg = su.cfg
+    t0 = time.perf_counter()
+    batches, checks = run_checks(cfg, step, generate_step(cfg, step))
+    t1 = time.perf_counter()
+    derive = cfg.flags.xla_sparse_core_estimate_max_ids
+    sr = preprocess_step(step, batches, su.groups, su.layout, cfg.sparsecore, table_stats=derive)
+    if timings is not None:
+        timings["generate"] += t1 - t0
+        timings["preprocess"] += time.perf_counter() - t1
+    return sr, checks
+
+
+def observe(observed: dict[str, tuple[int, int]], sr: StepResult) -> None:
+    """Fold one step's per-table maxima (IDs, unique IDs) into `observed` (derived limits)."""
+    for gr in sr.groups:
+        for name, (ids, uniq) in gr.table_observed.items():
+            old = observed.get(name, (0, 0))
+            observed[name] = (max(old[0], ids), max(old[1], uniq))
+
+
+def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> Simulation:
+    """Run every step of `cfg`: preprocessing for real, device work on the task graph.
+
+    The whole run at once, every task kept (for tests and analyses); `scprof record`
+    streams instead (stream.py), with the same schedule.
+    """
+    su = prepare(cfg)
+    hw, limits, groups, cost, dense, mem = su.hw, su.limits, su.groups, su.cost, su.dense, su.memory
+    failure = su.failure
     if failure is not None:  # the program does not compile: nothing runs
         empty = schedule(TaskGraph(), [])
         return Simulation(
@@ -83,29 +146,20 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
             dense,
             [],
             TaskGraph(),
-            Resources(hw.num_chips, hw.sparsecores_per_chip, cfg.host.num_threads),
+            su.resources,
             empty,
             memory=mem,
             failure=failure,
         )
     timings = {"generate": 0.0, "preprocess": 0.0}
-    derive = cfg.flags.xla_sparse_core_estimate_max_ids
     observed: dict[str, tuple[int, int]] = {}
     results = []
     checks: list[StepChecks | None] = []
     for step in range(cfg.steps):
-        t0 = time.perf_counter()
-        batches, step_checks = run_checks(cfg, step, generate_step(cfg, step))
+        sr, step_checks = run_step_inputs(su, step, timings)
         checks.append(step_checks)
-        t1 = time.perf_counter()
-        sr = preprocess_step(step, batches, groups, lay, cfg.sparsecore, table_stats=derive)
-        timings["generate"] += t1 - t0
-        timings["preprocess"] += time.perf_counter() - t1
         results.append(sr)
-        for gr in sr.groups:
-            for name, (ids, uniq) in gr.table_observed.items():
-                old = observed.get(name, (0, 0))
-                observed[name] = (max(old[0], ids), max(old[1], uniq))
+        observe(observed, sr)
         if progress:
             progress(step + 1, cfg.steps)
     t0 = time.perf_counter()

@@ -49,3 +49,12 @@ class NanDetectedError(RunFailure):
     """`xla_sc_detect_nan` found NaN input values and stopped the run."""
 
     kind = "nan_detected"
+
+
+class RecordInterrupted(KeyboardInterrupt):
+    """`scprof record` was interrupted (Ctrl-C): the partial trace is kept at `partial_path`
+    (its complete chunks recover with `scprof ingest --allow-truncated`)."""
+
+    def __init__(self, partial_path: str):
+        self.partial_path = partial_path
+        super().__init__(partial_path)

@@ -43,7 +43,7 @@ from sim_backend.config import RunConfig
 from sim_backend.costmodel import CostModel
 from sim_backend.hardware import HardwareSpec
 from sim_backend.layout import dense_dtype, padded_bytes
-from sim_backend.preprocess import StackGroup
+from sim_backend.preprocess import StackGroup, StepResult
 from sim_backend.sharding import plan_dense
 from sim_backend.stepgraph import INFEED, SC_BWD, SC_FWD
 
@@ -239,17 +239,23 @@ def compile_failure(cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup], 
 # -- over time -----------------------------------------------------------------------------------
 
 
-def stack_regions(sim: Simulation) -> dict[str, np.ndarray]:
+def stack_regions(
+    cols: dict[str, np.ndarray],
+    start_ps: np.ndarray,
+    end_ps: np.ndarray,
+    mem: StaticMemory,
+    serialized: int,
+    chips: int,
+) -> dict[str, np.ndarray]:
     """Live intervals of HBM stack: per (step, pass, region, chip) its start, end and bytes.
 
-    Region r < k (k = serialized groups) is group r alone; region k holds every other
-    group (the compiler may run them concurrently, so their stacks coexist).
+    `cols` are task columns (TaskGraph.columns()) holding every SparseCore task of their
+    steps, with the tasks' start and end. Region r < k (k = `serialized` groups) is group r
+    alone; region k holds every other group (the compiler may run them concurrently, so
+    their stacks coexist).
     """
-    cols = sim.graph.columns()
-    s = sim.schedule
-    n_groups = len(sim.groups)
-    k = min(sim.cfg.flags.xla_sc_num_serialized_tables_to_optimize_hbm, n_groups)
-    chips = sim.hw.num_chips
+    n_groups = len(mem.groups)
+    k = min(serialized, n_groups)
     m = np.isin(cols["kind"], (SC_FWD, SC_BWD))
     kind, step, group, chip = cols["kind"][m], cols["step"][m], cols["group"][m], cols["chip"][m]
     backward = (kind == SC_BWD).astype(np.int64)
@@ -258,12 +264,12 @@ def stack_regions(sim: Simulation) -> dict[str, np.ndarray]:
     uniq, inv = np.unique(key, return_inverse=True)
     start = np.full(len(uniq), np.iinfo(np.int64).max)
     end = np.zeros(len(uniq), np.int64)
-    np.minimum.at(start, inv, s.start_ps[m])
-    np.maximum.at(end, inv, s.end_ps[m])
+    np.minimum.at(start, inv, start_ps[m])
+    np.maximum.at(end, inv, end_ps[m])
     sizes = np.zeros((2, k + 1), np.int64)
     for gi in range(n_groups):
         for b in (0, 1):
-            sizes[b, min(gi, k)] += sim.memory.stack_per_chip(gi, bool(b))
+            sizes[b, min(gi, k)] += mem.stack_per_chip(gi, bool(b))
     u_chip = uniq % chips
     rest = uniq // chips
     u_region = rest % (k + 1)
@@ -280,8 +286,8 @@ def stack_regions(sim: Simulation) -> dict[str, np.ndarray]:
     }
 
 
-def input_buffer_bytes(sim: Simulation) -> np.ndarray:
-    """HBM one step's inputs take on a chip, per step: their compiled (static) shape.
+def input_buffer_bytes(sr: StepResult, hw: HardwareSpec, cost: CostModel) -> int:
+    """HBM one step's inputs take on a chip: their compiled (static) shape.
 
     XLA needs static shapes, so the host pads each (source SparseCore, partition) COO
     buffer to the group's max_ids_per_partition entries (`infeed_bytes_per_id` each: row,
@@ -289,54 +295,84 @@ def input_buffer_bytes(sim: Simulation) -> np.ndarray:
     (stepgraph.py), the allocation is the whole buffer. Generous limits therefore make
     every prefetched step expensive in HBM.
     """
-    per_entry = sim.hw.sparsecores_per_chip * sim.hw.num_total_sparse_cores * sim.cost.c.infeed_bytes_per_id
-    return np.array(
-        [sum(gr.minibatches * gr.group.max_ids_per_partition for gr in sr.groups) * per_entry for sr in sim.steps],
-        dtype=np.int64,
-    )
+    per_entry = hw.sparsecores_per_chip * hw.num_total_sparse_cores * cost.c.infeed_bytes_per_id
+    return sum(gr.minibatches * gr.group.max_ids_per_partition for gr in sr.groups) * per_entry
+
+
+class MemoryTimeline:
+    """Per chip: prefetched inputs, heap and stack after every change (one sample per time).
+
+    Fed with whole steps (their tasks scheduled, in any order: `add_steps`), read out in
+    time order (`advance(until_ps)`: the samples before `until_ps`, which the caller
+    guarantees no step still to come changes). A batch run adds every step and advances
+    to the end; a streaming run (stream.py) holds only the changes not read out yet.
+    """
+
+    def __init__(self, mem: StaticMemory, chips: int, serialized: int):
+        self.mem, self.chips, self.serialized = mem, chips, serialized
+        z = np.zeros(1, np.int64)
+        # per chip, changes not read out: time, d(prefetched bytes), d(count), d(stack), step
+        self._pending = [[(z, z, z, z, np.full(1, -1, np.int64))] for _ in range(chips)]
+        self._carry = np.zeros((chips, 3), np.int64)  # running prefetched bytes, count, stack
+
+    def add_steps(
+        self, cols: dict[str, np.ndarray], start_ps: np.ndarray, end_ps: np.ndarray, step_input: dict[int, int]
+    ) -> None:
+        """The changes of the steps whose tasks `cols` holds (all their tasks, scheduled);
+        `step_input[s]`: input_buffer_bytes of step s."""
+        kind, step, chip = cols["kind"], cols["step"], cols["chip"]
+        scf = kind == SC_FWD
+        steps = np.unique(step[step >= 0])
+        released = np.zeros(len(steps), np.int64)
+        np.maximum.at(released, np.searchsorted(steps, step[scf]), end_ps[scf])  # the input buffer is free
+        reg = stack_regions(cols, start_ps, end_ps, self.mem, self.serialized, self.chips)
+        inf = kind == INFEED
+        keys = np.array(sorted(step_input), np.int64)
+        held = np.array([step_input[k] for k in keys.tolist()], np.int64)[np.searchsorted(keys, step[inf])]
+        rel = released[np.searchsorted(steps, step[inf])]
+        for c in range(self.chips):
+            i = chip[inf] == c
+            r = reg["chip"] == c
+            n_inf, n_reg = int(i.sum()), int(r.sum())
+            zi, zr = np.zeros(2 * n_inf, np.int64), np.zeros(2 * n_reg, np.int64)
+            self._pending[c].append(
+                (
+                    np.concatenate([end_ps[inf][i], rel[i], reg["start_ps"][r], reg["end_ps"][r]]),
+                    np.concatenate([held[i], -held[i], zr]),
+                    np.concatenate([np.ones(n_inf, np.int64), -np.ones(n_inf, np.int64), zr]),
+                    np.concatenate([zi, reg["bytes"][r], -reg["bytes"][r]]),
+                    np.concatenate([step[inf][i], step[inf][i], reg["step"][r], reg["step"][r]]),
+                )
+            )
+
+    def advance(self, until_ps: float) -> list[ChipMemory]:
+        """Per chip, the samples at times before `until_ps` not read out yet."""
+        out = []
+        for c in range(self.chips):
+            parts = self._pending[c] or [tuple(np.zeros(0, np.int64) for _ in range(5))]
+            t, d_pre, d_cnt, d_stk, st = (np.concatenate(x) for x in zip(*parts, strict=True))
+            now = t < until_ps
+            self._pending[c] = [] if now.all() else [tuple(x[~now] for x in (t, d_pre, d_cnt, d_stk, st))]
+            o = np.flatnonzero(now)
+            o = o[np.argsort(t[o], kind="stable")]
+            t, d_pre, d_cnt, d_stk, st = t[o], d_pre[o], d_cnt[o], d_stk[o], st[o]
+            new_time = np.append(True, t[1:] != t[:-1]) if len(t) else np.zeros(0, bool)
+            last = np.append(new_time[1:], True) if len(t) else new_time  # the value after all changes
+            # the step whose allocation grew memory at that time (for failure reports)
+            grow = np.where((d_pre > 0) | (d_stk > 0), st, -1)
+            grow_at = np.maximum.reduceat(grow, np.flatnonzero(new_time)) if len(t) else grow
+            pre, cnt, stk = (self._carry[c, j] + np.cumsum(d)[last] for j, d in enumerate((d_pre, d_cnt, d_stk)))
+            self._carry[c] += [int(d_pre.sum()), int(d_cnt.sum()), int(d_stk.sum())]
+            out.append(ChipMemory(t[last], pre, cnt, stk, self.mem.heap_static, step_of_change=grow_at))
+        return out
 
 
 def memory_timeline(sim: Simulation) -> list[ChipMemory]:
-    """Per chip: prefetched inputs, heap and stack after every change (one sample per time)."""
-    cols = sim.graph.columns()
-    s = sim.schedule
-    kind, step, chip = cols["kind"], cols["step"], cols["chip"]
-    scf = kind == SC_FWD
-    released = np.zeros(sim.cfg.steps, dtype=np.int64)
-    np.maximum.at(released, step[scf], s.end_ps[scf])  # the step's input buffer is free
-    reg = stack_regions(sim)
-    step_input = input_buffer_bytes(sim)
-    out = []
-    for c in range(sim.hw.num_chips):
-        inf = (kind == INFEED) & (chip == c)
-        n_inf = int(inf.sum())
-        r = reg["chip"] == c
-        n_reg = int(r.sum())
-        t = np.concatenate([[0], s.end_ps[inf], released[step[inf]], reg["start_ps"][r], reg["end_ps"][r]])
-        held = step_input[step[inf]]
-        d_pre = np.concatenate([[0], held, -held, np.zeros(2 * n_reg, np.int64)])
-        d_cnt = np.concatenate(
-            [[0], np.ones(n_inf, np.int64), -np.ones(n_inf, np.int64), np.zeros(2 * n_reg, np.int64)]
-        )
-        d_stk = np.concatenate([[0], np.zeros(2 * n_inf, np.int64), reg["bytes"][r], -reg["bytes"][r]])
-        st = np.concatenate([[-1], step[inf], step[inf], reg["step"][r], reg["step"][r]])
-        o = np.argsort(t, kind="stable")
-        t, d_pre, d_cnt, d_stk, st = t[o], d_pre[o], d_cnt[o], d_stk[o], st[o]
-        last = np.append(t[1:] != t[:-1], True)  # value after all changes at that time
-        # the step whose allocation grew memory at that time (for failure reports)
-        grow = np.where((d_pre > 0) | (d_stk > 0), st, -1)
-        grow_at = np.maximum.reduceat(grow, np.flatnonzero(np.append(True, t[1:] != t[:-1])))
-        out.append(
-            ChipMemory(
-                t[last],
-                np.cumsum(d_pre)[last],
-                np.cumsum(d_cnt)[last],
-                np.cumsum(d_stk)[last],
-                sim.memory.heap_static,
-                step_of_change=grow_at,
-            )
-        )
-    return out
+    """Per chip: prefetched inputs, heap and stack after every change, over the whole run."""
+    tl = MemoryTimeline(sim.memory, sim.hw.num_chips, sim.cfg.flags.xla_sc_num_serialized_tables_to_optimize_hbm)
+    step_input = {sr.step: input_buffer_bytes(sr, sim.hw, sim.cost) for sr in sim.steps}
+    tl.add_steps(sim.graph.columns(), sim.schedule.start_ps, sim.schedule.end_ps, step_input)
+    return tl.advance(np.inf)
 
 
 def fmt_size(nbytes: float) -> str:

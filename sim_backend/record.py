@@ -2,28 +2,40 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from profiler.errors import ScprofError
 from profiler.progress import TerminalProgress
+from profiler.recorder import Recorder, rewrite_tags
 from sim_backend import __version__
 from sim_backend.check_events import NAN_DETECTED
 from sim_backend.config import effective_config, load_config
-from sim_backend.emulator import Simulation, simulate
-from sim_backend.errors import CompileError, ConfigError, HbmOomError, NanDetectedError, RunFailure
-from sim_backend.instrument import write_trace
+from sim_backend.emulator import RunSetup, prepare
+from sim_backend.errors import (
+    CompileError,
+    ConfigError,
+    HbmOomError,
+    NanDetectedError,
+    RecordInterrupted,
+    RunFailure,
+)
 from sim_backend.limits import write_limits_file
-from sim_backend.memory import HBM_OOM
-from sim_backend.metrics import step_time_ps, time_shares
+from sim_backend.memory import HBM_OOM, Failure
+from sim_backend.stream import stream_run
 
 PRODUCER = f"scprof-sim {__version__}"
 TRACE_FILE = "trace.sctrace"
+PARTIAL_FILE = "trace.sctrace.partial"  # the trace while it is written (renamed when complete)
+DIR_NAME_MAX = 80  # characters of a run name kept in its default folder name
 LIMITS_FILE = "limits.toml"
 
 
@@ -56,13 +68,18 @@ def record_run(
     out_dir: str | None,
     progress: bool | Callable[[int, int], None] | None = None,
     perf_tables: str | None = None,
+    check: Callable[[str, str, str], None] | None = None,
 ) -> RecordResult:
     """Simulate `config_path` (with --set overrides), write `<out_dir>/trace.sctrace`.
 
-    `out_dir` defaults to runs/<name>/. `progress`: a callback(done_steps, total), or
-    True for a bar on the terminal. `perf_tables`: a performance-table directory
-    (--perf-tables) replacing the config's `perf_tables`. Raises ConfigError /
-    PreprocessError (both ValueError, one line) for users' mistakes.
+    `out_dir` defaults to runs/<name>/ (the name made one safe path component,
+    `dir_name`). `progress`: a callback(done_steps, total), or True for a bar on the
+    terminal. `perf_tables`: a performance-table directory (--perf-tables) replacing the
+    config's `perf_tables`. `check(name, run_id, trace_path)`, called before anything is
+    simulated or written, may refuse the run (raising). The trace is streamed to a
+    partial file in `out_dir` (stream.py) and renamed to trace.sctrace when complete; a
+    user error removes it, an interrupt keeps it (RecordInterrupted names it). Raises
+    ConfigError / PreprocessError (both ValueError, one line) for users' mistakes.
     """
     t0 = time.perf_counter()
     if progress is True:
@@ -80,56 +97,128 @@ def record_run(
             raise ConfigError(f"--perf-tables {perf_tables}: {what}")
         cfg = dataclasses.replace(cfg, perf_tables=os.path.abspath(perf_tables))
     name = name or cfg.name
-    out_dir = out_dir or os.path.join("runs", name)
-    os.makedirs(out_dir, exist_ok=True)
-    sim = simulate(cfg, progress)
-    config = run_config_json(sim, name)
+    su = prepare(cfg)
+    config = run_config_json(su, name)
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
     run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"scprof-sim:{name}:{digest}"))
+    out_dir = out_dir or os.path.join("runs", dir_name(name))
     trace_path = os.path.join(out_dir, TRACE_FILE)
+    if check is not None:
+        check(name, run_id, trace_path)
+    made_dir = not os.path.exists(out_dir)
+    partial = _open_partial(out_dir)
     tags = {"workload": cfg.name, "source": "emulator"}
-    if sim.failure is not None:
-        tags.update(status="failed", failure=sim.failure.kind, error=sim.failure.message)
-    events = write_trace(sim, trace_path, name, run_id, config, tags, PRODUCER)
-    if sim.failure is not None:  # the trace holds the failure; the command still fails
+    if su.failure is not None:
+        tags.update(_failure_tags(su.failure))
+    try:
+        with Recorder(
+            partial,
+            run_name=name,
+            producer=PRODUCER,
+            hardware=su.hw.recorder_dict(),
+            config=config,
+            tags=tags,
+            run_id=run_id,
+            start_time_unix_ns=0,
+        ) as rec:
+            run = stream_run(su, rec, progress)
+    except ScprofError:  # the user's mistake (say, limits exceeded at step k): nothing is left behind
+        _remove(partial, out_dir if made_dir else None)
+        raise
+    except KeyboardInterrupt:
+        raise RecordInterrupted(partial) from None
+    if run.failure is not None and su.failure is None:  # found while running: the header says so
+        final = partial + ".tags"
+        try:
+            rewrite_tags(partial, final, {**tags, **_failure_tags(run.failure)})
+        except BaseException:
+            _remove(final, None)
+            raise
+        os.replace(final, partial)
+    os.replace(partial, trace_path)
+    if run.failure is not None:  # the trace holds the failure; the command still fails
         error: type[RunFailure] = {HBM_OOM: HbmOomError, NAN_DETECTED: NanDetectedError}.get(
-            sim.failure.kind, CompileError
+            run.failure.kind, CompileError
         )
-        raise error(sim.failure.message, trace_path, config_path)
+        raise error(run.failure.message, trace_path, config_path)
     limits_path = None
     if cfg.flags.xla_sparse_core_estimate_max_ids:
         limits_path = os.path.join(out_dir, LIMITS_FILE)
         write_limits_file(
             limits_path,
-            sim.table_observed,
+            run.observed,
             f"Limits derived by {PRODUCER} from run {name!r} "
             f"({cfg.steps} steps, seed {cfg.seed}):\n"
             "per table, the largest IDs / unique IDs one SparseCore's sub-batch "
             "sent to one partition.\nUse with --set "
             f"flags.xla_sparse_core_max_ids_file={limits_path}",
         )
-    shares = time_shares(sim)
-    mbs = [gr.minibatches for sr in sim.steps for gr in sr.groups]
     return RecordResult(
         trace_path=trace_path,
         run_name=name,
         steps=cfg.steps,
-        events=events,
-        mean_step_time_ps=step_time_ps(sim),
-        share_host=shares["host"],
-        share_sc=shares["sc"],
-        share_tc=shares["tc"],
-        share_idle=shares["idle"],
-        minibatches=sum(mbs),
-        minibatches_per_step=sum(mbs) / len(mbs),
-        dropped_ids=sum(sr.dropped_ids for sr in sim.steps),
+        events=run.events,
+        mean_step_time_ps=run.mean_step_time_ps,
+        share_host=run.shares["host"],
+        share_sc=run.shares["sc"],
+        share_tc=run.shares["tc"],
+        share_idle=run.shares["idle"],
+        minibatches=run.minibatches,
+        minibatches_per_step=run.minibatches / run.group_steps,
+        dropped_ids=run.dropped_ids,
         limits_path=limits_path,
         wall_time_s=time.perf_counter() - t0,
-        perf_tables=sim.cost.perf_tables_source,
+        perf_tables=su.cost.perf_tables_source,
     )
 
 
-def run_config_json(sim: Simulation, name: str) -> dict:
+def _failure_tags(failure: Failure) -> dict[str, str]:
+    return {"status": "failed", "failure": failure.kind, "error": failure.message}
+
+
+def dir_name(name: str) -> str:
+    """The run name as one safe path component (for runs/<name>/): kept when it is made of
+    [A-Za-z0-9._-] only (and not "." or ".."), else those characters kept, the others
+    replaced by "_", cut to DIR_NAME_MAX and suffixed with a hash of the name (distinct
+    names, distinct folders). The run keeps its real name in the trace and the store."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", name)
+    if safe == name and name not in ("", ".", "..") and len(name) <= DIR_NAME_MAX:
+        return name
+    stem = safe[:DIR_NAME_MAX].strip(".") or "run"
+    return f"{stem}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+
+
+def _open_partial(out_dir: str) -> str:
+    """Create `out_dir` if needed and a new, empty partial trace file in it (never an
+    existing one: a partial left by a killed record is kept for recovery)."""
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise ScprofError(f"--out {out_dir}: exists and is not a directory")
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise ScprofError(f"--out {out_dir}: cannot create the directory ({e.strerror})") from None
+    for i in range(1, 1000):
+        path = os.path.join(out_dir, PARTIAL_FILE if i == 1 else PARTIAL_FILE.replace(".sctrace", f"-{i}.sctrace"))
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return path
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise ScprofError(f"--out {out_dir}: cannot write there ({e.strerror})") from None
+    raise ScprofError(f"--out {out_dir}: holds 999 partial traces; recover or remove them")
+
+
+def _remove(path: str, made_dir: str | None) -> None:
+    """Remove a file this record made (and the folder it made, if now empty)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+    if made_dir is not None:
+        with contextlib.suppress(OSError):
+            os.rmdir(made_dir)
+
+
+def run_config_json(sim: RunSetup, name: str) -> dict:
     """Effective config plus what was derived from it (hardware, limits, stacking)."""
     out = effective_config(sim.cfg)
     out["run_name"] = name
@@ -154,7 +243,7 @@ def run_config_json(sim: Simulation, name: str) -> dict:
     return out
 
 
-def memory_json(sim: Simulation) -> dict:
+def memory_json(sim: RunSetup) -> dict:
     """The static memory model of the run (per chip; stacks per table group)."""
     m = sim.memory
     return {

@@ -125,49 +125,79 @@ def build_graph(
     dense: DenseWork,
 ) -> tuple[TaskGraph, Resources]:
     """The task graph of the whole run."""
-    activation_bytes = cost.c.activation_bytes
-    if len(groups) >= MAX_GROUPS:
-        raise ValueError(f"at most {MAX_GROUPS - 1} table groups")
-    chips, spc = hw.num_chips, hw.sparsecores_per_chip
-    n_sc = chips * spc
-    res = Resources(chips, spc, cfg.host.num_threads)
-    g = TaskGraph()
-    depth = cfg.flags.maximum_parallel_iterations
-    lag = 1 if cfg.flags.tf_xla_disable_full_embedding_pipelining else 2
-    n_serial = min(cfg.flags.xla_sc_num_serialized_tables_to_optimize_hbm, len(groups))
-    sc_res = np.array([res.sc(p // spc, p % spc) for p in range(n_sc)])
-
-    init_ev = _add_initialization(g, cfg, hw, groups, cost, res) if cfg.include_initialization else None
-    slot_free: list[int] = []
-    emb_done: list[int] = []
-    dense_done: list[int] = []
-    # the dense part on the mesh (sharding.py): per-device FLOPs/bytes and the collectives
-    # its shardings imply (default: replicated weights, one gradient all-reduce)
-    plan = plan_dense(cfg, cost.c.dense_param_bytes, activation_bytes)
-    tc_bytes = (
-        plan.compute_param_elements * cost.c.dense_param_bytes
-        + plan.samples_per_device * dense.activation_bytes_per_sample
-    )
-    chains = {
-        ph: [
-            (KIND_OF_COLLECTIVE[c.name], c.nbytes, int(cost.collective_ps(c.kind, c.nbytes, c.num_devices)))
-            for c in plan.of(ph)
-        ]
-        for ph in (FORWARD, BACKWARD, UPDATE)
-    }
-    weight_gathers = [x for x in chains[FORWARD] if x[0] == AG_WEIGHTS]
-    act_forward = [x for x in chains[FORWARD] if x[0] != AG_WEIGHTS]
-    grad_sync = sorted(chains[UPDATE], key=lambda x: x[0] != RS_GRADS) or [
-        (ALLREDUCE, 0, int(cost.collective_ps("all-reduce", 0, 1)))
-    ]  # 1 device: a marker
+    builder = GraphBuilder(cfg, hw, groups, cost, dense)
     for sr in steps:
+        builder.add_step(sr)
+    return builder.graph, builder.res
+
+
+class GraphBuilder:
+    """Adds a run's steps to one TaskGraph, one at a time and in step order.
+
+    Structure the streaming scheduler relies on (sim_backend/stream.py, docs/emulator.md
+    "Streaming"): every event is created by one step (`init`: the table initialisation,
+    step -1) and signalled only by tasks of that step; a task of step i waits only on
+    events of steps i, i-1, i-lag and i-depth (and on `init`). So once a task of step m
+    has completed, no task of a step past m + `lookahead_steps` can be ready; and only
+    tasks of the first `free_steps` steps (and the initialisation) wait on nothing.
+    """
+
+    def __init__(self, cfg: RunConfig, hw: HardwareSpec, groups: list[StackGroup], cost: CostModel, dense: DenseWork):
+        activation_bytes = cost.c.activation_bytes
+        if len(groups) >= MAX_GROUPS:
+            raise ValueError(f"at most {MAX_GROUPS - 1} table groups")
+        self.cfg, self.hw, self.cost, self.dense = cfg, hw, cost, dense
+        chips, spc = hw.num_chips, hw.sparsecores_per_chip
+        self.res = res = Resources(chips, spc, cfg.host.num_threads)
+        self.graph = g = TaskGraph()
+        self.depth = cfg.flags.maximum_parallel_iterations
+        self.lag = 1 if cfg.flags.tf_xla_disable_full_embedding_pipelining else 2
+        self.lookahead_steps = max(self.depth, self.lag)
+        self.free_steps = self.depth
+        self.n_serial = min(cfg.flags.xla_sc_num_serialized_tables_to_optimize_hbm, len(groups))
+        self.sc_res = np.array([res.sc(p // spc, p % spc) for p in range(chips * spc)])
+        self.init_ev = _add_initialization(g, cfg, hw, groups, cost, res) if cfg.include_initialization else None
+        # events of recent steps that later steps wait on (older ones are dropped)
+        self.slot_free: dict[int, int] = {}
+        self.emb_done: dict[int, int] = {}
+        self.dense_done: dict[int, int] = {}
+        # the dense part on the mesh (sharding.py): per-device FLOPs/bytes and the collectives
+        # its shardings imply (default: replicated weights, one gradient all-reduce)
+        self.plan = plan = plan_dense(cfg, cost.c.dense_param_bytes, activation_bytes)
+        self.tc_bytes = (
+            plan.compute_param_elements * cost.c.dense_param_bytes
+            + plan.samples_per_device * dense.activation_bytes_per_sample
+        )
+        self.chains = chains = {
+            ph: [
+                (KIND_OF_COLLECTIVE[c.name], c.nbytes, int(cost.collective_ps(c.kind, c.nbytes, c.num_devices)))
+                for c in plan.of(ph)
+            ]
+            for ph in (FORWARD, BACKWARD, UPDATE)
+        }
+        self.weight_gathers = [x for x in chains[FORWARD] if x[0] == AG_WEIGHTS]
+        self.act_forward = [x for x in chains[FORWARD] if x[0] != AG_WEIGHTS]
+        self.grad_sync = sorted(chains[UPDATE], key=lambda x: x[0] != RS_GRADS) or [
+            (ALLREDUCE, 0, int(cost.collective_ps("all-reduce", 0, 1)))
+        ]  # 1 device: a marker
+
+    def add_step(self, sr: StepResult) -> None:
+        """Add the tasks and events of step sr.step (steps come in order, from 0)."""
+        g, res, cfg, hw, cost = self.graph, self.res, self.cfg, self.hw, self.cost
+        activation_bytes = cost.c.activation_bytes
+        chips, spc = hw.num_chips, hw.sparsecores_per_chip
+        n_sc = chips * spc
+        depth, lag, n_serial, sc_res = self.depth, self.lag, self.n_serial, self.sc_res
+        init_ev, slot_free, emb_done, dense_done = self.init_ev, self.slot_free, self.emb_done, self.dense_done
+        plan, tc_bytes, chains = self.plan, self.tc_bytes, self.chains
+        weight_gathers, act_forward, grad_sync = self.weight_gathers, self.act_forward, self.grad_sync
         i = sr.step
         ev_slot, ev_inputs, ev_act = g.event(f"slot_free[{i}]"), g.event(f"inputs[{i}]"), g.event(f"activations[{i}]")
         ev_tcb_all, ev_emb = g.event(f"tc_backward[{i}]"), g.event(f"embeddings_updated[{i}]")
         ev_dense = g.event(f"dense_updated[{i}]")
-        slot_free.append(ev_slot)
-        emb_done.append(ev_emb)
-        dense_done.append(ev_dense)
+        slot_free[i], emb_done[i], dense_done[i] = ev_slot, ev_emb, ev_dense
+        for held in (slot_free, emb_done, dense_done):
+            held.pop(i - self.lookahead_steps - 1, None)  # no later step waits on it
         # host preprocessing (one task per source SparseCore's sub-batch), transfer per chip
         host_wait = (slot_free[i - depth],) if i - depth >= 0 else ()
         host_dur = cost.host_preprocess_ps(sr.raw_ids_per_sc)
@@ -341,7 +371,6 @@ def build_graph(
                     )
             if barrier is not None:  # the groups after the k serialized ones wait for the k-th
                 prev_barrier = barrier
-    return g, res
 
 
 def _add_chain(
