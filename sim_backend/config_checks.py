@@ -5,9 +5,9 @@
   an unreadable or oversized file and bytes that are not UTF-8.
 - `check_number`: the bounds declared once in config.py's field metadata (`min`, `max`;
   floats must be finite), plus `COST_BOUNDS` for the `[cost]` constants.
-- `estimate_run_memory` / `check_run_memory`: what the emulator's per-step arrays and the
-  per-step results it keeps would take, refused when it exceeds this machine's memory, so an
-  absurd `multi_hot`, `global_batch`, `num_chips` or `steps` fails in milliseconds with a line
+- `estimate_run_memory` / `check_run_memory`: what the emulator's arrays of one step would take
+  (recording streams, so no more for more steps), refused when it exceeds this machine's memory,
+  so an absurd `multi_hot`, `global_batch` or `num_chips` fails in milliseconds with a line
   naming the key instead of dying in an allocation (docs/security.md lists every bound).
 """
 
@@ -32,10 +32,9 @@ MAX_CONFIG_FILE_BYTES = 16 << 20  # config, limits and perf-table files are a fe
 # Measured with tracemalloc: 31-40 B per ID (small config, 4 K - 8.7 M IDs per step); rounded up.
 BYTES_PER_ID = 64
 # Per table group and step, the emulator builds (source SparseCore x partition) matrices:
-# measured 45 B per pair at the step's peak and 24-25 B per pair kept for every step
-# (256-512 chips); rounded up.
+# measured 45 B per pair at the step's peak (256-512 chips); rounded up. `scprof record` streams
+# (sim_backend/stream.py): a written step's results are dropped, so nothing grows with `steps`.
 PEAK_BYTES_PER_SC_PAIR = 64
-KEPT_BYTES_PER_SC_PAIR_STEP = 32
 
 # Bounds of the [cost] constants (CostConstants in costmodel.py), checked like field metadata:
 # rates and efficiencies above zero (they divide), times and sizes within what int64
@@ -166,12 +165,11 @@ class MemoryEstimate:
     table_groups: int  # stacked table groups (each has its own matrices)
     sc_pairs: int  # sparse_cores^2 x table_groups
     pair_bytes: int  # the step's (source SC x partition) matrices at their peak
-    kept_bytes: int  # per-step results kept over all steps
     steps: int
 
     @property
     def total_bytes(self) -> int:
-        return self.id_bytes + self.pair_bytes + self.kept_bytes
+        return self.id_bytes + self.pair_bytes
 
 
 def _table_groups(cfg: RunConfig) -> int:
@@ -201,7 +199,6 @@ def estimate_run_memory(cfg: RunConfig) -> MemoryEstimate:
         table_groups=groups,
         sc_pairs=pairs,
         pair_bytes=pairs * PEAK_BYTES_PER_SC_PAIR,
-        kept_bytes=pairs * KEPT_BYTES_PER_SC_PAIR_STEP * cfg.steps,
         steps=cfg.steps,
     )
 
@@ -214,19 +211,15 @@ def check_run_memory(cfg: RunConfig, limit_bytes: int | None = None) -> MemoryEs
     if est.total_bytes <= limit:
         return est
     need = f"the run would need about {format_bytes(est.total_bytes)}"
-    if est.id_bytes >= est.pair_bytes + est.kept_bytes:
+    if est.id_bytes >= est.pair_bytes:
         per_sample = sum(f.multi_hot for f in cfg.features)
         i, top = max(enumerate(cfg.features), key=lambda e: e[1].multi_hot)
         key = f"features[{i}].multi_hot = {top.multi_hot}" if 2 * top.multi_hot >= per_sample else (
             f"global_batch = {cfg.global_batch}")  # fmt: skip
         why = (f"{need} for a step's IDs (global_batch {cfg.global_batch:,} x {per_sample:,} IDs per sample "
                f"over {len(cfg.features)} feature{'s' if len(cfg.features) != 1 else ''} x {BYTES_PER_ID} B per ID)")  # fmt: skip
-    elif est.id_bytes + est.pair_bytes + est.sc_pairs * KEPT_BYTES_PER_SC_PAIR_STEP > limit:  # one step is too much
+    else:
         key = f"hardware.num_chips = {cfg.hardware.num_chips}"
         why = (f"{need}, mostly for SparseCore-pair matrices ({est.sparse_cores:,}^2 pairs of SparseCores x "
                f"{est.table_groups} table groups x {PEAK_BYTES_PER_SC_PAIR} B per step)")  # fmt: skip
-    else:  # fewer steps would fit
-        key = f"steps = {cfg.steps}"
-        why = (f"{need}, mostly for results kept per step ({cfg.steps:,} steps x {est.sparse_cores:,}^2 pairs "
-               f"of SparseCores x {est.table_groups} table groups x {KEPT_BYTES_PER_SC_PAIR_STEP} B)")  # fmt: skip
     raise ConfigError(f"{key}: {why}, more than this machine's {format_bytes(limit)}")

@@ -22,6 +22,7 @@ from profiler.recorder import Recorder
 from sim_backend.check_events import first_nan, nan_failure_at
 from sim_backend.debug_checks import StepChecks
 from sim_backend.emulator import RunSetup, observe, run_step_inputs
+from sim_backend.errors import ConfigError
 from sim_backend.instrument import TraceWriter
 from sim_backend.memory import Failure, MemoryTimeline, find_oom, input_buffer_bytes
 from sim_backend.metrics import TimeShares, steady_step_time_ps
@@ -31,6 +32,10 @@ from sim_backend.taskgraph import GraphPart
 
 FLUSH_STEPS = 50  # the trace is written out at least every this many steps (a kill loses at most these)
 WINDOW_TASKS = 4096  # scheduled tasks are handed to the writer in windows of about this many
+# Simulated time stays below 2^62 ps (about 53 days): the trace and the store hold int64 ps, and
+# ends and sums of times must not wrap. Each task is at most an hour (costmodel.MAX_TASK_S), but
+# 100,000 steps of slow ones could still pass it.
+MAX_SIM_TIME_PS = 1 << 62
 
 
 @dataclass
@@ -212,8 +217,13 @@ class _Stream:
     def _collect(self, force: bool = False, final: bool = False) -> None:
         """Take the tasks scheduled so far; hand those that start before the next decision
         to the writer once enough are gathered (`force`: now; `final`: the run is over)."""
-        self.unwritten += self.sched.started
-        self.sched.started = []
+        started, self.sched.started = self.sched.started, []
+        self.unwritten += started
+        if started and max(end for _, _, end, _ in started) >= MAX_SIM_TIME_PS:
+            raise ConfigError(
+                f"the simulated run passes 2^62 ps (about 53 days) by step {self.sched.max_done_step + 1}: "
+                "rates too low for the sizes configured, or fewer steps needed"
+            )
         watermark = np.inf if final else self.sched.now
         if self.unwritten and (final or force or len(self.unwritten) >= WINDOW_TASKS):
             self._window(watermark, final)

@@ -15,7 +15,7 @@ from profiler.trace_to_store import ingest_trace
 from sim_backend import stream
 from sim_backend.config import config_from_dict
 from sim_backend.emulator import prepare, run_step_inputs, simulate
-from sim_backend.errors import PreprocessError, RecordInterrupted
+from sim_backend.errors import ConfigError, PreprocessError, RecordInterrupted
 from sim_backend.instrument import SC_BWD_MODULE, SC_FWD_MODULE, TC_MODULE, write_trace
 from sim_backend.record import PARTIAL_FILE, TRACE_FILE, dir_name, record_run
 from sim_backend.scheduler import OnlineScheduler
@@ -182,6 +182,18 @@ def test_a_user_error_part_way_leaves_nothing_behind(small_raw, tmp_path):
     limits = ["sparsecore.max_ids_per_partition=1", "sparsecore.enable_minibatching=false"]
     with pytest.raises(PreprocessError):
         record_run(path, limits, None, None, str(out))
+    assert not out.exists()
+
+
+def test_simulated_time_past_2_62_ps_is_a_user_error(small_raw, tmp_path, monkeypatch):
+    """Rates too low for 100,000 steps would wrap int64 ps: refused in one line, nothing left
+    (the bound lowered to 1 us here, which the small run's first steps pass)."""
+    monkeypatch.setattr(stream, "MAX_SIM_TIME_PS", 10**6)
+    path = small_file(tmp_path, variant(small_raw, "default", steps=4))
+    out = tmp_path / "new"
+    with pytest.raises(ConfigError, match=r"passes 2\^62 ps") as e:
+        record_run(path, [], None, None, str(out))
+    assert "\n" not in str(e.value)
     assert not out.exists()
 
 
