@@ -205,7 +205,16 @@ def refuses_untouched(c: Campaign, *args: str, mention: str | None = None, timeo
 
 # -- names become paths ----------------------------------------------------------------------
 
-ESCAPING_NAMES = ["../../escape/n1", "../../../../../../../../tmp/../" + "x" * 3, "/abs/../escape", "..", "."]
+ESCAPING_NAMES = [
+    "../../escape/n1",
+    "../../../../../../../../tmp/../" + "x" * 3,
+    "/abs/../escape",
+    "..",
+    ".",
+    "x" * 5000,
+    "~root",
+    "con\\..\\..\\escape",
+]
 
 
 for i, hostile in enumerate(ESCAPING_NAMES):
@@ -367,6 +376,14 @@ REFUSED_SQL = [
     "SELECT * FROM parquet_scan('/tmp/x.parquet')",
     "SELECT * FROM duckdb_extensions() WHERE installed AND NOT loaded AND load_extension(extension_name)",
     "CALL enable_logging()",
+    "SELECT getenv('HOME')",
+    "SELECT * FROM read_json_auto('/etc/passwd')",
+    "SELECT * FROM sniff_csv('/etc/passwd')",
+    "FROM duckdb_secrets()",
+    "SELECT * FROM read_parquet('http://127.0.0.1:1/x.parquet')",
+    "EXPLAIN (FORMAT json) ANALYZE DELETE FROM runs",
+    "WITH x AS (SELECT 1) DELETE FROM runs",
+    "PIVOT runs ON name",
 ]
 
 
@@ -408,7 +425,7 @@ for sql in RUNAWAY_SQL:
             return f"took {res.wall_s:.1f} s against a 5 s limit"
         if res.peak_rss_bytes > 2.5 * 2**30:
             return f"peak RSS {res.peak_rss_bytes / 2**30:.1f} GiB against the 1 GB cap"
-        return refused(res)
+        return clean(res)  # stopped at the limit (exit 2), or done within it
 
 
 for sql in ("SELECT repeat('x', 100000000) AS s FROM range(100)", "SELECT repeat('y', 10000000) FROM range(1000)"):
@@ -556,6 +573,35 @@ for special in ("/dev/zero", "/dev/urandom", "/dev/null"):
         return refuses_untouched(c, "ingest", special, timeout=20)
 
 
+@case("captures", "ingest a 100 GiB sparse capture")
+def _sparse(c: Campaign) -> str | None:
+    path = c.ws / "huge.xplane.pb"
+    with open(path, "wb") as f:
+        f.truncate(100 * 2**30)
+    try:
+        res = c.cli("ingest", str(path), timeout=30)
+    finally:
+        path.unlink()
+    return refused(res) or (None if res.peak_rss_bytes < 2**30 else f"peak RSS {res.peak_rss_bytes >> 20} MiB")
+
+
+@case("captures", "ingest a symlink to /dev/zero named .xplane.pb")
+def _link_to_device(c: Campaign) -> str | None:
+    link = c.ws / "zero.xplane.pb"
+    link.unlink(missing_ok=True)
+    link.symlink_to("/dev/zero")
+    return refuses_untouched(c, "ingest", str(link), timeout=20)
+
+
+@case("captures", "ingest a run directory holding a FIFO capture")
+def _fifo_in_dir(c: Campaign) -> str | None:
+    d = c.ws / "rundir" / "plugins" / "profile" / "r1"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "h.xplane.pb").unlink(missing_ok=True)
+    os.mkfifo(d / "h.xplane.pb")
+    return refuses_untouched(c, "ingest", str(c.ws / "rundir"), timeout=20)
+
+
 @case("captures", "ingest a FIFO named .sctrace")
 def _fifo_trace(c: Campaign) -> str | None:
     fifo = c.ws / "pipe.sctrace"
@@ -572,7 +618,7 @@ def _twice(c: Campaign) -> str | None:
     if res.rc == 2:
         return refused(res)
     n = c.cli(
-        "sql", "SELECT count(*) AS n FROM slices JOIN runs USING (run_id) WHERE name = 'twice'", "--format", "json"
+        "sql", "SELECT count(*) AS n FROM slices JOIN runs USING (run_id) WHERE runs.name = 'twice'", "--format", "json"
     )
     got = json.loads(n.out)[0]["n"] if n.rc == 0 else None
     return None if got == 6 else f"exit {res.rc}; {got} slices for 6 events"
@@ -704,6 +750,13 @@ class UiServer:
         self.argv = [sys.executable, "-m", "scprof.cli", "ui", "--host", host, "--port", str(self.port), *extra]
         self.base = f"http://127.0.0.1:{self.port}"
         self.token = ""
+        self.new_session()
+
+    def new_session(self) -> None:
+        """A browser without cookies (each case starts as a stranger)."""
+        import http.cookiejar
+
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
 
     def __enter__(self) -> UiServer:
         self.log = open(self.c.root / "ui.log", "w+b")  # noqa: SIM115 - closed in __exit__
@@ -743,10 +796,9 @@ class UiServer:
         h = {"Content-Type": "application/json", **(headers or {})}
         return self._do(urllib.request.Request(self.base + path, data=data, headers=h))
 
-    @staticmethod
-    def _do(req: urllib.request.Request) -> tuple[int, bytes]:
+    def _do(self, req: urllib.request.Request) -> tuple[int, bytes]:
         try:
-            with urllib.request.urlopen(req, timeout=60) as r:
+            with self.opener.open(req, timeout=60) as r:
                 return r.status, r.read()
         except urllib.error.HTTPError as e:
             return e.code, e.read()
@@ -781,6 +833,9 @@ def _off_loopback(c: Campaign) -> str | None:
         status, _ = ui.get(f"/runs?token={ui.token}")
         if status != 200:
             return f"the right token gave HTTP {status}"
+        status, _ = ui.get("/_dash-layout")  # then its cookie alone
+        if status != 200:
+            return f"the token's cookie gave HTTP {status}"
     return None
 
 
@@ -789,8 +844,29 @@ def _given_token(c: Campaign) -> str | None:
     with UiServer(c, "0.0.0.0", ("--token", "correct-horse-battery")) as ui:
         if ui.get("/runs?token=correct-horse-battery")[0] != 200:
             return "the given token was refused"
+        ui.new_session()
         if ui.get("/runs?token=correct-horse")[0] not in (401, 403):
             return "a prefix of the token was accepted"
+    return None
+
+
+@case("exposure", "UI on loopback: path traversal and a foreign Host header")
+def _traversal(c: Campaign) -> str | None:
+    with UiServer(c) as ui:
+        for path in (
+            "/assets/../../../../etc/passwd",
+            "/assets/..%2f..%2f..%2fetc%2fpasswd",
+            "/_dash-component-suites/../../etc/passwd",
+        ):
+            status, body = ui.get(path)
+            if b"root:" in body:
+                return f"GET {path} served /etc/passwd"
+        status, _ = ui.get("/runs", headers={"Host": "evil.example:80"})
+        if status not in (400, 401, 403):
+            return f"a foreign Host header (DNS rebinding) gave HTTP {status}"
+        status, _ = ui.get("/download/sql.csv?q=COPY%20runs%20TO%20%27x.csv%27")
+        if status != 400:
+            return f"a write through the CSV download gave HTTP {status}"
     return None
 
 
@@ -856,13 +932,16 @@ for hostile in ("line1\nline2", "\x1b[2J\x1b[31mred", "bell\x07", "c1\x9b31m", "
         if res.rc != 0:
             return clean(res)
         shown = c.cli("runs").out + c.cli("analyze", hostile).out + res.out
-        bad = [ch for ch in hostile if (ord(ch) < 32 or 127 <= ord(ch) < 160) and ch in shown]
-        if bad:
-            return f"printed raw: {sorted({hex(ord(ch)) for ch in bad})}"
-        err = c.cli("analyze", hostile + "-missing").err
-        if any(ch in err for ch in hostile if ord(ch) < 32 or 127 <= ord(ch) < 160):
+        if hostile in shown or any(ch in shown for ch in hostile if ch not in "\n" and _control(ch)):
+            return f"printed raw: {sorted({hex(ord(ch)) for ch in hostile if _control(ch)})}"
+        err = c.cli("analyze", hostile + "-missing").err.rstrip("\n")
+        if hostile in err or any(ch in err for ch in hostile if _control(ch)):
             return "printed raw in an error line"
         return None
+
+
+def _control(ch: str) -> bool:
+    return ord(ch) < 32 or 127 <= ord(ch) < 160
 
 
 # -- crash mid-record -------------------------------------------------------------------------
@@ -892,7 +971,10 @@ def _crash(c: Campaign) -> str | None:
         return f"the partial trace does not ingest: {_tail(res.err)}"
     n = json.loads(
         c.cli(
-            "sql", "SELECT count(*) AS n FROM slices JOIN runs USING (run_id) WHERE name = 'crash'", "--format", "json"
+            "sql",
+            "SELECT count(*) AS n FROM slices JOIN runs USING (run_id) WHERE runs.name = 'crash'",
+            "--format",
+            "json",
         ).out
     )[0]["n"]
     return None if n > 0 else "the partial trace holds no events"
