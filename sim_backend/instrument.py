@@ -365,22 +365,31 @@ def task_columns(sim: Simulation) -> dict[str, np.ndarray]:
     return cols
 
 
+def open_recorder(
+    path: str, su: RunSetup, run_name: str, run_id: str, config: dict, tags: dict[str, str], producer: str
+) -> Recorder:
+    """The Recorder of one emulated run: its header from the run's facts; a fixed start time
+    (0), so the same config gives a byte-identical trace."""
+    return Recorder(
+        path,
+        run_name=run_name,
+        producer=producer,
+        hardware=su.hw.recorder_dict(),
+        config=config,
+        tags=tags,
+        run_id=run_id,
+        start_time_unix_ns=0,
+    )
+
+
 def write_trace(
     sim: Simulation, path: str, run_name: str, run_id: str, config: dict, tags: dict[str, str], producer: str
 ) -> int:
     """Write a finished simulation to `path` in one window; returns the number of events
     (ops + modules)."""
-    with Recorder(
-        path,
-        run_name=run_name,
-        producer=producer,
-        hardware=sim.hw.recorder_dict(),
-        config=config,
-        tags=tags,
-        run_id=run_id,
-        start_time_unix_ns=0,
-    ) as rec:
-        w = TraceWriter(rec, run_setup(sim))
+    su = run_setup(sim)
+    with open_recorder(path, su, run_name, run_id, config, tags, producer) as rec:
+        w = TraceWriter(rec, su)
         for sr in sim.steps:
             w.preprocessed(sr)
         if sim.steps:

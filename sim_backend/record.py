@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from profiler.errors import ScprofError
 from profiler.progress import TerminalProgress
-from profiler.recorder import Recorder, rewrite_tags
+from profiler.recorder import rewrite_tags
 from sim_backend import __version__
 from sim_backend.check_events import NAN_DETECTED
 from sim_backend.config import effective_config, load_config
@@ -28,6 +28,7 @@ from sim_backend.errors import (
     RecordInterrupted,
     RunFailure,
 )
+from sim_backend.instrument import open_recorder
 from sim_backend.limits import write_limits_file
 from sim_backend.memory import HBM_OOM, Failure
 from sim_backend.stream import stream_run
@@ -111,16 +112,7 @@ def record_run(
     if su.failure is not None:
         tags.update(_failure_tags(su.failure))
     try:
-        with Recorder(
-            partial,
-            run_name=name,
-            producer=PRODUCER,
-            hardware=su.hw.recorder_dict(),
-            config=config,
-            tags=tags,
-            run_id=run_id,
-            start_time_unix_ns=0,
-        ) as rec:
+        with open_recorder(partial, su, name, run_id, config, tags, PRODUCER) as rec:
             run = stream_run(su, rec, progress)
     except ScprofError:  # the user's mistake (say, limits exceeded at step k): nothing is left behind
         _remove(partial, out_dir if made_dir else None)

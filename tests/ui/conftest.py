@@ -33,6 +33,24 @@ def build_two_run_store(directory) -> str:
     return db
 
 
+def renamed_copy(ui_db: str, path, *names: str) -> tuple[str, list[int]]:
+    """A copy of the UI store at `path` whose first runs are renamed `names` (hostile names
+    are data a store may hold); (its path, the run ids in order)."""
+    import shutil
+
+    import duckdb
+
+    shutil.copyfile(ui_db, path)
+    con = duckdb.connect(str(path))
+    try:
+        ids = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
+        for run_id, name in zip(ids, names, strict=False):
+            con.execute("UPDATE runs SET name = ? WHERE run_id = ?", [name, run_id])
+    finally:
+        con.close()
+    return str(path), ids
+
+
 @pytest.fixture(scope="session")
 def ui_db(tmp_path_factory) -> str:
     return build_two_run_store(tmp_path_factory.mktemp("ui-store"))

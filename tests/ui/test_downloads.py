@@ -3,12 +3,11 @@ folder whatever happens to the response; the SQL download refuses what the guard
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 
-import duckdb
 import pytest
 
+from tests.ui.conftest import renamed_copy
 from ui import pages as P
 from ui.app import create_app
 
@@ -18,14 +17,7 @@ HOSTILE = "../../outside/x"  # relative to a download's folder inside the tempor
 @pytest.fixture
 def hostile_store(ui_db, tmp_path):
     """A copy of the UI store whose run 1 is named with a path and one with control characters."""
-    db = tmp_path / "hostile.duckdb"
-    shutil.copyfile(ui_db, db)
-    con = duckdb.connect(str(db))
-    ids = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
-    con.execute("UPDATE runs SET name = ? WHERE run_id = ?", [HOSTILE, ids[0]])
-    con.execute("UPDATE runs SET name = ? WHERE run_id = ?", ["a\x1b[31mb\nc\x00d", ids[1]])
-    con.close()
-    return str(db), ids
+    return renamed_copy(ui_db, tmp_path / "hostile.duckdb", HOSTILE, "a\x1b[31mb\nc\x00d")
 
 
 @pytest.fixture

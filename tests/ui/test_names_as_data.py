@@ -3,11 +3,8 @@ written: Plotly reads <b>, <a href>, <br> and %{...} in names and hover text, so
 
 from __future__ import annotations
 
-import shutil
-
-import duckdb
-
 from profiler.store import Store
+from tests.ui.conftest import renamed_copy
 from ui import pages as P
 from ui import render as R
 
@@ -26,12 +23,7 @@ def test_event_hover_shows_names_and_args_as_written():
 
 
 def test_run_names_in_compare_charts_are_text(ui_db, tmp_path):
-    db = tmp_path / "names.duckdb"
-    shutil.copyfile(ui_db, db)
-    con = duckdb.connect(str(db))
-    ids = [r[0] for r in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall()]
-    con.execute("UPDATE runs SET name = ? WHERE run_id = ?", [MARKUP, ids[0]])
-    con.close()
+    db, ids = renamed_copy(ui_db, tmp_path / "names.duckdb", MARKUP)
     with Store.open(str(db), read_only=True) as store:
         page = P.render_compare(store, {"base": ids[0], "cand": ids[1]})
     names = [t.name for t in _find(page, "compare-hist").figure.data]
