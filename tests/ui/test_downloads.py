@@ -8,6 +8,7 @@ import tempfile
 import pytest
 
 from tests.ui.conftest import renamed_copy
+from tests.ui.test_data import find
 from ui import pages as P
 from ui.app import create_app
 
@@ -95,19 +96,10 @@ def test_the_sql_console_shows_long_cells_shortened(ro_store):
 
 def test_the_sql_console_caps_results_in_bytes(ro_store):
     page = P.render_sql(ro_store, {"q": "SELECT repeat('x', 1000000) AS s FROM range(20)", "rows": 100})
-    info = _find(page, "sql-info").children
+    info = find(page, "sql-info").children
     assert info.startswith("8 row(s)") and "capped at 8 MiB" in info  # 8 of 1,000,004 bytes fit in 8 MiB
 
 
-def _find(component, id_):
-    if isinstance(component, list | tuple):
-        return next((x for x in (_find(c, id_) for c in component) if x is not None), None)
-    if getattr(component, "id", None) == id_:
-        return component
-    children = getattr(component, "children", None)
-    return _find(children, id_) if children is not None and not isinstance(children, str) else None
-
-
 def _cells(page) -> list[str]:
-    body = _find(page, "sql-result").children[1]
+    body = find(page, "sql-result").children[1]
     return [td.children for tr in body.children for td in tr.children]

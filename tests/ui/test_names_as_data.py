@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from profiler.store import Store
 from tests.ui.conftest import renamed_copy
+from tests.ui.test_data import find
 from ui import pages as P
 from ui import render as R
 
@@ -26,14 +27,5 @@ def test_run_names_in_compare_charts_are_text(ui_db, tmp_path):
     db, ids = renamed_copy(ui_db, tmp_path / "names.duckdb", MARKUP)
     with Store.open(str(db), read_only=True) as store:
         page = P.render_compare(store, {"base": ids[0], "cand": ids[1]})
-    names = [t.name for t in _find(page, "compare-hist").figure.data]
+    names = [t.name for t in find(page, "compare-hist").figure.data]
     assert names[0] == "baseline: " + R.plain(MARKUP) and not any("<a" in n for n in names)
-
-
-def _find(component, id_):
-    if isinstance(component, list | tuple):
-        return next((x for x in (_find(c, id_) for c in component) if x is not None), None)
-    if getattr(component, "id", None) == id_:
-        return component
-    children = getattr(component, "children", None)
-    return _find(children, id_) if children is not None and not isinstance(children, str) else None
