@@ -26,7 +26,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from sim_backend.config import load_config  # noqa: E402
+from sim_backend.config_load import load_config  # noqa: E402
 from sim_backend.emulator import setup  # noqa: E402
 from sim_backend.generate import generate_step  # noqa: E402
 from sim_backend.preprocess import preprocess_step  # noqa: E402

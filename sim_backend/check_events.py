@@ -21,7 +21,7 @@ from profiler.recorder import Recorder
 from sim_backend.config import RunConfig
 from sim_backend.debug_checks import StepChecks
 from sim_backend.memory import Failure
-from sim_backend.preprocess import StackGroup
+from sim_backend.stacking import StackGroup
 from sim_backend.stepgraph import SC_FWD
 
 if TYPE_CHECKING:
@@ -79,12 +79,11 @@ class CheckEvents:
             track = rec.track(self.plane, CHECKS_LINE, "host")
             for name, on in ((BOUND_CHECK, self.bound), (NAN_CHECK, self.nan)):
                 if on:
-                    n += self._emit(rec, track, name, CHECK_CATEGORY, steps, self.tables, name == BOUND_CHECK)
+                    n += self._emit(rec, track, name, CHECK_CATEGORY, steps, self.tables, bound=name == BOUND_CHECK)
         if self.quant:
             track = rec.track(self.plane, QUANT_LINE, "host")
-            n += self._emit(
-                rec, track, QUANTIZATION, QUANT_CATEGORY, steps, [t.name for t in self.quant], False, self.quant
-            )
+            tables = [t.name for t in self.quant]
+            n += self._emit(rec, track, QUANTIZATION, QUANT_CATEGORY, steps, tables, quant=self.quant)
         return n
 
     def _emit(
@@ -95,10 +94,13 @@ class CheckEvents:
         category: str,
         steps: list[tuple[StepChecks, np.ndarray]],
         tables: list[str],
-        bound: bool,
+        *,
+        bound: bool = False,
         quant: list | None = None,
     ) -> int:
-        """One event per (step, table) with the check's figures as arguments."""
+        """One event per (step, table) with the check's figures as arguments: the bound
+        check's (`bound`), the quantization's (`quant`: the quantized tables) or the NaN
+        checker's (neither)."""
         rows = [(sc.step, t, sc.tables[t], done[self.group[t]]) for sc, done in steps for t in tables]
         args: dict[str, list] = {}
         if quant is not None:

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from sim_backend.config import RunConfig
 
+GEMM_SUFFIXES = ("/kernel", "/u", "/v")  # dense_param_shapes names of matmul operands
+
 
 @dataclass(frozen=True)
 class DenseWork:

@@ -26,8 +26,9 @@ from sim_backend.memory import (
     memory_timeline,
     static_memory,
 )
-from sim_backend.preprocess import Layout, StackGroup, StepResult, plan_groups, preprocess_step
+from sim_backend.preprocess import StepResult, preprocess_step
 from sim_backend.scheduler import Schedule, schedule
+from sim_backend.stacking import Layout, StackGroup, plan_groups
 from sim_backend.stepgraph import Resources, build_graph
 from sim_backend.taskgraph import TaskGraph
 
@@ -89,7 +90,18 @@ def prepare(cfg: RunConfig) -> RunSetup:
     dense = dense_work(cfg, cost.c.activation_bytes)
     mem = static_memory(cfg, hw, groups, cost)
     res = Resources(hw.num_chips, hw.sparsecores_per_chip, cfg.host.num_threads)
-    return RunSetup(cfg, hw, limits, groups, lay, cost, dense, mem, res, compile_failure(cfg, hw, groups, mem))
+    return RunSetup(
+        cfg=cfg,
+        hw=hw,
+        limits=limits,
+        groups=groups,
+        layout=lay,
+        cost=cost,
+        dense=dense,
+        memory=mem,
+        resources=res,
+        failure=compile_failure(cfg, hw, groups, mem),
+    )
 
 
 def run_setup(sim: Simulation) -> RunSetup:
@@ -97,7 +109,16 @@ def run_setup(sim: Simulation) -> RunSetup:
     lay = Layout(sim.cfg.global_batch, sim.hw.num_chips, sim.hw.sparsecores_per_chip)
     failure = sim.failure if not sim.steps else None
     return RunSetup(
-        sim.cfg, sim.hw, sim.limits, sim.groups, lay, sim.cost, sim.dense, sim.memory, sim.resources, failure
+        cfg=sim.cfg,
+        hw=sim.hw,
+        limits=sim.limits,
+        groups=sim.groups,
+        layout=lay,
+        cost=sim.cost,
+        dense=sim.dense,
+        memory=sim.memory,
+        resources=sim.resources,
+        failure=failure,
     )
 
 
@@ -138,16 +159,16 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     if failure is not None:  # the program does not compile: nothing runs
         empty = schedule(TaskGraph(), [])
         return Simulation(
-            cfg,
-            hw,
-            limits,
-            groups,
-            cost,
-            dense,
-            [],
-            TaskGraph(),
-            su.resources,
-            empty,
+            cfg=cfg,
+            hw=hw,
+            limits=limits,
+            groups=groups,
+            cost=cost,
+            dense=dense,
+            steps=[],
+            graph=TaskGraph(),
+            resources=su.resources,
+            schedule=empty,
             memory=mem,
             failure=failure,
         )
@@ -169,7 +190,20 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     timings["graph"] = t1 - t0
     timings["schedule"] = time.perf_counter() - t1
     sim = Simulation(
-        cfg, hw, limits, groups, cost, dense, results, graph, res, sched, observed, timings, memory=mem, checks=checks
+        cfg=cfg,
+        hw=hw,
+        limits=limits,
+        groups=groups,
+        cost=cost,
+        dense=dense,
+        steps=results,
+        graph=graph,
+        resources=res,
+        schedule=sched,
+        table_observed=observed,
+        timings_s=timings,
+        memory=mem,
+        checks=checks,
     )
     sim.timeline = memory_timeline(sim)
     failures = [f for f in (find_oom(mem, sim.timeline), nan_failure(sim)) if f is not None]

@@ -43,8 +43,9 @@ from sim_backend.config import RunConfig
 from sim_backend.costmodel import CostModel
 from sim_backend.hardware import HardwareSpec
 from sim_backend.layout import dense_dtype, padded_bytes
-from sim_backend.preprocess import StackGroup, StepResult
+from sim_backend.preprocess import StepResult
 from sim_backend.sharding import plan_dense
+from sim_backend.stacking import StackGroup
 from sim_backend.stepgraph import INFEED, SC_BWD, SC_FWD
 
 if TYPE_CHECKING:

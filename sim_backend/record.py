@@ -18,7 +18,8 @@ from profiler.progress import TerminalProgress
 from profiler.recorder import rewrite_tags
 from sim_backend import __version__
 from sim_backend.check_events import NAN_DETECTED
-from sim_backend.config import effective_config, load_config
+from sim_backend.config import effective_config
+from sim_backend.config_load import load_config
 from sim_backend.emulator import RunSetup, prepare
 from sim_backend.errors import (
     CompileError,

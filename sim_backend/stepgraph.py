@@ -35,8 +35,9 @@ from sim_backend.costmodel import CostModel
 from sim_backend.debug_checks import check_ps
 from sim_backend.dense import DenseWork
 from sim_backend.hardware import HardwareSpec
-from sim_backend.preprocess import StackGroup, StepResult
+from sim_backend.preprocess import StepResult
 from sim_backend.sharding import BACKWARD, FORWARD, UPDATE, plan_dense
+from sim_backend.stacking import StackGroup
 from sim_backend.taskgraph import TaskGraph
 
 # Task kinds (also the phase order used for priorities).

@@ -13,7 +13,7 @@ from analyzers import memory
 from analyzers.context import RunContext
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
-from sim_backend.config import load_config
+from sim_backend.config_load import load_config
 from sim_backend.emulator import simulate
 from sim_backend.record import record_run
 from tests.tracekit import REPO

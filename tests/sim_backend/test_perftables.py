@@ -16,7 +16,8 @@ import pytest
 
 from profiler.reader import read_trace
 from scprof.cli import main as scprof_main
-from sim_backend.config import config_from_dict, load_config
+from sim_backend.config import config_from_dict
+from sim_backend.config_load import load_config
 from sim_backend.costmodel import (
     CostConstants,
     TableCostModel,

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from sim_backend.config import apply_override, config_from_dict, load_config, parse_value
+from sim_backend.config import config_from_dict
+from sim_backend.config_load import apply_override, load_config, parse_value
 from sim_backend.emulator import setup
 from sim_backend.errors import ConfigError
 from sim_backend.hardware import PRESETS

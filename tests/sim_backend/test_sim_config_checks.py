@@ -17,6 +17,7 @@ import pytest
 from profiler.errors import ScprofError
 from sim_backend import config as C
 from sim_backend import config_checks as K
+from sim_backend import config_load as L
 from sim_backend.errors import ConfigError
 
 # -- every numeric key, found by walking the schema (new keys are covered without editing this file)
@@ -185,7 +186,7 @@ def test_absurd_multi_hot_names_key_value_file_and_memory(tmp_path, small_raw):
     base = tmp_path / "base.toml"
     base.write_text(_toml(small_raw))
     with pytest.raises(ConfigError) as exc:
-        C.load_config(str(path))
+        L.load_config(str(path))
     text = str(exc.value)
     assert text.startswith(f"{path}: features[0].multi_hot = 1000000000: ")
     assert "TiB" in text and "global_batch 256" in text and "more than this machine's" in text
@@ -281,7 +282,7 @@ def _deep(tmp_path):
 def test_bad_config_files_are_one_line_config_errors(tmp_path, make):
     path, needle = make(tmp_path)
     with pytest.raises(ConfigError) as exc:
-        C.load_config(str(path))  # a FIFO is never opened: this would block forever
+        L.load_config(str(path))  # a FIFO is never opened: this would block forever
     assert needle in str(exc.value) and "\n" not in str(exc.value)
     assert str(exc.value).startswith(str(path))
 
@@ -292,7 +293,7 @@ def test_unreadable_config(tmp_path):
     path.write_text("steps = 3\n")
     path.chmod(0)
     with pytest.raises(ConfigError, match="permission denied|Permission denied"):
-        C.load_config(str(path))
+        L.load_config(str(path))
 
 
 @pytest.mark.parametrize(

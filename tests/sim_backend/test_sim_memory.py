@@ -15,7 +15,8 @@ import pytest
 
 from profiler.reader import read_trace
 from scprof.cli import main
-from sim_backend.config import config_from_dict, load_config
+from sim_backend.config import config_from_dict
+from sim_backend.config_load import load_config
 from sim_backend.emulator import simulate
 from sim_backend.errors import CompileError, HbmOomError, RunFailure
 from sim_backend.memory import HEAP_CONTRIBUTORS, fmt_size, stack_bytes_per_sc

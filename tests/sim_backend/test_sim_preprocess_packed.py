@@ -61,7 +61,7 @@ def test_packed_path_matches_reference(small_raw, case, monkeypatch):
     def entry_path(*args, **kwargs):
         raise AssertionError("the entry path ran where the packed path applies")
 
-    monkeypatch.setattr(preprocess, "_group_keys", entry_path)
+    monkeypatch.setattr(preprocess, "group_keys", entry_path)
     try:
         got = preprocess_step(case % 4, batches, groups, lay, cfg.sparsecore, table_stats=True)
     except PreprocessError:

@@ -22,16 +22,9 @@ from sim_backend.errors import ConfigError
 from sim_backend.instrument import KIND_CATEGORIES
 from sim_backend.memory import dense_bytes
 from sim_backend.record import record_run
-from sim_backend.sharding import (
-    DimSharding,
-    Mesh,
-    Sharding,
-    parse_mesh,
-    parse_sharding,
-    per_device_shape,
-    plan_dense,
-    ring_bytes,
-)
+from sim_backend.sharding import per_device_shape, plan_dense, ring_bytes
+from sim_backend.sharding_resolve import local_shape
+from sim_backend.shardy import DimSharding, Mesh, Sharding, parse_mesh, parse_sharding
 from sim_backend.stepgraph import ALLREDUCE, KIND_NAMES, TC_COLLECTIVES
 from tests.sim_backend.test_sim_memory import counters_by_line
 from tests.sim_backend.test_sim_record import small_file
@@ -429,8 +422,6 @@ def manual(name: str, axes: list[str], params: list[str], ins=None, outs=None, p
 
 
 def test_local_shape_by_hand():
-    from sim_backend.sharding import local_shape
-
     mesh = parse_mesh('<["x"=2, "y"=2]>')
     s = parse_sharding('[{"x"}, {"y"}]', "k")
     # manual over x: only x divides; the free y split is the automatic partitioner's

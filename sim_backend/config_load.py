@@ -1,0 +1,147 @@
+"""Workload config files: a TOML file and the files it `extends`, `--set key=value`
+overrides, then validation (config.py) into a RunConfig.
+
+Paths written in a config file are relative to that file; errors name the file first.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from typing import Any
+
+from sim_backend.config import LISTS, RunConfig, config_from_dict
+from sim_backend.config_checks import parse_toml, read_text_file
+from sim_backend.errors import ConfigError
+
+MAX_EXTENDS_DEPTH = 32  # `extends` chains
+
+
+def load_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
+    """Read a TOML workload (and what it `extends`), apply `--set` overrides, validate.
+
+    Errors in the values (and sizes too big for this machine) name the file first:
+    "configs/x.toml: features[0].multi_hot: ...".
+    """
+    raw = load_raw(path)
+    for item in overrides:
+        apply_override(raw, item)
+    flags = raw.get("flags")
+    if isinstance(flags, dict) and isinstance(flags.get("xla_sparse_core_max_ids_file"), str):
+        f = flags["xla_sparse_core_max_ids_file"]
+        flags["xla_sparse_core_max_ids_file"] = os.path.abspath(f) if f else ""
+    if isinstance(raw.get("perf_tables"), str) and raw["perf_tables"]:
+        raw["perf_tables"] = os.path.abspath(raw["perf_tables"])
+    try:
+        return config_from_dict(raw)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
+def load_raw(path: str, _seen: tuple[str, ...] = ()) -> dict:
+    """The parsed TOML of `path` merged over the file it `extends` (paths made absolute).
+
+    A variant sets `extends = "base.toml"` (relative to itself) and only the keys it
+    changes; `[[tables]]`/`[[features]]` entries with a base entry's name update it,
+    other entries are appended.
+    """
+    apath = os.path.realpath(path)
+    raw = parse_toml(read_text_file(path), path)
+    base_dir = os.path.dirname(os.path.abspath(path))
+    _resolve_paths(raw, base_dir)
+    base = raw.pop("extends", None)
+    if base is None:
+        return raw
+    if not isinstance(base, str) or not base:
+        raise ConfigError(f"{path}: extends: expected a file name, got {base!r}")
+    base_path = os.path.join(base_dir, base)
+    chain = (*_seen, apath)
+    if os.path.realpath(base_path) in chain:
+        names = " -> ".join(os.path.basename(p) for p in (*chain, os.path.realpath(base_path)))
+        raise ConfigError(f"{path}: extends itself (a cycle: {names})")
+    if len(chain) >= MAX_EXTENDS_DEPTH:
+        raise ConfigError(f"{path}: extends: more than {MAX_EXTENDS_DEPTH} files deep")
+    try:
+        return _merge(load_raw(base_path, chain), raw)
+    except ConfigError as e:
+        if _seen:  # the innermost file says what is wrong; the outermost says where it was named
+            raise
+        raise ConfigError(f"{path}: extends {base!r}: {e}") from None
+
+
+def _merge(base: dict, over: dict, top: bool = True) -> dict:
+    out = dict(base)
+    for key, value in over.items():
+        old = out.get(key)
+        if top and key in LISTS and isinstance(value, list) and isinstance(old, list):
+            merged = [dict(e) if isinstance(e, dict) else e for e in old]
+            names = {e.get("name"): i for i, e in enumerate(merged) if isinstance(e, dict)}
+            for entry in value:
+                if isinstance(entry, dict) and entry.get("name") in names:
+                    merged[names[entry["name"]]].update(entry)
+                else:
+                    merged.append(entry)
+            out[key] = merged
+        elif isinstance(value, dict) and isinstance(old, dict):
+            out[key] = _merge(old, value, top=False)
+        else:
+            out[key] = value
+    return out
+
+
+def _resolve_paths(raw: dict, base: str) -> None:
+    """Paths written in a config file are relative to that file."""
+    flags = raw.get("flags")
+    if isinstance(flags, dict):
+        f = flags.get("xla_sparse_core_max_ids_file")
+        if isinstance(f, str) and f and not os.path.isabs(f):
+            flags["xla_sparse_core_max_ids_file"] = os.path.normpath(os.path.join(base, f))
+    tables = raw.get("perf_tables")
+    if isinstance(tables, str) and tables and not os.path.isabs(tables):
+        raw["perf_tables"] = os.path.normpath(os.path.join(base, tables))
+
+
+def parse_value(text: str) -> Any:
+    """A --set value: any TOML value (123, 1.5, true, [1, 2], "s"), else the bare string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except (tomllib.TOMLDecodeError, RecursionError):
+        return text
+
+
+def apply_override(raw: dict, item: str) -> None:
+    """Apply one `key=value` (dotted key; list entries by name or index) to a raw config."""
+    key, sep, text = item.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
+    parts = key.split(".")
+    node: Any = raw
+    for i, part in enumerate(parts[:-1]):
+        where = ".".join(parts[: i + 1])
+        if isinstance(node, list):
+            node = _list_entry(node, part, where)
+        elif isinstance(node, dict):
+            if part not in node:
+                if part in LISTS:
+                    raise ConfigError(f"--set {key}: the config has no {part}")
+                node[part] = {}
+            node = node[part]
+        else:
+            raise ConfigError(f"--set {key}: {where} is not a section")
+    last = parts[-1]
+    value = parse_value(text.strip())
+    if isinstance(node, list):
+        raise ConfigError(f"--set {key}: name a field of one entry, e.g. {key}.<field>")
+    if not isinstance(node, dict):
+        raise ConfigError(f"--set {key}: {'.'.join(parts[:-1])} is not a section")
+    node[last] = value
+
+
+def _list_entry(entries: list, part: str, where: str) -> dict:
+    for entry in entries:
+        if isinstance(entry, dict) and entry.get("name") == part:
+            return entry
+    if part.isdigit() and int(part) < len(entries):
+        return entries[int(part)]
+    raise ConfigError(f"--set {where}: no entry named {part!r}")
