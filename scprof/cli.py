@@ -17,6 +17,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
+from profiler import units
 from profiler.errors import ScprofError, StoreError
 from profiler.progress import TerminalProgress
 from profiler.store import Store, default_path
@@ -163,7 +164,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     with Store.open(args.db, read_only=True) as store:
         report = analyze_run(store, store.resolve_run(args.run))
-    print(json.dumps(report.to_dict(), default=str) if args.json else formatting.escape_lines(render_report(report)))
+    print(json.dumps(report.to_dict(), default=str) if args.json else units.escape_lines(render_report(report)))
     return 0
 
 
@@ -177,7 +178,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(
         json.dumps(comparison.to_dict(), default=str)
         if args.json
-        else formatting.escape_lines(render_comparison(comparison))
+        else units.escape_lines(render_comparison(comparison))
     )
     return 0
 
@@ -189,7 +190,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     steps = parse_steps(args.steps)
     with Store.open(args.db, read_only=True) as store:
         run_id = store.resolve_run(args.run)
-        print(formatting.escape_control(module.export_run(store, run_id, args.output, steps, args.check)))
+        print(units.escape_control(module.export_run(store, run_id, args.output, steps, args.check)))
     return 0
 
 
@@ -283,7 +284,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         line = f"ingested {r.name!r} as run_id {r.run_id}: {r.events:,} events"
         if r.cut_message:
             line += f" (truncated: {r.cut_message})"
-        print(formatting.escape_control(line))
+        print(units.escape_control(line))
     return 0
 
 
@@ -375,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScprofError as e:
         if debug:
             traceback.print_exc()
-        print(f"scprof: error: {formatting.escape_control(e)}", file=sys.stderr)
+        print(f"scprof: error: {units.escape_control(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("scprof: interrupted", file=sys.stderr)
@@ -386,7 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         print(
-            f"scprof: internal error: {type(e).__name__}: {formatting.escape_control(e)} (rerun with --debug for details)",
+            f"scprof: internal error: {type(e).__name__}: {units.escape_control(e)} (rerun with --debug for details)",
             file=sys.stderr,
         )
         return 1

@@ -1,8 +1,6 @@
-"""Human formatting at the edge: units, tables, CSV and JSON output of Arrow tables.
+"""The CLI's output of Arrow tables: table, CSV and JSON text, and the runs listing.
 
-Everything printed for people passes store-derived text (run, table and op names, finding
-text, error messages quoting them) through `escape_control`, so a name holding a newline or
-a terminal escape sequence can neither forge output lines nor drive the terminal.
+Units and escaping come from `profiler.units` (one definition for the CLI and the UI).
 """
 
 from __future__ import annotations
@@ -14,32 +12,7 @@ import math
 
 import pyarrow as pa
 
-
-def _control_escapes() -> dict[int, str]:
-    """Code point -> visible escape, for every character a terminal would act on."""
-    table = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0))}  # C0, DEL, C1
-    table |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
-    # line and paragraph separators, and the bidirectional overrides that reorder what is shown
-    table |= {c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
-    return table
-
-
-_CONTROL_ESCAPES = _control_escapes()
-
-
-def escape_control(text: object) -> str:
-    """`str(text)` with control characters shown as escapes (`\\n`, `\\x1b`), so it prints on one line."""
-    return str(text).translate(_CONTROL_ESCAPES)
-
-
-def escape_lines(text: str) -> str:
-    """Multi-line output made safe: each line's control characters escaped, line breaks kept.
-
-    A backstop for whole outputs; values that may hold a newline must go through
-    `escape_control` before they are joined into lines.
-    """
-    return "\n".join(escape_control(line) for line in text.split("\n"))
-
+from profiler.units import escape_control, format_cell, format_ps, text_table
 
 # The runs listing, newest last (what `scprof runs` prints).
 RUNS_QUERY = """
@@ -48,46 +21,6 @@ SELECT run_id, name, source, status,
        steps, events, last_ps - first_ps AS span_ps,
        strftime(ingested_at, '%Y-%m-%d %H:%M') AS ingested, tags
 FROM runs ORDER BY run_id"""
-
-
-def format_ps(ps: float | int | None) -> str:
-    """Picoseconds in the largest unit that keeps a number >= 1: 1.50 ms, 320 ns."""
-    if ps is None or (isinstance(ps, float) and math.isnan(ps)):
-        return "-"
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
-        if abs(ps) >= scale:
-            return f"{ps / scale:.3g} {unit}"
-    return f"{ps:.0f} ps"
-
-
-def format_bytes(n: float | int | None) -> str:
-    """Bytes with binary prefixes: 1.5 GiB."""
-    if n is None:
-        return "-"
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
-
-
-def text_table(header: list[str], rows: list[list[str]]) -> str:
-    """A plain aligned text table (cells' control characters escaped: one row, one line)."""
-    header = [escape_control(h) for h in header]
-    rows = [[escape_control(c) for c in r] for r in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return "\n".join(lines)
-
-
-def format_cell(v: object) -> str:
-    """One value of a SQL result as text: NULL, 6 significant digits for floats."""
-    if v is None:
-        return "NULL"
-    if isinstance(v, float):
-        return f"{v:.6g}"
-    return str(v)
 
 
 def _json_value(v: object) -> object:

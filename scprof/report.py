@@ -7,35 +7,14 @@ from typing import Any
 from analyzers.compare import Comparison
 from analyzers.findings import Finding
 from analyzers.registry import RunReport
-from scprof.formatting import escape_control, format_bytes, format_ps, text_table
+from profiler.units import escape_control, format_ps, format_value, text_table, unit_of
 
 SEVERITY_MARK = {"critical": "[CRITICAL]", "warning": "[WARNING]", "info": "[info]"}
 
 
-def format_value(value: Any, unit: str) -> str:
-    """A finding figure in human units."""
-    if value is None:
-        return "-"
-    if "share" in unit:
-        return f"{value:.1%}"
-    if unit in ("ps",) or unit.endswith("_ps"):
-        return format_ps(value)
-    if unit == "bytes":
-        return format_bytes(value)
-    if isinstance(value, float):
-        return f"{value:.3g} {unit}"
-    return f"{value:,} {unit}" if isinstance(value, int) else f"{value} {unit}"
-
-
 def _evidence_item(key: str, value: Any) -> str:
-    if isinstance(value, float) and ("share" in key or key.endswith("_share")):
-        return f"{key}={value:.1%}"
-    if isinstance(value, int | float) and (key.endswith("_ps") or "_ps_per_" in key):
-        return f"{key}={format_ps(value)}"
-    if isinstance(value, int | float) and key.endswith("_bytes"):
-        return f"{key}={format_bytes(value)}"
-    if isinstance(value, float):
-        return f"{key}={value:.3g}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{key}={format_value(value, unit_of(key))}"
     return f"{key}={value}"
 
 

@@ -20,6 +20,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from profiler.units import format_bytes
 from sim_backend.errors import ConfigError
 from sim_backend.hardware import PRESETS
 
@@ -145,14 +146,6 @@ def machine_memory_bytes() -> int:
         if text.isdigit():
             total = min(total, int(text))
     return total
-
-
-def format_bytes(n: float) -> str:
-    """Bytes with binary prefixes (1.5 GiB); this package sits below scprof.formatting."""
-    for unit, scale in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{n:.0f} B"
 
 
 @dataclass(frozen=True)

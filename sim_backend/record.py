@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from profiler.errors import ScprofError
 from profiler.progress import TerminalProgress
 from profiler.recorder import rewrite_tags
+from profiler.units import format_ps
 from sim_backend import __version__
 from sim_backend.check_events import NAN_DETECTED
 from sim_backend.config import effective_config
@@ -247,19 +248,12 @@ def memory_json(sim: RunSetup) -> dict:
     }
 
 
-def _fmt_ps(ps: float) -> str:
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
-        if ps >= scale:
-            return f"{ps / scale:.3f} {unit}"
-    return f"{ps:.0f} ps"
-
-
 def format_summary(result: RecordResult) -> str:
     """A few lines for the terminal after `scprof record`."""
     r = result
     lines = [
         f"recorded {r.run_name!r}: {r.steps} steps, {r.events} events -> {r.trace_path}",
-        f"  mean step time  {_fmt_ps(r.mean_step_time_ps)}",
+        f"  mean step time  {format_ps(r.mean_step_time_ps)}",
         f"  chip 0 time     host {r.share_host:.1%}  SparseCore {r.share_sc:.1%}  "
         f"TensorCore {r.share_tc:.1%}  idle {r.share_idle:.1%}",
         f"  minibatches     {r.minibatches} ({r.minibatches_per_step:.2f} per table group and step)",

@@ -14,6 +14,7 @@ import numpy as np
 from analyzers.registry import RunReport, analyze_run
 from profiler.errors import StoreError
 from profiler.store import Store
+from profiler.units import format_bytes, unit_of
 from ui import queries as Q
 from ui.store_access import KeyedCache, run_memo, sql
 
@@ -159,16 +160,10 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
         kpis.append(Kpi("HBM peak", None, "bytes", "no HBM counters recorded"))
     else:
         detail = f"chip {mem['chip']}" + (
-            f", {mem['peak'] / cap:.0%} of {_gib(cap)} capacity" if cap else ", capacity unknown"
+            f", {mem['peak'] / cap:.0%} of {format_bytes(cap)} capacity" if cap else ", capacity unknown"
         )
         kpis.append(Kpi("HBM peak", mem["peak"], "bytes", detail))
     return kpis
-
-
-def _gib(n: float) -> str:
-    from scprof.formatting import format_bytes
-
-    return format_bytes(n)
 
 
 def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[dict[str, Any]]:
@@ -268,18 +263,6 @@ def analysis_kpis(report: RunReport) -> list[Kpi]:
                 continue
             out.append(Kpi(key.replace("_", " "), float(value), unit_of(key), name))
     return out
-
-
-def unit_of(name: str) -> str:
-    """The unit a figure's name implies (units in names: STYLE.md)."""
-    n = name.lower()
-    if n.endswith("_ps") or n.endswith("ps_mean") or "_ps_per_" in n:
-        return "ps"
-    if "bytes" in n:
-        return "bytes"
-    if "share" in n or "ratio" in n or "fraction" in n or n.endswith("_pct"):
-        return "share"
-    return "count"
 
 
 # ---- SparseCore ------------------------------------------------------------------------------

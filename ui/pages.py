@@ -18,7 +18,7 @@ from analyzers.registry import ANALYZERS
 from analyzers.timeline import CATEGORIES
 from profiler.sql_guard import QueryError, run_query
 from profiler.store import Store
-from scprof.formatting import format_cell
+from profiler.units import format_cell, format_delta, format_value
 from ui import data as D
 from ui import queries as Q
 from ui import render as R
@@ -242,7 +242,7 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
     """KPIs from SQL, step time per step, per-chip step time (fast on any run size)."""
     run, steps = st["run"], tuple(st["steps"])
     kpis = D.overview_kpis(store, run, steps)
-    tiles = [R.kpi(k.label, R.fmt(k.value, k.unit), k.detail) for k in kpis]
+    tiles = [R.kpi(k.label, format_value(k.value, k.unit), k.detail) for k in kpis]
     st_times = D.step_times(store, run, steps)
     parts: list[Any] = [html.Div(tiles, className="kpis", id="overview-kpis")]
     if len(st_times["step"]):
@@ -285,13 +285,15 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
     head = [k for k in extra if k.label in D.HEADLINE_FIGURES]
     rest = [k for k in extra if k.label not in D.HEADLINE_FIGURES]
     if head:
-        parts.append(html.Div([R.kpi(k.label, R.fmt(k.value, k.unit), k.detail) for k in head], className="kpis"))
+        parts.append(
+            html.Div([R.kpi(k.label, format_value(k.value, k.unit), k.detail) for k in head], className="kpis")
+        )
     if rest:
         parts.append(
             html.Details(
                 [
                     html.Summary(f"All analyzer figures ({len(rest)} more)"),
-                    html.Div([R.kpi(k.label, R.fmt(k.value, k.unit), k.detail) for k in rest], className="kpis"),
+                    html.Div([R.kpi(k.label, format_value(k.value, k.unit), k.detail) for k in rest], className="kpis"),
                 ]
             )
         )
@@ -406,11 +408,11 @@ def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, dict[str, An
     unit, scale = time_unit(t1 - t0)
     links = _perfetto_links(store, run, t0, t1)
     status = (
-        f"{view.mode} view · window {R.fmt(t0, 'ps')} – {R.fmt(t1, 'ps')} ({R.fmt(t1 - t0, 'ps')}) · "
+        f"{view.mode} view · window {format_value(t0, 'ps')} – {format_value(t1, 'ps')} ({format_value(t1 - t0, 'ps')}) · "
         f"{view.events_in_window:,} events in window on {len(tracks)} tracks"
     )
     if view.mode == "aggregated":
-        status += f" · {view.columns} columns of {R.fmt(view.column_ps, 'ps')} (zoom in to ≤ {EXACT_LIMIT:,} events for exact events)"
+        status += f" · {view.columns} columns of {format_value(view.column_ps, 'ps')} (zoom in to ≤ {EXACT_LIMIT:,} events for exact events)"
     if view.mode == "empty":
         msg = "No events in this window." if tracks else "This run has no timeline tracks."
         return (
@@ -516,7 +518,10 @@ ARG_UNITS = {
 
 
 def _event_hover(e: dict[str, Any]) -> str:
-    lines = [f"<b>{R.plain(e['name'])}</b>", f"start {R.fmt(e['start_ps'], 'ps')} · dur {R.fmt(e['dur_ps'], 'ps')}"]
+    lines = [
+        f"<b>{R.plain(e['name'])}</b>",
+        f"start {format_value(e['start_ps'], 'ps')} · dur {format_value(e['dur_ps'], 'ps')}",
+    ]
     for k in (
         "step",
         "category",
@@ -530,7 +535,7 @@ def _event_hover(e: dict[str, Any]) -> str:
         "flops",
     ):
         if e.get(k) is not None and not (k == "category" and e[k] == "step"):
-            lines.append(f"{k}: {R.fmt(e[k], ARG_UNITS.get(k, 'text')) if k in ARG_UNITS else R.plain(e[k])}")
+            lines.append(f"{k}: {format_value(e[k], ARG_UNITS.get(k, 'text')) if k in ARG_UNITS else R.plain(e[k])}")
     lines += [f"{R.plain(k)}: {R.plain(v)}" for k, v in list(e.get("args", {}).items())[:12]]
     return "<br>".join(lines)
 
@@ -826,7 +831,7 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
                 y=capacity / div,
                 line_dash="dash",
                 line_color="#c62828",
-                annotation_text=f"{cap_label} {R.fmt(capacity, 'bytes')}",
+                annotation_text=f"{cap_label} {format_value(capacity, 'bytes')}",
                 annotation_position="top left",
             )
         return fig
@@ -860,8 +865,8 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
             share = f" = {peak['peak'] / cap:.1%} of capacity" if cap else ""
             parts.append(
                 R.section(
-                    f"At the peak: {R.fmt(peak['peak'], 'bytes')}{share} on TPU:{peak['chip']} at "
-                    f"{R.fmt(peak['ts_ps'], 'ps')}",
+                    f"At the peak: {format_value(peak['peak'], 'bytes')}{share} on TPU:{peak['chip']} at "
+                    f"{format_value(peak['ts_ps'], 'ps')}",
                     R.graph(pf, height=200),
                     help_text="HBM by contributor (counter) at the moment of the highest total.",
                 )
@@ -875,7 +880,7 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
         parts.append(
             R.note(
                 "SPMEM: this run records no SPMEM counter"
-                + (f" (tile scratchpad {R.fmt(tile, 'bytes')})." if tile else ".")
+                + (f" (tile scratchpad {format_value(tile, 'bytes')})." if tile else ".")
             )
         )
     if other:
@@ -999,7 +1004,7 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
             ("max", np.max),
         ):
             b, c = float(fn(bst["step_ps"])), float(fn(cst["step_ps"]))
-            rows.append({"stat": label, "base": b, "cand": c, "delta": R.fmt_delta(b, c, "ps")})
+            rows.append({"stat": label, "base": b, "cand": c, "delta": format_delta(b, c, "ps")})
         parts.append(
             html.Div(
                 [
@@ -1040,7 +1045,7 @@ def _side_by_side_sc(store: Store, base: int, cand: int, bi: dict, ci: dict) -> 
                     html.H4(info["name"]),
                     html.Div(
                         [
-                            R.kpi(lbl, R.fmt(kp[lbl].value, kp[lbl].unit), kp[lbl].detail)
+                            R.kpi(lbl, format_value(kp[lbl].value, kp[lbl].unit), kp[lbl].detail)
                             for lbl in ("SC minibatches per step", "dropped IDs")
                             if lbl in kp
                         ],
@@ -1148,7 +1153,7 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
     ops = c.get("ops") or []
     if ops:
         for r in ops:
-            r["delta"] = R.fmt_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
+            r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
         parts.append(
             R.section(
                 f"Per-op deltas (time per step; {len(ops)} ops, largest changes first)",
@@ -1172,7 +1177,7 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
     tables = c.get("tables") or []
     if tables:
         for r in tables:
-            r["delta"] = R.fmt_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
+            r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
         parts.append(
             R.section(
                 "Per-table deltas (SparseCore time per step)",
@@ -1225,7 +1230,7 @@ def _verdict_banner(c: dict[str, Any], base_name: str, cand_name: str) -> html.D
             html.Div(
                 [
                     html.B(
-                        f"mean step time {R.fmt(stc.get('base_mean_ps'), 'ps')} → {R.fmt(stc.get('cand_mean_ps'), 'ps')} "
+                        f"mean step time {format_value(stc.get('base_mean_ps'), 'ps')} → {format_value(stc.get('cand_mean_ps'), 'ps')} "
                         f"({stc['change']:+.1%})"
                     ),
                     f"; 95% interval of the change {stc.get('ci_low', float('nan')):+.1%} … {stc.get('ci_high', float('nan')):+.1%} "
@@ -1264,7 +1269,7 @@ def _breakdown_deltas(rows: list[dict[str, Any]], bname: str, cname: str) -> Any
             )
         )
     for r in rows:
-        r["change"] = R.fmt_delta(r["base_ps"], r["cand_ps"], "ps")
+        r["change"] = format_delta(r["base_ps"], r["cand_ps"], "ps")
     return R.section(
         "Step-time breakdown (mean per step and chip)",
         html.Div(

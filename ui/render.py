@@ -8,7 +8,6 @@ analyzer's findings appear without UI changes.
 from __future__ import annotations
 
 import json
-import math
 from html import escape
 from typing import Any
 from urllib.parse import urlencode
@@ -17,7 +16,7 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from analyzers.findings import Finding
-from scprof.formatting import format_bytes, format_ps
+from profiler.units import MISSING, format_value, unit_of
 
 GRAPH_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 SEVERITY_COLORS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
@@ -39,35 +38,6 @@ BASE_COLOR, CAND_COLOR = "#78909c", "#e65100"
 LONG_TEXT = 100  # table cells longer than this are cut (full text on hover)
 
 
-def fmt(value: Any, unit: str) -> str:
-    """A value with its unit for people: 1.5 ms, 3.2 GiB, 42%, 1,234."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if unit == "ps":
-        return format_ps(value)
-    if unit == "bytes":
-        return format_bytes(value)
-    if unit in ("share", "share of step time"):
-        return f"{value:.1%}"
-    if unit in ("count", "") and isinstance(value, int | float):
-        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
-    if isinstance(value, float):
-        return f"{value:.4g} {unit}".strip()
-    return f"{value} {unit}".strip()
-
-
-def fmt_delta(base: Any, cand: Any, unit: str) -> str:
-    """Change from base to cand: signed, with the relative change."""
-    if base is None or cand is None:
-        return "–"
-    d = cand - base
-    sign = "+" if d > 0 else "−" if d < 0 else "±"
-    rel = f" ({d / base:+.1%})" if base else ""
-    if unit == "share":
-        return f"{sign}{abs(d) * 100:.1f} pp"
-    return f"{sign}{fmt(abs(d), unit)}{rel}"
-
-
 def href(path: str, **params: Any) -> str:
     """A page link with query parameters (None values left out)."""
     q = {
@@ -85,7 +55,7 @@ def table(
     max_rows: int = 500,
     class_name: str = "data",
 ) -> html.Div:
-    """An HTML table of `rows`; columns are (key, header, unit) with unit as for fmt, 'text' or 'link'."""
+    """An HTML table of `rows`; columns are (key, header, unit) with unit as for format_value, 'text' or 'link'."""
     head = html.Tr([html.Th(h) for _, h, _ in columns])
     body = []
     for r in rows[:max_rows]:
@@ -95,12 +65,12 @@ def table(
             if unit == "link":
                 cells.append(html.Td(v))
             elif unit == "text":
-                text = "–" if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
+                text = MISSING if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
                 cells.append(
                     html.Td(text[:LONG_TEXT] + "…", title=text[:4000]) if len(text) > LONG_TEXT else html.Td(text)
                 )
             else:
-                cells.append(html.Td(fmt(v, unit), className="num"))
+                cells.append(html.Td(format_value(v, unit), className="num"))
         body.append(html.Tr(cells))
     children: list[Any] = [html.Table([html.Thead(head), html.Tbody(body)], className=class_name)]
     if len(rows) > max_rows:
@@ -194,7 +164,7 @@ def finding_card(f: Finding, run_id: int, compact: bool = False) -> html.Div:
     )
     figure_line = html.Div(
         [
-            html.Span(f"{f.metric} = {fmt(f.value, f.unit)}", className="mono"),
+            html.Span(f"{f.metric} = {format_value(f.value, f.unit)}", className="mono"),
             html.Span(f" · confidence {f.confidence} · rule {f.rule}", className="muted"),
         ]
     )
@@ -238,10 +208,8 @@ def finding_card(f: Finding, run_id: int, compact: bool = False) -> html.Div:
 
 
 def _evidence_value(key: str, v: Any) -> str:
-    from ui.data import unit_of
-
     if isinstance(v, int | float) and not isinstance(v, bool):
-        return fmt(v, unit_of(key))
+        return format_value(v, unit_of(key))
     return json.dumps(v) if isinstance(v, dict | list) else str(v)
 
 
@@ -280,4 +248,4 @@ def generic(value: Any, depth: int = 0) -> Any:
             ]
             return table(flat, [(k, k, "text") for k in keys], max_rows=200)
         return html.Span(_short_list(value))
-    return html.Span(_evidence_value("", value) if value is not None else "–")
+    return html.Span(_evidence_value("", value) if value is not None else MISSING)

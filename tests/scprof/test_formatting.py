@@ -1,4 +1,4 @@
-"""Human formatting at the edge: units and the three output formats."""
+"""The CLI's three output formats of Arrow tables."""
 
 from __future__ import annotations
 
@@ -7,23 +7,8 @@ import io
 import json
 
 import pyarrow as pa
-import pytest
 
-from scprof.formatting import format_bytes, format_ps, render
-
-
-@pytest.mark.parametrize("ps, text", [
-    (None, "-"), (0, "0 ps"), (999, "999 ps"), (1_000, "1 ns"), (1_500_000, "1.5 us"), (2_900_000_000, "2.9 ms"),
-    (1_160_000_000_000, "1.16 s"), (-2_000, "-2 ns"), (float("nan"), "-"),
-])  # fmt: skip
-def test_format_ps(ps, text):
-    assert format_ps(ps) == text
-
-
-@pytest.mark.parametrize("n, text", [(None, "-"), (512, "512 B"), (1536, "1.5 KiB"), (96 << 30, "96 GiB")])
-def test_format_bytes(n, text):
-    assert format_bytes(n) == text
-
+from scprof.formatting import render
 
 TABLE = pa.table({"name": ["a,b", 'say "hi"', None], "n": [1, None, 3], "x": [0.5, 1e-9, None]})
 

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from analyzers.findings import Finding
 from profiler.synthetic import write_synthetic_trace
-from scprof.formatting import escape_control, escape_lines, render
+from profiler.units import escape_control, escape_lines
+from scprof.formatting import render
 from scprof.report import finding_lines
 from tests.tracekit import PROPERTY, assert_one_error, cli
 

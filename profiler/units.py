@@ -1,0 +1,130 @@
+"""Figures in human units, and store text made safe to print: one definition for every view.
+
+The CLI, the UI, the emulator's messages and the exporters all format through here, so a
+figure reads the same wherever it is shown (1.5 ms, 3.2 GiB, 42.0%). It sits in the lowest
+layer so that every package may use it.
+
+Everything printed for people passes store-derived text (run, table and op names, finding
+text, error messages quoting them) through `escape_control`, so a name holding a newline or
+a terminal escape sequence can neither forge output lines nor drive the terminal.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MISSING = "-"  # how an absent figure reads
+
+
+def _control_escapes() -> dict[int, str]:
+    """Code point -> visible escape, for every character a terminal would act on."""
+    table = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0))}  # C0, DEL, C1
+    table |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+    # line and paragraph separators, and the bidirectional overrides that reorder what is shown
+    table |= {c: f"\\u{c:04x}" for c in (0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+    return table
+
+
+_CONTROL_ESCAPES = _control_escapes()
+
+
+def escape_control(text: object) -> str:
+    """`str(text)` with control characters shown as escapes (`\\n`, `\\x1b`), so it prints on one line."""
+    return str(text).translate(_CONTROL_ESCAPES)
+
+
+def escape_lines(text: str) -> str:
+    """Multi-line output made safe: each line's control characters escaped, line breaks kept.
+
+    A backstop for whole outputs; values that may hold a newline must go through
+    `escape_control` before they are joined into lines.
+    """
+    return "\n".join(escape_control(line) for line in text.split("\n"))
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def format_ps(ps: float | int | None) -> str:
+    """Picoseconds in the largest unit that keeps a number >= 1: 1.50 ms, 320 ns."""
+    if _is_missing(ps):
+        return MISSING
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
+        if abs(ps) >= scale:
+            return f"{ps / scale:.3g} {unit}"
+    return f"{ps:.0f} ps"
+
+
+def format_bytes(n: float | int | None) -> str:
+    """Bytes with binary prefixes: 1.5 GiB."""
+    if _is_missing(n):
+        return MISSING
+    for unit, scale in (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def unit_of(name: str) -> str:
+    """The unit a figure's name implies (units in names: `_ps`, `_bytes`, `_share`)."""
+    n = name.lower()
+    if n.endswith("_ps") or n.endswith("ps_mean") or "_ps_per_" in n:
+        return "ps"
+    if "bytes" in n:
+        return "bytes"
+    if "share" in n or "ratio" in n or "fraction" in n or n.endswith("_pct"):
+        return "share"
+    return "count"
+
+
+def format_value(value: Any, unit: str) -> str:
+    """A figure with its unit for people: 1.5 ms, 3.2 GiB, 42.0%, 1,234."""
+    if _is_missing(value):
+        return MISSING
+    if unit == "ps" or unit.endswith("_ps"):
+        return format_ps(value)
+    if unit == "bytes":
+        return format_bytes(value)
+    if "share" in unit:
+        return f"{value:.1%}"
+    if unit in ("count", "") and isinstance(value, int | float):
+        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+    if isinstance(value, float):
+        return f"{value:.4g} {unit}".strip()
+    if isinstance(value, int):
+        return f"{value:,} {unit}".strip()
+    return f"{value} {unit}".strip()
+
+
+def format_delta(base: Any, cand: Any, unit: str) -> str:
+    """Change from base to cand: signed, with the relative change (shares in percentage points)."""
+    if _is_missing(base) or _is_missing(cand):
+        return MISSING
+    d = cand - base
+    sign = "+" if d > 0 else "−" if d < 0 else "±"
+    rel = f" ({d / base:+.1%})" if base else ""
+    if unit == "share":
+        return f"{sign}{abs(d) * 100:.1f} pp"
+    return f"{sign}{format_value(abs(d), unit)}{rel}"
+
+
+def format_cell(v: object) -> str:
+    """One value of a SQL result as text: NULL, 6 significant digits for floats."""
+    if v is None:
+        return "NULL"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """A plain aligned text table (cells' control characters escaped: one row, one line)."""
+    header = [escape_control(h) for h in header]
+    rows = [[escape_control(c) for c in r] for r in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines)
