@@ -33,8 +33,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from profiler.reader import TraceReader
 from profiler.synthetic import write_synthetic_trace
-
-ARG_NAMES = ("step", "table", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops")
+from profiler.trace_fields import TYPED_NAMES
 
 CHILD_INGEST = """
 import resource, sys, time
@@ -53,6 +52,7 @@ import sys, time
 import duckdb, numpy as np, pyarrow as pa
 from profiler.reader import TraceReader, concat_batches
 from profiler.schema import ddl
+from profiler.trace_fields import TYPED_NAMES
 batches = [b for b in TraceReader(sys.argv[2]).batches() if b.kind == "events"]
 cols = concat_batches("events", batches)
 cols["tbl"] = cols.pop("table")
@@ -63,8 +63,8 @@ con.execute("SET enable_progress_bar = false")
 for stmt in ddl():
     con.execute(stmt)
 t = time.perf_counter()
-con.execute("INSERT INTO events SELECT 1, event_id, track, name, start_ps, dur_ps, step, tbl, sc, "
-            "minibatch, ids, unique_ids, dropped_ids, bytes, flops, NULL FROM arrow_events")
+typed = ", ".join("tbl" if f == "table" else f if f in cols else "NULL" for f in TYPED_NAMES)
+con.execute(f"INSERT INTO events SELECT 1, event_id, track, name, start_ps, dur_ps, {typed} FROM arrow_events")
 con.close()
 print(n, time.perf_counter() - t)
 """
@@ -145,7 +145,7 @@ def per_message_rate(path: str, limit: int) -> float:
     ev = {k: np.concatenate(v) for k, v in cols.items()}
     plane = XPlane(id=1)
     line = plane.lines.add(id=1, timestamp_ns=0)
-    args = [a for a in ARG_NAMES if a in ev]
+    args = [a for a in TYPED_NAMES if a in ev]
     for i in range(got):
         e = line.events.add(
             metadata_id=int(ev["name"][i]), offset_ps=int(ev["start_ps"][i]), duration_ps=int(ev["dur_ps"][i])

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from profiler import scprof_trace_pb2 as pb
+from profiler.trace_fields import EVENT_CORE, TYPED_FIELDS, TYPED_NAMES
 from profiler.trace_file import FORMAT_VERSION, MAGIC, frame_chunk
 from profiler.wire import NULL_I32, NULL_I64, columns_of, encode_batch, read_varint
 
@@ -40,10 +41,10 @@ BATCH_COLUMNS = {
 }
 
 # Columns holding interned string ids, per batch kind.
-STRING_COLUMNS = {"events": ("name", "table", "category"), "partition_stats": ("table",)}
-# Event columns every event has; the rest are optional typed arguments.
-EVENT_REQUIRED = ("track", "name", "start_ps", "dur_ps")
-TYPED_ARGS = ("table", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops", "category")
+STRING_COLUMNS = {
+    "events": ("name", *(f.name for f in TYPED_FIELDS if f.is_string)),
+    "partition_stats": ("table",),
+}
 ARG_KIND_INT, ARG_KIND_DOUBLE, ARG_KIND_STRING = 1, 2, 3
 
 TRACK_KINDS = {
@@ -205,7 +206,7 @@ class Recorder:
         ids, unique_ids, dropped_ids, bytes, flops); `args` holds further per-event
         columns by key (int, float or str; None/NaN = no value).
         """
-        missing = [c for c in EVENT_REQUIRED if c not in columns]
+        missing = [c for c in EVENT_CORE if c not in columns]
         if missing:
             raise ValueError(f"emit() needs columns {missing}")
         cols = self._columns("events", columns)
@@ -262,7 +263,7 @@ class Recorder:
         generic: dict[str, list] = {}
         for key in {k for d in args if d for k in d}:
             values = [d.get(key) if d else None for d in args]
-            (cols if key in TYPED_ARGS else generic)[key] = values
+            (cols if key in TYPED_NAMES else generic)[key] = values
         self.emit(args=generic or None, **cols)
 
     # -- encoding --------------------------------------------------------------

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from profiler.trace_fields import TYPED_FIELDS
+
 SCHEMA_VERSION = 2
 
 
@@ -123,20 +125,7 @@ TABLES: tuple[Table, ...] = (
             Col("name_id", "INTEGER", "strings.string_id of the event name."),
             Col("start_ps", "BIGINT", "Start time."),
             Col("dur_ps", "BIGINT", "Duration (>= 0)."),
-            Col("step", "INTEGER", "Training step the event belongs to; NULL if none."),
-            Col("table_id", "INTEGER", "strings.string_id of the embedding table; NULL if none."),
-            Col("sc", "INTEGER", "SparseCore (partition) index on the chip; NULL if none."),
-            Col("minibatch", "INTEGER", "Minibatch index within the step; NULL if none."),
-            Col("ids", "BIGINT", "Embedding IDs processed, duplicates included; NULL if none."),
-            Col("unique_ids", "BIGINT", "Unique embedding IDs processed; NULL if none."),
-            Col("dropped_ids", "BIGINT", "IDs dropped past the limits; NULL if none."),
-            Col("bytes", "BIGINT", "Bytes moved; NULL if none."),
-            Col("flops", "BIGINT", "Floating-point operations; NULL if none."),
-            Col(
-                "category_id",
-                "INTEGER",
-                "strings.string_id of the work category (sc_forward, tc_backward, ...); NULL if none.",
-            ),
+            *(Col(f.column, f.sql_type, f.description) for f in TYPED_FIELDS),
         ),
     ),
     Table(

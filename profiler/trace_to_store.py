@@ -24,6 +24,7 @@ from profiler.errors import StoreError
 from profiler.reader import Batch, TraceReader, concat_batches, read_header
 from profiler.store import Store
 from profiler.summaries import build_summaries
+from profiler.trace_fields import TYPED_FIELDS
 from profiler.wire import NULL_I32, NULL_I64
 
 GROUP_ROWS = 1 << 20
@@ -40,12 +41,12 @@ TRACK_KIND_NAMES = {
 _I32, _I64 = str(NULL_I32), str(NULL_I64)
 
 # One INSERT per table; `b` is the Arrow batch registered for the statement.
+# (`table` is a SQL keyword: its Arrow column is `tbl`)
+_ARROW_NAME = {"table": "tbl"}
 INSERT_EVENTS = f"""
 INSERT INTO events
 SELECT $run, event_id, track, name, start_ps, dur_ps,
-       NULLIF(step, {_I32}), NULLIF(tbl, 0), NULLIF(sc, {_I32}), NULLIF(minibatch, {_I32}),
-       NULLIF(ids, {_I64}), NULLIF(unique_ids, {_I64}), NULLIF(dropped_ids, {_I64}),
-       NULLIF(bytes, {_I64}), NULLIF(flops, {_I64}), NULLIF(category, 0)
+       {", ".join(f"NULLIF({_ARROW_NAME.get(f.name, f.name)}, {f.null})" for f in TYPED_FIELDS)}
 FROM b"""
 INSERT_ARGS = """
 INSERT INTO event_args
@@ -69,10 +70,7 @@ RUN_FIGURES = """
 SELECT count(*), min(start_ps), max(start_ps + dur_ps), count(DISTINCT step)
 FROM events WHERE run_id = ?"""
 
-EVENT_DEFAULTS = {
-    "step": NULL_I32, "table": 0, "sc": NULL_I32, "minibatch": NULL_I32, "ids": NULL_I64,
-    "unique_ids": NULL_I64, "dropped_ids": NULL_I64, "bytes": NULL_I64, "flops": NULL_I64, "category": 0,
-}  # fmt: skip
+EVENT_DEFAULTS = {f.name: f.null for f in TYPED_FIELDS}  # a typed column a batch lacks: all null
 
 
 @dataclass
@@ -312,7 +310,7 @@ def _flush(con, run_id: int, kind: str, pending: dict[str, list[Batch]], progres
             "dur_ps": grouped(cols["dur_ps"]),
         }
         for col, null in EVENT_DEFAULTS.items():
-            key = "tbl" if col == "table" else col
+            key = _ARROW_NAME.get(col, col)
             data[key] = (grouped(cols[col]) if col in cols
                          else pa.nulls(n, pa.int64()) if null else pa.nulls(n, pa.uint32()))  # fmt: skip
         _insert_arrow(con, INSERT_EVENTS, run_id, pa.table(data))

@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from profiler.recorder import Recorder
-from profiler.wire import NULL_I32, NULL_I64
+from profiler.trace_fields import TYPED_FIELDS
+from profiler.wire import NULL_I32
 from sim_backend.check_events import CheckEvents, forward_done_ps
 from sim_backend.debug_checks import StepChecks
 from sim_backend.emulator import RunSetup, Simulation, run_setup
@@ -70,9 +71,8 @@ KIND_CATEGORIES = {
 TC_MODULE = "jit_train_step"
 SC_FWD_MODULE = "sparse_core_forward"
 SC_BWD_MODULE = "sparse_core_backward"
-# Typed event arguments taken from the task columns, with their null where a task has none.
-TYPED = ("sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops")
-NULLS = {"sc": NULL_I32, "minibatch": NULL_I32}
+# Typed event fields the task columns carry by name (numbers; negative where a task has none).
+TASK_TYPED = tuple(f for f in TYPED_FIELDS if not f.is_string and f.name != "step")
 NO_TIME = np.iinfo(np.int64).max
 
 
@@ -207,9 +207,10 @@ class TraceWriter:
         track[host] = tr.host_unit_track[cols["unit"][host]]
         order = np.lexsort((cols["task"], track, start))
         typed = {}
-        for key in TYPED:
-            v = cols[key][order]
-            typed[key] = np.where(v < 0, NULLS.get(key, NULL_I64), v)
+        for f in TASK_TYPED:
+            if f.name in cols:
+                v = cols[f.name][order]
+                typed[f.name] = np.where(v < 0, f.null, v)
         step = cols["step"][order]
         self.rec.emit(
             track=track[order],

@@ -1,0 +1,92 @@
+"""The typed fields of an event: one list, read by every part that records, stores or shows them.
+
+A typed field is an optional per-event column of `EventBatch` (proto/scprof_trace.proto) beyond
+the four every event has (track, name, start_ps, dur_ps) and the generic key/value `arg_*`
+rows. The proto's descriptor gives the names, order and widths; `_ABOUT` below adds what the
+proto cannot say (unit, meaning, the XSpace stat names). The recorder, the ingest, the store's
+schema, the XSpace import and export, the Perfetto exporter and the UI's hover all derive
+their column lists from `TYPED_FIELDS`, so a new field is added here and in the proto only
+(docs/trace-format.md walks through it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from google.protobuf.descriptor import FieldDescriptor
+
+from profiler import scprof_trace_pb2 as pb
+from profiler.wire import NULL_I32, NULL_I64
+
+EVENT_CORE = ("track", "name", "start_ps", "dur_ps")  # every event has these
+GENERIC_ARG_PREFIX = "arg_"  # the key/value rows (arg_event, arg_key, ...)
+
+
+@dataclass(frozen=True)
+class TypedField:
+    """One optional typed column of an event."""
+
+    name: str  # proto field, recorder keyword, Perfetto annotation and XSpace stat
+    number: int  # EventBatch field number
+    is_string: bool  # an interned string id (0 = none); the store holds `<name>_id`
+    is_int64: bool  # 64-bit on the wire and in the store (else 32-bit)
+    unit: str  # how a value reads for people: profiler.units.format_value's unit, or "text"
+    description: str  # the store column's documentation
+    xprof_stats: tuple[str, ...]  # XSpace stat names read on import (the first is written on export)
+
+    @property
+    def column(self) -> str:
+        """The events table's column: string ids carry an `_id` suffix."""
+        return f"{self.name}_id" if self.is_string else self.name
+
+    @property
+    def sql_type(self) -> str:
+        return "BIGINT" if self.is_int64 else "INTEGER"
+
+    @property
+    def null(self) -> int:
+        """The proto's null sentinel of this field (NULL_I32 / NULL_I64; 0 for string ids)."""
+        return 0 if self.is_string else NULL_I64 if self.is_int64 else NULL_I32
+
+
+# What the proto cannot say, by field name: (unit, description, XSpace stat names).
+_ABOUT: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "step": ("count", "Training step the event belongs to; NULL if none.", ("step", "group_id", "step_num")),
+    "table": ("text", "strings.string_id of the embedding table; NULL if none.", ("table", "table_name")),
+    "sc": ("count", "SparseCore (partition) index on the chip; NULL if none.", ("sc", "sparse_core")),
+    "minibatch": ("count", "Minibatch index within the step; NULL if none.", ("minibatch",)),
+    "ids": ("count", "Embedding IDs processed, duplicates included; NULL if none.", ("ids",)),
+    "unique_ids": ("count", "Unique embedding IDs processed; NULL if none.", ("unique_ids",)),
+    "dropped_ids": ("count", "IDs dropped past the limits; NULL if none.", ("dropped_ids",)),
+    "bytes": ("bytes", "Bytes moved; NULL if none.", ("bytes", "bytes_accessed", "bytes_transferred")),
+    "flops": ("count", "Floating-point operations; NULL if none.", ("flops",)),
+    "category": (
+        "text",
+        "strings.string_id of the work category (sc_forward, tc_backward, ...); NULL if none.",
+        ("category", "hlo_category"),
+    ),
+}
+_WIDTHS = {
+    FieldDescriptor.TYPE_FIXED32: (True, False),  # string id
+    FieldDescriptor.TYPE_SFIXED32: (False, False),
+    FieldDescriptor.TYPE_SFIXED64: (False, True),
+}
+
+
+def _typed_fields() -> tuple[TypedField, ...]:
+    """The typed fields in the proto's order, each with its `_ABOUT` entry."""
+    out = []
+    for f in pb.EventBatch.DESCRIPTOR.fields:
+        if f.name in EVENT_CORE or f.name.startswith(GENERIC_ARG_PREFIX):
+            continue
+        if f.name not in _ABOUT or f.type not in _WIDTHS:
+            raise TypeError(f"EventBatch.{f.name}: describe it in profiler/trace_fields.py _ABOUT (a typed field)")
+        is_string, is_int64 = _WIDTHS[f.type]
+        unit, description, stats = _ABOUT[f.name]
+        out.append(TypedField(f.name, f.number, is_string, is_int64, unit, description, stats))
+    return tuple(out)
+
+
+TYPED_FIELDS: tuple[TypedField, ...] = _typed_fields()
+TYPED_NAMES: tuple[str, ...] = tuple(f.name for f in TYPED_FIELDS)
+BY_NAME: dict[str, TypedField] = {f.name: f for f in TYPED_FIELDS}

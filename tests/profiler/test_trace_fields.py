@@ -1,0 +1,55 @@
+"""The one list of typed event fields agrees with the proto, the store and the recorder."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from profiler import scprof_trace_pb2 as pb
+from profiler.recorder import Recorder
+from profiler.schema import TABLES
+from profiler.store import Store
+from profiler.trace_fields import BY_NAME, EVENT_CORE, GENERIC_ARG_PREFIX, TYPED_FIELDS, TYPED_NAMES
+from profiler.trace_to_store import ingest_trace
+from profiler.wire import NULL_I32, NULL_I64
+
+# Written out by hand from proto/scprof_trace.proto: the reference the derived list must match.
+PROTO_TYPED = {
+    "step": (5, "INTEGER", NULL_I32), "table": (6, "INTEGER", 0), "sc": (7, "INTEGER", NULL_I32),
+    "minibatch": (8, "INTEGER", NULL_I32), "ids": (9, "BIGINT", NULL_I64), "unique_ids": (10, "BIGINT", NULL_I64),
+    "dropped_ids": (11, "BIGINT", NULL_I64), "bytes": (12, "BIGINT", NULL_I64), "flops": (13, "BIGINT", NULL_I64),
+    "category": (20, "INTEGER", 0),
+}  # fmt: skip
+
+
+def test_the_list_is_the_protos_typed_fields_in_order():
+    assert {f.name: (f.number, f.sql_type, f.null) for f in TYPED_FIELDS} == PROTO_TYPED
+    numbers = [f.number for f in TYPED_FIELDS]
+    assert numbers == sorted(numbers)
+    every = {f.name for f in pb.EventBatch.DESCRIPTOR.fields}
+    rest = every - set(TYPED_NAMES) - set(EVENT_CORE)
+    assert rest and all(n.startswith(GENERIC_ARG_PREFIX) for n in rest)
+
+
+def test_the_events_table_has_one_column_per_field():
+    events = next(t for t in TABLES if t.name == "events")
+    cols = {c.name: c.type for c in events.columns}
+    for f in TYPED_FIELDS:
+        assert cols[f.column] == f.sql_type
+    assert BY_NAME["table"].column == "table_id" and BY_NAME["category"].column == "category_id"
+
+
+def test_every_field_goes_from_recorder_to_store(tmp_path):
+    """A value in every typed field survives record and ingest; an absent one reads NULL."""
+    path = tmp_path / "t.sctrace"
+    cols = {f.name: ["tbl_a", ""] if f.is_string else np.array([7 + f.number, f.null], np.int64) for f in TYPED_FIELDS}
+    with Recorder(str(path), run_name="fields") as rec:
+        tr = rec.track("/device:TPU:0", "XLA Ops", kind="tensorcore", chip=0, core=0)
+        rec.emit(track=[tr, tr], name=["a", "b"], start_ps=[0, 10], dur_ps=[5, 5], **cols)
+    with Store.open(str(tmp_path / "s.duckdb")) as store:
+        run = ingest_trace(store, str(path)).run_id
+        names = ", ".join(f"(SELECT value FROM strings s WHERE s.run_id = e.run_id AND s.string_id = e.{f.column})"
+                          if f.is_string else f.column for f in TYPED_FIELDS)  # fmt: skip
+        rows = store.query(f"SELECT {names} FROM events e WHERE run_id = $r ORDER BY event_id", {"r": run}).to_pylist()
+    first, second = (list(r.values()) for r in rows)
+    assert first == ["tbl_a" if f.is_string else 7 + f.number for f in TYPED_FIELDS]
+    assert second == [None] * len(TYPED_FIELDS)
