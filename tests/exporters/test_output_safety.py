@@ -143,7 +143,7 @@ def test_export_replaces_its_own_output(world, capsys, fmt):
 
 def test_failed_export_keeps_the_old_file_and_leaves_no_part(world, capsys, monkeypatch):
     """The writer dies half way: the file at -o is unchanged and no temporary file remains."""
-    from exporters import perfetto
+    from exporters.perfetto import export as perfetto
 
     def broken_run(self):
         self.f.write(b"half a trace")

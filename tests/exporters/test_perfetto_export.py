@@ -260,7 +260,7 @@ def test_random_runs_round_trip(events, counters, markers, small):
 
 def test_lanes_match_a_brute_force_check():
     """Random intervals: every lane nests strictly, and fast and slow paths agree across chunks."""
-    from exporters.perfetto import _Lanes
+    from exporters.perfetto.lanes import _Lanes
 
     rng = np.random.default_rng(1)
     for trial in range(30):

@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from exporters.perfetto import STREAM_COLUMNS, STREAM_ORDER, STREAM_SCHEMA, _gather, _window_order
+from exporters.perfetto import STREAM_COLUMNS, STREAM_ORDER, STREAM_SCHEMA
+from exporters.perfetto.order import _gather, _window_order
 
 
 def _rows(

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
 
 from exporters import _perfetto_wire as wire
-from exporters.perfetto import STREAM_COLUMNS, STREAM_SCHEMA, TYPED_ARGS, _column
+from exporters.perfetto import STREAM_COLUMNS, STREAM_SCHEMA, TYPED_ARGS
+from exporters.perfetto.encoding import _column
 
 NEEDS = pt.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 ANN_IIDS = list(range(1, 13))  # TYPED_ARGS then start_ps, dur_ps, ts_ps
