@@ -1,4 +1,4 @@
-/* Perfetto TracePackets encoded per row in C (exporters/perfetto.py's wire encoder).
+/* Perfetto TracePackets encoded per row in C (the wire encoder of exporters/perfetto/).
  *
  * The exporter streams rows from DuckDB in Perfetto's order (start nanosecond, longer
  * first, ...) as Arrow record batches. encode_chunk() turns one batch into the bytes of
@@ -29,12 +29,13 @@
 enum { K_EVENT = 0, K_MARKER = 1, K_COUNTER = 2, K_BREAKDOWN = 3 };
 enum { T_BEGIN = 1, T_END = 2, T_INSTANT = 3, T_COUNTER = 4 };
 enum { SEQ_ID = 1, NEEDS_INCREMENTAL_STATE = 2 };
-/* Stream columns, in the order the caller passes them (perfetto.STREAM_COLUMNS). */
-enum { C_KIND, C_ID, C_TRACK, C_NAME, C_START, C_DUR, C_STEP, C_TABLE, C_SC, C_MINIBATCH, C_IDS,
-       C_UNIQUE, C_DROPPED, C_BYTES, C_FLOPS, C_VALUE, N_COLS };
-#define N_TYPED 9        /* step .. flops: debug annotations, in this order */
-#define TYPED_TABLE 1    /* index of `table` among them: an interned string */
-#define N_ANN (N_TYPED + 3) /* + start_ps, dur_ps, ts_ps */
+/* Stream columns, in the order the caller passes them (exporters/perfetto/encoding.py
+ * STREAM_COLUMNS): six fixed ones, then the typed fields exported as debug annotations
+ * (profiler/trace_fields.py; their number is the tuple's length less 7, step first), then value. */
+enum { C_KIND, C_ID, C_TRACK, C_NAME, C_START, C_DUR, C_TYPED };
+#define C_STEP C_TYPED   /* the first typed field: markers are named by it */
+#define MAX_TYPED 16     /* keeps a row within MAX_ROW_BYTES */
+#define MAX_COLS (C_TYPED + MAX_TYPED + 1)
 
 static inline int vsize(uint64_t v) {
     int bits = 64 - __builtin_clzll(v | 1);
@@ -286,12 +287,13 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
     PyObject *cols_obj, *uuid_obj, *tables_obj, *heap_obj, *out_obj;
     unsigned long long default_uuid;
     long long seq0, flow_lo;
-    unsigned long long step_cat, bd_cat;
-    if (!PyArg_ParseTuple(args, "O!OO!LKKKO!LO", &PyTuple_Type, &cols_obj, &uuid_obj, &PyTuple_Type, &tables_obj,
-                          &flow_lo, &default_uuid, &step_cat, &bd_cat, &PyTuple_Type, &heap_obj, &seq0, &out_obj))
+    unsigned long long step_cat, bd_cat, string_mask;
+    if (!PyArg_ParseTuple(args, "O!OO!LKKKKO!LO", &PyTuple_Type, &cols_obj, &uuid_obj, &PyTuple_Type, &tables_obj,
+                          &flow_lo, &default_uuid, &step_cat, &bd_cat, &string_mask, &PyTuple_Type, &heap_obj, &seq0,
+                          &out_obj))
         return NULL;
     PyObject *result = NULL;
-    Col cols[N_COLS];
+    Col cols[MAX_COLS];
     Table tab[N_TABLES];
     Buf uuid_b = {0}, out_b = {0}, heap_b[3];
     memset(heap_b, 0, sizeof heap_b);
@@ -300,18 +302,21 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
     uint8_t *scratch = NULL;
     memset(cols, 0, sizeof cols);
     memset(tab, 0, sizeof tab);
-    if (PyTuple_GET_SIZE(cols_obj) != N_COLS || PyTuple_GET_SIZE(tables_obj) != N_TABLES) {
+    const Py_ssize_t n_cols = PyTuple_GET_SIZE(cols_obj);
+    const int n_typed = (int)(n_cols - C_TYPED - 1), n_ann = n_typed + 3; /* + start_ps, dur_ps, ts_ps */
+    const int c_value = (int)n_cols - 1;
+    if (n_typed < 1 || n_typed > MAX_TYPED || PyTuple_GET_SIZE(tables_obj) != N_TABLES) {
         PyErr_SetString(PyExc_ValueError, "encode_chunk: wrong number of columns or tables");
         return NULL;
     }
     if (buf_get(uuid_obj, &uuid_b, 8, 0, 0, "uuid") < 0) goto done;
     Py_ssize_t n = uuid_b.view.len / 8;
     const uint64_t *uuid = uuid_b.view.buf;
-    for (int c = 0; c < N_COLS; c++)
+    for (int c = 0; c < n_cols; c++)
         if (col_get(PyTuple_GET_ITEM(cols_obj, c), &cols[c], n, "column") < 0) goto done;
     for (int t = 0; t < N_TABLES; t++)
         if (table_get(PyTuple_GET_ITEM(tables_obj, t), &tab[t], table_size[t], "table") < 0) goto done;
-    if (tab[T_ANN].n < N_ANN || tab[T_FSRCID].n < tab[T_FSRC].n || tab[T_FDSTID].n < tab[T_FDST].n
+    if (tab[T_ANN].n < n_ann || tab[T_FSRCID].n < tab[T_FSRC].n || tab[T_FDSTID].n < tab[T_FDST].n
         || tab[T_AOFFS].n < tab[T_AEID].n + 1) {
         PyErr_SetString(PyExc_ValueError, "encode_chunk: inconsistent tables");
         goto done;
@@ -327,7 +332,7 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
     o.p = out_b.view.buf;
     o.cap = (size_t)out_b.view.len;
     o.fixed = 1;
-    for (int k = 0; k < N_ANN; k++)
+    for (int k = 0; k < n_ann; k++)
         if (ann_iid[k] == 0 || ann_iid[k] >= (1 << 14)) {
             PyErr_SetString(PyExc_ValueError, "encode_chunk: annotation iids must be in 1..16383");
             goto done;
@@ -402,13 +407,13 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
             }
             *p++ = 0x18;
             p = wv(p, cat);
-            for (int k = 0; k < N_TYPED; k++) {
-                const Col *c = &cols[C_STEP + k];
+            for (int k = 0; k < n_typed; k++) {
+                const Col *c = &cols[C_TYPED + k];
                 if (!col_valid(c, i)) continue;
                 uint64_t v = (uint64_t)c->v[i];
-                if (k == TYPED_TABLE) {
+                if (string_mask >> k & 1) { /* a string id: its interned iid */
                     if ((int64_t)v < 0 || (Py_ssize_t)v >= tab[T_TABLEIID].n) {
-                        FAIL("row %zd: table %lld is not interned", i, (long long)v);
+                        FAIL("row %zd: string %lld is not interned", i, (long long)v);
                     }
                     v = table_iid[v];
                     *p++ = 0x22;
@@ -425,9 +430,9 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
         }
         int off_start = s_ps % 1000 != 0;
         int exact_ts = is_ct && off_start;
-        if (is_slice && off_start) p = ann_int(p, ann_iid[N_TYPED], (uint64_t)s_ps);
-        if (is_slice && (off_start || d_ps % 1000 != 0)) p = ann_int(p, ann_iid[N_TYPED + 1], (uint64_t)d_ps);
-        if (exact_ts) p = ann_int(p, ann_iid[N_TYPED + 2], (uint64_t)s_ps);
+        if (is_slice && off_start) p = ann_int(p, ann_iid[n_typed], (uint64_t)s_ps);
+        if (is_slice && (off_start || d_ps % 1000 != 0)) p = ann_int(p, ann_iid[n_typed + 1], (uint64_t)d_ps);
+        if (exact_ts) p = ann_int(p, ann_iid[n_typed + 2], (uint64_t)s_ps);
         if (args_len) {
             memcpy(p, ablob + aoffs[a_lo], args_len);
             p += args_len;
@@ -460,7 +465,7 @@ static PyObject *encode_chunk(PyObject *self, PyObject *args) {
         if (is_ct) {
             *p++ = 0xE1;
             *p++ = 0x02;
-            p = w64(p, (uint64_t)cols[C_VALUE].v[i]);
+            p = w64(p, (uint64_t)cols[c_value].v[i]);
         }
         if (is_ev && bit_set(fbits, tab[T_FBITS].n, flow_lo, rid)) { /* a flow starts or ends here */
             Py_ssize_t lo, hi;
@@ -513,7 +518,7 @@ done:
     free(scratch);
     buf_release(&out_b);
     buf_release(&uuid_b);
-    for (int c = 0; c < N_COLS; c++) {
+    for (int c = 0; c < MAX_COLS; c++) {
         buf_release(&cols[c].data);
         buf_release(&cols[c].valid);
     }
@@ -622,8 +627,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"encode_chunk", encode_chunk, METH_VARARGS,
-     "encode_chunk(columns, uuid, tables, flow_lo, default_uuid, step_cat, breakdown_cat, heap, seq0, out)\n"
-     "-> (length, pending): one stream batch as Trace.packet fields, with the ENDs due before each row,\n"
+     "encode_chunk(columns, uuid, tables, flow_lo, default_uuid, step_cat, breakdown_cat, string_mask, heap, seq0,\n"
+     "out) -> (length, pending): one stream batch as Trace.packet fields, with the ENDs due before each row,\n"
      "written to the start of the writable buffer `out`."},
     {"encode_ends", encode_ends, METH_VARARGS, "encode_ends(heap) -> bytes: every pending END, in order."},
     {"encode_args", encode_args, METH_VARARGS,
@@ -633,7 +638,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_perfetto_wire",
-                                    "Perfetto TracePackets encoded per row (exporters/perfetto.py).", -1, methods};
+                                    "Perfetto TracePackets encoded per row (exporters/perfetto/).", -1, methods};
 
 PyMODINIT_FUNC PyInit__perfetto_wire(void) {
     PyObject *m = PyModule_Create(&module);

@@ -14,7 +14,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
 
 from exporters import _perfetto_wire as wire
 from exporters.perfetto.flows import Flows
-from exporters.perfetto.interning import Interning
+from exporters.perfetto.interning import ANNOTATED, Interning
 from exporters.perfetto.tracks import TrackLayout
 from profiler.wire import encode_varint
 
@@ -23,24 +23,9 @@ CLEARED = pt.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 NEEDS = pt.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 
 # The stream's columns, in the order exporters/_perfetto_wire.c reads them (all 8 bytes wide).
-STREAM_COLUMNS = (
-    "kind",
-    "id",
-    "track_id",
-    "name_id",
-    "start_ps",
-    "dur_ps",
-    "step",
-    "table_id",
-    "sc",
-    "minibatch",
-    "ids",
-    "unique_ids",
-    "dropped_ids",
-    "bytes",
-    "flops",
-    "value",
-)
+STREAM_COLUMNS = ("kind", "id", "track_id", "name_id", "start_ps", "dur_ps", *(f.column for f in ANNOTATED), "value")
+# Which typed columns hold string ids (bit k: the k-th typed column), for the encoder.
+STRING_MASK = sum(1 << k for k, f in enumerate(ANNOTATED) if f.is_string)
 STREAM_SCHEMA = pa.schema([(c, pa.float64() if c == "value" else pa.int64()) for c in STREAM_COLUMNS])
 _NO_ARGS = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(1, np.int64))
 
@@ -156,6 +141,7 @@ class Encoder:
             self.default_uuid,
             self.step_cat,
             self.bd_cat,
+            STRING_MASK,
             (*self.heap, self.heap_n),
             self.seq,
             self.out,

@@ -11,9 +11,20 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
 
 from analyzers.timeline import CATEGORIES as TIMELINE_CATEGORIES
 from exporters.perfetto.context import ExportContext
+from profiler.trace_fields import TYPED_FIELDS, TypedField
 
-# Typed event arguments, exported as debug annotations with these names.
-TYPED_ARGS = ("step", "table", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops")
+# The typed event fields exported as debug annotations, by their names (profiler/trace_fields.py),
+# step first (markers are named by it). Not the work category: Perfetto's slice category holds
+# the track kind, and the step breakdown track shows time by work category.
+ANNOTATED: tuple[TypedField, ...] = tuple(f for f in TYPED_FIELDS if f.name != "category")
+TYPED_ARGS = tuple(f.name for f in ANNOTATED)
+assert TYPED_ARGS[0] == "step"
+# Their string ids, interned as debug annotation string values (one lookup for all of them).
+_STRING_IDS = " UNION ALL ".join(
+    f"SELECT {f.column} AS sid FROM events e WHERE run_id = $run AND {{event_filter}} AND {f.column} IS NOT NULL"
+    for f in ANNOTATED
+    if f.is_string
+)
 # Exact picosecond times, present only where nanoseconds lose precision.
 EXACT_ARGS = ("start_ps", "dur_ps", "ts_ps")
 # Prefix for event_args keys that collide with the names above.
@@ -38,11 +49,9 @@ class Interning:
             ORDER BY u.c DESC, n.string_id""")
         )
         tables = ex.rows(
-            ex.sql("""
-            SELECT n.string_id, n.value FROM (
-              SELECT table_id, count(*) AS c FROM events e
-              WHERE run_id = $run AND {event_filter} AND table_id IS NOT NULL GROUP BY 1) u
-            JOIN strings n ON n.run_id = $run AND n.string_id = u.table_id
+            ex.sql(f"""
+            SELECT n.string_id, n.value FROM (SELECT sid, count(*) AS c FROM ({_STRING_IDS}) GROUP BY 1) u
+            JOIN strings n ON n.run_id = $run AND n.string_id = u.sid
             ORDER BY u.c DESC, n.string_id""")
         )
         keys = [

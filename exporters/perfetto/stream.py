@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from exporters.perfetto.context import ExportContext
 from exporters.perfetto.encoding import STREAM_SCHEMA, encode_event_args
+from exporters.perfetto.interning import ANNOTATED
 from exporters.perfetto.order import _gather, _window_order
 
 WINDOW_ROWS = 1 << 19  # rows fetched and sorted at a time
@@ -23,21 +24,21 @@ _EVENT, _MARKER, _COUNTER, _BREAKDOWN = 0, 1, 2, 3
 
 # Rows of one time window, merged; unsorted (DuckDB's sort of all 16 columns cost more than
 # the rest of the scan): _window_order puts them in Perfetto's order, STREAM_ORDER.
-STREAM_SQL = """
+_TYPED = ", ".join(f"{f.column}::BIGINT AS {f.column}" for f in ANNOTATED)
+_NONE = ", ".join(["NULL"] * (len(ANNOTATED) - 1))  # the typed fields after step
+STREAM_SQL = f"""
 SELECT 0::BIGINT AS kind, event_id::BIGINT AS id, track_id::BIGINT AS track_id, name_id::BIGINT AS name_id,
-       start_ps::BIGINT AS start_ps, dur_ps::BIGINT AS dur_ps, step::BIGINT AS step, table_id::BIGINT AS table_id,
-       sc::BIGINT AS sc, minibatch::BIGINT AS minibatch, ids::BIGINT AS ids, unique_ids::BIGINT AS unique_ids,
-       dropped_ids::BIGINT AS dropped_ids, bytes::BIGINT AS bytes, flops::BIGINT AS flops, NULL::DOUBLE AS value
-FROM events e WHERE run_id = $run AND {event_filter} AND start_ps >= $lo AND start_ps < $hi
+       start_ps::BIGINT AS start_ps, dur_ps::BIGINT AS dur_ps, {_TYPED}, NULL::DOUBLE AS value
+FROM events e WHERE run_id = $run AND {{event_filter}} AND start_ps >= $lo AND start_ps < $hi
 UNION ALL
-SELECT 1, step, track_id, NULL, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM steps WHERE run_id = $run AND {marker_filter} AND start_ps >= $lo AND start_ps < $hi
+SELECT 1, step, track_id, NULL, start_ps, dur_ps, step, {_NONE}, NULL
+FROM steps WHERE run_id = $run AND {{marker_filter}} AND start_ps >= $lo AND start_ps < $hi
 UNION ALL
-SELECT 2, rowid, track_id, NULL, ts_ps, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, value
-FROM counters WHERE run_id = $run AND {counter_filter} AND ts_ps >= $lo AND ts_ps < $hi
+SELECT 2, rowid, track_id, NULL, ts_ps, 0, NULL, {_NONE}, value
+FROM counters WHERE run_id = $run AND {{counter_filter}} AND ts_ps >= $lo AND ts_ps < $hi
 UNION ALL  -- step breakdown slices: track_id is the chip, name_id the interned name
-SELECT 3, id, chip, name_iid, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-FROM {breakdown} WHERE start_ps >= $lo AND start_ps < $hi
+SELECT 3, id, chip, name_iid, start_ps, dur_ps, step, {_NONE}, NULL
+FROM {{breakdown}} WHERE start_ps >= $lo AND start_ps < $hi
 """
 # Perfetto's order of the stream, as SQL (the reference _window_order reproduces, tests use it):
 # start nanosecond, then longer first (parents before children), then events before markers

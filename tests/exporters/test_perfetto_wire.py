@@ -18,10 +18,11 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
 
 from exporters import _perfetto_wire as wire
 from exporters.perfetto import STREAM_COLUMNS, STREAM_SCHEMA, TYPED_ARGS
-from exporters.perfetto.encoding import _column
+from exporters.perfetto.encoding import STRING_MASK, _column
 
 NEEDS = pt.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
-ANN_IIDS = list(range(1, 13))  # TYPED_ARGS then start_ps, dur_ps, ts_ps
+ANN_IIDS = list(range(1, len(TYPED_ARGS) + 4))  # TYPED_ARGS then start_ps, dur_ps, ts_ps
+N_TYPED = len(TYPED_ARGS)
 CAT_OF_TRACK = [0, 1, 2, 3, 200]
 NAME_IID = [0, 1, 2, 300, 5]
 TABLE_IID = [0, 7, 130, 1]
@@ -127,6 +128,7 @@ def _c_encode(rows: list[dict], chunk: int) -> bytes:
             DEFAULT_UUID,
             STEP_CAT,
             BD_CAT,
+            STRING_MASK,
             (*heap, heap_n),
             lo,
             buf,
@@ -148,16 +150,16 @@ def _begin(r: dict) -> pt.TracePacket:
         for k, v in enumerate(r["args"]):
             if v is None:
                 continue
-            if TYPED_ARGS[k] == "table":
+            if STRING_MASK >> k & 1:  # a string id (the table)
                 te.debug_annotations.add(name_iid=ANN_IIDS[k], string_value_iid=TABLE_IID[v])
             else:
                 te.debug_annotations.add(name_iid=ANN_IIDS[k], int_value=v)
         if s % 1000:
-            te.debug_annotations.add(name_iid=ANN_IIDS[9], int_value=s)
+            te.debug_annotations.add(name_iid=ANN_IIDS[N_TYPED], int_value=s)
         if s % 1000 or d % 1000:
-            te.debug_annotations.add(name_iid=ANN_IIDS[10], int_value=d)
+            te.debug_annotations.add(name_iid=ANN_IIDS[N_TYPED + 1], int_value=d)
     elif s % 1000:
-        te.debug_annotations.add(name_iid=ANN_IIDS[11], int_value=s)
+        te.debug_annotations.add(name_iid=ANN_IIDS[N_TYPED + 2], int_value=s)
     if kind == 0:
         for key, v in ARGS.get(r["id"], []):
             a = te.debug_annotations.add(name_iid=key)
@@ -343,6 +345,7 @@ def test_output_buffer_too_small_is_raised():
             DEFAULT_UUID,
             STEP_CAT,
             BD_CAT,
+            STRING_MASK,
             (*heap, 0),
             0,
             np.empty(4, np.uint8),
