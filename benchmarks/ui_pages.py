@@ -32,6 +32,14 @@ from profiler.trace_to_store import ingest_trace
 from ui import data as D
 from ui import pages as P
 from ui.app import create_app
+from ui.pages.compare import render_compare, render_compare_verdict
+from ui.pages.findings import render_findings
+from ui.pages.memory import render_memory
+from ui.pages.overview import render_overview, render_overview_analysis
+from ui.pages.runs import render_runs
+from ui.pages.sparsecore import render_sparsecore
+from ui.pages.sql import render_sql
+from ui.pages.timeline_page import render_timeline
 from ui.store_access import RUN_FACTS
 
 TARGET_MS = 500
@@ -116,38 +124,38 @@ def main() -> None:
         return fn
 
     mains = {
-        "runs": page("/runs", "", P.render_runs, {}),
-        "overview": page("/overview", f"run={a}", P.render_overview, {"run": a, "steps": steps}),
+        "runs": page("/runs", "", render_runs, {}),
+        "overview": page("/overview", f"run={a}", render_overview, {"run": a, "steps": steps}),
         "timeline (whole run, chip 0)": page(
-            "/timeline", f"run={a}", P.render_timeline, {"run": a, "steps": steps, "chips": chips[:1]}
+            "/timeline", f"run={a}", render_timeline, {"run": a, "steps": steps, "chips": chips[:1]}
         ),
         "timeline (whole run, all chips)": page(
             "/timeline",
             f"run={a}&chips=" + ",".join(map(str, chips)),
-            P.render_timeline,
+            render_timeline,
             {"run": a, "steps": steps, "chips": chips},
         ),
         "timeline (1/20 of the run, all chips)": page(
             "/timeline",
             f"run={a}&t0={mid['t0']}&t1={mid['t1']}",
-            P.render_timeline,
+            render_timeline,
             {"run": a, "steps": steps, "chips": chips, **mid},
         ),
         "timeline (zoomed in, all chips)": page(
             "/timeline",
             f"run={a}&t0={zoom['t0']}&t1={zoom['t1']}",
-            P.render_timeline,
+            render_timeline,
             {"run": a, "steps": steps, "chips": chips, **zoom},
         ),
         "sparsecore": page(
-            "/sparsecore", f"run={a}", P.render_sparsecore, {"run": a, "steps": steps, "tables": [], "metric": "ids"}
+            "/sparsecore", f"run={a}", render_sparsecore, {"run": a, "steps": steps, "tables": [], "metric": "ids"}
         ),
-        "memory": page("/memory", f"run={a}", P.render_memory, {"run": a, "steps": steps, "chips": chips[:1]}),
-        "compare": page("/compare", f"base={a}&cand={b}", P.render_compare, {"base": a, "cand": b}),
+        "memory": page("/memory", f"run={a}", render_memory, {"run": a, "steps": steps, "chips": chips[:1]}),
+        "compare": page("/compare", f"base={a}&cand={b}", render_compare, {"base": a, "cand": b}),
         "sql": page(
             "/sql",
             "",
-            P.render_sql,
+            render_sql,
             {
                 "q": "SELECT plane, name, start_ps, dur_ps FROM slices "
                 f"WHERE run_id = {a} AND step = 100 ORDER BY start_ps",
@@ -163,9 +171,9 @@ def main() -> None:
     analysis = {}
     if not args.skip_analysis:
         for name, render, state in (
-            ("overview analysis", P.render_overview_analysis, {"run": a, "steps": steps}),
-            ("findings", P.render_findings, {"run": a}),
-            ("compare verdict", P.render_compare_verdict, {"base": a, "cand": b}),
+            ("overview analysis", render_overview_analysis, {"run": a, "steps": steps}),
+            ("findings", render_findings, {"run": a}),
+            ("compare verdict", render_compare_verdict, {"base": a, "cand": b}),
         ):
             first, warm, size = measure(access, lambda s, r=render, st=state: r(s, st), 1)
             analysis[name] = {"cold_ms": round(first, 1), "warm_ms": round(warm, 1), "payload_bytes": size}

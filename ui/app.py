@@ -1,4 +1,4 @@
-"""The Dash application: routing, callbacks wiring pages (ui/pages.py) to the URL, downloads.
+"""The Dash application: routing, callbacks wiring pages (ui/pages/) to the URL, downloads.
 
 The URL is the state: a control's change rewrites the query string, the router renders
 the page from it, and the page's data callbacks fill it in. So every view is a link.
@@ -25,8 +25,11 @@ from profiler.store import default_path
 from ui import auth, downloads
 from ui import inputs as I
 from ui import pages as P
+from ui import queries as Q
 from ui import render as R
 from ui import state as S
+from ui.pages.common import NO_RUNS
+from ui.pages.timeline_page import zoom_search
 from ui.store_access import StoreAccess
 
 log = logging.getLogger("scprof.ui")
@@ -128,7 +131,7 @@ def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> t
         with access.open() as store:
             page = P.LAYOUTS[pathname](store, st)
     except StoreError as e:
-        page = R.empty(f"{e}.", P.NO_RUNS[1]) if "no store" in str(e) else R.error(str(e))
+        page = R.empty(f"{e}.", NO_RUNS[1]) if "no store" in str(e) else R.error(str(e))
     except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
         log.error("page %s failed:\n%s", pathname, traceback.format_exc())
         page = R.error(f"internal error rendering {pathname}: {type(e).__name__}: {e}")
@@ -144,30 +147,10 @@ def _router(app: Dash, access: StoreAccess) -> None:
 
 
 def _page_callbacks(app: Dash, access: StoreAccess) -> None:
-    for page, fn in (
-        ("runs", P.render_runs),
-        ("overview", P.render_overview),
-        ("sparsecore", P.render_sparsecore),
-        ("memory", P.render_memory),
-        ("findings", P.render_findings),
-        ("compare", P.render_compare),
-        ("sql", P.render_sql),
-    ):
-        app.callback(Output(f"{page}-body", "children"), Input(f"{page}-state", "data"))(
-            guarded(access, needs=I.STATE_NEEDS.get(page, ()))(fn)
+    for page, outputs, fn in P.RENDERERS:
+        app.callback(*[Output(i, prop) for i, prop in outputs], Input(f"{page}-state", "data"))(
+            guarded(access, len(outputs), needs=I.STATE_NEEDS.get(page, ()))(fn)
         )
-    app.callback(Output("overview-analysis", "children"), Input("overview-state", "data"))(
-        guarded(access, needs=I.STATE_NEEDS["overview"])(P.render_overview_analysis)
-    )
-    app.callback(Output("compare-verdict", "children"), Input("compare-state", "data"))(
-        guarded(access, needs=I.STATE_NEEDS["compare"])(P.render_compare_verdict)
-    )
-    app.callback(
-        Output("timeline-body", "children"),
-        Output("timeline-view", "data"),
-        Output("timeline-perfetto", "children"),
-        Input("timeline-state", "data"),
-    )(guarded(access, 3, needs=I.STATE_NEEDS["timeline"])(P.render_timeline))
 
 
 def _same(value: Any, rendered: Any) -> bool:
@@ -248,7 +231,7 @@ def _url_callbacks(app: Dash) -> None:
     def timeline_zoom(relayout, view, s):
         if not (isinstance(relayout, dict) and isinstance(view, dict) and I.text(s or "") is not None):
             return no_update
-        new = P.zoom_search(s or "", relayout, view)
+        new = zoom_search(s or "", relayout, view)
         return new if new is not None and new != s else no_update
 
     @app.callback(
@@ -264,7 +247,7 @@ def _url_callbacks(app: Dash) -> None:
     @I.url_callback
     def sql_url(run_clicks, examples, rows, text, rendered, s):
         trig = ctx.triggered_id
-        examples_sql = list(P.Q.SQL_EXAMPLES.values())
+        examples_sql = list(Q.SQL_EXAMPLES.values())
         if not (I.is_scalar(rows) and I.is_scalar(text) and I.text(s or "") is not None):
             return no_update
         if isinstance(trig, dict):

@@ -26,7 +26,7 @@ from ui.store_access import StoreAccess
 
 log = logging.getLogger("scprof.ui")
 
-# The SQL console's limits (ui/pages.py), shared by its CSV download.
+# The SQL console's limits (ui/pages/sql.py), shared by its CSV download.
 SQL_MAX_ROWS = 10_000
 SQL_TIMEOUT_S = 10.0
 SQL_CSV_MAX_BYTES = 64 * 2**20

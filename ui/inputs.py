@@ -70,7 +70,7 @@ def _texts(v: Any) -> bool:
     return isinstance(v, list) and len(v) <= MAX_LIST_ITEMS and all(isinstance(x, str) for x in v)
 
 
-# What a page's state (ui/pages.py state_store) holds under each key; other values are dropped.
+# What a page's state (ui/pages/common.py state_store) holds under each key; other values are dropped.
 _STATE_RULES: dict[str, Callable[[Any], bool]] = {
     **dict.fromkeys(("run", "base", "cand", "t0", "t1"), lambda v: v is None or _int(v)),
     "steps": lambda v: _ints(v) and len(v) == 2,

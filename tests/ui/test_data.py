@@ -10,9 +10,16 @@ import pytest
 
 from scprof.cli import build_parser
 from ui import data as D
-from ui import pages as P
 from ui import state as S
 from ui.app import create_app, page_for
+from ui.pages.compare import render_compare, render_compare_verdict
+from ui.pages.findings import render_findings
+from ui.pages.memory import render_memory
+from ui.pages.overview import render_overview, render_overview_analysis
+from ui.pages.runs import render_runs
+from ui.pages.sparsecore import render_sparsecore
+from ui.pages.sql import render_sql
+from ui.pages.timeline_page import render_timeline, zoom_search
 from ui.store_access import StoreAccess
 from ui.timeline import _paint, run_tracks, select_tracks, time_unit, timeline_view
 
@@ -54,7 +61,7 @@ def test_runs_listing_filters_and_sorts(ro_store):
     assert all(r["mean_step_ps"] > 0 and r["hardware"].startswith("v5p") for r in rows)
     assert [r["name"] for r in D.runs(ro_store, "tun")] == ["tuned"]
     assert [r["name"] for r in D.runs(ro_store, sort="mean_step_ps", descending=True)][0] == "baseline"
-    body = P.render_runs(ro_store, {"filter": "nothing-matches"})
+    body = render_runs(ro_store, {"filter": "nothing-matches"})
     assert "No run matches" in text_of(body)
 
 
@@ -65,14 +72,14 @@ def test_overview_kpis_carry_units(ro_store, runs):
     assert kpis["step time mean"].unit == "ps" and kpis["step time mean"].value > 0
     assert kpis["SC minibatches per step"].value > 1  # the baseline's limits are too low
     assert kpis["HBM peak"].unit == "bytes" and "capacity" in kpis["HBM peak"].detail
-    text = text_of(P.render_overview(ro_store, {"run": base, "steps": list(steps)}))
+    text = text_of(render_overview(ro_store, {"run": base, "steps": list(steps)}))
     assert "step time mean" in text and ("us" in text or "ms" in text)
 
 
 def test_overview_analysis_shows_breakdown_and_findings(ro_store, runs):
     base, _ = runs
     steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
-    text = text_of(P.render_overview_analysis(ro_store, {"run": base, "steps": list(steps)}))
+    text = text_of(render_overview_analysis(ro_store, {"run": base, "steps": list(steps)}))
     assert "Top findings" in text
     assert "Step time by category" in text
     # the headline cards are figures the analyzers really produce (a renamed figure would vanish)
@@ -99,7 +106,7 @@ def test_timeline_switches_from_aggregated_to_exact(ro_store, runs):
 
 def test_timeline_payload_is_bounded_by_the_window(ro_store, runs):
     base, _ = runs
-    body, view, _ = P.render_timeline(ro_store, {"run": base, "steps": [0, 4], "chips": [0, 1, 2, 3]})
+    body, view, _ = render_timeline(ro_store, {"run": base, "steps": [0, 4], "chips": [0, 1, 2, 3]})
     assert view["t1"] > view["t0"] and view["scale"] > 0
     assert find(body, "timeline-graph") is not None
     assert payload(body) < 2_000_000
@@ -116,10 +123,10 @@ def test_paint_spreads_long_events_over_columns():
 
 def test_zoom_turns_a_relayout_into_a_window():
     view = {"t0": 0, "t1": 10**9, "scale": 1e6}
-    url = P.zoom_search("?run=1", {"xaxis.range[0]": 100.0, "xaxis.range[1]": 250.5}, view)
+    url = zoom_search("?run=1", {"xaxis.range[0]": 100.0, "xaxis.range[1]": 250.5}, view)
     assert S.parse(url) == {"run": "1", "t0": "100000000", "t1": "250500000"}
-    assert S.parse(P.zoom_search("?run=1&t0=5&t1=9", {"xaxis.autorange": True}, view)) == {"run": "1"}
-    assert P.zoom_search("?run=1", {"autosize": True}, view) is None
+    assert S.parse(zoom_search("?run=1&t0=5&t1=9", {"xaxis.autorange": True}, view)) == {"run": "1"}
+    assert zoom_search("?run=1", {"autosize": True}, view) is None
 
 
 def test_time_units():
@@ -137,7 +144,7 @@ def test_sparsecore_heatmaps_against_limits(ro_store, runs):
     assert np.nanmax(d["matrices"]["ids_ratio"]) > 1  # baseline overflows its compiled limits
     tuned = D.sparsecore(ro_store, cand, D.clamp_steps(D.step_bounds(ro_store, cand), None), [])
     assert np.nanmax(tuned["matrices"]["ids_ratio"]) <= 1
-    text = text_of(P.render_sparsecore(ro_store, {"run": base, "steps": list(steps), "tables": [], "metric": "ids"}))
+    text = text_of(render_sparsecore(ro_store, {"run": base, "steps": list(steps), "tables": [], "metric": "ids"}))
     assert "against the compiled limit" in text and "Per table" in text
 
 
@@ -147,7 +154,7 @@ def test_memory_peak_and_page(ro_store, runs):
     assert peak is not None and peak["peak"] > 0 and peak["parts"]
     assert abs(sum(peak["parts"].values()) - peak["peak"]) < 1
     steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
-    text = text_of(P.render_memory(ro_store, {"run": base, "steps": list(steps), "chips": [0]}))
+    text = text_of(render_memory(ro_store, {"run": base, "steps": list(steps), "chips": [0]}))
     assert "HBM over time" in text and "of capacity" in text
 
 
@@ -155,7 +162,7 @@ def test_findings_render_every_field_generically(ro_store, runs):
     base, _ = runs
     report = D.analysis(ro_store, base)
     assert D.analysis(ro_store, base) is report  # cached
-    text = text_of(P.render_findings(ro_store, {"run": base, "sev": ["critical", "warning", "info"]}))
+    text = text_of(render_findings(ro_store, {"run": base, "sev": ["critical", "warning", "info"]}))
     for f in report.findings:
         assert f.title in text and f.recommendation in text
     assert "Analyzers run" in text
@@ -163,21 +170,21 @@ def test_findings_render_every_field_generically(ro_store, runs):
 
 def test_compare_shows_the_verdict(ro_store, runs):
     base, cand = runs
-    verdict = P.render_compare_verdict(ro_store, {"base": base, "cand": cand})
+    verdict = render_compare_verdict(ro_store, {"base": base, "cand": cand})
     word = find(verdict, "compare-verdict-word")
     assert word is not None and word.children in ("improved", "regressed", "no significant change")
-    text = text_of(P.render_compare(ro_store, {"base": base, "cand": cand}))
+    text = text_of(render_compare(ro_store, {"base": base, "cand": cand}))
     assert "Step-time distributions" in text and "SparseCore side by side" in text
-    assert "same run" in text_of(P.render_compare(ro_store, {"base": base, "cand": base}))
+    assert "same run" in text_of(render_compare(ro_store, {"base": base, "cand": base}))
 
 
 def test_sql_console_returns_rows_and_refuses_writes(ro_store):
-    ok = P.render_sql(ro_store, {"q": "SELECT run_id, name FROM runs ORDER BY run_id", "rows": 1})
+    ok = render_sql(ro_store, {"q": "SELECT run_id, name FROM runs ORDER BY run_id", "rows": 1})
     assert "capped at 1" in text_of(ok)
     assert find(ok, "sql-result") is not None
-    refused = text_of(P.render_sql(ro_store, {"q": "DELETE FROM runs", "rows": 10}))
+    refused = text_of(render_sql(ro_store, {"q": "DELETE FROM runs", "rows": 10}))
     assert "only read-only SELECT queries are allowed" in refused
-    assert "Type a query" in text_of(P.render_sql(ro_store, {"q": ""}))
+    assert "Type a query" in text_of(render_sql(ro_store, {"q": ""}))
 
 
 def test_state_round_trip():

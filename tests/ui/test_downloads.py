@@ -9,8 +9,8 @@ import pytest
 
 from tests.ui.conftest import renamed_copy
 from tests.ui.test_data import find
-from ui import pages as P
 from ui.app import create_app
+from ui.pages.sql import SQL_SHOWN_CHARS, render_sql
 
 HOSTILE = "../../outside/x"  # relative to a download's folder inside the temporary directory
 
@@ -89,13 +89,13 @@ def test_the_sql_download_refuses_with_400(ui_db, q):
 
 
 def test_the_sql_console_shows_long_cells_shortened(ro_store):
-    page = P.render_sql(ro_store, {"q": "SELECT repeat('é', 5000) AS s, 7 AS n", "rows": "1"})
+    page = render_sql(ro_store, {"q": "SELECT repeat('é', 5000) AS s, 7 AS n", "rows": "1"})
     cells = _cells(page)
-    assert cells == ["é" * P.SQL_SHOWN_CHARS + " …", "7"]
+    assert cells == ["é" * SQL_SHOWN_CHARS + " …", "7"]
 
 
 def test_the_sql_console_caps_results_in_bytes(ro_store):
-    page = P.render_sql(ro_store, {"q": "SELECT repeat('x', 1000000) AS s FROM range(20)", "rows": 100})
+    page = render_sql(ro_store, {"q": "SELECT repeat('x', 1000000) AS s FROM range(20)", "rows": 100})
     info = find(page, "sql-info").children
     assert info.startswith("8 row(s)") and "capped at 8 MiB" in info  # 8 of 1,000,004 bytes fit in 8 MiB
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from profiler.store import Store
 from tests.ui.conftest import renamed_copy
 from tests.ui.test_data import find
-from ui import pages as P
 from ui import render as R
+from ui.pages.compare import render_compare
+from ui.pages.timeline_page import _event_hover
 
 MARKUP = "<a href='https://evil.example'>click</a> %{x} & <br>"
 
@@ -18,7 +19,7 @@ def test_plain_text_for_plotly():
 
 
 def test_event_hover_shows_names_and_args_as_written():
-    hover = P._event_hover({"name": MARKUP, "start_ps": 0, "dur_ps": 5, "args": {"<i>k</i>": "<b>v</b>"}})
+    hover = _event_hover({"name": MARKUP, "start_ps": 0, "dur_ps": 5, "args": {"<i>k</i>": "<b>v</b>"}})
     assert "<a href" not in hover and "<i>" not in hover and "<b>v" not in hover
     assert hover.startswith("<b>&lt;a href=") and "&lt;i&gt;k&lt;/i&gt;: &lt;b&gt;v&lt;/b&gt;" in hover
 
@@ -26,6 +27,6 @@ def test_event_hover_shows_names_and_args_as_written():
 def test_run_names_in_compare_charts_are_text(ui_db, tmp_path):
     db, ids = renamed_copy(ui_db, tmp_path / "names.duckdb", MARKUP)
     with Store.open(str(db), read_only=True) as store:
-        page = P.render_compare(store, {"base": ids[0], "cand": ids[1]})
+        page = render_compare(store, {"base": ids[0], "cand": ids[1]})
     names = [t.name for t in find(page, "compare-hist").figure.data]
     assert names[0] == "baseline: " + R.plain(MARKUP) and not any("<a" in n for n in names)

@@ -1,0 +1,53 @@
+"""The pages, one module each (runs, overview, timeline_page, sparsecore, memory, findings, compare,
+sql) with their shared controls in common.py: `layout_*` builds a page's controls from its URL
+state; `render_*` is its data callback (store + state -> components), called by ui/app.py and by
+the tests. Here: the tables ui/app.py routes and wires them by.
+
+Every render returns components, never raises for missing data: an empty state says
+what is missing and how to get it. Times and sizes carry units everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ui.pages.compare import layout_compare, render_compare, render_compare_verdict
+from ui.pages.findings import layout_findings, render_findings
+from ui.pages.memory import layout_memory, render_memory
+from ui.pages.overview import layout_overview, render_overview, render_overview_analysis
+from ui.pages.runs import layout_runs, render_runs
+from ui.pages.sparsecore import layout_sparsecore, render_sparsecore
+from ui.pages.sql import layout_sql, render_sql
+from ui.pages.timeline_page import layout_timeline, render_timeline
+
+# URL path -> the page's layout (store, URL state -> its controls and empty bodies).
+LAYOUTS: dict[str, Callable[..., Any]] = {
+    "/runs": layout_runs,
+    "/overview": layout_overview,
+    "/timeline": layout_timeline,
+    "/sparsecore": layout_sparsecore,
+    "/memory": layout_memory,
+    "/findings": layout_findings,
+    "/compare": layout_compare,
+    "/sql": layout_sql,
+}
+
+# The data callbacks, each fed by its page's `<page>-state` store: (page, the (component id,
+# property) pairs it fills in the order of its outputs, render (store, state -> components)).
+RENDERERS: tuple[tuple[str, tuple[tuple[str, str], ...], Callable[..., Any]], ...] = (
+    ("runs", (("runs-body", "children"),), render_runs),
+    ("overview", (("overview-body", "children"),), render_overview),
+    ("sparsecore", (("sparsecore-body", "children"),), render_sparsecore),
+    ("memory", (("memory-body", "children"),), render_memory),
+    ("findings", (("findings-body", "children"),), render_findings),
+    ("compare", (("compare-body", "children"),), render_compare),
+    ("sql", (("sql-body", "children"),), render_sql),
+    ("overview", (("overview-analysis", "children"),), render_overview_analysis),
+    ("compare", (("compare-verdict", "children"),), render_compare_verdict),
+    (
+        "timeline",
+        (("timeline-body", "children"), ("timeline-view", "data"), ("timeline-perfetto", "children")),
+        render_timeline,
+    ),
+)

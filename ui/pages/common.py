@@ -1,0 +1,101 @@
+"""Controls and pieces shared by the pages: run picker, steps slider, chips checklist, a page's
+state store and body, the run header and the empty store's message, so every page picks runs,
+steps and chips the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import dcc, html
+
+from profiler.store import Store
+from ui import data as D
+from ui import render as R
+
+NO_RUNS = (
+    "No runs in this store yet. Record one, then reload this page:",
+    "scprof record configs/baseline.toml && scprof record configs/tuned.toml",
+)
+
+
+def pick_run(store: Store, st: dict[str, str], key: str = "run", fallback: int = -1) -> int | None:
+    """The run named in the URL, else the `fallback`-th newest run (-1: newest)."""
+    run = D.resolve(store, st.get(key))
+    if run is None:
+        ids = [r["value"] for r in D.run_options(store)]
+        run = ids[fallback] if len(ids) >= abs(fallback) else (ids[-1] if ids else None)
+    return run
+
+
+def run_dropdown(id: str, store: Store, value: int | None, label: str = "run") -> html.Label:
+    return html.Label(
+        [
+            label,
+            dcc.Dropdown(id=id, options=D.run_options(store), value=value, clearable=False, className="run-dropdown"),
+        ],
+        className="control",
+    )
+
+
+def steps_slider(id: str, bounds: tuple[int, int] | None, value: tuple[int, int]) -> html.Label:
+    if bounds is None:
+        return html.Label(["steps", html.Span(" (no steps in this run)", className="muted")], className="control")
+    lo, hi = bounds
+    return html.Label(
+        [
+            f"steps ({lo}–{hi})",
+            dcc.RangeSlider(
+                id=id,
+                min=lo,
+                max=max(hi, lo + 1),
+                step=1,
+                value=[value[0], value[1]],
+                allowCross=False,
+                marks=None,
+                tooltip={"placement": "bottom", "always_visible": True},
+                updatemode="mouseup",
+            ),
+        ],
+        className="control slider",
+    )
+
+
+def chips_checklist(id: str, chips: list[int], value: list[int]) -> html.Label:
+    return html.Label(
+        [
+            "chips",
+            dcc.Checklist(id=id, options=[{"label": f"TPU:{c}", "value": c} for c in chips], value=value, inline=True),
+        ],
+        className="control",
+    )
+
+
+def state_store(page: str, state: dict[str, Any]) -> dcc.Store:
+    return dcc.Store(id=f"{page}-state", data=state)
+
+
+def body(page: str, extra: str = "body") -> dcc.Loading:
+    return dcc.Loading(html.Div(id=f"{page}-{extra}", className="page-body"), type="default", delay_show=150)
+
+
+def controls(*children: Any) -> html.Div:
+    return html.Div([c for c in children if c is not None], className="controls")
+
+
+def run_header(store: Store, run: int) -> html.Div:
+    info = D.run_info(store, run)
+    hw = f"{info.get('generation') or '?'} × {info.get('num_chips') or '?'} chips"
+    return html.Div(
+        [
+            html.Span(info["name"], className="run-name"),
+            html.Span(
+                f" #{run} · {info['source']} · {hw} · {info['steps']} steps · {info['events']:,} events",
+                className="muted",
+            ),
+        ],
+        className="run-header",
+    )
+
+
+def _no_runs() -> html.Div:
+    return R.empty(*NO_RUNS)

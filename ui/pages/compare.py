@@ -1,0 +1,363 @@
+"""The Compare page: a baseline and a candidate run side by side (step-time distributions,
+SparseCore and memory, from SQL) under the verdict of `scprof compare` with its breakdown, findings,
+per-op and per-table deltas and config diff; to tell whether a change helped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from dash import dcc, html
+
+from analyzers.findings import Finding
+from analyzers.timeline import CATEGORIES
+from profiler.store import Store
+from profiler.units import format_delta, format_value
+from ui import data as D
+from ui import render as R
+from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, state_store
+from ui.timeline import time_unit
+
+
+def layout_compare(store: Store, st: dict[str, str]) -> Any:
+    opts = D.run_options(store)
+    if not opts:
+        return _no_runs()
+    base = pick_run(store, st, "base", fallback=-2)
+    cand = pick_run(store, st, "cand", fallback=-1)
+    return html.Div(
+        [
+            controls(
+                run_dropdown("compare-base", store, base, "baseline"),
+                run_dropdown("compare-cand", store, cand, "candidate"),
+                dcc.Link("⇄ swap", href=R.href("/compare", base=cand, cand=base), className="button small"),
+            ),
+            state_store("compare", {"base": base, "cand": cand}),
+            body("compare", "verdict"),
+            body("compare"),
+        ]
+    )
+
+
+def render_compare(store: Store, st: dict[str, Any]) -> Any:
+    """The SQL side of Compare (fast on any run size): step-time distributions from the step
+    markers, SparseCore and memory side by side."""
+    base, cand = st["base"], st["cand"]
+    if base == cand:
+        return R.note("Baseline and candidate are the same run: pick two different runs above.")
+    bi, ci = D.run_info(store, base), D.run_info(store, cand)
+    parts: list[Any] = []
+    bst = D.step_times(store, base, D.clamp_steps(D.step_bounds(store, base), None))
+    cst = D.step_times(store, cand, D.clamp_steps(D.step_bounds(store, cand), None))
+    if len(bst["step_ps"]) and len(cst["step_ps"]):
+        unit, scale = time_unit(float(max(bst["step_ps"].max(), cst["step_ps"].max())))
+        fig = R.figure(barmode="overlay", xaxis_title=f"step time ({unit})", yaxis_title="steps")
+        for name, s, color in (
+            (f"baseline: {bi['name']}", bst, R.BASE_COLOR),
+            (f"candidate: {ci['name']}", cst, R.CAND_COLOR),
+        ):
+            fig.add_trace(
+                go.Histogram(
+                    x=s["step_ps"] / scale,
+                    name=name,
+                    opacity=0.6,
+                    marker_color=color,
+                    nbinsx=40,
+                    hovertemplate=f"%{{x}} {unit}: %{{y}} steps<extra>{name}</extra>",
+                )
+            )
+        rows = []
+        for label, fn in (
+            ("mean", np.mean),
+            ("p50", np.median),
+            ("p90", lambda a: np.percentile(a, 90)),
+            ("min", np.min),
+            ("max", np.max),
+        ):
+            b, c = float(fn(bst["step_ps"])), float(fn(cst["step_ps"]))
+            rows.append({"stat": label, "base": b, "cand": c, "delta": format_delta(b, c, "ps")})
+        parts.append(
+            html.Div(
+                [
+                    R.section("Step-time distributions", R.graph(fig, id="compare-hist", height=300)),
+                    R.section(
+                        "Step time",
+                        R.table(
+                            rows,
+                            [
+                                ("stat", "", "text"),
+                                ("base", bi["name"], "ps"),
+                                ("cand", ci["name"], "ps"),
+                                ("delta", "change", "text"),
+                            ],
+                        ),
+                    ),
+                ],
+                className="grid2",
+            )
+        )
+    else:
+        parts.append(R.empty("One of the runs has no steps: no step-time comparison."))
+    parts.append(_side_by_side_sc(store, base, cand, bi, ci))
+    parts.append(_side_by_side_memory(store, base, cand, bi, ci))
+    return html.Div(parts)
+
+
+def _side_by_side_sc(store: Store, base: int, cand: int, bi: dict, ci: dict) -> Any:
+    cells = []
+    for run, info in ((base, bi), (cand, ci)):
+        bounds = D.clamp_steps(D.step_bounds(store, run), None)
+        kp = {k.label: k for k in D.overview_kpis(store, run, bounds)}
+        summary = D.sparsecore(store, run, bounds, [])
+        rows = summary.get("tables", []) if not summary["empty"] else []
+        cells.append(
+            html.Div(
+                [
+                    html.H4(info["name"]),
+                    html.Div(
+                        [
+                            R.kpi(lbl, format_value(kp[lbl].value, kp[lbl].unit), kp[lbl].detail)
+                            for lbl in ("SC minibatches per step", "dropped IDs")
+                            if lbl in kp
+                        ],
+                        className="kpis",
+                    ),
+                    R.table(
+                        rows,
+                        [
+                            ("table_name", "table", "text"),
+                            ("max_ids", "max IDs", "count"),
+                            ("max_ids_per_partition", "limit", "count"),
+                            ("minibatches_per_step", "minibatches/step", "count"),
+                            ("skew", "skew", "count"),
+                        ],
+                    )
+                    if rows
+                    else R.note("no partition statistics"),
+                ]
+            )
+        )
+    return R.section("SparseCore side by side", html.Div(cells, className="grid2"))
+
+
+def _side_by_side_memory(store: Store, base: int, cand: int, bi: dict, ci: dict) -> Any:
+    fig = R.figure(barmode="group", yaxis_title="GiB")
+    rows = []
+    for run, info, color in ((base, bi, R.BASE_COLOR), (cand, ci, R.CAND_COLOR)):
+        peak = D.hbm_peak(store, run)
+        if peak:
+            fig.add_trace(
+                go.Bar(
+                    x=list(peak["parts"]),
+                    y=[v / 2**30 for v in peak["parts"].values()],
+                    name=info["name"],
+                    marker_color=color,
+                    hovertemplate="%{x}: %{y:.3f} GiB<extra>" + R.plain(info["name"]) + "</extra>",
+                )
+            )
+        rows.append(
+            {
+                "run": info["name"],
+                "peak": peak["peak"] if peak else None,
+                "capacity": info.get("hbm_bytes"),
+                "share": (peak["peak"] / info["hbm_bytes"]) if peak and info.get("hbm_bytes") else None,
+            }
+        )
+    return R.section(
+        "Memory side by side (HBM at each run's peak)",
+        html.Div(
+            [
+                R.graph(fig, height=260),
+                R.table(
+                    rows,
+                    [
+                        ("run", "run", "text"),
+                        ("peak", "HBM peak", "bytes"),
+                        ("capacity", "capacity", "bytes"),
+                        ("share", "of capacity", "share"),
+                    ],
+                ),
+            ],
+            className="grid2",
+        ),
+    )
+
+
+def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
+    """The verdict of `scprof compare` at the top, then its breakdown deltas, findings resolved / new /
+    persisting, per-op and per-table deltas and config diff (analyzers/compare.py, cached)."""
+    base, cand = st["base"], st["cand"]
+    if base == cand:
+        return html.Div()
+    bi, ci = D.run_info(store, base), D.run_info(store, cand)
+    c, why_not = D.compare(store, base, cand)
+    if c is None:
+        return R.error(why_not or "comparison unavailable")
+    bn, cn = bi["name"], ci["name"]
+    parts: list[Any] = [_verdict_banner(c, bn, cn)]
+    parts.append(_breakdown_deltas(c.get("breakdown") or [], bn, cn))
+    fd = c.get("findings") or {}
+    cols = []
+    for title, key, tone, run in (
+        ("Resolved", "resolved", "good", base),
+        ("New", "new", "bad", cand),
+        ("Persisting", "persisting", "", cand),
+    ):
+        items = [i.get("cand", i) if key == "persisting" else i for i in fd.get(key, [])]
+        cols.append(
+            html.Div(
+                [
+                    html.H4(f"{title} ({len(items)})", className=tone),
+                    *([_finding_from_dict(f, run) for f in items] or [html.P("none", className="muted")]),
+                ],
+                id=f"compare-findings-{key}",
+            )
+        )
+    parts.append(
+        R.section(
+            "Findings",
+            html.Div(cols, className="grid3"),
+            help_text="Matched by rule and affected tables: resolved = only in the baseline, new = only in "
+            "the candidate, persisting = in both (shown as in the candidate).",
+        )
+    )
+    ops = c.get("ops") or []
+    if ops:
+        for r in ops:
+            r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
+        parts.append(
+            R.section(
+                f"Per-op deltas (time per step; {len(ops)} ops, largest changes first)",
+                R.table(
+                    ops,
+                    [
+                        ("track_kind", "core", "text"),
+                        ("name", "op", "text"),
+                        ("base_events_per_step", f"ops/step {bn}", "count"),
+                        ("cand_events_per_step", f"ops/step {cn}", "count"),
+                        ("base_ps_per_step", f"time/step {bn}", "ps"),
+                        ("cand_ps_per_step", f"time/step {cn}", "ps"),
+                        ("delta", "change", "text"),
+                        ("change", "", "text"),
+                    ],
+                    id="compare-ops",
+                    max_rows=25,
+                ),
+            )
+        )
+    tables = c.get("tables") or []
+    if tables:
+        for r in tables:
+            r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
+        parts.append(
+            R.section(
+                "Per-table deltas (SparseCore time per step)",
+                R.table(
+                    tables,
+                    [
+                        ("table_name", "table", "text"),
+                        ("base_ops_per_step", f"ops/step {bn}", "count"),
+                        ("cand_ops_per_step", f"ops/step {cn}", "count"),
+                        ("base_ps_per_step", f"time/step {bn}", "ps"),
+                        ("cand_ps_per_step", f"time/step {cn}", "ps"),
+                        ("delta", "change", "text"),
+                    ],
+                    max_rows=25,
+                ),
+            )
+        )
+    diff = c.get("config_diff") or []
+    parts.append(
+        R.section(
+            f"Config diff ({len(diff)} keys differ)",
+            R.table(diff, [("key", "key", "text"), ("base", bn, "text"), ("cand", cn, "text")], id="compare-config")
+            if diff
+            else R.empty("The configs are identical."),
+        )
+    )
+    known = {"base", "cand", "step_time", "breakdown", "findings", "ops", "tables", "config_diff", "notes"}
+    rest = {k: v for k, v in c.items() if k not in known}
+    if rest:
+        parts.append(
+            html.Details([html.Summary("Further figures of `scprof compare`"), R.generic(rest)], className="card")
+        )
+    return html.Div(parts)
+
+
+def _finding_from_dict(d: dict[str, Any], run: int) -> Any:
+    try:
+        return R.finding_card(Finding(**d), run, compact=True)
+    except (TypeError, ValueError):
+        return R.generic(d)
+
+
+def _verdict_banner(c: dict[str, Any], base_name: str, cand_name: str) -> html.Div:
+    stc = c.get("step_time") or {}
+    verdict = str(stc.get("verdict") or c.get("verdict") or "unknown")
+    tone = {"improved": "good", "regressed": "bad"}.get(verdict, "neutral")
+    lines: list[Any] = []
+    if "change" in stc:
+        lines.append(
+            html.Div(
+                [
+                    html.B(
+                        f"mean step time {format_value(stc.get('base_mean_ps'), 'ps')} → {format_value(stc.get('cand_mean_ps'), 'ps')} "
+                        f"({stc['change']:+.1%})"
+                    ),
+                    f"; 95% interval of the change {stc.get('ci_low', float('nan')):+.1%} … {stc.get('ci_high', float('nan')):+.1%} "
+                    f"over {stc.get('base_steps')} and {stc.get('cand_steps')} steady steps",
+                ],
+                id="compare-change",
+            )
+        )
+    lines += [html.Div(n, className="muted") for n in c.get("notes") or []]
+    return html.Div(
+        [
+            html.Div(f"candidate {cand_name} vs baseline {base_name} (scprof compare)", className="muted"),
+            html.Div(verdict, className="verdict-word", id="compare-verdict-word"),
+            *lines,
+        ],
+        className=f"verdict {tone}",
+    )
+
+
+def _breakdown_deltas(rows: list[dict[str, Any]], bname: str, cname: str) -> Any:
+    if not rows:
+        return R.note("No step-time breakdown for one of the runs.")
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    rows = sorted(rows, key=lambda r: order.get(r["category"], 99))
+    unit, scale = time_unit(max(sum(r["base_ps"] or 0 for r in rows), sum(r["cand_ps"] or 0 for r in rows), 1))
+    fig = R.figure(barmode="stack", yaxis_title=f"time per step ({unit})")
+    for r in rows:
+        k = r["category"]
+        fig.add_trace(
+            go.Bar(
+                x=[R.plain(bname), R.plain(cname)],
+                y=[(r["base_ps"] or 0) / scale, (r["cand_ps"] or 0) / scale],
+                name=k,
+                marker_color=R.CATEGORY_COLORS.get(k),
+                hovertemplate=f"{k}<br>%{{x}}: %{{y:.4g}} {unit}<extra></extra>",
+            )
+        )
+    for r in rows:
+        r["change"] = format_delta(r["base_ps"], r["cand_ps"], "ps")
+    return R.section(
+        "Step-time breakdown (mean per step and chip)",
+        html.Div(
+            [
+                R.graph(fig, id="compare-breakdown", height=320),
+                R.table(
+                    rows,
+                    [
+                        ("category", "category", "text"),
+                        ("base_ps", bname, "ps"),
+                        ("cand_ps", cname, "ps"),
+                        ("change", "change", "text"),
+                    ],
+                    id="compare-breakdown-table",
+                ),
+            ],
+            className="grid2",
+        ),
+    )
