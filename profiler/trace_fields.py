@@ -30,7 +30,7 @@ class TypedField:
     number: int  # EventBatch field number
     is_string: bool  # an interned string id (0 = none); the store holds `<name>_id`
     is_int64: bool  # 64-bit on the wire and in the store (else 32-bit)
-    unit: str  # how a value reads for people: profiler.units.format_value's unit, or "text"
+    unit: str  # how a value reads for people: profiler.units.format_value's unit
     description: str  # the store column's documentation
     xprof_stats: tuple[str, ...]  # XSpace stat names read on import (the first is written on export)
 
@@ -51,10 +51,10 @@ class TypedField:
 
 # What the proto cannot say, by field name: (unit, description, XSpace stat names).
 _ABOUT: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "step": ("count", "Training step the event belongs to; NULL if none.", ("step", "group_id", "step_num")),
+    "step": ("index", "Training step the event belongs to; NULL if none.", ("step", "group_id", "step_num")),
     "table": ("text", "strings.string_id of the embedding table; NULL if none.", ("table", "table_name")),
-    "sc": ("count", "SparseCore (partition) index on the chip; NULL if none.", ("sc", "sparse_core")),
-    "minibatch": ("count", "Minibatch index within the step; NULL if none.", ("minibatch",)),
+    "sc": ("index", "SparseCore (partition) index on the chip; NULL if none.", ("sc", "sparse_core")),
+    "minibatch": ("index", "Minibatch index within the step; NULL if none.", ("minibatch",)),
     "ids": ("count", "Embedding IDs processed, duplicates included; NULL if none.", ("ids",)),
     "unique_ids": ("count", "Unique embedding IDs processed; NULL if none.", ("unique_ids",)),
     "dropped_ids": ("count", "IDs dropped past the limits; NULL if none.", ("dropped_ids",)),

@@ -89,6 +89,8 @@ def format_value(value: Any, unit: str) -> str:
         return format_bytes(value)
     if "share" in unit:
         return f"{value:.1%}"
+    if unit in ("index", "text"):  # a step, core or minibatch number, or a name: as it is
+        return str(value)
     if unit in ("count", "") and isinstance(value, int | float):
         return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
     if isinstance(value, float):

@@ -61,7 +61,7 @@ def register(server: Flask, access: StoreAccess) -> None:
         try:
             from exporters.perfetto import export_run
         except ImportError:
-            return _text(501, "Perfetto export is not available in this build (exporters/perfetto.py missing)")
+            return _text(501, "Perfetto export is not available in this build (exporters/perfetto/ missing)")
         steps = S.steps_param(request.args.get("steps"))
         folder = tempfile.mkdtemp(prefix="scprof-ui-")
         try:

@@ -6,6 +6,8 @@ Times are int64 picoseconds as in the store; pages format them at the edge.
 
 from __future__ import annotations
 
+from profiler.trace_fields import TYPED_FIELDS
+
 # runs: the Runs page, one row per run: hardware, steps, events, mean step time (the
 # slowest chip's marker on the TensorCore `Steps` line, any step marker otherwise),
 # status and a failure named in the run's tags (compile/OOM failures recorded by the emulator).
@@ -108,24 +110,37 @@ SELECT (SELECT count(*) FROM events WHERE run_id = $run AND list_contains($track
           AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0)) AS n
 """
 
+
 # timeline_exact: the events of the chosen tracks overlapping the window, with names and
 # typed arguments (the zoomed-in view), plus step markers as events named `step N`.
-TIMELINE_EXACT = """
-SELECT e.event_id, e.track_id, n.value AS name, e.start_ps, e.dur_ps, e.step, tb.value AS table_name,
-       e.sc, e.minibatch, e.ids, e.unique_ids, e.dropped_ids, e.bytes, e.flops, c.value AS category
+def _timeline_exact() -> str:
+    """The query below, its typed columns from profiler/trace_fields.py (strings by value)."""
+    typed, joins, marker = [], [], []
+    for f in TYPED_FIELDS:
+        if f.is_string:
+            typed.append(f's_{f.name}.value AS "{f.name}"')
+            joins.append(
+                f"LEFT JOIN strings s_{f.name} ON s_{f.name}.run_id = e.run_id AND s_{f.name}.string_id = e.{f.column}"
+            )
+        else:
+            typed.append(f"e.{f.column}")
+        marker.append("step" if f.name == "step" else "'step'" if f.name == "category" else "NULL")
+    return f"""
+SELECT e.event_id, e.track_id, n.value AS name, e.start_ps, e.dur_ps, {", ".join(typed)}
 FROM events e
 JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
-LEFT JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id
-LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id
+{chr(10).join(joins)}
 WHERE e.run_id = $run AND list_contains($tracks, e.track_id) AND e.start_ps < $t1 AND e.start_ps >= $t0 - $maxdur
   AND (e.start_ps >= $t0 OR e.start_ps + e.dur_ps > $t0)
 UNION ALL
-SELECT -1 AS event_id, track_id, 'step ' || step AS name, start_ps, dur_ps, step, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, 'step' AS category
+SELECT -1 AS event_id, track_id, 'step ' || step AS name, start_ps, dur_ps, {", ".join(marker)}
 FROM steps WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0)
 ORDER BY start_ps
 LIMIT $limit
 """
+
+
+TIMELINE_EXACT = _timeline_exact()
 
 # timeline_args: further arguments (event_args) of the events shown in the exact view.
 TIMELINE_ARGS = """

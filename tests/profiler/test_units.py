@@ -24,7 +24,7 @@ def test_format_bytes(n, text):
     (None, "ps", "-"), (float("nan"), "count", "-"), (982_300_000, "ps", "982 us"), (1_200_000, "step_ps", "1.2 us"),
     (3 << 30, "bytes", "3 GiB"), (0.4213, "share", "42.1%"), (0.5, "share of step time", "50.0%"),
     (1234, "count", "1,234"), (1234.5, "count", "1,234.50"), (12345.678, "IDs/s", "1.235e+04 IDs/s"),
-    (7, "steps", "7 steps"), ("fused", "text", "fused text"),
+    (7, "steps", "7 steps"), ("fused", "text", "fused"), (12345, "index", "12345"),
 ])  # fmt: skip
 def test_format_value(value, unit, text):
     assert format_value(value, unit) == text

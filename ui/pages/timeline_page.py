@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from profiler.store import Store
+from profiler.trace_fields import TYPED_FIELDS
 from profiler.units import format_value
 from ui import data as D
 from ui import render as R
@@ -170,35 +171,15 @@ def _timeline_figure(view, unit: str, scale: float) -> go.Figure:
     return fig
 
 
-ARG_UNITS = {
-    "dur_ps": "ps",
-    "bytes": "bytes",
-    "flops": "count",
-    "ids": "count",
-    "unique_ids": "count",
-    "dropped_ids": "count",
-}
-
-
 def _event_hover(e: dict[str, Any]) -> str:
     lines = [
         f"<b>{R.plain(e['name'])}</b>",
         f"start {format_value(e['start_ps'], 'ps')} · dur {format_value(e['dur_ps'], 'ps')}",
     ]
-    for k in (
-        "step",
-        "category",
-        "table_name",
-        "sc",
-        "minibatch",
-        "ids",
-        "unique_ids",
-        "dropped_ids",
-        "bytes",
-        "flops",
-    ):
-        if e.get(k) is not None and not (k == "category" and e[k] == "step"):
-            lines.append(f"{k}: {format_value(e[k], ARG_UNITS.get(k, 'text')) if k in ARG_UNITS else R.plain(e[k])}")
+    for f in TYPED_FIELDS:  # step markers carry the category `step`: not worth a line
+        v = e.get(f.name)
+        if v is not None and not (f.name == "category" and v == "step"):
+            lines.append(f"{f.name}: {R.plain(format_value(v, f.unit))}")
     lines += [f"{R.plain(k)}: {R.plain(v)}" for k, v in list(e.get("args", {}).items())[:12]]
     return "<br>".join(lines)
 
@@ -208,7 +189,7 @@ def _perfetto_links(store: Store, run: int, t0: int, t1: int) -> Any:
         import exporters.perfetto  # noqa: F401
     except ImportError:
         return html.Span(
-            "Perfetto export not available in this build (exporters/perfetto.py missing).", className="muted"
+            "Perfetto export not available in this build (exporters/perfetto/ missing).", className="muted"
         )
     st = store.rows(
         "SELECT min(step) AS lo, max(step) AS hi FROM steps WHERE run_id = ? AND start_ps < ? AND start_ps + dur_ps > ?",
