@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from profiler import scprof_trace_pb2 as pb
@@ -11,18 +13,25 @@ from profiler.store import Store
 from profiler.trace_fields import BY_NAME, EVENT_CORE, GENERIC_ARG_PREFIX, TYPED_FIELDS, TYPED_NAMES
 from profiler.trace_to_store import ingest_trace
 from profiler.wire import NULL_I32, NULL_I64
+from tests.tracekit import REPO
 
-# Written out by hand from proto/scprof_trace.proto: the reference the derived list must match.
-PROTO_TYPED = {
-    "step": (5, "INTEGER", NULL_I32), "table": (6, "INTEGER", 0), "sc": (7, "INTEGER", NULL_I32),
-    "minibatch": (8, "INTEGER", NULL_I32), "ids": (9, "BIGINT", NULL_I64), "unique_ids": (10, "BIGINT", NULL_I64),
-    "dropped_ids": (11, "BIGINT", NULL_I64), "bytes": (12, "BIGINT", NULL_I64), "flops": (13, "BIGINT", NULL_I64),
-    "category": (20, "INTEGER", 0),
-}  # fmt: skip
+_SQL_TYPE = {"fixed32": "INTEGER", "sfixed32": "INTEGER", "sfixed64": "BIGINT"}
+_NULL = {"fixed32": 0, "sfixed32": NULL_I32, "sfixed64": NULL_I64}
+
+
+def proto_typed_fields() -> dict[str, tuple[int, str, int]]:
+    """EventBatch's typed fields read from the .proto text itself (not the compiled descriptor)."""
+    text = (REPO / "proto" / "scprof_trace.proto").read_text()
+    body = re.search(r"message EventBatch \{(.*?)\n\}", text, re.S).group(1)
+    out = {}
+    for wire_type, name, number in re.findall(r"repeated (\w+) (\w+) = (\d+);", body):
+        if name not in EVENT_CORE and not name.startswith(GENERIC_ARG_PREFIX):
+            out[name] = (int(number), _SQL_TYPE[wire_type], _NULL[wire_type])
+    return out
 
 
 def test_the_list_is_the_protos_typed_fields_in_order():
-    assert {f.name: (f.number, f.sql_type, f.null) for f in TYPED_FIELDS} == PROTO_TYPED
+    assert {f.name: (f.number, f.sql_type, f.null) for f in TYPED_FIELDS} == proto_typed_fields()
     numbers = [f.number for f in TYPED_FIELDS]
     assert numbers == sorted(numbers)
     every = {f.name for f in pb.EventBatch.DESCRIPTOR.fields}
@@ -36,6 +45,7 @@ def test_the_events_table_has_one_column_per_field():
     for f in TYPED_FIELDS:
         assert cols[f.column] == f.sql_type
     assert BY_NAME["table"].column == "table_id" and BY_NAME["category"].column == "category_id"
+    assert {"step", "ids", "flops", "category"} <= set(proto_typed_fields())  # the reading finds them
 
 
 def test_every_field_goes_from_recorder_to_store(tmp_path):
