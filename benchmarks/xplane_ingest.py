@@ -8,7 +8,7 @@ metadata carries hlo_category/flops/bytes_accessed.
 Figures (last line, JSON):
 - import_events_per_s: file -> committed DuckDB tables (`scprof ingest FILE.xplane.pb`'s path),
   file in page cache, in this process;
-- decode_events_per_s: file -> columns only (profiler/xplane_wire.py's layout decoder, lines decoded
+- decode_events_per_s: file -> columns only (profiler/xplane_layout.py's decoder, lines decoded
   in 2 threads), no store; decode_1thread_events_per_s: the same in one thread;
   decode_general_events_per_s: the level-synchronous general decoder alone (the previous
   implementation's algorithm, one thread), measured in the same run, alternating with the others
@@ -33,11 +33,11 @@ import tempfile
 import time
 
 from exporters.xspace import export_run
-from profiler import xplane_to_store
+from profiler import xplane_decode
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_traces
-from profiler.xplane_to_store import decode_files
+from profiler.xplane_decode import decode_files
 
 
 def _xprof() -> str | None:
@@ -65,16 +65,16 @@ def main() -> None:
         print(f"exported {r.events:,} events, {size / 1e6:.0f} MB in {export_s:.1f} s", file=sys.stderr)
 
         best = {"fast": float("inf"), "fast_1thread": float("inf"), "general": float("inf")}
-        threads = xplane_to_store._DECODE_THREADS
+        threads = xplane_decode._DECODE_THREADS
         for _ in range(args.reps):
             for kind in best:
-                xplane_to_store._DECODE_THREADS = 1 if kind != "fast" else threads
+                xplane_decode._DECODE_THREADS = 1 if kind != "fast" else threads
                 t = time.perf_counter()
                 d = decode_files([xplane], fast=kind != "general")
                 best[kind] = min(best[kind], time.perf_counter() - t)
                 n_dec = sum(len(a) for a in d.events["start_ps"])
                 del d
-        xplane_to_store._DECODE_THREADS = threads
+        xplane_decode._DECODE_THREADS = threads
         decode_s = best["fast"]
 
         t = time.perf_counter()

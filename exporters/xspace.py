@@ -15,29 +15,47 @@ Conventions XProf reads (see docs/trace-format.md, "XSpace mapping"):
 - a line-less `/host:scprof` plane keeps the run's own facts (uuid, name, config,
   hardware) so `scprof ingest` of the file gives the run back.
 
-Events are encoded column-wise with profiler/xplane_wire.py, not one object each.
+Names and which stat carries which typed field are profiler/xplane_mapping.py's (shared with
+the import); events are encoded column-wise with profiler/xplane_encode.py, not one object each.
 """
 
 from __future__ import annotations
 
-import json
-import re
+from dataclasses import dataclass
 
 import numpy as np
 
+from profiler import xplane_encode as enc
+from profiler import xplane_fields as xf
 from profiler import xplane_pb2 as xp
-from profiler import xplane_wire as w
 from profiler.errors import ScprofError
 from profiler.safe_output import check_output_path, open_output, store_owned_paths
-from profiler.xplane_to_store import SCPROF_PLANE, STEP_LINES
+from profiler.wire import encode_varint
+from profiler.xplane_facts import written_facts
+from profiler.xplane_mapping import (
+    COUNTER_LINE,
+    COUNTER_VALUE_STAT,
+    DEVICE_TYPE_STAT,
+    FIELD,
+    HOSTNAME,
+    INT_COLUMNS,
+    MARKER_STAT,
+    MEMORY_SIZE_STAT,
+    PEAK_HBM_BW_STAT,
+    PEAK_TFLOPS_STAT,
+    SCPROF_PLANE,
+    STRING,
+    TPU_PLANE_RE,
+    TYPED_FIELDS,
+    UNIT_STAT,
+    device_type,
+)
 
-HOSTNAME = "scprof"
-MARKER_STAT = "scprof_step_marker"  # on metadata of exported step markers (not events of the run)
-# events column -> stat name written on the event (or its metadata).
-EVENT_INT_STATS = {"sc": "sc", "minibatch": "minibatch", "ids": "ids", "unique_ids": "unique_ids",
-                   "dropped_ids": "dropped_ids"}  # fmt: skip
-_SC_RE = re.compile(r"^/device:TPU:(\d+) SparseCore(?: [a-zA-Z]+)? (\d+)$")
-_TC_RE = re.compile(r"^/device:TPU:(\d+)$")
+# Typed fields written on event metadata, one per (plane, name, category): the category, and the
+# first event's flops and bytes (events that differ carry their own). The others go on events.
+_ON_METADATA = ("category", "flops", "bytes")
+_CATEGORY, _FLOPS, _BYTES = (FIELD[c].written for c in _ON_METADATA)
+_GROUP_ID = FIELD["step"].written  # also on step markers
 
 
 def export_run(store, run_id: int, path: str, steps: tuple[int, int] | None = None, check: bool = False) -> str:
@@ -66,7 +84,21 @@ def _col(store, sql: str, params: list) -> dict[str, np.ndarray]:
     return {name: t.column(name).to_numpy(zero_copy_only=False) for name in t.column_names}
 
 
-def build_space(store, run_id: int, run: dict, steps: tuple[int, int] | None) -> dict:
+@dataclass
+class _RunRows:
+    """The rows of a run an export writes: events of the chosen steps, their args, markers, counters."""
+
+    origin_ns: int  # the lines' timestamp_ns (runs.start_time_unix_ns)
+    svals: dict[int, str]  # string id -> value
+    tracks: list[dict]
+    ev: dict[str, np.ndarray]  # events by track, then start; NULL as -1 (string ids: 0)
+    null_mask: dict[str, np.ndarray]  # which values of the nullable integer columns are NULL
+    args_by_event: dict[int, list[dict]]
+    markers: dict[str, np.ndarray]  # steps rows by track, then start
+    counters: dict[str, np.ndarray]  # counter samples by track, then time
+
+
+def _read_run(store, run_id: int, run: dict, steps: tuple[int, int] | None) -> _RunRows:
     strings = store.query("SELECT string_id, value FROM strings WHERE run_id = ? ORDER BY string_id", [run_id])
     svals = dict(zip(strings.column("string_id").to_pylist(), strings.column("value").to_pylist(), strict=True))
     tracks = store.rows("SELECT * FROM tracks WHERE run_id = ? ORDER BY track_id", [run_id])
@@ -77,12 +109,10 @@ def build_space(store, run_id: int, run: dict, steps: tuple[int, int] | None) ->
     ev = _col(store, f"""
         SELECT event_id, track_id, name_id, start_ps, dur_ps,
                coalesce(step, -1) AS step, coalesce(table_id, 0) AS table_id, coalesce(category_id, 0) AS category_id,
-               {", ".join(f"coalesce({c}, -1) AS {c}" for c in ("sc", "minibatch", "ids", "unique_ids",
-                                                                "dropped_ids", "bytes", "flops"))}
+               {", ".join(f"coalesce({c}, -1) AS {c}" for c in INT_COLUMNS)}
         FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""", params)  # fmt: skip
     null_mask = _col(store, f"""
-        SELECT {", ".join(f"{c} IS NULL AS {c}" for c in ("sc", "minibatch", "ids", "unique_ids", "dropped_ids",
-                                                            "bytes", "flops", "step"))}
+        SELECT {", ".join(f"{c} IS NULL AS {c}" for c in (*INT_COLUMNS, "step"))}
         FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""", params)  # fmt: skip
     args = store.rows(
         f"""
@@ -100,14 +130,20 @@ def build_space(store, run_id: int, run: dict, steps: tuple[int, int] | None) ->
     swhere = "run_id = ?" + (" AND step >= ? AND step < ?" if steps else "")
     markers = _col(store, f"SELECT track_id, step, start_ps, dur_ps FROM steps WHERE {swhere} ORDER BY track_id, start_ps",
                    [run_id, *(steps or ())])  # fmt: skip
-
-    origin_ns = int(run["start_time_unix_ns"] or 0)
-    by_plane: dict[str, list[dict]] = {}
-    for t in tracks:
-        by_plane.setdefault(t["plane"], []).append(t)
     args_by_event: dict[int, list] = {}
     for a in args:
         args_by_event.setdefault(a["event_id"], []).append(a)
+    return _RunRows(int(run["start_time_unix_ns"] or 0), svals, tracks, ev, null_mask, args_by_event, markers,
+                    counters)  # fmt: skip
+
+
+def build_space(store, run_id: int, run: dict, steps: tuple[int, int] | None) -> dict:
+    """The XSpace of run `run_id` (events of steps [steps[0], steps[1]) when given): its bytes and counts."""
+    rows = _read_run(store, run_id, run, steps)
+    ev, markers, counters = rows.ev, rows.markers, rows.counters
+    by_plane: dict[str, list[dict]] = {}
+    for t in rows.tracks:
+        by_plane.setdefault(t["plane"], []).append(t)
 
     out = bytearray()
     totals = {"events": 0, "steps": 0, "counters": 0}
@@ -120,31 +156,24 @@ def build_space(store, run_id: int, run: dict, steps: tuple[int, int] | None) ->
         for line_id, t in enumerate([t for t in ptracks if t["kind"] != "counter"], start=1):
             sel = np.flatnonzero(ev["track_id"] == t["track_id"])
             msel = np.flatnonzero(markers["track_id"] == t["track_id"])
-            lines += _line(ctx, line_id, t["line"], origin_ns, ev, null_mask, sel, svals, args_by_event, markers, msel)
+            lines += _line(ctx, rows, line_id, t["line"], sel, msel)
             totals["events"] += len(sel)
             totals["steps"] += len(msel)
         ctracks = [t for t in ptracks if t["kind"] == "counter"]
         if ctracks:
-            lines += _counter_line(ctx, len(ptracks) + 1, origin_ns, counters, ctracks)
+            lines += _counter_line(ctx, rows, len(ptracks) + 1, ctracks)
             totals["counters"] += int(np.isin(counters["track_id"], [t["track_id"] for t in ctracks]).sum())
         shell = plane.SerializeToString()
         body = shell + bytes(lines)
-        out += w.key(w.SPACE_PLANES, 2) + w.encode_varint(len(body)) + body
+        out += enc.key(xf.SPACE_PLANES, 2) + encode_varint(len(body)) + body
     facts = xp.XPlane(id=len(device_ids) + 10_000, name=SCPROF_PLANE)
     fctx = _PlaneCtx(facts)
-    hw = {k: run[k] for k in ("generation", "num_chips", "sparsecores_per_chip", "tiles_per_sparsecore",
-                              "simd_width", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "tc_peak_flops",
-                              "ici_bandwidth_bytes_per_s", "spmem_bytes_per_tile") if run[k] is not None}  # fmt: skip
-    hw["extra"] = json.loads(run["hardware_extra"] or "{}")
-    for k, v in (("run_uuid", run["uuid"]), ("run_name", run["name"]), ("producer", run["producer"] or ""),
-                 ("config_json", run["config"] or "{}"), ("tags_json", run["tags"] or "{}"),
-                 ("hardware_json", json.dumps(hw, sort_keys=True))):  # fmt: skip
-        facts.stats.add(metadata_id=fctx.stat_id(k), str_value=str(v))
-    facts.stats.add(metadata_id=fctx.stat_id("start_time_unix_ns"), int64_value=origin_ns)
+    for k, v in written_facts(run):
+        facts.stats.add(metadata_id=fctx.stat_id(k), **({"str_value": v} if isinstance(v, str) else {"int64_value": v}))
     body = facts.SerializeToString()
-    out += w.key(w.SPACE_PLANES, 2) + w.encode_varint(len(body)) + body
+    out += enc.key(xf.SPACE_PLANES, 2) + encode_varint(len(body)) + body
     host = HOSTNAME.encode()
-    out += w.key(w.SPACE_HOSTNAMES, 2) + w.encode_varint(len(host)) + host
+    out += enc.key(xf.SPACE_HOSTNAMES, 2) + encode_varint(len(host)) + host
     return {"bytes": bytes(out), "planes": len(by_plane), **totals}
 
 
@@ -152,7 +181,7 @@ def _plane_ids(planes: list[str]) -> dict[str, int]:
     """TensorCore planes keep their device ordinal as id; others get distinct ids after them."""
     ids = {}
     for p in planes:
-        if m := _TC_RE.match(p):
+        if m := TPU_PLANE_RE.match(p):
             ids[p] = int(m[1])
     nxt = max(ids.values(), default=-1) + 1
     for p in planes:
@@ -189,26 +218,68 @@ class _PlaneCtx:
 
 
 def _plane_stats(ctx: _PlaneCtx, plane_name: str, run: dict) -> None:
-    if not _TC_RE.match(plane_name):
+    if not TPU_PLANE_RE.match(plane_name):
         return
     p = ctx.plane
     gen = run["generation"]
-    p.stats.add(metadata_id=ctx.stat_id("device_type_string"), str_value=f"TPU {gen}" if gen else "TPU")
+    p.stats.add(metadata_id=ctx.stat_id(DEVICE_TYPE_STAT), str_value=device_type(gen))
     if run["tc_peak_flops"]:
-        p.stats.add(metadata_id=ctx.stat_id("peak_teraflops_per_second"), double_value=run["tc_peak_flops"] / 1e12)
+        p.stats.add(metadata_id=ctx.stat_id(PEAK_TFLOPS_STAT), double_value=run["tc_peak_flops"] / 1e12)
     if run["hbm_bandwidth_bytes_per_s"]:
-        p.stats.add(metadata_id=ctx.stat_id("peak_hbm_bw_gigabytes_per_second"),
-                    double_value=run["hbm_bandwidth_bytes_per_s"] / 1e9)  # fmt: skip
+        p.stats.add(metadata_id=ctx.stat_id(PEAK_HBM_BW_STAT), double_value=run["hbm_bandwidth_bytes_per_s"] / 1e9)
     if run["hbm_bytes"]:
-        p.stats.add(metadata_id=ctx.stat_id("memory_size"), uint64_value=int(run["hbm_bytes"]))
+        p.stats.add(metadata_id=ctx.stat_id(MEMORY_SIZE_STAT), uint64_value=int(run["hbm_bytes"]))
 
 
 def _line_header(line_id: int, name: str, origin_ns: int) -> bytes:
     return xp.XLine(id=line_id, display_id=line_id, name=name, timestamp_ns=origin_ns).SerializeToString()
 
 
-def _line(ctx, line_id, name, origin_ns, ev, null_mask, sel, svals, args_by_event, markers, msel) -> bytes:
-    """One line: the track's events, plus its step markers as events flagged MARKER_STAT."""
+class _StatRows:
+    """A line's per-event stats as rows (event, stat id, kind, int, double), encoded at the end."""
+
+    def __init__(self, ctx: _PlaneCtx):
+        self.ctx = ctx
+        self.ev: list = []
+        self.id: list = []
+        self.kind: list = []
+        self.int: list = []
+        self.dbl: list = []
+
+    def add(self, rows, stat: str, values, kind: int = xf.KIND_INT) -> None:
+        """Stat `stat` with `values` on events `rows` (positions in the line)."""
+        if len(rows):
+            self.ev.append(rows)
+            self.id.append(np.full(len(rows), self.ctx.stat_id(stat), np.int64))
+            self.kind.append(np.full(len(rows), kind, np.int8))
+            self.int.append(np.asarray(values, np.int64) if kind != xf.KIND_DOUBLE else np.zeros(len(rows), np.int64))
+            self.dbl.append(np.asarray(values, np.float64) if kind == xf.KIND_DOUBLE else np.zeros(len(rows)))
+
+    def encode(self, rank: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Encoded `stats` fields of each of n events (event i goes to row rank[i]): (bytes, row offsets)."""
+        if not self.ev:
+            return np.zeros(0, np.uint8), np.zeros(n + 1, np.int64)
+        ev_row = rank[np.concatenate(self.ev).astype(np.int64)]
+        sid, kind = np.concatenate(self.id), np.concatenate(self.kind)
+        ival, dval = np.concatenate(self.int), np.concatenate(self.dbl)
+        order = np.argsort(ev_row, kind="stable")
+        ev_row, sid, kind, ival, dval = ev_row[order], sid[order], kind[order], ival[order], dval[order]
+        m = len(ev_row)
+        is_int, is_dbl, is_ref = kind == xf.KIND_INT, kind == xf.KIND_DOUBLE, kind == xf.KIND_REF
+        stat = enc.encode_rows(m, [
+            ("const", enc.key(xf.ST_METADATA_ID, 0), None), ("varint", sid, None),
+            ("const", enc.key(xf.ST_INT64, 0), is_int), ("varint", ival, is_int),
+            ("const", enc.key(xf.ST_DOUBLE, 1), is_dbl), ("fixed64", dval, is_dbl),
+            ("const", enc.key(xf.ST_REF, 0), is_ref), ("varint", ival, is_ref),
+        ])  # fmt: skip
+        buf, offs = enc.encode_rows(m, enc.message_pieces(xf.EV_STATS, stat))
+        counts = np.bincount(ev_row, minlength=n)
+        return buf, offs[np.concatenate([[0], np.cumsum(counts)])]
+
+
+def _line(ctx: _PlaneCtx, rows: _RunRows, line_id: int, name: str, sel: np.ndarray, msel: np.ndarray) -> bytes:
+    """One line: the track's events `sel`, plus its step markers `msel` as events flagged MARKER_STAT."""
+    ev, null_mask, svals, markers = rows.ev, rows.null_mask, rows.svals, rows.markers
     n = len(sel)
     meta = np.zeros(n, np.int64)
     flops, nbytes = ev["flops"][sel], ev["bytes"][sel]
@@ -225,53 +296,45 @@ def _line(ctx, line_id, name, origin_ns, ev, null_mask, sel, svals, args_by_even
         md = ctx.plane.event_metadata[mid]
         if new:
             if cat:
-                md.stats.add(metadata_id=ctx.stat_id("hlo_category"), str_value=svals.get(cat, ""))
+                md.stats.add(metadata_id=ctx.stat_id(_CATEGORY), str_value=svals.get(cat, ""))
             if not fl_null[fi]:
-                md.stats.add(metadata_id=ctx.stat_id("flops"), int64_value=int(flops[fi]))
+                md.stats.add(metadata_id=ctx.stat_id(_FLOPS), int64_value=int(flops[fi]))
             if not by_null[fi]:
-                md.stats.add(metadata_id=ctx.stat_id("bytes_accessed"), int64_value=int(nbytes[fi]))
+                md.stats.add(metadata_id=ctx.stat_id(_BYTES), int64_value=int(nbytes[fi]))
         vals = {s.metadata_id: s.int64_value for s in md.stats}
-        first[u] = (mid, vals.get(ctx.stats.get("flops")), vals.get(ctx.stats.get("bytes_accessed")))
+        first[u] = (mid, vals.get(ctx.stats.get(_FLOPS)), vals.get(ctx.stats.get(_BYTES)))
     meta_flops = np.array([first[u][1] if first[u][1] is not None else -(2**62) for u in range(len(uniq))], np.int64)
     meta_bytes = np.array([first[u][2] if first[u][2] is not None else -(2**62) for u in range(len(uniq))], np.int64)
     meta = np.array([first[u][0] for u in range(len(uniq))], np.int64)[inv] if n else meta
     if n:
         over_flops = ~fl_null & (flops != meta_flops[inv])
         over_bytes = ~by_null & (nbytes != meta_bytes[inv])
-    # Per-event stats: rows (event, stat id, kind, int, double).
-    s_ev, s_id, s_kind, s_int, s_dbl = [], [], [], [], []
-
-    def add(rows, stat, values, kind=w.KIND_INT):
-        if len(rows):
-            s_ev.append(rows)
-            s_id.append(np.full(len(rows), ctx.stat_id(stat), np.int64))
-            s_kind.append(np.full(len(rows), kind, np.int8))
-            s_int.append(np.asarray(values, np.int64) if kind != w.KIND_DOUBLE else np.zeros(len(rows), np.int64))
-            s_dbl.append(np.asarray(values, np.float64) if kind == w.KIND_DOUBLE else np.zeros(len(rows)))
-
-    has_step = ~null_mask["step"][sel]
-    add(np.flatnonzero(has_step), "group_id", ev["step"][sel][has_step])
-    tbl = ev["table_id"][sel]
-    rows = np.flatnonzero(tbl)
-    if rows.size:
-        uniq_t, inv_t = np.unique(tbl[rows], return_inverse=True)
-        refs = np.array([ctx.stat_id(svals.get(int(t), "")) for t in uniq_t.tolist()], np.int64)
-        add(rows, "table", refs[inv_t], w.KIND_REF)
-    for col, stat in EVENT_INT_STATS.items():
-        has = ~null_mask[col][sel]
-        add(np.flatnonzero(has), stat, ev[col][sel][has])
-    add(np.flatnonzero(over_flops), "flops", flops[over_flops])
-    add(np.flatnonzero(over_bytes), "bytes_accessed", nbytes[over_bytes])
-    if args_by_event:
+    stats = _StatRows(ctx)
+    for f in TYPED_FIELDS:  # on events: step (as group_id), table (a ref_value), sc, minibatch, ids, ...
+        if f.column in _ON_METADATA:
+            continue
+        if f.holds == STRING:  # a string id, 0 for none
+            sid = ev[f.store_column][sel]
+            at = np.flatnonzero(sid)
+            if at.size:
+                uniq_s, inv_s = np.unique(sid[at], return_inverse=True)
+                refs = np.array([ctx.stat_id(svals.get(int(t), "")) for t in uniq_s.tolist()], np.int64)
+                stats.add(at, f.written, refs[inv_s], xf.KIND_REF)
+        else:
+            has = ~null_mask[f.column][sel]
+            stats.add(np.flatnonzero(has), f.written, ev[f.column][sel][has])
+    stats.add(np.flatnonzero(over_flops), _FLOPS, flops[over_flops])
+    stats.add(np.flatnonzero(over_bytes), _BYTES, nbytes[over_bytes])
+    if rows.args_by_event:
         pos = {int(e): i for i, e in enumerate(ev["event_id"][sel].tolist())}
         for eid, i in pos.items():
-            for a in args_by_event.get(eid, ()):
+            for a in rows.args_by_event.get(eid, ()):
                 if a["int_value"] is not None:
-                    add([i], a["key"], [a["int_value"]])
+                    stats.add([i], a["key"], [a["int_value"]])
                 elif a["double_value"] is not None:
-                    add([i], a["key"], [a["double_value"]], w.KIND_DOUBLE)
+                    stats.add([i], a["key"], [a["double_value"]], xf.KIND_DOUBLE)
                 else:
-                    add([i], a["key"], [ctx.stat_id(a["string_value"] or "")], w.KIND_REF)
+                    stats.add([i], a["key"], [ctx.stat_id(a["string_value"] or "")], xf.KIND_REF)
     start = ev["start_ps"][sel].astype(np.int64)
     dur = ev["dur_ps"][sel].astype(np.int64)
     if len(msel):  # step markers: events named by the step, flagged as markers, with group_id
@@ -285,74 +348,48 @@ def _line(ctx, line_id, name, origin_ns, ev, null_mask, sel, svals, args_by_even
         meta = np.concatenate([meta, np.array(m_meta, np.int64)])
         start = np.concatenate([start, markers["start_ps"][msel]])
         dur = np.concatenate([dur, markers["dur_ps"][msel]])
-        add(base + np.arange(len(msel)), "group_id", markers["step"][msel])
+        stats.add(base + np.arange(len(msel)), _GROUP_ID, markers["step"][msel])
         n += len(msel)
     order = np.argsort(start, kind="stable")  # XProf expects a line's events in time order
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
-    stats = _stat_table(s_ev, s_id, s_kind, s_int, s_dbl, rank, n)
-    events = w.encode_rows(n, [
-        ("const", w.key(w.EV_METADATA_ID, 0), None), ("varint", meta[order], None),
-        ("const", w.key(w.EV_OFFSET_PS, 0), None), ("varint", start[order], None),
-        ("const", w.key(w.EV_DURATION_PS, 0), dur[order] != 0), ("varint", dur[order], dur[order] != 0),
-        ("blob", stats),
+    events = enc.encode_rows(n, [
+        ("const", enc.key(xf.EV_METADATA_ID, 0), None), ("varint", meta[order], None),
+        ("const", enc.key(xf.EV_OFFSET_PS, 0), None), ("varint", start[order], None),
+        ("const", enc.key(xf.EV_DURATION_PS, 0), dur[order] != 0), ("varint", dur[order], dur[order] != 0),
+        ("blob", stats.encode(rank, n)),
     ])  # fmt: skip
-    region = w.encode_rows(n, w.message_pieces(w.LINE_EVENTS, events))[0]
-    return _wrap_line(_line_header(line_id, name, origin_ns) + region.tobytes())
+    region = enc.encode_rows(n, enc.message_pieces(xf.LINE_EVENTS, events))[0]
+    return _wrap_line(_line_header(line_id, name, rows.origin_ns) + region.tobytes())
 
 
 def _wrap_line(line: bytes) -> bytes:
-    return w.key(w.PLANE_LINES, 2) + w.encode_varint(len(line)) + line
+    return enc.key(xf.PLANE_LINES, 2) + encode_varint(len(line)) + line
 
 
-def _stat_table(s_ev, s_id, s_kind, s_int, s_dbl, rank, n) -> tuple[np.ndarray, np.ndarray]:
-    """Encoded `stats` fields of each of n events (rows in final event order): (bytes, offsets)."""
-    if not s_ev:
-        return np.zeros(0, np.uint8), np.zeros(n + 1, np.int64)
-    ev_row = rank[np.concatenate(s_ev).astype(np.int64)]
-    sid, kind = np.concatenate(s_id), np.concatenate(s_kind)
-    ival, dval = np.concatenate(s_int), np.concatenate(s_dbl)
-    order = np.argsort(ev_row, kind="stable")
-    ev_row, sid, kind, ival, dval = ev_row[order], sid[order], kind[order], ival[order], dval[order]
-    m = len(ev_row)
-    is_int, is_dbl, is_ref = kind == w.KIND_INT, kind == w.KIND_DOUBLE, kind == w.KIND_REF
-    stat = w.encode_rows(m, [
-        ("const", w.key(w.ST_METADATA_ID, 0), None), ("varint", sid, None),
-        ("const", w.key(w.ST_INT64, 0), is_int), ("varint", ival, is_int),
-        ("const", w.key(w.ST_DOUBLE, 1), is_dbl), ("fixed64", dval, is_dbl),
-        ("const", w.key(w.ST_REF, 0), is_ref), ("varint", ival, is_ref),
-    ])  # fmt: skip
-    buf, offs = w.encode_rows(m, w.message_pieces(w.EV_STATS, stat))
-    counts = np.bincount(ev_row, minlength=n)
-    ev_off = offs[np.concatenate([[0], np.cumsum(counts)])]
-    return buf, ev_off
-
-
-def _counter_line(ctx, line_id, origin_ns, counters, ctracks) -> bytes:
-    """Counter samples on XProf's `_counters_` line: zero-length events named by the counter."""
+def _counter_line(ctx: _PlaneCtx, rows: _RunRows, line_id: int, ctracks: list[dict]) -> bytes:
+    """Samples of counter tracks `ctracks` on XProf's `_counters_` line: zero-length events named by the counter."""
+    counters = rows.counters
     tids = np.array([t["track_id"] for t in ctracks])
     sel = np.flatnonzero(np.isin(counters["track_id"], tids))
     meta_of = {}
     for t in ctracks:
         mid, new = ctx.event_id(("counter", t["track_id"]), t["line"])
         if new and t["unit"]:
-            ctx.plane.event_metadata[mid].stats.add(metadata_id=ctx.stat_id("unit"), str_value=t["unit"])
+            ctx.plane.event_metadata[mid].stats.add(metadata_id=ctx.stat_id(UNIT_STAT), str_value=t["unit"])
         meta_of[t["track_id"]] = mid
     n = len(sel)
     meta = np.array([meta_of[int(t)] for t in counters["track_id"][sel].tolist()], np.int64)
     ts = counters["ts_ps"][sel].astype(np.int64)
     order = np.argsort(ts, kind="stable")
     val = counters["value"][sel].astype(np.float64)[order]
-    cid = ctx.stat_id("counter_value")
-    stat = w.encode_rows(n, [("const", w.key(w.ST_METADATA_ID, 0) + w.encode_varint(cid), None),
-                             ("const", w.key(w.ST_DOUBLE, 1), None), ("fixed64", val, None)])  # fmt: skip
-    events = w.encode_rows(n, [
-        ("const", w.key(w.EV_METADATA_ID, 0), None), ("varint", meta[order], None),
-        ("const", w.key(w.EV_OFFSET_PS, 0), None), ("varint", ts[order], None),
-        *w.message_pieces(w.EV_STATS, stat),
+    cid = ctx.stat_id(COUNTER_VALUE_STAT)
+    stat = enc.encode_rows(n, [("const", enc.key(xf.ST_METADATA_ID, 0) + encode_varint(cid), None),
+                             ("const", enc.key(xf.ST_DOUBLE, 1), None), ("fixed64", val, None)])  # fmt: skip
+    events = enc.encode_rows(n, [
+        ("const", enc.key(xf.EV_METADATA_ID, 0), None), ("varint", meta[order], None),
+        ("const", enc.key(xf.EV_OFFSET_PS, 0), None), ("varint", ts[order], None),
+        *enc.message_pieces(xf.EV_STATS, stat),
     ])  # fmt: skip
-    region = w.encode_rows(n, w.message_pieces(w.LINE_EVENTS, events))[0]
-    return _wrap_line(_line_header(line_id, "_counters_", origin_ns) + region.tobytes())
-
-
-__all__ = ["export_run", "STEP_LINES"]
+    region = enc.encode_rows(n, enc.message_pieces(xf.LINE_EVENTS, events))[0]
+    return _wrap_line(_line_header(line_id, COUNTER_LINE, rows.origin_ns) + region.tobytes())

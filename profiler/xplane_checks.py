@@ -26,7 +26,8 @@ import numpy as np
 
 from profiler.errors import TraceFormatError
 from profiler.reader import SUM_LIMIT, abs_total
-from profiler.xplane_wire import KIND_DOUBLE, KIND_INT, KIND_UINT
+from profiler.xplane_fields import KIND_DOUBLE, KIND_INT, KIND_UINT
+from profiler.xplane_mapping import COUNT, INT32, TYPED_FIELDS
 
 MAX_TIME_PS = 1 << 62  # exclusive bound of event starts and ends, in ps after the run's origin
 # Lines holding events, per run: each is decoded and mapped with a fixed Python cost (~0.5-1 ms),
@@ -35,14 +36,11 @@ MAX_TIME_PS = 1 << 62  # exclusive bound of event starts and ends, in ps after t
 MAX_LINES = 100_000
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 I64_MAX = (1 << 63) - 1
-_NULL = np.iinfo(np.int64).min
+NULL = np.iinfo(np.int64).min  # "no value" in an integer column while decoding (NULL in the store)
 
-# Typed events column -> (lowest, highest) value it takes.
-COLUMN_RANGE = {
-    "step": (I32_MIN, I32_MAX), "sc": (I32_MIN, I32_MAX), "minibatch": (I32_MIN, I32_MAX),
-    "ids": (0, I64_MAX), "unique_ids": (0, I64_MAX), "dropped_ids": (0, I64_MAX),
-    "bytes": (0, I64_MAX), "flops": (0, I64_MAX),
-}  # fmt: skip
+# Typed integer events column -> (lowest, highest) value it takes.
+_RANGE = {INT32: (I32_MIN, I32_MAX), COUNT: (0, I64_MAX)}
+COLUMN_RANGE = {f.column: _RANGE[f.holds] for f in TYPED_FIELDS if f.holds in _RANGE}
 SUMMED_COLUMNS = ("dur_ps", "ids", "unique_ids", "dropped_ids")  # summed by profiler/summaries.py
 
 
@@ -138,11 +136,6 @@ def check_plane_ids(where: str, chip: int, core: int) -> None:
             raise CaptureError(f"{where}: {what} id {_show(v)} in the plane name is beyond int32")
 
 
-def plane_number(digits: str) -> int:
-    """A chip or core number of a plane name (a sentinel above int32 for an absurdly long one)."""
-    return int(digits) if len(digits) <= 12 else 1 << 62
-
-
 def check_totals(where: str, ev: dict[str, np.ndarray]) -> None:
     """Each summed column's total over the run fits int64 (so every sum the store takes does)."""
     for col in SUMMED_COLUMNS:
@@ -205,7 +198,7 @@ def check_files(files: list[str], digests: list[bytes], prefixed_planes: list[li
 def wide_ints(kinds: np.ndarray | int, ints: np.ndarray) -> np.ndarray:
     """Integer stats (int64 bits) the int64 argument column cannot hold: a uint64 above int64's
     range, or int64's minimum (the null sentinel). These arguments are stored exactly, as text."""
-    return ((np.asarray(kinds) == KIND_UINT) & (ints < 0)) | (ints == _NULL)
+    return ((np.asarray(kinds) == KIND_UINT) & (ints < 0)) | (ints == NULL)
 
 
 def int_text(intern, kinds: np.ndarray | int, ints: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""profiler/xplane_wire.py's event decoder against the official generated classes, value for value.
+"""The XSpace event decoders (profiler/xplane_wire.py's decode_events: xplane_layout.py, xplane_general.py)
+against the official generated classes, value for value.
 
 Both decoders (the layout-template fast path and the level-synchronous general one)
 must give exactly what `xplane_pb2.XEvent.FromString` gives: on the committed captures,
@@ -18,11 +19,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporters.xspace import export_run
+from profiler import xplane_fields as xf
+from profiler import xplane_layout as layout
 from profiler import xplane_pb2 as xp
 from profiler import xplane_wire as w
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_traces
+from profiler.wire import encode_varint
+from profiler.xplane_columns import LineEvents
 from tests.tracekit import PROPERTY
 from tests.xplane.helpers import JAX_RUN_DIR, JAX_SMALL, read_space
 from tests.xplane.synth import tpu_space
@@ -49,11 +54,11 @@ def reference(events: list[bytes]) -> dict:
     return {"events": cols, "stats": stats}
 
 
-KIND_NAMES = {w.KIND_INT: "int64_value", w.KIND_UINT: "uint64_value", w.KIND_DOUBLE: "double_value",
-              w.KIND_STR: "str_value", w.KIND_BYTES: "bytes_value", w.KIND_REF: "ref_value", 0: None}  # fmt: skip
+KIND_NAMES = {xf.KIND_INT: "int64_value", xf.KIND_UINT: "uint64_value", xf.KIND_DOUBLE: "double_value",
+              xf.KIND_STR: "str_value", xf.KIND_BYTES: "bytes_value", xf.KIND_REF: "ref_value", 0: None}  # fmt: skip
 
 
-def decoded(ev: w.LineEvents) -> dict:
+def decoded(ev: LineEvents) -> dict:
     """The same shape from decoded columns."""
     ev = ev.as_rows()
     cols = {k: getattr(ev, k).tolist() for k in ("metadata_id", "offset_ps", "duration_ps", "num_occurrences")}
@@ -77,21 +82,22 @@ def decoded(ev: w.LineEvents) -> dict:
     return {"events": cols, "stats": stats}
 
 
+_RUN, _GATHER = layout._MIN_RUN, layout._MAX_GATHER
 VARIANTS = (  # (fast, _MIN_RUN, _MAX_GATHER): runs read through views, gathered in slices, general decoder
-    (True, w._MIN_RUN, w._MAX_GATHER), (True, 1, w._MAX_GATHER), (True, w._MIN_RUN, 16), (False, w._MIN_RUN, w._MAX_GATHER),
+    (True, _RUN, _GATHER), (True, 1, _GATHER), (True, _RUN, 16), (False, _RUN, _GATHER),
 )  # fmt: skip
 
 
 def check(events: list[bytes]) -> None:
     """Every decoder variant reads what the official classes read."""
     want = reference(events)
-    saved = w._MIN_RUN, w._MAX_GATHER
+    saved = layout._MIN_RUN, layout._MAX_GATHER
     try:
-        for fast, w._MIN_RUN, w._MAX_GATHER in VARIANTS:
+        for fast, layout._MIN_RUN, layout._MAX_GATHER in VARIANTS:
             got = decoded(w.decode_events(events, "test", fast=fast))
-            assert got == want, f"fast={fast}, min_run={w._MIN_RUN}, max_gather={w._MAX_GATHER}"
+            assert got == want, f"fast={fast}, min_run={layout._MIN_RUN}, max_gather={layout._MAX_GATHER}"
     finally:
-        w._MIN_RUN, w._MAX_GATHER = saved
+        layout._MIN_RUN, layout._MAX_GATHER = saved
 
 
 def _lines(space: xp.XSpace):
@@ -136,11 +142,11 @@ SMALL = st.integers(0, 300)  # ids and values that stay one or two bytes, so lay
 
 
 def _key(number: int, wire: int) -> bytes:
-    return w.encode_varint(number << 3 | wire)
+    return encode_varint(number << 3 | wire)
 
 
 def _len(number: int, payload: bytes) -> bytes:
-    return _key(number, 2) + w.encode_varint(len(payload)) + payload
+    return _key(number, 2) + encode_varint(len(payload)) + payload
 
 
 @st.composite
@@ -174,16 +180,16 @@ def events(draw) -> bytes:
     for _ in range(draw(st.integers(0, 6))):
         kind = draw(st.sampled_from(["mid", "off", "dur", "occ", "stat", "stat", "stat", "unknown", "whole"]))
         if kind == "stat":
-            pieces.append(_len(w.EV_STATS, draw(stat_parts())))
+            pieces.append(_len(xf.EV_STATS, draw(stat_parts())))
         elif kind == "unknown":  # fields XEvent does not know: kept by protobuf as unknown, ignored here
-            pieces.append(draw(st.sampled_from([_key(9, 0) + w.encode_varint(5), _len(12, b"xyz"),
+            pieces.append(draw(st.sampled_from([_key(9, 0) + encode_varint(5), _len(12, b"xyz"),
                                                 _key(6, 1) + bytes(8), _key(1, 2) + b"\x00"])))  # fmt: skip
         elif kind == "whole":
             e = xp.XEvent(metadata_id=draw(SMALL), offset_ps=draw(st.one_of(SMALL, I64)))
             pieces.append(e.SerializeToString())
         else:
-            number = {"mid": w.EV_METADATA_ID, "off": w.EV_OFFSET_PS, "dur": w.EV_DURATION_PS, "occ": w.EV_NUM_OCC}
-            pieces.append(_key(number[kind], 0) + w.encode_varint(draw(st.one_of(SMALL, I64))))
+            number = {"mid": xf.EV_METADATA_ID, "off": xf.EV_OFFSET_PS, "dur": xf.EV_DURATION_PS, "occ": xf.EV_NUM_OCC}
+            pieces.append(_key(number[kind], 0) + encode_varint(draw(st.one_of(SMALL, I64))))
     return b"".join(pieces)
 
 
@@ -211,7 +217,7 @@ def test_cut_short_events_fail_or_decode_like_the_official_classes(evs, data):
         reference(evs)
     except Exception:  # DecodeError: then ours must refuse too, with its own error type
         for fast in (True, False):
-            with pytest.raises(w.XSpaceWireError):
+            with pytest.raises(xf.XSpaceWireError):
                 w.decode_events(evs, "test", fast=fast)
         return
     check(evs)
@@ -220,7 +226,7 @@ def test_cut_short_events_fail_or_decode_like_the_official_classes(evs, data):
 @pytest.mark.parametrize("kind", ["exported", "jax"])
 def test_store_columns_are_the_same_from_either_decoder(tmp_path, kind):
     """decode_files: stat columns (layout decoder) and stat rows (general decoder) map to the same store rows."""
-    from profiler.xplane_to_store import decode_files
+    from profiler.xplane_decode import decode_files
 
     path = JAX_SMALL
     if kind == "exported":

@@ -1,0 +1,145 @@
+"""scprof's store <-> XProf's XSpace: every naming convention of the mapping, defined once.
+
+Plane and line names, the stats that carry steps and typed fields, the run-facts plane: the
+import (profiler/xplane_decode.py, xplane_lines.py, xplane_facts.py, xplane_checks.py) and the
+export (exporters/xspace.py) both read them from here, so the two directions cannot drift.
+docs/trace-format.md, "XSpace mapping", describes the same mapping in prose.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# --------------------------------------------------------------------------- planes
+# XProf's plane names: a TensorCore `/device:TPU:N`, a SparseCore `/device:TPU:N SparseCore M`
+# (a word of letters may stand before M), the host `/host:CPU`.
+TPU_PLANE_RE = re.compile(r"^/device:TPU:(\d+)$")
+SC_PLANE_RE = re.compile(r"^/device:TPU:(\d+) SparseCore(?: [a-zA-Z]+)? (\d+)$")
+DEVICE_PLANE_RE = re.compile(r"^/device:[A-Za-z_]+:(\d+)")  # any other device (`/device:GPU:N`)
+HOST_PLANE_PREFIX = "/host:"
+HOST_PLANE = "/host:CPU"
+SCPROF_PLANE = "/host:scprof"  # a line-less plane holding the run's own facts (written by the export)
+HOSTNAME = "scprof"  # the exported space's `hostnames`
+
+
+def tpu_plane(chip: int) -> str:
+    """The TensorCore plane of a chip."""
+    return f"/device:TPU:{chip}"
+
+
+def sc_plane(chip: int, core: int) -> str:
+    """The plane of SparseCore `core` of a chip."""
+    return f"/device:TPU:{chip} SparseCore {core}"
+
+
+def plane_number(digits: str) -> int:
+    """A chip or core number of a plane name (a sentinel above int32 for an absurdly long one,
+    which xplane_checks.check_plane_ids refuses)."""
+    return int(digits) if len(digits) <= 12 else 1 << 62
+
+
+def plane_kind(name: str) -> tuple[str, int, int]:
+    """(track kind, chip, core) of an XProf plane name."""
+    if m := SC_PLANE_RE.match(name):
+        return "sparsecore", plane_number(m[1]), plane_number(m[2])
+    if m := TPU_PLANE_RE.match(name):
+        return "tensorcore", plane_number(m[1]), 0
+    if name.startswith(HOST_PLANE_PREFIX):
+        return "host", -1, -1
+    if m := DEVICE_PLANE_RE.match(name):
+        return "unknown", plane_number(m[1]), -1
+    return "unknown", -1, -1
+
+
+# --------------------------------------------------------------------------- lines
+TC_LINES = ("Steps", "XLA Modules", "XLA Ops")  # a TensorCore plane's lines
+SC_LINES = ("Sparse Core Steps", "Sparse Core Modules", "Sparse Core Ops")  # a SparseCore plane's lines
+STEP_LINES = (TC_LINES[0], SC_LINES[0])  # their events are step markers
+COUNTER_LINE = "_counters_"  # zero-length events: samples of the counter their metadata names
+
+# --------------------------------------------------------------------------- steps
+GROUP_ID, STEP_NUM = "group_id", "step_num"  # XProf groups a step's events by group_id
+MARKER_STAT = "scprof_step_marker"  # on event metadata: a step marker only, not an event of the run
+
+# --------------------------------------------------------------------------- typed fields
+INT32, COUNT, STRING = "int32", "count", "string"  # what a typed column holds
+
+
+@dataclass(frozen=True)
+class TypedField:
+    """One typed events column and the stats that carry it in an XSpace."""
+
+    column: str  # events column as decoded (the store's is `store_column`)
+    holds: str  # INT32, COUNT (0 .. 2^63 - 1) or STRING (a string id)
+    read: tuple[str, ...]  # stat names the import reads, a later one winning over an earlier
+    written: str  # the stat name the export writes
+
+    @property
+    def store_column(self) -> str:
+        """The events column in the store (string fields hold a string id)."""
+        return f"{self.column}_id" if self.holds == STRING else self.column
+
+
+# The one table: events column <- stats. On import, an event's own stat wins over its
+# metadata's; integer stats fill integer columns and string or ref_value stats string ones
+# (a stat of another kind stays an event_args row). Order: the import checks columns in it.
+TYPED_FIELDS = (
+    TypedField("step", INT32, (STEP_NUM, GROUP_ID), GROUP_ID),
+    TypedField("table", STRING, ("table", "table_name"), "table"),
+    TypedField("sc", INT32, ("sc", "sparse_core"), "sc"),
+    TypedField("minibatch", INT32, ("minibatch",), "minibatch"),
+    TypedField("ids", COUNT, ("ids",), "ids"),
+    TypedField("unique_ids", COUNT, ("unique_ids",), "unique_ids"),
+    TypedField("dropped_ids", COUNT, ("dropped_ids",), "dropped_ids"),
+    TypedField("bytes", COUNT, ("bytes", "bytes_accessed", "bytes_transferred"), "bytes_accessed"),
+    TypedField("flops", COUNT, ("flops",), "flops"),
+    TypedField("category", STRING, ("hlo_category", "category"), "hlo_category"),
+)
+FIELD = {f.column: f for f in TYPED_FIELDS}
+TYPED_STATS = {name: f.column for f in TYPED_FIELDS for name in f.read}  # stat name -> column
+STRING_COLUMNS = tuple(f.column for f in TYPED_FIELDS if f.holds == STRING)
+# Nullable integer columns besides the step: (sc, minibatch, ids, unique_ids, dropped_ids, bytes, flops).
+INT_COLUMNS = tuple(f.column for f in TYPED_FIELDS if f.holds != STRING and f.column != "step")
+
+# --------------------------------------------------------------------------- other stats
+UNKNOWN_STAT = "stat_{}"  # the key of a stat whose metadata id the plane does not name
+NUM_OCCURRENCES = "num_occurrences"  # event_args key of aggregated events' count
+UNIT_STAT = "unit"  # on a counter's event metadata
+COUNTER_VALUE_STAT = "counter_value"  # written on `_counters_` events
+COUNTER_VALUE_STATS = (COUNTER_VALUE_STAT, "value", "Scaled Value", "Raw Value")  # read, the first present wins
+MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")  # their memory stats become counters
+ALLOCATOR_STAT = "allocator_name"
+MEMORY_STATS = {
+    "bytes_allocated": "bytes", "bytes_reserved": "bytes", "bytes_available": "bytes",
+    "peak_bytes_in_use": "bytes", "requested_bytes": "bytes", "allocation_bytes": "bytes",
+    "fragmentation": "ratio",
+}  # fmt: skip  # stat -> counter unit
+
+# --------------------------------------------------------------------------- run facts
+# TensorCore plane stats (XProf's) <-> runs' hardware columns.
+DEVICE_TYPE_STAT = "device_type_string"  # "TPU v5p" <-> runs.generation "v5p"
+GENERATION_RE = re.compile(r"(v\d+[a-z]*)", re.I)  # the generation within a device_type_string
+PEAK_TFLOPS_STAT = "peak_teraflops_per_second"  # runs.tc_peak_flops / 1e12
+PEAK_HBM_BW_STAT = "peak_hbm_bw_gigabytes_per_second"  # runs.hbm_bandwidth_bytes_per_s / 1e9
+MEMORY_SIZE_STAT = "memory_size"  # runs.hbm_bytes
+
+
+def device_type(generation: str | None) -> str:
+    """The device_type_string of a TensorCore plane of this TPU generation."""
+    return f"TPU {generation}" if generation else "TPU"
+
+
+# The `/host:scprof` plane's stats: string facts (in the order the export writes them), then the
+# start time (int64). xplane_facts.py maps them to and from a runs row.
+RUN_UUID, RUN_NAME, PRODUCER = "run_uuid", "run_name", "producer"
+CONFIG_JSON, TAGS_JSON, HARDWARE_JSON = "config_json", "tags_json", "hardware_json"
+STRING_FACTS = (RUN_UUID, RUN_NAME, PRODUCER, CONFIG_JSON, TAGS_JSON, HARDWARE_JSON)
+START_TIME_FACT = "start_time_unix_ns"
+# hardware_json key (a runs column) -> kind: int32 / int64 counts, finite non-negative doubles, a string.
+HARDWARE_FACTS = {
+    "num_chips": "i32", "sparsecores_per_chip": "i32", "tiles_per_sparsecore": "i32", "simd_width": "i32",
+    "hbm_bytes": "i64", "spmem_bytes_per_tile": "i64", "hbm_bandwidth_bytes_per_s": "f",
+    "tc_peak_flops": "f", "ici_bandwidth_bytes_per_s": "f", "generation": "s",
+}  # fmt: skip
+HARDWARE_EXTRA = "extra"  # hardware_json key holding runs.hardware_extra
