@@ -54,8 +54,8 @@ from profiler.xplane_mapping import (
 # Typed fields written on event metadata, one per (plane, name, category): the category, and the
 # first event's flops and bytes (events that differ carry their own). The others go on events.
 _ON_METADATA = ("category", "flops", "bytes")
-_CATEGORY, _FLOPS, _BYTES = (FIELD[c].written for c in _ON_METADATA)
-_GROUP_ID = FIELD["step"].written  # also on step markers
+_CATEGORY, _FLOPS, _BYTES = (FIELD[c].xspace_written for c in _ON_METADATA)
+_GROUP_ID = FIELD["step"].xspace_written  # also on step markers
 
 
 def export_run(store, run_id: int, path: str, steps: tuple[int, int] | None = None, check: bool = False) -> str:
@@ -311,18 +311,18 @@ def _line(ctx: _PlaneCtx, rows: _RunRows, line_id: int, name: str, sel: np.ndarr
         over_bytes = ~by_null & (nbytes != meta_bytes[inv])
     stats = _StatRows(ctx)
     for f in TYPED_FIELDS:  # on events: step (as group_id), table (a ref_value), sc, minibatch, ids, ...
-        if f.column in _ON_METADATA:
+        if f.name in _ON_METADATA:
             continue
         if f.holds == STRING:  # a string id, 0 for none
-            sid = ev[f.store_column][sel]
+            sid = ev[f.column][sel]
             at = np.flatnonzero(sid)
             if at.size:
                 uniq_s, inv_s = np.unique(sid[at], return_inverse=True)
                 refs = np.array([ctx.stat_id(svals.get(int(t), "")) for t in uniq_s.tolist()], np.int64)
-                stats.add(at, f.written, refs[inv_s], xf.KIND_REF)
+                stats.add(at, f.xspace_written, refs[inv_s], xf.KIND_REF)
         else:
-            has = ~null_mask[f.column][sel]
-            stats.add(np.flatnonzero(has), f.written, ev[f.column][sel][has])
+            has = ~null_mask[f.name][sel]
+            stats.add(np.flatnonzero(has), f.xspace_written, ev[f.name][sel][has])
     stats.add(np.flatnonzero(over_flops), _FLOPS, flops[over_flops])
     stats.add(np.flatnonzero(over_bytes), _BYTES, nbytes[over_bytes])
     if rows.args_by_event:

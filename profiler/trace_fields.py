@@ -19,6 +19,7 @@ from profiler import scprof_trace_pb2 as pb
 from profiler.wire import NULL_I32, NULL_I64
 
 EVENT_CORE = ("track", "name", "start_ps", "dur_ps")  # every event has these
+INT32, COUNT, STRING = "int32", "count", "string"  # what a typed field holds
 GENERIC_ARG_PREFIX = "arg_"  # the key/value rows (arg_event, arg_key, ...)
 
 
@@ -32,7 +33,8 @@ class TypedField:
     is_int64: bool  # 64-bit on the wire and in the store (else 32-bit)
     unit: str  # how a value reads for people: profiler.units.format_value's unit
     description: str  # the store column's documentation
-    xprof_stats: tuple[str, ...]  # XSpace stat names read on import (the first is written on export)
+    xspace_read: tuple[str, ...]  # XSpace stat names the import reads, a later one winning
+    xspace_written: str  # the stat name the XSpace export writes
 
     @property
     def column(self) -> str:
@@ -44,26 +46,38 @@ class TypedField:
         return "BIGINT" if self.is_int64 else "INTEGER"
 
     @property
+    def holds(self) -> str:
+        """STRING (a string id), COUNT (int64: 0 .. 2^63 - 1) or INT32."""
+        return STRING if self.is_string else COUNT if self.is_int64 else INT32
+
+    @property
     def null(self) -> int:
         """The proto's null sentinel of this field (NULL_I32 / NULL_I64; 0 for string ids)."""
         return 0 if self.is_string else NULL_I64 if self.is_int64 else NULL_I32
 
 
-# What the proto cannot say, by field name: (unit, description, XSpace stat names).
-_ABOUT: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "step": ("index", "Training step the event belongs to; NULL if none.", ("step", "group_id", "step_num")),
-    "table": ("text", "strings.string_id of the embedding table; NULL if none.", ("table", "table_name")),
-    "sc": ("index", "SparseCore (partition) index on the chip; NULL if none.", ("sc", "sparse_core")),
-    "minibatch": ("index", "Minibatch index within the step; NULL if none.", ("minibatch",)),
-    "ids": ("count", "Embedding IDs processed, duplicates included; NULL if none.", ("ids",)),
-    "unique_ids": ("count", "Unique embedding IDs processed; NULL if none.", ("unique_ids",)),
-    "dropped_ids": ("count", "IDs dropped past the limits; NULL if none.", ("dropped_ids",)),
-    "bytes": ("bytes", "Bytes moved; NULL if none.", ("bytes", "bytes_accessed", "bytes_transferred")),
-    "flops": ("count", "Floating-point operations; NULL if none.", ("flops",)),
+# What the proto cannot say, by field name: unit, column documentation, the XSpace stats the
+# import reads (a later one wins over an earlier) and the one the export writes.
+_ABOUT: dict[str, tuple[str, str, tuple[str, ...], str]] = {
+    "step": ("index", "Training step the event belongs to; NULL if none.", ("step_num", "group_id"), "group_id"),
+    "table": ("text", "strings.string_id of the embedding table; NULL if none.", ("table", "table_name"), "table"),
+    "sc": ("index", "SparseCore (partition) index on the chip; NULL if none.", ("sc", "sparse_core"), "sc"),
+    "minibatch": ("index", "Minibatch index within the step; NULL if none.", ("minibatch",), "minibatch"),
+    "ids": ("count", "Embedding IDs processed, duplicates included; NULL if none.", ("ids",), "ids"),
+    "unique_ids": ("count", "Unique embedding IDs processed; NULL if none.", ("unique_ids",), "unique_ids"),
+    "dropped_ids": ("count", "IDs dropped past the limits; NULL if none.", ("dropped_ids",), "dropped_ids"),
+    "bytes": (
+        "bytes",
+        "Bytes moved; NULL if none.",
+        ("bytes", "bytes_accessed", "bytes_transferred"),
+        "bytes_accessed",
+    ),
+    "flops": ("count", "Floating-point operations; NULL if none.", ("flops",), "flops"),
     "category": (
         "text",
         "strings.string_id of the work category (sc_forward, tc_backward, ...); NULL if none.",
-        ("category", "hlo_category"),
+        ("hlo_category", "category"),
+        "hlo_category",
     ),
 }
 _WIDTHS = {
@@ -82,8 +96,8 @@ def _typed_fields() -> tuple[TypedField, ...]:
         if f.name not in _ABOUT or f.type not in _WIDTHS:
             raise TypeError(f"EventBatch.{f.name}: describe it in profiler/trace_fields.py _ABOUT (a typed field)")
         is_string, is_int64 = _WIDTHS[f.type]
-        unit, description, stats = _ABOUT[f.name]
-        out.append(TypedField(f.name, f.number, is_string, is_int64, unit, description, stats))
+        unit, description, read, written = _ABOUT[f.name]
+        out.append(TypedField(f.name, f.number, is_string, is_int64, unit, description, read, written))
     return tuple(out)
 
 

@@ -26,8 +26,8 @@ import numpy as np
 
 from profiler.errors import TraceFormatError
 from profiler.reader import SUM_LIMIT, abs_total
+from profiler.trace_fields import COUNT, INT32, TYPED_FIELDS
 from profiler.xplane_fields import KIND_DOUBLE, KIND_INT, KIND_UINT
-from profiler.xplane_mapping import COUNT, INT32, TYPED_FIELDS
 
 MAX_TIME_PS = 1 << 62  # exclusive bound of event starts and ends, in ps after the run's origin
 # Lines holding events, per run: each is decoded and mapped with a fixed Python cost (~0.5-1 ms),
@@ -40,7 +40,7 @@ NULL = np.iinfo(np.int64).min  # "no value" in an integer column while decoding 
 
 # Typed integer events column -> (lowest, highest) value it takes.
 _RANGE = {INT32: (I32_MIN, I32_MAX), COUNT: (0, I64_MAX)}
-COLUMN_RANGE = {f.column: _RANGE[f.holds] for f in TYPED_FIELDS if f.holds in _RANGE}
+COLUMN_RANGE = {f.name: _RANGE[f.holds] for f in TYPED_FIELDS if f.holds in _RANGE}
 SUMMED_COLUMNS = ("dur_ps", "ids", "unique_ids", "dropped_ids")  # summed by profiler/summaries.py
 
 

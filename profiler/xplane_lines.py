@@ -219,7 +219,7 @@ def typed_columns(line: LineCtx) -> dict[str, np.ndarray]:
     is_str = (ev.stat_kind == KIND_STR) | (ev.stat_kind == KIND_REF)
     out = {}
     for f in TYPED_FIELDS:
-        col, snames, string = f.column, f.read, f.column in STRING_COLUMNS
+        col, snames, string = f.name, f.xspace_read, f.name in STRING_COLUMNS
         vals = np.full(n, NULL, np.int64)
         for sname in snames:  # a later name wins
             if sname in p.meta_typed:

@@ -9,7 +9,8 @@ docs/trace-format.md, "XSpace mapping", describes the same mapping in prose.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from profiler.trace_fields import STRING, TYPED_FIELDS
 
 # --------------------------------------------------------------------------- planes
 # XProf's plane names: a TensorCore `/device:TPU:N`, a SparseCore `/device:TPU:N SparseCore M`
@@ -63,44 +64,15 @@ GROUP_ID, STEP_NUM = "group_id", "step_num"  # XProf groups a step's events by g
 MARKER_STAT = "scprof_step_marker"  # on event metadata: a step marker only, not an event of the run
 
 # --------------------------------------------------------------------------- typed fields
-INT32, COUNT, STRING = "int32", "count", "string"  # what a typed column holds
-
-
-@dataclass(frozen=True)
-class TypedField:
-    """One typed events column and the stats that carry it in an XSpace."""
-
-    column: str  # events column as decoded (the store's is `store_column`)
-    holds: str  # INT32, COUNT (0 .. 2^63 - 1) or STRING (a string id)
-    read: tuple[str, ...]  # stat names the import reads, a later one winning over an earlier
-    written: str  # the stat name the export writes
-
-    @property
-    def store_column(self) -> str:
-        """The events column in the store (string fields hold a string id)."""
-        return f"{self.column}_id" if self.holds == STRING else self.column
-
-
-# The one table: events column <- stats. On import, an event's own stat wins over its
-# metadata's; integer stats fill integer columns and string or ref_value stats string ones
-# (a stat of another kind stays an event_args row). Order: the import checks columns in it.
-TYPED_FIELDS = (
-    TypedField("step", INT32, (STEP_NUM, GROUP_ID), GROUP_ID),
-    TypedField("table", STRING, ("table", "table_name"), "table"),
-    TypedField("sc", INT32, ("sc", "sparse_core"), "sc"),
-    TypedField("minibatch", INT32, ("minibatch",), "minibatch"),
-    TypedField("ids", COUNT, ("ids",), "ids"),
-    TypedField("unique_ids", COUNT, ("unique_ids",), "unique_ids"),
-    TypedField("dropped_ids", COUNT, ("dropped_ids",), "dropped_ids"),
-    TypedField("bytes", COUNT, ("bytes", "bytes_accessed", "bytes_transferred"), "bytes_accessed"),
-    TypedField("flops", COUNT, ("flops",), "flops"),
-    TypedField("category", STRING, ("hlo_category", "category"), "hlo_category"),
-)
-FIELD = {f.column: f for f in TYPED_FIELDS}
-TYPED_STATS = {name: f.column for f in TYPED_FIELDS for name in f.read}  # stat name -> column
-STRING_COLUMNS = tuple(f.column for f in TYPED_FIELDS if f.holds == STRING)
+# The typed fields and their stats are profiler/trace_fields.py's (one list for every format).
+# On import, an event's own stat wins over its metadata's; integer stats fill integer columns
+# and string or ref_value stats string ones (a stat of another kind stays an event_args row).
+# Order: the import checks columns in TYPED_FIELDS' order.
+FIELD = {f.name: f for f in TYPED_FIELDS}
+TYPED_STATS = {stat: f.name for f in TYPED_FIELDS for stat in f.xspace_read}  # stat name -> column
+STRING_COLUMNS = tuple(f.name for f in TYPED_FIELDS if f.holds == STRING)
 # Nullable integer columns besides the step: (sc, minibatch, ids, unique_ids, dropped_ids, bytes, flops).
-INT_COLUMNS = tuple(f.column for f in TYPED_FIELDS if f.holds != STRING and f.column != "step")
+INT_COLUMNS = tuple(f.name for f in TYPED_FIELDS if f.holds != STRING and f.name != "step")
 
 # --------------------------------------------------------------------------- other stats
 UNKNOWN_STAT = "stat_{}"  # the key of a stat whose metadata id the plane does not name

@@ -68,7 +68,7 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     table = pa.table({
         "event_id": np.arange(n, dtype=np.int64), "track_id": ev["track"], "name_id": ev["name"],
         "start_ps": ev["start_ps"], "dur_ps": ev["dur_ps"], "step": null32(step),
-        **{f.store_column: null32(ev[f.column]) for f in TYPED_FIELDS if f.column != "step"},
+        **{f.column: null32(ev[f.name]) for f in TYPED_FIELDS if f.name != "step"},
     })  # fmt: skip
     insert_arrow(con, "INSERT INTO events BY NAME SELECT $run AS run_id, * FROM b", run_id, table)
     if d.args:

@@ -1,6 +1,7 @@
-"""profiler/xplane_mapping.py is the one definition of the XSpace mapping: the import and the
-export spell none of its names themselves, and its table of typed fields matches the store's
-events columns and the contract the import has always kept (stat -> column, which stat wins)."""
+"""profiler/xplane_mapping.py (with the typed fields of profiler/trace_fields.py) is the one
+definition of the XSpace mapping: the import and the export spell none of its names themselves,
+and the typed fields match the store's events columns and the contract the import has always
+kept (stat -> column, which stat wins)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from exporters.xspace import export_run
 from profiler import schema
+from profiler import trace_fields as tf
 from profiler import xplane_mapping as m
 from profiler import xplane_pb2 as xp
 from profiler.recorder import Recorder
@@ -33,8 +35,8 @@ def _mapping_names() -> set[str]:
         elif isinstance(v, dict):
             names |= {k for k in v if isinstance(k, str)}
     for f in m.TYPED_FIELDS:
-        names |= {*f.read, f.written}
-    store = {c.name for t in schema.TABLES for c in t.columns} | {f.column for f in m.TYPED_FIELDS}
+        names |= {*f.xspace_read, f.xspace_written}
+    store = {c.name for t in schema.TABLES for c in t.columns} | {f.name for f in m.TYPED_FIELDS}
     proto = {f.name for msg in xp.DESCRIPTOR.message_types_by_name.values() for f in msg.fields}
     return names - store - proto
 
@@ -57,10 +59,10 @@ def test_typed_fields_are_the_store_typed_columns():
     """One field per typed events column, holding what the column's SQL type holds."""
     events = {c.name: c.type for c in schema.table("events").columns}
     typed = [c for c in events if c not in ("run_id", "event_id", "track_id", "name_id", "start_ps", "dur_ps")]
-    assert sorted(f.store_column for f in m.TYPED_FIELDS) == sorted(typed)
+    assert sorted(f.column for f in m.TYPED_FIELDS) == sorted(typed)
     for f in m.TYPED_FIELDS:
-        assert events[f.store_column] == {m.INT32: "INTEGER", m.COUNT: "BIGINT", m.STRING: "INTEGER"}[f.holds]
-        assert f.store_column.endswith("_id") == (f.holds == m.STRING)
+        assert events[f.column] == {tf.INT32: "INTEGER", tf.COUNT: "BIGINT", tf.STRING: "INTEGER"}[f.holds]
+        assert f.column.endswith("_id") == (f.holds == tf.STRING)
 
 
 def test_typed_stats_contract():
@@ -72,9 +74,9 @@ def test_typed_stats_contract():
         "dropped_ids": "dropped_ids", "bytes": "bytes", "bytes_accessed": "bytes", "bytes_transferred": "bytes",
         "flops": "flops", "hlo_category": "category", "category": "category",
     }  # fmt: skip
-    assert m.FIELD["step"].read[-1] == "group_id"
+    assert m.FIELD["step"].xspace_read[-1] == "group_id"
     for f in m.TYPED_FIELDS:
-        assert f.written in f.read
+        assert f.xspace_written in f.xspace_read
     assert m.STRING_COLUMNS == ("table", "category")
     assert m.INT_COLUMNS == ("sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops")
 
@@ -92,8 +94,8 @@ def test_plane_kind_reads_xprof_plane_names():
 
 # --------------------------------------------------------------------------- round trip
 I32_LO, I32_HI, I64_HI = -(1 << 31) + 1, (1 << 31) - 1, (1 << 63) - 1  # int32 min is the trace's NULL
-_EDGE = {m.INT32: [0, 7, I32_LO, 1 << 30], m.COUNT: [0, 1, 1 << 40, 12345], m.STRING: ["t0", "t1", "²x", "t0"]}
-_NO_VALUE = {m.INT32: NULL_I32, m.COUNT: NULL_I64, m.STRING: ""}  # what emit() takes for "none"
+_EDGE = {tf.INT32: [0, 7, I32_LO, 1 << 30], tf.COUNT: [0, 1, 1 << 40, 12345], tf.STRING: ["t0", "t1", "²x", "t0"]}
+_NO_VALUE = {tf.INT32: NULL_I32, tf.COUNT: NULL_I64, tf.STRING: ""}  # what emit() takes for "none"
 HARDWARE = {"generation": "v6e", "num_chips": 2, "sparsecores_per_chip": 2, "tiles_per_sparsecore": 16,
             "simd_width": 8, "hbm_bytes": 1 << 35, "spmem_bytes_per_tile": 1 << 19,
             "hbm_bandwidth_bytes_per_s": 1.6e12, "tc_peak_flops": 9.18e14, "ici_bandwidth_bytes_per_s": 4.5e11,
@@ -105,9 +107,9 @@ def _typed_values(f: m.TypedField, n: int) -> list:
     as the import gives an event without a step the step of the marker around it)."""
     edge = _EDGE[f.holds]
     vals = [edge[i % len(edge)] for i in range(n)]
-    if f.column != "step":
+    if f.name != "step":
         vals = [_NO_VALUE[f.holds] if i % 5 == 3 else v for i, v in enumerate(vals)]
-    if f.column in ("flops", "bytes"):  # one event far above the others (written on the event, not metadata)
+    if f.name in ("flops", "bytes"):  # one event far above the others (written on the event, not metadata)
         vals[1] = I64_HI
     return vals
 
@@ -123,7 +125,7 @@ def _every_field_run(path: str) -> None:
         sc_ops = rec.track(m.sc_plane(1, 1), m.SC_LINES[2], kind="sparsecore", chip=1, core=1)
         hbm = rec.track(m.tpu_plane(1), "HBM heap", kind="counter", chip=1, unit="bytes")
         n = 20
-        typed = {f.column: _typed_values(f, n) for f in m.TYPED_FIELDS}
+        typed = {f.name: _typed_values(f, n) for f in m.TYPED_FIELDS}
         typed["step"] = [i // 10 for i in range(n)]  # inside the markers below
         rec.emit(track=[tc_ops if i % 2 else sc_ops for i in range(n)], name=[f"op{i % 3}" for i in range(n)],
                  start_ps=[100 * i + 1 for i in range(n)], dur_ps=[50 + i for i in range(n)], **typed,
@@ -137,8 +139,8 @@ def _every_field_run(path: str) -> None:
 def _mapped(db: str) -> dict[str, list]:
     """Every field the mapping carries, read from the store: typed columns (strings resolved),
     steps, counters, arguments, tracks and the run facts."""
-    typed = ", ".join(f"(SELECT value FROM strings s WHERE s.run_id = e.run_id AND s.string_id = e.{f.store_column}) "
-                      f"AS {f.column}" if f.holds == m.STRING else f"e.{f.store_column}"
+    typed = ", ".join(f"(SELECT value FROM strings s WHERE s.run_id = e.run_id AND s.string_id = e.{f.column}) "
+                      f"AS {f.name}" if f.holds == tf.STRING else f"e.{f.column}"
                       for f in m.TYPED_FIELDS)  # fmt: skip
     facts = ", ".join(["uuid", "name", "producer", "config", "tags", "start_time_unix_ns", "hardware_extra",
                        *(k for k in m.HARDWARE_FACTS)])  # fmt: skip
@@ -170,9 +172,9 @@ def test_every_mapped_field_comes_back_from_an_exported_xspace(tmp_path):
         ingest_traces(st, [out])
     before, after = _mapped(a), _mapped(b)
     for f in m.TYPED_FIELDS:  # the run exercises every field: values, and "none" (but the step)
-        vals = [e[f.column] for e in before["events"]]
-        assert len({v for v in vals if v is not None}) >= 2, f.column
-        assert (None in vals) == (f.column != "step"), f.column
+        vals = [e[f.name] for e in before["events"]]
+        assert len({v for v in vals if v is not None}) >= 2, f.name
+        assert (None in vals) == (f.name != "step"), f.name
     assert {e["plane"] for e in before["events"]} == {m.tpu_plane(1), m.sc_plane(1, 1)}
     assert before["runs"][0]["generation"] == "v6e" and before["counters"] and before["steps"] and before["args"]
     for k in before:
