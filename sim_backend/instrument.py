@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from profiler.recorder import Recorder
-from profiler.trace_fields import TYPED_FIELDS
 from profiler.wire import NULL_I32
 from sim_backend.check_events import CheckEvents, forward_done_ps
 from sim_backend.debug_checks import StepChecks
@@ -42,6 +41,7 @@ from sim_backend.stepgraph import (
     TC_FWD,
     Resources,
 )
+from sim_backend.taskgraph import EVENT_ARGS
 
 HOST_PLANE = "/host:CPU"
 FAILURE_LINE = "Failures"
@@ -71,8 +71,6 @@ KIND_CATEGORIES = {
 TC_MODULE = "jit_train_step"
 SC_FWD_MODULE = "sparse_core_forward"
 SC_BWD_MODULE = "sparse_core_backward"
-# Typed event fields the task columns carry by name (numbers; negative where a task has none).
-TASK_TYPED = tuple(f for f in TYPED_FIELDS if not f.is_string and f.name != "step")
 NO_TIME = np.iinfo(np.int64).max
 
 
@@ -207,10 +205,9 @@ class TraceWriter:
         track[host] = tr.host_unit_track[cols["unit"][host]]
         order = np.lexsort((cols["task"], track, start))
         typed = {}
-        for f in TASK_TYPED:
-            if f.name in cols:
-                v = cols[f.name][order]
-                typed[f.name] = np.where(v < 0, f.null, v)
+        for f in EVENT_ARGS:  # negative where a task has none
+            v = cols[f.name][order]
+            typed[f.name] = np.where(v < 0, f.null, v)
         step = cols["step"][order]
         self.rec.emit(
             track=track[order],

@@ -17,8 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-# Typed per-task arguments recorded with each event (-1 = none).
-ARG_NAMES = ("group", "chip", "sc", "minibatch", "ids", "unique_ids", "dropped_ids", "bytes", "flops")
+from profiler.trace_fields import TYPED_FIELDS
+
+# Per-task arguments (-1 = none): the emulator's own (table group, chip) and every numeric typed
+# event field but the step, which is a task column of its own (recorded with each event).
+EVENT_ARGS = tuple(f for f in TYPED_FIELDS if not f.is_string and f.name != "step")
+ARG_NAMES = ("group", "chip", *(f.name for f in EVENT_ARGS))
 
 
 @dataclass
