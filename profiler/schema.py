@@ -260,20 +260,28 @@ SUMMARY_TABLES: tuple[Table, ...] = (
 
 TABLES = TABLES + SUMMARY_TABLES
 
+# The slices view's typed columns, from profiler/trace_fields.py: string ids resolved to text.
+_TYPED_VALUES = ",\n               ".join(
+    f"s_{f.name}.value AS {f.value_column}" if f.is_string else f"e.{f.column}" for f in TYPED_FIELDS
+)
+_STRING_JOINS = "\n        ".join(
+    f"LEFT JOIN strings s_{f.name} ON s_{f.name}.run_id = e.run_id AND s_{f.name}.string_id = e.{f.column}"
+    for f in TYPED_FIELDS
+    if f.is_string
+)
+
 VIEWS: tuple[View, ...] = (
     View(
         "slices",
         "Events with names resolved: plane, line, kind, chip, core, name, table_name, category, end_ps.",
-        """
+        f"""
         SELECT e.run_id, e.event_id, t.plane, t.line, t.kind AS track_kind, t.chip, t.core, t.tile,
                e.track_id, n.value AS name, e.start_ps, e.dur_ps, e.start_ps + e.dur_ps AS end_ps,
-               e.step, tb.value AS table_name, e.sc, e.minibatch, e.ids, e.unique_ids,
-               e.dropped_ids, e.bytes, e.flops, c.value AS category
+               {_TYPED_VALUES}
         FROM events e
         JOIN tracks t USING (run_id, track_id)
         JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
-        LEFT JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id
-        LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id
+        {_STRING_JOINS}
         """,
     ),
     View(

@@ -42,6 +42,12 @@ class TypedField:
         return f"{self.name}_id" if self.is_string else self.name
 
     @property
+    def value_column(self) -> str:
+        """The column holding the field's value in views and reads: a string field's text under
+        its name (`table_name` for the table: `table` is an SQL keyword), a number as stored."""
+        return "table_name" if self.name == "table" else self.name
+
+    @property
     def sql_type(self) -> str:
         return "BIGINT" if self.is_int64 else "INTEGER"
 

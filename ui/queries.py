@@ -114,11 +114,11 @@ SELECT (SELECT count(*) FROM events WHERE run_id = $run AND list_contains($track
 # timeline_exact: the events of the chosen tracks overlapping the window, with names and
 # typed arguments (the zoomed-in view), plus step markers as events named `step N`.
 def _timeline_exact() -> str:
-    """The query below, its typed columns from profiler/trace_fields.py (strings by value)."""
+    """The query below, its typed columns from profiler/trace_fields.py (as in the slices view)."""
     typed, joins, marker = [], [], []
     for f in TYPED_FIELDS:
         if f.is_string:
-            typed.append(f's_{f.name}.value AS "{f.name}"')
+            typed.append(f"s_{f.name}.value AS {f.value_column}")
             joins.append(
                 f"LEFT JOIN strings s_{f.name} ON s_{f.name}.run_id = e.run_id AND s_{f.name}.string_id = e.{f.column}"
             )

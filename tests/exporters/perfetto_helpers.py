@@ -10,6 +10,7 @@ from exporters.perfetto import ARGS_PREFIX, BREAKDOWN_CATEGORY, EXACT_ARGS, STEP
 from exporters.perfetto_validate import Readback, read_trace
 from profiler.recorder import Recorder
 from profiler.store import Store
+from profiler.trace_fields import BY_NAME
 from profiler.trace_to_store import ingest_trace
 
 
@@ -61,7 +62,7 @@ def expected(store: Store, run_id: int, steps: tuple[int, int] | None = None):
         args.setdefault(r["event_id"], {})[key] = v
     slices = Counter()
     for r in rows:
-        a = {k: r[k if k != "table" else "table_name"] for k in TYPED_ARGS}
+        a = {k: r[BY_NAME[k].value_column] for k in TYPED_ARGS}
         a = {k: v for k, v in a.items() if v is not None}
         a.update(args.get(r["event_id"], {}))
         slices[(r["plane"], r["line"], r["name"], r["start_ps"], r["dur_ps"], frozenset(a.items()))] += 1

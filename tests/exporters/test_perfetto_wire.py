@@ -36,7 +36,7 @@ row = st.fixed_dictionaries({
     "name_id": st.integers(0, 4),
     "start_ps": st.integers(0, 40_000),
     "dur_ps": st.one_of(st.integers(0, 20_000), st.sampled_from([0, 1000, 999])),
-    "args": st.lists(st.one_of(st.none(), I64), min_size=9, max_size=9),
+    "args": st.lists(st.one_of(st.none(), I64), min_size=N_TYPED, max_size=N_TYPED),
     "value": st.floats(allow_nan=False),
     "uuid": st.one_of(st.just(DEFAULT_UUID), st.integers(1, 40), st.integers(0, (1 << 64) - 1)),
 })  # fmt: skip
@@ -51,7 +51,7 @@ def _stream(rows: list[dict]) -> list[dict]:
     """Rows in the exporter's stream order; the table argument is a valid table id or null."""
     for r in rows:
         if r["kind"] == 2:  # counters: no typed arguments
-            r["args"] = [None] * 9
+            r["args"] = [None] * N_TYPED
         if r["args"][1] is not None:
             r["args"][1] %= len(TABLE_IID)
         if r["kind"] == 1 and r["args"][0] is None:
@@ -63,7 +63,7 @@ def _stream(rows: list[dict]) -> list[dict]:
 
 def _batch(rows: list[dict]) -> pa.RecordBatch:
     cols = {c: [r[c] for r in rows] for c in ("kind", "id", "track_id", "name_id", "start_ps", "dur_ps", "value")}
-    for k, name in enumerate(STREAM_COLUMNS[6:15]):
+    for k, name in enumerate(STREAM_COLUMNS[6:-1]):  # the typed columns
         cols[name] = [r["args"][k] for r in rows]
     return pa.RecordBatch.from_pydict({c: cols[c] for c in STREAM_COLUMNS}, schema=STREAM_SCHEMA)
 
@@ -233,7 +233,7 @@ def test_bytes_decode_to_the_rows():
                 "name_id": 3,
                 "start_ps": 1500,
                 "dur_ps": 2000,
-                "args": [-(1 << 63), 2, None, 4, (1 << 63) - 1, None, None, -1, 9],
+                "args": [-(1 << 63), 2, None, 4, (1 << 63) - 1, None, None, -1, 9] + [None] * (N_TYPED - 9),
                 "value": 0.0,
                 "uuid": 9,
             }
@@ -259,7 +259,7 @@ def test_errors_are_raised_not_written():
                 "name_id": 0,
                 "start_ps": 0,
                 "dur_ps": 0,
-                "args": [None] * 9,
+                "args": [None] * N_TYPED,
                 "value": 0.0,
                 "uuid": 1,
             }
@@ -291,7 +291,7 @@ def test_threads_encode_at_once_as_alone():
                 "name_id": int(rng.integers(0, 5)),
                 "start_ps": int(rng.integers(0, 400_000)),
                 "dur_ps": int(rng.integers(0, 20_000)),
-                "args": [int(x) for x in rng.integers(-5, 300, 9)],
+                "args": [int(x) for x in rng.integers(-5, 300, N_TYPED)],
                 "value": float(rng.random()),
                 "uuid": int(rng.integers(1, 40)),
             }
@@ -313,7 +313,7 @@ def test_output_buffer_too_small_is_raised():
                 "name_id": 0,
                 "start_ps": 0,
                 "dur_ps": 5000,
-                "args": [None] * 9,
+                "args": [None] * N_TYPED,
                 "value": 0.0,
                 "uuid": 1,
             }

@@ -177,7 +177,7 @@ def _event_hover(e: dict[str, Any]) -> str:
         f"start {format_value(e['start_ps'], 'ps')} · dur {format_value(e['dur_ps'], 'ps')}",
     ]
     for f in TYPED_FIELDS:  # step markers carry the category `step`: not worth a line
-        v = e.get(f.name)
+        v = e.get(f.value_column)
         if v is not None and not (f.name == "category" and v == "step"):
             lines.append(f"{f.name}: {R.plain(format_value(v, f.unit))}")
     lines += [f"{R.plain(k)}: {R.plain(v)}" for k, v in list(e.get("args", {}).items())[:12]]
