@@ -41,10 +41,12 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-# Regenerate the committed protobuf code after editing proto/*.proto.
+# Regenerate the committed protobuf code (and docs/schema.md, whose events columns follow the
+# typed fields) after editing proto/*.proto.
 proto: $(TEST_STAMP)
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler --pyi_out=profiler proto/scprof_trace.proto
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler --pyi_out=profiler proto/xplane.proto
+	$(PY) -m profiler.schema > docs/schema.md
 
 # Regenerate the bundled roofline performance tables (sim_backend/perf_tables/<generation>/).
 perf-tables: $(STAMP)
