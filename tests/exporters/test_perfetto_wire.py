@@ -41,8 +41,9 @@ row = st.fixed_dictionaries({
     "uuid": st.one_of(st.just(DEFAULT_UUID), st.integers(1, 40), st.integers(0, (1 << 64) - 1)),
 })  # fmt: skip
 
-# event_args per event id: (key iid, int | float | str | None)
-ARGS = {3: [(13, 5), (14, -2.5), (15, "x" * 200)], 7: [(16, None)], 11: [(13, -1)]}
+# event_args per event id: (key iid, int | float | str | None); key iids follow ANN_IIDS
+K = len(ANN_IIDS) + 1
+ARGS = {3: [(K, 5), (K + 1, -2.5), (K + 2, "x" * 200)], 7: [(K + 3, None)], 11: [(K, -1)]}
 FLOWS_OUT = {2: 1, 7: 2}
 FLOWS_IN = {5: 1, 11: 2, 7: 3}
 
@@ -244,8 +245,8 @@ def test_bytes_decode_to_the_rows():
     anns = {a.name_iid: a for a in begin.track_event.debug_annotations}
     assert anns[1].int_value == -(1 << 63) and anns[5].int_value == (1 << 63) - 1 and anns[8].int_value == -1
     assert anns[2].string_value_iid == TABLE_IID[2]
-    assert anns[10].int_value == 1500 and anns[11].int_value == 2000
-    assert [a.string_value for a in begin.track_event.debug_annotations if a.name_iid == 15] == ["x" * 200]
+    assert anns[ANN_IIDS[N_TYPED]].int_value == 1500 and anns[ANN_IIDS[N_TYPED + 1]].int_value == 2000
+    assert [a.string_value for a in begin.track_event.debug_annotations if a.name_iid == K + 2] == ["x" * 200]
     assert begin.timestamp == 1 and end.timestamp == 3 and end.track_event.track_uuid == 9
 
 
