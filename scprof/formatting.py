@@ -41,15 +41,6 @@ def escape_lines(text: str) -> str:
     return "\n".join(escape_control(line) for line in text.split("\n"))
 
 
-# The runs listing, newest last (what `scprof runs` prints).
-RUNS_QUERY = """
-SELECT run_id, name, source, status,
-       coalesce(generation, '?') || ' x' || coalesce(CAST(num_chips AS VARCHAR), '?') AS hardware,
-       steps, events, last_ps - first_ps AS span_ps,
-       strftime(ingested_at, '%Y-%m-%d %H:%M') AS ingested, tags
-FROM runs ORDER BY run_id"""
-
-
 def format_ps(ps: float | int | None) -> str:
     """Picoseconds in the largest unit that keeps a number >= 1: 1.50 ms, 320 ns."""
     if ps is None or (isinstance(ps, float) and math.isnan(ps)):
@@ -128,6 +119,7 @@ def runs_table(table: pa.Table) -> str:
     for r in table.to_pylist():
         rows.append([
             str(r["run_id"]), r["name"], r["source"], r["status"], r["hardware"], str(r["steps"]),
-            f"{r['events']:,}", format_ps(r["span_ps"]), r["ingested"],
+            f"{r['events']:,}", format_ps(r["span_ps"]), format_ps(r["mean_step_ps"]), r["ingested"],
         ])  # fmt: skip
-    return text_table(["id", "name", "source", "status", "hardware", "steps", "events", "span", "ingested"], rows)
+    header = ["id", "name", "source", "status", "hardware", "steps", "events", "span", "mean step", "ingested"]
+    return text_table(header, rows)

@@ -13,10 +13,12 @@ import numpy as np
 import plotly.graph_objects as go
 from dash import dcc, html
 
+from analyzers.breakdown import step_stats
 from analyzers.findings import SEVERITIES, Finding
 from analyzers.registry import ANALYZERS
 from analyzers.timeline import CATEGORIES
 from profiler.sql_guard import QueryError, run_query
+from profiler.stdlib import COUNTED_RULE, steps_covered
 from profiler.store import Store
 from scprof.formatting import format_cell
 from ui import data as D
@@ -203,14 +205,15 @@ def render_runs(store: Store, st: dict[str, Any]) -> Any:
         ("hardware", "hardware", "text"),
         ("steps", "steps", "count"),
         ("events", "events", "count"),
-        ("mean_step_ps", "mean step time", "ps"),
+        ("mean_step_ps", "mean step time (counted steps)", "ps"),
         ("span_ps", "span", "ps"),
         ("status_text", "status", "text"),
         ("tags", "tags", "text"),
         ("ingested", "ingested", "text"),
         ("pages", "open", "link"),
     ]
-    return html.Div([R.table(rows, cols, id="runs-table"), html.P(f"{len(rows)} run(s)", className="muted")])
+    note = f"{len(rows)} run(s). Mean step time: over each run's counted steps ({COUNTED_RULE})."
+    return html.Div([R.table(rows, cols, id="runs-table"), html.P(note, className="muted")])
 
 
 # ---- Overview ----------------------------------------------------------------------------------
@@ -260,7 +263,9 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
         chips = D.chip_step_times(store, run, steps)
         row: list[Any] = [R.section("Step time per step", R.graph(fig, height=280))]
         if chips:
-            cf = R.figure(xaxis_title="chip", yaxis_title=f"mean step time ({unit})")
+            cf = R.figure(
+                xaxis_title=f"chip (mean {D.steps_covered(st_times)})", yaxis_title=f"mean step time ({unit})"
+            )
             cf.add_trace(
                 go.Bar(
                     x=[f"TPU:{c['chip']}" for c in chips],
@@ -310,7 +315,8 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
                     hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>",
                 )
             )
-        cf = R.figure(barmode="stack", xaxis_title="chip", yaxis_title=f"time per step ({unit})")
+        over = steps_covered(bd["steps"], [s in set(bd["counted_steps"]) for s in bd["steps"]])
+        cf = R.figure(barmode="stack", xaxis_title=f"chip (mean {over})", yaxis_title=f"time per step ({unit})")
         for cat, vals in bd["per_chip"].items():
             cf.add_trace(
                 go.Bar(
@@ -971,8 +977,10 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
         return R.note("Baseline and candidate are the same run: pick two different runs above.")
     bi, ci = D.run_info(store, base), D.run_info(store, cand)
     parts: list[Any] = []
-    bst = D.step_times(store, base, D.clamp_steps(D.step_bounds(store, base), None))
-    cst = D.step_times(store, cand, D.clamp_steps(D.step_bounds(store, cand), None))
+    b_all = D.step_times(store, base, D.clamp_steps(D.step_bounds(store, base), None))
+    c_all = D.step_times(store, cand, D.clamp_steps(D.step_bounds(store, cand), None))
+    # the counted steps, as every summary (and the verdict) covers them
+    bst, cst = ({"step_ps": s["step_ps"][s["counted"]]} for s in (b_all, c_all))
     if len(bst["step_ps"]) and len(cst["step_ps"]):
         unit, scale = time_unit(float(max(bst["step_ps"].max(), cst["step_ps"].max())))
         fig = R.figure(barmode="overlay", xaxis_title=f"step time ({unit})", yaxis_title="steps")
@@ -990,15 +998,11 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                     hovertemplate=f"%{{x}} {unit}: %{{y}} steps<extra>{name}</extra>",
                 )
             )
+        bs, cs = ({**step_stats(s["step_ps"]), "step_ps_min": s["step_ps"].min(), "step_ps_max": s["step_ps"].max()}
+                  for s in (bst, cst))  # fmt: skip
         rows = []
-        for label, fn in (
-            ("mean", np.mean),
-            ("p50", np.median),
-            ("p90", lambda a: np.percentile(a, 90)),
-            ("min", np.min),
-            ("max", np.max),
-        ):
-            b, c = float(fn(bst["step_ps"])), float(fn(cst["step_ps"]))
+        for label in ("mean", "p50", "p90", "min", "max"):
+            b, c = float(bs[f"step_ps_{label}"]), float(cs[f"step_ps_{label}"])
             rows.append({"stat": label, "base": b, "cand": c, "delta": R.fmt_delta(b, c, "ps")})
         parts.append(
             html.Div(
@@ -1015,6 +1019,7 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                                 ("delta", "change", "text"),
                             ],
                         ),
+                        help_text=f"{bi['name']}: {D.steps_covered(b_all)}; {ci['name']}: {D.steps_covered(c_all)}.",
                     ),
                 ],
                 className="grid2",
