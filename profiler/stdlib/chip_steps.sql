@@ -10,11 +10,9 @@
 -- host-only capture (e.g. JAX on the CPU) is measured by its host step markers, else
 -- by the extent of its host events; in a run with device chips the host's work only
 -- feeds them.
-WITH device AS (SELECT DISTINCT run_id FROM step_spans WHERE chip >= 0),
-eligible AS (
-    SELECT * FROM step_spans WHERE chip >= 0 OR run_id NOT IN (SELECT run_id FROM device)
-),
-best AS (SELECT run_id, chip, min(rank) AS rank FROM eligible GROUP BY ALL)
-SELECT e.run_id, e.chip, e.step, e.source, e.start_ps, e.end_ps, e.end_ps - e.start_ps AS dur_ps
-FROM eligible e
-JOIN best b USING (run_id, chip, rank)
+SELECT run_id, chip, step, source, start_ps, end_ps, end_ps - start_ps AS dur_ps
+FROM (
+    SELECT *, min(rank) OVER (PARTITION BY run_id, chip) AS best, max(chip) OVER (PARTITION BY run_id) AS top_chip
+    FROM step_spans
+)
+WHERE rank = best AND (chip >= 0 OR top_chip < 0)
