@@ -242,8 +242,3 @@ def steps_covered(steps: Sequence[int], counted: Sequence[bool]) -> str:
 
 # The runs listing, oldest first: what `scprof runs` prints and the UI's Runs page shows.
 RUN_LIST_SQL = "SELECT * FROM run_list ORDER BY run_id"
-
-
-def names() -> tuple[str, ...]:
-    """The views' names, in dependency order."""
-    return tuple(v.name for v in STDLIB)

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from profiler.schema import SCHEMA_VERSION, SUMMARY_TABLES
-from profiler.stdlib import STDLIB, steps_covered
+from profiler.stdlib import HBM_COUNTERS, STDLIB, stdlib_sql, steps_covered
 from profiler.store import Store
 from tests.tracekit import REPO, cli
 
@@ -89,3 +89,9 @@ def test_steps_covered_names_the_counted_steps():
     )
     assert steps_covered([0, 1, 2], [True] * 3) == "over 3 counted steps, 0–2 of 0–2 (every step shown)"
     assert steps_covered([0], [False]).startswith("no counted step")
+
+
+def test_hbm_counters_are_the_ones_hbm_usage_adds():
+    # ui/data.py picks the HBM series to show by HBM_COUNTERS; the view adds exactly these
+    text = stdlib_sql("hbm_usage")
+    assert "line IN (" + ", ".join(f"'{c}'" for c in HBM_COUNTERS) + ")" in text
