@@ -354,6 +354,9 @@ def stdlib_ddl(temp: bool = False) -> list[str]:
 
     out = []
     for v in STDLIB:
+        if v.materialized and not temp:  # filled by ingest (profiler/summaries.py)
+            out += table_ddl(Table(v.name, v.doc, v.columns))
+            continue
         out.append(f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW {v.name} AS\n{v.sql.strip()}")
         if not temp:
             out.append(f"COMMENT ON VIEW {v.name} IS {_quote(v.doc)}")
@@ -388,7 +391,8 @@ def markdown() -> str:
         "`timeline_long`, `sc_step_cells`, `sc_step_totals`). The migration from 1 builds them",
         "for every run already in the store (1-2 s per 10 M events on the benchmark machine).",
         "3 added the analysis standard library (the views below) and the summary table",
-        "`step_event_extents` it reads; the migration from 2 builds that table for every run.",
+        "`step_event_extents` it reads; the migration from 2 builds that table and the library's",
+        "stored views for every run.",
         "Writers recreate every view on open, so a change to a view's SQL bumps the version too.",
         "A read-only open of a version 2 store (`scprof sql`, `analyze`, ...) gets the library as",
         "TEMP views on its own connection, nothing written (`step_event_extents` then computed",
@@ -419,7 +423,9 @@ def markdown() -> str:
         "`scprof analyze`, `scprof compare`, the UI and the exporters read them, and so can your",
         "SQL (`scprof sql`, the UI's SQL console). Each view's SQL, with its rule in the header",
         "comment, is `profiler/stdlib/<name>.sql`; a view reads only the tables and the views",
-        "above it. The step-time breakdown by category is the one figure that is not a view: a",
+        "above it. Three are stored (`chip_steps`, `step_times`, `hbm_peaks`: what every page and",
+        "analysis reads first): ingest writes each run's rows of their SQL with the summaries, and",
+        "a migration rewrites them for the stored runs when their SQL changes. The step-time breakdown by category is the one figure that is not a view: a",
         "sweep over every event, it is one Python function over `step_windows`",
         "(`analyzers.breakdown.split_windows`, docs/analyzers.md) that the analyzers, the UI and",
         "the Perfetto export all call.",
@@ -435,7 +441,9 @@ def markdown() -> str:
     for v in STDLIB:
         lines += [f"## `{v.name}`", "", v.doc, "", "| column | type | meaning |", "|---|---|---|"]
         lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in v.columns]
-        lines += ["", f"`profiler/stdlib/{v.name}.sql`:", "", "```sql", v.sql.strip(), "```", ""]
+        stored = " (a table: ingest stores each run's rows of this SQL, as it does the summaries)"
+        lines += ["", f"`profiler/stdlib/{v.name}.sql`{stored if v.materialized else ''}:", "", "```sql"]
+        lines += [v.sql.strip(), "```", ""]
     return "\n".join(lines)
 
 

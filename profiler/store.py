@@ -29,18 +29,18 @@ def _add_summaries(con: duckdb.DuckDBPyConnection) -> None:
     from profiler.schema import SUMMARY_TABLES, table_ddl
     from profiler.summaries import build_all
 
-    for stmt in (s for t in SUMMARY_TABLES for s in table_ddl(t)):
+    for stmt in [s for t in SUMMARY_TABLES for s in table_ddl(t)] + stdlib_ddl():  # what build_all fills
         con.execute(stmt)
     build_all(con)
 
 
 def _add_stdlib(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 2 -> 3: the summary table the analysis standard library reads, built for every
-    run already stored (the views themselves are created with every other on open)."""
+    """Version 2 -> 3: the analysis standard library (views, recreated on every open, and the
+    materialized chip_steps) and the summary table it reads, built for every run already stored."""
     from profiler.schema import table, table_ddl
     from profiler.summaries import build_step_event_extents
 
-    for stmt in table_ddl(table("step_event_extents")):
+    for stmt in table_ddl(table("step_event_extents")) + stdlib_ddl():
         con.execute(stmt)
     build_step_event_extents(con)
 

@@ -82,18 +82,18 @@ GROUP BY ALL
 SC_STEP_CELLS_SQL = """
 INSERT INTO sc_step_cells
 SELECT $run, x.step, t.chip, x.sc, sum(x.ids)::BIGINT, sum(x.unique_ids)::BIGINT,
-       (max(x.op_minibatch) + 1)::INTEGER, sum(x.op_dropped)::BIGINT
+       least(max(x.op_minibatch)::BIGINT + 1, 2147483647)::INTEGER, sum(x.op_dropped)::BIGINT
 FROM sc_step_tracks x
 JOIN tracks t ON t.run_id = $run AND t.track_id = x.track_id AND t.chip >= 0 AND t.kind IN ('sparsecore', 'sc_tile')
 WHERE x.sc IS NOT NULL AND x.ids IS NOT NULL
 GROUP BY ALL
 """
 
-# Per step, over every event: minibatches (highest minibatch index + 1) and dropped IDs; steps
-# where no event has either are left out.
+# Per step, over every event: minibatches (highest minibatch index + 1, at most 2**31 - 1: the
+# column is INTEGER) and dropped IDs; steps where no event has either are left out.
 SC_STEP_TOTALS_SQL = """
 INSERT INTO sc_step_totals
-SELECT $run, step, (max(minibatch) + 1)::INTEGER, sum(dropped)::BIGINT
+SELECT $run, step, least(max(minibatch)::BIGINT + 1, 2147483647)::INTEGER, sum(dropped)::BIGINT
 FROM sc_step_tracks
 GROUP BY step
 HAVING max(minibatch) IS NOT NULL OR sum(dropped) IS NOT NULL
@@ -121,7 +121,21 @@ ALL_STEP_EVENT_EXTENTS_SQL = "INSERT INTO step_event_extents" + ALL_STEP_EVENT_E
 
 SUMMARY_TABLES = (
     "run_summaries", "timeline_bins", "timeline_long", "sc_step_cells", "sc_step_totals", "step_event_extents",
+    "chip_steps", "step_times", "hbm_peaks",
 )  # fmt: skip
+
+
+def fill_materialized(con: duckdb.DuckDBPyConnection, run_id: int | None = None) -> None:
+    """The materialized views of the analysis standard library (profiler/stdlib: chip_steps, step_times, hbm_peaks)
+    for one run, else for every run afresh, from their SQL (the views they read exist)."""
+    from profiler.stdlib import STDLIB
+
+    for v in (v for v in STDLIB if v.materialized):
+        if run_id is None:
+            con.execute(f"DELETE FROM {v.name}")
+            con.execute(f"INSERT INTO {v.name} BY NAME SELECT * FROM ({v.sql})")
+        else:
+            con.execute(f"INSERT INTO {v.name} BY NAME SELECT * FROM ({v.sql}) WHERE run_id = ?", [run_id])
 
 
 def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
@@ -145,12 +159,15 @@ def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
             con.execute(sql, {"run": run_id})
     finally:
         con.execute("DROP TABLE sc_step_tracks")
+    fill_materialized(con, run_id)
 
 
 def build_step_event_extents(con: duckdb.DuckDBPyConnection) -> None:
-    """step_event_extents for every run of the store, afresh (the migration to version 3)."""
+    """step_event_extents and the standard library's materialized views for every run of the
+    store, afresh (the migration to version 3)."""
     con.execute("DELETE FROM step_event_extents")
     con.execute(ALL_STEP_EVENT_EXTENTS_SQL)
+    fill_materialized(con)
 
 
 def build_all(con: duckdb.DuckDBPyConnection) -> None:

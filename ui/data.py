@@ -104,12 +104,6 @@ def _step_times(store: Store, run_id: int, steps: tuple[int, int]) -> dict[str, 
     return out
 
 
-def _counted(store: Store, run_id: int, steps: tuple[int, int]) -> list[int]:
-    """The counted steps in range (step_times.counted)."""
-    st = step_times(store, run_id, steps)
-    return st["step"][st["counted"]].tolist()
-
-
 def steps_covered(st: dict[str, np.ndarray]) -> str:
     """Which steps a summary of `st` (step_times) covers, for people (profiler.stdlib.steps_covered)."""
     return stdlib.steps_covered(st["step"].tolist(), st["counted"].tolist())
@@ -186,7 +180,7 @@ def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[d
         run_id,
         "chip_steps",
         tuple(steps),
-        lambda: sql(store, Q.CHIP_STEP_TIMES, run=run_id, counted=_counted(store, run_id, steps)).to_pylist(),
+        lambda: sql(store, Q.CHIP_STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist(),
     )
 
 

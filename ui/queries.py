@@ -38,13 +38,12 @@ SELECT coalesce(m.t0, t.t0) AS t0, CASE WHEN m.t0 IS NULL THEN t.t1 ELSE m.t1 EN
 STEP_RANGE = "SELECT min(step) AS lo, max(step) AS hi FROM step_times WHERE run_id = $run"
 
 # chip_step_times: per chip, mean and max of its step (chip_steps: the chip's TensorCore `Steps`
-# marker where it has one) over the steps $counted (step_times' counted steps in range: the
-# per-chip view of the Overview).
+# marker where it has one) over the counted steps in range (the per-chip view of the Overview).
 CHIP_STEP_TIMES = """
-SELECT chip, avg(dur_ps) AS mean_step_ps, max(dur_ps) AS max_step_ps, count(*) AS steps
-FROM chip_steps
-WHERE run_id = $run AND chip >= 0 AND list_contains($counted, step)
-GROUP BY chip ORDER BY chip
+SELECT c.chip, avg(c.dur_ps) AS mean_step_ps, max(c.dur_ps) AS max_step_ps, count(*) AS steps
+FROM chip_steps c JOIN step_times t USING (run_id, step)
+WHERE c.run_id = $run AND c.chip >= 0 AND t.counted AND c.step BETWEEN $step_lo AND $step_hi
+GROUP BY c.chip ORDER BY c.chip
 """
 
 # minibatches: SparseCore minibatches per step (mean and max over the counted steps in range) and
@@ -204,7 +203,7 @@ SC_CELLS_FROM_EVENTS = """
 WITH sc_tracks AS (SELECT track_id, chip FROM tracks WHERE run_id = $run AND chip >= 0 AND kind IN ('sparsecore', 'sc_tile')),
 per_step AS (
     SELECT e.step, t.chip, e.sc, sum(e.ids) AS ids, sum(e.unique_ids) AS unique_ids,
-           max(e.minibatch) + 1 AS minibatches, sum(e.dropped_ids) AS dropped_ids
+           least(max(e.minibatch)::BIGINT + 1, 2147483647) AS minibatches, sum(e.dropped_ids) AS dropped_ids
     FROM events e JOIN sc_tracks t USING (track_id)
     WHERE e.run_id = $run AND e.ids IS NOT NULL AND e.sc IS NOT NULL AND e.step BETWEEN $step_lo AND $step_hi
       AND (e.category_id IS NULL OR e.category_id = $forward_id)

@@ -5,7 +5,8 @@ profiler/stdlib/<name>.sql (a header comment stating its rule, then one SELECT),
 style of Perfetto's stdlib modules. profiler/schema.py turns them into `CREATE VIEW` and
 `COMMENT ON` statements (writers install them on open; the migration to schema version 3
 adds them to older stores) and into docs/schema.md. Views are over every run, keyed by
-run_id, and read only tables and the views listed before them.
+run_id, and read only tables and the views listed before them. The few marked `materialized`
+are stored: ingest writes each run's rows of their SQL (profiler/summaries.py).
 """
 
 from __future__ import annotations
@@ -20,11 +21,16 @@ from profiler.schema import RUN, Col
 
 @dataclass(frozen=True)
 class StdView:
-    """A view of the analysis standard library: its SQL is profiler/stdlib/<name>.sql."""
+    """A view of the analysis standard library: its SQL is profiler/stdlib/<name>.sql.
+
+    `materialized`: stored as a table that ingest fills from the SQL, run by run, like the
+    summary tables (profiler/summaries.py), for what every figure reads (a TEMP view on a
+    read-only connection to a version 2 store)."""
 
     name: str
     doc: str
     columns: tuple[Col, ...]
+    materialized: bool = False
 
     @property
     def sql(self) -> str:
@@ -78,6 +84,7 @@ STDLIB: tuple[StdView, ...] = (
             Col("end_ps", "BIGINT", "Step end on the chip."),
             Col("dur_ps", "BIGINT", "end_ps - start_ps."),
         ),
+        materialized=True,
     ),
     StdView(
         "step_windows",
@@ -106,6 +113,7 @@ STDLIB: tuple[StdView, ...] = (
             ),
             Col("source", "VARCHAR", "The longest chip's source (step_spans)."),
         ),
+        materialized=True,
     ),
     StdView(
         "step_minibatches",
@@ -146,6 +154,7 @@ STDLIB: tuple[StdView, ...] = (
             Col("hbm_capacity_bytes", "BIGINT", "runs.hbm_bytes: HBM per chip; NULL if unknown."),
             Col("hbm_peak_share", "DOUBLE", "hbm_peak_bytes / hbm_capacity_bytes; NULL if the capacity is unknown."),
         ),
+        materialized=True,
     ),
     StdView(
         "op_tracks",

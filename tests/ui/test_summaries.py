@@ -332,3 +332,22 @@ def test_ui_migrates_a_version_1_store_once(tmp_path, mixed_db):
             assert stored_summaries(store, run) == reference_summaries(store, run)
     access.close()
     assert not migrate_if_old(db)  # current now
+
+
+def test_the_largest_minibatch_index_is_ingested_and_capped(tmp_path):
+    # minibatch is int32 in the trace: index 2**31 - 1 gives 2**31 minibatches, capped at 2**31 - 1
+    # in the INTEGER summaries (the addition overflowed INT32 and failed the ingest)
+    path, db = str(tmp_path / "big.sctrace"), str(tmp_path / "big.duckdb")
+    with Recorder(path, run_name="big", run_id="uuid-big", start_time_unix_ns=0) as rec:
+        sc = rec.track("/device:TPU:0 SparseCore 0", "Sparse Core Ops", "sparsecore", chip=0, core=0)
+        rec.emit(track=[sc], name=["op"], start_ps=[0], dur_ps=[10], step=[0], sc=[0], minibatch=[2**31 - 1],
+                 ids=[5])  # fmt: skip
+    with Store.open(db) as store:
+        ingest_trace(store, path)
+        assert store.rows("SELECT minibatches FROM sc_step_totals") == [{"minibatches": 2**31 - 1}]
+        assert store.rows("SELECT minibatches FROM sc_step_cells") == [{"minibatches": 2**31 - 1}]
+        kw = dict(run=1, step_lo=0, step_hi=0, sb=1)
+        assert (
+            sql(store, Q.SC_CELLS_FROM_EVENTS, table_ids=[], forward_id=-1, **kw).to_pylist()
+            == sql(store, Q.SC_CELLS_FROM_SUMMARY, **kw).to_pylist()
+        )
