@@ -1,9 +1,13 @@
 """Step-time breakdown: where each step's time goes, per chip.
 
-Two views: the wall-time split (each instant of a step to the highest-priority
-category active, so categories sum to the step time; analyzers/timeline.py) and
-per-core busy time (the union of each core's events per step and category, so
-overlapping events on one core count once).
+The one definition of the breakdown is `split_windows`: the store's step windows
+(profiler/stdlib/step_windows.sql) split by a sweep over the op events (analyzers/
+timeline.py: each instant of a window to the highest-priority category active, so a
+window's categories sum to its length). The analyzers split the whole run at once; the
+Perfetto export calls the same function span by span (the split is additive over time);
+the UI reads the analyzers' table. A second view of the same sweep, per-core-kind busy
+time (CORE_SETS), feeds the overlap analysis. Summaries of the split (shares) cover the
+counted steps (step_times.counted), like every per-step summary.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from analyzers.context import RunContext
 from analyzers.findings import Analysis
 from analyzers.op_arrays import OpArrays, op_arrays
 from analyzers.timeline import CATEGORIES, split_runs
+from profiler.stdlib import steps_covered
 
 NAME = "breakdown"
 QUESTION = "Where does each step's time go: host, SparseCore, TensorCore, collectives or idle?"
@@ -25,35 +30,49 @@ QUESTION = "Where does each step's time go: host, SparseCore, TensorCore, collec
 
 # The sets the overlap analysis splits time into (bit 0: a TensorCore op, bit 1: a SparseCore op).
 CORE_SETS = ("none", "tc_only", "sc_only", "both")
+# The views of the sweep: "priority", the wall-time split into timeline.CATEGORIES (the
+# breakdown); "core_kind", the time by the set of busy core kinds (the overlap analysis).
+PRIORITY = {"priority": (CATEGORIES, False)}
+VIEWS = {**PRIORITY, "core_kind": (CORE_SETS, True)}
+
+
+def split_windows(
+    ctx: RunContext, windows: pa.Table, span: tuple[int, int] | None = None, views: dict = PRIORITY
+) -> dict[str, pa.Table]:
+    """THE step breakdown: chip, step, category, dur_ps per step window of `windows` (chip,
+    step, start_ps, end_ps; a chip's windows never overlap), one table per view of `views`.
+
+    The op events are the whole run's (op_arrays, cached per context) or, with `span`
+    (lo, hi), those overlapping [lo, hi), for windows inside the span."""
+    return _prepare(ctx, windows, span, views)()
+
+
+def _prepare(ctx: RunContext, windows: pa.Table, span: tuple[int, int] | None, views: dict):
+    """Read what split_windows needs from the store (in the caller's thread, which owns the
+    connection); return the computation (numpy and C only, safe in another thread).
+
+    Each op_arrays track is time-ordered already: a chip's runs are its tracks and the host's."""
+    kinds = ctx.store.query(f"SELECT track_id, category_id, priority, core_kind FROM {ctx.temp('timeline_kinds')}")
+    a = op_arrays(ctx, span)
+    tracks = np.column_stack([a.bounds[:-1], a.bounds[1:]])
+    runs = {c: tracks[(a.track_chip == c) | (a.track_chip < 0)]  # the host's work counts on every chip
+            for c in np.unique(windows.column("chip").to_numpy()).tolist()}  # fmt: skip
+    row = row_kinds(a, kinds)
+    return lambda: split_runs(a.start, a.end, {v: row[v] for v in views}, runs, windows, views)
 
 
 def timeline_splits(ctx: RunContext) -> dict[str, pa.Table]:
-    """chip, step, category, dur_ps per step window, from one sweep over the op events (cached):
-    "priority", the wall-time split into timeline.CATEGORIES; "core_kind", the time by the
-    set of busy core kinds (CORE_SETS) that the overlap analysis reads."""
+    """split_windows of the run's step windows, both VIEWS, from one sweep (cached)."""
     return start_timeline_splits(ctx).result()
 
 
 def start_timeline_splits(ctx: RunContext) -> Future:
     """Start timeline_splits' sweep in a background thread (cached per context): the C sweep
-    releases the GIL, so analyzers that run meanwhile overlap it (registry.analyze_run).
-
-    The events are op_arrays' (loaded once per context, for the idle-gap search too), each
-    track already in time order: a chip's runs are its tracks and the host's. The store is
-    read here, in the caller's thread; the background thread only computes (numpy and C)."""
+    releases the GIL, so analyzers that run meanwhile overlap it (registry.analyze_run)."""
 
     def start() -> Future:
         windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
-        kinds = ctx.store.query(f"SELECT track_id, category_id, priority, core_kind FROM {ctx.temp('timeline_kinds')}")
-        a = op_arrays(ctx)
-        tracks = np.column_stack([a.bounds[:-1], a.bounds[1:]])
-        runs = {c: tracks[(a.track_chip == c) | (a.track_chip < 0)]  # the host's work counts on every chip
-                for c in np.unique(windows.column("chip").to_numpy()).tolist()}  # fmt: skip
-        views = {"priority": (CATEGORIES, False), "core_kind": (CORE_SETS, True)}
-
-        def split() -> dict[str, pa.Table]:
-            return split_runs(a.start, a.end, row_kinds(a, kinds), runs, windows, views)
-
+        split = _prepare(ctx, windows, None, VIEWS)
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="timeline_splits")
         future = pool.submit(split)
         pool.shutdown(wait=False)  # the thread ends with its task
@@ -63,8 +82,8 @@ def start_timeline_splits(ctx: RunContext) -> Future:
 
 
 def row_kinds(a: OpArrays, kinds: pa.Table) -> dict[str, np.ndarray]:
-    """Per op_arrays row, its priority and core_kind (int8, as sql/timeline_events.sql gives them),
-    looked up by (track, category) in `kinds` (the rows of sql/timeline_kinds.sql)."""
+    """Per op_arrays row, its priority and core_kind (int8), looked up by (track, category) in
+    `kinds` (the rows of sql/timeline_kinds.sql)."""
     cats = np.unique(kinds.column("category_id").to_numpy())  # string ids, -1 for none
     cat_of = np.zeros(int(cats.max()) + 2 if len(cats) else 1, np.int32)
     cat_of[cats + 1] = np.arange(len(cats))
@@ -87,7 +106,30 @@ def step_breakdown(ctx: RunContext) -> pa.Table:
     return timeline_splits(ctx)["priority"]
 
 
-def _why_no_steps(ctx: RunContext) -> str:
+def step_stats(step_ps: np.ndarray) -> dict[str, float]:
+    """THE summary of step times (pass the counted ones, step_times.counted): step_ps_mean,
+    step_ps_p50 and step_ps_p90 (numpy's linear percentiles), as analyze, compare and the UI show them."""
+    ps = np.asarray(step_ps, np.float64)
+    return {"step_ps_mean": float(np.mean(ps)), "step_ps_p50": float(np.percentile(ps, 50)),
+            "step_ps_p90": float(np.percentile(ps, 90))}  # fmt: skip
+
+
+def counted_rows(split: pa.Table, step_times: pa.Table) -> pa.Table:
+    """The rows of a split (chip, step, ...) whose step step_times (step, counted) counts."""
+    counted = pc.filter(step_times.column("step"), step_times.column("counted"))
+    return split.filter(pc.is_in(split.column("step"), value_set=counted.combine_chunks()))
+
+
+def shares(split: pa.Table) -> dict[str, float]:
+    """Each category's share of the split's time (categories sorted by name)."""
+    total = max(int(pc.sum(split.column("dur_ps")).as_py() or 0), 1)
+    return {
+        c: int(pc.sum(pc.filter(split.column("dur_ps"), pc.equal(split.column("category"), c))).as_py() or 0) / total
+        for c in sorted(set(split.column("category").to_pylist()))
+    }
+
+
+def _why_no_split(ctx: RunContext) -> str:
     """Why step_windows is empty: no steps at all, or steps only on a host-only capture."""
     r = ctx.store.rows(
         """SELECT (SELECT count(DISTINCT step) FROM steps WHERE run_id = $run) AS steps,
@@ -96,7 +138,8 @@ def _why_no_steps(ctx: RunContext) -> str:
     )[0]
     if not r["device"]:
         return (f"no TensorCore or SparseCore tracks (a host-only capture, e.g. JAX on the CPU; {r['steps']} steps "
-                "marked on the host): step time and its split are measured on device chips")  # fmt: skip
+                "marked on the host): step time is the host's, and its split by category is measured on device "
+                "chips only")  # fmt: skip
     return "the run has no steps (no step markers and no events tagged with a step)"
 
 
@@ -105,20 +148,17 @@ def analyze(ctx: RunContext) -> Analysis:
     result = Analysis(NAME, tables={"step_breakdown": split})
     steps = ctx.step_times()
     result.tables["step_times"] = steps
+    if split.num_rows == 0:
+        result.notes.append(_why_no_split(ctx))
     if steps.num_rows == 0:
-        result.notes.append(_why_no_steps(ctx))
         return result
-    step_ps = steps.column("step_ps").to_numpy()
-    total = max(int(pc.sum(split.column("dur_ps")).as_py() or 0), 1)
-    share = {
-        c: int(pc.sum(pc.filter(split.column("dur_ps"), pc.equal(split.column("category"), c))).as_py() or 0) / total
-        for c in sorted(set(split.column("category").to_pylist()))
-    }
+    step_ps = ctx.counted_step_ps().to_numpy()
     result.figures = {
-        "steps": len(step_ps),
-        "step_ps_mean": float(np.mean(step_ps)),
-        "step_ps_p50": float(np.percentile(step_ps, 50)),
-        "step_ps_p90": float(np.percentile(step_ps, 90)),
-        "share": share,
+        "steps": len(step_ps),  # counted steps: what the summaries below cover
+        "steps_recorded": steps.num_rows,
+        "covers": steps_covered(steps.column("step").to_pylist(), steps.column("counted").to_pylist()),
+        **step_stats(step_ps),
     }
+    if split.num_rows:
+        result.figures["share"] = shares(counted_rows(split, steps))
     return result

@@ -1,8 +1,8 @@
 """Compare two runs: did the candidate's step time change, why, and what else moved.
 
 The step-time verdict bootstraps the difference of mean step times from the two
-runs' per-step samples (the warm-up first step and the draining last step left out
-when a run has 5 or more steps):
+runs' per-step samples, the steps every summary counts (the store's step_times.counted:
+the warm-up first step and the draining last step left out when a run has 5 or more):
 improved or regressed when the 95% interval of the relative change excludes zero
 *and* the change is at least MIN_EFFECT, else no significant change. The rest
 are plain deltas: breakdown categories per step, findings resolved / new /
@@ -16,7 +16,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from analyzers.breakdown import counted_rows
 from analyzers.registry import RunReport, analyze_run
 from profiler.store import Store
 
@@ -60,15 +63,6 @@ class Comparison:
         return asdict(self)
 
 
-def steady_steps(step_ps: np.ndarray) -> np.ndarray:
-    """Per-step times without the first (warm-up) and last (pipeline drain) step, given 5 or more.
-
-    The first step pays start-up; with pipelining the last step's SparseCore marker
-    spans its early start to the end of the run's work, so it measures the drain.
-    """
-    return step_ps[1:-1] if len(step_ps) >= 5 else step_ps
-
-
 def bootstrap_change(base: np.ndarray, cand: np.ndarray, seed: int = SEED) -> StepTimeChange:
     """Relative change of mean step time with a percentile bootstrap interval."""
     rng = np.random.default_rng(seed)
@@ -96,8 +90,7 @@ def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
     c_steps = cand.analyses["breakdown"].tables.get("step_times")
     if b_steps is None or c_steps is None or not b_steps.num_rows or not c_steps.num_rows:
         raise ValueError("both runs need steps to compare step time")
-    bs = steady_steps(b_steps.column("step_ps").to_numpy().astype(np.float64))
-    cs = steady_steps(c_steps.column("step_ps").to_numpy().astype(np.float64))
+    bs, cs = (_counted_ps(t) for t in (b_steps, c_steps))
     if len(bs) < 3 or len(cs) < 3:
         notes.append("fewer than 3 steady steps in a run: the interval is wide")
     return Comparison(
@@ -112,20 +105,35 @@ def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
     )  # fmt: skip
 
 
+def _counted_ps(step_times: pa.Table) -> np.ndarray:
+    """The step times summaries count (step_times.counted), as float64."""
+    return pc.filter(step_times.column("step_ps"), step_times.column("counted")).to_numpy().astype(np.float64)
+
+
 def _run_info(report: RunReport) -> dict[str, Any]:
     return {k: report.run[k] for k in ("run_id", "name", "uuid", "source", "steps", "events")}
 
 
+def _counted_breakdown(report: RunReport) -> pa.Table:
+    """The run's step breakdown over its counted steps (what every summary covers)."""
+    a = report.analyses["breakdown"]
+    return counted_rows(a.tables["step_breakdown"], a.tables["step_times"])
+
+
 def _breakdown_delta(store: Store, base: RunReport, cand: RunReport) -> list[dict[str, Any]]:
-    """Mean time per step and chip of each wall-time category, both runs."""
+    """Mean time per counted step and chip of each wall-time category, both runs: a category's
+    time over every (chip, counted step) window, those where it does not occur included, so the
+    means are in proportion to the breakdown's shares and sum to the mean window."""
     return store.rows(
-        """WITH b AS (SELECT category, sum(dur_ps) / count(DISTINCT (chip, step)) AS ps FROM b GROUP BY category),
-                c AS (SELECT category, sum(dur_ps) / count(DISTINCT (chip, step)) AS ps FROM c GROUP BY category)
+        """WITH b AS (SELECT category, sum(dur_ps) / (SELECT count(DISTINCT (chip, step)) FROM b) AS ps
+                      FROM b GROUP BY category),
+                c AS (SELECT category, sum(dur_ps) / (SELECT count(DISTINCT (chip, step)) FROM c) AS ps
+                      FROM c GROUP BY category)
            SELECT category, coalesce(b.ps, 0)::DOUBLE AS base_ps, coalesce(c.ps, 0)::DOUBLE AS cand_ps,
                   (coalesce(c.ps, 0) - coalesce(b.ps, 0))::DOUBLE AS delta_ps
            FROM b FULL JOIN c USING (category) ORDER BY abs(delta_ps) DESC""",
-        b=base.analyses["breakdown"].tables["step_breakdown"],
-        c=cand.analyses["breakdown"].tables["step_breakdown"],
+        b=_counted_breakdown(base),
+        c=_counted_breakdown(cand),
     )
 
 
@@ -144,19 +152,11 @@ def _findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str
     }
 
 
-# Per-op deltas: time per step of each op name on each kind of core (TraceDiff-style).
-# Names whose events all take no time (table layout, debug-check and other marker events)
-# are not ops and are left out.
+# Per-op deltas: time per step of each op name on each kind of core (TraceDiff-style), from
+# the store's op_stats view (profiler/stdlib/op_stats.sql: what an op is, its events and time).
 OP_DELTA_SQL = """
 WITH per_run AS (
-    SELECT e.run_id, t.kind AS track_kind, n.value AS name, count(*) AS events,
-           sum(e.dur_ps) AS total_ps, count(DISTINCT e.step) AS steps
-    FROM events e JOIN tracks t USING (run_id, track_id)
-    JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
-    WHERE e.run_id IN ($base, $cand) AND t.kind IN ('tensorcore', 'sparsecore', 'host')
-      AND t.line NOT IN ('Steps', 'XLA Modules', 'Sparse Core Steps', 'Sparse Core Modules')
-    GROUP BY ALL
-    HAVING sum(e.dur_ps) > 0
+    SELECT * FROM op_stats WHERE run_id IN ($base, $cand) AND track_kind IN ('tensorcore', 'sparsecore', 'host')
 ),
 b AS (SELECT * FROM per_run WHERE run_id = $base), c AS (SELECT * FROM per_run WHERE run_id = $cand)
 SELECT coalesce(b.track_kind, c.track_kind) AS track_kind, coalesce(b.name, c.name) AS name,
@@ -171,17 +171,10 @@ FROM b FULL JOIN c ON b.track_kind = c.track_kind AND b.name = c.name
 ORDER BY abs(delta_ps_per_step) DESC
 """
 
-# Per-table deltas: SparseCore op time per step of each embedding table.
+# Per-table deltas: SparseCore op time per step of each embedding table (the store's
+# sc_table_stats view).
 TABLE_DELTA_SQL = """
-WITH per_run AS (
-    SELECT e.run_id, tb.value AS table_name, count(*) AS ops, sum(e.dur_ps) AS total_ps,
-           count(DISTINCT e.step) AS steps, sum(e.ids) AS ids
-    FROM events e JOIN tracks t USING (run_id, track_id)
-    JOIN strings tb ON tb.run_id = e.run_id AND tb.string_id = e.table_id
-    WHERE e.run_id IN ($base, $cand) AND t.kind = 'sparsecore'
-    GROUP BY ALL
-),
-b AS (SELECT * FROM per_run WHERE run_id = $base), c AS (SELECT * FROM per_run WHERE run_id = $cand)
+WITH b AS (SELECT * FROM sc_table_stats WHERE run_id = $base), c AS (SELECT * FROM sc_table_stats WHERE run_id = $cand)
 SELECT coalesce(b.table_name, c.table_name) AS table_name,
        b.ops / nullif(b.steps, 0) AS base_ops_per_step, c.ops / nullif(c.steps, 0) AS cand_ops_per_step,
        b.total_ps / nullif(b.steps, 0) AS base_ps_per_step, c.total_ps / nullif(c.steps, 0) AS cand_ps_per_step,

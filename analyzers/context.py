@@ -1,8 +1,10 @@
 """What analyzers share for one run: the store, the run's facts, and cached temp tables.
 
-Shared intermediate results (step windows, the per-chip timeline split) are
-computed once per context as DuckDB temp tables named after the run, so every
-analyzer that needs them reads the same rows.
+The definitions shared with the UI, the exporters and users' SQL (step times and which
+steps count, step windows, HBM peaks, op tracks) are the store's analysis standard
+library (profiler/stdlib); shared intermediate results (a run's step windows, the
+per-chip timeline split) are computed once per context as DuckDB temp tables named
+after the run, so every analyzer that needs them reads the same rows.
 """
 
 from __future__ import annotations
@@ -43,12 +45,18 @@ class RunContext:
         return self._memo[key]
 
     def step_times(self) -> pa.Table:
-        """step, step_ps, start_ps: each step's duration on the slice (sql/step_times.sql)."""
-        return self.memo("step_times", lambda: self.query("step_times"))
+        """step, step_ps, start_ps, counted: each step's time on the slice and whether summaries
+        count it (the store's step_times view), in step order (cached)."""
+        return self.memo("step_times", lambda: step_times(self.store, self.run_id))
+
+    def counted_step_ps(self) -> pa.Array:
+        """The step times summaries cover (step_times.counted), in step order."""
+        t = self.step_times()
+        return pc.filter(t.column("step_ps"), t.column("counted")).combine_chunks()
 
     def step_median_ps(self) -> float | None:
-        """Median step time, or None for a run without steps."""
-        col = self.step_times().column("step_ps")
+        """Median step time over the counted steps, or None for a run without steps."""
+        col = self.counted_step_ps()
         return float(pc.approximate_median(col).as_py()) if len(col) else None
 
     def hardware(self, key: str) -> Any:
@@ -81,6 +89,13 @@ class RunContext:
         text = sql.format(**deps, **given)
         used = {k: v for k, v in {"run": self.run_id, **params}.items() if f"${k}" in text}
         return self.store.query(text, used, **{given[d]: t for d, t in (tables or {}).items()})
+
+
+def step_times(store: Store, run_id: int) -> pa.Table:
+    """step, step_ps, start_ps, counted of one run from the store's step_times view, by step."""
+    return store.query(
+        "SELECT step, dur_ps AS step_ps, start_ps, counted FROM step_times WHERE run_id = ? ORDER BY step", [run_id]
+    )
 
 
 def _placeholders(sql: str) -> set[str]:

@@ -6,6 +6,7 @@ all IDs the table's SparseCore forward ops processed plus those dropped.
 
 from __future__ import annotations
 
+from analyzers import minibatching
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, sql_literal
 
@@ -33,7 +34,8 @@ def analyze(ctx: RunContext) -> Analysis:
             SELECT d.*, k.kept FROM d LEFT JOIN k USING (table_name) ORDER BY dropped DESC""",
         t=table,
     )
-    result.figures = {"dropped_ids": sum(r["dropped"] for r in totals)}
+    # the run's total: the store's step_minibatches view, as every other place reads it
+    result.figures = {"dropped_ids": minibatching.step_totals(ctx)["dropped_ids"]}
     for r in totals:
         if not r["dropped"]:
             continue

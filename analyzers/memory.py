@@ -1,8 +1,8 @@
 """HBM heap and stack pressure: peaks against the chip's capacity, what drives them, which lever.
 
 Reads the memory counters a run recorded (HBM heap, its contributors `HBM heap: <name>`,
-HBM stack, SPMEM, any counter in bytes) and the HBM capacity from the run's hardware
-header; the combined HBM peak adds heap and stack as sampled together. At the worst
+HBM stack, SPMEM, any counter in bytes) and the HBM peak per chip with the capacity from
+the run's hardware header (the store's hbm_peaks view: heap and stack as sampled together). At the worst
 chip's peak it splits HBM into its static part (the heap before any step) and what grew
 since (the stack, prefetched inputs): when the static heap alone is over the threshold
 the largest static contributor names the lever, otherwise the top growing one does.
@@ -96,14 +96,15 @@ def analyze(ctx: RunContext) -> Analysis:
     result = Analysis(NAME, tables={"memory_peaks": peaks, "stack_estimate": stack_estimate_table(ctx)})
     rows = peaks.to_pylist()
     estimate = stack_estimate(ctx)
-    if not rows:
+    if not any(r["hbm_peak_bytes"] is not None for r in rows):
         result.notes.append("the run recorded no memory counters (HBM heap/stack) in bytes")
         return result
     capacity = ctx.hardware("hbm_bytes")
     if not capacity:
         result.notes.append("the run's hardware header has no HBM capacity: peaks are shown without a limit")
-    worst = max(rows, key=lambda r: r["hbm_peak_bytes"] or r["peak_bytes"] or 0)
-    peak = worst["hbm_peak_bytes"] or worst["peak_bytes"]
+    # the run's HBM peak (the store's hbm_peaks view): its highest chip's, the lowest chip on a tie
+    worst = max((r for r in rows if r["hbm_peak_bytes"] is not None), key=lambda r: r["hbm_peak_bytes"])
+    peak = worst["hbm_peak_bytes"]
     stack = max((r["peak_bytes"] for r in rows if r["counter"] == STACK), default=0)
     result.figures = {"hbm_peak_bytes": peak, "hbm_capacity_bytes": capacity,
                       "hbm_peak_share": peak / capacity if capacity else None,

@@ -26,15 +26,28 @@ def round_up(n: float, to: int = 8) -> int:
     return int(math.ceil(n / to) * to)
 
 
+def step_totals(ctx: RunContext) -> dict[str, float | int | None]:
+    """Minibatches per step (mean and max over the counted steps) and dropped IDs (total over
+    every step), from the store's step_minibatches view; None where nothing is recorded."""
+    return ctx.memo("step_minibatches", lambda: ctx.store.rows(
+        """SELECT avg(minibatches) FILTER (WHERE counted)::DOUBLE AS minibatches_per_step_mean,
+                  max(minibatches) FILTER (WHERE counted) AS minibatches_per_step_max,
+                  sum(dropped_ids)::BIGINT AS dropped_ids
+           FROM step_minibatches WHERE run_id = ?""", [ctx.run_id])[0])  # fmt: skip
+
+
 def analyze(ctx: RunContext) -> Analysis:
     table = ctx.query("minibatching")
     result = Analysis(NAME, tables={"minibatching": table})
+    per_step = step_totals(ctx)
+    result.figures = {k: per_step[k] for k in ("minibatches_per_step_mean", "minibatches_per_step_max")
+                      if per_step[k] is not None}  # fmt: skip
     rows = table.to_pylist()
     if not rows:
         result.notes.append("the run has no SparseCore partition statistics (sc_partition_stats)")
         return result
     step_ps = ctx.step_median_ps() or 0
-    result.figures = {"tables": len(rows), "tables_minibatched": sum(r["max_minibatches"] > 1 for r in rows)}
+    result.figures |= {"tables": len(rows), "tables_minibatched": sum(r["max_minibatches"] > 1 for r in rows)}
     for r in rows:
         if (r["max_minibatches"] or 1) <= 1:
             continue

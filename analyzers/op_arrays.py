@@ -58,15 +58,22 @@ class OpArrays:
         return np.isin(self.category_scan, np.asarray(ids, np.int64))[self.source]
 
 
-def op_arrays(ctx: RunContext) -> OpArrays:
-    """The run's OpArrays (cached per context)."""
+def op_arrays(ctx: RunContext, span: tuple[int, int] | None = None) -> OpArrays:
+    """The run's OpArrays (cached per context); with `span` (lo, hi), only the events that
+    overlap [lo, hi) (not cached: the Perfetto export reads a run span by span)."""
+    if span is not None:
+        return _load(ctx, span)
     return ctx.memo("op_arrays", lambda: _load(ctx))
 
 
-def _load(ctx: RunContext) -> OpArrays:
+def _load(ctx: RunContext, span: tuple[int, int] | None = None) -> OpArrays:
     tracks = ctx.store.query(f"SELECT track_id, chip, track_kind, line FROM {ctx.temp('op_tracks')} ORDER BY track_id")
     track_id = tracks.column("track_id").to_numpy().astype(np.int64)
-    raw = ctx.query("op_arrays", tracks=track_id.tolist())
+    if span is None:
+        raw = ctx.query("op_arrays", tracks=track_id.tolist())
+    else:  # the longest event bounds how early one overlapping the span starts (zonemaps skip the rest)
+        max_dur = ctx.memo("max_event_dur_ps", lambda: _max_event_dur_ps(ctx))
+        raw = ctx.query("op_arrays_span", tracks=track_id.tolist(), lo=span[0], hi=span[1], max_dur=max_dur)
     scan_track = raw.column("track_id").to_numpy()
     # rank of a track, through a lookup table over the (small, dense) track ids
     lut = np.zeros(int(track_id.max()) + 1 if len(track_id) else 1, np.int32)
@@ -94,6 +101,12 @@ def _load(ctx: RunContext) -> OpArrays:
         track_op_line=np.isin(np.asarray(tracks.column("line").to_pylist(), object), OP_LINES),
         bounds=bounds,
     )  # fmt: skip
+
+
+def _max_event_dur_ps(ctx: RunContext) -> int:
+    """The run's longest event (its summary), or 0."""
+    rows = ctx.store.rows("SELECT max_event_dur_ps FROM run_summaries WHERE run_id = ?", [ctx.run_id])
+    return int(rows[0]["max_event_dur_ps"] or 0) if rows else 0
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ walks a chip's events in start order, merging the runs of events it is given
 (the chip's tracks, each time-ordered already), and keeps one running "furthest
 end" per category, so it costs O(events x categories) and sorts nothing.
 Chips and views are split in parallel threads (the C code releases the GIL).
-SQL (sql/timeline_events.sql) or analyzers/op_arrays.py select the events.
+analyzers/op_arrays.py selects the events (breakdown.split_windows).
 """
 
 from __future__ import annotations

@@ -1,9 +1,16 @@
 """The store's schema, declared once as data.
 
 The DDL, the DuckDB `COMMENT ON` statements and docs/schema.md are all generated
-from `TABLES` and `VIEWS` below, so they cannot disagree. Times are int64
-picoseconds; names carry their unit. Bump SCHEMA_VERSION and add a step to
-`MIGRATIONS` (profiler/store.py) whenever a table changes.
+from `TABLES` and `VIEWS` below and `profiler.stdlib.STDLIB`, so they cannot disagree.
+Times are int64 picoseconds; names carry their unit. Bump SCHEMA_VERSION and add a step to
+`MIGRATIONS` (profiler/store.py) whenever a table or a view changes (writers recreate the
+views on open; a read-only open of a version 2 store, which predates the standard library,
+gets it as TEMP views on its connection, so every reader sees the current definitions).
+
+`profiler.stdlib.STDLIB` is the analysis standard library: the one definition of each
+shared figure (step times, step windows, HBM peaks, top ops, the runs listing), as views
+over every run keyed by run_id, their SQL in profiler/stdlib/<name>.sql. `scprof analyze`, `compare`, the UI
+and the exporters read them, and so can users' SQL (`scprof sql "SELECT * FROM step_times"`).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from dataclasses import dataclass
 
 from profiler.trace_fields import TYPED_FIELDS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -247,6 +254,17 @@ SUMMARY_TABLES: tuple[Table, ...] = (
         ),
     ),
     Table(
+        "step_event_extents",
+        "Summary: per chip (-1: the host) and step, the extent of the events tagged with the step (the step rules' fallback where a chip has no step markers: stdlib step_spans).",
+        (
+            RUN,
+            Col("chip", "INTEGER", "Chip of the events' tracks; -1 for the host."),
+            Col("step", "INTEGER", "Training step."),
+            Col("start_ps", "BIGINT", "Earliest start of an event of the chip tagged with the step."),
+            Col("end_ps", "BIGINT", "Latest end (start_ps + dur_ps) of one."),
+        ),
+    ),
+    Table(
         "sc_step_totals",
         "Summary: per step, over every event with a minibatch index or dropped IDs: minibatches and dropped IDs.",
         (
@@ -323,6 +341,23 @@ def ddl() -> list[str]:
     for v in VIEWS:
         out.append(f"CREATE OR REPLACE VIEW {v.name} AS {v.sql.strip()}")
         out.append(f"COMMENT ON VIEW {v.name} IS {_quote(v.doc)}")
+    return out + stdlib_ddl()
+
+
+def stdlib_ddl(temp: bool = False) -> list[str]:
+    """CREATE OR REPLACE VIEW for every view of the standard library, with COMMENT ON it and its
+    columns; with `temp`, TEMP views without comments (a read-only connection to an older store)."""
+    from profiler.stdlib import STDLIB
+
+    out = []
+    for v in STDLIB:
+        if v.materialized and not temp:  # filled by ingest (profiler/summaries.py)
+            out += table_ddl(Table(v.name, v.doc, v.columns))
+            continue
+        out.append(f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW {v.name} AS\n{v.sql.strip()}")
+        if not temp:
+            out.append(f"COMMENT ON VIEW {v.name} IS {_quote(v.doc)}")
+            out += [f"COMMENT ON COLUMN {v.name}.{c.name} IS {_quote(c.doc)}" for c in v.columns]
     return out
 
 
@@ -352,6 +387,13 @@ def markdown() -> str:
         "Versions: 1, the first; 2 added the summary tables (`run_summaries`, `timeline_bins`,",
         "`timeline_long`, `sc_step_cells`, `sc_step_totals`). The migration from 1 builds them",
         "for every run already in the store (1-2 s per 10 M events on the benchmark machine).",
+        "3 added the analysis standard library (the views below) and the summary table",
+        "`step_event_extents` it reads; the migration from 2 builds that table and the library's",
+        "stored views for every run.",
+        "Writers recreate every view on open, so a change to a view's SQL bumps the version too.",
+        "A read-only open of a version 2 store (`scprof sql`, `analyze`, ...) gets the library as",
+        "TEMP views on its own connection, nothing written (`step_event_extents` then computed",
+        "from the events on each query); version 1 stores must be opened for writing first.",
         "",
         "Summary tables are computed by ingest from each run's rows (`profiler/summaries.py`, in",
         "the ingest transaction) and never edited: they hold what the UI's first view of a run",
@@ -370,6 +412,35 @@ def markdown() -> str:
     for v in VIEWS:
         sql = "\n".join(line.strip() for line in v.sql.strip().splitlines())
         lines += [f"## `{v.name}`", "", v.doc, "", "```sql", sql, "```", ""]
+    lines += [
+        "# Analysis standard library",
+        "",
+        "The one definition of every figure that appears in more than one place: views over all",
+        "runs, keyed by `run_id` (filter on it: `SELECT * FROM step_times WHERE run_id = 1`).",
+        "`scprof analyze`, `scprof compare`, the UI and the exporters read them, and so can your",
+        "SQL (`scprof sql`, the UI's SQL console). Each view's SQL, with its rule in the header",
+        "comment, is `profiler/stdlib/<name>.sql`; a view reads only the tables and the views",
+        "above it. Three are stored (`chip_steps`, `step_times`, `hbm_peaks`: what every page and",
+        "analysis reads first): ingest writes each run's rows of their SQL with the summaries, and",
+        "a migration rewrites them for the stored runs when their SQL changes. The step-time breakdown by category is the one figure that is not a view: a",
+        "sweep over every event, it is one Python function over `step_windows`",
+        "(`analyzers.breakdown.split_windows`, docs/analyzers.md) that the analyzers, the UI and",
+        "the Perfetto export all call.",
+        "",
+        "Which steps a figure covers: per-step summaries (mean, p50 and p90 step time, breakdown",
+        "shares, minibatches per step) cover the steps `step_times.counted` marks, every step but",
+        "the first (warm-up) and the last (drain) of a run of at least 5 steps; totals (dropped",
+        "IDs, events) cover every step.",
+        "",
+    ]
+    from profiler.stdlib import STDLIB
+
+    for v in STDLIB:
+        lines += [f"## `{v.name}`", "", v.doc, "", "| column | type | meaning |", "|---|---|---|"]
+        lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in v.columns]
+        stored = " (a table: ingest stores each run's rows of this SQL, as it does the summaries)"
+        lines += ["", f"`profiler/stdlib/{v.name}.sql`{stored if v.materialized else ''}:", "", "```sql"]
+        lines += [v.sql.strip(), "```", ""]
     return "\n".join(lines)
 
 

@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from profiler.errors import StoreError
-from profiler.schema import SCHEMA_VERSION, ddl
+from profiler.schema import SCHEMA_VERSION, ddl, stdlib_ddl
 
 DEFAULT_PATH = "scprof.duckdb"
 # DuckDB memory_limit of read-only connections (queries, UI, exports); $SCPROF_MEMORY_LIMIT overrides.
@@ -29,13 +29,41 @@ def _add_summaries(con: duckdb.DuckDBPyConnection) -> None:
     from profiler.schema import SUMMARY_TABLES, table_ddl
     from profiler.summaries import build_all
 
-    for stmt in (s for t in SUMMARY_TABLES for s in table_ddl(t)):
+    for stmt in [s for t in SUMMARY_TABLES for s in table_ddl(t)] + stdlib_ddl():  # what build_all fills
         con.execute(stmt)
     build_all(con)
 
 
+def _add_stdlib(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 2 -> 3: the analysis standard library (views, recreated on every open, and the
+    materialized chip_steps) and the summary table it reads, built for every run already stored."""
+    from profiler.schema import table, table_ddl
+    from profiler.summaries import build_step_event_extents
+
+    for stmt in table_ddl(table("step_event_extents")) + stdlib_ddl():
+        con.execute(stmt)
+    build_step_event_extents(con)
+
+
 # MIGRATIONS[v] turns a store of schema version v into version v + 1.
-MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _add_summaries}
+MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _add_summaries, 2: _add_stdlib}
+
+
+def _temp_stdlib(con: duckdb.DuckDBPyConnection) -> None:
+    """The analysis standard library on one read-only connection to a version 2 store, as TEMP
+    views (nothing written): step_event_extents, the summary table it reads, computed from the
+    events on each query (what the migration to version 3 stores once)."""
+    from profiler.summaries import ALL_STEP_EVENT_EXTENTS_SELECT
+
+    con.execute(f"CREATE OR REPLACE TEMP VIEW step_event_extents AS {ALL_STEP_EVENT_EXTENTS_SELECT}")
+    for stmt in stdlib_ddl(temp=True):
+        con.execute(stmt)
+
+
+# READ_ONLY_ADAPTERS[v]: what a read-only connection to a store of the older schema version v
+# creates on itself (TEMP objects only) to read it as the current version; a read-only open of
+# any other older version is refused (version 1 lacks the summary tables the UI reads).
+READ_ONLY_ADAPTERS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {2: _temp_stdlib}
 
 
 def read_only_memory_limit() -> str:
@@ -95,12 +123,15 @@ class Store:
         if self.read_only:
             if version is None:
                 raise StoreError(f"{self.path}: not an scprof store (no scprof_meta table)")
-            if version < SCHEMA_VERSION:
+            adapt = READ_ONLY_ADAPTERS.get(version) if version < SCHEMA_VERSION else None
+            if version < SCHEMA_VERSION and adapt is None:
                 raise StoreError(
                     f"{self.path}: store has schema version {version}, older than this scprof's "
                     f"{SCHEMA_VERSION}; open it once for writing to migrate it (any scprof ingest or "
                     "record into it does, and so does scprof ui)"
                 )
+            if adapt is not None:  # on every connection: TEMP views are the connection's own
+                adapt(self.con)
             # A second read-only open in one process shares the first's database, already locked.
             locked = self.con.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0]
             if locked:

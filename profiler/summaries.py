@@ -11,7 +11,9 @@ SQL GROUP BY over the run's rows (no Python per event), documented in docs/schem
   bin counted and summed per bin, and the longer ones kept whole, from which the UI
   re-bins any window at least `TIMELINE_BINS / 1000` of the run wide, exactly per column;
 - `sc_step_cells` / `sc_step_totals`: per step SparseCore figures from the events (the
-  SparseCore page's and Overview's figures for runs without partition statistics).
+  SparseCore page's and Overview's figures for runs without partition statistics);
+- `step_event_extents`: per chip and step, the extent of the step's events (where the step
+  rules of profiler/stdlib fall back to when a chip has no step markers).
 """
 
 from __future__ import annotations
@@ -60,14 +62,16 @@ WHERE dur_ps >= g.w
 ORDER BY track_id, start_ps
 """
 
-# One scan of the run's events for both SparseCore summaries: per step, track and sc, the
-# figures of SparseCore op events (`ok`: ids set, category sc_forward or none) and of all events.
+# One scan of the run's events for the per-step summaries: per step, track and sc, the
+# figures of SparseCore op events (`ok`: ids set, category sc_forward or none) and of all
+# events, and the events' extent.
 SC_STEP_TRACKS_SQL = """
 CREATE TEMP TABLE sc_step_tracks AS
 SELECT step, track_id, sc, sum(ids) FILTER (ok) AS ids, sum(unique_ids) FILTER (ok) AS unique_ids,
        max(minibatch) FILTER (ok) AS op_minibatch, sum(dropped_ids) FILTER (ok) AS op_dropped,
-       max(minibatch) AS minibatch, sum(dropped_ids) AS dropped
-FROM (SELECT step, track_id, sc, ids, unique_ids, minibatch, dropped_ids,
+       max(minibatch) AS minibatch, sum(dropped_ids) AS dropped,
+       min(start_ps) AS start_ps, max(start_ps + dur_ps) AS end_ps
+FROM (SELECT step, track_id, sc, ids, unique_ids, minibatch, dropped_ids, start_ps, dur_ps,
              ids IS NOT NULL AND (category_id IS NULL OR category_id = $forward) AS ok
       FROM events WHERE run_id = $run AND step IS NOT NULL)
 GROUP BY ALL
@@ -78,24 +82,60 @@ GROUP BY ALL
 SC_STEP_CELLS_SQL = """
 INSERT INTO sc_step_cells
 SELECT $run, x.step, t.chip, x.sc, sum(x.ids)::BIGINT, sum(x.unique_ids)::BIGINT,
-       (max(x.op_minibatch) + 1)::INTEGER, sum(x.op_dropped)::BIGINT
+       least(max(x.op_minibatch)::BIGINT + 1, 2147483647)::INTEGER, sum(x.op_dropped)::BIGINT
 FROM sc_step_tracks x
 JOIN tracks t ON t.run_id = $run AND t.track_id = x.track_id AND t.chip >= 0 AND t.kind IN ('sparsecore', 'sc_tile')
 WHERE x.sc IS NOT NULL AND x.ids IS NOT NULL
 GROUP BY ALL
 """
 
-# Per step, over every event: minibatches (highest minibatch index + 1) and dropped IDs; steps
-# where no event has either are left out.
+# Per step, over every event: minibatches (highest minibatch index + 1, at most 2**31 - 1: the
+# column is INTEGER) and dropped IDs; steps where no event has either are left out.
 SC_STEP_TOTALS_SQL = """
 INSERT INTO sc_step_totals
-SELECT $run, step, (max(minibatch) + 1)::INTEGER, sum(dropped)::BIGINT
+SELECT $run, step, least(max(minibatch)::BIGINT + 1, 2147483647)::INTEGER, sum(dropped)::BIGINT
 FROM sc_step_tracks
 GROUP BY step
 HAVING max(minibatch) IS NOT NULL OR sum(dropped) IS NOT NULL
 """
 
-SUMMARY_TABLES = ("run_summaries", "timeline_bins", "timeline_long", "sc_step_cells", "sc_step_totals")
+# Per chip (-1: the host) and step: the extent of the events tagged with the step.
+STEP_EVENT_EXTENTS_SQL = """
+INSERT INTO step_event_extents
+SELECT $run, t.chip, x.step, min(x.start_ps), max(x.end_ps)
+FROM sc_step_tracks x
+JOIN tracks t ON t.run_id = $run AND t.track_id = x.track_id
+GROUP BY ALL
+"""
+
+# The same for every run at once, from the events (the migration to schema version 3; a
+# read-only connection to a version 2 store reads it as a TEMP view, profiler/store.py).
+ALL_STEP_EVENT_EXTENTS_SELECT = """
+SELECT e.run_id, t.chip, e.step, min(e.start_ps) AS start_ps, max(e.start_ps + e.dur_ps) AS end_ps
+FROM events e
+JOIN tracks t USING (run_id, track_id)
+WHERE e.step IS NOT NULL
+GROUP BY ALL
+"""
+ALL_STEP_EVENT_EXTENTS_SQL = "INSERT INTO step_event_extents" + ALL_STEP_EVENT_EXTENTS_SELECT
+
+SUMMARY_TABLES = (
+    "run_summaries", "timeline_bins", "timeline_long", "sc_step_cells", "sc_step_totals", "step_event_extents",
+    "chip_steps", "step_times", "hbm_peaks",
+)  # fmt: skip
+
+
+def fill_materialized(con: duckdb.DuckDBPyConnection, run_id: int | None = None) -> None:
+    """The materialized views of the analysis standard library (profiler/stdlib: chip_steps, step_times, hbm_peaks)
+    for one run, else for every run afresh, from their SQL (the views they read exist)."""
+    from profiler.stdlib import STDLIB
+
+    for v in (v for v in STDLIB if v.materialized):
+        if run_id is None:
+            con.execute(f"DELETE FROM {v.name}")
+            con.execute(f"INSERT INTO {v.name} BY NAME SELECT * FROM ({v.sql})")
+        else:
+            con.execute(f"INSERT INTO {v.name} BY NAME SELECT * FROM ({v.sql}) WHERE run_id = ?", [run_id])
 
 
 def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
@@ -115,10 +155,19 @@ def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     ).fetchall()[0][0]
     con.execute(SC_STEP_TRACKS_SQL, {"run": run_id, "forward": forward})
     try:
-        for sql in (SC_STEP_CELLS_SQL, SC_STEP_TOTALS_SQL):
+        for sql in (SC_STEP_CELLS_SQL, SC_STEP_TOTALS_SQL, STEP_EVENT_EXTENTS_SQL):
             con.execute(sql, {"run": run_id})
     finally:
         con.execute("DROP TABLE sc_step_tracks")
+    fill_materialized(con, run_id)
+
+
+def build_step_event_extents(con: duckdb.DuckDBPyConnection) -> None:
+    """step_event_extents and the standard library's materialized views for every run of the
+    store, afresh (the migration to version 3)."""
+    con.execute("DELETE FROM step_event_extents")
+    con.execute(ALL_STEP_EVENT_EXTENTS_SQL)
+    fill_materialized(con)
 
 
 def build_all(con: duckdb.DuckDBPyConnection) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from profiler import units
 from profiler.errors import ScprofError, StoreError
 from profiler.progress import TerminalProgress
+from profiler.stdlib import RUN_LIST_SQL
 from profiler.store import Store, default_path
 from scprof import formatting
 from sim_backend.config_checks import MAX_STEPS
@@ -290,7 +291,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     with Store.open(args.db, read_only=True) as store:
-        table = store.query(formatting.RUNS_QUERY)
+        table = store.query(RUN_LIST_SQL)
     if args.json:
         print(json.dumps(table.to_pylist(), default=str))
     elif table.num_rows == 0:

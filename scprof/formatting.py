@@ -14,14 +14,6 @@ import pyarrow as pa
 
 from profiler.units import escape_control, format_cell, format_ps, text_table
 
-# The runs listing, newest last (what `scprof runs` prints).
-RUNS_QUERY = """
-SELECT run_id, name, source, status,
-       coalesce(generation, '?') || ' x' || coalesce(CAST(num_chips AS VARCHAR), '?') AS hardware,
-       steps, events, last_ps - first_ps AS span_ps,
-       strftime(ingested_at, '%Y-%m-%d %H:%M') AS ingested, tags
-FROM runs ORDER BY run_id"""
-
 
 def _json_value(v: object) -> object:
     """JSON has no NaN or infinity: they become null."""
@@ -61,6 +53,7 @@ def runs_table(table: pa.Table) -> str:
     for r in table.to_pylist():
         rows.append([
             str(r["run_id"]), r["name"], r["source"], r["status"], r["hardware"], str(r["steps"]),
-            f"{r['events']:,}", format_ps(r["span_ps"]), r["ingested"],
+            f"{r['events']:,}", format_ps(r["span_ps"]), format_ps(r["mean_step_ps"]), r["ingested"],
         ])  # fmt: skip
-    return text_table(["id", "name", "source", "status", "hardware", "steps", "events", "span", "ingested"], rows)
+    header = ["id", "name", "source", "status", "hardware", "steps", "events", "span", "mean step", "ingested"]
+    return text_table(header, rows)

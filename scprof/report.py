@@ -45,10 +45,11 @@ def render_report(report: RunReport) -> str:
         f = figs.figures
         out.append(
             f"step time  mean {format_ps(f['step_ps_mean'])}  p50 {format_ps(f['step_ps_p50'])}  "
-            f"p90 {format_ps(f['step_ps_p90'])}  over {f['steps']} steps"
+            f"p90 {format_ps(f['step_ps_p90'])}  {f['covers']}"
         )
-        shares = sorted(f["share"].items(), key=lambda kv: -kv[1])
-        out.append("time split " + "  ".join(f"{k} {v:.1%}" for k, v in shares if v >= 0.001))
+        if "share" in f:
+            shares = sorted(f["share"].items(), key=lambda kv: -kv[1])
+            out.append("time split " + "  ".join(f"{k} {v:.1%}" for k, v in shares if v >= 0.001))
     out.append("")
     if not report.findings:
         lacking = sum(1 for a in report.analyses.values() if a.notes)
@@ -74,9 +75,10 @@ def render_comparison(c: Comparison) -> str:
             f"{c.base['name']!r} (run_id {c.base['run_id']}) -> {c.cand['name']!r} (run_id {c.cand['run_id']})"
         ),
         f"verdict: {st.verdict.upper()}: mean step time {format_ps(st.base_mean_ps)} -> {format_ps(st.cand_mean_ps)} "
-        f"({st.change:+.1%}, 95% CI {st.ci_low:+.1%} .. {st.ci_high:+.1%}; {st.base_steps} vs {st.cand_steps} steps)",
+        f"({st.change:+.1%}, 95% CI {st.ci_low:+.1%} .. {st.ci_high:+.1%}; {st.base_steps} vs {st.cand_steps} "
+        "counted steps)",
         "",
-        "Step time by category (mean per step and chip):",
+        "Step time by category (mean per counted step and chip):",
         text_table(
             ["category", "base", "cand", "delta"],
             [

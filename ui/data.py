@@ -11,8 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from analyzers.breakdown import step_stats
 from analyzers.registry import RunReport, analyze_run
+from profiler import stdlib
 from profiler.errors import StoreError
+from profiler.stdlib import HBM_COUNTERS, RUN_LIST_SQL
 from profiler.store import Store
 from profiler.units import format_bytes, unit_of
 from ui import queries as Q
@@ -31,9 +34,8 @@ RUN_SORT_KEYS = ("run_id", "name", "source", "status", "steps", "events", "mean_
 
 def runs(store: Store, text: str = "", sort: str = "run_id", descending: bool = False) -> list[dict[str, Any]]:
     """The runs listing, filtered by `text` (in name, source, status, hardware or tags) and sorted."""
-    rows = sql(store, Q.RUNS).to_pylist()
+    rows = sql(store, RUN_LIST_SQL).to_pylist()  # the store's runs listing, as `scprof runs` prints it
     for r in rows:
-        r["hardware"] = f"{r['generation'] or '?'} x{r['num_chips'] if r['num_chips'] is not None else '?'}"
         r["status_text"] = r["status"] + (f" ({r['failure']})" if r["failure"] else "")
     needle = (text or "").strip().lower()
     if needle:
@@ -92,23 +94,28 @@ def clamp_steps(bounds: tuple[int, int] | None, steps: tuple[int, int] | None) -
 
 
 def step_times(store: Store, run_id: int, steps: tuple[int, int]) -> dict[str, np.ndarray]:
-    """step, step_ps, start_ps, end_ps arrays (step markers, else event extents)."""
+    """step, step_ps, start_ps, counted arrays of the steps in range (the store's step_times view)."""
     return run_memo(store, run_id, "step_times", tuple(steps), lambda: _step_times(store, run_id, steps))
 
 
 def _step_times(store: Store, run_id: int, steps: tuple[int, int]) -> dict[str, np.ndarray]:
     t = sql(store, Q.STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1])
-    if t.num_rows == 0:
-        t = sql(store, Q.STEP_TIMES_FROM_EVENTS, run=run_id, step_lo=steps[0], step_hi=steps[1])
-    return {c: t.column(c).to_numpy().astype(np.int64) for c in ("step", "step_ps", "start_ps", "end_ps")}
+    out = {c: t.column(c).to_numpy().astype(np.int64) for c in ("step", "step_ps", "start_ps")}
+    out["counted"] = t.column("counted").to_numpy(zero_copy_only=False).astype(bool)
+    return out
+
+
+def steps_covered(st: dict[str, np.ndarray]) -> str:
+    """Which steps a summary of `st` (step_times) covers, for people (profiler.stdlib.steps_covered)."""
+    return stdlib.steps_covered(st["step"].tolist(), st["counted"].tolist())
 
 
 def steps_window(store: Store, run_id: int, steps: tuple[int, int]) -> tuple[int, int] | None:
-    """[start, end) in ps covered by the steps, or None."""
-    st = step_times(store, run_id, steps)
-    if len(st["step"]) == 0:
-        return None
-    return int(st["start_ps"].min()), int(st["end_ps"].max())
+    """[start, end) in ps covered by the steps (their markers on device chips, else their step
+    times), or None."""
+    r = run_memo(store, run_id, "steps_window", tuple(steps), lambda: sql(
+        store, Q.STEPS_SPAN, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0])  # fmt: skip
+    return None if r["t0"] is None else (int(r["t0"]), int(r["t1"]))
 
 
 # ---- overview ---------------------------------------------------------------------------------
@@ -130,28 +137,24 @@ def overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kpi
 def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kpi]:
     st = step_times(store, run_id, steps)
     kpis: list[Kpi] = []
-    if len(st["step_ps"]):
-        ps = st["step_ps"].astype(np.float64)
-        kpis += [
-            Kpi("step time mean", float(ps.mean()), "ps", f"{len(ps)} steps"),
-            Kpi("step time p50", float(np.percentile(ps, 50)), "ps"),
-            Kpi("step time p90", float(np.percentile(ps, 90)), "ps"),
-        ]
+    covered = steps_covered(st)
+    if st["counted"].any():
+        stats = step_stats(st["step_ps"][st["counted"]])
+        kpis += [Kpi(f"step time {k}", stats[f"step_ps_{k}"], "ps", covered) for k in ("mean", "p50", "p90")]
     else:
-        kpis.append(Kpi("step time", None, "ps", "no steps in this run"))
-    part = sql(store, Q.PARTITION_TOTALS, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
-    if not part["rows"]:
-        part = sql(store, Q.EVENT_MINIBATCHES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
+        kpis.append(Kpi("step time", None, "ps", covered if len(st["step"]) else "no steps in this run"))
+    part = sql(store, Q.STEP_MINIBATCHES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
     kpis.append(
         Kpi(
             "SC minibatches per step",
             part["minibatches_per_step"],
             "count",
-            f"max {part['max_minibatches']}" if part["max_minibatches"] is not None else "not recorded",
+            f"max {part['max_minibatches']}; {covered}" if part["max_minibatches"] is not None else "not recorded",
         )
     )
+    total = f"total over steps {steps[0]}–{steps[1]}"
     kpis.append(
-        Kpi("dropped IDs", part["dropped_ids"], "count", "" if part["dropped_ids"] is not None else "not recorded")
+        Kpi("dropped IDs", part["dropped_ids"], "count", total if part["dropped_ids"] is not None else "not recorded")
     )
     info = run_info(store, run_id)
     mem = hbm_peak(store, run_id)
@@ -196,17 +199,21 @@ def _run_key(store: Store, run_id: int) -> tuple:
 
 
 def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | None = None) -> dict[str, Any]:
-    """From the breakdown analysis: {steps: [...], categories: {cat: [ps per step]}} (mean over chips,
-    or one chip), and per chip {chips: [...], categories: {cat: [mean ps per step]}}."""
+    """From the breakdown analysis (analyzers.breakdown: the one split): {steps: [...], per_step:
+    {cat: [ps per step]}} (mean over chips, or one chip) for every step in range, and per chip
+    {chips: [...], per_chip: {cat: [mean ps per step]}} over the counted steps in range."""
     a = report.analyses.get("breakdown")
     if a is None or "step_breakdown" not in a.tables:
         return {}
     t = a.tables["step_breakdown"]
+    times = a.tables["step_times"]
     chips = t.column("chip").to_numpy()
     step = t.column("step").to_numpy()
     dur = t.column("dur_ps").to_numpy().astype(np.float64)
     cat = np.asarray(t.column("category").to_pylist(), dtype=object)
     in_range = (step >= steps[0]) & (step <= steps[1])
+    counted_steps = times.column("step").to_numpy()[times.column("counted").to_numpy(zero_copy_only=False)]
+    counted = in_range & np.isin(step, counted_steps)
     from analyzers.timeline import CATEGORIES
 
     cats = [c for c in CATEGORIES if np.any(cat[in_range] == c)]
@@ -219,16 +226,17 @@ def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | No
     by_step = np.zeros((len(cats), len(steps_sel)))
     k = known[sel]
     np.add.at(by_step, (ci[sel][k], step_i[k]), dur[sel][k])
-    chip_list, chip_i = np.unique(chips[in_range], return_inverse=True)
-    n_steps = max(len(np.unique(step[in_range])), 1)
+    chip_list, chip_i = np.unique(chips[counted], return_inverse=True)
+    n_steps = max(len(np.unique(step[counted])), 1)
     by_chip = np.zeros((len(cats), len(chip_list)))
-    k = known[in_range]
-    np.add.at(by_chip, (ci[in_range][k], chip_i[k]), dur[in_range][k])
+    k = known[counted]
+    np.add.at(by_chip, (ci[counted][k], chip_i[k]), dur[counted][k])
     return {
         "steps": steps_sel.tolist(),
         "per_step": {c: (by_step[i] / n_chips).tolist() for i, c in enumerate(cats)},
         "chips": chip_list.tolist(),
         "per_chip": {c: (by_chip[i] / n_steps).tolist() for i, c in enumerate(cats)},
+        "counted_steps": np.unique(step[counted]).tolist(),
     }
 
 
@@ -257,7 +265,7 @@ def analysis_kpis(report: RunReport) -> list[Kpi]:
             if (
                 isinstance(value, bool)
                 or not isinstance(value, int | float)
-                or key in ("steps",)
+                or key in ("steps", "steps_recorded")
                 or key.startswith("step_ps")
             ):
                 continue
@@ -355,13 +363,14 @@ def counters(store: Store, run_id: int) -> list[dict[str, Any]]:
 
 
 def is_hbm(c: dict[str, Any]) -> bool:
-    """An HBM total (HBM heap, HBM stack): contributor tracks ("HBM heap: dense weights") are parts of it."""
-    return c["unit"] == "bytes" and "hbm" in c["counter"].lower() and ": " not in c["counter"]
+    """An HBM total whose sum is the HBM in use (the store's rule, profiler/stdlib/hbm_usage.sql:
+    'HBM heap' and 'HBM stack' in bytes); contributor tracks ("HBM heap: dense weights") are parts of it."""
+    return c["unit"] == "bytes" and c["counter"] in HBM_COUNTERS
 
 
 def is_hbm_part(c: dict[str, Any]) -> bool:
     """One contributor of an HBM total, recorded as "<total>: <contributor>"."""
-    return c["unit"] == "bytes" and "hbm" in c["counter"].lower() and ": " in c["counter"]
+    return c["unit"] == "bytes" and c["counter"].split(": ", 1)[0] in HBM_COUNTERS and ": " in c["counter"]
 
 
 def is_spmem(c: dict[str, Any]) -> bool:
@@ -392,62 +401,25 @@ def counter_series(
 
 
 def hbm_peak(store: Store, run_id: int, chips: list[int] | None = None) -> dict[str, Any] | None:
-    """The highest total of the HBM counters on any chip (each counter's value holds from its
-    sample on), when it happened, and each counter's value then."""
+    """The run's HBM peak (of the given chips): the highest chip's in the store's hbm_peaks view,
+    its chip, its earliest time, and each HBM counter's value then (a total recorded with its
+    contributors shown as those)."""
     return run_memo(
         store, run_id, "hbm_peak", tuple(chips) if chips is not None else None, lambda: _hbm_peak(store, run_id, chips)
     )
 
 
 def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, Any] | None:
-    series = [
-        c for c in counters(store, run_id) if is_hbm(c) and c["chip"] >= 0 and (chips is None or c["chip"] in chips)
-    ]
-    if not series:
+    top = sql(store, Q.HBM_PEAK, run=run_id, chips=list(chips or []), all_chips=chips is None).to_pylist()
+    if not top:
         return None
-    t = sql(
-        store,
-        "SELECT track_id, ts_ps, value FROM counters WHERE run_id = $run AND list_contains($tracks, track_id) "
-        "ORDER BY ts_ps",
-        run=run_id,
-        tracks=[c["track_id"] for c in series],
-    )
-    tid, ts, val = (t.column(c).to_numpy() for c in ("track_id", "ts_ps", "value"))
-    best: dict[str, Any] | None = None
-    for chip in sorted({c["chip"] for c in series}):
-        chip_series = [c for c in series if c["chip"] == chip]
-        times = np.unique(ts[np.isin(tid, [c["track_id"] for c in chip_series])])
-        held = []
-        for c in chip_series:
-            m = tid == c["track_id"]
-            idx = np.searchsorted(ts[m], times, side="right") - 1
-            held.append(np.where(idx >= 0, val[m][np.maximum(idx, 0)], 0.0))
-        total = np.sum(held, axis=0)
-        i = int(np.argmax(total))
-        if best is None or total[i] > best["peak"]:
-            best = {
-                "chip": chip,
-                "peak": float(total[i]),
-                "ts_ps": int(times[i]),
-                "parts": {c["counter"]: float(h[i]) for c, h in zip(chip_series, held, strict=True)},
-            }
-    if best is not None:
-        # Where a total was recorded with its contributors, show the contributors instead.
-        contributors = [c for c in counters(store, run_id) if is_hbm_part(c) and c["chip"] == best["chip"]]
-        if contributors:
-            t = sql(
-                store,
-                "SELECT track_id, value FROM counters WHERE run_id = $run AND list_contains($tracks, track_id) "
-                "AND ts_ps <= $ts ORDER BY ts_ps",
-                run=run_id,
-                tracks=[c["track_id"] for c in contributors],
-                ts=best["ts_ps"],
-            )
-            last = dict(zip(t.column("track_id").to_pylist(), t.column("value").to_pylist(), strict=True))
-            split = {c["counter"].split(": ", 1)[0] for c in contributors}
-            parts = {k: v for k, v in best["parts"].items() if k not in split}
-            parts.update({c["counter"]: float(last.get(c["track_id"], 0.0)) for c in contributors})
-            best["parts"] = parts
+    best = {"chip": top[0]["chip"], "peak": float(top[0]["hbm_peak_bytes"]), "ts_ps": int(top[0]["hbm_peak_ts_ps"])}
+    held = sql(store, Q.HBM_AT, run=run_id, chip=best["chip"], ts=best["ts_ps"]).to_pylist()
+    values = {r["counter"]: float(r["value"]) for r in held}
+    # the totals' values, with a total recorded with its contributors ("HBM heap: <name>") shown as those
+    split = {c.split(": ", 1)[0] for c in values if ": " in c}
+    totals = {c: v for c, v in values.items() if ": " not in c and c not in split}
+    best["parts"] = totals | {c: v for c, v in values.items() if ": " in c}
     return best
 
 

@@ -8,77 +8,53 @@ from __future__ import annotations
 
 from profiler.trace_fields import TYPED_FIELDS
 
-# runs: the Runs page, one row per run: hardware, steps, events, mean step time (the
-# slowest chip's marker on the TensorCore `Steps` line, any step marker otherwise),
-# status and a failure named in the run's tags (compile/OOM failures recorded by the emulator).
-RUNS = """
-WITH per_step AS (
-    SELECT s.run_id, s.step, coalesce(max(s.dur_ps) FILTER (WHERE t.line = 'Steps'), max(s.dur_ps)) AS step_ps
-    FROM steps s JOIN tracks t USING (run_id, track_id)
-    WHERE t.chip >= 0
-    GROUP BY ALL
-),
-mean_steps AS (SELECT run_id, avg(step_ps) AS mean_step_ps FROM per_step GROUP BY run_id)
-SELECT r.run_id, r.name, r.source, r.status, r.generation, r.num_chips, r.steps, r.events,
-       m.mean_step_ps, r.last_ps - r.first_ps AS span_ps, CAST(r.tags AS VARCHAR) AS tags,
-       coalesce(json_extract_string(r.tags, '$.failure'), json_extract_string(r.tags, '$.error')) AS failure,
-       strftime(r.ingested_at, '%Y-%m-%d %H:%M') AS ingested
-FROM runs r LEFT JOIN mean_steps m USING (run_id)
-ORDER BY r.run_id
-"""
-
 # run: every column of one run (hardware header, config, tags, extent).
 RUN = "SELECT * FROM runs WHERE run_id = $run"
 
 # run_key: what identifies a run's content, for caching analyses (an id can be reused after a delete).
 RUN_KEY = "SELECT run_id, uuid, CAST(ingested_at AS VARCHAR) AS ingested_at, events FROM runs WHERE run_id = $run"
 
-# step_times: per step of a run in [$step_lo, $step_hi]: its time on the slice (the slowest
-# chip's marker on the TensorCore `Steps` line, other markers when a chip has none) and its start.
+# step_times: per step of a run in [$step_lo, $step_hi]: its time and start, and whether summaries
+# count it (the store's step_times view, profiler/stdlib/step_times.sql).
 STEP_TIMES = """
-SELECT s.step, coalesce(max(s.dur_ps) FILTER (WHERE t.line = 'Steps'), max(s.dur_ps)) AS step_ps,
-       min(s.start_ps) AS start_ps, max(s.start_ps + s.dur_ps) AS end_ps
-FROM steps s JOIN tracks t USING (run_id, track_id)
-WHERE s.run_id = $run AND t.chip >= 0 AND s.step BETWEEN $step_lo AND $step_hi
-GROUP BY s.step ORDER BY s.step
+SELECT step, dur_ps AS step_ps, start_ps, counted FROM step_times
+WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi ORDER BY step
 """
 
-# step_times_from_events: the same for runs without step markers: each step's extent over
-# the events tagged with it.
-STEP_TIMES_FROM_EVENTS = """
-SELECT step, max(start_ps + dur_ps) - min(start_ps) AS step_ps, min(start_ps) AS start_ps,
-       max(start_ps + dur_ps) AS end_ps
-FROM events WHERE run_id = $run AND step IS NOT NULL AND step BETWEEN $step_lo AND $step_hi
-GROUP BY step ORDER BY step
+# steps_span: the stretch of time the steps in [$step_lo, $step_hi] cover on the timeline: every
+# step marker of a device chip (step_spans), else the steps' step times (e.g. host-only runs).
+STEPS_SPAN = """
+WITH m AS (
+    SELECT min(start_ps) AS t0, max(end_ps) AS t1 FROM step_spans
+    WHERE run_id = $run AND chip >= 0 AND source IN ('tensorcore_steps', 'device_steps')
+      AND step BETWEEN $step_lo AND $step_hi
+),
+t AS (
+    SELECT min(start_ps) AS t0, max(start_ps + dur_ps) AS t1 FROM step_times
+    WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
+)
+SELECT coalesce(m.t0, t.t0) AS t0, CASE WHEN m.t0 IS NULL THEN t.t1 ELSE m.t1 END AS t1 FROM m, t
 """
 
-# step_range: first and last step of a run (markers, else events).
-STEP_RANGE = """
-SELECT coalesce((SELECT min(step) FROM steps WHERE run_id = $run), (SELECT min(step) FROM events WHERE run_id = $run)) AS lo,
-       coalesce((SELECT max(step) FROM steps WHERE run_id = $run), (SELECT max(step) FROM events WHERE run_id = $run)) AS hi
-"""
+# step_range: first and last step of a run (its step times).
+STEP_RANGE = "SELECT min(step) AS lo, max(step) AS hi FROM step_times WHERE run_id = $run"
 
-# chip_step_times: mean and max step marker per chip (the per-chip view of the Overview).
+# chip_step_times: per chip, mean and max of its step (chip_steps: the chip's TensorCore `Steps`
+# marker where it has one) over the counted steps in range (the per-chip view of the Overview).
 CHIP_STEP_TIMES = """
-SELECT t.chip, avg(s.dur_ps) AS mean_step_ps, max(s.dur_ps) AS max_step_ps, count(*) AS steps
-FROM steps s JOIN tracks t USING (run_id, track_id)
-WHERE s.run_id = $run AND t.chip >= 0 AND t.line = 'Steps' AND s.step BETWEEN $step_lo AND $step_hi
-GROUP BY t.chip ORDER BY t.chip
+SELECT c.chip, avg(c.dur_ps) AS mean_step_ps, max(c.dur_ps) AS max_step_ps, count(*) AS steps
+FROM chip_steps c JOIN step_times t USING (run_id, step)
+WHERE c.run_id = $run AND c.chip >= 0 AND t.counted AND c.step BETWEEN $step_lo AND $step_hi
+GROUP BY c.chip ORDER BY c.chip
 """
 
-# minibatches: SparseCore minibatches per step (most split partition of the step) and
-# dropped IDs, from the partition statistics.
-PARTITION_TOTALS = """
-SELECT count(*) AS rows, avg(mb) AS minibatches_per_step, max(mb) AS max_minibatches, sum(dropped)::DOUBLE AS dropped_ids
-FROM (SELECT step, max(minibatches) AS mb, sum(dropped_ids) AS dropped
-      FROM sc_partition_stats WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi GROUP BY step)
-"""
-
-# event_minibatches: the same from events, for runs without partition statistics (minibatch
-# index + 1 and dropped IDs per step over all events, summed at ingest into sc_step_totals).
-EVENT_MINIBATCHES = """
-SELECT avg(minibatches) AS minibatches_per_step, max(minibatches) AS max_minibatches, sum(dropped_ids)::DOUBLE AS dropped_ids
-FROM sc_step_totals WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
+# minibatches: SparseCore minibatches per step (mean and max over the counted steps in range) and
+# dropped IDs (total over every step in range), from the store's step_minibatches view (partition
+# statistics, else events); `rows`: steps with any record.
+STEP_MINIBATCHES = """
+SELECT count(*) AS rows, avg(minibatches) FILTER (WHERE counted)::DOUBLE AS minibatches_per_step,
+       max(minibatches) FILTER (WHERE counted) AS max_minibatches, sum(dropped_ids)::DOUBLE AS dropped_ids
+FROM step_minibatches WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
 """
 
 # timeline_tracks: the tracks of a run that hold events or step markers, with how many (from the
@@ -242,7 +218,7 @@ SC_CELLS_FROM_EVENTS = """
 WITH sc_tracks AS (SELECT track_id, chip FROM tracks WHERE run_id = $run AND chip >= 0 AND kind IN ('sparsecore', 'sc_tile')),
 per_step AS (
     SELECT e.step, t.chip, e.sc, sum(e.ids) AS ids, sum(e.unique_ids) AS unique_ids,
-           max(e.minibatch) + 1 AS minibatches, sum(e.dropped_ids) AS dropped_ids
+           least(max(e.minibatch)::BIGINT + 1, 2147483647) AS minibatches, sum(e.dropped_ids) AS dropped_ids
     FROM events e JOIN sc_tracks t USING (track_id)
     WHERE e.run_id = $run AND e.ids IS NOT NULL AND e.sc IS NOT NULL AND e.step BETWEEN $step_lo AND $step_hi
       AND (e.category_id IS NULL OR e.category_id = $forward_id)
@@ -295,6 +271,22 @@ FROM per_step GROUP BY table_name ORDER BY table_name
 COUNTER_SERIES = """
 SELECT track_id, chip, counter, unit, count(*) AS samples, max(value) AS peak
 FROM counter_samples WHERE run_id = $run GROUP BY ALL ORDER BY chip, counter
+"""
+
+# hbm_peak: the highest chip's HBM peak (the store's hbm_peaks view) among $chips (all when
+# $all_chips), the lowest chip on a tie.
+HBM_PEAK = """
+SELECT chip, hbm_peak_bytes, hbm_peak_ts_ps FROM hbm_peaks
+WHERE run_id = $run AND ($all_chips OR list_contains($chips, chip))
+ORDER BY hbm_peak_bytes DESC, chip LIMIT 1
+"""
+
+# hbm_at: each HBM counter of a chip (totals and contributors, in bytes) with its value held at $ts
+# (its last sample at or before it; counters that start later are left out).
+HBM_AT = """
+SELECT counter, arg_max(value, ts_ps) AS value FROM counter_samples
+WHERE run_id = $run AND chip = $chip AND unit = 'bytes' AND counter LIKE 'HBM %' AND ts_ps <= $ts
+GROUP BY counter ORDER BY counter
 """
 
 # counter_samples_window: the samples of chosen counter tracks in [$t0, $t1), plus the value

@@ -5,8 +5,7 @@
 --              track's default category
 --   core_kind  0 for TensorCore ops, 1 for SparseCore ops (XLA Ops / Sparse Core Ops
 --              lines: what the overlap analysis counts as a busy core), -1 for the rest
--- A few rows (tracks x categories): sql/timeline_events.sql and breakdown.py apply it
--- to every event.
+-- A few rows (tracks x categories): breakdown.py applies it to every event.
 CREATE OR REPLACE TEMP TABLE {table} AS
 WITH used AS (SELECT DISTINCT coalesce(category_id, -1) AS category_id FROM events WHERE run_id = $run)
 SELECT t.track_id, u.category_id, t.chip,

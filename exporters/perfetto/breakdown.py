@@ -7,14 +7,12 @@ rows of kind 3 from a temp table.
 
 from __future__ import annotations
 
-import string
-
 import numpy as np
 import pyarrow as pa
 
-from analyzers.context import RunContext, load_sql
+from analyzers.breakdown import split_windows
+from analyzers.context import RunContext
 from analyzers.timeline import CATEGORIES as TIMELINE_CATEGORIES
-from analyzers.timeline import split_timeline
 from exporters.perfetto.context import ExportContext
 from exporters.perfetto.tracks import TrackLayout
 
@@ -35,34 +33,23 @@ class _Breakdown:
     def _plan_breakdown(self, cuts: list[int]) -> None:
         """The "Step breakdown" slices as a temp table, and a track per chip that has some.
 
-        analyzers.breakdown.step_breakdown() splits whole-run arrays; here the same split
-        (analyzers.timeline.split_timeline over sql/timeline_events.sql, per step window of
-        sql/step_windows.sql) is computed per export window with the step windows clipped to
-        it, and the parts summed: the split is additive over time, so the figures are the
-        analyzer's, while memory follows the window rather than the run.
+        The split is the analyzers' (analyzers.breakdown.split_windows over the store's
+        step_windows), called per export span with the step windows clipped to it and the
+        parts summed: the split is additive over time, so the figures are the analyzer's,
+        while memory follows the span rather than the run.
         """
         if not self.breakdown:
             return
         ctx = RunContext(self.store, self.run_id)
         windows = self.store.query(
-            f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')} WHERE end_ps > start_ps"
+            "SELECT chip, step, start_ps, end_ps FROM step_windows WHERE run_id = $run AND end_ps > start_ps"
             + (" AND step >= $a AND step < $b" if self.steps else "")
             + " ORDER BY chip, start_ps",
-            {"a": self.steps[0], "b": self.steps[1]} if self.steps else None,
+            {"run": self.run_id, "a": self.steps[0], "b": self.steps[1]} if self.steps else {"run": self.run_id},
         )
         if windows.num_rows == 0:
             return
         w = {k: windows.column(k).to_numpy().astype(np.int64) for k in ("chip", "step", "start_ps", "end_ps")}
-        sql = load_sql("timeline_events").strip().rstrip(";")
-        deps = {d: ctx.temp(d) for _, d, _, _ in string.Formatter().parse(sql) if d}
-        max_dur = self._rows("SELECT coalesce(max(dur_ps), 0) FROM events WHERE run_id = $run")[0][0]
-        # the span's filter on op_base itself, where DuckDB pushes it into the events scan (whose
-        # zonemaps skip the row groups outside the span): filtering the query's result instead
-        # scanned every event once per span
-        deps["op_base"] = (
-            f"(SELECT * FROM {deps['op_base']} WHERE start_ps >= $lo - $max_dur AND start_ps < $hi AND end_ps > $lo)"
-        )
-        events_sql = f"SELECT chip, start_ps, end_ps, priority FROM ({sql.format(**deps)})"
         parts = []
         bounds = [int(w["start_ps"].min()), *[c * 1000 for c in cuts], int(w["end_ps"].max())]
         for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
@@ -77,9 +64,7 @@ class _Breakdown:
                     "end_ps": np.minimum(w["end_ps"][inside], hi),
                 }
             )
-            events = self.con.sql(events_sql, params={"lo": lo, "hi": hi, "max_dur": max_dur}).to_arrow_table()
-            parts.append(split_timeline(events, clipped, TIMELINE_CATEGORIES))
-            del events
+            parts.append(split_windows(ctx, clipped, span=(lo, hi))["priority"])
         if not parts:
             return
         split = pa.concat_tables(parts).group_by(["chip", "step", "category"]).aggregate([("dur_ps", "sum")])

@@ -7,6 +7,8 @@ with its fix, ingests the traces and analyzes them from the store alone.
 
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from analyzers import breakdown
@@ -145,14 +147,46 @@ def test_memory_findings_name_their_driver_and_lever(store):
         assert store.rows("SELECT status FROM runs WHERE name = ?", [name])[0]["status"] == "failed"
 
 
-def test_split_from_op_arrays_matches_the_exporters_sql_path(store):
-    # the analyzers split op_arrays' tracks, classed through a (track, category) lookup; the
-    # Perfetto exporter splits the rows of sql/timeline_events.sql: both must agree everywhere
+# The op events as plain SQL rows (chip, start_ps, end_ps, priority, core_kind; host events on
+# every chip with windows): an independent selection of what the analyzers read as op_arrays.
+EVENTS_SQL = """
+WITH chips AS (SELECT DISTINCT chip FROM step_windows WHERE run_id = $run),
+ev AS (
+    SELECT k.chip, e.start_ps, e.start_ps + e.dur_ps AS end_ps, k.priority, k.core_kind
+    FROM events e
+    JOIN {kinds} k ON k.track_id = e.track_id AND k.category_id = coalesce(e.category_id, -1)
+    WHERE e.run_id = $run AND e.dur_ps > 0
+)
+SELECT chip, start_ps, end_ps, priority, core_kind FROM ev WHERE chip >= 0
+UNION ALL
+SELECT chips.chip, ev.start_ps, ev.end_ps, ev.priority, ev.core_kind FROM ev, chips WHERE ev.chip < 0
+"""
+
+
+def test_split_from_op_arrays_matches_a_plain_sql_selection(store):
+    # the analyzers split op_arrays' tracks, classed through a (track, category) lookup; the same
+    # sweep over the events selected in plain SQL (sorted by chip and start) must agree everywhere,
+    # and so must the sum of the per-span splits the Perfetto export makes (split_windows with a span)
     views = {"priority": (CATEGORIES, False), "core_kind": (breakdown.CORE_SETS, True)}
     for (run,) in store.con.execute("SELECT run_id FROM runs WHERE status = 'ok'").fetchall():
         ctx = RunContext(store, run)
         windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
-        by_sql = split_timelines(ctx.query("timeline_events"), windows, views)
+        events = store.query(EVENTS_SQL.format(kinds=ctx.temp("timeline_kinds")), {"run": run})
+        by_sql = split_timelines(events, windows, views)
         for view, table in breakdown.timeline_splits(ctx).items():
             assert table.num_rows > 0
             assert sorted(table.to_pylist(), key=str) == sorted(by_sql[view].to_pylist(), key=str), (run, view)
+        lo, hi = pc.min(windows.column("start_ps")).as_py(), pc.max(windows.column("end_ps")).as_py()
+        cut = lo + (hi - lo) // 3  # inside some window: both halves of it are split and summed
+        parts = []
+        for a, z in ((lo, cut), (cut, hi)):
+            w = windows.filter(pc.and_(pc.less(windows.column("start_ps"), z), pc.greater(windows.column("end_ps"), a)))
+            w = w.set_column(2, "start_ps", pc.max_element_wise(w.column("start_ps"), pa.scalar(a, pa.int64())))
+            w = w.set_column(3, "end_ps", pc.min_element_wise(w.column("end_ps"), pa.scalar(z, pa.int64())))
+            parts.append(breakdown.split_windows(ctx, w, span=(a, z))["priority"])
+        spans = pa.concat_tables(parts).group_by(["chip", "step", "category"]).aggregate([("dur_ps", "sum")])
+        whole = breakdown.step_breakdown(ctx)
+        assert sorted(spans.to_pylist(), key=str) == sorted(
+            whole.rename_columns(["chip", "step", "category", "dur_ps_sum"]).select(spans.column_names).to_pylist(),
+            key=str,
+        ), run

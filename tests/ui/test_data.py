@@ -242,21 +242,24 @@ def test_breakdown_per_step_sums_per_step_and_chip():
             "category": [cats[i] for i in rng.integers(0, 3, n)],
         }
     )
-    report = SimpleNamespace(analyses={"breakdown": SimpleNamespace(tables={"step_breakdown": t})})
+    # steps 0..11; the summaries count 1..10 (step_times.counted: not the first and last)
+    times = pa.table({"step": list(range(12)), "counted": [0 < k < 11 for k in range(12)]})
+    report = SimpleNamespace(analyses={"breakdown": SimpleNamespace(tables={"step_breakdown": t, "step_times": times})})
     rows = t.to_pylist()
     for steps, chip in (((2, 9), None), ((0, 11), 1)):
         got = D.breakdown_per_step(report, steps, chip)
         in_range = [r for r in rows if steps[0] <= r["step"] <= steps[1]]
         sel = [r for r in in_range if chip is None or r["chip"] == chip]
+        counted = [r for r in in_range if 0 < r["step"] < 11]  # the per-chip means cover counted steps
         step_list = sorted({r["step"] for r in sel})
-        n_chips, n_steps = len({r["chip"] for r in sel}), len({r["step"] for r in in_range})
-        assert got["steps"] == step_list and got["chips"] == sorted({r["chip"] for r in in_range})
+        n_chips, n_steps = len({r["chip"] for r in sel}), len({r["step"] for r in counted})
+        assert got["steps"] == step_list and got["chips"] == sorted({r["chip"] for r in counted})
         assert list(got["per_step"]) == [CATEGORIES[0], CATEGORIES[1]]
         for c in got["per_step"]:
             assert got["per_step"][c] == [
                 sum(r["dur_ps"] for r in sel if r["step"] == s and r["category"] == c) / n_chips for s in step_list
             ]
             assert got["per_chip"][c] == [
-                sum(r["dur_ps"] for r in in_range if r["chip"] == k and r["category"] == c) / n_steps
+                sum(r["dur_ps"] for r in counted if r["chip"] == k and r["category"] == c) / n_steps
                 for k in got["chips"]
             ]

@@ -129,7 +129,12 @@ def reference_summaries(store: Store, run: int) -> dict:
             long.append((track, s, d))
     cells: dict = {}
     totals: dict = {}
+    extents: dict = {}
     for e in events:
+        if e["step"] is not None:
+            k = (tracks[e["track_id"]]["chip"], e["step"])
+            lo, hi = extents.get(k, (e["start_ps"], e["start_ps"] + e["dur_ps"]))
+            extents[k] = (min(lo, e["start_ps"]), max(hi, e["start_ps"] + e["dur_ps"]))
         cat = strings.get(e["category_id"]) if e["category_id"] is not None else None
         t = tracks[e["track_id"]]
         if (
@@ -160,6 +165,7 @@ def reference_summaries(store: Store, run: int) -> dict:
         "long": sorted(long),
         "cells": {k: (v[0], v[1], None if v[2] is None else v[2] + 1, v[3]) for k, v in cells.items()},
         "totals": {k: (None if v[0] is None else v[0] + 1, v[1]) for k, v in totals.items()},
+        "extents": extents,
     }
 
 
@@ -191,6 +197,10 @@ def stored_summaries(store: Store, run: int) -> dict:
             x["step"]: (x["minibatches"], x["dropped_ids"])
             for x in store.rows("SELECT * FROM sc_step_totals WHERE run_id = ?", [run])
         },
+        "extents": {
+            (x["chip"], x["step"]): (x["start_ps"], x["end_ps"])
+            for x in store.rows("SELECT * FROM step_event_extents WHERE run_id = ?", [run])
+        },
     }
 
 
@@ -198,6 +208,7 @@ def test_summaries_equal_plain_python_over_the_events(mixed):
     for run in (1, 2):
         ref, got = reference_summaries(mixed, run), stored_summaries(mixed, run)
         assert len(ref["bins"]) > 100 and len(ref["long"]) > 100 and ref["cells"] and ref["totals"]  # all shapes
+        assert {chip for chip, _ in ref["extents"]} == {-1, 0, 1}
         assert ref["run"]["timeline_bin_ps"] == BIN_PS
         assert got == ref
 
@@ -271,9 +282,12 @@ def test_track_counts_and_timeline_view_use_the_summary(mixed):
 
 
 def test_sparsecore_and_minibatch_fallbacks_equal_the_event_queries(mixed):
-    # The queries the UI ran on the events before the summaries existed, kept as the reference.
+    # The queries the UI ran on the events before the summaries existed, kept as the reference;
+    # minibatches per step over the counted steps (the run's steps 0..9: not its first and last),
+    # dropped IDs over every step in range.
     event_minibatches = """
-    SELECT avg(mb) AS minibatches_per_step, max(mb) AS max_minibatches, sum(dropped)::DOUBLE AS dropped_ids
+    SELECT avg(mb) FILTER (WHERE step BETWEEN 1 AND 8)::DOUBLE AS minibatches_per_step,
+           max(mb) FILTER (WHERE step BETWEEN 1 AND 8) AS max_minibatches, sum(dropped)::DOUBLE AS dropped_ids
     FROM (SELECT step, max(minibatch) + 1 AS mb, sum(dropped_ids) AS dropped
           FROM events WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
             AND (minibatch IS NOT NULL OR dropped_ids IS NOT NULL)
@@ -281,7 +295,10 @@ def test_sparsecore_and_minibatch_fallbacks_equal_the_event_queries(mixed):
     forward = mixed.rows("SELECT string_id FROM strings WHERE run_id = 1 AND value = 'sc_forward'")[0]["string_id"]
     for lo, hi, sb in ((0, 9, 1), (2, 7, 3), (5, 5, 1)):
         kw = dict(run=1, step_lo=lo, step_hi=hi)
-        assert sql(mixed, Q.EVENT_MINIBATCHES, **kw).to_pylist() == sql(mixed, event_minibatches, **kw).to_pylist()
+        got = sql(mixed, Q.STEP_MINIBATCHES, **kw).to_pylist()[0]
+        assert {k: got[k] for k in ("minibatches_per_step", "max_minibatches", "dropped_ids")} == (
+            sql(mixed, event_minibatches, **kw).to_pylist()[0]
+        )
         fast = sql(mixed, Q.SC_CELLS_FROM_SUMMARY, sb=sb, **kw).to_pylist()
         assert (
             fast
@@ -315,3 +332,22 @@ def test_ui_migrates_a_version_1_store_once(tmp_path, mixed_db):
             assert stored_summaries(store, run) == reference_summaries(store, run)
     access.close()
     assert not migrate_if_old(db)  # current now
+
+
+def test_the_largest_minibatch_index_is_ingested_and_capped(tmp_path):
+    # minibatch is int32 in the trace: index 2**31 - 1 gives 2**31 minibatches, capped at 2**31 - 1
+    # in the INTEGER summaries (the addition overflowed INT32 and failed the ingest)
+    path, db = str(tmp_path / "big.sctrace"), str(tmp_path / "big.duckdb")
+    with Recorder(path, run_name="big", run_id="uuid-big", start_time_unix_ns=0) as rec:
+        sc = rec.track("/device:TPU:0 SparseCore 0", "Sparse Core Ops", "sparsecore", chip=0, core=0)
+        rec.emit(track=[sc], name=["op"], start_ps=[0], dur_ps=[10], step=[0], sc=[0], minibatch=[2**31 - 1],
+                 ids=[5])  # fmt: skip
+    with Store.open(db) as store:
+        ingest_trace(store, path)
+        assert store.rows("SELECT minibatches FROM sc_step_totals") == [{"minibatches": 2**31 - 1}]
+        assert store.rows("SELECT minibatches FROM sc_step_cells") == [{"minibatches": 2**31 - 1}]
+        kw = dict(run=1, step_lo=0, step_hi=0, sb=1)
+        assert (
+            sql(store, Q.SC_CELLS_FROM_EVENTS, table_ids=[], forward_id=-1, **kw).to_pylist()
+            == sql(store, Q.SC_CELLS_FROM_SUMMARY, **kw).to_pylist()
+        )

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import plotly.graph_objects as go
 from dash import dcc, html
 
+from analyzers.breakdown import step_stats
 from analyzers.findings import Finding
 from analyzers.timeline import CATEGORIES
 from profiler.store import Store
@@ -48,8 +48,10 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
         return R.note("Baseline and candidate are the same run: pick two different runs above.")
     bi, ci = D.run_info(store, base), D.run_info(store, cand)
     parts: list[Any] = []
-    bst = D.step_times(store, base, D.clamp_steps(D.step_bounds(store, base), None))
-    cst = D.step_times(store, cand, D.clamp_steps(D.step_bounds(store, cand), None))
+    b_all = D.step_times(store, base, D.clamp_steps(D.step_bounds(store, base), None))
+    c_all = D.step_times(store, cand, D.clamp_steps(D.step_bounds(store, cand), None))
+    # the counted steps, as every summary (and the verdict) covers them
+    bst, cst = ({"step_ps": s["step_ps"][s["counted"]]} for s in (b_all, c_all))
     if len(bst["step_ps"]) and len(cst["step_ps"]):
         unit, scale = time_unit(float(max(bst["step_ps"].max(), cst["step_ps"].max())))
         fig = R.figure(barmode="overlay", xaxis_title=f"step time ({unit})", yaxis_title="steps")
@@ -67,15 +69,11 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                     hovertemplate=f"%{{x}} {unit}: %{{y}} steps<extra>{name}</extra>",
                 )
             )
+        bs, cs = ({**step_stats(s["step_ps"]), "step_ps_min": s["step_ps"].min(), "step_ps_max": s["step_ps"].max()}
+                  for s in (bst, cst))  # fmt: skip
         rows = []
-        for label, fn in (
-            ("mean", np.mean),
-            ("p50", np.median),
-            ("p90", lambda a: np.percentile(a, 90)),
-            ("min", np.min),
-            ("max", np.max),
-        ):
-            b, c = float(fn(bst["step_ps"])), float(fn(cst["step_ps"]))
+        for label in ("mean", "p50", "p90", "min", "max"):
+            b, c = float(bs[f"step_ps_{label}"]), float(cs[f"step_ps_{label}"])
             rows.append({"stat": label, "base": b, "cand": c, "delta": format_delta(b, c, "ps")})
         parts.append(
             html.Div(
@@ -92,6 +90,7 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                                 ("delta", "change", "text"),
                             ],
                         ),
+                        help_text=f"{bi['name']}: {D.steps_covered(b_all)}; {ci['name']}: {D.steps_covered(c_all)}.",
                     ),
                 ],
                 className="grid2",

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from dash import dcc, html
 
+from profiler.stdlib import steps_covered
 from profiler.store import Store
 from profiler.units import format_value
 from ui import data as D
@@ -62,7 +63,9 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
         chips = D.chip_step_times(store, run, steps)
         row: list[Any] = [R.section("Step time per step", R.graph(fig, height=280))]
         if chips:
-            cf = R.figure(xaxis_title="chip", yaxis_title=f"mean step time ({unit})")
+            cf = R.figure(
+                xaxis_title=f"chip (mean {D.steps_covered(st_times)})", yaxis_title=f"mean step time ({unit})"
+            )
             cf.add_trace(
                 go.Bar(
                     x=[f"TPU:{c['chip']}" for c in chips],
@@ -114,7 +117,8 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
                     hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>",
                 )
             )
-        cf = R.figure(barmode="stack", xaxis_title="chip", yaxis_title=f"time per step ({unit})")
+        over = steps_covered(bd["steps"], [s in set(bd["counted_steps"]) for s in bd["steps"]])
+        cf = R.figure(barmode="stack", xaxis_title=f"chip (mean {over})", yaxis_title=f"time per step ({unit})")
         for cat, vals in bd["per_chip"].items():
             cf.add_trace(
                 go.Bar(

@@ -7,6 +7,7 @@ from typing import Any
 
 from dash import dcc, html
 
+from profiler.stdlib import COUNTED_RULE
 from profiler.store import Store
 from ui import data as D
 from ui import render as R
@@ -94,11 +95,12 @@ def render_runs(store: Store, st: dict[str, Any]) -> Any:
         ("hardware", "hardware", "text"),
         ("steps", "steps", "count"),
         ("events", "events", "count"),
-        ("mean_step_ps", "mean step time", "ps"),
+        ("mean_step_ps", "mean step time (counted steps)", "ps"),
         ("span_ps", "span", "ps"),
         ("status_text", "status", "text"),
         ("tags", "tags", "text"),
         ("ingested", "ingested", "text"),
         ("pages", "open", "link"),
     ]
-    return html.Div([R.table(rows, cols, id="runs-table"), html.P(f"{len(rows)} run(s)", className="muted")])
+    note = f"{len(rows)} run(s). Mean step time: over each run's counted steps ({COUNTED_RULE})."
+    return html.Div([R.table(rows, cols, id="runs-table"), html.P(note, className="muted")])
