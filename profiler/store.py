@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from profiler.errors import StoreError
 from profiler.schema import SCHEMA_VERSION, ddl, stdlib_ddl
+from profiler.trace_fields import TYPED_FIELDS, TypedField
 
 DEFAULT_PATH = "scprof.duckdb"
 # DuckDB memory_limit of read-only connections (queries, UI, exports); $SCPROF_MEMORY_LIMIT overrides.
@@ -43,6 +44,13 @@ def _add_stdlib(con: duckdb.DuckDBPyConnection) -> None:
     for stmt in table_ddl(table("step_event_extents")) + stdlib_ddl():
         con.execute(stmt)
     build_step_event_extents(con)
+
+
+def missing_typed_columns(con: duckdb.DuckDBPyConnection) -> list[TypedField]:
+    """Typed fields (profiler/trace_fields.py) the store's events table has no column for."""
+    have = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'events'").fetchall()}  # fmt: skip
+    return [f for f in TYPED_FIELDS if have and f.column not in have]
 
 
 # MIGRATIONS[v] turns a store of schema version v into version v + 1.
@@ -132,6 +140,13 @@ class Store:
                 )
             if adapt is not None:  # on every connection: TEMP views are the connection's own
                 adapt(self.con)
+            missing = missing_typed_columns(self.con)
+            if missing:
+                raise StoreError(
+                    f"{self.path}: store predates the typed event field(s) "
+                    f"{', '.join(f.name for f in missing)}; open it once for writing to add them "
+                    "(any scprof ingest or record into it does, and so does scprof ui)"
+                )
             # A second read-only open in one process shares the first's database, already locked.
             locked = self.con.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0]
             if locked:
@@ -156,6 +171,8 @@ class Store:
         try:
             for v in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
                 MIGRATIONS[v](self.con)
+            for col in missing_typed_columns(self.con):  # a typed field added since the store was made
+                self.con.execute(f"ALTER TABLE events ADD COLUMN {col.column} {col.sql_type}")
             for stmt in ddl():
                 self.con.execute(stmt)
             self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])

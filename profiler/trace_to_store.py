@@ -44,7 +44,7 @@ _I32, _I64 = str(NULL_I32), str(NULL_I64)
 # (`table` is a SQL keyword: its Arrow column is `tbl`)
 _ARROW_NAME = {"table": "tbl"}
 INSERT_EVENTS = f"""
-INSERT INTO events
+INSERT INTO events (run_id, event_id, track_id, name_id, start_ps, dur_ps, {", ".join(f.column for f in TYPED_FIELDS)})
 SELECT $run, event_id, track, name, start_ps, dur_ps,
        {", ".join(f"NULLIF({_ARROW_NAME.get(f.name, f.name)}, {f.null})" for f in TYPED_FIELDS)}
 FROM b"""

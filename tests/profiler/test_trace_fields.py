@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 
+import duckdb
 import numpy as np
+import pytest
 
 from profiler import scprof_trace_pb2 as pb
+from profiler.errors import StoreError
 from profiler.recorder import Recorder
 from profiler.schema import TABLES
 from profiler.store import Store
@@ -63,3 +66,22 @@ def test_every_field_goes_from_recorder_to_store(tmp_path):
     first, second = (list(r.values()) for r in rows)
     assert first == ["tbl_a" if f.is_string else 7 + f.number for f in TYPED_FIELDS]
     assert second == [None] * len(TYPED_FIELDS)
+
+
+def test_a_store_without_a_typed_column_gets_it_on_a_writing_open(tmp_path, small_trace):
+    """A store made before a typed field existed: a read-only open names the field and refuses,
+    a writing open adds the column, and the next ingest fills it."""
+    db = str(tmp_path / "old.duckdb")
+    with Store.open(db) as store:
+        ingest_trace(store, str(small_trace))
+    con = duckdb.connect(db)
+    con.execute("ALTER TABLE events DROP COLUMN flops")  # as a store made before `flops` was a field
+    con.close()
+    with pytest.raises(StoreError, match=r"old\.duckdb: store predates the typed event field\(s\) flops; open it once"):
+        Store.open(db, read_only=True)
+    with Store.open(db) as store:
+        run = ingest_trace(store, str(small_trace), replace=True).run_id
+        got = store.query("SELECT count(flops) AS n FROM events WHERE run_id = $r", {"r": run})
+        assert got.to_pylist()[0]["n"] > 0
+    with Store.open(db, read_only=True) as store:
+        assert store.query("SELECT count(*) AS n FROM slices WHERE flops IS NOT NULL").to_pylist()[0]["n"] > 0
