@@ -117,7 +117,8 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
                     hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>",
                 )
             )
-        over = steps_covered(bd["steps"], [s in set(bd["counted_steps"]) for s in bd["steps"]])
+        counted = set(bd["counted_steps"])
+        over = steps_covered(bd["steps"], [s in counted for s in bd["steps"]])
         cf = R.figure(barmode="stack", xaxis_title=f"chip (mean {over})", yaxis_title=f"time per step ({unit})")
         for cat, vals in bd["per_chip"].items():
             cf.add_trace(
