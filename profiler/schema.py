@@ -365,6 +365,29 @@ def table(name: str) -> Table:
     return next(t for t in TABLES if t.name == name)
 
 
+def _typed_fields_markdown() -> list[str]:
+    """The typed event fields (profiler/trace_fields.py) as a reference table under `events`."""
+    lines = [
+        "### Typed event fields",
+        "",
+        "The `events` columns after `dur_ps` are the trace format's typed fields, one list in",
+        "`profiler/trace_fields.py` (the proto's `EventBatch` fields beyond the four every event has",
+        "and the generic `arg_*` rows). The same list gives the recorder's keywords, the `slices`",
+        "view's columns, the Perfetto annotations and the XSpace stats; a field added to it is",
+        "added to `events` by the next writing open of an existing store (a read-only open before",
+        "that names the field and refuses). docs/trace-format.md walks through adding one.",
+        "",
+        "| field | proto | null on the wire | unit | XSpace stats read (written) |",
+        "|---|---|---|---|---|",
+    ]
+    for f in TYPED_FIELDS:
+        wire = "fixed32 string id" if f.is_string else "sfixed64" if f.is_int64 else "sfixed32"
+        null = "0" if f.is_string else "NULL_I64" if f.is_int64 else "NULL_I32"
+        stats = ", ".join(f"`{x}`" for x in f.xspace_read)
+        lines.append(f"| `{f.name}` | {f.number}, {wire} | {null} | {f.unit} | {stats} (`{f.xspace_written}`) |")
+    return [*lines, ""]
+
+
 def markdown() -> str:
     """docs/schema.md, generated (see tests/test_docs.py)."""
     lines = [
@@ -408,6 +431,8 @@ def markdown() -> str:
         lines += ["| column | type | meaning |", "|---|---|---|"]
         lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in t.columns]
         lines.append("")
+        if t.name == "events":
+            lines += _typed_fields_markdown()
     lines += ["# Views", ""]
     for v in VIEWS:
         sql = "\n".join(line.strip() for line in v.sql.strip().splitlines())
