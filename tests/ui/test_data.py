@@ -176,6 +176,10 @@ def test_compare_shows_the_verdict(ro_store, runs):
     text = text_of(render_compare(ro_store, {"base": base, "cand": cand}))
     assert "Step-time distributions" in text and "SparseCore side by side" in text
     assert "same run" in text_of(render_compare(ro_store, {"base": base, "cand": base}))
+    # the two runs' step times in one set of bins: a run whose counted steps are all alike
+    # (a short run) still draws a bar, not one too narrow to see on the shared axis
+    hist = find(render_compare(ro_store, {"base": base, "cand": cand}), "compare-hist").figure.data
+    assert len(hist) == 2 and hist[0].bingroup == hist[1].bingroup is not None
 
 
 def test_sql_console_returns_rows_and_refuses_writes(ro_store):

@@ -66,6 +66,7 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                     opacity=0.6,
                     marker_color=color,
                     nbinsx=40,
+                    bingroup="step_time",  # one set of bins for both runs, so each run's bars have width
                     hovertemplate=f"%{{x}} {unit}: %{{y}} steps<extra>{name}</extra>",
                 )
             )
