@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from analyzers.breakdown import counted_rows
 from analyzers.registry import RunReport, analyze_run
+from profiler.errors import ScprofError
 from profiler.store import Store
 
 BOOTSTRAP_SAMPLES = 4000
@@ -86,11 +87,8 @@ def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
     """Everything `scprof compare` and the UI's Compare page show."""
     base, cand = analyze_run(store, base_id), analyze_run(store, cand_id)
     notes = []
-    b_steps = base.analyses["breakdown"].tables.get("step_times")
-    c_steps = cand.analyses["breakdown"].tables.get("step_times")
-    if b_steps is None or c_steps is None or not b_steps.num_rows or not c_steps.num_rows:
-        raise ValueError("both runs need steps to compare step time")
-    bs, cs = (_counted_ps(t) for t in (b_steps, c_steps))
+    _check_comparable(base, cand)
+    bs, cs = (_counted_ps(r.analyses["breakdown"].tables["step_times"]) for r in (base, cand))
     if len(bs) < 3 or len(cs) < 3:
         notes.append("fewer than 3 steady steps in a run: the interval is wide")
     return Comparison(
@@ -103,6 +101,28 @@ def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
         config_diff=config_diff(json.loads(base.run["config"] or "{}"), json.loads(cand.run["config"] or "{}")),
         notes=notes,
     )  # fmt: skip
+
+
+class CompareError(ScprofError):
+    """Two runs that cannot be compared (a run without steps): the user's input, not a bug."""
+
+
+def _check_comparable(base: RunReport, cand: RunReport) -> None:
+    """Refuse, naming each run and what it lacks, when a run has no steps to compare."""
+    lacking = []
+    for role, report in (("baseline", base), ("candidate", cand)):
+        t = report.analyses["breakdown"].tables.get("step_times")
+        if t is not None and t.num_rows and pc.any(t.column("counted")).as_py():
+            continue
+        run = report.run
+        why = "no steps"
+        if run.get("status") != "ok":
+            tags = json.loads(run.get("tags") or "{}")
+            failure = tags.get("failure") or tags.get("error")
+            why += f" (the run is {run.get('status')}" + (f": {failure})" if failure else ")")
+        lacking.append(f"{role} {run['name']!r} (run_id {run['run_id']}) has {why}")
+    if lacking:
+        raise CompareError(f"compare: {'; '.join(lacking)}; step time needs steps in both runs")
 
 
 def _counted_ps(step_times: pa.Table) -> np.ndarray:

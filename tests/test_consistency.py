@@ -185,3 +185,27 @@ def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
                 assert exported[c] == pytest.approx(share[c], rel=REL), (name, c)
             checked += 1
     assert checked >= len(CONFIGS) - 2  # every recorded run that compiled
+
+
+def test_a_run_without_steps_is_refused_by_name_everywhere(db, runs):
+    """compare with a failed run (no steps): one line naming the run and what it lacks, exit 2
+    from the CLI, and the same words on the UI's Compare page (no internal error)."""
+    from ui.pages.compare import render_compare, render_compare_verdict
+
+    failed = [n for n, r in runs.items() if r["status"] == "failed"]
+    assert failed  # gather_too_large and spmem_overflow do not compile
+    base = runs["baseline"]["run_id"]
+    with Store.open(db, read_only=True) as store:
+        for name in failed:
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                assert main(["compare", "baseline", name, "--db", db]) == 2
+            want = f"compare: candidate '{name}' (run_id {runs[name]['run_id']}) has no steps (the run is failed"
+            (line,) = err.getvalue().splitlines()
+            assert line.startswith(f"scprof: error: {want}"), line
+            assert line.endswith("step time needs steps in both runs"), line
+            comparison, why = D.compare(store, base, runs[name]["run_id"])
+            assert comparison is None and why.startswith(want), why
+            state = {"base": base, "cand": runs[name]["run_id"]}
+            assert want in str(render_compare_verdict(store, state))
+            render_compare(store, state)  # the SQL side renders too

@@ -14,7 +14,7 @@ import numpy as np
 from analyzers.breakdown import step_stats
 from analyzers.registry import RunReport, analyze_run
 from profiler import stdlib
-from profiler.errors import StoreError
+from profiler.errors import ScprofError, StoreError
 from profiler.stdlib import HBM_COUNTERS, RUN_LIST_SQL
 from profiler.store import Store
 from profiler.units import format_bytes, unit_of
@@ -427,11 +427,15 @@ def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, A
 
 
 def compare(store: Store, base: int, cand: int) -> tuple[dict[str, Any] | None, str | None]:
-    """compare_runs(...).to_dict() (cached), or (None, why not) when analyzers/compare.py is missing."""
+    """compare_runs(...).to_dict() (cached), or (None, why not): analyzers/compare.py missing, or
+    runs that cannot be compared (the message names the run and what it lacks)."""
     try:
         from analyzers.compare import compare_runs
     except ImportError as e:
         return None, f"run comparison (analyzers/compare.py) is not available in this build: {e}"
     key = ("compare", store.path, *_run_key(store, base), *_run_key(store, cand))
-    result = COMPARISONS.get_or_compute(key, lambda: compare_runs(store, base, cand))
+    try:
+        result = COMPARISONS.get_or_compute(key, lambda: compare_runs(store, base, cand))
+    except ScprofError as e:  # runs that cannot be compared (one without steps): say why
+        return None, str(e)
     return (result.to_dict() if hasattr(result, "to_dict") else dict(result)), None
