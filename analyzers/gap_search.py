@@ -14,7 +14,7 @@ for every window function and ASOF join:
 - for TensorCore gaps, the last end inside the gap of the chip's own work for
   steps other than the blocker's (how long the gap would have lasted anyway).
 Both searches walk back from the gap's end through each track's work ordered by
-(end, step), skipping a whole run of one step at a time (EndIndex).
+(end, step, event id), skipping a whole run of one step at a time (EndIndex).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class EndIndex:
-    """Per track, the rows with a duration ordered by (end, step); run_start: where each row's run of
+    """Per track, the rows with a duration ordered by (end, step, event id); run_start: where each row's run of
     one step begins (a walk back jumps to run_start - 1)."""
 
     end: np.ndarray
@@ -83,11 +83,15 @@ def end_index(a: OpArrays) -> EndIndex:
     for t in range(len(bounds) - 1):
         lo, hi = int(bounds[t]), int(bounds[t + 1])
         e, s = end[lo:hi], step[lo:hi]
-        if hi - lo < 2 or np.all(e[1:] > e[:-1]) or np.all((e[1:] > e[:-1]) | ((e[1:] == e[:-1]) & (s[1:] >= s[:-1]))):
+        if hi - lo < 2 or np.all(e[1:] > e[:-1]):
             continue
-        if not copied:  # a track with overlapping ops: sort it by (end, step), in copies
+        ev = a.event_ids(rows[lo:hi])  # on equal (end, step) the higher event id comes last: it wins the tie
+        tie = (e[1:] == e[:-1]) & (s[1:] == s[:-1])
+        if np.all((e[1:] > e[:-1]) | ((e[1:] == e[:-1]) & (s[1:] > s[:-1])) | (tie & (ev[1:] > ev[:-1]))):
+            continue
+        if not copied:  # a track with overlapping ops: sort it by (end, step, event id), in copies
             rows, end, step, copied = rows.copy(), end.copy(), step.copy(), True
-        o = lo + np.lexsort((step[lo:hi], end[lo:hi]))
+        o = lo + np.lexsort((ev, step[lo:hi], end[lo:hi]))
         rows[lo:hi], end[lo:hi], step[lo:hi] = rows[o], end[o], step[o]
     new_run = np.ones(len(rows), bool)  # a run of one step starts at each step change and track start
     np.not_equal(step[1:], step[:-1], out=new_run[1:])

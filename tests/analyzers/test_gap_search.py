@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from analyzers import gap_search, idle_gaps
@@ -67,6 +67,11 @@ def reference(events: list[dict], min_gap: int) -> list[tuple]:
     events=st.lists(event, min_size=2, max_size=30, unique_by=lambda e: (e.where, e.chip, e.core, e.start, e.dur)),
     min_gap=st.integers(1, 6),
 )
+@example(  # two ops of one track end together, both without a step: the higher event id is the blocker
+    events=[Ev(TC_OPS, 0, 0, "op", 0, 0), Ev(TC_OPS, 1, 0, "op", 34, 11), Ev(SC_OPS, 1, 0, "op", 0, 0),
+            Ev(SC_OPS, 1, 0, "op", 45, 0), Ev(TC_OPS, 1, 0, "op", 33, 12)],
+    min_gap=1,
+)  # fmt: skip
 def test_gaps_and_blockers_match_reference(tmp_path_factory, events, min_gap):
     with store_with(tmp_path_factory.mktemp("gaps"), RunSpec(events=events, hardware={"num_chips": 2})) as store:
         ctx = RunContext(store, 1)
