@@ -133,13 +133,12 @@ def _why_no_split(ctx: RunContext) -> str:
     """Why step_windows is empty: no steps at all, or steps only on a host-only capture."""
     r = ctx.store.rows(
         """SELECT (SELECT count(DISTINCT step) FROM steps WHERE run_id = $run) AS steps,
-                  (SELECT count(*) FROM tracks WHERE run_id = $run AND kind IN ('tensorcore', 'sparsecore')) AS device""",
+                  (SELECT count(*) FROM tracks WHERE run_id = $run AND kind IN ('tensorcore', 'sparsecore', 'gpu', 'cpu', 'device')) AS device""",
         {"run": ctx.run_id},
     )[0]
     if not r["device"]:
-        return (f"no TensorCore or SparseCore tracks (a host-only capture, e.g. JAX on the CPU; {r['steps']} steps "
-                "marked on the host): step time is the host's, and its split by category is measured on device "
-                "chips only")  # fmt: skip
+        return (f"no device tracks (a host-only capture without XLA ops; {r['steps']} steps marked on the host): "
+                "step time is the host's, and its split by category is measured on device chips only")  # fmt: skip
     return "the run has no steps (no step markers and no events tagged with a step)"
 
 

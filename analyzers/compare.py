@@ -176,7 +176,7 @@ def _findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str
 # the store's op_stats view (profiler/stdlib/op_stats.sql: what an op is, its events and time).
 OP_DELTA_SQL = """
 WITH per_run AS (
-    SELECT * FROM op_stats WHERE run_id IN ($base, $cand) AND track_kind IN ('tensorcore', 'sparsecore', 'host')
+    SELECT * FROM op_stats WHERE run_id IN ($base, $cand) AND track_kind IN ('tensorcore', 'sparsecore', 'gpu', 'cpu', 'device', 'host')
 ),
 b AS (SELECT * FROM per_run WHERE run_id = $base), c AS (SELECT * FROM per_run WHERE run_id = $cand)
 SELECT coalesce(b.track_kind, c.track_kind) AS track_kind, coalesce(b.name, c.name) AS name,

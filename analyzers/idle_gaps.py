@@ -7,6 +7,7 @@ event was SparseCore work that itself waited for input (sql/idle_gaps.sql): host
 input, the other kind of core, a collective, or unknown. Findings judge the
 TensorCore's gaps: it runs the step's critical path, while a SparseCore idling
 ahead of its next input costs nothing unless the TensorCore then waits.
+GPUs, CPUs running XLA ops and other devices of real captures: analyzers/device_wait.py.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers import gap_search
+from analyzers import device_wait, gap_search
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
 from analyzers.op_arrays import KIND_CODES, NO_STEP, op_arrays
 
 NAME = "idle_gaps"
-QUESTION = "When a TensorCore or SparseCore sits idle inside a step, what is it waiting for?"
+QUESTION = "When a device (TensorCore, SparseCore, GPU, CPU) sits idle inside a step, what is it waiting for?"
 
 MIN_GAP_SHARE = 0.01  # of the median step time
 INPUT_TOLERANCE_SHARE = 0.01  # a SparseCore forward starting this soon after its input landed waited for it
@@ -94,11 +95,21 @@ def causes(ctx: RunContext, track_kind: str) -> dict[str, dict]:
 def analyze(ctx: RunContext) -> Analysis:
     table = gaps(ctx)
     result = Analysis(NAME, tables={"idle_gaps": table})
-    if not ctx.store.rows("SELECT count(*) AS n FROM tracks WHERE run_id = ? AND kind IN ('tensorcore', 'sparsecore')",
-                          [ctx.run_id])[0]["n"]:  # fmt: skip
-        result.notes.append("no TensorCore or SparseCore tracks: idle gaps are measured on device cores")
+    waits = device_wait.waits(ctx)
+    if (
+        not waits
+        and not ctx.store.rows(
+            "SELECT count(*) AS n FROM tracks WHERE run_id = ? AND kind IN ('tensorcore', 'sparsecore')", [ctx.run_id]
+        )[0]["n"]
+    ):
+        result.notes.append("no device tracks (TensorCore, SparseCore, GPU or a CPU running XLA ops): idle gaps "
+                            "are measured on devices")  # fmt: skip
     result.figures = {"gaps": table.num_rows, "tensorcore": causes(ctx, "tensorcore"),
                       "sparsecore": causes(ctx, "sparsecore")}  # fmt: skip
+    if waits:
+        result.figures["device"] = waits
+        if f := device_wait.host_bound_finding(ctx, waits):
+            result.findings.append(f)
     result.tables["idle_by_step"] = ctx.store.query(
         "SELECT step, chip, track_kind, cause, count(*) AS gaps, sum(gap_ps)::BIGINT AS gap_ps FROM t GROUP BY ALL ORDER BY ALL",
         t=table,

@@ -55,6 +55,9 @@ def analyze(ctx: RunContext) -> Analysis:
     )
     tc = sum(r["tc"] for r in chips)
     sc = sum(r["sc"] for r in chips)
+    if not tc and not sc:  # steps on other devices (a GPU, a CPU): nothing to overlap
+        result.notes.append("no TensorCore or SparseCore op events inside steps")
+        return result
     ov = sum(r["ov"] for r in chips)
     total = sum(r["total"] for r in chips) or 1
     share = ov / sc if sc else 0.0

@@ -21,7 +21,8 @@ import pyarrow as pa
 from analyzers import _sweep
 
 # Priority order of the wall-time split (first wins), as in the PyTorch profiler's
-# split: device compute, then collectives, then SparseCore work, then the host.
+# split: device compute, then collectives, then SparseCore work, then the host. The device_*
+# categories are other devices' (a GPU, a CPU running XLA ops: profiler/xplane_kinds.py).
 CATEGORIES = (
     "tc_forward",
     "tc_backward",
@@ -31,6 +32,9 @@ CATEGORIES = (
     "sc_backward",
     "sc_collective",
     "sc_other",
+    "device_compute",
+    "device_collective",
+    "device_memcpy",
     "host_to_device",
     "host_preprocess",
     "host_other",

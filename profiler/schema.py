@@ -110,7 +110,11 @@ TABLES: tuple[Table, ...] = (
             Col("track_id", "INTEGER", "Id within the run."),
             Col("plane", "VARCHAR", "XProf plane, e.g. /device:TPU:0 SparseCore 1 or /host:CPU."),
             Col("line", "VARCHAR", "XProf line, e.g. Sparse Core Ops, XLA Ops, Steps; counter name for counters."),
-            Col("kind", "VARCHAR", "host, tensorcore, sparsecore, sc_tile or counter."),
+            Col(
+                "kind",
+                "VARCHAR",
+                "host, tensorcore, sparsecore, sc_tile, gpu, cpu (a CPU running XLA ops), device or counter.",
+            ),
             Col("chip", "INTEGER", "Chip index; -1 for the host."),
             Col("core", "INTEGER", "SparseCore or TensorCore index on the chip; -1 if none."),
             Col("tile", "INTEGER", "SparseCore tile; -1 if none."),

@@ -150,7 +150,12 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
         spaces.append((path, lite, hosts))
         digests.append(hashlib.sha1(data).digest())
     multi = len(spaces) > 1
-    prefixes = [f"{hosts[0] if hosts else stem(path)} " if multi else "" for path, _, hosts in spaces]
+    # A host is named by its XSpace's hostname, or by its file (XProf's `<host>.xplane.pb`) where
+    # hostnames are missing or shared (processes of one machine).
+    names = [hosts[0] if hosts else stem(path) for path, _, hosts in spaces]
+    if len(set(names)) < len(names):
+        names = [stem(path) for path, _, _ in spaces]
+    prefixes = [f"{name} " if multi else "" for name in names]
     chk.check_files(files, digests, [[pre + p.name for p in sp[1]] for pre, sp in zip(prefixes, spaces, strict=True)])
     origins = [(path, p.name, ln) for path, lite, _ in spaces for p in lite if p.name != SCPROF_PLANE
                for ln in p.lines if ln.events]  # fmt: skip

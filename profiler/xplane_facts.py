@@ -109,7 +109,7 @@ def run_facts(d, files: list[str], name: str, digests: list[bytes]) -> dict:
     for dg in digests:
         h.update(dg)
     run_uuid = s.get(RUN_UUID) or str(uuidlib.UUID(bytes=h.digest()[:16], version=5))
-    chips = {r["chip"] for r in d.tracks.rows if r["kind"] in ("tensorcore", "sparsecore")}
+    chips = {r["chip"] for r in d.tracks.rows if r["kind"] in ("tensorcore", "sparsecore", "gpu", "cpu", "device")}
     scs = {r["core"] for r in d.tracks.rows if r["kind"] == "sparsecore"}
     dev = _device_stats(files[0], d.plane_stats, d.plane_kinds)
     dtype = str(dev.get(DEVICE_TYPE_STAT) or "")

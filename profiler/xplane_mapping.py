@@ -17,7 +17,8 @@ from profiler.trace_fields import STRING, TYPED_FIELDS
 # (a word of letters may stand before M), the host `/host:CPU`.
 TPU_PLANE_RE = re.compile(r"^/device:TPU:(\d+)$")
 SC_PLANE_RE = re.compile(r"^/device:TPU:(\d+) SparseCore(?: [a-zA-Z]+)? (\d+)$")
-DEVICE_PLANE_RE = re.compile(r"^/device:[A-Za-z_]+:(\d+)")  # any other device (`/device:GPU:N`)
+GPU_PLANE_RE = re.compile(r"^/device:GPU:(\d+)")  # a GPU (its lines: one per stream)
+DEVICE_PLANE_RE = re.compile(r"^/device:[A-Za-z_]+:(\d+)")  # any other (custom) device
 HOST_PLANE_PREFIX = "/host:"
 HOST_PLANE = "/host:CPU"
 SCPROF_PLANE = "/host:scprof"  # a line-less plane holding the run's own facts (written by the export)
@@ -48,8 +49,10 @@ def plane_kind(name: str) -> tuple[str, int, int]:
         return "tensorcore", plane_number(m[1]), 0
     if name.startswith(HOST_PLANE_PREFIX):
         return "host", -1, -1
+    if m := GPU_PLANE_RE.match(name):
+        return "gpu", plane_number(m[1]), 0
     if m := DEVICE_PLANE_RE.match(name):
-        return "unknown", plane_number(m[1]), -1
+        return "device", plane_number(m[1]), 0
     return "unknown", -1, -1
 
 

@@ -34,7 +34,8 @@ from profiler.xplane_checks import NULL
 from profiler.xplane_decode import Decoded, decode_files
 from profiler.xplane_facts import run_facts
 from profiler.xplane_files import check_path, find_runs, is_xplane_path  # noqa: F401 - trace_to_store's
-from profiler.xplane_mapping import TYPED_FIELDS
+from profiler.xplane_kinds import classify, host_prefix
+from profiler.xplane_mapping import HOST_PLANE_PREFIX, TYPED_FIELDS
 
 
 def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arrow) -> dict:
@@ -52,6 +53,7 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     only_marker = ev.pop("only_marker")
     ev["is_step_line"] = ev["is_step_line"] | only_marker
     chk.check_totals(files[0], ev)
+    classify(d, ev)
     step, markers = _steps(d, ev, files[0])
     keep = ~only_marker
     new_id = np.cumsum(keep) - 1
@@ -157,4 +159,31 @@ def _steps(d: Decoded, ev: dict[str, np.ndarray], files_hint: str) -> tuple[np.n
             k = np.searchsorted(ms, ev["start_ps"][sel], side="right") - 1
             ok = (k >= 0) & (ev["start_ps"][sel] < ms[np.maximum(k, 0)] + md[np.maximum(k, 0)])
             step[sel[ok]] = mstep[k[ok]]
+    _host_steps(d, ev, step, markers)
     return step, markers
+
+
+def _host_steps(d: Decoded, ev: dict[str, np.ndarray], step: np.ndarray, markers: dict[str, np.ndarray]) -> None:
+    """An event of a plane without step markers of its own (a GPU's streams) takes the step of its
+    host's step marker around its start: the device work a host step launched belongs to it."""
+    todo = step == NULL
+    if not todo.any() or not len(markers["start_ps"]):
+        return
+    plane_name = d.strings.values
+    own = set(np.unique(markers["plane"]).tolist())
+    host_planes = {}  # host prefix -> its host planes that hold markers
+    for p in own:
+        if HOST_PLANE_PREFIX in plane_name[p]:
+            host_planes.setdefault(host_prefix(plane_name[p]), []).append(p)
+    for plane in np.unique(ev["plane_id"][todo]).tolist():
+        src = host_planes.get(host_prefix(plane_name[plane]))
+        if plane in own or not src:
+            continue
+        pm = np.isin(markers["plane"], src)
+        order = np.argsort(markers["start_ps"][pm], kind="stable")
+        ms = markers["start_ps"][pm][order]
+        me, mstep = (ms + markers["dur_ps"][pm][order]), markers["step"][pm][order]
+        sel = np.flatnonzero(todo & (ev["plane_id"] == plane))
+        k = np.searchsorted(ms, ev["start_ps"][sel], side="right") - 1
+        ok = (k >= 0) & (ev["start_ps"][sel] < me[np.maximum(k, 0)])
+        step[sel[ok]] = mstep[k[ok]]

@@ -62,10 +62,19 @@ def runs(db) -> dict[str, dict]:
 def reference_step_times(store: Store, run_id: int) -> dict[int, tuple[int, int, bool]]:
     """{step: (start_ps, dur_ps, counted)} in plain Python, from the rule in profiler/stdlib:
     each device chip's step from its TensorCore `Steps` markers, else its other step markers,
-    else the extent of its events of the step; the host only in runs without device chips; a
-    step's time is its longest chip's; all but the first and last step count, given 5 or more."""
-    chip_of = {r["track_id"]: r for r in store.rows("SELECT * FROM tracks WHERE run_id = ?", [run_id])}
+    else its host's step markers, else the extent of its events of the step; the host only in
+    runs without device chips; a step's time is its longest chip's; all but the first and last
+    step count, given 5 or more. A track's host is its plane name's part before `/host:` or
+    `/device:`."""
+    tracks = store.rows("SELECT * FROM tracks WHERE run_id = ?", [run_id])
+    chip_of = {r["track_id"]: r for r in tracks}
+
+    def host(plane: str) -> str:
+        cut = [i for i in (plane.find("/host:"), plane.find("/device:")) if i >= 0]
+        return plane[: min(cut)] if cut else ""
+
     spans: dict = defaultdict(dict)  # (chip, rank) -> {step: [start, end]}
+    host_marks: dict = defaultdict(list)  # host -> [(step, start, end)]
 
     def widen(key, step, start, end):
         s = spans[key].setdefault(step, [start, end])
@@ -75,10 +84,16 @@ def reference_step_times(store: Store, run_id: int) -> dict[int, tuple[int, int,
         t = chip_of[m["track_id"]]
         rank = 4 if t["chip"] < 0 else (1 if t["line"] == "Steps" else 2)
         widen((t["chip"], rank), m["step"], m["start_ps"], m["start_ps"] + m["dur_ps"])
+        if t["chip"] < 0:
+            host_marks[host(t["plane"])].append((m["step"], m["start_ps"], m["start_ps"] + m["dur_ps"]))
+    for t in tracks:
+        if t["chip"] >= 0 and t["kind"] != "counter":
+            for step, start, end in host_marks.get(host(t["plane"]), []):
+                widen((t["chip"], 3), step, start, end)
     for e in store.rows("SELECT track_id, step, start_ps, dur_ps FROM events WHERE run_id = ? AND step IS NOT NULL",
                         [run_id]):  # fmt: skip
         chip = chip_of[e["track_id"]]["chip"]
-        widen((chip, 5 if chip < 0 else 3), e["step"], e["start_ps"], e["start_ps"] + e["dur_ps"])
+        widen((chip, 5 if chip < 0 else 3.5), e["step"], e["start_ps"], e["start_ps"] + e["dur_ps"])
     chips = {chip for chip, _ in spans}
     if any(c >= 0 for c in chips):
         chips = {c for c in chips if c >= 0}

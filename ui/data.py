@@ -169,6 +169,32 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
     return kpis
 
 
+CHIP_PREFIX = {
+    "tensorcore": "TPU",
+    "sparsecore": "TPU",
+    "sc_tile": "TPU",
+    "gpu": "GPU",
+    "cpu": "CPU",
+    "device": "device",
+}
+
+
+def chip_names(store: Store, run_id: int) -> dict[int, str]:
+    """Each device chip's label by its kind: TPU:0, GPU:1, CPU:0 (a CPU running XLA ops), device:2."""
+
+    def compute() -> dict[int, str]:
+        rows = store.rows("SELECT chip, min(kind) AS kind FROM tracks WHERE run_id = ? AND chip >= 0 "
+                          "AND kind <> 'counter' GROUP BY chip", [run_id])  # fmt: skip
+        return {r["chip"]: f"{CHIP_PREFIX.get(r['kind'], 'TPU')}:{r['chip']}" for r in rows}
+
+    return run_memo(store, run_id, "chip_names", (), compute)
+
+
+def chip_name(names: dict[int, str], chip: int) -> str:
+    """A chip's label from chip_names (TPU:N for a chip the run's tracks do not name)."""
+    return names.get(chip, f"TPU:{chip}")
+
+
 def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[dict[str, Any]]:
     return run_memo(
         store,

@@ -59,7 +59,8 @@ FROM step_minibatches WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
 
 # timeline_tracks: the tracks of a run that hold events or step markers, with how many (from the
 # timeline summary, which holds each event or marker once: binned when short, whole when long),
-# in display order: host first, then per chip TensorCore lines, then SparseCores and tiles.
+# in display order: device chips first (per chip its TensorCore lines, SparseCores and tiles, or a GPU's
+# streams, a CPU's XLA threads), then the host.
 TIMELINE_TRACKS = """
 WITH n AS (
     SELECT track_id, sum(n)::BIGINT AS n FROM (
@@ -71,7 +72,7 @@ WITH n AS (
 SELECT t.track_id, t.plane, t.line, t.kind, t.chip, t.core, t.tile, n.n
 FROM tracks t JOIN n USING (track_id)
 WHERE t.run_id = $run AND t.kind <> 'counter'
-ORDER BY t.chip, CASE t.kind WHEN 'host' THEN 0 WHEN 'tensorcore' THEN 1 WHEN 'sparsecore' THEN 2 ELSE 3 END,
+ORDER BY t.chip < 0, t.chip, CASE t.kind WHEN 'tensorcore' THEN 1 WHEN 'sparsecore' THEN 2 WHEN 'host' THEN 4 ELSE 3 END,
          t.plane, t.core, t.tile,
          CASE WHEN t.line LIKE '%Steps' THEN 0 WHEN t.line LIKE '%Modules' THEN 1 WHEN t.line LIKE '%Ops' THEN 2 ELSE 3 END,
          t.line

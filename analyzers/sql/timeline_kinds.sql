@@ -12,8 +12,9 @@ SELECT t.track_id, u.category_id, t.chip,
        CASE coalesce(c.value, t.default_category)
            WHEN 'tc_forward' THEN 0 WHEN 'tc_backward' THEN 1 WHEN 'tc_collective' THEN 2
            WHEN 'tc_other' THEN 3 WHEN 'sc_forward' THEN 4 WHEN 'sc_backward' THEN 5
-           WHEN 'sc_collective' THEN 6 WHEN 'sc_other' THEN 7 WHEN 'host_to_device' THEN 8
-           WHEN 'host_preprocess' THEN 9 ELSE 10 END::TINYINT AS priority,
+           WHEN 'sc_collective' THEN 6 WHEN 'sc_other' THEN 7 WHEN 'device_compute' THEN 8
+           WHEN 'device_collective' THEN 9 WHEN 'device_memcpy' THEN 10 WHEN 'host_to_device' THEN 11
+           WHEN 'host_preprocess' THEN 12 ELSE 13 END::TINYINT AS priority,
        CASE WHEN t.line NOT IN ('XLA Ops', 'Sparse Core Ops') THEN -1
             WHEN t.track_kind = 'tensorcore' THEN 0 WHEN t.track_kind = 'sparsecore' THEN 1 ELSE -1 END::TINYINT AS core_kind
 FROM {op_tracks} t CROSS JOIN used u

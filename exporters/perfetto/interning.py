@@ -30,7 +30,19 @@ EXACT_ARGS = ("start_ps", "dur_ps", "ts_ps")
 # Prefix for event_args keys that collide with the names above.
 ARGS_PREFIX = "args."
 # Interned categories: the kind of the event's track; `step` for step markers.
-CATEGORIES = ("host", "tensorcore", "sparsecore", "sc_tile", "counter", "unknown", "step", "breakdown")
+CATEGORIES = (
+    "host",
+    "tensorcore",
+    "sparsecore",
+    "sc_tile",
+    "counter",
+    "unknown",
+    "step",
+    "breakdown",
+    "gpu",
+    "cpu",
+    "device",
+)
 STEP_CATEGORY = "step"
 # The per-chip track of the step-time breakdown (analyzers.breakdown): its slices split each
 # step window into the wall-time categories of analyzers.timeline, in their priority order.

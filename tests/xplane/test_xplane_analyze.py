@@ -1,9 +1,10 @@
 """`scprof analyze` on imported XProf captures: it runs, and says which analyses the capture cannot feed.
 
 The committed JAX captures come from the CPU: host planes only, steps marked by
-`StepTraceAnnotation` (step_num), no TensorCore/SparseCore planes, no SparseCore
-partition statistics, no HBM counters. Every analyzer must run and name what is
-missing instead of reporting figures it never measured (e.g. "0 IDs dropped").
+`StepTraceAnnotation` (step_num), XLA ops on the CPU client's threads (the CPU device,
+profiler/xplane_kinds.py), no SparseCore partition statistics, no HBM counters. Every
+analyzer must run and name what is missing instead of reporting figures it never
+measured (e.g. "0 IDs dropped"); the step breakdown is measured on the CPU device.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from tests.xplane.synth import tpu_space
 
 # Analyzer -> words its note must carry for a host-only CPU capture.
 LACKING_ON_CPU = {
-    "breakdown": "no TensorCore or SparseCore tracks",
-    "idle_gaps": "no TensorCore or SparseCore tracks",
     "overlap": "no TensorCore or SparseCore op events",
     "minibatching": "sc_partition_stats",
     "id_dropping": "sc_partition_stats",
@@ -45,13 +44,15 @@ def test_analyze_a_jax_cpu_capture_names_what_it_lacks(tmp_path, capsys, path):
     for name, words in LACKING_ON_CPU.items():
         assert any(words in n for n in report["notes"].get(name, [])), (name, report["notes"].get(name))
     assert "id_dropping" not in report["figures"]  # not measured, so no "0 dropped"
-    # the host's step time (the store's step_times: host step markers), but no split by category,
-    # which is measured on device chips
+    # the host's step time (host step markers give the CPU device's steps) split by category on
+    # the CPU device: its XLA ops, the host's work while it idles
     b = report["figures"]["breakdown"]
-    assert "share" not in b and b["steps"] >= 3 and b["step_ps_mean"] > 0
+    assert b["steps"] >= 3 and b["step_ps_mean"] > 0
+    assert b["share"]["device_compute"] > 0 and sum(b["share"].values()) == pytest.approx(1.0)
+    assert "breakdown" not in report["notes"] and "idle_gaps" not in report["notes"]
     text = _analyze(capsys, db, "jax")
     assert "Not analysed (data the run lacks):" in text
-    assert "steps marked on the host" in text
+    assert "device_compute" in text
     for name in LACKING_ON_CPU:
         assert f"  - {name}: " in text
 

@@ -33,8 +33,20 @@ def test_jax_capture_ingests_what_the_file_holds(path, pb):
         assert run["steps"] == len(want["steps"])
         markers = st.rows("SELECT step FROM steps ORDER BY step")
         assert [m["step"] for m in markers] == sorted(want["steps"])
-        kinds = st.rows("SELECT DISTINCT kind, chip, core FROM tracks")
-        assert kinds == [{"kind": "host", "chip": -1, "core": -1}]
+        # The threads that run XLA ops (an hlo_op stat, read here with the protobuf classes) are the
+        # CPU device, chip 0; the others are the host's.
+        space = read_space(pb)
+        xla_lines = set()
+        for plane in space.planes:
+            hlo = {i for i, m in plane.stat_metadata.items() if m.name == "hlo_op"}
+            for ln in plane.lines:
+                if any(s.metadata_id in hlo for e in ln.events for s in e.stats):
+                    xla_lines.add(ln.name)
+        assert xla_lines
+        kinds = {(t["line"], t["kind"], t["chip"], t["core"]) for t in st.rows("SELECT * FROM tracks")}
+        assert kinds == {(ln, "cpu", 0, 0) if ln in xla_lines or "XLA" in ln else (ln, "host", -1, -1)
+                         for ln, *_ in kinds}  # fmt: skip
+        assert {k for _, k, *_ in kinds} == {"cpu", "host"}
         # Stats that are not typed columns are kept as arguments, none dropped.
         keys = {r["key"] for r in st.rows("SELECT DISTINCT key FROM event_args")}
         assert {"hlo_op", "hlo_module", "program_id"} <= keys

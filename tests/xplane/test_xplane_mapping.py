@@ -94,7 +94,8 @@ def test_plane_kind_reads_xprof_plane_names():
     assert m.plane_kind("/device:TPU:0 SparseCore Lite 2") == ("sparsecore", 0, 2)
     assert m.plane_kind(m.HOST_PLANE) == ("host", -1, -1)
     assert m.plane_kind(m.SCPROF_PLANE) == ("host", -1, -1)
-    assert m.plane_kind("/device:GPU:7") == ("unknown", 7, -1)
+    assert m.plane_kind("/device:GPU:7") == ("gpu", 7, 0)
+    assert m.plane_kind("/device:CUSTOM:3") == ("device", 3, 0)
     assert m.plane_kind("Task Environment") == ("unknown", -1, -1)
     assert m.plane_kind("/device:TPU:" + "9" * 13)[1] > (1 << 31)  # refused later by check_plane_ids
 

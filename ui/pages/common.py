@@ -60,11 +60,18 @@ def steps_slider(id: str, bounds: tuple[int, int] | None, value: tuple[int, int]
     )
 
 
-def chips_checklist(id: str, chips: list[int], value: list[int]) -> html.Label:
+def chips_checklist(id: str, chips: list[int], value: list[int], names: dict[int, str] | None = None) -> html.Label:
+    """A chip per box, labelled by its kind (`names`: ui.data.chip_names; TPU:N by default)."""
+    names = names or {}
     return html.Label(
         [
             "chips",
-            dcc.Checklist(id=id, options=[{"label": f"TPU:{c}", "value": c} for c in chips], value=value, inline=True),
+            dcc.Checklist(
+                id=id,
+                options=[{"label": names.get(c, f"TPU:{c}"), "value": c} for c in chips],
+                value=value,
+                inline=True,
+            ),  # fmt: skip
         ],
         className="control",
     )

@@ -44,6 +44,7 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
 def render_overview(store: Store, st: dict[str, Any]) -> Any:
     """KPIs from SQL, step time per step, per-chip step time (fast on any run size)."""
     run, steps = st["run"], tuple(st["steps"])
+    names = D.chip_names(store, run)
     kpis = D.overview_kpis(store, run, steps)
     tiles = [R.kpi(k.label, format_value(k.value, k.unit), k.detail) for k in kpis]
     st_times = D.step_times(store, run, steps)
@@ -68,7 +69,7 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
             )
             cf.add_trace(
                 go.Bar(
-                    x=[f"TPU:{c['chip']}" for c in chips],
+                    x=[D.chip_name(names, c["chip"]) for c in chips],
                     y=[c["mean_step_ps"] / scale for c in chips],
                     hovertemplate=f"%{{x}}<br>mean %{{y:.4g}} {unit}<extra></extra>",
                     marker_color="#1e88e5",
@@ -84,6 +85,7 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
 def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
     """The analyzers' part of the Overview: wall-time split per step and chip, idle share, top findings."""
     run, steps = st["run"], tuple(st["steps"])
+    names = D.chip_names(store, run)
     report = D.analysis(store, run)
     parts: list[Any] = []
     extra = D.analysis_kpis(report)
@@ -123,7 +125,7 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
         for cat, vals in bd["per_chip"].items():
             cf.add_trace(
                 go.Bar(
-                    x=[f"TPU:{c}" for c in bd["chips"]],
+                    x=[D.chip_name(names, c) for c in bd["chips"]],
                     y=np.asarray(vals) / scale,
                     name=cat,
                     marker_color=R.CATEGORY_COLORS.get(cat),

@@ -40,7 +40,7 @@ def layout_timeline(store: Store, st: dict[str, str]) -> Any:
         [
             controls(
                 run_dropdown("timeline-run", store, run),
-                chips_checklist("timeline-chips", chips, chosen),
+                chips_checklist("timeline-chips", chips, chosen, D.chip_names(store, run)),
                 steps_slider("timeline-steps", bounds, steps),
             ),
             html.Div(

@@ -1,0 +1,173 @@
+"""What a GPU, a CPU running XLA ops or another device waits for inside its steps.
+
+On these devices (profiler/xplane_kinds.py: real captures) a step is its host's step, and
+the device is idle for every instant the step breakdown (analyzers/breakdown.py) gives to no
+device category: device work outranks host work in the split, so the split's host
+categories *are* the device's idle time, classed by what the host did meanwhile:
+
+    host_preprocess  the host ran input work (reading, preprocessing, an input iterator):
+                     the device waited for its input, the host-bound case
+    host_to_device   only a host-to-device copy ran: the device waited for the transfer
+    host_other       the host ran other work (dispatch, launches, the training loop)
+    idle             nothing anywhere
+
+Shares are of the counted steps' device time (step_times.counted), summed over the chips.
+
+What the host ran is not always what the device waited for: input work prepared ahead (a
+prefetching thread pool) runs during the device's idle time without holding it up. The
+host-bound figure, host_input_wait_share, counts only input work the device *awaited*: in
+each idle gap of a chip (no device op active, inside a counted step), the input events that
+ended inside the gap, from the first one's start (or the gap's) to the last one's end.
+TensorCore and SparseCore gaps have their own, op-by-op attribution (analyzers/idle_gaps.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from analyzers.breakdown import counted_rows, step_breakdown
+from analyzers.context import RunContext
+from analyzers.findings import Finding
+
+DEVICE_KINDS = ("gpu", "cpu", "device")
+DEVICE_CATEGORIES = ("device_compute", "device_collective", "device_memcpy")
+WAIT_CAUSES = {"host_preprocess": "host_input", "host_to_device": "input_transfer", "host_other": "host_other",
+               "idle": "idle"}  # fmt: skip  # breakdown category -> cause of the device's wait
+HOST_INPUT_SHARE = 0.05  # device time spent waiting for host input above this share is a finding
+
+
+def device_chips(ctx: RunContext) -> list[int]:
+    """The run's chips that are GPUs, CPUs running XLA ops or other non-TPU devices."""
+    rows = ctx.store.rows("SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND kind IN ('gpu', 'cpu', 'device') "
+                          "ORDER BY chip", [ctx.run_id])  # fmt: skip
+    return [r["chip"] for r in rows]
+
+
+def waits(ctx: RunContext) -> dict | None:
+    """Device time, busy share and wait shares by cause over the counted steps (None: no such device)."""
+    chips = device_chips(ctx)
+    if not chips:
+        return None
+    split = counted_rows(step_breakdown(ctx), ctx.step_times())
+    split = split.filter(pc.is_in(split.column("chip"), value_set=pa.array(chips, split.column("chip").type)))
+    total = int(pc.sum(split.column("dur_ps")).as_py() or 0)
+    by_cat = {c: 0 for c in (*DEVICE_CATEGORIES, *WAIT_CAUSES)}
+    for cat, dur in zip(split.column("category").to_pylist(), split.column("dur_ps").to_pylist(), strict=True):
+        by_cat[cat] = by_cat.get(cat, 0) + dur  # a row per (chip, step, category): few
+    share = {c: (d / total if total else 0.0) for c, d in by_cat.items()}
+    awaited = awaited_input_ps(ctx, chips)
+    return {
+        "chips": chips,
+        "device_ps": total,
+        "busy_share": sum(share[c] for c in DEVICE_CATEGORIES),
+        "wait_share": {cause: share[cat] for cat, cause in WAIT_CAUSES.items()},
+        "host_input_wait_ps": awaited,
+        "host_input_wait_share": awaited / total if total else 0.0,
+    }
+
+
+def awaited_input_ps(ctx: RunContext, chips: list[int]) -> int:
+    """Device idle time spent awaiting host input, summed over `chips` and the counted steps' windows."""
+    run = int(ctx.run_id)
+    windows = ctx.store.query(
+        f"""SELECT w.chip, w.start_ps, w.end_ps FROM {ctx.temp("step_windows")} w
+            JOIN step_times s ON s.run_id = {run} AND s.step = w.step WHERE s.counted ORDER BY w.chip, w.start_ps"""
+    )
+    ops = ctx.store.query(
+        f"""SELECT chip, start_ps, end_ps FROM {ctx.temp("op_events")}
+            WHERE chip >= 0 AND category IN ('device_compute', 'device_collective', 'device_memcpy', 'host_to_device')
+            ORDER BY chip, start_ps"""
+    )
+    inputs = ctx.store.query(f"SELECT start_ps, end_ps FROM {ctx.temp('op_events')} "
+                             "WHERE category = 'host_preprocess' ORDER BY end_ps")  # fmt: skip
+    i_start, i_end = inputs.column("start_ps").to_numpy(), inputs.column("end_ps").to_numpy()
+    total = 0
+    for chip in chips:
+        w = windows.filter(pc.equal(windows.column("chip"), chip))
+        o = ops.filter(pc.equal(ops.column("chip"), chip))
+        g_start, g_end = idle_gaps(o.column("start_ps").to_numpy(), o.column("end_ps").to_numpy(),
+                                   w.column("start_ps").to_numpy(), w.column("end_ps").to_numpy())  # fmt: skip
+        # Each input event ending inside a gap (start, end] was awaited by it.
+        k = np.searchsorted(g_start, i_end, side="left") - 1
+        inside = (k >= 0) & (i_end <= g_end[np.maximum(k, 0)]) & (i_end > g_start[np.maximum(k, 0)])
+        first = np.full(len(g_start), np.iinfo(np.int64).max)
+        last = np.zeros(len(g_start), np.int64)
+        np.minimum.at(first, k[inside], i_start[inside])
+        np.maximum.at(last, k[inside], i_end[inside])
+        has = last > 0
+        total += int((last[has] - np.maximum(first[has], g_start[has])).sum())
+    return total
+
+
+def idle_gaps(op_start: np.ndarray, op_end: np.ndarray, w_start: np.ndarray, w_end: np.ndarray):
+    """(start, end) of the instants inside the windows (sorted, disjoint) where no op is active."""
+    order = np.argsort(op_start, kind="stable")
+    s, e = op_start[order], np.maximum.accumulate(op_end[order]) if len(op_end) else op_end
+    # busy intervals: a new one starts where an op starts after every earlier op ended
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > e[:-1]
+    b_start = s[new]
+    b_end = e[np.r_[np.flatnonzero(new)[1:] - 1, len(s) - 1]] if len(s) else e
+    # idle = each window minus the busy intervals: the complement's pieces, clipped to windows
+    edges_s = np.concatenate([[np.iinfo(np.int64).min], b_end])
+    edges_e = np.concatenate([b_start, [np.iinfo(np.int64).max]])
+    gs, ge = [], []
+    lo = np.searchsorted(edges_e, w_start, side="right")  # first free piece that ends after the window starts
+    hi = np.searchsorted(edges_s, w_end, side="left")  # pieces that start before the window ends
+    counts = np.maximum(hi - lo, 0)
+    idx = np.repeat(lo, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+    win = np.repeat(np.arange(len(w_start)), counts)
+    gs = np.maximum(edges_s[idx], w_start[win])
+    ge = np.minimum(edges_e[idx], w_end[win])
+    keep = ge > gs
+    return gs[keep], ge[keep]
+
+
+def host_input_events(ctx: RunContext, limit: int = 3) -> list[dict]:
+    """The host input work of the counted steps, by name, longest first (what the device waited for)."""
+    return ctx.store.rows(
+        f"""SELECT e.name, count(*) AS events, sum(e.dur_ps)::BIGINT AS total_ps
+            FROM {ctx.temp("op_events")} e JOIN step_times s ON s.run_id = {int(ctx.run_id)} AND s.step = e.step
+            WHERE e.category = 'host_preprocess' AND s.counted
+            GROUP BY e.name ORDER BY total_ps DESC, e.name LIMIT {int(limit)}"""
+    )
+
+
+def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:
+    """The host-bound finding when the device waits for host input more than HOST_INPUT_SHARE."""
+    share = w["host_input_wait_share"]
+    if share <= HOST_INPUT_SHARE:
+        return None
+    top = host_input_events(ctx)
+    named = ", ".join(r["name"] for r in top) or "host input work"
+    steps = ctx.step_times()
+    return Finding(
+        rule="host_bound",
+        severity="critical" if share > 0.2 else "warning",
+        title=f"Host-bound input: the device waits for host input {share:.0%} of each step",
+        metric="host_wait_share",
+        value=share,
+        unit="share of device step time",
+        recommendation=(
+            f"The device sits idle while the host prepares the next batch ({named}). Prefetch: prepare "
+            "batches ahead of the training loop in background threads or processes (a thread pool, "
+            "tf.data prefetch, a grain/DataLoader with workers); use more input workers; or make the "
+            "preprocessing cheaper (vectorise it, move it to the device, cache its results)."
+        ),
+        evidence={
+            "device_busy_share": w["busy_share"],
+            "host_input_wait_ps": w["host_input_wait_ps"],
+            "wait_share": w["wait_share"],
+            "device_ps": w["device_ps"],
+            "host_input_events": top,
+            "counted_steps": int(pc.sum(steps.column("counted")).as_py() or 0),
+        },
+        entities={"chips": w["chips"], "steps": pc.filter(steps.column("step"), steps.column("counted")).to_pylist()},
+        evidence_sql=(
+            "-- host input work inside the counted steps (the device's idle time while it ran)\n"
+            f"SELECT name, count(*) AS events, sum(dur_ps) AS total_ps FROM slices WHERE run_id = {int(ctx.run_id)} "
+            "AND category = 'host_preprocess' GROUP BY name ORDER BY total_ps DESC"
+        ),
+    )
