@@ -14,6 +14,7 @@ from analyzers import (
     idle_gaps,
     memory,
     minibatching,
+    op_profile,
     overlap,
     skew,
     stacking,
@@ -34,6 +35,7 @@ ANALYZERS: tuple[ModuleType, ...] = (
     memory,
     debug_checks,
     stacking,
+    op_profile,
 )
 
 

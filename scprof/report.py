@@ -50,6 +50,14 @@ def render_report(report: RunReport) -> str:
         if "share" in f:
             shares = sorted(f["share"].items(), key=lambda kv: -kv[1])
             out.append("time split " + "  ".join(f"{k} {v:.1%}" for k, v in shares if v >= 0.001))
+    ops = report.analyses.get("ops")
+    device_ops = [r for r in (ops.figures.get("top", []) if ops else []) if not r["category"].startswith("host")]
+    if device_ops:  # each op's share of its kind's device self time
+        top = device_ops[:5]
+        kinds = {r["track_kind"] for r in top}
+        out.append("top ops    " + "  ".join(
+            f"{escape_control(r['name'])} {r['share']:.1%}" + (f" of {r['track_kind']}" if len(kinds) > 1 else "")
+            for r in top) + (f"  (share of {top[0]['track_kind']} self time)" if len(kinds) == 1 else ""))  # fmt: skip
     out.append("")
     if not report.findings:
         lacking = sum(1 for a in report.analyses.values() if a.notes)
