@@ -97,6 +97,7 @@ class Decoded:
     plane_stats: dict[str, dict] = field(default_factory=dict)  # stored plane name -> its stats
     plane_kinds: dict = field(default_factory=dict)  # stored plane name -> track kind
     hostnames: list[str] = field(default_factory=list)
+    host_prefixes: list[str] = field(default_factory=list)  # per file: the prefix of its planes' stored names
     scprof: dict = field(default_factory=dict)  # run facts from an scprof-written file, else {}
     n_events: int = 0  # events decoded so far (rows of the `events` parts)
 
@@ -164,7 +165,7 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
     chk.check_line_count(files[0] if len(files) == 1 else os.path.dirname(files[0]), len(origins))
     for path, pname, ln in origins:
         chk.check_timestamp(f"{path}: plane {pname!r} line {line_name(ln)!r}", ln.timestamp_ns)
-    d = Decoded(min(ln.timestamp_ns for _, _, ln in origins), digests)
+    d = Decoded(min(ln.timestamp_ns for _, _, ln in origins), digests, host_prefixes=prefixes)
     jobs = [(f"{path}: plane {plane.name!r} line {line_name(line)!r}", line.events)
             for path, lite, _ in spaces for plane in lite if plane.name != SCPROF_PLANE
             for line in plane.lines if line.events]  # fmt: skip

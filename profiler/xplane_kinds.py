@@ -23,7 +23,6 @@ import re
 import numpy as np
 
 from profiler.xplane_checks import NULL
-from profiler.xplane_mapping import HOST_PLANE_PREFIX
 
 DEVICE_KINDS = ("tensorcore", "sparsecore", "gpu", "device")  # planes XProf names /device:...
 XLA_OP_STATS = ("hlo_op", "hlo_module")  # stats of an XLA op event (a kernel, a thunk, a CPU op)
@@ -49,13 +48,12 @@ CATEGORY_RULES = {
 }
 
 
-def host_prefix(plane: str) -> str:
-    """The host part of a stored plane name ('' for a single-host capture, else 'hostname ')."""
-    for marker in (HOST_PLANE_PREFIX, "/device:"):
-        i = plane.find(marker)
-        if i >= 0:
-            return plane[:i]
-    return ""
+def host_index(d, plane: str) -> int:
+    """The host (its file's index) of a stored plane name: the file whose host prefix it carries."""
+    for i, prefix in enumerate(d.host_prefixes):
+        if prefix and plane.startswith(prefix):
+            return i
+    return 0
 
 
 def classify(d, ev: dict[str, np.ndarray]) -> None:
@@ -64,9 +62,8 @@ def classify(d, ev: dict[str, np.ndarray]) -> None:
     if d.scprof:
         return
     rows = d.tracks.rows
-    hosts = list(dict.fromkeys(host_prefix(r["plane"]) for r in rows))
-    host_of = {r["track_id"]: hosts.index(host_prefix(r["plane"])) for r in rows}
-    _number_chips(rows, host_of, len(hosts))
+    host_of = {r["track_id"]: host_index(d, r["plane"]) for r in rows}
+    _number_chips(rows, host_of, len(d.host_prefixes))
     xla_op = _xla_op_events(d, len(ev["start_ps"]))
     if not any(r["kind"] in DEVICE_KINDS for r in rows):
         _cpu_devices(rows, host_of, ev, xla_op)

@@ -34,7 +34,7 @@ from profiler.xplane_checks import NULL
 from profiler.xplane_decode import Decoded, decode_files
 from profiler.xplane_facts import run_facts
 from profiler.xplane_files import check_path, find_runs, is_xplane_path  # noqa: F401 - trace_to_store's
-from profiler.xplane_kinds import classify, host_prefix
+from profiler.xplane_kinds import classify, host_index
 from profiler.xplane_mapping import HOST_PLANE_PREFIX, TYPED_FIELDS
 
 
@@ -174,9 +174,9 @@ def _host_steps(d: Decoded, ev: dict[str, np.ndarray], step: np.ndarray, markers
     host_planes = {}  # host prefix -> its host planes that hold markers
     for p in own:
         if HOST_PLANE_PREFIX in plane_name[p]:
-            host_planes.setdefault(host_prefix(plane_name[p]), []).append(p)
+            host_planes.setdefault(host_index(d, plane_name[p]), []).append(p)
     for plane in np.unique(ev["plane_id"][todo]).tolist():
-        src = host_planes.get(host_prefix(plane_name[plane]))
+        src = host_planes.get(host_index(d, plane_name[plane]))
         if plane in own or not src:
             continue
         pm = np.isin(markers["plane"], src)

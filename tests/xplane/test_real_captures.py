@@ -213,3 +213,27 @@ def test_a_gpu_capture_gets_device_tracks_steps_and_the_host_bound_finding(tmp_p
     assert b["share"]["host_preprocess"] == pytest.approx(8_000_000_000 / step_ps)
     (f,) = [f for f in report["findings"] if f["rule"] == "host_bound"]
     assert f["value"] == pytest.approx(8_000_000_000 / step_ps)
+
+
+def test_a_tpu_pod_capture_is_one_run_with_chips_numbered_across_hosts(tmp_path, capsys):
+    from tests.xplane.synth import tpu_space
+
+    run_dir = tmp_path / "plugins" / "profile" / "pod"
+    run_dir.mkdir(parents=True)
+    for h in range(2):
+        space = tpu_space(steps=3)
+        space.hostnames[:] = [f"tpu-host-{h}"]
+        (run_dir / f"tpu-host-{h}.xplane.pb").write_bytes(space.SerializeToString())
+    db = str(tmp_path / "p.duckdb")
+    assert main(["ingest", str(run_dir), "--db", db, "--name", "pod"]) == 0
+    with Store.open(db, read_only=True) as st:
+        chips = {(r["plane"], r["kind"], r["chip"], r["core"]) for r in st.rows(
+            "SELECT DISTINCT plane, kind, chip, core FROM tracks WHERE kind IN ('tensorcore', 'sparsecore')")}  # fmt: skip
+        (run,) = st.rows("SELECT * FROM runs")
+    # each host has chip 0 with its TensorCore and two SparseCores: host 1's becomes chip 1
+    assert chips == {(f"tpu-host-{h} /device:TPU:0{sc}", kind, h, core) for h in range(2)
+                     for sc, kind, core in (("", "tensorcore", 0), (" SparseCore 0", "sparsecore", 0),
+                                            (" SparseCore 1", "sparsecore", 1))}  # fmt: skip
+    assert run["num_chips"] == 2
+    report = _json(capsys, "analyze", "pod", "--db", db, "--json")
+    assert report["figures"]["breakdown"]["steps"] == 3

@@ -150,6 +150,29 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
                 else "No step-time breakdown for this run."
             )
         )
+    ops = report.analyses.get("ops")
+    if ops and ops.figures.get("top"):
+        parts.append(
+            R.section(
+                "Top ops (self time)",
+                R.table(
+                    ops.figures["top"][:10],
+                    [
+                        ("track_kind", "on", "text"),
+                        ("name", "op", "text"),
+                        ("category", "category", "text"),
+                        ("events", "events", "count"),
+                        ("self_ps", "self time", "ps"),
+                        ("total_ps", "total", "ps"),
+                        ("share", "share of its kind", "share"),
+                        ("flops", "FLOPs", "count"),
+                        ("bytes", "bytes", "bytes"),
+                    ],
+                ),  # fmt: skip
+                help_text="XProf's op profile: device work first; self time leaves out ops nested inside; "
+                "the share is of the device's (or the host's) self time. `scprof analyze --json`: figures.ops.",
+            )
+        )
     top = report.findings[:5]
     parts.append(html.H4(f"Top findings ({len(report.findings)} in all)"))
     parts.append(
