@@ -9,6 +9,7 @@ Writers open it read-write (schema created or migrated on open); readers
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -66,6 +67,27 @@ def _temp_stdlib(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"CREATE OR REPLACE TEMP VIEW step_event_extents AS {ALL_STEP_EVENT_EXTENTS_SELECT}")
     for stmt in stdlib_ddl(temp=True):
         con.execute(stmt)
+
+
+# The standard library's SQL the store's views and materialized tables were made with (scprof_meta):
+# when the SQL changes (a new step rule), a writing open recreates the views and refills the
+# materialized ones for every run, and a read-only open reads through TEMP views of the new SQL.
+STDLIB_DIGEST_KEY = "stdlib_sha1"
+
+
+def stdlib_digest() -> str:
+    """SHA-1 of the standard library's view names and SQL."""
+    from profiler.stdlib import STDLIB
+
+    h = hashlib.sha1()
+    for v in STDLIB:
+        h.update(f"{v.name}\n{v.sql}\n".encode())
+    return h.hexdigest()
+
+
+def _stored_digest(con: duckdb.DuckDBPyConnection) -> str | None:
+    rows = con.execute("SELECT value FROM scprof_meta WHERE key = ?", [STDLIB_DIGEST_KEY]).fetchall()
+    return rows[0][0] if rows else None
 
 
 # READ_ONLY_ADAPTERS[v]: what a read-only connection to a store of the older schema version v
@@ -140,6 +162,9 @@ class Store:
                 )
             if adapt is not None:  # on every connection: TEMP views are the connection's own
                 adapt(self.con)
+            elif _stored_digest(self.con) != stdlib_digest():  # made with older standard-library SQL
+                for stmt in stdlib_ddl(temp=True):  # TEMP views shadow the stored views and tables
+                    self.con.execute(stmt)
             missing = missing_typed_columns(self.con)
             if missing:
                 raise StoreError(
@@ -175,6 +200,11 @@ class Store:
                 self.con.execute(f"ALTER TABLE events ADD COLUMN {col.column} {col.sql_type}")
             for stmt in ddl():
                 self.con.execute(stmt)
+            if _stored_digest(self.con) != (digest := stdlib_digest()):  # new step rules: every run afresh
+                from profiler.summaries import fill_materialized
+
+                fill_materialized(self.con)
+                self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES (?, ?)", [STDLIB_DIGEST_KEY, digest])
             self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             self.con.execute("COMMIT")
         except BaseException:

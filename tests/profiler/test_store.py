@@ -11,7 +11,7 @@ from profiler import store as store_module
 from profiler.errors import ScprofError, StoreError
 from profiler.schema import SCHEMA_VERSION, TABLES, VIEWS
 from profiler.stdlib import STDLIB
-from profiler.store import Store
+from profiler.store import STDLIB_DIGEST_KEY, Store, stdlib_digest
 from profiler.trace_to_store import ingest_trace
 from tests.tracekit import record_small, snapshot
 
@@ -30,7 +30,7 @@ def test_schema_version_recorded(tmp_path):
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
         comments = con.execute("SELECT count(*) FROM duckdb_columns() WHERE comment IS NOT NULL").fetchall()[0][0]
-    assert meta == [("schema_version", str(SCHEMA_VERSION))]
+    assert sorted(meta) == [("schema_version", str(SCHEMA_VERSION)), (STDLIB_DIGEST_KEY, stdlib_digest())]
     stored = {v.name for v in STDLIB if v.materialized}  # the standard library's stored views
     assert tables == {t.name for t in TABLES} | stored and views >= {v.name for v in VIEWS}
     assert comments >= sum(len(t.columns) for t in TABLES)  # every column documented in the store itself
@@ -203,3 +203,30 @@ def test_version_1_store_gets_its_summaries_on_first_writable_open(tmp_path):
     with Store.open(str(db)) as store:  # the migration builds the summaries of the runs already there
         assert store.schema_version() == SCHEMA_VERSION
         assert {t.name: store.rows(f"SELECT * FROM {t.name} ORDER BY ALL") for t in SUMMARY_TABLES} == fresh
+
+
+def test_a_store_made_with_older_step_rules_is_read_with_the_new_ones(tmp_path):
+    # A store whose standard-library SQL is older than this scprof's (a step rule changed): its
+    # stored step_times rows are stale. Read-only, TEMP views of the new SQL answer (the file
+    # unchanged); a writing open refills the stored rows for every run.
+    from scprof.cli import main
+    from tests.xplane.helpers import JAX_SMALL
+
+    db = str(tmp_path / "s.duckdb")
+    assert main(["ingest", JAX_SMALL, "--db", db]) == 0
+    with Store.open(db, read_only=True) as store:
+        want = store.rows("SELECT * FROM step_times ORDER BY step")
+    with duckdb.connect(db) as con:  # as an older scprof left it
+        con.execute("UPDATE step_times SET dur_ps = 1")
+        con.execute("UPDATE scprof_meta SET value = 'old' WHERE key = ?", [STDLIB_DIGEST_KEY])
+    before = (tmp_path / "s.duckdb").read_bytes()
+    with Store.open(db, read_only=True) as store:
+        assert store.rows("SELECT * FROM step_times ORDER BY step") == want
+    assert (tmp_path / "s.duckdb").read_bytes() == before
+    with Store.open(db) as store:
+        assert store.rows("SELECT * FROM step_times ORDER BY step") == want
+    with duckdb.connect(db, read_only=True) as con:
+        assert con.execute("SELECT min(dur_ps) FROM step_times").fetchall()[0][0] > 1
+        assert con.execute("SELECT value FROM scprof_meta WHERE key = ?", [STDLIB_DIGEST_KEY]).fetchall() == [
+            (stdlib_digest(),)
+        ]

@@ -91,7 +91,8 @@ def controls(*children: Any) -> html.Div:
 
 def run_header(store: Store, run: int) -> html.Div:
     info = D.run_info(store, run)
-    hw = f"{info.get('generation') or '?'} × {info.get('num_chips') or '?'} chips"
+    kinds = sorted({name.split(":")[0] for name in D.chip_names(store, run).values()} - {"TPU"})
+    hw = f"{info.get('generation') or '/'.join(kinds) or '?'} × {info.get('num_chips') or '?'} chips"
     return html.Div(
         [
             html.Span(info["name"], className="run-name"),
