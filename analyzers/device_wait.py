@@ -8,7 +8,9 @@ categories *are* the device's idle time, classed by what the host did meanwhile:
     host_preprocess  the host ran input work (reading, preprocessing, an input iterator):
                      the device waited for its input, the host-bound case
     host_to_device   only a host-to-device copy ran: the device waited for the transfer
-    host_other       the host ran other work (dispatch, launches, the training loop)
+    host_launch      the host launched or dispatched device work (kernel launches, XLA's
+                     executable dispatch): launch overhead
+    host_other       the host ran other work (the training loop, the runtime)
     idle             nothing anywhere
 
 Shares are of the counted steps' device time (step_times.counted), summed over the chips.
@@ -33,7 +35,8 @@ from analyzers.findings import Finding
 
 DEVICE_KINDS = ("gpu", "cpu", "device")
 DEVICE_CATEGORIES = ("device_compute", "device_collective", "device_memcpy")
-WAIT_CAUSES = {"host_preprocess": "host_input", "host_to_device": "input_transfer", "host_other": "host_other",
+WAIT_CAUSES = {"host_preprocess": "host_input", "host_to_device": "input_transfer", "host_launch": "launch",
+               "host_other": "host_other",
                "idle": "idle"}  # fmt: skip  # breakdown category -> cause of the device's wait
 HOST_INPUT_SHARE = 0.05  # device time spent waiting for host input above this share is a finding
 

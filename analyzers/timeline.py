@@ -37,6 +37,7 @@ CATEGORIES = (
     "device_memcpy",
     "host_to_device",
     "host_preprocess",
+    "host_launch",
     "host_other",
     "idle",
 )

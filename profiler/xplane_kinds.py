@@ -11,7 +11,8 @@ stats. After decoding (profiler/xplane_decode.py), before the steps are derived,
   per host;
 - gives every event without a recorded category one by its track and name (CATEGORY_RULES):
   device compute, collective, memcpy (host_to_device for host-to-device copies), host input
-  work (host_preprocess), else the track's default (profiler/stdlib/op_tracks.sql).
+  work (host_preprocess), launches and dispatch of device work (host_launch), else the track's
+  default (profiler/stdlib/op_tracks.sql).
 
 Python runs per track and per distinct event name, never per event.
 """
@@ -43,7 +44,8 @@ CATEGORY_RULES = {
             "host_preprocess",
             r"(?i)preprocess|input_?pipeline|iterator|data_?loader|prefetch|"
             r"\b(get|load|make|next|read)_batch\b|tf\.data|\bgrain\b",
-        ),  # fmt: skip
+        ),
+        ("host_launch", r"(?i)launch|PjitFunction|ExecuteHelper|ExecutePrepare"),  # dispatching device work
     ),
 }
 

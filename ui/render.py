@@ -34,6 +34,7 @@ CATEGORY_COLORS = {
     "device_memcpy": "#26a69a",
     "host_to_device": "#fb8c00",
     "host_preprocess": "#f4511e",
+    "host_launch": "#ffb300",
     "host_other": "#ffcc80",
     "idle": "#bdbdbd",
 }

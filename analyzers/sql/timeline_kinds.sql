@@ -14,7 +14,7 @@ SELECT t.track_id, u.category_id, t.chip,
            WHEN 'tc_other' THEN 3 WHEN 'sc_forward' THEN 4 WHEN 'sc_backward' THEN 5
            WHEN 'sc_collective' THEN 6 WHEN 'sc_other' THEN 7 WHEN 'device_compute' THEN 8
            WHEN 'device_collective' THEN 9 WHEN 'device_memcpy' THEN 10 WHEN 'host_to_device' THEN 11
-           WHEN 'host_preprocess' THEN 12 ELSE 13 END::TINYINT AS priority,
+           WHEN 'host_preprocess' THEN 12 WHEN 'host_launch' THEN 13 ELSE 14 END::TINYINT AS priority,
        CASE WHEN t.line NOT IN ('XLA Ops', 'Sparse Core Ops') THEN -1
             WHEN t.track_kind = 'tensorcore' THEN 0 WHEN t.track_kind = 'sparsecore' THEN 1 ELSE -1 END::TINYINT AS core_kind
 FROM {op_tracks} t CROSS JOIN used u

@@ -180,6 +180,7 @@ def gpu_space(steps: int = 6, input_ps: int = 8_000_000_000, kernel_ps: int = 2_
     for s in range(steps):
         host.event(loop, "train", t, step_ps, step_num=s)
         host.event(loop, "next_batch", t, input_ps)
+        host.event(loop, "cuLaunchKernel", t + input_ps + 1_000_000, 5_000)
         gpu.event(copies, "MemcpyH2D", t + input_ps, 1_000_000)
         gpu.event(compute, "fusion_kernel", t + input_ps + 1_000_000, kernel_ps)
         t += step_ps
@@ -199,10 +200,11 @@ def test_a_gpu_capture_gets_device_tracks_steps_and_the_host_bound_finding(tmp_p
                                                      "GROUP BY name")}  # fmt: skip
     assert tracks["Stream #13(Compute)"] == tracks["Stream #14(MemcpyH2D)"] == ("gpu", 0)
     assert tracks["python"] == ("host", -1)
-    assert (cats["fusion_kernel"], cats["MemcpyH2D"], cats["next_batch"]) == (
+    assert (cats["fusion_kernel"], cats["MemcpyH2D"], cats["next_batch"], cats["cuLaunchKernel"]) == (
         "device_compute",
         "host_to_device",
         "host_preprocess",
+        "host_launch",
     )
     assert steps["fusion_kernel"] == list(range(6))  # device work takes its host step
     report = _json(capsys, "analyze", "gpu", "--db", db, "--json")
