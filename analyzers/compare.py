@@ -4,9 +4,11 @@ The step-time verdict bootstraps the difference of mean step times from the two
 runs' per-step samples, the steps every summary counts (the store's step_times.counted:
 the warm-up first step and the draining last step left out when a run has 5 or more):
 improved or regressed when the 95% interval of the relative change excludes zero
-*and* the change is at least MIN_EFFECT, else no significant change. The rest
-are plain deltas: breakdown categories per step, findings resolved / new /
-persisting, per-op and per-table time, and the configurations' differences.
+*and* the change is at least MIN_EFFECT, else no significant change. Per-op changes
+(like XProf's diff of two sessions) carry the same kind of verdict for the largest ones:
+a 95% interval of the change of the op's time per counted step (_op_delta). The rest are
+plain deltas: breakdown categories per step, findings resolved / new / persisting,
+per-table time, and the configurations' differences.
 """
 
 from __future__ import annotations
@@ -172,24 +174,39 @@ def _findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str
     }
 
 
-# Per-op deltas: time per step of each op name on each kind of core (TraceDiff-style), from
-# the store's op_stats view (profiler/stdlib/op_stats.sql: what an op is, its events and time).
+# Per-op deltas (like XProf's diff of two sessions): each op's time and events per counted step
+# (step_times.counted, the steps every summary covers; a step where the op does not run counts 0),
+# and the sums of squares its significance needs.
 OP_DELTA_SQL = """
-WITH per_run AS (
-    SELECT * FROM op_stats WHERE run_id IN ($base, $cand) AND track_kind IN ('tensorcore', 'sparsecore', 'gpu', 'cpu', 'device', 'host')
+WITH counted AS (SELECT run_id, step FROM step_times WHERE run_id IN ($base, $cand) AND counted),
+steps AS (SELECT run_id, count(*) AS steps FROM counted GROUP BY run_id),
+per_step AS (
+    SELECT e.run_id, t.track_kind, e.name_id, e.step, count(*) AS events, sum(e.dur_ps)::DOUBLE AS ps
+    FROM events e
+    JOIN op_tracks t USING (run_id, track_id)
+    JOIN counted c USING (run_id, step)
+    WHERE e.run_id IN ($base, $cand)
+    GROUP BY ALL
 ),
-b AS (SELECT * FROM per_run WHERE run_id = $base), c AS (SELECT * FROM per_run WHERE run_id = $cand)
+per_op AS (
+    SELECT p.run_id, p.track_kind, n.value AS name, sum(p.events) AS events, sum(p.ps) AS ps, sum(p.ps * p.ps) AS ps_sq,
+           any_value(s.steps) AS steps
+    FROM per_step p
+    JOIN strings n ON n.run_id = p.run_id AND n.string_id = p.name_id
+    JOIN steps s ON s.run_id = p.run_id
+    GROUP BY ALL
+    HAVING sum(p.ps) > 0
+),
+b AS (SELECT * FROM per_op WHERE run_id = $base), c AS (SELECT * FROM per_op WHERE run_id = $cand)
 SELECT coalesce(b.track_kind, c.track_kind) AS track_kind, coalesce(b.name, c.name) AS name,
-       b.events / nullif(b.steps, 0) AS base_events_per_step, c.events / nullif(c.steps, 0) AS cand_events_per_step,
-       b.total_ps / nullif(b.steps, 0) AS base_ps_per_step, c.total_ps / nullif(c.steps, 0) AS cand_ps_per_step,
-       coalesce(c.total_ps / nullif(c.steps, 0), 0) - coalesce(b.total_ps / nullif(b.steps, 0), 0) AS delta_ps_per_step,
-       CASE WHEN b.name IS NULL THEN 'added' WHEN c.name IS NULL THEN 'removed'
-            WHEN c.total_ps / c.steps < 0.95 * b.total_ps / b.steps THEN 'faster'
-            WHEN c.total_ps / c.steps > 1.05 * b.total_ps / b.steps THEN 'slower'
-            ELSE 'same' END AS change
+       b.events / b.steps AS base_events_per_step, c.events / c.steps AS cand_events_per_step,
+       b.ps / b.steps AS base_ps_per_step, c.ps / c.steps AS cand_ps_per_step,
+       coalesce(c.ps / c.steps, 0) - coalesce(b.ps / b.steps, 0) AS delta_ps_per_step,
+       b.steps AS base_steps, c.steps AS cand_steps, b.ps_sq AS base_ps_sq, c.ps_sq AS cand_ps_sq
 FROM b FULL JOIN c ON b.track_kind = c.track_kind AND b.name = c.name
-ORDER BY abs(delta_ps_per_step) DESC
+ORDER BY abs(delta_ps_per_step) DESC, track_kind, name
 """
+Z_95 = 1.959963984540054  # two-sided 95% normal quantile
 
 # Per-table deltas: SparseCore op time per step of each embedding table (the store's
 # sc_table_stats view).
@@ -205,7 +222,47 @@ ORDER BY abs(delta_ps_per_step) DESC
 
 
 def _op_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:
-    return store.rows(OP_DELTA_SQL, {"base": base_id, "cand": cand_id})
+    """Per-op time and events per counted step of both runs, the change, and its significance: a
+    95% normal (Welch) interval of the relative change of the op's mean time per counted step;
+    `change` is faster or slower when it excludes zero and the change is at least MIN_EFFECT,
+    same otherwise, added or removed for an op of one run only."""
+    rows = store.rows(OP_DELTA_SQL, {"base": base_id, "cand": cand_id})
+    for r in rows:
+        nb, nc = r.pop("base_steps"), r.pop("cand_steps")
+        qb, qc = r.pop("base_ps_sq"), r.pop("cand_ps_sq")
+        r["ci_low"] = r["ci_high"] = None
+        if r["base_ps_per_step"] is None or r["cand_ps_per_step"] is None:
+            r["change"] = "added" if r["base_ps_per_step"] is None else "removed"
+            continue
+        low, high, change = welch_change(
+            (r["base_ps_per_step"], _variance(qb, nb, r["base_ps_per_step"]), nb),
+            (r["cand_ps_per_step"], _variance(qc, nc, r["cand_ps_per_step"]), nc),
+        )
+        r["ci_low"], r["ci_high"] = low, high
+        significant = low is not None and (high < 0 or low > 0) and abs(change) >= MIN_EFFECT
+        r["change"] = ("faster" if change < 0 else "slower") if significant else "same"
+    return rows
+
+
+def _variance(sum_sq: float, n: int, mean: float) -> float:
+    """Sample variance of n values (zeros included) from their sum of squares and mean."""
+    return max(sum_sq - n * mean * mean, 0.0) / (n - 1) if n > 1 else 0.0
+
+
+def welch_change(
+    base: tuple[float, float, int], cand: tuple[float, float, int]
+) -> tuple[float | None, float | None, float]:
+    """95% normal (Welch) interval of the relative change of a mean from `base` to `cand`, each
+    (mean, sample variance, samples), and the change; no interval with fewer than 2 samples on
+    a side or a zero baseline mean."""
+    (mb, vb, nb), (mc, vc, nc) = base, cand
+    if not mb:
+        return None, None, float("nan")
+    change = (mc - mb) / mb
+    if nb < 2 or nc < 2:
+        return None, None, change
+    se = (vb / nb + vc / nc) ** 0.5
+    return (mc - mb - Z_95 * se) / mb, (mc - mb + Z_95 * se) / mb, change
 
 
 def _table_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:

@@ -130,3 +130,10 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     lines.append("  ".join("-" * w for w in widths))
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     return "\n".join(lines)
+
+
+def ci_text(low: float | None, high: float | None) -> str:
+    """A 95% interval of a relative change for people: '-45.8% .. -40.5%', '-' when none."""
+    if _is_missing(low) or _is_missing(high):
+        return MISSING
+    return f"{low:+.1%} .. {high:+.1%}"

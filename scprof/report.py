@@ -7,7 +7,7 @@ from typing import Any
 from analyzers.compare import Comparison
 from analyzers.findings import Finding
 from analyzers.registry import RunReport
-from profiler.units import escape_control, format_ps, format_value, text_table, unit_of
+from profiler.units import ci_text, escape_control, format_ps, format_value, text_table, unit_of
 
 SEVERITY_MARK = {"critical": "[CRITICAL]", "warning": "[WARNING]", "info": "[info]"}
 
@@ -107,7 +107,7 @@ def render_comparison(c: Comparison) -> str:
         out.append("Largest per-op changes (time per step):")
         out.append(
             text_table(
-                ["core", "op", "base", "cand", "delta", "change"],
+                ["core", "op", "base", "cand", "delta", "95% interval", "change"],
                 [
                     [
                         r["track_kind"],
@@ -115,6 +115,7 @@ def render_comparison(c: Comparison) -> str:
                         format_ps(r["base_ps_per_step"]),
                         format_ps(r["cand_ps_per_step"]),
                         _signed_ps(r["delta_ps_per_step"]),
+                        ci_text(r.get("ci_low"), r.get("ci_high")),
                         r["change"],
                     ]
                     for r in c.ops[:10]

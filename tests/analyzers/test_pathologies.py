@@ -113,12 +113,13 @@ def test_per_op_deltas_match_the_events(store):
     base, cand = store.resolve_run("baseline"), store.resolve_run("tuned")
     c = compare_runs(store, base, cand)
     ops = {(r["track_kind"], r["name"]): r for r in c.ops}
-    # independent figure: SparseCore forward time per step, summed from the run's slices
+    # independent figure: SparseCore forward time per counted step, summed from the run's slices
     for run, key in ((base, "base_ps_per_step"), (cand, "cand_ps_per_step")):
         (row,) = store.rows(
-            "SELECT sum(dur_ps) / count(DISTINCT step) AS per_step FROM slices WHERE run_id = ? "
-            "AND track_kind = 'sparsecore' AND name = 'SparseDenseMatmulOp'",
-            [run],
+            "SELECT sum(dur_ps) / (SELECT count(*) FROM step_times WHERE run_id = $run AND counted) AS per_step "
+            "FROM slices WHERE run_id = $run AND track_kind = 'sparsecore' AND name = 'SparseDenseMatmulOp' "
+            "AND step IN (SELECT step FROM step_times WHERE run_id = $run AND counted)",
+            {"run": run},
         )
         assert ops["sparsecore", "SparseDenseMatmulOp"][key] == pytest.approx(row["per_step"])
     # tuned limits: one minibatch instead of three, so fewer, cheaper SparseCore passes

@@ -239,3 +239,27 @@ def test_a_tpu_pod_capture_is_one_run_with_chips_numbered_across_hosts(tmp_path,
     assert run["num_chips"] == 2
     report = _json(capsys, "analyze", "pod", "--db", db, "--json")
     assert report["figures"]["breakdown"]["steps"] == 3
+
+
+def test_per_op_changes_carry_a_95_interval_computed_as_by_hand(store, capsys):
+    import statistics
+
+    c = _json(capsys, "compare", "host_bound", "prefetched", "--db", store, "--json")
+    op = next(o for o in c["ops"] if o["name"] == "train")
+    with Store.open(store, read_only=True) as st:
+
+        def samples(run: str) -> list[float]:  # the op's time in each counted step (0 where it does not run)
+            steps = [r["step"] for r in st.rows("SELECT step FROM step_times JOIN runs USING (run_id) "
+                                                "WHERE name = ? AND counted ORDER BY step", [run])]  # fmt: skip
+            per = {r["step"]: r["ps"] for r in st.rows(
+                "SELECT step, sum(dur_ps)::DOUBLE AS ps FROM slices JOIN runs USING (run_id) "
+                "WHERE runs.name = ? AND slices.name = 'train' AND track_kind = 'host' GROUP BY step", [run])}  # fmt: skip
+            return [per.get(s, 0.0) for s in steps]
+
+        b, p = samples("host_bound"), samples("prefetched")
+    mb, mp = statistics.fmean(b), statistics.fmean(p)
+    se = (statistics.variance(b) / len(b) + statistics.variance(p) / len(p)) ** 0.5
+    assert op["base_ps_per_step"] == pytest.approx(mb) and op["cand_ps_per_step"] == pytest.approx(mp)
+    assert op["ci_low"] == pytest.approx((mp - mb - 1.959964 * se) / mb, rel=1e-6)
+    assert op["ci_high"] == pytest.approx((mp - mb + 1.959964 * se) / mb, rel=1e-6)
+    assert op["change"] == "faster" and op["ci_high"] < 0

@@ -13,7 +13,7 @@ from analyzers.breakdown import step_stats
 from analyzers.findings import Finding
 from analyzers.timeline import CATEGORIES
 from profiler.store import Store
-from profiler.units import format_delta, format_value
+from profiler.units import ci_text, format_delta, format_value
 from ui import data as D
 from ui import render as R
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, state_store
@@ -226,6 +226,7 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
     if ops:
         for r in ops:
             r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
+            r["ci"] = ci_text(r.get("ci_low"), r.get("ci_high"))
         parts.append(
             R.section(
                 f"Per-op deltas (time per step; {len(ops)} ops, largest changes first)",
@@ -239,6 +240,7 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
                         ("base_ps_per_step", f"time/step {bn}", "ps"),
                         ("cand_ps_per_step", f"time/step {cn}", "ps"),
                         ("delta", "change", "text"),
+                        ("ci", "95% interval", "text"),
                         ("change", "", "text"),
                     ],
                     id="compare-ops",
