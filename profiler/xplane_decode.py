@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from profiler import xplane_checks as chk
+from profiler import xplane_native
 from profiler import xplane_wire as w
 from profiler.errors import TraceFormatError
 from profiler.xplane_checks import NULL
@@ -91,19 +94,23 @@ class Decoded:
     digests: list[bytes]  # SHA-1 of each file (the run's uuid)
     strings: Interner = field(default_factory=Interner)
     tracks: Tracks = field(default_factory=Tracks)
-    events: dict[str, list[np.ndarray]] = field(default_factory=dict)  # column -> parts, one per line
+    events: dict[str, np.ndarray] = field(default_factory=dict)  # column -> the run's values (n_events rows)
     args: dict[str, list] = field(default_factory=dict)  # event_args columns -> parts
     counters: dict[str, list] = field(default_factory=dict)  # counters columns -> parts
     plane_stats: dict[str, dict] = field(default_factory=dict)  # stored plane name -> its stats
     plane_kinds: dict = field(default_factory=dict)  # stored plane name -> track kind
     hostnames: list[str] = field(default_factory=list)
     scprof: dict = field(default_factory=dict)  # run facts from an scprof-written file, else {}
-    n_events: int = 0  # events decoded so far (rows of the `events` parts)
+    n_events: int = 0  # events decoded so far (rows of the `events` columns)
+    capacity: int = 0  # rows allocated per events column: the events of all lines (counter lines too)
 
-    def add_events(self, columns: dict[str, np.ndarray]) -> None:
-        """Append one line's events (every line gives the same columns, so they line up)."""
-        for name, values in columns.items():
-            self.events.setdefault(name, []).append(values)
+    def event_rows(self, name: str, dtype, n: int) -> np.ndarray:
+        """Rows n_events .. n_events + n of events column `name`, to fill (the column is allocated
+        whole on first use: every line writes its rows in place, nothing is concatenated)."""
+        col = self.events.get(name)
+        if col is None:
+            col = self.events[name] = np.empty(self.capacity, dtype)
+        return col[self.n_events : self.n_events + n]
 
     def add_args(self, event_ids, key: str | np.ndarray, ints=None, doubles=None, strs=None) -> None:
         """Append argument rows; `key` is a name or an array of string ids."""
@@ -124,22 +131,27 @@ class Decoded:
         self.counters.setdefault("value", []).append(np.asarray(values, np.float64))
 
 
-_DECODE_THREADS = min(2, os.cpu_count() or 1)  # numpy releases the GIL in most of the decoder's work
+_DECODE_THREADS = min(2, os.cpu_count() or 1)  # the decoders release the GIL in most of their work
+_THREADS_MIN_EVENTS = 200_000  # events of a run below which lines decode in this thread
 
 
-def decode_files(files: list[str], fast: bool = True) -> Decoded:
+def decode_files(files: list[str], fast: bool = True, native: bool = True) -> Decoded:
     """Decode the host files of one run into columns; raises TraceFormatError naming the file.
 
-    `fast=False` decodes events with the general decoder only (xplane_wire.decode_events).
+    Lines' events go to the native decoder (profiler/xplane_native.py), and the lines it does
+    not take to the numpy decoders (xplane_wire.decode_events); `native=False` uses only the
+    numpy ones, `fast=False` only the general one (the references the tests and the benchmark
+    compare with). Lines decode in threads while this one maps the lines already decoded.
     """
     spaces, digests = [], []
     for path in files:
-        data = read_capture(path)
+        raw = read_capture(path, pad=w.PAD)
+        data = memoryview(raw)[: len(raw) - w.PAD]
         if not data:
             raise TraceFormatError(f"{path}: empty file, not an XSpace (.xplane.pb)")
         try:
-            planes, hosts = w.split_space(data, path)
-            lite = [w.XPlaneLite.FromString(bytes(p)) for p in planes]
+            planes, hosts = w.split_space(data, path, raw)
+            lite = [w.XPlaneLite.FromString(p) for p in planes]
         except XSpaceWireError as e:
             raise TraceFormatError(str(e)) from None
         except Exception as e:  # protobuf DecodeError: cut short, corrupt, bad UTF-8
@@ -147,12 +159,13 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
         if not lite:
             raise TraceFormatError(f"{path}: XSpace holds no planes (not an .xplane.pb, or corrupt)")
         chk.check_repeats(path, data, [p.name for p in lite])
-        spaces.append((path, lite, hosts))
-        digests.append(hashlib.sha1(data).digest())
+        spaces.append((path, lite, hosts, planes))
+        # One file: nothing to compare its digest with, so it is taken in a thread while lines decode.
+        digests.append(hashlib.sha1(data).digest() if len(files) > 1 else _Digest(data))
     multi = len(spaces) > 1
-    prefixes = [f"{hosts[0] if hosts else stem(path)} " if multi else "" for path, _, hosts in spaces]
+    prefixes = [f"{hosts[0] if hosts else stem(path)} " if multi else "" for path, _, hosts, _ in spaces]
     chk.check_files(files, digests, [[pre + p.name for p in sp[1]] for pre, sp in zip(prefixes, spaces, strict=True)])
-    origins = [(path, p.name, ln) for path, lite, _ in spaces for p in lite if p.name != SCPROF_PLANE
+    origins = [(path, p.name, ln) for path, lite, *_ in spaces for p in lite if p.name != SCPROF_PLANE
                for ln in p.lines if ln.events]  # fmt: skip
     if not origins:
         raise TraceFormatError(f"{files[0]}: XSpace holds no events")
@@ -160,37 +173,97 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
     for path, pname, ln in origins:
         chk.check_timestamp(f"{path}: plane {pname!r} line {line_name(ln)!r}", ln.timestamp_ns)
     d = Decoded(min(ln.timestamp_ns for _, _, ln in origins), digests)
-    jobs = [(f"{path}: plane {plane.name!r} line {line_name(line)!r}", line.events)
-            for path, lite, _ in spaces for plane in lite if plane.name != SCPROF_PLANE
-            for line in plane.lines if line.events]  # fmt: skip
+    jobs = [job for path, lite, _, planes in spaces for plane, raw in zip(lite, planes, strict=True)
+            if plane.name != SCPROF_PLANE for job in _line_jobs(path, plane, raw, fast and native)]  # fmt: skip
+    d.capacity = sum(j.events for j in jobs)
+    lines = _decoded_lines(jobs, fast)
     try:
-        lines = iter(_decode_lines(jobs, fast))
+        for (path, lite, hosts, _), prefix in zip(spaces, prefixes, strict=True):
+            d.hostnames += hosts
+            for plane in lite:
+                _decode_plane(d, path, plane, prefix, lines)
+        d.events = {k: v[: d.n_events] for k, v in d.events.items()}
+        d.digests = [x.result() if isinstance(x, _Digest) else x for x in digests]
     except XSpaceWireError as e:
         raise TraceFormatError(str(e)) from None
-    for (path, lite, hosts), prefix in zip(spaces, prefixes, strict=True):
-        d.hostnames += hosts
-        for plane in lite:
-            if plane.name == SCPROF_PLANE:
-                _decode_plane(d, path, plane, prefix, [])
-                continue
-            _decode_plane(d, path, plane, prefix, [next(lines) if ln.events else None for ln in plane.lines])
+    except TraceFormatError:
+        _drain(lines)  # a line that does not decode is the file's first problem, as if all were decoded first
+        raise
+    finally:
+        lines.close()
     return d
 
 
-def _decode_lines(jobs: list[tuple[str, object]], fast: bool) -> list[LineEvents]:
-    """Decode every line's events (in threads when there is enough work to share)."""
+class _Digest(threading.Thread):
+    """SHA-1 of a file's bytes, taken in a thread (hashlib releases the GIL)."""
 
-    def one(job):
-        return w.decode_events(job[1], job[0], fast=fast)
+    def __init__(self, data) -> None:
+        super().__init__(daemon=True)
+        self.data, self.digest = data, b""
+        self.start()
 
-    if _DECODE_THREADS > 1 and len(jobs) > 1 and sum(len(e) for _, e in jobs) >= 200_000:
-        with ThreadPoolExecutor(_DECODE_THREADS) as ex:
-            return list(ex.map(one, jobs))
-    return [one(j) for j in jobs]
+    def run(self) -> None:
+        self.digest = hashlib.sha1(self.data).digest()
+
+    def result(self) -> bytes:
+        self.join()
+        return self.digest
 
 
-def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> None:
-    """One plane into `d`; `decoded` holds its lines' decoded events (None for lines without events)."""
+@dataclass
+class _LineJob:
+    """One line's events to decode: `spans` into the plane's bytes `buf` for the native decoder, else None."""
+
+    where: str
+    line: object  # its XLineLite (line.events: the events as bytes objects)
+    events: int
+    buf: np.ndarray | None = None
+    spans: np.ndarray | None = None
+    row_mids: np.ndarray | None = None
+
+
+def _line_jobs(path: str, plane, raw, use_native: bool) -> list[_LineJob]:
+    """The jobs of a plane's lines that hold events (`raw`: the plane's bytes)."""
+    spans = xplane_native.line_spans(raw, plane) if use_native else None
+    buf = np.frombuffer(raw, np.uint8) if spans is not None else None
+    rows = xplane_native.row_mids({k: v.name for k, v in plane.stat_metadata.items()}) if spans is not None else None
+    return [_LineJob(f"{path}: plane {plane.name!r} line {line_name(line)!r}", line, len(line.events), buf,
+                     spans[i] if spans is not None else None, rows)
+            for i, line in enumerate(plane.lines) if line.events]  # fmt: skip
+
+
+def _decode_job(job: _LineJob, fast: bool) -> LineEvents:
+    if job.spans is not None and (ev := xplane_native.decode_line(job.buf, job.spans, job.row_mids)) is not None:
+        return ev
+    return w.decode_events(job.line.events, job.where, fast=fast)
+
+
+def _decoded_lines(jobs: list[_LineJob], fast: bool) -> Iterator[LineEvents]:
+    """Every line's decoded events, in order; decoded in threads when there is enough work to share."""
+    if not (_DECODE_THREADS > 1 and len(jobs) > 1 and sum(j.events for j in jobs) >= _THREADS_MIN_EVENTS):
+        for job in jobs:
+            yield _decode_job(job, fast)
+        return
+    ex = ThreadPoolExecutor(_DECODE_THREADS)
+    try:
+        futures = [ex.submit(_decode_job, job, fast) for job in jobs]
+        for f in futures:
+            yield f.result()
+    finally:
+        ex.shutdown(cancel_futures=True)
+
+
+def _drain(lines: Iterator[LineEvents]) -> None:
+    """Decode the remaining lines; the first that does not decode raises its TraceFormatError."""
+    try:
+        for _ in lines:
+            pass
+    except XSpaceWireError as e:
+        raise TraceFormatError(str(e)) from None
+
+
+def _decode_plane(d: Decoded, path: str, plane, prefix: str, lines: Iterator[LineEvents]) -> None:
+    """One plane into `d`; `lines` gives its lines' decoded events (those of lines holding events)."""
     stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
     pstats = {stat_names.get(s.metadata_id, str(s.metadata_id)): stat_value(s, stat_names) for s in plane.stats}
     if plane.name == SCPROF_PLANE:
@@ -202,28 +275,31 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> N
     if not plane.lines:
         return
     meta = PlaneMeta.build(d, path, plane, prefix + plane.name, stat_names)
-    for line, ev in zip(plane.lines, decoded, strict=True):
-        if ev is not None:
-            _decode_line(LineCtx.build(d, meta, line, ev))
+    for line in plane.lines:
+        if line.events:
+            _decode_line(LineCtx.build(d, meta, line, next(lines)))
 
 
 def _decode_line(line: LineCtx) -> None:
     """One line's events, typed columns and arguments (or counter samples) into its Decoded."""
     d, p, ev, n = line.d, line.plane, line.ev, line.n
-    cols = typed_columns(line)
+    counter = line.name == COUNTER_LINE
+    typed_columns(line, None if counter else lambda col: d.event_rows(col, np.int64, n))  # checked either way
     args_mask = untyped_rows(line)
-    if line.name == COUNTER_LINE:
+    if counter:
         counter_line(line)
         return
     track = d.tracks(p.stored_name, line.name, p.kind, p.chip, p.core)
+    d.event_rows("track", np.int32, n)[:] = track
+    np.take(p.meta_name, line.midx, out=d.event_rows("name", np.int64, n))
+    d.event_rows("start_ps", np.int64, n)[:] = line.start
+    d.event_rows("dur_ps", np.int64, n)[:] = ev.duration_ps
+    d.event_rows("has_step_num", bool, n)[:] = step_num_events(line)
+    d.event_rows("only_marker", bool, n)[:] = np.isin(line.midx, p.marker_meta)
+    d.event_rows("is_step_line", bool, n)[:] = line.name in STEP_LINES
+    d.event_rows("plane_id", np.int64, n)[:] = d.strings(p.stored_name)
     line.base = d.n_events  # a running count: summing the parts per line was quadratic in lines
     d.n_events += n
-    d.add_events({
-        "track": np.full(n, track, np.int32), "name": p.meta_name[line.midx], "start_ps": line.start,
-        "dur_ps": ev.duration_ps, **cols, "has_step_num": step_num_events(line),
-        "only_marker": np.isin(line.midx, p.marker_meta), "is_step_line": np.full(n, line.name in STEP_LINES),
-        "plane_id": np.full(n, d.strings(p.stored_name), np.int64),
-    })  # fmt: skip
     event_args(line, args_mask)
     column_args(line)
     if p.meta_args:

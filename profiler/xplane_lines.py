@@ -212,19 +212,22 @@ class LineCtx:
         return out
 
 
-def typed_columns(line: LineCtx) -> dict[str, np.ndarray]:
-    """Typed event columns (NULL where none) from metadata stats, overridden by the events' own stats."""
+def typed_columns(line: LineCtx, dest=None) -> dict[str, np.ndarray]:
+    """Typed event columns (NULL where none) from metadata stats, overridden by the events' own stats.
+
+    `dest(column)` gives the int64 array to fill for a column (else each is a new array)."""
     ev, p, n = line.ev, line.plane, line.n
     is_int = (ev.stat_kind == KIND_INT) | (ev.stat_kind == KIND_UINT)
     is_str = (ev.stat_kind == KIND_STR) | (ev.stat_kind == KIND_REF)
     out = {}
     for f in TYPED_FIELDS:
         col, snames, string = f.name, f.xspace_read, f.name in STRING_COLUMNS
-        vals = np.full(n, NULL, np.int64)
+        vals = dest(col) if dest else np.empty(n, np.int64)
+        vals.fill(NULL)
         for sname in snames:  # a later name wins
             if sname in p.meta_typed:
                 mv = p.meta_typed[sname][line.midx]
-                vals = np.where(mv != NULL, mv, vals)
+                np.copyto(vals, mv, where=mv != NULL)
         for sname in snames:
             if not line.has_stat(sname):
                 continue

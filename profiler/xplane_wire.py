@@ -26,6 +26,7 @@ from profiler.xplane_layout import decode_templates
 
 _U8 = np.uint8
 _CHUNK_EVENTS = 1 << 18  # events decoded together (bounds the index matrices' memory)
+PAD = MAX_VARINT + 8  # zero bytes the numpy decoders may read past a buffer's end
 
 
 def _lite_classes():
@@ -90,7 +91,7 @@ def _decode_chunk(evs: list[bytes], where: str, fast: bool) -> LineEvents:
     lens = np.fromiter(map(len, evs), np.int64, n)
     ends = np.cumsum(lens)
     starts = ends - lens
-    buf = np.frombuffer(b"".join(evs) + bytes(MAX_VARINT + 8), _U8)
+    buf = np.frombuffer(b"".join(evs) + bytes(PAD), _U8)
     out = ColumnSink(n)
     todo = decode_templates(buf, starts, ends, out) if fast and n else np.arange(n)
     if todo.size:
@@ -98,10 +99,16 @@ def _decode_chunk(evs: list[bytes], where: str, fast: bool) -> LineEvents:
     return out.finish(buf)
 
 
-def split_space(data: bytes | memoryview, where: str) -> tuple[list[memoryview], list[str]]:
-    """Top level of an XSpace: the plane payloads (as views) and the hostnames."""
-    buf = np.frombuffer(bytes(data) if not isinstance(data, bytes) else data, _U8)
-    padded = np.concatenate([buf, np.zeros(MAX_VARINT + 8, _U8)])
+def split_space(
+    data: bytes | memoryview, where: str, padded: np.ndarray | None = None
+) -> tuple[list[memoryview], list[str]]:
+    """Top level of an XSpace: the plane payloads (as views of `data`) and the hostnames.
+
+    `padded`: the same bytes followed by PAD zero bytes, when the caller has them (else copied).
+    """
+    buf = np.frombuffer(data, _U8)
+    if padded is None:
+        padded = np.concatenate([buf, np.zeros(PAD, _U8)])
     f = decode_fields(padded, np.array([0]), np.array([len(buf)]), where)
     mv = memoryview(data)
     planes, hosts = [], []

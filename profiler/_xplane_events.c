@@ -1,0 +1,541 @@
+/* The XSpace import's native event decoder (profiler/xplane_native.py drives it).
+ *
+ * line_spans(plane) finds, in one serialized XPlane, every line's events: the byte span of
+ * each `events` field of each `lines` field, in file order (what protobuf's parse gives as
+ * plane.lines[i].events). decode(buf, starts, ends, row_mids) decodes the events
+ * buf[starts[i]:ends[i]] with protobuf's rules (fields in any order, unknown fields skipped,
+ * the last of a repeated scalar wins, the last member of a oneof set wins, a message split
+ * into concatenated parts merges) into columns:
+ *
+ *   events   metadata_id, offset_ps, duration_ps, num_occurrences (int64 each);
+ *   columns  stats of events whose stats all hold an integer, a ref or no value: one
+ *            column per (stat metadata id, kind) with the events, values and ranks;
+ *   rows     every stat of the other events (a double, a string or bytes, a metadata id in
+ *            row_mids, or more distinct (id, kind) pairs than MAX_COLUMNS): one row each.
+ *
+ * An event's stats are all columns or all rows. Anything protobuf's rules do not cover
+ * (a varint longer than 10 bytes, a field past the end of its message, a group or an invalid
+ * wire type, field number 0) returns None, and the caller decodes the line with the numpy
+ * decoders, which name the problem. Two passes over the bytes: the first counts (outputs are
+ * allocated exactly), the second fills; the GIL is released in both, so lines decode in
+ * parallel threads. Outputs are bytearrays the caller views with numpy.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Field numbers and value kinds: profiler/xplane_fields.py's (checked against FIELDS and KINDS at import). */
+#define PLANE_LINES 3
+#define LINE_EVENTS 4
+#define EV_METADATA_ID 1
+#define EV_OFFSET_PS 2
+#define EV_DURATION_PS 3
+#define EV_STATS 4
+#define EV_NUM_OCC 5
+#define ST_METADATA_ID 1
+#define ST_DOUBLE 2
+#define ST_UINT64 3
+#define ST_INT64 4
+#define ST_STR 5
+#define ST_BYTES 6
+#define ST_REF 7
+#define KIND_INT 1
+#define KIND_UINT 2
+#define KIND_DOUBLE 3
+#define KIND_STR 4
+#define KIND_BYTES 5
+#define KIND_REF 6
+
+#define MAX_COLUMNS 256  /* distinct (metadata id, kind) stat columns per call; events needing more are rows */
+#define TABLE_SLOTS 1024 /* open addressing, a power of two above 2 * MAX_COLUMNS */
+
+enum { OK = 0, BAD = -1, NOMEM = -2 };
+
+/* One varint at p (< end); BAD when it runs to `end` or past 10 bytes. Bits past 64 are dropped. */
+static inline int varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+    const uint8_t *q = *p;
+    if (q < end && *q < 0x80) {
+        *out = *q;
+        *p = q + 1;
+        return OK;
+    }
+    uint64_t v = 0;
+    for (int k = 0; k < 10; k++) {
+        if (q >= end) return BAD;
+        uint8_t b = *q++;
+        v |= (uint64_t)(b & 0x7F) << (7 * k);
+        if (b < 0x80) {
+            *out = v;
+            *p = q;
+            return OK;
+        }
+    }
+    return BAD;
+}
+
+/* Skip the value of a field of wire type `wire` (0, 1, 2, 5); BAD for others or past `end`. */
+static inline int skip(const uint8_t **p, const uint8_t *end, int wire) {
+    uint64_t v;
+    switch (wire) {
+    case 0:
+        return varint(p, end, &v);
+    case 1:
+        if (end - *p < 8) return BAD;
+        *p += 8;
+        return OK;
+    case 2:
+        if (varint(p, end, &v) || v > (uint64_t)(end - *p)) return BAD;
+        *p += v;
+        return OK;
+    case 5:
+        if (end - *p < 4) return BAD;
+        *p += 4;
+        return OK;
+    default:
+        return BAD;
+    }
+}
+
+typedef struct {
+    uint64_t mid, ival;
+    double dval;
+    int64_t spos, slen;
+    int kind;
+} Stat;
+
+typedef struct {
+    uint64_t mid, off, dur, occ;
+} Event;
+
+typedef struct {
+    Stat *s;
+    Py_ssize_t n, cap;
+} Stats;
+
+/* Parse one XStat in [p, end) (positions relative to `base`). */
+static int parse_stat(const uint8_t *base, const uint8_t *p, const uint8_t *end, Stat *st) {
+    uint64_t mid = 0, ival = 0, bits = 0, key, v;
+    int64_t spos = -1, slen = 0;
+    int kind = 0;
+    while (p < end) {
+        if (varint(&p, end, &key)) return BAD;
+        uint64_t num = key >> 3;
+        int wire = (int)(key & 7);
+        if (num == 0) return BAD;
+        if (wire == 0) {
+            if (varint(&p, end, &v)) return BAD;
+            if (num == ST_METADATA_ID) mid = v;
+            else if (num == ST_INT64) kind = KIND_INT, ival = v;
+            else if (num == ST_UINT64) kind = KIND_UINT, ival = v;
+            else if (num == ST_REF) kind = KIND_REF, ival = v;
+        } else if (wire == 1 && num == ST_DOUBLE) {
+            if (end - p < 8) return BAD;
+            memcpy(&bits, p, 8); /* little-endian hosts (x86-64, aarch64) */
+            p += 8;
+            kind = KIND_DOUBLE;
+        } else if (wire == 2 && (num == ST_STR || num == ST_BYTES)) {
+            if (varint(&p, end, &v) || v > (uint64_t)(end - p)) return BAD;
+            kind = num == ST_STR ? KIND_STR : KIND_BYTES;
+            spos = p - base;
+            slen = (int64_t)v;
+            p += v;
+        } else if (skip(&p, end, wire)) {
+            return BAD;
+        }
+    }
+    st->mid = mid;
+    st->kind = kind;
+    st->ival = (kind == KIND_INT || kind == KIND_UINT || kind == KIND_REF) ? ival : 0;
+    if (kind == KIND_DOUBLE) memcpy(&st->dval, &bits, 8);
+    else st->dval = NAN;
+    st->spos = (kind == KIND_STR || kind == KIND_BYTES) ? spos : -1;
+    st->slen = (kind == KIND_STR || kind == KIND_BYTES) ? slen : 0;
+    return OK;
+}
+
+/* Parse one XEvent in [p, end): its fields into *ev, its stats into *sv (reset first). */
+static int parse_event(const uint8_t *base, const uint8_t *p, const uint8_t *end, Event *ev, Stats *sv) {
+    uint64_t key, v;
+    ev->mid = ev->off = ev->dur = ev->occ = 0;
+    sv->n = 0;
+    while (p < end) {
+        if (varint(&p, end, &key)) return BAD;
+        uint64_t num = key >> 3;
+        int wire = (int)(key & 7);
+        if (num == 0) return BAD;
+        if (wire == 0) {
+            if (varint(&p, end, &v)) return BAD;
+            if (num == EV_METADATA_ID) ev->mid = v;
+            else if (num == EV_DURATION_PS) ev->dur = v;
+            else if (num == EV_OFFSET_PS) ev->off = v, ev->occ = 0; /* oneof: the last set wins */
+            else if (num == EV_NUM_OCC) ev->occ = v, ev->off = 0;
+        } else if (wire == 2 && num == EV_STATS) {
+            if (varint(&p, end, &v) || v > (uint64_t)(end - p)) return BAD;
+            if (sv->n == sv->cap) {
+                Py_ssize_t cap = sv->cap ? 2 * sv->cap : 64;
+                Stat *s = realloc(sv->s, (size_t)cap * sizeof(Stat));
+                if (!s) return NOMEM;
+                sv->s = s, sv->cap = cap;
+            }
+            if (parse_stat(base, p, p + v, &sv->s[sv->n])) return BAD;
+            sv->n++;
+            p += v;
+        } else if (skip(&p, end, wire)) {
+            return BAD;
+        }
+    }
+    return OK;
+}
+
+typedef struct {
+    uint64_t mid;
+    int kind;
+    Py_ssize_t count, cursor;
+} Column;
+
+typedef struct {
+    int16_t slot[TABLE_SLOTS]; /* column index + 1, 0: empty */
+    Column col[MAX_COLUMNS];
+    int n;
+} Table;
+
+static inline size_t slot_of(uint64_t mid, int kind) {
+    uint64_t h = (mid * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)kind << 32);
+    return (size_t)((h ^ (h >> 29)) & (TABLE_SLOTS - 1));
+}
+
+/* The column of (mid, kind); created when `add` and there is room; -1 otherwise. */
+static int column(Table *t, uint64_t mid, int kind, int add) {
+    size_t i = slot_of(mid, kind);
+    while (t->slot[i]) {
+        Column *c = &t->col[t->slot[i] - 1];
+        if (c->mid == mid && c->kind == kind) return t->slot[i] - 1;
+        i = (i + 1) & (TABLE_SLOTS - 1);
+    }
+    if (!add || t->n == MAX_COLUMNS) return -1;
+    t->col[t->n] = (Column){mid, kind, 0, 0};
+    t->slot[i] = (int16_t)(++t->n);
+    return t->n - 1;
+}
+
+static int in_sorted(const int64_t *a, Py_ssize_t n, int64_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t m = (lo + hi) / 2;
+        if (a[m] < x) lo = m + 1;
+        else hi = m;
+    }
+    return lo < n && a[lo] == x;
+}
+
+/* Column ids of the event's stats (into cid), when they can be columns: integer, ref or no value,
+   ids not in row_mids, room for their columns (created here). `prev` holds the previous event's
+   stats and ids: events of a line mostly repeat one layout, which skips the hash. */
+static int columnar(Table *t, const Stats *sv, int *cid, const Stats *prev, const int *prev_cid, const int64_t *row_mids,
+                    Py_ssize_t n_row_mids) {
+    for (Py_ssize_t j = 0; j < sv->n; j++) {
+        const Stat *s = &sv->s[j];
+        if (s->kind == KIND_DOUBLE || s->kind == KIND_STR || s->kind == KIND_BYTES) return 0;
+        if (n_row_mids && in_sorted(row_mids, n_row_mids, (int64_t)s->mid)) return 0;
+    }
+    for (Py_ssize_t j = 0; j < sv->n; j++) {
+        const Stat *s = &sv->s[j];
+        if (j < prev->n && prev->s[j].mid == s->mid && prev->s[j].kind == s->kind) cid[j] = prev_cid[j];
+        else if ((cid[j] = column(t, s->mid, s->kind, 1)) < 0) return 0;
+    }
+    return 1;
+}
+
+/* A growable array (realloc, doubling). */
+typedef struct {
+    char *p;
+    size_t n, cap, item;
+} Vec;
+
+static int reserve(Vec *v, size_t more) {
+    if (v->n + more <= v->cap) return OK;
+    size_t cap = v->cap ? v->cap : 1024;
+    while (cap < v->n + more) cap *= 2;
+    char *p = realloc(v->p, cap * v->item);
+    if (!p) return NOMEM;
+    v->p = p, v->cap = cap;
+    return OK;
+}
+
+typedef struct {
+    Stat s;
+    int64_t event, rank;
+} Row;
+
+static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
+    if (view->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: expected items of %zd bytes, got %zd", what, itemsize, view->itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *new_bytes(Py_ssize_t n) { return PyByteArray_FromStringAndSize(NULL, n); }
+
+#define I64(o) ((int64_t *)PyByteArray_AS_STRING(o))
+
+PyDoc_STRVAR(decode_doc,
+             "decode(buf, starts, ends, row_mids) -> (events, rows, doubles, kinds, col_keys, col_bounds, "
+             "col_data) | None\n\n"
+             "Decode the XEvents buf[starts[i]:ends[i]] (starts, ends: int64; row_mids: sorted int64 stat\n"
+             "metadata ids whose stats stay rows). Bytearrays, to view with numpy: events int64 (4, n):\n"
+             "metadata_id, offset_ps, duration_ps, num_occurrences; rows int64 (6, m): event, metadata_id,\n"
+             "int value, str/bytes position in buf (-1: none), its length, rank in the event; doubles\n"
+             "float64 (m,), NaN unless a double; kinds int8 (m,); col_keys int64 (k, 2): metadata id, kind;\n"
+             "col_bounds int64 (k + 1,); col_data int64 (3, total): events, values, ranks, column c at\n"
+             "[col_bounds[c]:col_bounds[c + 1]]. None: some event is not valid protobuf.");
+
+static PyObject *decode(PyObject *self, PyObject *args) {
+    PyObject *o_buf, *o_starts, *o_ends, *o_rows;
+    if (!PyArg_ParseTuple(args, "OOOO", &o_buf, &o_starts, &o_ends, &o_rows)) return NULL;
+    Py_buffer b[4];
+    const char *names[4] = {"buf", "starts", "ends", "row_mids"};
+    PyObject *objs[4] = {o_buf, o_starts, o_ends, o_rows};
+    const Py_ssize_t sizes[4] = {1, 8, 8, 8};
+    int got = 0;
+    for (; got < 4; got++)
+        if (get_buffer(objs[got], &b[got], sizes[got], names[got]) < 0) goto fail_buffers;
+    const uint8_t *buf = b[0].buf;
+    const int64_t *starts = b[1].buf, *ends = b[2].buf, *row_mids = b[3].buf;
+    Py_ssize_t n = b[1].len / 8, n_row_mids = b[3].len / 8, len = b[0].len;
+    if (b[2].len / 8 != n) {
+        PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
+        goto fail_buffers;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (starts[i] < 0 || starts[i] > ends[i] || ends[i] > len) {
+            PyErr_Format(PyExc_ValueError, "event %zd: span %lld..%lld outside the buffer", i, (long long)starts[i],
+                         (long long)ends[i]);
+            goto fail_buffers;
+        }
+
+    PyObject *o_ev = NULL, *o_rows_i = NULL, *o_rows_d = NULL, *o_rows_k = NULL, *o_keys = NULL, *o_bounds = NULL,
+             *o_data = NULL, *result = NULL;
+    Table *t = calloc(1, sizeof(Table));
+    int64_t *nst = malloc(n ? (size_t)n * 8 : 8); /* stats of each column event; -1: a row event */
+    Stats sv = {NULL, 0, 0}, prev = {NULL, 0, 0};
+    int *cid = NULL, *prev_cid = NULL;
+    Py_ssize_t cid_cap = 0;
+    Vec vals = {NULL, 0, 0, 8}, cols = {NULL, 0, 0, 2}, rows = {NULL, 0, 0, sizeof(Row)};
+    o_ev = new_bytes(n * 32);
+    if (!t || !nst || !o_ev) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *ev_out = I64(o_ev);
+    int status = OK;
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < n && status == OK; i++) { /* parse, and keep each stat as a column value or a row */
+        Event e;
+        if ((status = parse_event(buf, buf + starts[i], buf + ends[i], &e, &sv)) != OK) break;
+        ev_out[i] = (int64_t)e.mid, ev_out[n + i] = (int64_t)e.off;
+        ev_out[2 * n + i] = (int64_t)e.dur, ev_out[3 * n + i] = (int64_t)e.occ;
+        if (sv.n > cid_cap) {
+            Py_ssize_t cap = sv.n * 2;
+            int *a = realloc(cid, (size_t)cap * sizeof(int)), *b2 = a ? realloc(prev_cid, (size_t)cap * sizeof(int)) : NULL;
+            if (a) cid = a;
+            if (b2) prev_cid = b2;
+            if (!a || !b2) {
+                status = NOMEM;
+                break;
+            }
+            cid_cap = cap;
+        }
+        if (columnar(t, &sv, cid, &prev, prev_cid, row_mids, n_row_mids)) {
+            if ((status = reserve(&vals, sv.n)) != OK || (status = reserve(&cols, sv.n)) != OK) break;
+            uint64_t *vv = (uint64_t *)vals.p + vals.n;
+            uint16_t *cc = (uint16_t *)cols.p + cols.n;
+            for (Py_ssize_t j = 0; j < sv.n; j++) {
+                vv[j] = sv.s[j].ival, cc[j] = (uint16_t)cid[j];
+                t->col[cid[j]].count++;
+            }
+            vals.n += sv.n, cols.n += sv.n;
+            nst[i] = sv.n;
+            Stats tmp = prev; /* this event's layout is the next one's guess */
+            prev = sv, sv = tmp;
+            int *tc = prev_cid;
+            prev_cid = cid, cid = tc;
+        } else {
+            if ((status = reserve(&rows, sv.n)) != OK) break;
+            Row *r = (Row *)rows.p + rows.n;
+            for (Py_ssize_t j = 0; j < sv.n; j++) r[j] = (Row){sv.s[j], i, j};
+            rows.n += sv.n;
+            nst[i] = -1;
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    if (status == NOMEM) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (status == BAD) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_ssize_t m = (Py_ssize_t)rows.n, total = (Py_ssize_t)vals.n;
+    int k = 0;
+    for (int c = 0; c < t->n; c++) k += t->col[c].count > 0;
+    o_rows_i = new_bytes(m * 48), o_rows_d = new_bytes(m * 8), o_rows_k = new_bytes(m);
+    o_keys = new_bytes((Py_ssize_t)k * 16), o_bounds = new_bytes((Py_ssize_t)(k + 1) * 8);
+    o_data = new_bytes(total * 24);
+    if (!o_rows_i || !o_rows_d || !o_rows_k || !o_keys || !o_bounds || !o_data) goto done;
+    int64_t *ri = I64(o_rows_i), *keys = I64(o_keys), *bounds = I64(o_bounds), *data = I64(o_data);
+    double *rd = (double *)PyByteArray_AS_STRING(o_rows_d);
+    int8_t *rk = (int8_t *)PyByteArray_AS_STRING(o_rows_k);
+    Py_ssize_t at = 0;
+    for (int c = 0, kk = 0; c < t->n; c++) { /* columns in order of first appearance; empty ones dropped */
+        Column *col = &t->col[c];
+        if (!col->count) continue;
+        keys[2 * kk] = (int64_t)col->mid, keys[2 * kk + 1] = col->kind;
+        bounds[kk++] = at;
+        col->cursor = at;
+        at += col->count;
+    }
+    bounds[k] = at;
+    Py_BEGIN_ALLOW_THREADS;
+    const uint64_t *vv = (const uint64_t *)vals.p;
+    const uint16_t *cc = (const uint16_t *)cols.p;
+    Py_ssize_t q = 0;
+    for (Py_ssize_t i = 0; i < n; i++) { /* column values to their columns, in event order */
+        for (int64_t j = 0; j < nst[i]; j++, q++) {
+            Py_ssize_t c = t->col[cc[q]].cursor++;
+            data[c] = i, data[total + c] = (int64_t)vv[q], data[2 * total + c] = j;
+        }
+    }
+    const Row *rr = (const Row *)rows.p;
+    for (Py_ssize_t r = 0; r < m; r++) {
+        const Stat *s = &rr[r].s;
+        ri[r] = rr[r].event, ri[m + r] = (int64_t)s->mid, ri[2 * m + r] = (int64_t)s->ival;
+        ri[3 * m + r] = s->spos, ri[4 * m + r] = s->slen, ri[5 * m + r] = rr[r].rank;
+        rd[r] = s->dval, rk[r] = (int8_t)s->kind;
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyTuple_Pack(7, o_ev, o_rows_i, o_rows_d, o_rows_k, o_keys, o_bounds, o_data);
+done:
+    Py_XDECREF(o_ev), Py_XDECREF(o_rows_i), Py_XDECREF(o_rows_d), Py_XDECREF(o_rows_k);
+    Py_XDECREF(o_keys), Py_XDECREF(o_bounds), Py_XDECREF(o_data);
+    free(t), free(nst), free(sv.s), free(prev.s), free(cid), free(prev_cid);
+    free(vals.p), free(cols.p), free(rows.p);
+    for (int i = 0; i < 4; i++) PyBuffer_Release(&b[i]);
+    return result;
+fail_buffers:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    return NULL;
+}
+
+PyDoc_STRVAR(line_spans_doc,
+             "line_spans(plane) -> (counts, spans) | None\n\n"
+             "The events of each line of a serialized XPlane, in file order: counts int64 (lines,), the\n"
+             "events of each line; spans int64 (events, 2): start and end of each event in `plane`.\n"
+             "None when the plane holds a field this walk does not skip (a group, an invalid wire type).");
+
+static PyObject *line_spans(PyObject *self, PyObject *arg) {
+    Py_buffer b;
+    if (get_buffer(arg, &b, 1, "plane") < 0) return NULL;
+    const uint8_t *base = b.buf, *end = base + b.len;
+    Py_ssize_t lines = 0, events = 0;
+    int status = OK;
+    for (int pass = 0; pass < 2 && status == OK; pass++) { /* count, then fill */
+        PyObject *o_counts = NULL, *o_spans = NULL;
+        int64_t *counts = NULL, *spans = NULL;
+        if (pass) {
+            o_counts = new_bytes(lines * 8), o_spans = new_bytes(events * 16);
+            if (!o_counts || !o_spans) {
+                Py_XDECREF(o_counts), Py_XDECREF(o_spans);
+                PyBuffer_Release(&b);
+                return NULL;
+            }
+            counts = I64(o_counts), spans = I64(o_spans);
+        }
+        Py_ssize_t li = 0, ei = 0;
+        const uint8_t *p = base;
+        uint64_t key, v;
+        while (p < end && status == OK) {
+            if (varint(&p, end, &key) || (key >> 3) == 0) {
+                status = BAD;
+                break;
+            }
+            if ((key >> 3) != PLANE_LINES || (key & 7) != 2) {
+                status = skip(&p, end, (int)(key & 7));
+                continue;
+            }
+            if (varint(&p, end, &v) || v > (uint64_t)(end - p)) {
+                status = BAD;
+                break;
+            }
+            const uint8_t *q = p, *line_end = p + v;
+            Py_ssize_t first = ei;
+            while (q < line_end) {
+                if (varint(&q, line_end, &key) || (key >> 3) == 0) {
+                    status = BAD;
+                    break;
+                }
+                if ((key >> 3) == LINE_EVENTS && (key & 7) == 2) {
+                    if (varint(&q, line_end, &v) || v > (uint64_t)(line_end - q)) {
+                        status = BAD;
+                        break;
+                    }
+                    if (pass) spans[2 * ei] = q - base, spans[2 * ei + 1] = q - base + (int64_t)v;
+                    ei++;
+                    q += v;
+                } else if (skip(&q, line_end, (int)(key & 7))) {
+                    status = BAD;
+                    break;
+                }
+            }
+            if (pass) counts[li] = ei - first;
+            li++;
+            p = line_end;
+        }
+        if (!pass) {
+            lines = li, events = ei;
+        } else if (status == OK) {
+            PyBuffer_Release(&b);
+            PyObject *res = PyTuple_Pack(2, o_counts, o_spans);
+            Py_DECREF(o_counts), Py_DECREF(o_spans);
+            return res;
+        } else {
+            Py_DECREF(o_counts), Py_DECREF(o_spans);
+        }
+    }
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"decode", decode, METH_VARARGS, decode_doc},
+    {"line_spans", line_spans, METH_O, line_spans_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_xplane_events",
+                                    "The XSpace import's native event decoder.", -1, methods};
+
+PyMODINIT_FUNC PyInit__xplane_events(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    PyObject *fields = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "PLANE_LINES",
+                                     PLANE_LINES, "LINE_EVENTS", LINE_EVENTS, "EV_METADATA_ID", EV_METADATA_ID,
+                                     "EV_OFFSET_PS", EV_OFFSET_PS, "EV_DURATION_PS", EV_DURATION_PS, "EV_STATS",
+                                     EV_STATS, "EV_NUM_OCC", EV_NUM_OCC, "ST_METADATA_ID", ST_METADATA_ID,
+                                     "ST_DOUBLE", ST_DOUBLE, "ST_UINT64", ST_UINT64, "ST_INT64", ST_INT64, "ST_STR",
+                                     ST_STR, "ST_BYTES", ST_BYTES, "ST_REF", ST_REF);
+    PyObject *kinds = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i}", "KIND_INT", KIND_INT, "KIND_UINT", KIND_UINT,
+                                    "KIND_DOUBLE", KIND_DOUBLE, "KIND_STR", KIND_STR, "KIND_BYTES", KIND_BYTES,
+                                    "KIND_REF", KIND_REF);
+    if (!fields || !kinds || PyModule_AddObject(m, "FIELDS", fields) < 0 || PyModule_AddObject(m, "KINDS", kinds) < 0) {
+        Py_XDECREF(fields), Py_XDECREF(kinds), Py_DECREF(m);
+        return NULL;
+    }
+    PyModule_AddIntConstant(m, "MAX_COLUMNS", MAX_COLUMNS);
+    return m;
+}

@@ -1,0 +1,81 @@
+"""The native XSpace event decoder (profiler/_xplane_events.c): lines' events straight from the file's bytes.
+
+    plane bytes -> each line's event spans (line_spans) -> LineEvents (decode_line)
+
+The numpy decoders (profiler/xplane_wire.py: the layout decoder, then the general one) take
+a line's events as Python bytes objects, one per event, joined into one buffer; here the C
+walk finds each line's events in the plane's bytes (no object per event, no copy) and decodes
+them in two passes over the bytes, with the GIL released. It returns None for anything it
+does not decode exactly as protobuf does (a group, an invalid wire type, a field cut short):
+the caller then decodes that line with the numpy decoders, which name the problem, so a
+malformed file is refused with the same message as before.
+
+Stats come out as in the layout decoder's LineEvents: events whose stats all hold integers,
+refs or no value give stat columns (one per metadata id and kind), the others stat rows. An
+event's stats are all columns or all rows, and stats whose metadata id shares its name with a
+lower id stay rows (`row_mids`), so the store rows are those the general decoder's rows give
+(tests/xplane/test_xplane_native.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from profiler import _xplane_events as _c
+from profiler import xplane_fields as xf
+from profiler.xplane_columns import LineEvents, StatColumn
+
+_OURS = {k: getattr(xf, k) for k in _c.FIELDS} | {k: getattr(xf, k) for k in _c.KINDS}
+if _OURS != _c.FIELDS | _c.KINDS:  # the C file's field numbers are copies of the .proto's
+    raise ImportError(f"profiler/_xplane_events.c is out of date with proto/xplane.proto: {_c.FIELDS | _c.KINDS}")
+
+MAX_COLUMNS = _c.MAX_COLUMNS  # stat columns per line; events needing more are decoded as rows
+
+
+def line_spans(plane_bytes, plane) -> list[np.ndarray] | None:
+    """Each line's event spans (int64 (events, 2), start and end in `plane_bytes`), or None.
+
+    `plane` is the same bytes parsed (an XPlaneLite); None unless the walk found exactly its
+    lines and events (it gives up on groups, which protobuf skips as unknown fields).
+    """
+    got = _c.line_spans(plane_bytes)
+    if got is None:
+        return None
+    counts = np.frombuffer(got[0], np.int64)
+    if counts.tolist() != [len(ln.events) for ln in plane.lines]:
+        return None
+    spans = np.frombuffer(got[1], np.int64).reshape(-1, 2)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    return [spans[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+
+
+def row_mids(stat_names: dict[int, str]) -> np.ndarray:
+    """Stat metadata ids whose stats stay rows: those sharing their name with a lower id (the
+    import reads a stat name's lowest id; its other ids become arguments)."""
+    first: dict[str, int] = {}
+    out = []
+    for mid in sorted(stat_names):
+        if stat_names[mid] in first:
+            out.append(mid)
+        else:
+            first[stat_names[mid]] = mid
+    return np.array(out, np.int64)
+
+
+def decode_line(buf: np.ndarray, spans: np.ndarray, rows: np.ndarray) -> LineEvents | None:
+    """The events buf[spans[i, 0]:spans[i, 1]] (buf: uint8) as columns; None: decode them otherwise."""
+    starts, ends = np.ascontiguousarray(spans[:, 0]), np.ascontiguousarray(spans[:, 1])
+    got = _c.decode(buf, starts, ends, rows)
+    if got is None:
+        return None
+    ev_b, rows_b, dbl_b, kind_b, keys_b, bounds_b, data_b = got
+    n, m = len(starts), len(kind_b)
+    ev = np.frombuffer(ev_b, np.int64).reshape(4, n)
+    r = np.frombuffer(rows_b, np.int64).reshape(6, m)
+    keys = np.frombuffer(keys_b, np.int64).reshape(-1, 2).tolist()
+    bounds = np.frombuffer(bounds_b, np.int64).tolist()
+    data = np.frombuffer(data_b, np.int64).reshape(3, -1)
+    columns = [StatColumn(mid, kind, data[0, a:b], data[1, a:b], data[2, a:b])
+               for (mid, kind), a, b in zip(keys, bounds[:-1], bounds[1:], strict=True)]  # fmt: skip
+    return LineEvents(ev[0], ev[1], ev[2], ev[3], r[0], r[1], np.frombuffer(kind_b, np.int8), r[2],
+                      np.frombuffer(dbl_b, np.float64), r[3], r[4], buf, r[5], columns)  # fmt: skip
