@@ -192,7 +192,10 @@ static int parse_event(const uint8_t *base, const uint8_t *p, const uint8_t *end
 typedef struct {
     uint64_t mid;
     int kind;
-    Py_ssize_t count, cursor;
+    int repeats;          /* some event holds the stat twice */
+    Py_ssize_t count;     /* stats */
+    Py_ssize_t last;      /* the last event holding it */
+    Py_ssize_t at, ev_at; /* fill cursors into the values and the event indices (-1: dense, none kept) */
 } Column;
 
 typedef struct {
@@ -215,7 +218,7 @@ static int column(Table *t, uint64_t mid, int kind, int add) {
         i = (i + 1) & (TABLE_SLOTS - 1);
     }
     if (!add || t->n == MAX_COLUMNS) return -1;
-    t->col[t->n] = (Column){mid, kind, 0, 0};
+    t->col[t->n] = (Column){mid, kind, 0, 0, -1, 0, 0};
     t->slot[i] = (int16_t)(++t->n);
     return t->n - 1;
 }
@@ -284,19 +287,22 @@ static PyObject *new_bytes(Py_ssize_t n) { return PyByteArray_FromStringAndSize(
 #define I64(o) ((int64_t *)PyByteArray_AS_STRING(o))
 
 PyDoc_STRVAR(decode_doc,
-             "decode(buf, starts, ends, row_mids) -> (events, rows, doubles, kinds, col_keys, col_bounds, "
-             "col_data) | None\n\n"
+             "decode(buf, starts, ends, row_mids, ranks) -> (events, rows, doubles, kinds, col_keys, col_ints, "
+             "col_index, col_ranks) | None\n\n"
              "Decode the XEvents buf[starts[i]:ends[i]] (starts, ends: int64; row_mids: sorted int64 stat\n"
              "metadata ids whose stats stay rows). Bytearrays, to view with numpy: events int64 (4, n):\n"
              "metadata_id, offset_ps, duration_ps, num_occurrences; rows int64 (6, m): event, metadata_id,\n"
              "int value, str/bytes position in buf (-1: none), its length, rank in the event; doubles\n"
-             "float64 (m,), NaN unless a double; kinds int8 (m,); col_keys int64 (k, 2): metadata id, kind;\n"
-             "col_bounds int64 (k + 1,); col_data int64 (3, total): events, values, ranks, column c at\n"
-             "[col_bounds[c]:col_bounds[c + 1]]. None: some event is not valid protobuf.");
+             "float64 (m,), NaN unless a double; kinds int8 (m,); col_keys int64 (k, 4): metadata id, kind,\n"
+             "start of the column's values in col_ints (and of its ranks in col_ranks), start of its event\n"
+             "indices in col_index, -1 for a dense column (every event once, in order: no indices kept);\n"
+             "a column ends where the next begins. col_ranks int32, rank of each value in its event, only\n"
+             "with `ranks` (else empty). None: some event is not valid protobuf.");
 
 static PyObject *decode(PyObject *self, PyObject *args) {
     PyObject *o_buf, *o_starts, *o_ends, *o_rows;
-    if (!PyArg_ParseTuple(args, "OOOO", &o_buf, &o_starts, &o_ends, &o_rows)) return NULL;
+    int want_ranks;
+    if (!PyArg_ParseTuple(args, "OOOOp", &o_buf, &o_starts, &o_ends, &o_rows, &want_ranks)) return NULL;
     Py_buffer b[4];
     const char *names[4] = {"buf", "starts", "ends", "row_mids"};
     PyObject *objs[4] = {o_buf, o_starts, o_ends, o_rows};
@@ -318,8 +324,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             goto fail_buffers;
         }
 
-    PyObject *o_ev = NULL, *o_rows_i = NULL, *o_rows_d = NULL, *o_rows_k = NULL, *o_keys = NULL, *o_bounds = NULL,
-             *o_data = NULL, *result = NULL;
+    PyObject *o_ev = NULL, *o_rows_i = NULL, *o_rows_d = NULL, *o_rows_k = NULL, *o_keys = NULL, *o_ints = NULL,
+             *o_index = NULL, *o_ranks = NULL, *result = NULL;
     Table *t = calloc(1, sizeof(Table));
     int64_t *nst = malloc(n ? (size_t)n * 8 : 8); /* stats of each column event; -1: a row event */
     Stats sv = {NULL, 0, 0}, prev = {NULL, 0, 0};
@@ -355,8 +361,11 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             uint64_t *vv = (uint64_t *)vals.p + vals.n;
             uint16_t *cc = (uint16_t *)cols.p + cols.n;
             for (Py_ssize_t j = 0; j < sv.n; j++) {
+                Column *col = &t->col[cid[j]];
                 vv[j] = sv.s[j].ival, cc[j] = (uint16_t)cid[j];
-                t->col[cid[j]].count++;
+                col->count++;
+                col->repeats |= col->last == i;
+                col->last = i;
             }
             vals.n += sv.n, cols.n += sv.n;
             nst[i] = sv.n;
@@ -381,34 +390,43 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    Py_ssize_t m = (Py_ssize_t)rows.n, total = (Py_ssize_t)vals.n;
+    Py_ssize_t m = (Py_ssize_t)rows.n, total = (Py_ssize_t)vals.n, total_ev = 0;
     int k = 0;
-    for (int c = 0; c < t->n; c++) k += t->col[c].count > 0;
+    for (int c = 0; c < t->n; c++) {
+        Column *col = &t->col[c];
+        k += col->count > 0;
+        if (col->count && (col->count != n || col->repeats)) total_ev += col->count; /* else dense */
+    }
     o_rows_i = new_bytes(m * 48), o_rows_d = new_bytes(m * 8), o_rows_k = new_bytes(m);
-    o_keys = new_bytes((Py_ssize_t)k * 16), o_bounds = new_bytes((Py_ssize_t)(k + 1) * 8);
-    o_data = new_bytes(total * 24);
-    if (!o_rows_i || !o_rows_d || !o_rows_k || !o_keys || !o_bounds || !o_data) goto done;
-    int64_t *ri = I64(o_rows_i), *keys = I64(o_keys), *bounds = I64(o_bounds), *data = I64(o_data);
+    o_keys = new_bytes((Py_ssize_t)k * 32), o_ints = new_bytes(total * 8), o_index = new_bytes(total_ev * 8);
+    o_ranks = new_bytes(want_ranks ? total * 4 : 0);
+    if (!o_rows_i || !o_rows_d || !o_rows_k || !o_keys || !o_ints || !o_index || !o_ranks) goto done;
+    int64_t *ri = I64(o_rows_i), *keys = I64(o_keys), *ints = I64(o_ints), *index = I64(o_index);
+    int32_t *ranks = (int32_t *)PyByteArray_AS_STRING(o_ranks);
     double *rd = (double *)PyByteArray_AS_STRING(o_rows_d);
     int8_t *rk = (int8_t *)PyByteArray_AS_STRING(o_rows_k);
-    Py_ssize_t at = 0;
+    Py_ssize_t at = 0, ev_at = 0;
     for (int c = 0, kk = 0; c < t->n; c++) { /* columns in order of first appearance; empty ones dropped */
         Column *col = &t->col[c];
         if (!col->count) continue;
-        keys[2 * kk] = (int64_t)col->mid, keys[2 * kk + 1] = col->kind;
-        bounds[kk++] = at;
-        col->cursor = at;
+        int dense = col->count == n && !col->repeats; /* every event once, in order: no index kept */
+        col->at = at, col->ev_at = dense ? -1 : ev_at;
+        keys[4 * kk] = (int64_t)col->mid, keys[4 * kk + 1] = col->kind, keys[4 * kk + 2] = at;
+        keys[4 * kk + 3] = col->ev_at;
+        kk++;
         at += col->count;
+        ev_at += dense ? 0 : col->count;
     }
-    bounds[k] = at;
     Py_BEGIN_ALLOW_THREADS;
     const uint64_t *vv = (const uint64_t *)vals.p;
     const uint16_t *cc = (const uint16_t *)cols.p;
     Py_ssize_t q = 0;
     for (Py_ssize_t i = 0; i < n; i++) { /* column values to their columns, in event order */
         for (int64_t j = 0; j < nst[i]; j++, q++) {
-            Py_ssize_t c = t->col[cc[q]].cursor++;
-            data[c] = i, data[total + c] = (int64_t)vv[q], data[2 * total + c] = j;
+            Column *col = &t->col[cc[q]];
+            if (want_ranks) ranks[col->at] = (int32_t)j;
+            ints[col->at++] = (int64_t)vv[q];
+            if (col->ev_at >= 0) index[col->ev_at++] = i;
         }
     }
     const Row *rr = (const Row *)rows.p;
@@ -419,10 +437,10 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         rd[r] = s->dval, rk[r] = (int8_t)s->kind;
     }
     Py_END_ALLOW_THREADS;
-    result = PyTuple_Pack(7, o_ev, o_rows_i, o_rows_d, o_rows_k, o_keys, o_bounds, o_data);
+    result = PyTuple_Pack(8, o_ev, o_rows_i, o_rows_d, o_rows_k, o_keys, o_ints, o_index, o_ranks);
 done:
     Py_XDECREF(o_ev), Py_XDECREF(o_rows_i), Py_XDECREF(o_rows_d), Py_XDECREF(o_rows_k);
-    Py_XDECREF(o_keys), Py_XDECREF(o_bounds), Py_XDECREF(o_data);
+    Py_XDECREF(o_keys), Py_XDECREF(o_ints), Py_XDECREF(o_index), Py_XDECREF(o_ranks);
     free(t), free(nst), free(sv.s), free(prev.s), free(cid), free(prev_cid);
     free(vals.p), free(cols.p), free(rows.p);
     for (int i = 0; i < 4; i++) PyBuffer_Release(&b[i]);

@@ -20,9 +20,15 @@ class StatColumn:
 
     metadata_id: int
     kind: int  # KIND_INT, KIND_UINT or KIND_REF (0: no value)
-    events: np.ndarray  # event indices (not sorted)
+    index: np.ndarray | slice  # event indices (not sorted), or slice(0, n): each of the line's n events, in order
     ints: np.ndarray  # int64 values (uint64 reinterpreted)
-    ranks: np.ndarray  # position of the stat among its event's stats
+    ranks: np.ndarray | None  # position of the stat among its event's stats (None: not kept, see as_rows)
+
+    @property
+    def events(self) -> np.ndarray:
+        """The event indices as an array (`index` is what to index a line's columns with)."""
+        i = self.index
+        return np.arange(i.start, i.stop) if isinstance(i, slice) else i
 
 
 @dataclass
@@ -51,10 +57,12 @@ class LineEvents:
     columns: list[StatColumn] = field(default_factory=list)
 
     def as_rows(self) -> LineEvents:
-        """The same events with every stat as a row, ordered by event, then as in the file."""
+        """The same events with every stat as a row, ordered by event, then as in the file (the
+        columns must hold their ranks)."""
         if not self.columns:
             return self
         cs = self.columns
+        assert all(c.ranks is not None for c in cs), "stat columns decoded without their ranks"
         cat = np.concatenate
         ev = cat([self.stat_event] + [c.events for c in cs])
         rank = cat([self.stat_rank] + [c.ranks for c in cs])

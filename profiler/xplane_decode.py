@@ -42,7 +42,14 @@ from profiler.xplane_lines import (
     typed_columns,
     untyped_rows,
 )
-from profiler.xplane_mapping import COUNTER_LINE, NUM_OCCURRENCES, SCPROF_PLANE, STEP_LINES, plane_kind
+from profiler.xplane_mapping import (
+    COUNTER_LINE,
+    MEMORY_EVENTS,
+    NUM_OCCURRENCES,
+    SCPROF_PLANE,
+    STEP_LINES,
+    plane_kind,
+)
 
 
 @dataclass
@@ -220,6 +227,7 @@ class _LineJob:
     buf: np.ndarray | None = None
     spans: np.ndarray | None = None
     row_mids: np.ndarray | None = None
+    ranks: bool = True  # its stats are read as rows (LineEvents.as_rows): stat columns keep their ranks
 
 
 def _line_jobs(path: str, plane, raw, use_native: bool) -> list[_LineJob]:
@@ -227,14 +235,17 @@ def _line_jobs(path: str, plane, raw, use_native: bool) -> list[_LineJob]:
     spans = xplane_native.line_spans(raw, plane) if use_native else None
     buf = np.frombuffer(raw, np.uint8) if spans is not None else None
     rows = xplane_native.row_mids({k: v.name for k, v in plane.stat_metadata.items()}) if spans is not None else None
+    memory = any(m.name in MEMORY_EVENTS for m in plane.event_metadata.values())  # as LineCtx.build reads
     return [_LineJob(f"{path}: plane {plane.name!r} line {line_name(line)!r}", line, len(line.events), buf,
-                     spans[i] if spans is not None else None, rows)
+                     spans[i] if spans is not None else None, rows, memory or line_name(line) == COUNTER_LINE)
             for i, line in enumerate(plane.lines) if line.events]  # fmt: skip
 
 
 def _decode_job(job: _LineJob, fast: bool) -> LineEvents:
-    if job.spans is not None and (ev := xplane_native.decode_line(job.buf, job.spans, job.row_mids)) is not None:
-        return ev
+    if job.spans is not None:
+        ev = xplane_native.decode_line(job.buf, job.spans, job.row_mids, job.ranks)
+        if ev is not None:
+            return ev
     return w.decode_events(job.line.events, job.where, fast=fast)
 
 

@@ -243,8 +243,8 @@ def typed_columns(line: LineCtx, dest=None) -> dict[str, np.ndarray]:
             for c in line.by_name.get(sname, ()):
                 if _fills(sname, c.kind):
                     if not string:
-                        chk.check_stat_values(line.where, sname, col, c.events, c.kind, c.ints)
-                    vals[c.events] = p.ref_ids(c.ints) if string else c.ints
+                        chk.check_stat_values(line.where, sname, col, c.index, c.kind, c.ints)
+                    vals[c.index] = p.ref_ids(c.ints) if string else c.ints
         out[col] = vals  # always present, so columns of all lines line up
     return out
 
@@ -267,7 +267,7 @@ def step_num_events(line: LineCtx) -> np.ndarray:
     if STEP_NUM in line.plane.meta_typed:
         has_num |= line.plane.meta_typed[STEP_NUM][line.midx] != NULL
     for c in line.by_name.get(STEP_NUM, ()):
-        has_num[c.events] = True
+        has_num[c.index] = True
     return has_num
 
 

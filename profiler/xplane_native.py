@@ -62,20 +62,26 @@ def row_mids(stat_names: dict[int, str]) -> np.ndarray:
     return np.array(out, np.int64)
 
 
-def decode_line(buf: np.ndarray, spans: np.ndarray, rows: np.ndarray) -> LineEvents | None:
-    """The events buf[spans[i, 0]:spans[i, 1]] (buf: uint8) as columns; None: decode them otherwise."""
+def decode_line(buf: np.ndarray, spans: np.ndarray, rows: np.ndarray, ranks: bool = True) -> LineEvents | None:
+    """The events buf[spans[i, 0]:spans[i, 1]] (buf: uint8) as columns; None: decode them otherwise.
+
+    `ranks=False` keeps no stat ranks in the columns (only LineEvents.as_rows reads them).
+    """
     starts, ends = np.ascontiguousarray(spans[:, 0]), np.ascontiguousarray(spans[:, 1])
-    got = _c.decode(buf, starts, ends, rows)
+    got = _c.decode(buf, starts, ends, rows, ranks)
     if got is None:
         return None
-    ev_b, rows_b, dbl_b, kind_b, keys_b, bounds_b, data_b = got
+    ev_b, rows_b, dbl_b, kind_b, keys_b, ints_b, index_b, ranks_b = got
     n, m = len(starts), len(kind_b)
     ev = np.frombuffer(ev_b, np.int64).reshape(4, n)
     r = np.frombuffer(rows_b, np.int64).reshape(6, m)
-    keys = np.frombuffer(keys_b, np.int64).reshape(-1, 2).tolist()
-    bounds = np.frombuffer(bounds_b, np.int64).tolist()
-    data = np.frombuffer(data_b, np.int64).reshape(3, -1)
-    columns = [StatColumn(mid, kind, data[0, a:b], data[1, a:b], data[2, a:b])
-               for (mid, kind), a, b in zip(keys, bounds[:-1], bounds[1:], strict=True)]  # fmt: skip
+    ints, index = np.frombuffer(ints_b, np.int64), np.frombuffer(index_b, np.int64)
+    rank = np.frombuffer(ranks_b, np.int32) if ranks else None
+    keys = np.frombuffer(keys_b, np.int64).reshape(-1, 4).tolist()
+    columns = []
+    for c, (mid, kind, at, ev_at) in enumerate(keys):
+        end = keys[c + 1][2] if c + 1 < len(keys) else len(ints)
+        where = slice(0, n) if ev_at < 0 else index[ev_at : ev_at + end - at]
+        columns.append(StatColumn(mid, kind, where, ints[at:end], None if rank is None else rank[at:end]))
     return LineEvents(ev[0], ev[1], ev[2], ev[3], r[0], r[1], np.frombuffer(kind_b, np.int8), r[2],
                       np.frombuffer(dbl_b, np.float64), r[3], r[4], buf, r[5], columns)  # fmt: skip
