@@ -23,6 +23,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -272,6 +273,44 @@ typedef struct {
     int64_t event, rank;
 } Row;
 
+/* A thread's working arrays, kept between calls: a capture's lines are decoded one after the other
+   in a thread, and memory freed between them would come back as fresh pages to fault in and zero. */
+typedef struct {
+    Vec vals, cols, rows, nst;
+} Scratch;
+
+#define SCRATCH_KEEP_BYTES (64 << 20) /* more is freed after the call */
+
+static pthread_key_t scratch_key;
+
+static void free_scratch(void *p) {
+    Scratch *s = p;
+    if (!s) return;
+    free(s->vals.p), free(s->cols.p), free(s->rows.p), free(s->nst.p);
+    free(s);
+}
+
+static Scratch *get_scratch(void) {
+    Scratch *s = pthread_getspecific(scratch_key);
+    if (!s && (s = calloc(1, sizeof(Scratch)))) {
+        s->vals.item = 8, s->cols.item = 2, s->rows.item = sizeof(Row), s->nst.item = 8;
+        if (pthread_setspecific(scratch_key, s)) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s) s->vals.n = s->cols.n = s->rows.n = s->nst.n = 0;
+    return s;
+}
+
+static void trim_scratch(Scratch *s) {
+    size_t bytes = 0;
+    Vec *v[4] = {&s->vals, &s->cols, &s->rows, &s->nst};
+    for (int i = 0; i < 4; i++) bytes += v[i]->cap * v[i]->item;
+    if (bytes > SCRATCH_KEEP_BYTES)
+        for (int i = 0; i < 4; i++) free(v[i]->p), v[i]->p = NULL, v[i]->cap = v[i]->n = 0;
+}
+
 static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
     if (view->itemsize != itemsize) {
@@ -327,11 +366,13 @@ static PyObject *decode(PyObject *self, PyObject *args) {
     PyObject *o_ev = NULL, *o_rows_i = NULL, *o_rows_d = NULL, *o_rows_k = NULL, *o_keys = NULL, *o_ints = NULL,
              *o_index = NULL, *o_ranks = NULL, *result = NULL;
     Table *t = calloc(1, sizeof(Table));
-    int64_t *nst = malloc(n ? (size_t)n * 8 : 8); /* stats of each column event; -1: a row event */
+    Scratch *sc = get_scratch();
+    int64_t *nst = NULL; /* stats of each column event; -1: a row event */
+    if (sc && reserve(&sc->nst, (size_t)n + 1) == OK) nst = (int64_t *)sc->nst.p;
     Stats sv = {NULL, 0, 0}, prev = {NULL, 0, 0};
     int *cid = NULL, *prev_cid = NULL;
     Py_ssize_t cid_cap = 0;
-    Vec vals = {NULL, 0, 0, 8}, cols = {NULL, 0, 0, 2}, rows = {NULL, 0, 0, sizeof(Row)};
+    Vec *vals = sc ? &sc->vals : NULL, *cols = sc ? &sc->cols : NULL, *rows = sc ? &sc->rows : NULL;
     o_ev = new_bytes(n * 32);
     if (!t || !nst || !o_ev) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
@@ -357,9 +398,9 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             cid_cap = cap;
         }
         if (columnar(t, &sv, cid, &prev, prev_cid, row_mids, n_row_mids)) {
-            if ((status = reserve(&vals, sv.n)) != OK || (status = reserve(&cols, sv.n)) != OK) break;
-            uint64_t *vv = (uint64_t *)vals.p + vals.n;
-            uint16_t *cc = (uint16_t *)cols.p + cols.n;
+            if ((status = reserve(vals, sv.n)) != OK || (status = reserve(cols, sv.n)) != OK) break;
+            uint64_t *vv = (uint64_t *)vals->p + vals->n;
+            uint16_t *cc = (uint16_t *)cols->p + cols->n;
             for (Py_ssize_t j = 0; j < sv.n; j++) {
                 Column *col = &t->col[cid[j]];
                 vv[j] = sv.s[j].ival, cc[j] = (uint16_t)cid[j];
@@ -367,17 +408,17 @@ static PyObject *decode(PyObject *self, PyObject *args) {
                 col->repeats |= col->last == i;
                 col->last = i;
             }
-            vals.n += sv.n, cols.n += sv.n;
+            vals->n += sv.n, cols->n += sv.n;
             nst[i] = sv.n;
             Stats tmp = prev; /* this event's layout is the next one's guess */
             prev = sv, sv = tmp;
             int *tc = prev_cid;
             prev_cid = cid, cid = tc;
         } else {
-            if ((status = reserve(&rows, sv.n)) != OK) break;
-            Row *r = (Row *)rows.p + rows.n;
+            if ((status = reserve(rows, sv.n)) != OK) break;
+            Row *r = (Row *)rows->p + rows->n;
             for (Py_ssize_t j = 0; j < sv.n; j++) r[j] = (Row){sv.s[j], i, j};
-            rows.n += sv.n;
+            rows->n += sv.n;
             nst[i] = -1;
         }
     }
@@ -390,7 +431,7 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    Py_ssize_t m = (Py_ssize_t)rows.n, total = (Py_ssize_t)vals.n, total_ev = 0;
+    Py_ssize_t m = (Py_ssize_t)rows->n, total = (Py_ssize_t)vals->n, total_ev = 0;
     int k = 0;
     for (int c = 0; c < t->n; c++) {
         Column *col = &t->col[c];
@@ -418,8 +459,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         ev_at += dense ? 0 : col->count;
     }
     Py_BEGIN_ALLOW_THREADS;
-    const uint64_t *vv = (const uint64_t *)vals.p;
-    const uint16_t *cc = (const uint16_t *)cols.p;
+    const uint64_t *vv = (const uint64_t *)vals->p;
+    const uint16_t *cc = (const uint16_t *)cols->p;
     Py_ssize_t q = 0;
     for (Py_ssize_t i = 0; i < n; i++) { /* column values to their columns, in event order */
         for (int64_t j = 0; j < nst[i]; j++, q++) {
@@ -429,7 +470,7 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             if (col->ev_at >= 0) index[col->ev_at++] = i;
         }
     }
-    const Row *rr = (const Row *)rows.p;
+    const Row *rr = (const Row *)rows->p;
     for (Py_ssize_t r = 0; r < m; r++) {
         const Stat *s = &rr[r].s;
         ri[r] = rr[r].event, ri[m + r] = (int64_t)s->mid, ri[2 * m + r] = (int64_t)s->ival;
@@ -441,8 +482,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
 done:
     Py_XDECREF(o_ev), Py_XDECREF(o_rows_i), Py_XDECREF(o_rows_d), Py_XDECREF(o_rows_k);
     Py_XDECREF(o_keys), Py_XDECREF(o_ints), Py_XDECREF(o_index), Py_XDECREF(o_ranks);
-    free(t), free(nst), free(sv.s), free(prev.s), free(cid), free(prev_cid);
-    free(vals.p), free(cols.p), free(rows.p);
+    free(t), free(sv.s), free(prev.s), free(cid), free(prev_cid);
+    if (sc) trim_scratch(sc);
     for (int i = 0; i < 4; i++) PyBuffer_Release(&b[i]);
     return result;
 fail_buffers:
@@ -539,6 +580,11 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_xplane_events",
                                     "The XSpace import's native event decoder.", -1, methods};
 
 PyMODINIT_FUNC PyInit__xplane_events(void) {
+    static int key_made = 0;
+    if (!key_made) {
+        if (pthread_key_create(&scratch_key, free_scratch)) return PyErr_NoMemory();
+        key_made = 1;
+    }
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     PyObject *fields = Py_BuildValue("{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "PLANE_LINES",

@@ -138,7 +138,9 @@ class Decoded:
         self.counters.setdefault("value", []).append(np.asarray(values, np.float64))
 
 
-_DECODE_THREADS = min(2, os.cpu_count() or 1)  # the decoders release the GIL in most of their work
+# Threads of the decode: this one maps lines while the others decode the next ones (the decoders
+# release the GIL). One decoding thread keeps ahead of the mapping; more only contend for the cores.
+_DECODE_THREADS = min(2, os.cpu_count() or 1)
 _THREADS_MIN_EVENTS = 200_000  # events of a run below which lines decode in this thread
 
 
@@ -255,7 +257,7 @@ def _decoded_lines(jobs: list[_LineJob], fast: bool) -> Iterator[LineEvents]:
         for job in jobs:
             yield _decode_job(job, fast)
         return
-    ex = ThreadPoolExecutor(_DECODE_THREADS)
+    ex = ThreadPoolExecutor(_DECODE_THREADS - 1)
     try:
         futures = [ex.submit(_decode_job, job, fast) for job in jobs]
         for f in futures:
