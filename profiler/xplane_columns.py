@@ -1,7 +1,8 @@
-"""A line's decoded events as numpy columns: what both XSpace decoders produce.
+"""A line's decoded events as numpy columns: what the XSpace decoders produce.
 
 `LineEvents` holds one line's events and their stats (as rows, plus as `StatColumn`s for
-stats the layout decoder found on every event of a layout); `ColumnSink` collects one
+stats the native decoder (profiler/xplane_native.py) found on events holding only integer
+stats, or the layout decoder on every event of a layout); `ColumnSink` collects one
 chunk's output from the layout decoder (profiler/xplane_layout.py) and the general decoder
 (profiler/xplane_general.py) and orders it by event at the end; `concat` joins chunks.
 """
@@ -35,8 +36,8 @@ class StatColumn:
 class LineEvents:
     """Events of one line as columns.
 
-    Stats come two ways, disjoint: `columns` (one per metadata id and kind, from events
-    decoded by layout) and rows (one per stat, ordered by event, then as in the file).
+    Stats come two ways, disjoint: `columns` (one per metadata id and kind, from the native
+    or the layout decoder) and rows (one per stat, ordered by event, then as in the file).
     `as_rows()` gives every stat as a row.
     """
 

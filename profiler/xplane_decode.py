@@ -1,8 +1,9 @@
 """Decode the files of one XProf capture into a `Decoded`: store-shaped columns, plane by plane.
 
     host files -> planes (xplane_wire.split_space, XPlaneLite) -> lines' events as columns
-    (xplane_wire.decode_events, in threads) -> per line: events, typed columns, event_args,
-    counter samples (profiler/xplane_lines.py) -> a Decoded
+    (xplane_native.decode_line, else xplane_wire.decode_events; in a thread ahead of the
+    mapping) -> per line: events, typed columns, event_args, counter samples
+    (profiler/xplane_lines.py) -> a Decoded (events: run-wide columns each line writes into)
 
 Strings are interned into one table per run (id 0 is the empty string); times are ps after
 `origin_ns`. Checks of the files and of each value on the way are profiler/xplane_checks.py's;

@@ -3,11 +3,14 @@
 XSpace stores one nested message per event and per stat, which the standard runtime turns
 into one Python object each (about 3 µs per event with stats). Here the plane "shell" (names,
 metadata maps, plane stats) goes through generated classes whose `events` stay raw bytes
-(`XPlaneLite`), and each line's events are decoded into numpy columns (`LineEvents`) two ways:
+(`XPlaneLite`), and each line's events are decoded into numpy columns (`LineEvents`). Most lines
+go to the native decoder (profiler/xplane_native.py, in C), straight from the plane's bytes; the
+lines it leaves (a group in the plane, malformed bytes) are decoded here, two ways:
 
-- the *layout* decoder (profiler/xplane_layout.py, the fast path): events matched, all at
-  once, against the field layout of a first event and read column by column;
-- the *general* decoder (profiler/xplane_general.py), for the events no layout fits.
+- the *layout* decoder (profiler/xplane_layout.py): events matched, all at once, against the
+  field layout of a first event and read column by column;
+- the *general* decoder (profiler/xplane_general.py), for the events no layout fits, which
+  names what is wrong with a malformed event.
 
 Python runs per layout and per field kind, never per event or per stat. The encoder, the
 mirror image, is profiler/xplane_encode.py; field numbers are in profiler/xplane_fields.py.

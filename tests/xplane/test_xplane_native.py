@@ -170,3 +170,22 @@ def test_an_event_that_does_not_decode_is_reported_before_a_bad_value_of_an_earl
     path = _write(tmp_path, _space_bytes([p.SerializeToString() for p in lite]))
     line = assert_one_error(cli(capsys, "ingest", path, "--db", tmp_path / "s.duckdb"), path, "wire type 7")
     assert "group_id" not in line
+
+
+def test_an_event_with_a_million_stats_imports_in_one_pass(tmp_path, capsys):
+    """One event holding 10^6 stats (empty ones, 2 bytes each: a 2 MB file): every stat is an argument.
+    The layout decoder spent a quadratic time on it (a set rebuilt per token of the event's layout)."""
+    from profiler.store import Store
+    from tests.fuzzkit import time_limit
+
+    space = xp.XSpace(hostnames=["h"])
+    host = PlaneBuilder(space, 0, "/host:CPU")
+    host.event(host.line(1, "main"), "op", 0, 5, a=1)
+    lite = _lite(space)
+    lite[0].lines[0].events[0] = bytes(lite[0].lines[0].events[0]) + _field(4, b"") * 1_000_000
+    path = _write(tmp_path, _space_bytes([p.SerializeToString() for p in lite]))
+    db = str(tmp_path / "s.duckdb")
+    with time_limit(60):
+        assert cli(capsys, "ingest", path, "--db", db).code == 0
+    with Store.open(db, read_only=True) as st:
+        assert st.rows("SELECT count(*) n, count(DISTINCT key) k FROM event_args") == [{"n": 1_000_001, "k": 2}]
