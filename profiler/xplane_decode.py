@@ -161,7 +161,7 @@ def decode_files(files: list[str], fast: bool = True, native: bool = True) -> De
             raise TraceFormatError(f"{path}: empty file, not an XSpace (.xplane.pb)")
         try:
             planes, hosts = w.split_space(data, path, raw)
-            lite = [w.XPlaneLite.FromString(p) for p in planes]
+            lite = [xplane_native.parse_plane(p, fast and native) for p in planes]
         except XSpaceWireError as e:
             raise TraceFormatError(str(e)) from None
         except Exception as e:  # protobuf DecodeError: cut short, corrupt, bad UTF-8
@@ -169,26 +169,26 @@ def decode_files(files: list[str], fast: bool = True, native: bool = True) -> De
         if not lite:
             raise TraceFormatError(f"{path}: XSpace holds no planes (not an .xplane.pb, or corrupt)")
         chk.check_repeats(path, data, [p.name for p in lite])
-        spaces.append((path, lite, hosts, planes))
+        spaces.append((path, lite, hosts))
         # One file: nothing to compare its digest with, so it is taken in a thread while lines decode.
         digests.append(hashlib.sha1(data).digest() if len(files) > 1 else _Digest(data))
     multi = len(spaces) > 1
-    prefixes = [f"{hosts[0] if hosts else stem(path)} " if multi else "" for path, _, hosts, _ in spaces]
+    prefixes = [f"{hosts[0] if hosts else stem(path)} " if multi else "" for path, _, hosts in spaces]
     chk.check_files(files, digests, [[pre + p.name for p in sp[1]] for pre, sp in zip(prefixes, spaces, strict=True)])
-    origins = [(path, p.name, ln) for path, lite, *_ in spaces for p in lite if p.name != SCPROF_PLANE
-               for ln in p.lines if ln.events]  # fmt: skip
+    origins = [(path, p.name, ln) for path, lite, _ in spaces for p in lite if p.name != SCPROF_PLANE
+               for i, ln in enumerate(p.lines) if p.events(i)]  # fmt: skip
     if not origins:
         raise TraceFormatError(f"{files[0]}: XSpace holds no events")
     chk.check_line_count(files[0] if len(files) == 1 else os.path.dirname(files[0]), len(origins))
     for path, pname, ln in origins:
         chk.check_timestamp(f"{path}: plane {pname!r} line {line_name(ln)!r}", ln.timestamp_ns)
     d = Decoded(min(ln.timestamp_ns for _, _, ln in origins), digests)
-    jobs = [job for path, lite, _, planes in spaces for plane, raw in zip(lite, planes, strict=True)
-            if plane.name != SCPROF_PLANE for job in _line_jobs(path, plane, raw, fast and native)]  # fmt: skip
+    jobs = [job for path, lite, _ in spaces for plane in lite if plane.name != SCPROF_PLANE
+            for job in _line_jobs(path, plane)]  # fmt: skip
     d.capacity = sum(j.events for j in jobs)
     lines = _decoded_lines(jobs, fast)
     try:
-        for (path, lite, hosts, _), prefix in zip(spaces, prefixes, strict=True):
+        for (path, lite, hosts), prefix in zip(spaces, prefixes, strict=True):
             d.hostnames += hosts
             for plane in lite:
                 _decode_plane(d, path, plane, prefix, lines)
@@ -222,34 +222,34 @@ class _Digest(threading.Thread):
 
 @dataclass
 class _LineJob:
-    """One line's events to decode: `spans` into the plane's bytes `buf` for the native decoder, else None."""
+    """Line i of a plane, to decode: natively when the plane was split natively (plane.spans)."""
 
     where: str
-    line: object  # its XLineLite (line.events: the events as bytes objects)
+    plane: xplane_native.Plane
+    i: int
     events: int
-    buf: np.ndarray | None = None
-    spans: np.ndarray | None = None
+    buf: np.ndarray | None = None  # the plane's bytes
     row_mids: np.ndarray | None = None
     ranks: bool = True  # its stats are read as rows (LineEvents.as_rows): stat columns keep their ranks
 
 
-def _line_jobs(path: str, plane, raw, use_native: bool) -> list[_LineJob]:
-    """The jobs of a plane's lines that hold events (`raw`: the plane's bytes)."""
-    spans = xplane_native.line_spans(raw, plane) if use_native else None
-    buf = np.frombuffer(raw, np.uint8) if spans is not None else None
-    rows = xplane_native.row_mids({k: v.name for k, v in plane.stat_metadata.items()}) if spans is not None else None
-    memory = any(m.name in MEMORY_EVENTS for m in plane.event_metadata.values())  # as LineCtx.build reads
-    return [_LineJob(f"{path}: plane {plane.name!r} line {line_name(line)!r}", line, len(line.events), buf,
-                     spans[i] if spans is not None else None, rows, memory or line_name(line) == COUNTER_LINE)
-            for i, line in enumerate(plane.lines) if line.events]  # fmt: skip
+def _line_jobs(path: str, plane: xplane_native.Plane) -> list[_LineJob]:
+    """The jobs of a plane's lines that hold events."""
+    native = plane.spans is not None
+    buf = np.frombuffer(plane.raw, np.uint8) if native else None
+    rows = xplane_native.row_mids({k: v.name for k, v in plane.msg.stat_metadata.items()}) if native else None
+    memory = any(m.name in MEMORY_EVENTS for m in plane.msg.event_metadata.values())  # as LineCtx.build reads
+    return [_LineJob(f"{path}: plane {plane.name!r} line {line_name(line)!r}", plane, i, plane.events(i), buf, rows,
+                     memory or line_name(line) == COUNTER_LINE)
+            for i, line in enumerate(plane.lines) if plane.events(i)]  # fmt: skip
 
 
 def _decode_job(job: _LineJob, fast: bool) -> LineEvents:
-    if job.spans is not None:
-        ev = xplane_native.decode_line(job.buf, job.spans, job.row_mids, job.ranks)
+    if job.buf is not None:
+        ev = xplane_native.decode_line(job.buf, job.plane.spans[job.i], job.row_mids, job.ranks)
         if ev is not None:
             return ev
-    return w.decode_events(job.line.events, job.where, fast=fast)
+    return w.decode_events(job.plane.event_bytes(job.i), job.where, fast=fast)
 
 
 def _decoded_lines(jobs: list[_LineJob], fast: bool) -> Iterator[LineEvents]:
@@ -276,10 +276,11 @@ def _drain(lines: Iterator[LineEvents]) -> None:
         raise TraceFormatError(str(e)) from None
 
 
-def _decode_plane(d: Decoded, path: str, plane, prefix: str, lines: Iterator[LineEvents]) -> None:
+def _decode_plane(d: Decoded, path: str, plane: xplane_native.Plane, prefix: str, lines: Iterator[LineEvents]) -> None:
     """One plane into `d`; `lines` gives its lines' decoded events (those of lines holding events)."""
-    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-    pstats = {stat_names.get(s.metadata_id, str(s.metadata_id)): stat_value(s, stat_names) for s in plane.stats}
+    msg = plane.msg
+    stat_names = {k: v.name for k, v in msg.stat_metadata.items()}
+    pstats = {stat_names.get(s.metadata_id, str(s.metadata_id)): stat_value(s, stat_names) for s in msg.stats}
     if plane.name == SCPROF_PLANE:
         d.scprof = pstats
         return
@@ -288,9 +289,9 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str, lines: Iterator[Lin
         d.plane_kinds[prefix + plane.name] = plane_kind(plane.name)[0]
     if not plane.lines:
         return
-    meta = PlaneMeta.build(d, path, plane, prefix + plane.name, stat_names)
-    for line in plane.lines:
-        if line.events:
+    meta = PlaneMeta.build(d, path, msg, prefix + plane.name, stat_names)
+    for i, line in enumerate(plane.lines):
+        if plane.events(i):
             _decode_line(LineCtx.build(d, meta, line, next(lines)))
 
 

@@ -1,14 +1,17 @@
 """The native XSpace event decoder (profiler/_xplane_events.c): lines' events straight from the file's bytes.
 
-    plane bytes -> each line's event spans (line_spans) -> LineEvents (decode_line)
+    plane bytes -> its fields, each line's fields, each line's event spans (parse_plane)
+    -> each line's events as LineEvents (decode_line)
 
 The numpy decoders (profiler/xplane_wire.py: the layout decoder, then the general one) take
-a line's events as Python bytes objects, one per event, joined into one buffer; here the C
-walk finds each line's events in the plane's bytes (no object per event, no copy) and decodes
-them in two passes over the bytes, with the GIL released. It returns None for anything it
-does not decode exactly as protobuf does (a group, an invalid wire type, a field cut short):
-the caller then decodes that line with the numpy decoders, which name the problem, so a
-malformed file is refused with the same message as before.
+a line's events as Python bytes objects, one per event, joined into one buffer, after
+protobuf's parse of the whole plane has made an entry per event. Here the C walk splits each
+line into its events, left where they are in the plane's bytes, and its other fields, which
+protobuf parses alone; the events are decoded in one pass over the bytes, with the GIL
+released. decode_line returns None for anything it does not decode exactly as protobuf does
+(a group, an invalid wire type, a field cut short): the caller then decodes that line with
+the numpy decoders, which name the problem, so a malformed file is refused with the same
+message as before.
 
 Stats come out as in the layout decoder's LineEvents: events whose stats all hold integers,
 refs or no value give stat columns (one per metadata id and kind), the others stat rows. An
@@ -19,11 +22,14 @@ lower id stay rows (`row_mids`), so the store rows are those the general decoder
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from profiler import _xplane_events as _c
 from profiler import xplane_fields as xf
 from profiler.xplane_columns import LineEvents, StatColumn
+from profiler.xplane_wire import XLineLite, XPlaneLite
 
 _OURS = {k: getattr(xf, k) for k in _c.FIELDS} | {k: getattr(xf, k) for k in _c.KINDS}
 if _OURS != _c.FIELDS | _c.KINDS:  # the C file's field numbers are copies of the .proto's
@@ -32,21 +38,54 @@ if _OURS != _c.FIELDS | _c.KINDS:  # the C file's field numbers are copies of th
 MAX_COLUMNS = _c.MAX_COLUMNS  # stat columns per line; events needing more are decoded as rows
 
 
-def line_spans(plane_bytes, plane) -> list[np.ndarray] | None:
-    """Each line's event spans (int64 (events, 2), start and end in `plane_bytes`), or None.
+@dataclass
+class Plane:
+    """One plane as the import reads it: its fields, its lines and each line's events."""
 
-    `plane` is the same bytes parsed (an XPlaneLite); None unless the walk found exactly its
-    lines and events (it gives up on groups, which protobuf skips as unknown fields).
+    msg: object  # the plane's fields (an XPlaneLite; its `lines` empty when `spans` is set)
+    lines: list  # each line's fields (XLineLite; `events` empty when `spans` is set)
+    raw: memoryview  # the plane's bytes
+    spans: list[np.ndarray] | None  # each line's event spans in `raw` (int64 (events, 2)); None: in lines[i].events
+
+    @property
+    def name(self) -> str:
+        return self.msg.name
+
+    def events(self, i: int) -> int:
+        """The events of line i."""
+        return len(self.spans[i]) if self.spans is not None else len(self.lines[i].events)
+
+    def event_bytes(self, i: int) -> list[bytes]:
+        """Line i's events, one bytes object each (what protobuf's parse gives as line.events)."""
+        if self.spans is None:
+            return list(self.lines[i].events)
+        return [bytes(self.raw[a:b]) for a, b in self.spans[i].tolist()]
+
+
+def parse_plane(raw, native: bool = True) -> Plane:
+    """A serialized XPlane (a view of the file), read with protobuf's rules.
+
+    The native walk (plane_lines) splits each line into its events, left in `raw`, and its other
+    fields, which protobuf parses alone, as it parses the plane's own fields: no object per
+    event, no copy of the events. Whatever the walk or those parses refuse, and with native=False, protobuf parses the
+    plane whole (XPlaneLite, the events as bytes objects), raising its own error.
     """
-    got = _c.line_spans(plane_bytes)
-    if got is None:
-        return None
-    counts = np.frombuffer(got[0], np.int64)
-    if counts.tolist() != [len(ln.events) for ln in plane.lines]:
-        return None
-    spans = np.frombuffer(got[1], np.int64).reshape(-1, 2)
-    bounds = np.concatenate([[0], np.cumsum(counts)])
-    return [spans[a:b] for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+    got = _c.plane_lines(raw) if native else None
+    if got is not None:
+        rest, counts_b, spans_b, headers, ends_b = got
+        ends = np.frombuffer(ends_b, np.int64).tolist()
+        starts = [0, *ends[:-1]] if ends else []
+        try:
+            msg = XPlaneLite.FromString(rest)
+            lines = [XLineLite.FromString(headers[a:b]) for a, b in zip(starts, ends, strict=True)]
+        except Exception:  # protobuf's DecodeError: the whole parse below raises its own
+            lines = None
+        if lines is not None:
+            bounds = np.concatenate([[0], np.cumsum(np.frombuffer(counts_b, np.int64))]).tolist()
+            spans = np.frombuffer(spans_b, np.int64).reshape(-1, 2)
+            return Plane(msg, lines, raw, [spans[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    msg = XPlaneLite.FromString(raw)
+    return Plane(msg, list(msg.lines), raw, None)
 
 
 def row_mids(stat_names: dict[int, str]) -> np.ndarray:

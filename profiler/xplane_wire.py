@@ -33,7 +33,7 @@ PAD = MAX_VARINT + 8  # zero bytes the numpy decoders may read past a buffer's e
 
 
 def _lite_classes():
-    """XPlane/XLine look-alikes whose `events` and `lines` stay raw bytes (same field numbers)."""
+    """XPlane/XLine look-alikes whose lines' `events` stay raw bytes (same field numbers)."""
     fdp = descriptor_pb2.FileDescriptorProto()
     xp.DESCRIPTOR.CopyToProto(fdp)
     lite = descriptor_pb2.FileDescriptorProto(
@@ -68,10 +68,13 @@ def _lite_classes():
     pool.Add(fdp)
     pool.Add(lite)
     get = message_factory.GetMessageClass
-    return get(pool.FindMessageTypeByName("scprof.xplane_lite.XPlaneLite")), pool
+    return tuple(get(pool.FindMessageTypeByName(f"scprof.xplane_lite.{m}")) for m in ("XPlaneLite", "XLineLite")) + (
+        pool,
+    )
 
 
-XPlaneLite, _POOL = _lite_classes()  # the pool stays referenced: its descriptors back the class
+# The pool stays referenced: its descriptors back the classes.
+XPlaneLite, XLineLite, _POOL = _lite_classes()
 
 
 def decode_events(events, where: str, fast: bool = True) -> LineEvents:

@@ -64,17 +64,24 @@ def _same(a, b) -> None:
     assert args(a) == args(b)
 
 
-@pytest.mark.parametrize("path", [JAX_SMALL, JAX_HOST])
-def test_line_spans_are_the_events_protobuf_reads(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    planes, _ = w.split_space(data, path)
+@pytest.mark.parametrize("path", [JAX_SMALL, JAX_HOST, "tpu"])
+def test_planes_split_as_protobuf_reads_them(path):
+    """The native split of each plane gives protobuf's lines: their fields, and their events' bytes."""
+    if path == "tpu":
+        data = tpu_space(steps=3).SerializeToString()
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+    planes, _ = w.split_space(data, "x")
     for raw in planes:
-        plane = w.XPlaneLite.FromString(raw)
-        spans = native.line_spans(raw, plane)
-        assert spans is not None and len(spans) == len(plane.lines)
-        for line, sp in zip(plane.lines, spans, strict=True):
-            assert [bytes(raw[a:b]) for a, b in sp.tolist()] == list(line.events)
+        whole, split = w.XPlaneLite.FromString(raw), native.parse_plane(raw)
+        assert split.spans is not None and len(split.lines) == len(whole.lines)
+        for name in ("name", "id", "stats", "stat_metadata", "event_metadata"):
+            assert getattr(split.msg, name) == getattr(whole, name), name
+        for i, line in enumerate(whole.lines):
+            assert split.event_bytes(i) == list(line.events) and split.events(i) == len(line.events)
+            line.ClearField("events")
+            assert split.lines[i] == line
 
 
 def test_the_usual_captures_decode_natively(tmp_path, monkeypatch):
@@ -111,7 +118,8 @@ def test_a_group_in_a_plane_falls_back_to_the_numpy_decoders(tmp_path):
     planes[0] += _field(3, extra.SerializeToString() + group)
     raw = planes[0]
     assert len(w.XPlaneLite.FromString(raw).lines) == 3  # protobuf reads the plane
-    assert native.line_spans(raw, w.XPlaneLite.FromString(raw)) is None
+    plane = native.parse_plane(raw)
+    assert plane.spans is None and len(plane.lines) == 3
     path = _write(tmp_path, _space_bytes(planes))
     _same(decode_files([path]), decode_files([path], native=False))
 
@@ -144,7 +152,7 @@ def test_more_stat_columns_than_a_line_keeps_become_rows(tmp_path):
         host.event(line, "op", i * 10, 5, **{f"s{i}": i, "common": 1})
     path = _write(tmp_path, space.SerializeToString())
     raw = space.planes[0].SerializeToString()
-    (spans, *_) = native.line_spans(raw, w.XPlaneLite.FromString(raw))
+    (spans,) = native.parse_plane(raw).spans
     ev = native.decode_line(np.frombuffer(raw, np.uint8), spans, np.zeros(0, np.int64))
     assert len(ev.columns) == native.MAX_COLUMNS and len(ev.stat_event) > 0  # both kinds present
     _same(decode_files([path]), decode_files([path], fast=False))
