@@ -121,6 +121,14 @@ typedef struct {
 /* Parse one XStat in [p, end) (positions relative to `base`). */
 static int parse_stat(const uint8_t *base, const uint8_t *p, const uint8_t *end, Stat *st) {
     uint64_t mid = 0, ival = 0, bits = 0, key, v;
+    if (end - p >= 3 && p[0] == ST_METADATA_ID << 3 && p[1] < 0x80) { /* the usual: a small id, an integer */
+        int k = p[2] == ST_INT64 << 3 ? KIND_INT : p[2] == ST_UINT64 << 3 ? KIND_UINT : p[2] == ST_REF << 3 ? KIND_REF : 0;
+        const uint8_t *q = p + 3;
+        if (k && !varint(&q, end, &v) && q == end) {
+            *st = (Stat){p[1], v, NAN, -1, 0, k};
+            return OK;
+        }
+    }
     int64_t spos = -1, slen = 0;
     int kind = 0;
     while (p < end) {
