@@ -204,10 +204,8 @@ static int parse_event(const uint8_t *base, const uint8_t *p, const uint8_t *end
 typedef struct {
     uint64_t mid;
     int kind;
-    int repeats;          /* some event holds the stat twice */
-    Py_ssize_t count;     /* stats */
-    Py_ssize_t last;      /* the last event holding it */
-    Py_ssize_t at, ev_at; /* fill cursors into the values and the event indices (-1: dense, none kept) */
+    int dense;        /* so far every event holds the stat once: its event indices are not kept */
+    Py_ssize_t count; /* stats */
 } Column;
 
 typedef struct {
@@ -230,7 +228,7 @@ static int column(Table *t, uint64_t mid, int kind, int add) {
         i = (i + 1) & (TABLE_SLOTS - 1);
     }
     if (!add || t->n == MAX_COLUMNS) return -1;
-    t->col[t->n] = (Column){mid, kind, 0, 0, -1, 0, 0};
+    t->col[t->n] = (Column){mid, kind, 1, 0};
     t->slot[i] = (int16_t)(++t->n);
     return t->n - 1;
 }
@@ -285,41 +283,74 @@ typedef struct {
 } Row;
 
 /* A thread's working arrays, kept between calls: a capture's lines are decoded one after the other
-   in a thread, and memory freed between them would come back as fresh pages to fault in and zero. */
+   in a thread, and memory freed between them would come back as fresh pages to fault in and zero.
+   Each column's values, event indices (once it is not dense) and ranks, and the row stats. */
 typedef struct {
-    Vec vals, cols, rows, nst;
+    Vec vals[MAX_COLUMNS], index[MAX_COLUMNS], ranks[MAX_COLUMNS], rows;
 } Scratch;
 
 #define SCRATCH_KEEP_BYTES (64 << 20) /* more is freed after the call */
 
 static pthread_key_t scratch_key;
 
+static void each_vec(Scratch *s, void (*f)(Vec *)) {
+    for (int c = 0; c < MAX_COLUMNS; c++) f(&s->vals[c]), f(&s->index[c]), f(&s->ranks[c]);
+    f(&s->rows);
+}
+
+static void vec_free(Vec *v) { free(v->p), v->p = NULL, v->cap = v->n = 0; }
+static void vec_clear(Vec *v) { v->n = 0; }
+
 static void free_scratch(void *p) {
-    Scratch *s = p;
-    if (!s) return;
-    free(s->vals.p), free(s->cols.p), free(s->rows.p), free(s->nst.p);
-    free(s);
+    if (!p) return;
+    each_vec(p, vec_free);
+    free(p);
 }
 
 static Scratch *get_scratch(void) {
     Scratch *s = pthread_getspecific(scratch_key);
     if (!s && (s = calloc(1, sizeof(Scratch)))) {
-        s->vals.item = 8, s->cols.item = 2, s->rows.item = sizeof(Row), s->nst.item = 8;
+        for (int c = 0; c < MAX_COLUMNS; c++) s->vals[c].item = 8, s->index[c].item = 8, s->ranks[c].item = 4;
+        s->rows.item = sizeof(Row);
         if (pthread_setspecific(scratch_key, s)) {
             free(s);
             return NULL;
         }
     }
-    if (s) s->vals.n = s->cols.n = s->rows.n = s->nst.n = 0;
+    if (s) each_vec(s, vec_clear);
     return s;
 }
 
 static void trim_scratch(Scratch *s) {
-    size_t bytes = 0;
-    Vec *v[4] = {&s->vals, &s->cols, &s->rows, &s->nst};
-    for (int i = 0; i < 4; i++) bytes += v[i]->cap * v[i]->item;
-    if (bytes > SCRATCH_KEEP_BYTES)
-        for (int i = 0; i < 4; i++) free(v[i]->p), v[i]->p = NULL, v[i]->cap = v[i]->n = 0;
+    size_t bytes = s->rows.cap * s->rows.item;
+    for (int c = 0; c < MAX_COLUMNS; c++)
+        bytes += s->vals[c].cap * 8 + s->index[c].cap * 8 + s->ranks[c].cap * 4;
+    if (bytes > SCRATCH_KEEP_BYTES) each_vec(s, vec_free);
+}
+
+/* Append stat `v` (rank j) of event i to column c. */
+static inline int add_to_column(Column *col, Scratch *sc, int c, Py_ssize_t i, Py_ssize_t j, uint64_t v,
+                                int want_ranks) {
+    Vec *vals = &sc->vals[c], *index = &sc->index[c];
+    if (col->dense && col->count != i) { /* an event without it, or one holding it twice: keep indices */
+        col->dense = 0;
+        if (reserve(index, (size_t)col->count + 1)) return NOMEM;
+        int64_t *ix = (int64_t *)index->p;
+        for (Py_ssize_t k = 0; k < col->count; k++) ix[k] = k; /* dense so far: events 0 .. count - 1 */
+        index->n = (size_t)col->count;
+    }
+    if (reserve(vals, 1)) return NOMEM;
+    ((uint64_t *)vals->p)[vals->n++] = v;
+    if (!col->dense) {
+        if (reserve(index, 1)) return NOMEM;
+        ((int64_t *)index->p)[index->n++] = i;
+    }
+    if (want_ranks) {
+        if (reserve(&sc->ranks[c], 1)) return NOMEM;
+        ((int32_t *)sc->ranks[c].p)[sc->ranks[c].n++] = (int32_t)j;
+    }
+    col->count++;
+    return OK;
 }
 
 static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what) {
@@ -378,21 +409,19 @@ static PyObject *decode(PyObject *self, PyObject *args) {
              *o_index = NULL, *o_ranks = NULL, *result = NULL;
     Table *t = calloc(1, sizeof(Table));
     Scratch *sc = get_scratch();
-    int64_t *nst = NULL; /* stats of each column event; -1: a row event */
-    if (sc && reserve(&sc->nst, (size_t)n + 1) == OK) nst = (int64_t *)sc->nst.p;
     Stats sv = {NULL, 0, 0}, prev = {NULL, 0, 0};
     int *cid = NULL, *prev_cid = NULL;
     Py_ssize_t cid_cap = 0;
-    Vec *vals = sc ? &sc->vals : NULL, *cols = sc ? &sc->cols : NULL, *rows = sc ? &sc->rows : NULL;
+    Vec *rows = sc ? &sc->rows : NULL;
     o_ev = new_bytes(n * 32);
-    if (!t || !nst || !o_ev) {
+    if (!t || !sc || !o_ev) {
         if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
     int64_t *ev_out = I64(o_ev);
     int status = OK;
     Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t i = 0; i < n && status == OK; i++) { /* parse, and keep each stat as a column value or a row */
+    for (Py_ssize_t i = 0; i < n && status == OK; i++) { /* parse, and keep each stat in its column or as a row */
         Event e;
         if ((status = parse_event(buf, buf + starts[i], buf + ends[i], &e, &sv)) != OK) break;
         ev_out[i] = (int64_t)e.mid, ev_out[n + i] = (int64_t)e.off;
@@ -409,18 +438,8 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             cid_cap = cap;
         }
         if (columnar(t, &sv, cid, &prev, prev_cid, row_mids, n_row_mids)) {
-            if ((status = reserve(vals, sv.n)) != OK || (status = reserve(cols, sv.n)) != OK) break;
-            uint64_t *vv = (uint64_t *)vals->p + vals->n;
-            uint16_t *cc = (uint16_t *)cols->p + cols->n;
-            for (Py_ssize_t j = 0; j < sv.n; j++) {
-                Column *col = &t->col[cid[j]];
-                vv[j] = sv.s[j].ival, cc[j] = (uint16_t)cid[j];
-                col->count++;
-                col->repeats |= col->last == i;
-                col->last = i;
-            }
-            vals->n += sv.n, cols->n += sv.n;
-            nst[i] = sv.n;
+            for (Py_ssize_t j = 0; j < sv.n && status == OK; j++)
+                status = add_to_column(&t->col[cid[j]], sc, cid[j], i, j, sv.s[j].ival, want_ranks);
             Stats tmp = prev; /* this event's layout is the next one's guess */
             prev = sv, sv = tmp;
             int *tc = prev_cid;
@@ -430,7 +449,6 @@ static PyObject *decode(PyObject *self, PyObject *args) {
             Row *r = (Row *)rows->p + rows->n;
             for (Py_ssize_t j = 0; j < sv.n; j++) r[j] = (Row){sv.s[j], i, j};
             rows->n += sv.n;
-            nst[i] = -1;
         }
     }
     Py_END_ALLOW_THREADS;
@@ -442,44 +460,45 @@ static PyObject *decode(PyObject *self, PyObject *args) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    Py_ssize_t m = (Py_ssize_t)rows->n, total = (Py_ssize_t)vals->n, total_ev = 0;
+    Py_ssize_t m = (Py_ssize_t)rows->n, total = 0, total_ev = 0;
     int k = 0;
     for (int c = 0; c < t->n; c++) {
         Column *col = &t->col[c];
+        if (col->dense && col->count != n) { /* events at the end without it: indices after all */
+            col->dense = 0;
+            Vec *index = &sc->index[c];
+            if (reserve(index, (size_t)col->count)) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            for (Py_ssize_t q = 0; q < col->count; q++) ((int64_t *)index->p)[q] = q;
+            index->n = (size_t)col->count;
+        }
         k += col->count > 0;
-        if (col->count && (col->count != n || col->repeats)) total_ev += col->count; /* else dense */
+        total += col->count;
+        total_ev += col->dense ? 0 : col->count;
     }
     o_rows_i = new_bytes(m * 48), o_rows_d = new_bytes(m * 8), o_rows_k = new_bytes(m);
     o_keys = new_bytes((Py_ssize_t)k * 32), o_ints = new_bytes(total * 8), o_index = new_bytes(total_ev * 8);
     o_ranks = new_bytes(want_ranks ? total * 4 : 0);
     if (!o_rows_i || !o_rows_d || !o_rows_k || !o_keys || !o_ints || !o_index || !o_ranks) goto done;
-    int64_t *ri = I64(o_rows_i), *keys = I64(o_keys), *ints = I64(o_ints), *index = I64(o_index);
-    int32_t *ranks = (int32_t *)PyByteArray_AS_STRING(o_ranks);
+    int64_t *ri = I64(o_rows_i), *keys = I64(o_keys);
+    char *ints = PyByteArray_AS_STRING(o_ints), *index = PyByteArray_AS_STRING(o_index);
+    char *ranks = PyByteArray_AS_STRING(o_ranks);
     double *rd = (double *)PyByteArray_AS_STRING(o_rows_d);
     int8_t *rk = (int8_t *)PyByteArray_AS_STRING(o_rows_k);
+    Py_BEGIN_ALLOW_THREADS;
     Py_ssize_t at = 0, ev_at = 0;
     for (int c = 0, kk = 0; c < t->n; c++) { /* columns in order of first appearance; empty ones dropped */
         Column *col = &t->col[c];
         if (!col->count) continue;
-        int dense = col->count == n && !col->repeats; /* every event once, in order: no index kept */
-        col->at = at, col->ev_at = dense ? -1 : ev_at;
         keys[4 * kk] = (int64_t)col->mid, keys[4 * kk + 1] = col->kind, keys[4 * kk + 2] = at;
-        keys[4 * kk + 3] = col->ev_at;
+        keys[4 * kk + 3] = col->dense ? -1 : ev_at;
         kk++;
+        memcpy(ints + 8 * at, sc->vals[c].p, (size_t)col->count * 8);
+        if (want_ranks) memcpy(ranks + 4 * at, sc->ranks[c].p, (size_t)col->count * 4);
+        if (!col->dense) memcpy(index + 8 * ev_at, sc->index[c].p, (size_t)col->count * 8), ev_at += col->count;
         at += col->count;
-        ev_at += dense ? 0 : col->count;
-    }
-    Py_BEGIN_ALLOW_THREADS;
-    const uint64_t *vv = (const uint64_t *)vals->p;
-    const uint16_t *cc = (const uint16_t *)cols->p;
-    Py_ssize_t q = 0;
-    for (Py_ssize_t i = 0; i < n; i++) { /* column values to their columns, in event order */
-        for (int64_t j = 0; j < nst[i]; j++, q++) {
-            Column *col = &t->col[cc[q]];
-            if (want_ranks) ranks[col->at] = (int32_t)j;
-            ints[col->at++] = (int64_t)vv[q];
-            if (col->ev_at >= 0) index[col->ev_at++] = i;
-        }
     }
     const Row *rr = (const Row *)rows->p;
     for (Py_ssize_t r = 0; r < m; r++) {
