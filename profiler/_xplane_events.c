@@ -1,14 +1,9 @@
 /* The XSpace import's native event decoder (profiler/xplane_native.py drives it).
  *
- * plane_lines(plane) splits one serialized XPlane into its lines' events (the byte span of
- * each `events` field of each `lines` field, in file order: what protobuf's parse gives as
- * plane.lines[i].events) and the rest, copied out for protobuf to parse: each line's other
- * fields, and the plane's fields but its lines.
- *
  * decode(buf, starts, ends, row_mids, ranks) decodes the events buf[starts[i]:ends[i]] with
- * protobuf's rules (fields in any order, unknown fields skipped,
- * the last of a repeated scalar wins, the last member of a oneof set wins, a message split
- * into concatenated parts merges) into columns:
+ * protobuf's rules (fields in any order, unknown fields skipped, the last of a repeated scalar
+ * wins, the last member of a oneof set wins, a message split into concatenated parts merges)
+ * into columns:
  *
  *   events   metadata_id, offset_ps, duration_ps, num_occurrences (int64 each);
  *   columns  stats of events whose stats all hold an integer, a ref or no value: one
@@ -19,88 +14,18 @@
  * An event's stats are all columns or all rows. Anything protobuf's rules do not cover
  * (a varint longer than 10 bytes, a field past the end of its message, a group or an invalid
  * wire type, field number 0) returns None, and the caller decodes the line with the numpy
- * decoders, which name the problem. Two passes over the bytes: the first counts (outputs are
- * allocated exactly), the second fills; the GIL is released in both, so lines decode in
- * parallel threads. Outputs are bytearrays the caller views with numpy.
+ * decoders, which name the problem. One pass over the bytes, the GIL released (a thread decodes
+ * lines while another maps them), fills each column in the thread's kept working arrays; the
+ * outputs, bytearrays the caller views with numpy, are then copied out at their exact sizes.
+ * The module also holds plane_lines (profiler/_xplane_planes.c).
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_xplane_wire.h" /* Python.h first */
+
 #include <math.h>
 #include <pthread.h>
-#include <stdint.h>
-#include <string.h>
-
-/* Field numbers and value kinds: profiler/xplane_fields.py's (checked against FIELDS and KINDS at import). */
-#define PLANE_LINES 3
-#define LINE_EVENTS 4
-#define EV_METADATA_ID 1
-#define EV_OFFSET_PS 2
-#define EV_DURATION_PS 3
-#define EV_STATS 4
-#define EV_NUM_OCC 5
-#define ST_METADATA_ID 1
-#define ST_DOUBLE 2
-#define ST_UINT64 3
-#define ST_INT64 4
-#define ST_STR 5
-#define ST_BYTES 6
-#define ST_REF 7
-#define KIND_INT 1
-#define KIND_UINT 2
-#define KIND_DOUBLE 3
-#define KIND_STR 4
-#define KIND_BYTES 5
-#define KIND_REF 6
 
 #define MAX_COLUMNS 256  /* distinct (metadata id, kind) stat columns per call; events needing more are rows */
 #define TABLE_SLOTS 1024 /* open addressing, a power of two above 2 * MAX_COLUMNS */
-
-enum { OK = 0, BAD = -1, NOMEM = -2 };
-
-/* One varint at p (< end); BAD when it runs to `end` or past 10 bytes. Bits past 64 are dropped. */
-static inline int varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
-    const uint8_t *q = *p;
-    if (q < end && *q < 0x80) {
-        *out = *q;
-        *p = q + 1;
-        return OK;
-    }
-    uint64_t v = 0;
-    for (int k = 0; k < 10; k++) {
-        if (q >= end) return BAD;
-        uint8_t b = *q++;
-        v |= (uint64_t)(b & 0x7F) << (7 * k);
-        if (b < 0x80) {
-            *out = v;
-            *p = q;
-            return OK;
-        }
-    }
-    return BAD;
-}
-
-/* Skip the value of a field of wire type `wire` (0, 1, 2, 5); BAD for others or past `end`. */
-static inline int skip(const uint8_t **p, const uint8_t *end, int wire) {
-    uint64_t v;
-    switch (wire) {
-    case 0:
-        return varint(p, end, &v);
-    case 1:
-        if (end - *p < 8) return BAD;
-        *p += 8;
-        return OK;
-    case 2:
-        if (varint(p, end, &v) || v > (uint64_t)(end - *p)) return BAD;
-        *p += v;
-        return OK;
-    case 5:
-        if (end - *p < 4) return BAD;
-        *p += 4;
-        return OK;
-    default:
-        return BAD;
-    }
-}
 
 typedef struct {
     uint64_t mid, ival;
@@ -353,20 +278,6 @@ static inline int add_to_column(Column *col, Scratch *sc, int c, Py_ssize_t i, P
     return OK;
 }
 
-static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *what) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) < 0) return -1;
-    if (view->itemsize != itemsize) {
-        PyErr_Format(PyExc_TypeError, "%s: expected items of %zd bytes, got %zd", what, itemsize, view->itemsize);
-        PyBuffer_Release(view);
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *new_bytes(Py_ssize_t n) { return PyByteArray_FromStringAndSize(NULL, n); }
-
-#define I64(o) ((int64_t *)PyByteArray_AS_STRING(o))
-
 PyDoc_STRVAR(decode_doc,
              "decode(buf, starts, ends, row_mids, ranks) -> (events, rows, doubles, kinds, col_keys, col_ints, "
              "col_index, col_ranks) | None\n\n"
@@ -521,81 +432,9 @@ fail_buffers:
     return NULL;
 }
 
-PyDoc_STRVAR(plane_lines_doc,
-             "plane_lines(plane) -> (rest, counts, spans, headers, header_ends) | None\n\n"
-             "A serialized XPlane split into its lines' events and everything else, for protobuf to parse\n"
-             "without the events: rest bytes: the plane's fields but its lines, as a serialized XPlane;\n"
-             "counts int64 (lines,): the events of each line, in file order; spans int64 (events, 2):\n"
-             "start and end of each event in `plane`; headers bytes: each line's other fields, in order,\n"
-             "as a serialized XLine without events; header_ends int64 (lines,): where each line's end in\n"
-             "headers. None when a field cannot be walked (a group, an invalid wire type, a field running\n"
-             "past its message): protobuf's own parse of the plane then decides.");
-
-static PyObject *plane_lines(PyObject *self, PyObject *arg) {
-    Py_buffer b;
-    if (get_buffer(arg, &b, 1, "plane") < 0) return NULL;
-    const uint8_t *base = b.buf, *end = base + b.len;
-    Py_ssize_t lines = 0, events = 0, header_bytes = 0, rest_bytes = 0;
-    PyObject *o_counts = NULL, *o_spans = NULL, *o_headers = NULL, *o_ends = NULL, *o_rest = NULL, *result = NULL;
-    for (int pass = 0; pass < 2; pass++) { /* count, then fill */
-        int64_t *counts = NULL, *spans = NULL, *ends = NULL;
-        char *headers = NULL, *rest = NULL;
-        if (pass) {
-            o_counts = new_bytes(lines * 8), o_spans = new_bytes(events * 16), o_ends = new_bytes(lines * 8);
-            o_headers = PyBytes_FromStringAndSize(NULL, header_bytes);
-            o_rest = PyBytes_FromStringAndSize(NULL, rest_bytes);
-            if (!o_counts || !o_spans || !o_ends || !o_headers || !o_rest) goto done;
-            counts = I64(o_counts), spans = I64(o_spans), ends = I64(o_ends);
-            headers = PyBytes_AS_STRING(o_headers), rest = PyBytes_AS_STRING(o_rest);
-        }
-        Py_ssize_t li = 0, ei = 0, hi = 0, ri = 0;
-        const uint8_t *p = base;
-        uint64_t key, v;
-        while (p < end) {
-            const uint8_t *field = p;
-            if (varint(&p, end, &key) || (key >> 3) == 0) goto give_up;
-            if ((key >> 3) != PLANE_LINES || (key & 7) != 2) {
-                if (skip(&p, end, (int)(key & 7))) goto give_up;
-                if (pass) memcpy(rest + ri, field, (size_t)(p - field));
-                ri += p - field;
-                continue;
-            }
-            if (varint(&p, end, &v) || v > (uint64_t)(end - p)) goto give_up;
-            const uint8_t *q = p, *line_end = p + v;
-            Py_ssize_t first = ei;
-            while (q < line_end) {
-                const uint8_t *field = q;
-                if (varint(&q, line_end, &key) || (key >> 3) == 0) goto give_up;
-                if ((key >> 3) == LINE_EVENTS && (key & 7) == 2) {
-                    if (varint(&q, line_end, &v) || v > (uint64_t)(line_end - q)) goto give_up;
-                    if (pass) spans[2 * ei] = q - base, spans[2 * ei + 1] = q - base + (int64_t)v;
-                    ei++;
-                    q += v;
-                } else {
-                    if (skip(&q, line_end, (int)(key & 7))) goto give_up;
-                    if (pass) memcpy(headers + hi, field, (size_t)(q - field));
-                    hi += q - field;
-                }
-            }
-            if (pass) counts[li] = ei - first, ends[li] = hi;
-            li++;
-            p = line_end;
-        }
-        lines = li, events = ei, header_bytes = hi, rest_bytes = ri;
-    }
-    result = PyTuple_Pack(5, o_rest, o_counts, o_spans, o_headers, o_ends);
-    goto done;
-give_up:
-    result = Py_NewRef(Py_None);
-done:
-    Py_XDECREF(o_counts), Py_XDECREF(o_spans), Py_XDECREF(o_headers), Py_XDECREF(o_ends), Py_XDECREF(o_rest);
-    PyBuffer_Release(&b);
-    return result;
-}
-
 static PyMethodDef methods[] = {
     {"decode", decode, METH_VARARGS, decode_doc},
-    {"plane_lines", plane_lines, METH_O, plane_lines_doc},
+    {"plane_lines", xplane_plane_lines, METH_O, xplane_plane_lines_doc},
     {NULL, NULL, 0, NULL},
 };
 
