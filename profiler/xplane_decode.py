@@ -1,8 +1,8 @@
 """Decode the files of one XProf capture into a `Decoded`: store-shaped columns, plane by plane.
 
     host files -> planes (xplane_wire.split_space, XPlaneLite) -> lines' events as columns
-    (xplane_native.decode_line, else xplane_wire.decode_events; in a thread ahead of the
-    mapping) -> per line: events, typed columns, event_args, counter samples
+    (xplane_native.decode_line, else xplane_wire.decode_events; each when the mapping reaches
+    it) -> per line: events, typed columns, event_args, counter samples
     (profiler/xplane_lines.py) -> a Decoded (events: run-wide columns each line writes into)
 
 Strings are interned into one table per run (id 0 is the empty string); times are ps after
@@ -16,7 +16,6 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -139,19 +138,13 @@ class Decoded:
         self.counters.setdefault("value", []).append(np.asarray(values, np.float64))
 
 
-# Threads of the decode: this one maps lines while the others decode the next ones (the decoders
-# release the GIL). One decoding thread keeps ahead of the mapping; more only contend for the cores.
-_DECODE_THREADS = min(2, os.cpu_count() or 1)
-_THREADS_MIN_EVENTS = 200_000  # events of a run below which lines decode in this thread
-
-
 def decode_files(files: list[str], fast: bool = True, native: bool = True) -> Decoded:
     """Decode the host files of one run into columns; raises TraceFormatError naming the file.
 
     Lines' events go to the native decoder (profiler/xplane_native.py), and the lines it does
     not take to the numpy decoders (xplane_wire.decode_events); `native=False` uses only the
     numpy ones, `fast=False` only the general one (the references the tests and the benchmark
-    compare with). Lines decode in threads while this one maps the lines already decoded.
+    compare with). Each line is decoded, then mapped, in turn.
     """
     spaces, digests = [], []
     for path in files:
@@ -253,18 +246,12 @@ def _decode_job(job: _LineJob, fast: bool) -> LineEvents:
 
 
 def _decoded_lines(jobs: list[_LineJob], fast: bool) -> Iterator[LineEvents]:
-    """Every line's decoded events, in order; decoded in threads when there is enough work to share."""
-    if not (_DECODE_THREADS > 1 and len(jobs) > 1 and sum(j.events for j in jobs) >= _THREADS_MIN_EVENTS):
-        for job in jobs:
-            yield _decode_job(job, fast)
-        return
-    ex = ThreadPoolExecutor(_DECODE_THREADS - 1)
-    try:
-        futures = [ex.submit(_decode_job, job, fast) for job in jobs]
-        for f in futures:
-            yield f.result()
-    finally:
-        ex.shutdown(cancel_futures=True)
+    """Every line's decoded events, in order, each decoded when the mapping asks for it (so one
+    line's decoded columns are held at a time). In this thread: a thread decoding ahead of the
+    mapping gained nothing on two cores (the mapping holds the GIL most of the time, and the
+    decoder's output came back as fresh pages from the thread's own malloc arena)."""
+    for job in jobs:
+        yield _decode_job(job, fast)
 
 
 def _drain(lines: Iterator[LineEvents]) -> None:

@@ -14,7 +14,6 @@ import os
 import numpy as np
 import pytest
 
-from profiler import xplane_decode
 from profiler import xplane_native as native
 from profiler import xplane_pb2 as xp
 from profiler import xplane_wire as w
@@ -158,15 +157,9 @@ def test_more_stat_columns_than_a_line_keeps_become_rows(tmp_path):
     _same(decode_files([path]), decode_files([path], fast=False))
 
 
-@pytest.mark.parametrize("threads", [False, True])
-def test_an_event_that_does_not_decode_is_reported_before_a_bad_value_of_an_earlier_line(
-    tmp_path, capsys, monkeypatch, threads
-):
-    """Lines decode in threads while mapped in order; a malformed event in a later plane is still the
+def test_an_event_that_does_not_decode_is_reported_before_a_bad_value_of_an_earlier_line(tmp_path, capsys):
+    """Each line is decoded, then mapped, in turn; a malformed event in a later plane is still the
     error reported (as when every line was decoded before any was mapped)."""
-    if threads:
-        monkeypatch.setattr(xplane_decode, "_THREADS_MIN_EVENTS", 0)
-        monkeypatch.setattr(xplane_decode, "_DECODE_THREADS", 2)
     space = tpu_space(steps=2)
     tc = space.planes[0]
     gid = next(k for k, v in tc.stat_metadata.items() if v.name == "group_id")
