@@ -223,11 +223,13 @@ def typed_columns(line: LineCtx, dest=None) -> dict[str, np.ndarray]:
     for f in TYPED_FIELDS:
         col, snames, string = f.name, f.xspace_read, f.name in STRING_COLUMNS
         vals = dest(col) if dest else np.empty(n, np.int64)
-        vals.fill(NULL)
-        for sname in snames:  # a later name wins
-            if sname in p.meta_typed:
-                mv = p.meta_typed[sname][line.midx]
-                np.copyto(vals, mv, where=mv != NULL)
+        columns = [(sname, c) for sname in snames for c in line.by_name.get(sname, ()) if _fills(sname, c.kind)]
+        if not any(isinstance(c.index, slice) for _, c in columns):  # else a stat of every event, set last, hides them
+            vals.fill(NULL)
+            for sname in snames:  # a later name wins
+                if sname in p.meta_typed:
+                    mv = p.meta_typed[sname][line.midx]
+                    np.copyto(vals, mv, where=mv != NULL)
         for sname in snames:
             if not line.has_stat(sname):
                 continue
@@ -239,12 +241,10 @@ def typed_columns(line: LineCtx, dest=None) -> dict[str, np.ndarray]:
                 sel &= is_int
                 chk.check_stat_values(line.where, sname, col, ev.stat_event[sel], ev.stat_kind[sel], ev.stat_int[sel])
                 vals[ev.stat_event[sel]] = ev.stat_int[sel]
-        for sname in snames:
-            for c in line.by_name.get(sname, ()):
-                if _fills(sname, c.kind):
-                    if not string:
-                        chk.check_stat_values(line.where, sname, col, c.index, c.kind, c.ints)
-                    vals[c.index] = p.ref_ids(c.ints) if string else c.ints
+        for sname, c in columns:
+            if not string:
+                chk.check_stat_values(line.where, sname, col, c.index, c.kind, c.ints)
+            vals[c.index] = p.ref_ids(c.ints) if string else c.ints
         out[col] = vals  # always present, so columns of all lines line up
     return out
 

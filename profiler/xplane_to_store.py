@@ -54,10 +54,10 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     chk.check_totals(files[0], ev)
     step, markers = _steps(d, ev, files[0])
     keep = ~only_marker
-    new_id = np.cumsum(keep) - 1
     if not keep.all():
         n = int(keep.sum())
         if d.args:
+            new_id = np.cumsum(keep) - 1
             old = np.concatenate(d.args["event_id"])
             ok = keep[old]
             d.args = {k: [np.concatenate(v)[ok]] for k, v in d.args.items()}
