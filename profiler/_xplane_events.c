@@ -14,9 +14,9 @@
  * An event's stats are all columns or all rows. Anything protobuf's rules do not cover
  * (a varint longer than 10 bytes, a field past the end of its message, a group or an invalid
  * wire type, field number 0) returns None, and the caller decodes the line with the numpy
- * decoders, which name the problem. One pass over the bytes, the GIL released (a thread decodes
- * lines while another maps them), fills each column in the thread's kept working arrays; the
- * outputs, bytearrays the caller views with numpy, are then copied out at their exact sizes.
+ * decoders, which name the problem. One pass over the bytes, the GIL released, fills each
+ * column in the calling thread's kept working arrays; the outputs, bytearrays the caller views
+ * with numpy, are then copied out at their exact sizes.
  * The module also holds plane_lines (profiler/_xplane_planes.c).
  */
 #include "_xplane_wire.h" /* Python.h first */

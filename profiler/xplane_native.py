@@ -32,8 +32,8 @@ from profiler.xplane_columns import LineEvents, StatColumn
 from profiler.xplane_wire import XLineLite, XPlaneLite
 
 _OURS = {k: getattr(xf, k) for k in _c.FIELDS} | {k: getattr(xf, k) for k in _c.KINDS}
-if _OURS != _c.FIELDS | _c.KINDS:  # the C file's field numbers are copies of the .proto's
-    raise ImportError(f"profiler/_xplane_events.c is out of date with proto/xplane.proto: {_c.FIELDS | _c.KINDS}")
+if _OURS != _c.FIELDS | _c.KINDS:  # the C walks' field numbers are copies of the .proto's
+    raise ImportError(f"profiler/_xplane_wire.h is out of date with proto/xplane.proto: {_c.FIELDS | _c.KINDS}")
 
 MAX_COLUMNS = _c.MAX_COLUMNS  # stat columns per line; events needing more are decoded as rows
 
@@ -67,8 +67,9 @@ def parse_plane(raw, native: bool = True) -> Plane:
 
     The native walk (plane_lines) splits each line into its events, left in `raw`, and its other
     fields, which protobuf parses alone, as it parses the plane's own fields: no object per
-    event, no copy of the events. Whatever the walk or those parses refuse, and with native=False, protobuf parses the
-    plane whole (XPlaneLite, the events as bytes objects), raising its own error.
+    event, no copy of the events. Whatever the walk or those parses refuse, and with
+    native=False, protobuf parses the plane whole (XPlaneLite, the events as bytes objects),
+    raising its own error.
     """
     got = _c.plane_lines(raw) if native else None
     if got is not None:
