@@ -93,20 +93,23 @@ def event_starts(where: str, timestamp_ns: int, origin_ns: int, offset_ps: np.nd
     return start
 
 
-def check_stat_values(where: str, name: str, column: str, events: np.ndarray, kinds: np.ndarray | int,
+def check_stat_values(where: str, name: str, column: str, events: np.ndarray | slice, kinds: np.ndarray | int,
                       ints: np.ndarray) -> None:  # fmt: skip
-    """Integer stats (`kinds` KIND_INT/KIND_UINT, values as int64 bits) filling `column`: within its range."""
+    """Integer stats (`kinds` KIND_INT/KIND_UINT, values as int64 bits) filling `column`: within its range
+    (`events`: their events, indices or a slice)."""
     if column not in COLUMN_RANGE or not len(ints):
         return
     lo, hi = COLUMN_RANGE[column]
+    if int(ints.min()) >= max(lo, 0) and int(ints.max()) <= hi:  # the common case, in two reductions
+        return
     big = (np.asarray(kinds) == KIND_UINT) & (ints < 0)  # a uint64 above int64's range
     bad = big | (ints < lo) | (ints > hi)
     if bad.any():
         i = int(np.argmax(bad))
         kinds_i = kinds if np.isscalar(kinds) else kinds[i]
         v = int(ints[i]) + (1 << 64 if kinds_i == KIND_UINT and ints[i] < 0 else 0)
-        raise CaptureError(f"{where} event {int(events[i])}: {name} = {_show(v)}: outside {lo}..{hi} "
-                           f"(events.{column})")  # fmt: skip
+        event = events.start + i if isinstance(events, slice) else int(events[i])
+        raise CaptureError(f"{where} event {event}: {name} = {_show(v)}: outside {lo}..{hi} (events.{column})")
 
 
 def check_meta_value(where: str, name: str, column: str, value: int) -> None:

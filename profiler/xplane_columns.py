@@ -1,7 +1,8 @@
-"""A line's decoded events as numpy columns: what both XSpace decoders produce.
+"""A line's decoded events as numpy columns: what the XSpace decoders produce.
 
 `LineEvents` holds one line's events and their stats (as rows, plus as `StatColumn`s for
-stats the layout decoder found on every event of a layout); `ColumnSink` collects one
+stats the native decoder (profiler/xplane_native.py) found on events holding only integer
+stats, or the layout decoder on every event of a layout); `ColumnSink` collects one
 chunk's output from the layout decoder (profiler/xplane_layout.py) and the general decoder
 (profiler/xplane_general.py) and orders it by event at the end; `concat` joins chunks.
 """
@@ -20,17 +21,23 @@ class StatColumn:
 
     metadata_id: int
     kind: int  # KIND_INT, KIND_UINT or KIND_REF (0: no value)
-    events: np.ndarray  # event indices (not sorted)
+    index: np.ndarray | slice  # event indices (not sorted), or slice(0, n): each of the line's n events, in order
     ints: np.ndarray  # int64 values (uint64 reinterpreted)
-    ranks: np.ndarray  # position of the stat among its event's stats
+    ranks: np.ndarray | None  # position of the stat among its event's stats (None: not kept, see as_rows)
+
+    @property
+    def events(self) -> np.ndarray:
+        """The event indices as an array (`index` is what to index a line's columns with)."""
+        i = self.index
+        return np.arange(i.start, i.stop) if isinstance(i, slice) else i
 
 
 @dataclass
 class LineEvents:
     """Events of one line as columns.
 
-    Stats come two ways, disjoint: `columns` (one per metadata id and kind, from events
-    decoded by layout) and rows (one per stat, ordered by event, then as in the file).
+    Stats come two ways, disjoint: `columns` (one per metadata id and kind, from the native
+    or the layout decoder) and rows (one per stat, ordered by event, then as in the file).
     `as_rows()` gives every stat as a row.
     """
 
@@ -51,10 +58,12 @@ class LineEvents:
     columns: list[StatColumn] = field(default_factory=list)
 
     def as_rows(self) -> LineEvents:
-        """The same events with every stat as a row, ordered by event, then as in the file."""
+        """The same events with every stat as a row, ordered by event, then as in the file (the
+        columns must hold their ranks)."""
         if not self.columns:
             return self
         cs = self.columns
+        assert all(c.ranks is not None for c in cs), "stat columns decoded without their ranks"
         cat = np.concatenate
         ev = cat([self.stat_event] + [c.events for c in cs])
         rank = cat([self.stat_rank] + [c.ranks for c in cs])

@@ -1,8 +1,9 @@
 """Decode the files of one XProf capture into a `Decoded`: store-shaped columns, plane by plane.
 
     host files -> planes (xplane_wire.split_space, XPlaneLite) -> lines' events as columns
-    (xplane_wire.decode_events, in threads) -> per line: events, typed columns, event_args,
-    counter samples (profiler/xplane_lines.py) -> a Decoded
+    (xplane_native.decode_line, else xplane_wire.decode_events; each when the mapping reaches
+    it) -> per line: events, typed columns, event_args, counter samples
+    (profiler/xplane_lines.py) -> a Decoded (events: run-wide columns each line writes into)
 
 Strings are interned into one table per run (id 0 is the empty string); times are ps after
 `origin_ns`. Checks of the files and of each value on the way are profiler/xplane_checks.py's;
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from profiler import xplane_checks as chk
+from profiler import xplane_native
 from profiler import xplane_wire as w
 from profiler.errors import TraceFormatError
 from profiler.xplane_checks import NULL
@@ -39,7 +42,14 @@ from profiler.xplane_lines import (
     typed_columns,
     untyped_rows,
 )
-from profiler.xplane_mapping import COUNTER_LINE, NUM_OCCURRENCES, SCPROF_PLANE, STEP_LINES, plane_kind
+from profiler.xplane_mapping import (
+    COUNTER_LINE,
+    MEMORY_EVENTS,
+    NUM_OCCURRENCES,
+    SCPROF_PLANE,
+    STEP_LINES,
+    plane_kind,
+)
 
 
 @dataclass
@@ -91,7 +101,7 @@ class Decoded:
     digests: list[bytes]  # SHA-1 of each file (the run's uuid)
     strings: Interner = field(default_factory=Interner)
     tracks: Tracks = field(default_factory=Tracks)
-    events: dict[str, list[np.ndarray]] = field(default_factory=dict)  # column -> parts, one per line
+    events: dict[str, np.ndarray] = field(default_factory=dict)  # column -> the run's values (n_events rows)
     args: dict[str, list] = field(default_factory=dict)  # event_args columns -> parts
     counters: dict[str, list] = field(default_factory=dict)  # counters columns -> parts
     plane_stats: dict[str, dict] = field(default_factory=dict)  # stored plane name -> its stats
@@ -99,12 +109,16 @@ class Decoded:
     hostnames: list[str] = field(default_factory=list)
     host_prefixes: list[str] = field(default_factory=list)  # per file: the prefix of its planes' stored names
     scprof: dict = field(default_factory=dict)  # run facts from an scprof-written file, else {}
-    n_events: int = 0  # events decoded so far (rows of the `events` parts)
+    n_events: int = 0  # events decoded so far (rows of the `events` columns)
+    capacity: int = 0  # rows allocated per events column: the events of all lines (counter lines too)
 
-    def add_events(self, columns: dict[str, np.ndarray]) -> None:
-        """Append one line's events (every line gives the same columns, so they line up)."""
-        for name, values in columns.items():
-            self.events.setdefault(name, []).append(values)
+    def event_rows(self, name: str, dtype, n: int) -> np.ndarray:
+        """Rows n_events .. n_events + n of events column `name`, to fill (the column is allocated
+        whole on first use: every line writes its rows in place, nothing is concatenated)."""
+        col = self.events.get(name)
+        if col is None:
+            col = self.events[name] = np.empty(self.capacity, dtype)
+        return col[self.n_events : self.n_events + n]
 
     def add_args(self, event_ids, key: str | np.ndarray, ints=None, doubles=None, strs=None) -> None:
         """Append argument rows; `key` is a name or an array of string ids."""
@@ -125,22 +139,23 @@ class Decoded:
         self.counters.setdefault("value", []).append(np.asarray(values, np.float64))
 
 
-_DECODE_THREADS = min(2, os.cpu_count() or 1)  # numpy releases the GIL in most of the decoder's work
-
-
-def decode_files(files: list[str], fast: bool = True) -> Decoded:
+def decode_files(files: list[str], fast: bool = True, native: bool = True) -> Decoded:
     """Decode the host files of one run into columns; raises TraceFormatError naming the file.
 
-    `fast=False` decodes events with the general decoder only (xplane_wire.decode_events).
+    Lines' events go to the native decoder (profiler/xplane_native.py), and the lines it does
+    not take to the numpy decoders (xplane_wire.decode_events); `native=False` uses only the
+    numpy ones, `fast=False` only the general one (the references the tests and the benchmark
+    compare with). Each line is decoded, then mapped, in turn.
     """
     spaces, digests = [], []
     for path in files:
-        data = read_capture(path)
+        raw = read_capture(path, pad=w.PAD)
+        data = memoryview(raw)[: len(raw) - w.PAD]
         if not data:
             raise TraceFormatError(f"{path}: empty file, not an XSpace (.xplane.pb)")
         try:
-            planes, hosts = w.split_space(data, path)
-            lite = [w.XPlaneLite.FromString(bytes(p)) for p in planes]
+            planes, hosts = w.split_space(data, path, raw)
+            lite = [xplane_native.parse_plane(p, fast and native) for p in planes]
         except XSpaceWireError as e:
             raise TraceFormatError(str(e)) from None
         except Exception as e:  # protobuf DecodeError: cut short, corrupt, bad UTF-8
@@ -149,7 +164,8 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
             raise TraceFormatError(f"{path}: XSpace holds no planes (not an .xplane.pb, or corrupt)")
         chk.check_repeats(path, data, [p.name for p in lite])
         spaces.append((path, lite, hosts))
-        digests.append(hashlib.sha1(data).digest())
+        # One file: nothing to compare its digest with, so it is taken in a thread while lines decode.
+        digests.append(hashlib.sha1(data).digest() if len(files) > 1 else _Digest(data))
     multi = len(spaces) > 1
     # A host is named by its XSpace's hostname, or by its file (XProf's `<host>.xplane.pb`) where
     # hostnames are missing or shared (processes of one machine).
@@ -159,46 +175,105 @@ def decode_files(files: list[str], fast: bool = True) -> Decoded:
     prefixes = [f"{name} " if multi else "" for name in names]
     chk.check_files(files, digests, [[pre + p.name for p in sp[1]] for pre, sp in zip(prefixes, spaces, strict=True)])
     origins = [(path, p.name, ln) for path, lite, _ in spaces for p in lite if p.name != SCPROF_PLANE
-               for ln in p.lines if ln.events]  # fmt: skip
+               for i, ln in enumerate(p.lines) if p.events(i)]  # fmt: skip
     if not origins:
         raise TraceFormatError(f"{files[0]}: XSpace holds no events")
     chk.check_line_count(files[0] if len(files) == 1 else os.path.dirname(files[0]), len(origins))
     for path, pname, ln in origins:
         chk.check_timestamp(f"{path}: plane {pname!r} line {line_name(ln)!r}", ln.timestamp_ns)
     d = Decoded(min(ln.timestamp_ns for _, _, ln in origins), digests, host_prefixes=prefixes)
-    jobs = [(f"{path}: plane {plane.name!r} line {line_name(line)!r}", line.events)
-            for path, lite, _ in spaces for plane in lite if plane.name != SCPROF_PLANE
-            for line in plane.lines if line.events]  # fmt: skip
+    jobs = [job for path, lite, _ in spaces for plane in lite if plane.name != SCPROF_PLANE
+            for job in _line_jobs(path, plane)]  # fmt: skip
+    d.capacity = sum(j.events for j in jobs)
+    lines = _decoded_lines(jobs, fast)
     try:
-        lines = iter(_decode_lines(jobs, fast))
+        for (path, lite, hosts), prefix in zip(spaces, prefixes, strict=True):
+            d.hostnames += hosts
+            for plane in lite:
+                _decode_plane(d, path, plane, prefix, lines)
+        d.events = {k: v[: d.n_events] for k, v in d.events.items()}
+        d.digests = [x.result() if isinstance(x, _Digest) else x for x in digests]
     except XSpaceWireError as e:
         raise TraceFormatError(str(e)) from None
-    for (path, lite, hosts), prefix in zip(spaces, prefixes, strict=True):
-        d.hostnames += hosts
-        for plane in lite:
-            if plane.name == SCPROF_PLANE:
-                _decode_plane(d, path, plane, prefix, [])
-                continue
-            _decode_plane(d, path, plane, prefix, [next(lines) if ln.events else None for ln in plane.lines])
+    except TraceFormatError:
+        _drain(lines)  # a line that does not decode is the file's first problem, as if all were decoded first
+        raise
+    finally:
+        lines.close()
     return d
 
 
-def _decode_lines(jobs: list[tuple[str, object]], fast: bool) -> list[LineEvents]:
-    """Decode every line's events (in threads when there is enough work to share)."""
+class _Digest(threading.Thread):
+    """SHA-1 of a file's bytes, taken in a thread (hashlib releases the GIL)."""
 
-    def one(job):
-        return w.decode_events(job[1], job[0], fast=fast)
+    def __init__(self, data) -> None:
+        super().__init__(daemon=True)
+        self.data, self.digest = data, b""
+        self.start()
 
-    if _DECODE_THREADS > 1 and len(jobs) > 1 and sum(len(e) for _, e in jobs) >= 200_000:
-        with ThreadPoolExecutor(_DECODE_THREADS) as ex:
-            return list(ex.map(one, jobs))
-    return [one(j) for j in jobs]
+    def run(self) -> None:
+        self.digest = hashlib.sha1(self.data).digest()
+
+    def result(self) -> bytes:
+        self.join()
+        return self.digest
 
 
-def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> None:
-    """One plane into `d`; `decoded` holds its lines' decoded events (None for lines without events)."""
-    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-    pstats = {stat_names.get(s.metadata_id, str(s.metadata_id)): stat_value(s, stat_names) for s in plane.stats}
+@dataclass
+class _LineJob:
+    """Line i of a plane, to decode: natively when the plane was split natively (plane.spans)."""
+
+    where: str
+    plane: xplane_native.Plane
+    i: int
+    events: int
+    buf: np.ndarray | None = None  # the plane's bytes
+    row_mids: np.ndarray | None = None
+    ranks: bool = True  # its stats are read as rows (LineEvents.as_rows): stat columns keep their ranks
+
+
+def _line_jobs(path: str, plane: xplane_native.Plane) -> list[_LineJob]:
+    """The jobs of a plane's lines that hold events."""
+    native = plane.spans is not None
+    buf = np.frombuffer(plane.raw, np.uint8) if native else None
+    rows = xplane_native.row_mids({k: v.name for k, v in plane.msg.stat_metadata.items()}) if native else None
+    memory = any(m.name in MEMORY_EVENTS for m in plane.msg.event_metadata.values())  # as LineCtx.build reads
+    return [_LineJob(f"{path}: plane {plane.name!r} line {line_name(line)!r}", plane, i, plane.events(i), buf, rows,
+                     memory or line_name(line) == COUNTER_LINE)
+            for i, line in enumerate(plane.lines) if plane.events(i)]  # fmt: skip
+
+
+def _decode_job(job: _LineJob, fast: bool) -> LineEvents:
+    if job.buf is not None:
+        ev = xplane_native.decode_line(job.buf, job.plane.spans[job.i], job.row_mids, job.ranks)
+        if ev is not None:
+            return ev
+    return w.decode_events(job.plane.event_bytes(job.i), job.where, fast=fast)
+
+
+def _decoded_lines(jobs: list[_LineJob], fast: bool) -> Iterator[LineEvents]:
+    """Every line's decoded events, in order, each decoded when the mapping asks for it (so one
+    line's decoded columns are held at a time). In this thread: a thread decoding ahead of the
+    mapping gained nothing on two cores (the mapping holds the GIL most of the time, and the
+    decoder's output came back as fresh pages from the thread's own malloc arena)."""
+    for job in jobs:
+        yield _decode_job(job, fast)
+
+
+def _drain(lines: Iterator[LineEvents]) -> None:
+    """Decode the remaining lines; the first that does not decode raises its TraceFormatError."""
+    try:
+        for _ in lines:
+            pass
+    except XSpaceWireError as e:
+        raise TraceFormatError(str(e)) from None
+
+
+def _decode_plane(d: Decoded, path: str, plane: xplane_native.Plane, prefix: str, lines: Iterator[LineEvents]) -> None:
+    """One plane into `d`; `lines` gives its lines' decoded events (those of lines holding events)."""
+    msg = plane.msg
+    stat_names = {k: v.name for k, v in msg.stat_metadata.items()}
+    pstats = {stat_names.get(s.metadata_id, str(s.metadata_id)): stat_value(s, stat_names) for s in msg.stats}
     if plane.name == SCPROF_PLANE:
         d.scprof = pstats
         return
@@ -207,29 +282,32 @@ def _decode_plane(d: Decoded, path: str, plane, prefix: str, decoded: list) -> N
         d.plane_kinds[prefix + plane.name] = plane_kind(plane.name)[0]
     if not plane.lines:
         return
-    meta = PlaneMeta.build(d, path, plane, prefix + plane.name, stat_names)
-    for line, ev in zip(plane.lines, decoded, strict=True):
-        if ev is not None:
-            _decode_line(LineCtx.build(d, meta, line, ev))
+    meta = PlaneMeta.build(d, path, msg, prefix + plane.name, stat_names)
+    for i, line in enumerate(plane.lines):
+        if plane.events(i):
+            _decode_line(LineCtx.build(d, meta, line, next(lines)))
 
 
 def _decode_line(line: LineCtx) -> None:
     """One line's events, typed columns and arguments (or counter samples) into its Decoded."""
     d, p, ev, n = line.d, line.plane, line.ev, line.n
-    cols = typed_columns(line)
+    counter = line.name == COUNTER_LINE
+    typed_columns(line, None if counter else lambda col: d.event_rows(col, np.int64, n))  # checked either way
     args_mask = untyped_rows(line)
-    if line.name == COUNTER_LINE:
+    if counter:
         counter_line(line)
         return
     track = d.tracks(p.stored_name, line.name, p.kind, p.chip, p.core)
+    d.event_rows("track", np.int32, n)[:] = track
+    np.take(p.meta_name, line.midx, out=d.event_rows("name", np.int64, n))
+    d.event_rows("start_ps", np.int64, n)[:] = line.start
+    d.event_rows("dur_ps", np.int64, n)[:] = ev.duration_ps
+    d.event_rows("has_step_num", bool, n)[:] = step_num_events(line)
+    d.event_rows("only_marker", bool, n)[:] = np.isin(line.midx, p.marker_meta)
+    d.event_rows("is_step_line", bool, n)[:] = line.name in STEP_LINES
+    d.event_rows("plane_id", np.int64, n)[:] = d.strings(p.stored_name)
     line.base = d.n_events  # a running count: summing the parts per line was quadratic in lines
     d.n_events += n
-    d.add_events({
-        "track": np.full(n, track, np.int32), "name": p.meta_name[line.midx], "start_ps": line.start,
-        "dur_ps": ev.duration_ps, **cols, "has_step_num": step_num_events(line),
-        "only_marker": np.isin(line.midx, p.marker_meta), "is_step_line": np.full(n, line.name in STEP_LINES),
-        "plane_id": np.full(n, d.strings(p.stored_name), np.int64),
-    })  # fmt: skip
     event_args(line, args_mask)
     column_args(line)
     if p.meta_args:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import glob
 import os
 
+import numpy as np
+
 from profiler.errors import TraceFormatError
 from profiler.trace_file import check_regular, open_trace
 
@@ -72,8 +74,12 @@ def files_of(path: str) -> list[str]:
     return [f for _, files in find_runs(path) for f in files]
 
 
-def read_capture(path: str) -> bytes:
-    """The whole file, once it is known to be a regular file of a size this machine can hold."""
+def read_capture(path: str, pad: int = 0) -> bytes | np.ndarray:
+    """The whole file, once it is known to be a regular file of a size this machine can hold.
+
+    With `pad`, a uint8 array holding the file's bytes and then `pad` zero bytes (the numpy
+    decoders read a few bytes past the end; reading into room for them saves a copy).
+    """
     with open_trace(path) as f:
         size = os.fstat(f.fileno()).st_size
         limit = max_capture_bytes()
@@ -81,9 +87,15 @@ def read_capture(path: str) -> bytes:
             raise TraceFormatError(
                 f"{path}: {size:,} bytes, more than this machine's memory ({limit:,} bytes): not read"
             )
-        data = f.read(size + 1)
-    if len(data) != size:  # the file changed while it was read
-        raise TraceFormatError(f"{path}: file size changed while reading ({size:,} -> {len(data):,} bytes)")
+        if pad:
+            data = np.empty(size + max(pad, 1), np.uint8)  # not zeroed first: a bytearray would be
+            got = f.readinto(memoryview(data)[: size + 1])  # one byte more: a file that grew is seen
+            data[size:] = 0
+        else:
+            data = f.read(size + 1)
+            got = len(data)
+    if got != size:  # the file changed while it was read
+        raise TraceFormatError(f"{path}: file size changed while reading ({size:,} -> {got:,} bytes)")
     return data
 
 

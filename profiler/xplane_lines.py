@@ -212,19 +212,24 @@ class LineCtx:
         return out
 
 
-def typed_columns(line: LineCtx) -> dict[str, np.ndarray]:
-    """Typed event columns (NULL where none) from metadata stats, overridden by the events' own stats."""
+def typed_columns(line: LineCtx, dest=None) -> dict[str, np.ndarray]:
+    """Typed event columns (NULL where none) from metadata stats, overridden by the events' own stats.
+
+    `dest(column)` gives the int64 array to fill for a column (else each is a new array)."""
     ev, p, n = line.ev, line.plane, line.n
     is_int = (ev.stat_kind == KIND_INT) | (ev.stat_kind == KIND_UINT)
     is_str = (ev.stat_kind == KIND_STR) | (ev.stat_kind == KIND_REF)
     out = {}
     for f in TYPED_FIELDS:
         col, snames, string = f.name, f.xspace_read, f.name in STRING_COLUMNS
-        vals = np.full(n, NULL, np.int64)
-        for sname in snames:  # a later name wins
-            if sname in p.meta_typed:
-                mv = p.meta_typed[sname][line.midx]
-                vals = np.where(mv != NULL, mv, vals)
+        vals = dest(col) if dest else np.empty(n, np.int64)
+        columns = [(sname, c) for sname in snames for c in line.by_name.get(sname, ()) if _fills(sname, c.kind)]
+        if not any(isinstance(c.index, slice) for _, c in columns):  # else a stat of every event, set last, hides them
+            vals.fill(NULL)
+            for sname in snames:  # a later name wins
+                if sname in p.meta_typed:
+                    mv = p.meta_typed[sname][line.midx]
+                    np.copyto(vals, mv, where=mv != NULL)
         for sname in snames:
             if not line.has_stat(sname):
                 continue
@@ -236,12 +241,10 @@ def typed_columns(line: LineCtx) -> dict[str, np.ndarray]:
                 sel &= is_int
                 chk.check_stat_values(line.where, sname, col, ev.stat_event[sel], ev.stat_kind[sel], ev.stat_int[sel])
                 vals[ev.stat_event[sel]] = ev.stat_int[sel]
-        for sname in snames:
-            for c in line.by_name.get(sname, ()):
-                if _fills(sname, c.kind):
-                    if not string:
-                        chk.check_stat_values(line.where, sname, col, c.events, c.kind, c.ints)
-                    vals[c.events] = p.ref_ids(c.ints) if string else c.ints
+        for sname, c in columns:
+            if not string:
+                chk.check_stat_values(line.where, sname, col, c.index, c.kind, c.ints)
+            vals[c.index] = p.ref_ids(c.ints) if string else c.ints
         out[col] = vals  # always present, so columns of all lines line up
     return out
 
@@ -264,7 +267,7 @@ def step_num_events(line: LineCtx) -> np.ndarray:
     if STEP_NUM in line.plane.meta_typed:
         has_num |= line.plane.meta_typed[STEP_NUM][line.midx] != NULL
     for c in line.by_name.get(STEP_NUM, ()):
-        has_num[c.events] = True
+        has_num[c.index] = True
     return has_num
 
 

@@ -45,7 +45,7 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     is trace_to_store's helper.
     """
     d = decode_files(files)
-    ev = {k: np.concatenate(v) for k, v in d.events.items()}
+    ev = dict(d.events)
     if "start_ps" not in ev or not len(ev["start_ps"]):
         raise TraceFormatError(f"{files[0]}: XSpace holds no events")
     n = len(ev["start_ps"])
@@ -56,27 +56,25 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     classify(d, ev)
     step, markers = _steps(d, ev, files[0])
     keep = ~only_marker
-    new_id = np.cumsum(keep) - 1
     if not keep.all():
-        ev = {k: v[keep] for k, v in ev.items()}
-        step = step[keep]
         n = int(keep.sum())
         if d.args:
+            new_id = np.cumsum(keep) - 1
             old = np.concatenate(d.args["event_id"])
             ok = keep[old]
             d.args = {k: [np.concatenate(v)[ok]] for k, v in d.args.items()}
             d.args["event_id"] = [new_id[old[ok]]]
-    null32 = lambda a: pa.array(a, pa.int64(), mask=(a == NULL))  # noqa: E731
+    column = _kept_rows(keep)
     table = pa.table({
-        "event_id": np.arange(n, dtype=np.int64), "track_id": ev["track"], "name_id": ev["name"],
-        "start_ps": ev["start_ps"], "dur_ps": ev["dur_ps"], "step": null32(step),
-        **{f.column: null32(ev[f.name]) for f in TYPED_FIELDS if f.name != "step"},
+        "event_id": np.arange(n, dtype=np.int64), "track_id": column(ev["track"]), "name_id": column(ev["name"]),
+        "start_ps": column(ev["start_ps"]), "dur_ps": column(ev["dur_ps"]), "step": column(step, True),
+        **{f.column: column(ev[f.name], True) for f in TYPED_FIELDS if f.name != "step"},
     })  # fmt: skip
     insert_arrow(con, "INSERT INTO events BY NAME SELECT $run AS run_id, * FROM b", run_id, table)
     if d.args:
         a = {k: np.concatenate(v) for k, v in d.args.items()}
         args = pa.table({
-            "event_id": a["event_id"], "key": a["key"], "int_value": null32(a["int_value"]),
+            "event_id": a["event_id"], "key": a["key"], "int_value": _nullable(a["int_value"]),
             "double_value": pa.array(a["double_value"], mask=np.isnan(a["double_value"])),
             "string_id": a["string_id"],
         })  # fmt: skip
@@ -104,6 +102,32 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     insert_arrow(con, "INSERT INTO tracks SELECT $run, track_id, plane, line, kind, chip, core, tile, unit FROM b",
                  run_id, tracks)  # fmt: skip
     return run_facts(d, files, name, d.digests)
+
+
+def _nullable(a: np.ndarray) -> pa.Array:
+    """An int64 column whose NULL sentinel rows are null (the values are not copied)."""
+    return pa.array(a, pa.int64(), mask=(a == NULL))
+
+
+_MAX_RUNS = 64  # runs of kept events inserted as slices (no copy); more: the kept rows are gathered
+
+
+def _kept_rows(keep: np.ndarray):
+    """`column(values, nulls=False)`: an events column's rows where `keep` (NULL as null with `nulls`),
+    as Arrow. Dropped rows (step markers only) come in a few blocks (Steps lines): the kept runs
+    between them are zero-copy slices of the decoded columns, a chunked array."""
+
+    def arrow(a: np.ndarray, nulls: bool = False):
+        return _nullable(a) if nulls else a
+
+    if keep.all():
+        return arrow
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.view(np.int8), [0]])))
+    runs = list(zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True))
+    if len(runs) > _MAX_RUNS:
+        return lambda a, nulls=False: arrow(a[keep], nulls)
+    return lambda a, nulls=False: pa.chunked_array([arrow(a[lo:hi], nulls) for lo, hi in runs],
+                                                   pa.int64() if nulls else pa.from_numpy_dtype(a.dtype))  # fmt: skip
 
 
 def _step_num_markers(d: Decoded, ev: dict[str, np.ndarray], n: int) -> np.ndarray:

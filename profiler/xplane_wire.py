@@ -3,11 +3,14 @@
 XSpace stores one nested message per event and per stat, which the standard runtime turns
 into one Python object each (about 3 µs per event with stats). Here the plane "shell" (names,
 metadata maps, plane stats) goes through generated classes whose `events` stay raw bytes
-(`XPlaneLite`), and each line's events are decoded into numpy columns (`LineEvents`) two ways:
+(`XPlaneLite`), and each line's events are decoded into numpy columns (`LineEvents`). Most lines
+go to the native decoder (profiler/xplane_native.py, in C), straight from the plane's bytes; the
+lines it leaves (a group in the plane, malformed bytes) are decoded here, two ways:
 
-- the *layout* decoder (profiler/xplane_layout.py, the fast path): events matched, all at
-  once, against the field layout of a first event and read column by column;
-- the *general* decoder (profiler/xplane_general.py), for the events no layout fits.
+- the *layout* decoder (profiler/xplane_layout.py): events matched, all at once, against the
+  field layout of a first event and read column by column;
+- the *general* decoder (profiler/xplane_general.py), for the events no layout fits, which
+  names what is wrong with a malformed event.
 
 Python runs per layout and per field kind, never per event or per stat. The encoder, the
 mirror image, is profiler/xplane_encode.py; field numbers are in profiler/xplane_fields.py.
@@ -26,10 +29,11 @@ from profiler.xplane_layout import decode_templates
 
 _U8 = np.uint8
 _CHUNK_EVENTS = 1 << 18  # events decoded together (bounds the index matrices' memory)
+PAD = MAX_VARINT + 8  # zero bytes the numpy decoders may read past a buffer's end
 
 
 def _lite_classes():
-    """XPlane/XLine look-alikes whose `events` and `lines` stay raw bytes (same field numbers)."""
+    """XPlane/XLine look-alikes whose lines' `events` stay raw bytes (same field numbers)."""
     fdp = descriptor_pb2.FileDescriptorProto()
     xp.DESCRIPTOR.CopyToProto(fdp)
     lite = descriptor_pb2.FileDescriptorProto(
@@ -64,10 +68,13 @@ def _lite_classes():
     pool.Add(fdp)
     pool.Add(lite)
     get = message_factory.GetMessageClass
-    return get(pool.FindMessageTypeByName("scprof.xplane_lite.XPlaneLite")), pool
+    return tuple(get(pool.FindMessageTypeByName(f"scprof.xplane_lite.{m}")) for m in ("XPlaneLite", "XLineLite")) + (
+        pool,
+    )
 
 
-XPlaneLite, _POOL = _lite_classes()  # the pool stays referenced: its descriptors back the class
+# The pool stays referenced: its descriptors back the classes.
+XPlaneLite, XLineLite, _POOL = _lite_classes()
 
 
 def decode_events(events, where: str, fast: bool = True) -> LineEvents:
@@ -90,7 +97,7 @@ def _decode_chunk(evs: list[bytes], where: str, fast: bool) -> LineEvents:
     lens = np.fromiter(map(len, evs), np.int64, n)
     ends = np.cumsum(lens)
     starts = ends - lens
-    buf = np.frombuffer(b"".join(evs) + bytes(MAX_VARINT + 8), _U8)
+    buf = np.frombuffer(b"".join(evs) + bytes(PAD), _U8)
     out = ColumnSink(n)
     todo = decode_templates(buf, starts, ends, out) if fast and n else np.arange(n)
     if todo.size:
@@ -98,10 +105,16 @@ def _decode_chunk(evs: list[bytes], where: str, fast: bool) -> LineEvents:
     return out.finish(buf)
 
 
-def split_space(data: bytes | memoryview, where: str) -> tuple[list[memoryview], list[str]]:
-    """Top level of an XSpace: the plane payloads (as views) and the hostnames."""
-    buf = np.frombuffer(bytes(data) if not isinstance(data, bytes) else data, _U8)
-    padded = np.concatenate([buf, np.zeros(MAX_VARINT + 8, _U8)])
+def split_space(
+    data: bytes | memoryview, where: str, padded: np.ndarray | None = None
+) -> tuple[list[memoryview], list[str]]:
+    """Top level of an XSpace: the plane payloads (as views of `data`) and the hostnames.
+
+    `padded`: the same bytes followed by PAD zero bytes, when the caller has them (else copied).
+    """
+    buf = np.frombuffer(data, _U8)
+    if padded is None:
+        padded = np.concatenate([buf, np.zeros(PAD, _U8)])
     f = decode_fields(padded, np.array([0]), np.array([len(buf)]), where)
     mv = memoryview(data)
     planes, hosts = [], []

@@ -1,7 +1,7 @@
-"""The XSpace event decoders (profiler/xplane_wire.py's decode_events: xplane_layout.py, xplane_general.py)
-against the official generated classes, value for value.
+"""The XSpace event decoders (profiler/xplane_native.py's C decoder; profiler/xplane_wire.py's
+decode_events: xplane_layout.py, xplane_general.py) against the official generated classes, value for value.
 
-Both decoders (the layout-template fast path and the level-synchronous general one)
+The three decoders (native, the layout-template numpy path and the level-synchronous general one)
 must give exactly what `xplane_pb2.XEvent.FromString` gives: on the committed captures,
 on exported runs, and on random events built the awkward ways protobuf allows
 (fields out of order, repeated scalars, oneof members overriding each other, messages
@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from exporters.xspace import export_run
 from profiler import xplane_fields as xf
 from profiler import xplane_layout as layout
+from profiler import xplane_native as native
 from profiler import xplane_pb2 as xp
 from profiler import xplane_wire as w
 from profiler.store import Store
@@ -88,9 +89,19 @@ VARIANTS = (  # (fast, _MIN_RUN, _MAX_GATHER): runs read through views, gathered
 )  # fmt: skip
 
 
+def native_decode(events: list[bytes], row_mids=()) -> LineEvents | None:
+    """The native decoder on the events laid end to end, after a few bytes it must not read."""
+    buf = np.frombuffer(b"\xff\xff" + b"".join(events) + b"\xff", np.uint8)
+    ends = 2 + np.cumsum([len(e) for e in events], dtype=np.int64)
+    spans = np.stack([ends - [len(e) for e in events], ends], 1).reshape(-1, 2)
+    return native.decode_line(buf, spans, np.array(sorted(row_mids), np.int64))
+
+
 def check(events: list[bytes]) -> None:
     """Every decoder variant reads what the official classes read."""
     want = reference(events)
+    got = native_decode(events)
+    assert got is not None and decoded(got) == want, "native"
     saved = layout._MIN_RUN, layout._MAX_GATHER
     try:
         for fast, layout._MIN_RUN, layout._MAX_GATHER in VARIANTS:
@@ -219,13 +230,16 @@ def test_cut_short_events_fail_or_decode_like_the_official_classes(evs, data):
         for fast in (True, False):
             with pytest.raises(xf.XSpaceWireError):
                 w.decode_events(evs, "test", fast=fast)
+        assert native_decode(evs) is None  # the line then goes to the numpy decoders, which refuse it
         return
     check(evs)
 
 
 @pytest.mark.parametrize("kind", ["exported", "jax"])
-def test_store_columns_are_the_same_from_either_decoder(tmp_path, kind):
-    """decode_files: stat columns (layout decoder) and stat rows (general decoder) map to the same store rows."""
+@pytest.mark.parametrize("use_native", [True, False])
+def test_store_columns_are_the_same_from_either_decoder(tmp_path, kind, use_native):
+    """decode_files: stat columns (native or layout decoder) and stat rows (general decoder) map to the same
+    store rows."""
     from profiler.xplane_decode import decode_files
 
     path = JAX_SMALL
@@ -235,12 +249,14 @@ def test_store_columns_are_the_same_from_either_decoder(tmp_path, kind):
         with Store.open(str(tmp_path / "s.duckdb")) as st:
             (r,) = ingest_traces(st, [trace])
             export_run(st, r.run_id, path, None, False)
-    fast, general = decode_files([path]), decode_files([path], fast=False)
+    fast, general = decode_files([path], native=use_native), decode_files([path], fast=False)
     assert fast.strings.values == general.strings.values and fast.tracks.rows == general.tracks.rows
-    for got, want in ((fast.events, general.events), (fast.counters, general.counters)):
-        assert got.keys() == want.keys()
-        for k in got:
-            assert np.array_equal(np.concatenate(got[k]), np.concatenate(want[k])), k
+    assert fast.events.keys() == general.events.keys()
+    for k in fast.events:
+        assert np.array_equal(fast.events[k], general.events[k]), k
+    assert fast.counters.keys() == general.counters.keys()
+    for k in fast.counters:
+        assert np.array_equal(np.concatenate(fast.counters[k]), np.concatenate(general.counters[k])), k
 
     def args(d):
         if not d.args:
