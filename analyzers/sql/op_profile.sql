@@ -1,6 +1,6 @@
 -- op_profile: per kind of track, op name and category: events, total and self time, the
--- share of the kind's self time (device work and host work apart: a CPU device's threads run
--- both), and the FLOPs and bytes the events record (NULL when none
+-- share of the kind's self time (device work, host_to_device copies included, and host work apart:
+-- a CPU device's threads run both), and the FLOPs and bytes the events record (NULL when none
 -- does). {rows}: every op event (op_arrays) with its self time (analyzers/op_profile.py).
 -- Device work first, then by self time.
 WITH per_op AS (
@@ -27,7 +27,7 @@ named AS (
 )
 SELECT track_kind, name, category, events, total_ps, self_ps,
        coalesce(self_ps / nullif(sum(self_ps) OVER (PARTITION BY track_kind, host_work), 0), 0) AS share, flops, bytes
-FROM (SELECT *, category LIKE 'host%' AS host_work FROM named)
+FROM (SELECT *, category LIKE 'host%' AND category <> 'host_to_device' AS host_work FROM named)
 WHERE total_ps > 0
 ORDER BY track_kind NOT IN ('tensorcore', 'sparsecore', 'gpu', 'cpu', 'device') OR host_work, self_ps DESC,
          track_kind, name, category
