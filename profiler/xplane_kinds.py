@@ -104,13 +104,15 @@ def _categories(d, ev: dict[str, np.ndarray], xla_op: np.ndarray) -> None:
     """Fill ev['category'] where NULL, by track kind and event name (CATEGORY_RULES)."""
     cat = ev["category"]
     kind_of = {r["track_id"]: r["kind"] for r in d.tracks.rows}
-    group = np.array([""] + [_rule_group(kind_of.get(t, "")) for t in range(1, len(d.tracks.rows) + 1)])
-    ev_group = group[ev["track"]]
+    groups = list(CATEGORY_RULES)  # per event its rule group's index, -1 for none (int8: 1 byte per event)
+    code = np.array([-1] + [groups.index(g) if (g := _rule_group(kind_of.get(t, ""))) in groups else -1
+                            for t in range(1, len(d.tracks.rows) + 1)], np.int8)  # fmt: skip
+    ev_group = code[ev["track"]]
     on_cpu = np.isin(ev["track"], [t for t, k in kind_of.items() if k == "cpu"])
-    ev_group[on_cpu & ~xla_op] = "host"  # the executor's own runtime work on a CPU device's threads
+    ev_group[on_cpu & ~xla_op] = groups.index("host")  # the executor's own runtime work on a CPU device's threads
     todo = cat == NULL
-    for name, rules in CATEGORY_RULES.items():
-        sel = np.flatnonzero(todo & (ev_group == name))
+    for g, rules in enumerate(CATEGORY_RULES.values()):
+        sel = np.flatnonzero(todo & (ev_group == g))
         if not sel.size:
             continue
         names, inv = np.unique(ev["name"][sel], return_inverse=True)
