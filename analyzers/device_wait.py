@@ -43,8 +43,8 @@ HOST_INPUT_SHARE = 0.05  # device time spent waiting for host input above this s
 
 def device_chips(ctx: RunContext) -> list[int]:
     """The run's chips that are GPUs, CPUs running XLA ops or other non-TPU devices."""
-    rows = ctx.store.rows("SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND kind IN ('gpu', 'cpu', 'device') "
-                          "ORDER BY chip", [ctx.run_id])  # fmt: skip
+    rows = ctx.store.rows("SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND list_contains(?, kind) ORDER BY chip",
+                          [ctx.run_id, list(DEVICE_KINDS)])  # fmt: skip
     return [r["chip"] for r in rows]
 
 
@@ -56,10 +56,9 @@ def waits(ctx: RunContext) -> dict | None:
     split = counted_rows(step_breakdown(ctx), ctx.step_times())
     split = split.filter(pc.is_in(split.column("chip"), value_set=pa.array(chips, split.column("chip").type)))
     total = int(pc.sum(split.column("dur_ps")).as_py() or 0)
-    by_cat = {c: 0 for c in (*DEVICE_CATEGORIES, *WAIT_CAUSES)}
-    for cat, dur in zip(split.column("category").to_pylist(), split.column("dur_ps").to_pylist(), strict=True):
-        by_cat[cat] = by_cat.get(cat, 0) + dur  # a row per (chip, step, category): few
-    share = {c: (d / total if total else 0.0) for c, d in by_cat.items()}
+    sums = split.group_by("category").aggregate([("dur_ps", "sum")])
+    by_cat = dict(zip(sums.column("category").to_pylist(), sums.column("dur_ps_sum").to_pylist(), strict=True))
+    share = {c: (by_cat.get(c, 0) / total if total else 0.0) for c in (*DEVICE_CATEGORIES, *WAIT_CAUSES)}
     awaited = awaited_input_ps(ctx, chips)
     return {
         "chips": chips,
@@ -90,7 +89,7 @@ def awaited_input_ps(ctx: RunContext, chips: list[int]) -> int:
     for chip in chips:
         w = windows.filter(pc.equal(windows.column("chip"), chip))
         o = ops.filter(pc.equal(ops.column("chip"), chip))
-        g_start, g_end = idle_gaps(o.column("start_ps").to_numpy(), o.column("end_ps").to_numpy(),
+        g_start, g_end = free_intervals(o.column("start_ps").to_numpy(), o.column("end_ps").to_numpy(),
                                    w.column("start_ps").to_numpy(), w.column("end_ps").to_numpy())  # fmt: skip
         # Each input event ending inside a gap (start, end] was awaited by it.
         k = np.searchsorted(g_start, i_end, side="left") - 1
@@ -104,19 +103,18 @@ def awaited_input_ps(ctx: RunContext, chips: list[int]) -> int:
     return total
 
 
-def idle_gaps(op_start: np.ndarray, op_end: np.ndarray, w_start: np.ndarray, w_end: np.ndarray):
+def free_intervals(op_start: np.ndarray, op_end: np.ndarray, w_start: np.ndarray, w_end: np.ndarray):
     """(start, end) of the instants inside the windows (sorted, disjoint) where no op is active."""
     order = np.argsort(op_start, kind="stable")
-    s, e = op_start[order], np.maximum.accumulate(op_end[order]) if len(op_end) else op_end
-    # busy intervals: a new one starts where an op starts after every earlier op ended
+    s, e = op_start[order], np.maximum.accumulate(op_end[order])
+    # busy intervals: a new one starts where an op starts after every earlier op ended; each
+    # ends at the running maximum of the ends at its last op
     new = np.ones(len(s), bool)
     new[1:] = s[1:] > e[:-1]
-    b_start = s[new]
-    b_end = e[np.r_[np.flatnonzero(new)[1:] - 1, len(s) - 1]] if len(s) else e
+    b_start, b_end = s[new], e[np.r_[new[1:], True]] if len(s) else e
     # idle = each window minus the busy intervals: the complement's pieces, clipped to windows
     edges_s = np.concatenate([[np.iinfo(np.int64).min], b_end])
     edges_e = np.concatenate([b_start, [np.iinfo(np.int64).max]])
-    gs, ge = [], []
     lo = np.searchsorted(edges_e, w_start, side="right")  # first free piece that ends after the window starts
     hi = np.searchsorted(edges_s, w_end, side="left")  # pieces that start before the window ends
     counts = np.maximum(hi - lo, 0)

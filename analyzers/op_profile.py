@@ -73,7 +73,7 @@ def _last_open_before(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 
 def profile(ctx: RunContext) -> pa.Table:
-    """The run's op profile (cached): track_kind, name, category, events, total_ps, self_ps, share
+    """The run's op profile (cached): track_kind, name, category, host_work, events, total_ps, self_ps, share
     (of the kind's self time, device and host work apart), flops, bytes; device work first, then by self time."""
 
     def compute() -> pa.Table:

@@ -176,15 +176,20 @@ def _steps(d: Decoded, ev: dict[str, np.ndarray], files_hint: str) -> tuple[np.n
     todo = step == NULL
     if todo.any() and len(markers["start_ps"]):
         for plane in np.unique(markers["plane"]).tolist():
-            pm = markers["plane"] == plane
-            order = np.argsort(markers["start_ps"][pm], kind="stable")
-            ms, md, mstep = markers["start_ps"][pm][order], markers["dur_ps"][pm][order], markers["step"][pm][order]
-            sel = np.flatnonzero(todo & (ev["plane_id"] == plane))
-            k = np.searchsorted(ms, ev["start_ps"][sel], side="right") - 1
-            ok = (k >= 0) & (ev["start_ps"][sel] < ms[np.maximum(k, 0)] + md[np.maximum(k, 0)])
-            step[sel[ok]] = mstep[k[ok]]
+            _contain(ev, step, np.flatnonzero(todo & (ev["plane_id"] == plane)), markers, markers["plane"] == plane)
     _host_steps(d, ev, step, markers)
     return step, markers
+
+
+def _contain(ev: dict[str, np.ndarray], step: np.ndarray, sel: np.ndarray, markers: dict[str, np.ndarray],
+             chosen: np.ndarray) -> None:  # fmt: skip
+    """Events `sel` take the step of the `chosen` marker whose span contains their start, if any."""
+    order = np.argsort(markers["start_ps"][chosen], kind="stable")
+    ms, mstep = markers["start_ps"][chosen][order], markers["step"][chosen][order]
+    me = ms + markers["dur_ps"][chosen][order]
+    k = np.searchsorted(ms, ev["start_ps"][sel], side="right") - 1
+    ok = (k >= 0) & (ev["start_ps"][sel] < me[np.maximum(k, 0)])
+    step[sel[ok]] = mstep[k[ok]]
 
 
 def _host_steps(d: Decoded, ev: dict[str, np.ndarray], step: np.ndarray, markers: dict[str, np.ndarray]) -> None:
@@ -203,11 +208,4 @@ def _host_steps(d: Decoded, ev: dict[str, np.ndarray], step: np.ndarray, markers
         src = host_planes.get(host_index(d, plane_name[plane]))
         if plane in own or not src:
             continue
-        pm = np.isin(markers["plane"], src)
-        order = np.argsort(markers["start_ps"][pm], kind="stable")
-        ms = markers["start_ps"][pm][order]
-        me, mstep = (ms + markers["dur_ps"][pm][order]), markers["step"][pm][order]
-        sel = np.flatnonzero(todo & (ev["plane_id"] == plane))
-        k = np.searchsorted(ms, ev["start_ps"][sel], side="right") - 1
-        ok = (k >= 0) & (ev["start_ps"][sel] < me[np.maximum(k, 0)])
-        step[sel[ok]] = mstep[k[ok]]
+        _contain(ev, step, np.flatnonzero(todo & (ev["plane_id"] == plane)), markers, np.isin(markers["plane"], src))

@@ -51,8 +51,7 @@ def render_report(report: RunReport) -> str:
             shares = sorted(f["share"].items(), key=lambda kv: -kv[1])
             out.append("time split " + "  ".join(f"{k} {v:.1%}" for k, v in shares if v >= 0.001))
     ops = report.analyses.get("ops")
-    device_ops = [r for r in (ops.figures.get("top", []) if ops else [])
-                  if r["category"] == "host_to_device" or not r["category"].startswith("host")]  # fmt: skip
+    device_ops = [r for r in (ops.figures.get("top", []) if ops else []) if not r["host_work"]]
     if device_ops:  # each op's share of its kind's device self time
         top = device_ops[:5]
         kinds = {r["track_kind"] for r in top}

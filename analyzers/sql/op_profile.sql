@@ -1,7 +1,8 @@
 -- op_profile: per kind of track, op name and category: events, total and self time, the
 -- share of the kind's self time (device work, host_to_device copies included, and host work apart:
 -- a CPU device's threads run both), and the FLOPs and bytes the events record (NULL when none
--- does). {rows}: every op event (op_arrays) with its self time (analyzers/op_profile.py).
+-- does); host_work: the row is the host's work (a host_* category other than host_to_device),
+-- which `scprof analyze` leaves out of its top device ops. {rows}: every op event (op_arrays) with its self time (analyzers/op_profile.py).
 -- Device work first, then by self time.
 WITH per_op AS (
     SELECT track_id, name_id, category_id, count(*) AS events, sum(dur_ps) AS total_ps, sum(self_ps) AS self_ps
@@ -25,7 +26,7 @@ named AS (
     LEFT JOIN work w ON w.track_id = p.track_id AND w.name_id = p.name_id AND w.category_id = p.category_id
     GROUP BY ALL
 )
-SELECT track_kind, name, category, events, total_ps, self_ps,
+SELECT track_kind, name, category, host_work, events, total_ps, self_ps,
        coalesce(self_ps / nullif(sum(self_ps) OVER (PARTITION BY track_kind, host_work), 0), 0) AS share, flops, bytes
 FROM (SELECT *, category LIKE 'host%' AND category <> 'host_to_device' AS host_work FROM named)
 WHERE total_ps > 0
