@@ -31,6 +31,8 @@ class Finding:
     entities: dict[str, list] = field(default_factory=dict)
     confidence: str = "high"
     evidence_sql: str = ""
+    fix: dict[str, Any] | None = None
+    verified: dict[str, Any] | None = None  # filled by `analyze --verify` (whatif.verify): the fix simulated alone
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from profiler.trace_fields import TYPED_FIELDS
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -187,6 +187,30 @@ TABLES: tuple[Table, ...] = (
             Col("max_unique_ids_per_partition", "BIGINT", "Compiled limit on unique ids; NULL if unknown."),
             Col("minibatches", "INTEGER", "Minibatches the partition was split into; NULL if unknown."),
             Col("dropped_ids", "BIGINT", "IDs dropped past the limits; NULL if unknown."),
+        ),
+    ),
+    Table(
+        "whatif_trials",
+        "What-if trials (scprof analyze --verify, tune, compare --attribute): a stored emulated run re-simulated with changes, and the measured effect.",
+        (
+            Col("run_id", "INTEGER", "The run the session started from (runs.run_id); its rows go when it is replaced."),
+            Col("session", "VARCHAR", "One verify, tune or attribute command (a uuid)."),
+            Col("purpose", "VARCHAR", "verify, tune or attribute."),
+            Col("seq", "INTEGER", "Order of the trial in its session."),
+            Col("label", "VARCHAR", "What was tried: a finding's rule (verify), a tuning step, a changed key (attribute)."),
+            Col("overrides", "JSON", "The trial's config changes relative to the starting run: dotted key -> value."),
+            Col("derive_limits", "BOOLEAN", "The trial derived a limits file first (the document's procedure) and used it."),
+            Col("trial_run_id", "INTEGER", "The trial's run (runs.run_id); NULL when the change was refused before simulating."),
+            Col("ref_run_id", "INTEGER", "The run the trial was compared with (runs.run_id)."),
+            Col("step_time_ps", "DOUBLE", "Mean step time of the trial over its counted steps (step_times)."),
+            Col("ref_step_time_ps", "DOUBLE", "Mean step time of the reference run over its counted steps."),
+            Col("change", "DOUBLE", "(trial - reference) / reference mean step time; negative is faster."),
+            Col("ci_low", "DOUBLE", "95% bootstrap interval of the change, low end (as scprof compare)."),
+            Col("ci_high", "DOUBLE", "95% bootstrap interval of the change, high end."),
+            Col("verdict", "VARCHAR", "improved, regressed, no significant change, or failed."),
+            Col("accepted", "BOOLEAN", "verify: the fix is recommended; tune: the step was taken; attribute: NULL."),
+            Col("reason", "VARCHAR", "Why it was accepted or not, in words."),
+            Col("created_at", "TIMESTAMP", "When the trial was measured."),
         ),
     ),
 )

@@ -55,7 +55,15 @@ def missing_typed_columns(con: duckdb.DuckDBPyConnection) -> list[TypedField]:
 
 
 # MIGRATIONS[v] turns a store of schema version v into version v + 1.
-MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _add_summaries, 2: _add_stdlib}
+def _add_whatif(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 4 adds the whatif_trials table, which the DDL run after the migrations creates."""
+
+
+MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
+    1: _add_summaries,
+    2: _add_stdlib,
+    3: _add_whatif,
+}
 
 
 def _temp_stdlib(con: duckdb.DuckDBPyConnection) -> None:
@@ -93,7 +101,19 @@ def _stored_digest(con: duckdb.DuckDBPyConnection) -> str | None:
 # READ_ONLY_ADAPTERS[v]: what a read-only connection to a store of the older schema version v
 # creates on itself (TEMP objects only) to read it as the current version; a read-only open of
 # any other older version is refused (version 1 lacks the summary tables the UI reads).
-READ_ONLY_ADAPTERS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {2: _temp_stdlib}
+def _temp_whatif(con: duckdb.DuckDBPyConnection) -> None:
+    """An empty TEMP whatif_trials on a read-only connection to a store older than version 4."""
+    from profiler.schema import table, table_ddl
+
+    con.execute(table_ddl(table("whatif_trials"))[0].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
+
+
+def _temp_stdlib_whatif(con: duckdb.DuckDBPyConnection) -> None:
+    _temp_stdlib(con)
+    _temp_whatif(con)
+
+
+READ_ONLY_ADAPTERS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {2: _temp_stdlib_whatif, 3: _temp_whatif}
 
 
 def read_only_memory_limit() -> str:
@@ -162,7 +182,7 @@ class Store:
                 )
             if adapt is not None:  # on every connection: TEMP views are the connection's own
                 adapt(self.con)
-            elif _stored_digest(self.con) != stdlib_digest():  # made with older standard-library SQL
+            if adapt is not _temp_stdlib_whatif and _stored_digest(self.con) != stdlib_digest():  # older stdlib SQL
                 for stmt in stdlib_ddl(temp=True):  # TEMP views shadow the stored views and tables
                     self.con.execute(stmt)
             missing = missing_typed_columns(self.con)

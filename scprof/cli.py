@@ -49,6 +49,30 @@ def _steps_count(text: str) -> int:
     return n
 
 
+def _budget(text: str) -> int:
+    return _bounded_int(text, "--budget", 1, 10_000)
+
+
+def _workers(text: str) -> int:
+    return _bounded_int(text, "--workers", 1, 1024)
+
+
+def _bounded_int(text: str, flag: str, low: int, high: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise UsageError(f"{flag}: expected a whole number, got {text!r}") from None
+    if not low <= value <= high:
+        raise UsageError(f"{flag}: {value} is outside {low}..{high:,}")
+    return value
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from scprof.whatif_cmds import cmd_tune as run
+
+    return run(args)
+
+
 def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None, help="store path (default: $SCPROF_DB or ./scprof.duckdb)")
 
@@ -104,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("analyze", help="find what slows a run down, with evidence and what to change")
     p.add_argument("run", metavar="RUN", help="run name or id")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument(
+        "--verify", action="store_true", help="simulate each finding's fix alone (emulated runs) and say if it helps"
+    )
     _db_arg(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -111,8 +138,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("base", metavar="BASE", help="baseline run name or id")
     p.add_argument("cand", metavar="CAND", help="candidate run name or id")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument(
+        "--attribute", action="store_true", help="simulate each changed key alone and left out: its share of the gain"
+    )
     _db_arg(p)
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("tune", help="search for a faster config, each step proven by simulation (emulated runs)")
+    p.add_argument("target", metavar="CONFIG|RUN", help="a workload config (TOML) or a stored emulated run")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="start from this change")
+    p.add_argument("--budget", type=_budget, default=40, help="most simulations to run (default 40)")
+    p.add_argument("--workers", type=_workers, default=os.cpu_count() or 1, help="Dask workers on this machine")
+    p.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://10.0.0.5:8786")
+    p.add_argument("--out", help="folder for the tuned config and the trials (default runs/tuned/<run>/)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    _db_arg(p)
+    p.set_defaults(func=cmd_tune)
 
     p = sub.add_parser("ui", help="serve the web UI over the store (read-only)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
@@ -163,6 +204,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from analyzers.registry import analyze_run
     from scprof.report import render_report
 
+    if args.verify:
+        from scprof.whatif_cmds import verify_and_render
+
+        return verify_and_render(args)
+
     with Store.open(args.db, read_only=True) as store:
         report = analyze_run(store, store.resolve_run(args.run))
     print(json.dumps(report.to_dict(), default=str) if args.json else units.escape_lines(render_report(report)))
@@ -172,6 +218,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from analyzers.compare import compare_runs
     from scprof.report import render_comparison
+
+    if args.attribute:
+        from scprof.whatif_cmds import attribute_and_render
+
+        return attribute_and_render(args)
 
     with Store.open(args.db, read_only=True) as store:
         base, cand = store.resolve_run(args.base), store.resolve_run(args.cand)
@@ -351,7 +402,15 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 # Arguments that become data (names, queries, --set values), not paths: they must be text.
-_TEXT_ARGS = {"name": "--name", "run": "RUN", "base": "BASE", "cand": "CAND", "query": "QUERY", "set": "--set"}
+_TEXT_ARGS = {
+    "name": "--name",
+    "run": "RUN",
+    "target": "CONFIG|RUN",
+    "base": "BASE",
+    "cand": "CAND",
+    "query": "QUERY",
+    "set": "--set",
+}
 
 
 def _check_text_args(args: argparse.Namespace) -> None:

@@ -33,6 +33,9 @@ def finding_lines(f: Finding, indent: str = "  ") -> list[str]:
             f"{indent}evidence " + ", ".join(_evidence_item(k, v) for k, v in f.evidence.items() if v is not None)
         )
     lines.append(f"{indent}fix      {f.recommendation}")
+    if f.verified:
+        v = f.verified
+        lines.append(f"{indent}verified {'recommended' if v['recommended'] else 'not recommended'}: {v['reason']}")
     return [escape_control(line) for line in lines]
 
 

@@ -1,0 +1,178 @@
+"""The CLI's what-if commands: `analyze --verify`, `compare --attribute` and `tune`, and
+their text output. The work is the what-if engine's (whatif/); this module parses, opens
+the store for writing, and prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from profiler import units
+from profiler.errors import ScprofError
+from profiler.progress import TerminalProgress
+from profiler.store import Store, default_path
+from profiler.units import format_ps
+from whatif.engine import DEFAULT_ROOT, Change, Session
+from whatif.executor import Executor
+
+
+def _progress(label: str) -> TerminalProgress | None:
+    return TerminalProgress(label, "trials") if sys.stdout.isatty() else None
+
+
+def verify_and_render(args: argparse.Namespace) -> int:
+    """`scprof analyze RUN --verify`."""
+    from analyzers.registry import analyze_run
+    from scprof.report import render_report
+    from whatif.verify import verify_report
+
+    with Store.open(args.db or default_path()) as store, Executor() as ex:
+        run_id = store.resolve_run(args.run)
+        report = analyze_run(store, run_id)
+        session = Session(store, run_id, "verify", ex, progress=_progress("verifying"))
+        report = verify_report(session, report)
+    if args.json:
+        print(json.dumps({**report.to_dict(), "simulations": session.simulations}, default=str))
+    else:
+        print(units.escape_lines(render_report(report)))
+        print(f"\n{session.simulations} simulation{'s' if session.simulations != 1 else ''} run to verify the fixes")
+    return 0
+
+
+def attribute_and_render(args: argparse.Namespace) -> int:
+    """`scprof compare BASE CAND --attribute`."""
+    from analyzers.compare import compare_runs
+    from scprof.report import render_comparison
+    from whatif.attribute import attribute
+
+    with Store.open(args.db or default_path()) as store, Executor() as ex:
+        base, cand = store.resolve_run(args.base), store.resolve_run(args.cand)
+        comparison = compare_runs(store, base, cand)
+        session = Session(store, base, "attribute", ex, progress=_progress("attributing"))
+        result = attribute(session, cand)
+    if args.json:
+        print(json.dumps({**comparison.to_dict(), "attribution": result}, default=str))
+    else:
+        print(units.escape_lines(render_comparison(comparison)))
+        print()
+        print(units.escape_lines(render_attribution(result)))
+    return 0
+
+
+def render_attribution(a: dict[str, Any]) -> str:
+    gain = a["gain_ps"]
+    out = [f"Attribution of the change {a['total_change']:+.1%} ({'faster' if gain > 0 else 'slower'} by "
+           f"{format_ps(abs(gain))} per step) to the changed keys, {a['simulations']} simulations:"]  # fmt: skip
+    if not a["changes"]:
+        out.append("  no user-set key differs: nothing to attribute")
+    for r in a["changes"]:
+        share = "-" if r["share"] is None else f"{r['share']:.0%}"
+        alone = "-" if r["alone_change"] is None else f"{r['alone_change']:+.1%}"
+        out.append(f"  {share:>5} of the gain  {r['key']}: {_short(r['base'])} -> {_short(r['cand'])}  "
+                   f"(alone {alone}, left out costs {_ps(r['left_out_gain_ps'])})")  # fmt: skip
+        if r["derived"]:
+            out.append(f"         with {len(r['derived'])} derived key{'s' if len(r['derived']) != 1 else ''} "
+                       f"({', '.join(r['derived'][:3])}{', ...' if len(r['derived']) > 3 else ''})")  # fmt: skip
+    if a["interaction_ps"] is not None and len(a["changes"]) > 1:
+        out.append(f"  interaction (the gain not explained by the changes alone): {_ps(a['interaction_ps'])}")
+    if a["unreplayable"]:
+        out.append(f"  not replayable as --set (added or removed entries): {', '.join(a['unreplayable'][:6])}")
+    return "\n".join(out)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    """`scprof tune CONFIG|RUN`."""
+    from whatif.tune import tune
+
+    db = args.db or default_path()
+    out_dir = args.out
+    with Store.open(db) as store, Executor(args.workers, args.scheduler) as ex:
+        origin, sets = _origin(store, args)
+        name = store.rows("SELECT name FROM runs WHERE run_id = ?", [origin])[0]["name"]
+        out_dir = out_dir or os.path.join("runs", "tuned", _dir(name))
+        session = Session(store, origin, "tune", ex, root=os.path.join(out_dir, "trials"),
+                          progress=_progress("tuning"))  # fmt: skip
+        result = tune(session, Change(sets), args.budget, out_dir)
+    if args.json:
+        print(json.dumps(result.to_dict(), default=str))
+        return 0
+    b, best = result.baseline, result.best
+    print(units.escape_lines("\n".join(
+        [f"tuning {b['run']!r}: {len(result.trials)} trials, {result.simulations} simulations; stopped: {result.stopped}", ""]
+        + [_trial_line(t) for t in result.trials]
+        + ["", f"best: {best['run']!r} {format_ps(b['step_time_ps'])} -> {format_ps(best['step_time_ps'])} "
+               f"({best['change']:+.1%}, 95% CI {best['ci_low']:+.1%} .. {best['ci_high']:+.1%})",
+           f"changes: {Change(best['overrides'], best['derive_limits']).describe()}",
+           f"tuned config: {best['config']} (scprof record {best['config']})"])))  # fmt: skip
+    return 0
+
+
+def _trial_line(t: dict[str, Any]) -> str:
+    mark = "accepted" if t["accepted"] else "        "
+    ps = format_ps(t["step_time_ps"]) if t["step_time_ps"] is not None else "-"
+    return f"  {mark}  {ps:>9}  {Change(t['overrides'], t['derive_limits']).describe()}  [{t['reason']}]"
+
+
+def _origin(store: Store, args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
+    """The run tuning starts from, and the --set changes over it. A CONFIG file is recorded
+    first (with its --set applied); a RUN is taken as stored and --set becomes the start."""
+    from sim_backend.config_load import parse_value
+
+    sets = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ScprofError(f"--set {item!r}: expected KEY=VALUE")
+        sets[key.strip()] = parse_value(value.strip())
+    if not os.path.isfile(args.target):
+        return store.resolve_run(args.target), sets
+    return _record_origin(store, args.target, args.set), {}
+
+
+def _record_origin(store: Store, config_path: str, overrides: list[str]) -> int:
+    """Record the config (reusing an identical stored run) and return its run_id."""
+    from profiler.trace_to_store import ingest_trace
+    from sim_backend.config_load import load_config
+    from sim_backend.record import record_run
+
+    cfg = load_config(config_path, overrides)
+    found: dict[str, int] = {}
+
+    def check(name: str, uuid: str, trace_path: str) -> None:
+        same = store.rows("SELECT run_id FROM runs WHERE uuid = ?", [uuid])
+        if same:
+            found["run_id"] = same[0]["run_id"]
+            raise _Reuse
+
+    name = cfg.name
+    if store.rows("SELECT 1 FROM runs WHERE name = ?", [name]):
+        name = f"{name}~start"
+    try:
+        result = record_run(config_path, overrides, name, None, os.path.join(DEFAULT_ROOT, _dir(name)), check=check)
+    except _Reuse:
+        return found["run_id"]
+    return ingest_trace(store, result.trace_path, name=result.run_name, replace=True).run_id
+
+
+class _Reuse(Exception):
+    """The store already holds this exact run."""
+
+
+def _dir(name: str) -> str:
+    from sim_backend.record import dir_name
+
+    return dir_name(name)
+
+
+def _ps(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return ("-" if v < 0 else "") + format_ps(abs(v))
+
+
+def _short(v: Any) -> str:
+    s = json.dumps(v) if not isinstance(v, str) else v
+    return s if len(s) <= 40 else s[:37] + "..."

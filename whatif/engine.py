@@ -1,0 +1,179 @@
+"""A what-if session over one store: build trials from a run, simulate them, ingest them,
+measure them against a reference run, and record each in `whatif_trials`.
+
+Step times come from the store's step_times view (the one definition every view reads) and
+changes from `analyzers.compare.bootstrap_change`, the interval `scprof compare` prints."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow.compute as pc
+
+from analyzers.compare import bootstrap_change
+from analyzers.context import step_times
+from profiler.store import Store
+from profiler.trace_to_store import ingest_trace
+from sim_backend import __version__ as SIM_VERSION
+from sim_backend.record import dir_name
+from whatif.configs import apply_overrides, origin_config
+from whatif.executor import Executor, Progress
+from whatif.trial import TrialSpec
+
+DEFAULT_ROOT = os.path.join("runs", "whatif")
+ORIGIN_LIMITS_FILE = "origin_limits.toml"  # a limits file the starting config names, shipped with each trial
+
+
+@dataclass(frozen=True)
+class Change:
+    """A set of config changes to try: dotted key -> value, and whether to derive limits first."""
+
+    overrides: dict[str, Any] = field(default_factory=dict)
+    derive_limits: bool = False
+
+    def key(self) -> str:
+        return json.dumps({"set": self.overrides, "derive_limits": self.derive_limits}, sort_keys=True, default=str)
+
+    def merged(self, other: Change) -> Change:
+        return Change({**self.overrides, **other.overrides}, self.derive_limits or other.derive_limits)
+
+    def describe(self) -> str:
+        parts = [f"{k}={json.dumps(v)}" for k, v in sorted(self.overrides.items())]
+        if self.derive_limits:
+            parts.append("derived limits file")
+        return ", ".join(parts) or "no change"
+
+
+@dataclass
+class Measured:
+    """A trial's outcome in the store and against its reference."""
+
+    change: Change
+    run_id: int | None
+    run_name: str
+    step_time_ps: float | None
+    ref_step_time_ps: float | None
+    rel_change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    verdict: str  # improved | regressed | no significant change | failed
+    failure: str | None
+    dropped_ids: int
+    simulated: bool  # False: the store already held this trial (same config, same emulator)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run_name, "run_id": self.run_id, "overrides": self.change.overrides,
+            "derive_limits": self.change.derive_limits, "step_time_ps": self.step_time_ps,
+            "change": self.rel_change, "ci_low": self.ci_low, "ci_high": self.ci_high,
+            "verdict": self.verdict, "failure": self.failure, "dropped_ids": self.dropped_ids,
+        }  # fmt: skip
+
+
+class Session:
+    """Trials started from one stored emulated run (`origin`)."""
+
+    def __init__(self, store: Store, origin_run_id: int, purpose: str, executor: Executor,
+                 root: str | None = None, progress: Progress | None = None):  # fmt: skip
+        self.store, self.executor, self.purpose, self.progress = store, executor, purpose, progress
+        self.origin = store.rows("SELECT * FROM runs WHERE run_id = ?", [origin_run_id])[0]
+        self.origin_raw = origin_config(self.origin)
+        self.root = root or DEFAULT_ROOT
+        self.session = str(uuid.uuid4())
+        self.simulations = 0
+        self._seq = 0
+        self._files: dict[str, bytes] = {}
+        self._ship_origin_limits()
+
+    @property
+    def origin_run_id(self) -> int:
+        return int(self.origin["run_id"])
+
+    def _ship_origin_limits(self) -> None:
+        """A limits file the starting config names travels with each trial (workers elsewhere
+        cannot read this machine's paths)."""
+        path = self.origin_raw.get("flags", {}).get("xla_sparse_core_max_ids_file")
+        if path:
+            with open(path, "rb") as fh:
+                self._files[ORIGIN_LIMITS_FILE] = fh.read()
+            self.origin_raw["flags"]["xla_sparse_core_max_ids_file"] = ORIGIN_LIMITS_FILE
+
+    def trial_name(self, change: Change) -> str:
+        """`<origin>~<digest of origin, emulator version and change>`: the same trial, the same name."""
+        digest = hashlib.sha256(f"{self.origin['uuid']}|{SIM_VERSION}|{change.key()}".encode()).hexdigest()[:10]
+        return f"{self.origin['name']}~{digest}"
+
+    def measure(self, changes: list[Change], ref_run_id: int) -> list[Measured]:
+        """Simulate the changes not yet in the store (in parallel), ingest them, and measure
+        each against `ref_run_id` (in the order given)."""
+        names = [self.trial_name(c) for c in changes]
+        known = {r["name"]: r["run_id"] for r in self.store.rows("SELECT name, run_id FROM runs WHERE name IN (SELECT unnest(?))", [names])}  # fmt: skip
+        todo = {n: c for n, c in zip(names, changes, strict=True) if n not in known}
+        specs = [self._spec(n, c) for n, c in todo.items()]
+        outcomes = {o.name: o for o in self.executor.map(specs, self.progress)}
+        failures: dict[str, str | None] = {}
+        for name in todo:
+            out = outcomes[name]
+            self.simulations += out.simulations
+            failures[name] = out.failure
+            if out.trace_path:
+                known[name] = ingest_trace(self.store, out.trace_path, name=name, replace=True).run_id
+        return [self._measured(c, n, known.get(n), failures.get(n), ref_run_id, n in todo)
+                for n, c in zip(names, changes, strict=True)]  # fmt: skip
+
+    def _spec(self, name: str, change: Change) -> TrialSpec:
+        raw = apply_overrides(self.origin_raw, change.overrides)
+        folder = dir_name(name.rpartition("~")[2])  # the digest: one folder per trial
+        return TrialSpec(name, raw, os.path.join(self.root, folder), change.derive_limits, dict(self._files))
+
+    def _measured(self, change: Change, name: str, run_id: int | None, failure: str | None,
+                  ref_run_id: int, simulated: bool) -> Measured:  # fmt: skip
+        ref = counted_step_ps(self.store, ref_run_id)
+        if run_id is not None and failure is None:
+            status = self.store.rows("SELECT status, tags FROM runs WHERE run_id = ?", [run_id])[0]
+            if status["status"] == "failed":
+                failure = json.loads(status["tags"] or "{}").get("error") or "the run failed"
+        got = counted_step_ps(self.store, run_id) if run_id is not None else np.empty(0)
+        dropped = dropped_ids(self.store, run_id) if run_id is not None else 0
+        if failure is not None or len(got) == 0 or len(ref) == 0:
+            return Measured(change, run_id, name, float(got.mean()) if len(got) else None,
+                            float(ref.mean()) if len(ref) else None, None, None, None, "failed",
+                            failure or "no counted steps to measure", dropped, simulated)  # fmt: skip
+        c = bootstrap_change(ref, got)
+        return Measured(change, run_id, name, c.cand_mean_ps, c.base_mean_ps, c.change, c.ci_low, c.ci_high,
+                        c.verdict, None, dropped, simulated)  # fmt: skip
+
+    def record(self, m: Measured, label: str, ref_run_id: int, accepted: bool | None, reason: str) -> None:
+        """One row of whatif_trials for a measured trial."""
+        self._seq += 1
+        self.store.con.execute(
+            "INSERT INTO whatif_trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [self.origin_run_id, self.session, self.purpose, self._seq, label, json.dumps(m.change.overrides, default=str),
+             m.change.derive_limits, m.run_id, ref_run_id, m.step_time_ps, m.ref_step_time_ps, m.rel_change,
+             m.ci_low, m.ci_high, m.verdict, accepted, reason, datetime.datetime.now()],
+        )  # fmt: skip
+
+
+def counted_step_ps(store: Store, run_id: int) -> np.ndarray:
+    """The step times every summary counts (step_times.counted), as float64."""
+    t = step_times(store, run_id)
+    return pc.filter(t.column("step_ps"), t.column("counted")).to_numpy().astype(np.float64)
+
+
+def dropped_ids(store: Store, run_id: int) -> int:
+    """IDs the run dropped: past the compiled limits (step_minibatches) or past the chip cap
+    (the host's Dropped IDs counter, which counts both)."""
+    rows = store.rows(
+        """SELECT (SELECT coalesce(sum(dropped_ids), 0) FROM step_minibatches WHERE run_id = $run)::BIGINT AS limits,
+                  (SELECT coalesce(sum(c.value), 0) FROM counters c JOIN tracks t USING (run_id, track_id)
+                   WHERE c.run_id = $run AND t.kind = 'counter' AND t.line = 'Dropped IDs')::BIGINT AS counter""",
+        {"run": run_id},
+    )[0]
+    return int(max(rows["limits"], rows["counter"]))

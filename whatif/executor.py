@@ -1,0 +1,94 @@
+"""Where trials run: in this process, or on Dask workers (a LocalCluster here, or an existing
+cluster by address), so a sweep that outgrows one machine runs on many without code changes.
+Either way each trial is `trial.simulate` on the same spec, so the results are the same."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from profiler.errors import ScprofError
+from whatif.trial import TrialOutcome, TrialSpec, materialize, simulate, simulate_shipped
+
+Progress = Callable[[int, int], None]
+
+
+class Executor:
+    """Runs batches of trials; `workers` <= 1 and no scheduler: in this process."""
+
+    def __init__(self, workers: int = 1, scheduler: str | None = None):
+        if workers < 1:
+            raise ScprofError(f"--workers: {workers} is below the minimum 1")
+        self.workers, self.scheduler = workers, scheduler
+        self._client: Any = None
+        self._cluster: Any = None
+
+    @property
+    def distributed(self) -> bool:
+        return self.scheduler is not None or self.workers > 1
+
+    def map(self, specs: list[TrialSpec], progress: Progress | None = None) -> list[TrialOutcome]:
+        """Simulate every spec; the outcomes in the specs' order."""
+        if not specs:
+            return []
+        if not self.distributed:
+            out = []
+            for i, spec in enumerate(specs):
+                out.append(simulate(spec))
+                if progress:
+                    progress(i + 1, len(specs))
+            return out
+        from distributed import as_completed
+
+        client = self._connect()
+        futures = client.map(simulate_shipped, specs, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list[TrialOutcome | None] = [None] * len(specs)
+        for done, future in enumerate(as_completed(futures), 1):
+            i = index[future.key]
+            results[i] = materialize(future.result(), specs[i].out_dir)
+            if progress:
+                progress(done, len(specs))
+        return [r for r in results if r is not None]
+
+    def _connect(self) -> Any:
+        if self._client is None:
+            from distributed import Client, LocalCluster
+
+            if self.scheduler is not None:
+                try:
+                    self._client = Client(self.scheduler, timeout="10s")
+                except (OSError, TimeoutError, ValueError) as e:
+                    raise ScprofError(
+                        f"--scheduler {self.scheduler}: cannot reach a Dask scheduler there ({e})"
+                    ) from None
+            else:
+                # processes, one thread each: the emulator holds the GIL; no dashboard to serve
+                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
+                                             dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+                self._client = Client(self._cluster)
+        return self._client
+
+    def close(self) -> None:
+        for thing in (self._client, self._cluster):
+            if thing is not None:
+                with contextlib.suppress(Exception):
+                    thing.close()
+        self._client = self._cluster = None
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def executor(workers: int = 1, scheduler: str | None = None) -> Iterator[Executor]:
+    ex = Executor(workers, scheduler)
+    try:
+        yield ex
+    finally:
+        ex.close()

@@ -1,0 +1,202 @@
+"""`scprof tune`: greedy search for a faster config, each step proven by simulation.
+
+Each round analyses the current best run, turns its findings' fixes (and the values they
+name for exploration) into candidate changes, simulates the candidates not tried yet, and
+takes the largest significant improvement; then it analyses the new best again. When the
+findings have nothing new, it tries the other values of the knobs findings named so far
+(one knob at a time, around the current config). It stops when no candidate improves
+significantly or the simulation budget is spent. A candidate that fails to compile, runs
+out of memory, or drops IDs (unless the starting config allows dropping) is never taken;
+fixes that change numerics are never applied."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from typing import Any
+
+from analyzers.compare import bootstrap_change
+from analyzers.registry import analyze_run
+from profiler.errors import ScprofError
+from whatif.configs import apply_overrides, write_toml
+from whatif.engine import ORIGIN_LIMITS_FILE, Change, Measured, Session, counted_step_ps, dropped_ids
+from whatif.verify import change_of, judge
+
+TUNED_FILE = "tuned.toml"
+TUNED_LIMITS_FILE = "tuned_limits.toml"
+DEFAULT_BUDGET = 40
+
+
+@dataclass
+class TuneResult:
+    baseline: dict[str, Any]
+    best: dict[str, Any]
+    trials: list[dict[str, Any]] = field(default_factory=list)
+    simulations: int = 0
+    stopped: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"baseline": self.baseline, "best": self.best, "trials": self.trials,
+                "simulations": self.simulations, "stopped": self.stopped}  # fmt: skip
+
+
+def candidates(session: Session, current: Change, run_id: int, knobs: dict[str, list[Any]]) -> list[Change]:
+    """Changes the findings of the current run propose: each fix over the current change, and
+    each exploration value of a fix alone. Records the knobs the findings name in `knobs`."""
+    report = analyze_run(session.store, run_id)
+    out = []
+    for f in report.findings:
+        if not f.fix or f.fix.get("changes_numerics"):
+            continue
+        out.append(current.merged(change_of(f.fix)))
+        for key, values in (f.fix.get("explore") or {}).items():
+            seen = knobs.setdefault(key, [])
+            for v in values:
+                if v not in seen:
+                    seen.append(v)
+                out.append(current.merged(Change({key: v})))
+        for key, v in (f.fix.get("set") or {}).items():
+            if v not in knobs.setdefault(key, []):
+                knobs[key].append(v)
+        if f.fix.get("derive_limits"):
+            knobs.setdefault("derive_limits", [True])
+    return out
+
+
+def neighbours(current: Change, knobs: dict[str, list[Any]]) -> list[Change]:
+    """The current change with one named knob set to another of its named values."""
+    out = []
+    for key, values in knobs.items():
+        if key == "derive_limits":
+            if not current.derive_limits:
+                out.append(current.merged(Change({}, True)))
+            continue
+        out += [current.merged(Change({key: v})) for v in values if current.overrides.get(key) != v]
+    return out
+
+
+def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir: str | None = None) -> TuneResult:
+    """Search from the session's origin run with `start` applied (the user's --set)."""
+    origin = session.origin_run_id
+    current, current_run = start, origin
+    if start.overrides or start.derive_limits:  # the user's --set: the baseline is that trial
+        first = session.measure([start], origin)[0]
+        session.record(first, "start", origin, first.verdict != "failed", "the starting point (--set)")
+        if first.verdict == "failed" or first.run_id is None:
+            raise TuneError(f"--set: the starting config does not run: {first.failure}")
+        current_run = first.run_id
+    base_run, base_ps = current_run, counted_step_ps(session.store, current_run)
+    allow = bool(apply_overrides(session.origin_raw, start.overrides).get("sparsecore", {}).get("allow_id_dropping"))
+    base_dropped = dropped_ids(session.store, current_run)
+    tried: set[str] = {start.key()}
+    knobs: dict[str, list[Any]] = {}
+    trials: list[dict[str, Any]] = []
+    stopped = "no candidate improves the step time significantly"
+    searched_neighbours = False
+    while True:
+        proposed = candidates(session, current, current_run, knobs) if not searched_neighbours else []
+        fresh = _fresh(proposed, tried)
+        if not fresh:
+            fresh, searched_neighbours = _fresh(neighbours(current, knobs), tried), True
+        fresh = _within_budget(fresh, budget - session.simulations)
+        if not fresh:
+            if session.simulations >= budget:
+                stopped = f"the budget of {budget} simulations is spent"
+            break
+        tried.update(c.key() for c in fresh)
+        measured = session.measure(fresh, current_run)
+        verdicts = [(m, *judge(m, base_dropped, allow)) for m in measured]
+        best = min((v for v in verdicts if v[1]), key=lambda v: v[0].step_time_ps, default=None)
+        for m, ok, reason in verdicts:
+            taken = best is not None and m is best[0]
+            why = reason if taken or not ok else f"{reason}; another candidate was faster"
+            session.record(m, "tune", current_run, taken, why)
+            trials.append({**_trial(m), "accepted": taken, "reason": why, "ref_run": _name(session, current_run)})
+        if best is None:
+            if searched_neighbours:
+                break
+            searched_neighbours = True  # the findings' fixes are spent: try the named knobs' other values
+            continue
+        current, current_run, searched_neighbours = best[0].change, best[0].run_id, False
+    best_ps = counted_step_ps(session.store, current_run)
+    c = bootstrap_change(base_ps, best_ps)
+    config_path = write_tuned(session, current, current_run, out_dir) if out_dir else None
+    return TuneResult(
+        baseline={"run": _name(session, base_run), "step_time_ps": float(base_ps.mean())},
+        best={
+            "run": _name(session, current_run),
+            "step_time_ps": float(best_ps.mean()),
+            "overrides": current.overrides,
+            "derive_limits": current.derive_limits,
+            "config": config_path,
+            "change": c.change,
+            "ci_low": c.ci_low,
+            "ci_high": c.ci_high,
+        },  # fmt: skip
+        trials=trials,
+        simulations=session.simulations,
+        stopped=stopped,
+    )
+
+
+class TuneError(ScprofError):
+    """A tuning run that cannot start (the starting config fails)."""
+
+
+def _fresh(changes: list[Change], tried: set[str]) -> list[Change]:
+    out, seen = [], set(tried)
+    for c in changes:
+        if c.key() not in seen:
+            seen.add(c.key())
+            out.append(c)
+    return out
+
+
+def _within_budget(changes: list[Change], left: int) -> list[Change]:
+    """As many changes (in order) as the budget's simulations allow (a derived-limits trial costs 2)."""
+    out = []
+    for c in changes:
+        cost = 2 if c.derive_limits else 1
+        if cost > left:
+            break
+        out.append(c)
+        left -= cost
+    return out
+
+
+def _trial(m: Measured) -> dict[str, Any]:
+    return {"run": m.run_name, "overrides": m.change.overrides, "derive_limits": m.change.derive_limits,
+            "step_time_ps": m.step_time_ps, "change": m.rel_change, "ci_low": m.ci_low, "ci_high": m.ci_high,
+            "verdict": m.verdict}  # fmt: skip
+
+
+def _name(session: Session, run_id: int) -> str:
+    return session.store.rows("SELECT name FROM runs WHERE run_id = ?", [run_id])[0]["name"]
+
+
+def write_tuned(session: Session, best: Change, best_run: int, out_dir: str) -> str:
+    """The tuned config as TOML in `out_dir` (with its limits file), which `scprof record` accepts."""
+    os.makedirs(out_dir, exist_ok=True)
+    raw = apply_overrides(session.origin_raw, best.overrides)
+    flags = raw.setdefault("flags", {})
+    limits_from = None
+    if best.derive_limits:
+        limits_from = os.path.join(os.path.dirname(session.store.rows(
+            "SELECT source_path FROM runs WHERE run_id = ?", [best_run])[0]["source_path"]), "limits.toml")  # fmt: skip
+    elif flags.get("xla_sparse_core_max_ids_file") == ORIGIN_LIMITS_FILE:
+        limits_from = _origin_limits_path(session)
+    if limits_from:
+        shutil.copyfile(limits_from, os.path.join(out_dir, TUNED_LIMITS_FILE))
+        flags["xla_sparse_core_max_ids_file"] = TUNED_LIMITS_FILE
+    raw["name"] = f"{session.origin_raw.get('name', 'run')}-tuned"
+    raw["description"] = f"tuned by scprof tune from run {session.origin['name']!r}: {best.describe()}"
+    path = os.path.join(out_dir, TUNED_FILE)
+    write_toml(raw, path, f"Tuned by scprof tune from run {session.origin['name']!r}.\nChanges: {best.describe()}")
+    return path
+
+
+def _origin_limits_path(session: Session) -> str:
+    import json
+
+    return json.loads(session.origin["config"])["flags"]["xla_sparse_core_max_ids_file"]
