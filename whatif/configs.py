@@ -35,6 +35,29 @@ def origin_config(run: dict[str, Any]) -> dict[str, Any]:
     return prune_none({k: v for k, v in config.items() if k not in DERIVED_KEYS})
 
 
+def standalone_config(run: dict[str, Any]) -> dict[str, Any]:
+    """The raw config of a stored emulated run as one self-contained file: limits that came
+    from a limits file are written on their tables (`tables.<name>.max_ids_per_partition`,
+    which gives the same compiled limits), so the config names no other file."""
+    raw = origin_config(run)
+    flags = raw.get("flags", {})
+    if not flags.get("xla_sparse_core_max_ids_file"):
+        return raw
+    resolved = json.loads(run["config"]).get("resolved", {}).get("limits", {})
+    for table in raw.get("tables", []):
+        limits = resolved.get(table.get("name"), {})
+        if limits.get("source") == "limits_file":
+            table["max_ids_per_partition"] = limits["max_ids_per_partition"]
+            table["max_unique_ids_per_partition"] = limits["max_unique_ids_per_partition"]
+    flags["xla_sparse_core_max_ids_file"] = ""
+    return raw
+
+
+def toml_text(raw: dict[str, Any], header: str = "") -> str:
+    """A raw config as TOML text, with `header` as comment lines."""
+    return "".join(f"# {line}\n" for line in header.splitlines()) + tomli_w.dumps(prune_none(raw))
+
+
 def prune_none(value: Any) -> Any:
     """The value without None entries (TOML has no null; a missing key means the default)."""
     if isinstance(value, dict):
@@ -105,9 +128,7 @@ def unreplayable_changes(base: dict[str, Any], cand: dict[str, Any]) -> list[str
 def write_toml(raw: dict[str, Any], path: str, header: str = "") -> None:
     """Write a raw config as a TOML file `scprof record` accepts (the limits file, if any,
     referenced by an absolute path or one relative to `path`)."""
-    text = tomli_w.dumps(prune_none(raw))
-    comment = "".join(f"# {line}\n" for line in header.splitlines())
     tmp = f"{path}.tmp"
     with open(tmp, "w") as fh:
-        fh.write(comment + text)
+        fh.write(toml_text(raw, header))
     os.replace(tmp, path)

@@ -12,19 +12,18 @@ fixes that change numerics are never applied."""
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass, field
 from typing import Any
 
 from analyzers.compare import bootstrap_change
 from analyzers.registry import analyze_run
 from profiler.errors import ScprofError
-from whatif.configs import apply_overrides, write_toml
-from whatif.engine import ORIGIN_LIMITS_FILE, Change, Measured, Session, counted_step_ps, dropped_ids
+from profiler.store import Store
+from whatif.configs import apply_overrides, standalone_config, toml_text
+from whatif.engine import Change, Measured, Session, counted_step_ps, dropped_ids
 from whatif.verify import change_of, judge
 
 TUNED_FILE = "tuned.toml"
-TUNED_LIMITS_FILE = "tuned_limits.toml"
 DEFAULT_BUDGET = 40
 
 
@@ -121,7 +120,7 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
         current, current_run, searched_neighbours = best[0].change, best[0].run_id, False
     best_ps = counted_step_ps(session.store, current_run)
     c = bootstrap_change(base_ps, best_ps)
-    config_path = write_tuned(session, current, current_run, out_dir) if out_dir else None
+    config_path = write_tuned(session, current_run, out_dir, current.describe()) if out_dir else None
     return TuneResult(
         baseline={"run": _name(session, base_run), "step_time_ps": float(base_ps.mean())},
         best={
@@ -175,28 +174,21 @@ def _name(session: Session, run_id: int) -> str:
     return session.store.rows("SELECT name FROM runs WHERE run_id = ?", [run_id])[0]["name"]
 
 
-def write_tuned(session: Session, best: Change, best_run: int, out_dir: str) -> str:
-    """The tuned config as TOML in `out_dir` (with its limits file), which `scprof record` accepts."""
+def write_tuned(session: Session, best_run: int, out_dir: str, changes: str) -> str:
+    """The tuned config as one TOML file in `out_dir`, which `scprof record` accepts: the best
+    run's config with derived limits written on its tables (whatif.configs.standalone_config)."""
     os.makedirs(out_dir, exist_ok=True)
-    raw = apply_overrides(session.origin_raw, best.overrides)
-    flags = raw.setdefault("flags", {})
-    limits_from = None
-    if best.derive_limits:
-        limits_from = os.path.join(os.path.dirname(session.store.rows(
-            "SELECT source_path FROM runs WHERE run_id = ?", [best_run])[0]["source_path"]), "limits.toml")  # fmt: skip
-    elif flags.get("xla_sparse_core_max_ids_file") == ORIGIN_LIMITS_FILE:
-        limits_from = _origin_limits_path(session)
-    if limits_from:
-        shutil.copyfile(limits_from, os.path.join(out_dir, TUNED_LIMITS_FILE))
-        flags["xla_sparse_core_max_ids_file"] = TUNED_LIMITS_FILE
-    raw["name"] = f"{session.origin_raw.get('name', 'run')}-tuned"
-    raw["description"] = f"tuned by scprof tune from run {session.origin['name']!r}: {best.describe()}"
     path = os.path.join(out_dir, TUNED_FILE)
-    write_toml(raw, path, f"Tuned by scprof tune from run {session.origin['name']!r}.\nChanges: {best.describe()}")
+    with open(path + ".tmp", "w") as fh:
+        fh.write(tuned_toml(session.store, best_run, session.origin["name"], changes))
+    os.replace(path + ".tmp", path)
     return path
 
 
-def _origin_limits_path(session: Session) -> str:
-    import json
-
-    return json.loads(session.origin["config"])["flags"]["xla_sparse_core_max_ids_file"]
+def tuned_toml(store: Store, best_run: int, origin_name: str, changes: str) -> str:
+    """The TOML text of a tuned config (also what the UI offers to download)."""
+    run = store.rows("SELECT * FROM runs WHERE run_id = ?", [best_run])[0]
+    raw = standalone_config(run)
+    raw["name"] = f"{origin_name}-tuned"
+    raw["description"] = f"tuned by scprof tune from run {origin_name!r}: {changes}"
+    return toml_text(raw, f"Tuned by scprof tune from run {origin_name!r}.\nChanges: {changes}")
