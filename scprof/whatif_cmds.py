@@ -90,6 +90,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     db = args.db or default_path()
     out_dir = args.out
     with Store.open(db) as store, Executor(args.workers, args.scheduler) as ex:
+        if args.scheduler:
+            ex.connect()  # a scheduler that cannot be reached is the user's error, said before any work
         origin, sets = _origin(store, args)
         name = store.rows("SELECT name FROM runs WHERE run_id = ?", [origin])[0]["name"]
         out_dir = out_dir or os.path.join("runs", "tuned", _dir(name))

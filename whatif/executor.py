@@ -42,7 +42,7 @@ class Executor:
             return out
         from distributed import as_completed
 
-        client = self._connect()
+        client = self.connect()
         futures = client.map(simulate_shipped, specs, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[TrialOutcome | None] = [None] * len(specs)
@@ -53,7 +53,8 @@ class Executor:
                 progress(done, len(specs))
         return [r for r in results if r is not None]
 
-    def _connect(self) -> Any:
+    def connect(self) -> Any:
+        """The Dask client, made on first use (a LocalCluster started, or the scheduler reached)."""
         if self._client is None:
             from distributed import Client, LocalCluster
 

@@ -99,7 +99,7 @@ def simulate(spec: TrialSpec) -> TrialOutcome:
     except RunFailure as e:  # compile error, HBM OOM, NaN: the trace still shows it
         trace, failure = e.trace_path, str(e).splitlines()[0]
     except ScprofError as e:  # a change the config refuses (a value out of range, limits too small)
-        trace, failure = None, str(e).splitlines()[0]
+        trace, failure = None, str(e).splitlines()[0].removeprefix(f"{config_path}: ")
     return TrialOutcome(spec.name, trace, simulations + 1, failure, limits_path, config_path,
                         time.perf_counter() - t0)  # fmt: skip
 

@@ -44,6 +44,28 @@ def test_dask_and_in_process_trials_give_identical_results(pair, tmp_path: Path)
     assert all(len(steps) == 6 for steps in results[1][0])
 
 
+def test_an_existing_dask_cluster_by_address_gives_the_same_trials(pair, tmp_path: Path) -> None:
+    from distributed import LocalCluster
+
+    db, base, _ = pair
+    results = {}
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        for how, ex in (("scheduler", Executor(scheduler=cluster.scheduler_address)), ("local", Executor())):
+            copy = tmp_path / f"{how}.duckdb"
+            copy.write_bytes(Path(db).read_bytes())
+            with Store.open(str(copy)) as store, ex:
+                session = Session(store, base, "verify", ex, root=str(tmp_path / how))
+                results[how] = _trial_steps(store, session, TRIALS[:1])
+    assert results["scheduler"] == results["local"]
+
+
+def test_an_unreachable_scheduler_is_one_line() -> None:
+    from profiler.errors import ScprofError
+
+    with pytest.raises(ScprofError, match=r"^--scheduler bad address: cannot reach a Dask scheduler there"):
+        Executor(scheduler="bad address").connect()
+
+
 def test_a_trial_the_store_holds_is_not_simulated_again(pair, tmp_path: Path) -> None:
     db, base, _ = pair
     with Store.open(str(db)) as store, Executor() as ex:
