@@ -127,6 +127,15 @@ def tuned_config(store: Store, run_id: int, session: str = "") -> tuple[str, str
     return f"{name}-tuned", tuned_toml(store, best["trial_run_id"], name, best["change_text"])
 
 
+def flat_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored run's config as dotted key -> value (whatif.configs.flatten); {} without the engine."""
+    try:
+        from whatif.configs import flatten
+    except ImportError:
+        return {}
+    return flatten(config or {})
+
+
 # ---- attribution (scprof compare BASE CAND --attribute) --------------------------------------------
 
 

@@ -49,7 +49,7 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
     if base == cand:
         return R.note("Baseline and candidate are the same run: pick two different runs above.")
     bi, ci = D.run_info(store, base), D.run_info(store, cand)
-    parts: list[Any] = [attribution_section(store, base, cand, bi["name"], ci["name"])]
+    parts: list[Any] = []
     b_all = D.step_times(store, base, D.clamp_steps(D.step_bounds(store, base), None))
     c_all = D.step_times(store, cand, D.clamp_steps(D.step_bounds(store, cand), None))
     # the counted steps, as every summary (and the verdict) covers them
@@ -123,9 +123,11 @@ def attribution_section(store: Store, base: int, cand: int, bname: str, cname: s
                 id="compare-attribution-hint",
             ),
         )
+    cand_config = W.flat_config(D.run_info(store, cand)["config"])
     rows = [
         {
             **r,
+            "value": cand_config.get(r["key"], r["value"]),  # the trials' value may name a shipped copy
             "alone": f"{r['alone_change']:+.1%}" if r["alone_change"] is not None else None,
             "alone_ci": ci_text(r["alone_ci_low"], r["alone_ci_high"]),
         }
@@ -134,7 +136,7 @@ def attribution_section(store: Store, base: int, cand: int, bname: str, cname: s
     gain = a["gain_ps"]
     interaction = a["interaction_ps"]
     help_text = (
-        f"Gain {format_delta(a['base_step_time_ps'], a['cand_step_time_ps'], 'ps')} per step. A key's effect alone "
+        f"Step time {format_delta(a['base_step_time_ps'], a['cand_step_time_ps'], 'ps')} from baseline to candidate (the gain). A key's effect alone "
         "is the baseline with only that key changed; left out, the candidate without it; its contribution is "
         "the mean of the two and its share that over the gain."
         + (
@@ -253,10 +255,10 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
         return html.Div()
     bi, ci = D.run_info(store, base), D.run_info(store, cand)
     c, why_not = D.compare(store, base, cand)
-    if c is None:
-        return R.error(why_not or "comparison unavailable")
     bn, cn = bi["name"], ci["name"]
-    parts: list[Any] = [_verdict_banner(c, bn, cn)]
+    if c is None:
+        return html.Div([R.error(why_not or "comparison unavailable"), attribution_section(store, base, cand, bn, cn)])
+    parts: list[Any] = [_verdict_banner(c, bn, cn), attribution_section(store, base, cand, bn, cn)]
     parts.append(_breakdown_deltas(c.get("breakdown") or [], bn, cn))
     fd = c.get("findings") or {}
     cols = []
