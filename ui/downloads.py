@@ -1,4 +1,4 @@
-"""The UI's downloads: a SQL result as CSV, a run as a Perfetto trace.
+"""The UI's downloads: a SQL result as CSV, a run as a Perfetto trace, a tuning's tuned config as TOML.
 
 Run names are data, never paths: the trace is written under a fixed name in a private temporary
 folder (mkdtemp, mode 0700), which is removed before the file is sent (the open file stays
@@ -81,6 +81,26 @@ def register(server: Flask, access: StoreAccess) -> None:
             as_attachment=True,
             download_name=safe_file_stem(name, f"run-{run}") + ".perfetto-trace",
             mimetype="application/octet-stream",
+        )
+
+    @server.route("/download/tuned.toml")
+    def tuned() -> Response:
+        """The tuned config of a run's latest tune session (or ?session=): whatif.tune.tuned_toml."""
+        from ui.whatif_data import NoTunedConfig, tuned_config
+
+        session = request.args.get("session", "")
+        if len(session) > 64:
+            return _text(400, "session: too long")
+        try:
+            with access.open() as store:
+                run = store.resolve_run(request.args.get("run", ""))
+                stem, text = tuned_config(store, run, session)
+        except ScprofError as e:
+            return _text(404 if isinstance(e, NoTunedConfig) else 400, str(e))
+        return Response(
+            text,
+            mimetype="application/toml",
+            headers={"Content-Disposition": f"attachment; filename={safe_file_stem(stem, f'run-{run}-tuned')}.toml"},
         )
 
 

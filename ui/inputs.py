@@ -83,6 +83,7 @@ _STATE_RULES: dict[str, Callable[[Any], bool]] = {
 STATE_NEEDS = {
     **dict.fromkeys(("overview", "timeline", "sparsecore", "memory"), ("run", "steps")),
     "findings": ("run",),
+    "tuning": ("run",),
     "compare": ("base", "cand"),
 }
 

@@ -336,3 +336,49 @@ SQL_EXAMPLES = {
         "WHERE unit = 'bytes'\nGROUP BY ALL ORDER BY run_id, chip"
     ),
 }
+
+# ---- what-if trials (whatif_trials: analyze --verify, tune, compare --attribute) ---------------
+
+# verified_fixes: per fix verified for a run (label = the finding's rule, overrides, derive_limits),
+# the row of the latest 'verify' session that tried it, with the trial's run name.
+VERIFIED_FIXES = """
+SELECT w.label, w.overrides, w.derive_limits, w.trial_run_id, r.name AS trial_run, w.step_time_ps,
+       w.ref_step_time_ps, w.change, w.ci_low, w.ci_high, w.verdict, w.accepted, w.reason, w.created_at
+FROM whatif_trials w LEFT JOIN runs r ON r.run_id = w.trial_run_id
+WHERE w.run_id = $run AND w.purpose = 'verify'
+QUALIFY row_number() OVER (PARTITION BY w.label, CAST(w.overrides AS VARCHAR), w.derive_limits
+                           ORDER BY w.created_at DESC, w.seq DESC) = 1
+ORDER BY w.label
+"""
+
+# tune_trials: the trials of the run's latest 'tune' session (or of session $session when not '') in
+# order, with their runs' names, and how many tune sessions the run has.
+TUNE_TRIALS = """
+WITH all_s AS (
+    SELECT session, max(created_at) AS last_at FROM whatif_trials WHERE run_id = $run AND purpose = 'tune' GROUP BY session
+),
+s AS (
+    SELECT session, (SELECT count(*) FROM all_s) AS sessions FROM all_s
+    WHERE $session = '' OR session = $session ORDER BY last_at DESC, session LIMIT 1
+)
+SELECT w.session, s.sessions, w.seq, w.label, w.overrides, w.derive_limits, w.trial_run_id, r.name AS trial_run,
+       w.ref_run_id, w.step_time_ps, w.ref_step_time_ps, w.change, w.ci_low, w.ci_high, w.verdict, w.accepted,
+       w.reason, w.created_at
+FROM whatif_trials w JOIN s USING (session) LEFT JOIN runs r ON r.run_id = w.trial_run_id
+WHERE w.run_id = $run AND w.purpose = 'tune'
+ORDER BY w.seq
+"""
+
+# attribution: the rows of the latest 'attribute' session started from $base whose candidate row
+# (whatif.attribute.CANDIDATE_LABEL) names $cand, in order (whatif.attribute.shares_from_rows reads them).
+ATTRIBUTION = """
+WITH s AS (
+    SELECT session FROM whatif_trials
+    WHERE run_id = $base AND purpose = 'attribute' AND label = $candidate_label AND trial_run_id = $cand
+    ORDER BY created_at DESC, session LIMIT 1
+)
+SELECT w.session, w.seq, w.label, w.overrides, w.derive_limits, w.trial_run_id, w.step_time_ps, w.ref_step_time_ps,
+       w.change, w.ci_low, w.ci_high, w.verdict, w.created_at
+FROM whatif_trials w JOIN s USING (session) WHERE w.purpose = 'attribute'
+ORDER BY w.seq
+"""

@@ -156,8 +156,9 @@ def finding_link(f: Finding, run_id: int) -> tuple[str, str]:
     return "Timeline", href("/timeline", run=run_id, steps=step_param, chips=chips)
 
 
-def finding_card(f: Finding, run_id: int, compact: bool = False) -> html.Div:
-    """One finding: severity, title, headline figure, advice; evidence and entities unless compact."""
+def finding_card(f: Finding, run_id: int, compact: bool = False, extra: Any = None) -> html.Div:
+    """One finding: severity, title, headline figure, advice (then `extra`, e.g. its verified fix);
+    evidence and entities unless compact."""
     label, link = finding_link(f, run_id)
     head = html.Div(
         [
@@ -172,7 +173,7 @@ def finding_card(f: Finding, run_id: int, compact: bool = False) -> html.Div:
             html.Span(f" · confidence {f.confidence} · rule {f.rule}", className="muted"),
         ]
     )
-    parts: list[Any] = [head, figure_line, html.P(["→ ", f.recommendation], className="recommendation")]
+    parts: list[Any] = [head, figure_line, html.P(["→ ", f.recommendation], className="recommendation"), extra]
     if not compact:
         if f.evidence:
             parts.append(

@@ -17,6 +17,7 @@ PAGES = {
     "/sparsecore": "SparseCore",
     "/memory": "Memory",
     "/findings": "Findings",
+    "/tuning": "Tuning",
     "/compare": "Compare",
     "/sql": "SQL",
 }

@@ -13,9 +13,17 @@ from typing import Any
 
 from analyzers.compare import bootstrap_change, config_diff
 from whatif.configs import origin_config, unreplayable_changes, user_changes
-from whatif.engine import Change, Session, counted_step_ps
+from whatif.engine import Change, Measured, Session, counted_step_ps
 
 CAND_LIMITS_FILE = "cand_limits.toml"
+# Labels of an attribute session's rows in whatif_trials: the candidate itself against the
+# baseline (its trial_run_id names the candidate, so a session is found by its pair), and per
+# changed key its trial alone on the baseline and the candidate without it.
+CANDIDATE_LABEL = "candidate"
+ALONE, LEFT_OUT = "alone: ", "left out: "
+# One session's rows, in order (the input of shares_from_rows).
+SESSION_ROWS = """SELECT label, overrides, derive_limits, trial_run_id, step_time_ps, ref_step_time_ps, change, ci_low,
+                         ci_high, verdict FROM whatif_trials WHERE session = ? ORDER BY seq"""
 LIMIT_KEYS = ("max_ids_per_partition", "max_unique_ids_per_partition", "max_ids_per_table", "max_unique_ids_per_table",
               "xla_sparse_core_max_ids_file")  # fmt: skip
 # resolved.<part> follows from the user keys matching these words
@@ -49,41 +57,67 @@ def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
     if not changes:
         return out
     keys = list(changes)
-    alone = session.measure([Change({k: changes[k]}) for k in keys], base_id) if len(keys) > 1 else []
-    left_out = (
-        session.measure([Change({j: changes[j] for j in keys if j != k}) for k in keys], base_id)
-        if len(keys) > 1
-        else []
-    )
+    whole = Measured(Change(changes), cand_run_id, cand["name"], total.cand_mean_ps, total.base_mean_ps,
+                     total.change, total.ci_low, total.ci_high, total.verdict, None, 0, False)  # fmt: skip
+    session.record(whole, CANDIDATE_LABEL, base_id, None, "the candidate against the baseline")
+    if len(keys) == 1:  # the change alone on the baseline is the candidate
+        session.record(whole, ALONE + keys[0], base_id, None, "this change alone on the baseline")
+    else:
+        alone = session.measure([Change({k: changes[k]}) for k in keys], base_id)
+        left_out = session.measure([Change({j: changes[j] for j in keys if j != k}) for k in keys], base_id)
+        for k, a, lo in zip(keys, alone, left_out, strict=True):
+            session.record(a, ALONE + k, base_id, None, "this change alone on the baseline")
+            session.record(lo, LEFT_OUT + k, base_id, None, "the candidate without this change")
+    shares = shares_from_rows(store.rows(SESSION_ROWS, [session.session]))
     derived = _derived(json.loads(session.origin["config"]), json.loads(cand["config"]), keys)
-    gain = out["gain_ps"]
-    rows = []
-    for i, k in enumerate(keys):
-        if len(keys) == 1:
-            alone_ps = loo_ps = gain
-            a = None
-        else:
-            a = alone[i]
-            alone_ps = (a.ref_step_time_ps - a.step_time_ps) if a.step_time_ps is not None else None
-            lo = left_out[i]
-            loo_ps = (lo.step_time_ps - cand_ps.mean()) if lo.step_time_ps is not None else None
-            session.record(a, f"alone: {k}", base_id, None, "this change alone on the baseline")
-            session.record(lo, f"left out: {k}", base_id, None, "the candidate without this change")
-        effects = [e for e in (alone_ps, loo_ps) if e is not None]
-        contribution = sum(effects) / len(effects) if effects else None
-        rows.append({
-            "key": k, "base": _flat(session.origin_raw, k), "cand": _flat(cand_raw, k) if k in _keys(cand_raw) else changes[k],
-            "alone_gain_ps": alone_ps, "alone_change": a.rel_change if a else total.change,
-            "alone_ci_low": a.ci_low if a else total.ci_low, "alone_ci_high": a.ci_high if a else total.ci_high,
-            "left_out_gain_ps": loo_ps, "contribution_ps": contribution,
-            "share": contribution / gain if contribution is not None and gain else None,
-            "derived": derived.get(k, []),
-        })  # fmt: skip
-    out["changes"] = sorted(rows, key=lambda r: -(r["contribution_ps"] or 0))
-    known = [r["alone_gain_ps"] for r in rows if r["alone_gain_ps"] is not None]
-    out["interaction_ps"] = gain - sum(known) if len(known) == len(rows) else None
+    for r in shares["changes"]:
+        k = r["key"]
+        r.update(base=_flat(session.origin_raw, k), cand=_flat(cand_raw, k) if k in _keys(cand_raw) else changes[k],
+                 derived=derived.get(k, []))  # fmt: skip
+    out["changes"], out["interaction_ps"] = shares["changes"], shares["interaction_ps"]
     out["simulations"] = session.simulations
     return out
+
+
+def shares_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each changed key's share of the gain from one attribute session's stored rows (whatif_trials:
+    label, overrides, step_time_ps, ref_step_time_ps, change, ci_low, ci_high), the one definition
+    the CLI's text and the UI read.
+
+    gain = baseline mean - candidate mean (the `candidate` row); a key's effect alone = baseline
+    mean - its alone trial's mean; left out = its left-out trial's mean - candidate mean (for a
+    single key: the gain); its contribution is the mean of the two it has and its share the
+    contribution over the gain. The interaction is the gain the effects alone do not explain."""
+    whole = next((r for r in rows if r["label"] == CANDIDATE_LABEL), None)
+    if whole is None or whole["step_time_ps"] is None or whole["ref_step_time_ps"] is None:
+        return {"gain_ps": None, "changes": [], "interaction_ps": None}
+    base_ps, cand_ps = float(whole["ref_step_time_ps"]), float(whole["step_time_ps"])
+    gain = base_ps - cand_ps
+    alone = {r["label"][len(ALONE) :]: r for r in rows if r["label"].startswith(ALONE)}
+    left_out = {r["label"][len(LEFT_OUT) :]: r for r in rows if r["label"].startswith(LEFT_OUT)}
+    out = []
+    for k, a in alone.items():
+        alone_ps = float(a["ref_step_time_ps"]) - float(a["step_time_ps"]) if a["step_time_ps"] is not None else None
+        if len(alone) == 1:
+            loo_ps: float | None = gain
+        else:
+            lo = left_out.get(k)
+            loo_ps = float(lo["step_time_ps"]) - cand_ps if lo is not None and lo["step_time_ps"] is not None else None
+        effects = [e for e in (alone_ps, loo_ps) if e is not None]
+        contribution = sum(effects) / len(effects) if effects else None
+        overrides = a["overrides"]
+        value = (json.loads(overrides) if isinstance(overrides, str) else overrides or {}).get(k)
+        out.append({
+            "key": k, "value": value, "alone_gain_ps": alone_ps, "alone_change": a["change"],
+            "alone_ci_low": a["ci_low"], "alone_ci_high": a["ci_high"], "alone_verdict": a["verdict"],
+            "left_out_gain_ps": loo_ps, "contribution_ps": contribution,
+            "share": contribution / gain if contribution is not None and gain else None,
+        })  # fmt: skip
+    out.sort(key=lambda r: -(r["contribution_ps"] or 0))
+    known = [r["alone_gain_ps"] for r in out if r["alone_gain_ps"] is not None]
+    interaction = gain - sum(known) if len(known) == len(out) and out else None
+    return {"gain_ps": gain, "base_step_time_ps": base_ps, "cand_step_time_ps": cand_ps, "change": whole["change"],
+            "ci_low": whole["ci_low"], "ci_high": whole["ci_high"], "changes": out, "interaction_ps": interaction}  # fmt: skip
 
 
 def _keys(raw: dict[str, Any]) -> set[str]:

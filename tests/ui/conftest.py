@@ -60,3 +60,17 @@ def ui_db(tmp_path_factory) -> str:
 def ro_store(ui_db):
     with Store.open(ui_db, read_only=True) as store:
         yield store
+
+
+@pytest.fixture(scope="session")
+def whatif_db(ui_db, tmp_path_factory) -> str:
+    """The UI store with what-if rows of each purpose (tests/ui/whatif_store.py)."""
+    from tests.ui.whatif_store import build_whatif_store
+
+    return build_whatif_store(ui_db, tmp_path_factory.mktemp("whatif-store"))
+
+
+@pytest.fixture
+def whatif_store(whatif_db):
+    with Store.open(whatif_db, read_only=True) as store:
+        yield store

@@ -14,7 +14,7 @@ from ui.app import create_app
 
 TOKEN = "t0ken-for-the-tests-0123456789"
 PAGES = ["/", "/runs", "/sql?q=SELECT%201", "/_dash-layout", "/_dash-dependencies", "/assets/style.css"]
-DOWNLOADS = ["/download/sql.csv?q=SELECT%201", "/download/perfetto?run=1"]
+DOWNLOADS = ["/download/sql.csv?q=SELECT%201", "/download/perfetto?run=1", "/download/tuned.toml?run=1"]
 
 
 @pytest.fixture(scope="module")

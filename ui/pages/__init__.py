@@ -1,5 +1,5 @@
-"""The pages, one module each (runs, overview, timeline_page, sparsecore, memory, findings, compare,
-sql) with their shared controls in common.py: `layout_*` builds a page's controls from its URL
+"""The pages, one module each (runs, overview, timeline_page, sparsecore, memory, findings, tuning,
+compare, sql) with their shared controls in common.py: `layout_*` builds a page's controls from its URL
 state; `render_*` is its data callback (store + state -> components), called by ui/app.py and by
 the tests. Here: the tables ui/app.py routes and wires them by.
 
@@ -20,6 +20,7 @@ from ui.pages.runs import layout_runs, render_runs
 from ui.pages.sparsecore import layout_sparsecore, render_sparsecore
 from ui.pages.sql import layout_sql, render_sql
 from ui.pages.timeline_page import layout_timeline, render_timeline
+from ui.pages.tuning import layout_tuning, render_tuning
 
 # URL path -> the page's layout (store, URL state -> its controls and empty bodies).
 LAYOUTS: dict[str, Callable[..., Any]] = {
@@ -29,6 +30,7 @@ LAYOUTS: dict[str, Callable[..., Any]] = {
     "/sparsecore": layout_sparsecore,
     "/memory": layout_memory,
     "/findings": layout_findings,
+    "/tuning": layout_tuning,
     "/compare": layout_compare,
     "/sql": layout_sql,
 }
@@ -41,6 +43,7 @@ RENDERERS: tuple[tuple[str, tuple[tuple[str, str], ...], Callable[..., Any]], ..
     ("sparsecore", (("sparsecore-body", "children"),), render_sparsecore),
     ("memory", (("memory-body", "children"),), render_memory),
     ("findings", (("findings-body", "children"),), render_findings),
+    ("tuning", (("tuning-body", "children"),), render_tuning),
     ("compare", (("compare-body", "children"),), render_compare),
     ("sql", (("sql-body", "children"),), render_sql),
     ("overview", (("overview-analysis", "children"),), render_overview_analysis),

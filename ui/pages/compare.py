@@ -4,6 +4,7 @@ per-op and per-table deltas and config diff; to tell whether a change helped."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import plotly.graph_objects as go
@@ -16,6 +17,7 @@ from profiler.store import Store
 from profiler.units import ci_text, format_delta, format_value
 from ui import data as D
 from ui import render as R
+from ui import whatif_data as W
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, state_store
 from ui.timeline import time_unit
 
@@ -102,6 +104,67 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
     parts.append(_side_by_side_sc(store, base, cand, bi, ci))
     parts.append(_side_by_side_memory(store, base, cand, bi, ci))
     return html.Div(parts)
+
+
+def attribution_section(store: Store, base: int, cand: int, bname: str, cname: str) -> Any:
+    """Each changed key's share of the gain (`scprof compare --attribute`'s stored trials), or how
+    to compute it."""
+    a = W.attribution(store, base, cand)
+    if a is None or a["gain_ps"] is None:
+        return R.section(
+            "What each change contributed",
+            html.P(
+                [
+                    "Not computed for this pair: ",
+                    html.Code(f"scprof compare {shlex.quote(bname)} {shlex.quote(cname)} --attribute"),
+                    " simulates each changed key alone and left out, and stores its share of the gain.",
+                ],  # fmt: skip
+                className="muted",
+                id="compare-attribution-hint",
+            ),
+        )
+    cand_config = W.flat_config(D.run_info(store, cand)["config"])
+    rows = [
+        {
+            **r,
+            "value": cand_config.get(r["key"], r["value"]),  # the trials' value may name a shipped copy
+            "alone": f"{r['alone_change']:+.1%}" if r["alone_change"] is not None else None,
+            "alone_ci": ci_text(r["alone_ci_low"], r["alone_ci_high"]),
+        }
+        for r in a["changes"]
+    ]
+    gain = a["gain_ps"]
+    interaction = a["interaction_ps"]
+    help_text = (
+        f"Step time {format_delta(a['base_step_time_ps'], a['cand_step_time_ps'], 'ps')} from baseline to candidate (the gain). A key's effect alone "
+        "is the baseline with only that key changed; left out, the candidate without it; its contribution is "
+        "the mean of the two and its share that over the gain."
+        + (
+            f" Interaction (the gain the effects alone do not explain): {format_value(interaction, 'ps')}."
+            if interaction is not None and len(rows) > 1
+            else ""
+        )  # fmt: skip
+    )
+    return R.section(
+        "What each change contributed (scprof compare --attribute)",
+        R.table(
+            rows,
+            [
+                ("key", "key", "text"),
+                ("value", cname, "text"),
+                ("alone_gain_ps", "gain alone", "ps"),
+                ("alone", "change alone", "text"),
+                ("alone_ci", "95% interval", "text"),
+                ("left_out_gain_ps", "cost left out", "ps"),
+                ("contribution_ps", "contribution", "ps"),
+                ("share", "share of the gain", "share"),
+            ],
+            id="compare-attribution",
+        )
+        if rows
+        else R.empty("No user-set key differs between the two runs: nothing to attribute."),
+        help_text=help_text if gain else None,
+    )
 
 
 def _side_by_side_sc(store: Store, base: int, cand: int, bi: dict, ci: dict) -> Any:
@@ -192,10 +255,10 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
         return html.Div()
     bi, ci = D.run_info(store, base), D.run_info(store, cand)
     c, why_not = D.compare(store, base, cand)
-    if c is None:
-        return R.error(why_not or "comparison unavailable")
     bn, cn = bi["name"], ci["name"]
-    parts: list[Any] = [_verdict_banner(c, bn, cn)]
+    if c is None:
+        return html.Div([R.error(why_not or "comparison unavailable"), attribution_section(store, base, cand, bn, cn)])
+    parts: list[Any] = [_verdict_banner(c, bn, cn), attribution_section(store, base, cand, bn, cn)]
     parts.append(_breakdown_deltas(c.get("breakdown") or [], bn, cn))
     fd = c.get("findings") or {}
     cols = []

@@ -13,6 +13,7 @@ from profiler.store import Store
 from ui import data as D
 from ui import render as R
 from ui import state as S
+from ui import whatif_data as W
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store
 
 
@@ -47,7 +48,9 @@ def render_findings(store: Store, st: dict[str, Any]) -> Any:
         html.P(" · ".join(f"{n} {s}" for s, n in counts.items()), className="status", id="findings-counts")
     ]
     if shown:
-        parts += [R.finding_card(f, run) for f in shown]
+        verified = W.verified_fixes(store, run) if any(f.fix for f in shown) else {}
+        name = D.run_info(store, run)["name"]
+        parts += [R.finding_card(f, run, extra=fix_block(f, run, name, verified)) for f in shown]
     else:
         parts.append(
             R.empty(
@@ -68,3 +71,24 @@ def render_findings(store: Store, st: dict[str, Any]) -> Any:
         R.section("Analyzers run", html.Ul([html.Li([html.B(m.NAME), f" — {m.QUESTION}"]) for m in ANALYZERS]))
     )
     return html.Div(parts)
+
+
+def fix_block(f: Any, run: int, run_name: str, verified: dict) -> Any:
+    """A finding's fix and what its simulation showed (`scprof analyze --verify`'s stored trial), or
+    how to verify it; None for a finding without a fix."""
+    if not f.fix:
+        return None
+    row = W.verification_of(f, verified)
+    lines: list[Any] = [html.Div(W.fix_text(f.fix), className="mono fix-set")]
+    if row is None:
+        lines.append(html.Div(["not verified yet: ", html.Code(W.verify_command(run_name))], className="muted"))
+    else:
+        tone = "good" if row["accepted"] else "bad"
+        text: list[Any] = [html.Span(W.verified_text(row), className=f"verified {tone}")]
+        if row["trial_run_id"] is not None:
+            text += [
+                " · ",
+                dcc.Link("compare the trial →", href=R.href("/compare", base=run, cand=row["trial_run_id"])),
+            ]
+        lines.append(html.Div(text))
+    return html.Div(lines, className="finding-fix")

@@ -1,0 +1,83 @@
+"""The what-if views end to end in headless Chromium (as tests/ui/test_browser.py) on a store with
+whatif_trials rows: Findings shows the verified fix, Tuning its chart, table and download, Compare
+the attribution; no error box, no console error. Screenshots in test-artifacts/screenshots/."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.ui.test_browser import SHOTS, browser, page, settle, shot  # noqa: F401 - fixtures
+from tests.ui.whatif_store import PREFETCH, with_fixes
+
+
+@pytest.fixture(scope="module")
+def whatif_server(whatif_db):
+    """The Dash app on the what-if store, its findings carrying the tests' fixes."""
+    from werkzeug.serving import make_server
+
+    from ui import data as D
+    from ui.app import create_app
+
+    real = D.analysis
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(D, "analysis", lambda store, run: with_fixes(real(store, run)))
+        app = create_app(whatif_db)
+        srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+        thread = threading.Thread(target=srv.serve_forever, daemon=True)
+        thread.start()
+        with app.scprof_access.open() as store:
+            ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+        yield f"http://127.0.0.1:{srv.server_port}", ids
+        srv.shutdown()
+        thread.join(timeout=10)
+        app.scprof_access.close()
+
+
+def no_error(pg) -> None:
+    assert pg.locator(".error-box").count() == 0, pg.inner_text(".error-box")
+
+
+def test_whatif_views(whatif_server, page):  # noqa: F811 - the fixture
+    url, ids = whatif_server
+    page.goto(f"{url}/findings?run={ids['baseline']}")
+    page.wait_for_selector(".finding-fix")
+    settle(page)
+    no_error(page)
+    text = " ".join(page.inner_text("#findings-body").split())
+    assert "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 us -> 783 us: recommended" in text
+    assert "not verified yet: scprof analyze baseline --verify" in text
+    shot(page, "11-findings-verified")
+
+    page.click("#nav-tuning")
+    page.wait_for_selector("#tuning-graph .js-plotly-plot, #tuning-graph.js-plotly-plot")
+    settle(page)
+    no_error(page)
+    assert "5 trials, 2 accepted, 1 failed" in page.inner_text("#tuning-summary")
+    assert page.locator("#tuning-trials tbody tr").count() == 5
+    legend = page.locator("#tuning-graph .legend").text_content()
+    assert "accepted path" in legend and "failed" in legend and "tried" in legend
+    assert "mean step time (us)" in page.locator("#tuning-graph .ytitle").text_content()
+    shot(page, "12-tuning")
+    with page.expect_download() as dl:
+        page.click("#tuning-download")
+    assert dl.value.suggested_filename == "baseline-tuned.toml"
+    with open(dl.value.path()) as f:
+        assert "maximum_parallel_iterations = 4" in f.read()
+
+    page.goto(f"{url}/tuning?run={ids['tuned']}")
+    page.wait_for_selector("#tuning-body .empty-state")
+    settle(page)
+    assert "scprof tune tuned" in page.inner_text("#tuning-body")
+    shot(page, "13-tuning-empty")
+
+    page.goto(f"{url}/compare?base={ids['baseline']}&cand={ids['tuned']}")
+    page.wait_for_selector("#compare-attribution tbody tr")
+    page.wait_for_selector("#compare-verdict-word")
+    settle(page)
+    no_error(page)
+    table = page.inner_text("#compare-attribution")
+    assert PREFETCH in table and page.locator("#compare-attribution tbody tr").count() == 2
+    shot(page, "14-compare-attribution")
+    page.locator("section:has(#compare-attribution)").screenshot(path=str(SHOTS / "15-compare-attribution-table.png"))
