@@ -20,8 +20,10 @@ ALLOWED: dict[str, set[str]] = {
     "sim_backend": {"profiler"},
     "analyzers": {"profiler"},
     "exporters": {"profiler", "analyzers"},
-    "ui": {"profiler", "analyzers", "exporters"},
-    "scprof": {"profiler", "sim_backend", "analyzers", "exporters", "ui"},
+    "ui": {"profiler", "analyzers", "exporters", "whatif"},
+    # the what-if engine: an orchestrator above the emulator and the analyzers (neither imports it)
+    "whatif": {"profiler", "sim_backend", "analyzers"},
+    "scprof": {"profiler", "sim_backend", "analyzers", "exporters", "ui", "whatif"},
 }
 
 
