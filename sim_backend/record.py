@@ -72,6 +72,7 @@ def record_run(
     progress: bool | Callable[[int, int], None] | None = None,
     perf_tables: str | None = None,
     check: Callable[[str, str, str], None] | None = None,
+    tags: dict[str, str] | None = None,
 ) -> RecordResult:
     """Simulate `config_path` (with --set overrides), write `<out_dir>/trace.sctrace`.
 
@@ -80,7 +81,8 @@ def record_run(
     terminal. `perf_tables`: a performance-table directory (--perf-tables) replacing the
     config's `perf_tables`. `check(name, run_id, trace_path)`, called before anything is
     simulated or written, may refuse the run (raising). The trace is streamed to a
-    partial file in `out_dir` (stream.py) and renamed to trace.sctrace when complete; a
+    partial file in `out_dir` (stream.py) and renamed to trace.sctrace when complete; `tags`
+    go into its header (the what-if engine marks its trials); a
     user error removes it, an interrupt keeps it (RecordInterrupted names it). Raises
     ConfigError / PreprocessError (both ValueError, one line) for users' mistakes.
     """
@@ -110,7 +112,7 @@ def record_run(
         check(name, run_id, trace_path)
     made_dir = not os.path.exists(out_dir)
     partial = _open_partial(out_dir)
-    tags = {"workload": cfg.name, "source": "emulator"}
+    tags = {**(tags or {}), "workload": cfg.name, "source": "emulator"}
     if su.failure is not None:
         tags.update(_failure_tags(su.failure))
     try:

@@ -131,7 +131,8 @@ class Session:
     def _spec(self, name: str, change: Change) -> TrialSpec:
         raw = apply_overrides(self.origin_raw, change.overrides)
         folder = dir_name(name.rpartition("~")[2])  # the digest: one folder per trial
-        return TrialSpec(name, raw, os.path.join(self.root, folder), change.derive_limits, dict(self._files))
+        tags = {"whatif_origin": str(self.origin["name"]), "whatif_change": change.describe()}
+        return TrialSpec(name, raw, os.path.join(self.root, folder), change.derive_limits, dict(self._files), tags)
 
     def _measured(self, change: Change, name: str, run_id: int | None, failure: str | None,
                   ref_run_id: int, simulated: bool) -> Measured:  # fmt: skip

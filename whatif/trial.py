@@ -30,6 +30,7 @@ class TrialSpec:
     out_dir: str
     derive_limits: bool = False  # first derive a limits file from this config, then use it
     files: dict[str, bytes] = field(default_factory=dict)  # written into out_dir first (a limits file)
+    tags: dict[str, str] = field(default_factory=dict)  # into the trace header (whatif_origin: the starting run)
 
 
 @dataclass
@@ -94,7 +95,7 @@ def simulate(spec: TrialSpec) -> TrialOutcome:
             limits_path, simulations = _derive_limits(spec, config_path), 1
             raw = _with_flag(raw, "xla_sparse_core_max_ids_file", LIMITS_FILE)
         write_toml(raw, config_path, f"what-if trial {spec.name}")
-        result = record_run(config_path, [], spec.name, None, spec.out_dir)
+        result = record_run(config_path, [], spec.name, None, spec.out_dir, tags=spec.tags)
         trace, failure = result.trace_path, None
     except RunFailure as e:  # compile error, HBM OOM, NaN: the trace still shows it
         trace, failure = e.trace_path, str(e).splitlines()[0]

@@ -134,4 +134,6 @@ def test_attribution_of_two_changes_splits_the_whole_gain(pair, tmp_path: Path) 
     limits = next(r for r in a["changes"] if r["key"].endswith("max_ids_file"))
     assert limits["derived"] and all(k.startswith("resolved.") for k in limits["derived"])
     # each change alone and each left out: with two changes, one alone is the other left out (2 trials)
-    assert len(trials) == 4 and len({t["trial_run_id"] for t in trials}) == 2
+    # (and one row for the candidate itself, which the UI reads the pair from)
+    simulated = [t for t in trials if t["label"] != "candidate"]
+    assert len(simulated) == 4 and len({t["trial_run_id"] for t in simulated}) == 2
