@@ -193,14 +193,28 @@ TABLES: tuple[Table, ...] = (
         "whatif_trials",
         "What-if trials (scprof analyze --verify, tune, compare --attribute): a stored emulated run re-simulated with changes, and the measured effect.",
         (
-            Col("run_id", "INTEGER", "The run the session started from (runs.run_id); its rows go when it is replaced."),
+            Col(
+                "run_id", "INTEGER", "The run the session started from (runs.run_id); its rows go when it is replaced."
+            ),
             Col("session", "VARCHAR", "One verify, tune or attribute command (a uuid)."),
             Col("purpose", "VARCHAR", "verify, tune or attribute."),
             Col("seq", "INTEGER", "Order of the trial in its session."),
-            Col("label", "VARCHAR", "What was tried: a finding's rule (verify), a tuning step, a changed key (attribute)."),
+            Col(
+                "label",
+                "VARCHAR",
+                "What was tried: a finding's rule (verify), a tuning step, a changed key (attribute).",
+            ),
             Col("overrides", "JSON", "The trial's config changes relative to the starting run: dotted key -> value."),
-            Col("derive_limits", "BOOLEAN", "The trial derived a limits file first (the document's procedure) and used it."),
-            Col("trial_run_id", "INTEGER", "The trial's run (runs.run_id); NULL when the change was refused before simulating."),
+            Col(
+                "derive_limits",
+                "BOOLEAN",
+                "The trial derived a limits file first (the document's procedure) and used it.",
+            ),
+            Col(
+                "trial_run_id",
+                "INTEGER",
+                "The trial's run (runs.run_id); NULL when the change was refused before simulating.",
+            ),
             Col("ref_run_id", "INTEGER", "The run the trial was compared with (runs.run_id)."),
             Col("step_time_ps", "DOUBLE", "Mean step time of the trial over its counted steps (step_times)."),
             Col("ref_step_time_ps", "DOUBLE", "Mean step time of the reference run over its counted steps."),
