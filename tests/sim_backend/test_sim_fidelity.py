@@ -1,0 +1,64 @@
+"""Emulator fidelity against the SparseCore guide's statements (DOMAIN.md §1, seeds/000).
+
+Each test names the passage it checks and compares the emulator with a hand computation.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from sim_backend.config import config_from_dict
+from sim_backend.emulator import simulate
+from sim_backend.stepgraph import SC_BWD, SC_FWD
+
+# One v5p chip (4 SparseCores of 16 tiles at 1.75 GHz), one f32 table of width 8 (32-byte
+# rows): per ID the SparseCore moves ~64 bytes of HBM but spends several cycles, so its
+# ops are compute-bound, where the limits' buffer work shows.
+NARROW = {
+    "name": "narrow",
+    "seed": 5,
+    "steps": 2,
+    "global_batch": 512,
+    "hardware": {"generation": "v5p", "num_chips": 1},
+    "dense": {"num_dense_features": 4, "bottom_mlp": [16, 8], "top_mlp": [16, 1], "cross_layers": 0},
+    "sparsecore": {"max_ids_per_chip_per_sample": 1000},
+    "tables": [{"name": "t", "vocab": 4000, "width": 8, "optimizer": "sgd"}],
+    "features": [{"name": "f", "table": "t", "multi_hot": 8}],
+}
+
+
+def _run(raw: dict, **table_keys):
+    raw = copy.deepcopy(raw)
+    raw["tables"][0].update(table_keys)
+    return simulate(config_from_dict(raw))
+
+
+def _ops(sim, kind: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, dur_ps) of the SparseCore ops of `kind`, in task order."""
+    c = sim.graph.columns()
+    m = c["kind"] == kind
+    return c["ids"][m], c["dur_ps"][m]
+
+
+def test_over_generous_limits_cost_sparsecore_time():
+    """Guide §7: "lower limits can lead to higher performance (less data must be processed
+    in each step and SPMEM pressure is reduced)": the SparseCore works on buffers sized by
+    the compiled limits, so limits 4x the observed maximum make every op slower, by the
+    buffer work of the extra slots (docs/emulator.md "Cost model")."""
+    probe = _run(NARROW, max_ids_per_partition=100_000, max_unique_ids_per_partition=100_000)
+    ids_max = max(sr.groups[0].partition_ids.max() for sr in probe.steps)
+    uniq_max = max(sr.groups[0].partition_unique_ids.max() for sr in probe.steps)
+    tight = _run(NARROW, max_ids_per_partition=int(ids_max), max_unique_ids_per_partition=int(uniq_max))
+    loose = _run(NARROW, max_ids_per_partition=int(4 * ids_max), max_unique_ids_per_partition=int(4 * uniq_max))
+    for kind in (SC_FWD, SC_BWD):
+        ids_t, dur_t = _ops(tight, kind)
+        ids_l, dur_l = _ops(loose, kind)
+        assert (ids_t == ids_l).all() and len(ids_t) == 2 * 4  # same IDs, one op per step and SC
+        # 4 source buffers per partition, 3 x the limits more slots each; 4 cycles per ID slot,
+        # 1 per unique-ID slot; over 16 tiles at 1.75 GHz
+        extra_ps = 4 * 3 * (ids_max * 4 + uniq_max * 1) / 16 / 1.75e9 * 1e12
+        assert np.abs(dur_l - dur_t - extra_ps).max() <= 1, (dur_l - dur_t, extra_ps)
+        assert (dur_l > dur_t).all()
+
