@@ -144,6 +144,11 @@ class SparseCoreConfig:
     enable_fast_table_initialization: bool = _f(False, "initialise tables on the device")
     max_ids_per_partition: int = _f(256, "default compiled limit: IDs per partition (incl. dups)", min=1, max=MAX_IDS)
     max_unique_ids_per_partition: int = _f(256, "default compiled limit: unique IDs per partition", min=1, max=MAX_IDS)
+    shuffle_ids: bool = _f(
+        False,
+        "ID shuffling against hot IDs: shift table i's IDs by floor(i * SCs / tables) partitions "
+        "(stacked or not), so the tables' hot rows spread over the SparseCores",
+    )
     enable_minibatching: bool = _f(True, "split a step into minibatches when limits are exceeded")
     max_minibatches: int = _f(64, "most minibatches per table group and step", min=1, max=1024)
 

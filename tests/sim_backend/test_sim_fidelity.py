@@ -6,12 +6,17 @@ Each test names the passage it checks and compares the emulator with a hand comp
 from __future__ import annotations
 
 import copy
+import os
 
 import numpy as np
 
 from sim_backend.config import config_from_dict
-from sim_backend.emulator import simulate
+from sim_backend.config_load import load_raw
+from sim_backend.emulator import setup, simulate
+from sim_backend.generate import generate_step
+from sim_backend.preprocess import preprocess_step
 from sim_backend.stepgraph import SC_BWD, SC_FWD
+from tests.sim_backend.conftest import CONFIG_DIR
 
 # One v5p chip (4 SparseCores of 16 tiles at 1.75 GHz), one f32 table of width 8 (32-byte
 # rows): per ID the SparseCore moves ~64 bytes of HBM but spends several cycles, so its
@@ -62,3 +67,51 @@ def test_over_generous_limits_cost_sparsecore_time():
         assert np.abs(dur_l - dur_t - extra_ps).max() <= 1, (dur_l - dur_t, extra_ps)
         assert (dur_l > dur_t).all()
 
+
+# -- ID shuffling against hot IDs (sparsecore.shuffle_ids) -------------------------------
+
+
+def _sc_loads(raw: dict, shuffle: bool) -> np.ndarray:
+    """IDs each SparseCore partition receives in step 0, summed over table groups."""
+    raw = copy.deepcopy(raw)
+    raw.setdefault("sparsecore", {})["shuffle_ids"] = shuffle
+    cfg = config_from_dict(raw)
+    _, _, groups, lay = setup(cfg)
+    sr = preprocess_step(0, generate_step(cfg, 0), groups, lay, cfg.sparsecore)
+    return sum(g.ids_mp.sum(axis=0) for g in sr.groups)
+
+
+HOT = {
+    "name": "hot",
+    "seed": 1,
+    "steps": 1,
+    "global_batch": 256,
+    "hardware": {"generation": "v5p", "num_chips": 2},  # 8 SparseCores
+    "sparsecore": {"disable_table_stacking": True, "max_ids_per_partition": 4096},
+    "tables": [{"name": f"t{i}", "vocab": 1000, "width": 16} for i in range(8)],
+    # every lookup hits ID 0 of its table
+    "features": [
+        {"name": f"f{i}", "table": f"t{i}", "distribution": "hot_set", "hot_set_size": 1, "hot_fraction": 1.0}
+        for i in range(8)
+    ],
+}
+
+
+def test_shuffle_ids_spreads_hot_ids_over_sparsecores():
+    """Guide §10 (data skew): "if some SparseCore partitions receive disproportionately more
+    IDs ... those SparseCores become the bottleneck; shuffling IDs ... can help, for stacked
+    tables with hot tables". Unstacked, every table's ID 0 goes to SparseCore 0 % 8 = 0:
+    all 8 x 256 lookups on one of 8 SparseCores, max/mean = 8. With shuffle_ids table i is
+    shifted by floor(i * 8 / 8) = i: each SparseCore gets one table's 256, max/mean = 1."""
+    off, on = _sc_loads(HOT, False), _sc_loads(HOT, True)
+    assert off.tolist() == [8 * 256] + [0] * 7
+    assert on.tolist() == [256] * 8
+    assert off.max() / off.mean() == 8 and on.max() / on.mean() == 1
+
+
+def test_shuffle_ids_lowers_skew_of_the_bundled_hot_set_config():
+    """skewed_ids.toml (hot sets of 4 IDs in 6 unstacked tables, all on SparseCores 0-3)."""
+    raw = load_raw(os.path.join(CONFIG_DIR, "skewed_ids.toml"))
+    off, on = _sc_loads(raw, False), _sc_loads(raw, True)
+    assert off.sum() == on.sum()  # the same lookups, spread differently
+    assert on.max() / on.mean() < 0.8 * (off.max() / off.mean())
