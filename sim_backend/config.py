@@ -56,7 +56,13 @@ class HardwareConfig:
     )
     sparsecores_per_chip: int | None = _f(None, "override the preset", min=1, max=64)
     tiles_per_sparsecore: int | None = _f(None, "override the preset", min=1, max=1024)
-    simd_width: int | None = _f(None, "override the preset", min=1, max=4096)
+    simd_width: int | None = _f(None, "SparseCore SIMD lanes for f32, override the preset", min=1, max=4096)
+    simd_width_bf16: int | None = _f(
+        None,
+        "SparseCore SIMD lanes for bf16 tables, override the preset (v6e: 16; custom: simd_width)",
+        min=1,
+        max=4096,
+    )
     hbm_bytes: int | None = _f(None, "HBM capacity per chip, override", min=1, max=2**50)
     hbm_bandwidth_bytes_per_s: float | None = _f(None, "HBM bandwidth per chip, override", min=1e9, max=1e15)
     tc_peak_flops: float | None = _f(None, "TensorCore peak FLOP/s per chip, override", min=1e9, max=1e18)

@@ -176,15 +176,23 @@ class AnalyticCostModel:
         """HBM bytes/s one SparseCore gets: the chip's bandwidth shared by its SCs."""
         return self.hw.hbm_bandwidth_bytes_per_s / self.hw.sparsecores_per_chip * self.c.sc_hbm_efficiency
 
-    def _sc_compute_s(self, ids: np.ndarray, width: int, passes: float, limits: tuple[int, int]) -> np.ndarray:
+    def _simd_lanes(self, dtype_bytes: int) -> int:
+        """SIMD lanes for rows of this element size: bf16 rows use the bf16 width (DOMAIN.md §1
+        table: 16 on Trillium, 8 on v4 / v5p), f32 and int8 rows the f32 width."""
+        return self.hw.simd_width_bf16 if dtype_bytes == 2 else self.hw.simd_width
+
+    def _sc_compute_s(
+        self, ids: np.ndarray, width: int, dtype_bytes: int, passes: float, limits: tuple[int, int]
+    ) -> np.ndarray:
         """Tile time: sort/dedup over the compiled buffers plus `passes` SIMD passes per ID's row.
 
         `limits` = (max_ids_per_partition, max_unique_ids_per_partition) of the op's table
         group: the partition holds one statically sized buffer per source SparseCore
-        (DOMAIN.md §1, limits), and the sort/dedup/CSR work runs over all their slots.
+        (DOMAIN.md §1, limits), and the sort/dedup/CSR work runs over all their slots. A
+        row pass takes ceil(width / lanes) vector ops, lanes by the table's element type.
         """
         hw = self.hw
-        vec_ops = np.ceil(width / hw.simd_width)
+        vec_ops = np.ceil(width / self._simd_lanes(dtype_bytes))
         n_src = hw.num_total_sparse_cores
         buffer_cycles = n_src * (limits[0] * self.c.sc_cycles_per_id + limits[1] * self.c.sc_cycles_per_unique_slot)
         cycles = buffer_cycles + np.asarray(ids, np.float64) * (passes * vec_ops)
@@ -194,7 +202,7 @@ class AnalyticCostModel:
         row = self.padded_row_bytes(width, dtype_bytes)
         out_row = self.padded_row_bytes(width, self.c.activation_bytes)
         mem = (np.asarray(unique_ids) * row + np.asarray(ids) * out_row) / self._sc_bandwidth()
-        comp = self._sc_compute_s(ids, width, 1.0, limits)
+        comp = self._sc_compute_s(ids, width, dtype_bytes, 1.0, limits)
         return self.c.task_overhead_ps + self.c.sc_pass_overhead_ps + _ps(np.maximum(mem, comp))
 
     def sc_backward_ps(self, ids, unique_ids, width, dtype_bytes, optimizer_slots, limits):
@@ -204,7 +212,7 @@ class AnalyticCostModel:
         mem = (
             np.asarray(ids) * grad_row + 2 * np.asarray(unique_ids) * row * (1 + optimizer_slots)
         ) / self._sc_bandwidth()
-        comp = self._sc_compute_s(ids, width, 2.0 + optimizer_slots, limits)
+        comp = self._sc_compute_s(ids, width, dtype_bytes, 2.0 + optimizer_slots, limits)
         return self.c.task_overhead_ps + self.c.sc_pass_overhead_ps + _ps(np.maximum(mem, comp))
 
     def tc_pass_ps(self, gemms, nbytes):

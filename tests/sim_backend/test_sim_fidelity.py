@@ -12,8 +12,10 @@ import numpy as np
 
 from sim_backend.config import config_from_dict
 from sim_backend.config_load import load_raw
+from sim_backend.costmodel import AnalyticCostModel, CostConstants
 from sim_backend.emulator import setup, simulate
 from sim_backend.generate import generate_step
+from sim_backend.hardware import resolve_hardware
 from sim_backend.preprocess import preprocess_step
 from sim_backend.stepgraph import SC_BWD, SC_FWD
 from tests.sim_backend.conftest import CONFIG_DIR
@@ -115,3 +117,30 @@ def test_shuffle_ids_lowers_skew_of_the_bundled_hot_set_config():
     off, on = _sc_loads(raw, False), _sc_loads(raw, True)
     assert off.sum() == on.sum()  # the same lookups, spread differently
     assert on.max() / on.mean() < 0.8 * (off.max() / off.mean())
+
+
+# -- bf16 SIMD width (Trillium) -------------------------------------------------------------
+
+
+def _backward_ps(generation: str, dtype_bytes: int) -> int:
+    """One embedding update: 10,000 IDs, 100 unique rows, width 128, Adam (2 slots), limits 1000/500."""
+    cost = AnalyticCostModel(resolve_hardware(generation, 1, {}), CostConstants())
+    ids, unique = np.array([10_000]), np.array([100])
+    return int(cost.sc_backward_ps(ids, unique, 128, dtype_bytes, 2, (1000, 500))[0])
+
+
+def test_bf16_rows_use_the_16_wide_simd_of_trillium_only():
+    """Guide §1 table: SIMD width 8 on v4 and v5p, "8 (F32) 16 (BF16)" on Trillium (v6e).
+
+    v6e, 1 chip (2 SCs, 16 tiles at 1.75 GHz): buffer work 2 x (1000 x 4 + 500 x 1) = 9,000
+    cycles; row passes (2 + 2 slots) per ID: f32 10,000 x 4 x ceil(128 / 8) = 640,000
+    cycles, bf16 10,000 x 4 x ceil(128 / 16) = 320,000. Both compute-bound (HBM: 5.43 MB
+    f32 / 5.27 MB bf16 at 1638 GB/s / 2 SCs x 0.7 = 9.5 / 9.2 us < 11.75 us). Difference
+    320,000 / 16 / 1.75e9 s = 11.428571 us. On v4 / v5p both widths are 8: the same time.
+    """
+    f32, bf16 = _backward_ps("v6e", 4), _backward_ps("v6e", 2)
+    assert f32 == 1_500_000 + 15_000_000 + int(np.ceil(649_000 / 16 / 1.75e9 * 1e12))
+    assert bf16 == 1_500_000 + 15_000_000 + int(np.ceil(329_000 / 16 / 1.75e9 * 1e12))
+    assert abs((f32 - bf16) - 11_428_571) <= 1
+    for gen in ("v4", "v5p"):
+        assert _backward_ps(gen, 4) == _backward_ps(gen, 2)  # compute-bound, 8 lanes either way
