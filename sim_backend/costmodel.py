@@ -113,6 +113,10 @@ class CostModel(Protocol):
     def padded_row_bytes(self, width: int, dtype_bytes: int) -> int: ...
     def host_preprocess_ps(self, ids: np.ndarray) -> np.ndarray: ...
     def host_to_device_ps(self, nbytes: np.ndarray) -> np.ndarray: ...
+    def sc_forward_bytes(self, ids: np.ndarray, unique_ids: np.ndarray, width: int, dtype_bytes: int) -> np.ndarray: ...
+    def sc_backward_bytes(
+        self, ids: np.ndarray, unique_ids: np.ndarray, width: int, dtype_bytes: int, optimizer_slots: int
+    ) -> np.ndarray: ...
     def sc_forward_ps(
         self, ids: np.ndarray, unique_ids: np.ndarray, width: int, dtype_bytes: int, limits: tuple[int, int]
     ) -> np.ndarray: ...
@@ -198,20 +202,28 @@ class AnalyticCostModel:
         cycles = buffer_cycles + np.asarray(ids, np.float64) * (passes * vec_ops)
         return cycles / hw.tiles_per_sparsecore / hw.sc_clock_hz
 
-    def sc_forward_ps(self, ids, unique_ids, width, dtype_bytes, limits):
+    def sc_forward_bytes(self, ids, unique_ids, width, dtype_bytes):
+        """HBM bytes a forward lookup moves: each unique row read, each ID's activation row
+        written, both padded to `row_padding_bytes` (DOMAIN.md §1: 32-byte rows)."""
         row = self.padded_row_bytes(width, dtype_bytes)
         out_row = self.padded_row_bytes(width, self.c.activation_bytes)
-        mem = (np.asarray(unique_ids) * row + np.asarray(ids) * out_row) / self._sc_bandwidth()
+        return np.asarray(unique_ids, np.int64) * row + np.asarray(ids, np.int64) * out_row
+
+    def sc_backward_bytes(self, ids, unique_ids, width, dtype_bytes, optimizer_slots):
+        """HBM bytes an update moves: each ID's gradient row read, then each unique row and its
+        optimizer slots read and written, padded rows."""
+        row = self.padded_row_bytes(width, dtype_bytes)
+        grad_row = self.padded_row_bytes(width, self.c.activation_bytes)
+        unique = np.asarray(unique_ids, np.int64)
+        return np.asarray(ids, np.int64) * grad_row + 2 * unique * row * (1 + optimizer_slots)
+
+    def sc_forward_ps(self, ids, unique_ids, width, dtype_bytes, limits):
+        mem = self.sc_forward_bytes(ids, unique_ids, width, dtype_bytes) / self._sc_bandwidth()
         comp = self._sc_compute_s(ids, width, dtype_bytes, 1.0, limits)
         return self.c.task_overhead_ps + self.c.sc_pass_overhead_ps + _ps(np.maximum(mem, comp))
 
     def sc_backward_ps(self, ids, unique_ids, width, dtype_bytes, optimizer_slots, limits):
-        row = self.padded_row_bytes(width, dtype_bytes)
-        grad_row = self.padded_row_bytes(width, self.c.activation_bytes)
-        # read gradients, then read-modify-write each unique row and its optimizer slots
-        mem = (
-            np.asarray(ids) * grad_row + 2 * np.asarray(unique_ids) * row * (1 + optimizer_slots)
-        ) / self._sc_bandwidth()
+        mem = self.sc_backward_bytes(ids, unique_ids, width, dtype_bytes, optimizer_slots) / self._sc_bandwidth()
         comp = self._sc_compute_s(ids, width, dtype_bytes, 2.0 + optimizer_slots, limits)
         return self.c.task_overhead_ps + self.c.sc_pass_overhead_ps + _ps(np.maximum(mem, comp))
 

@@ -21,7 +21,8 @@ from sim_backend.preprocess import GroupResult
 
 @dataclass(frozen=True)
 class ScOps:
-    """Per (minibatch, partition) of one group: duration (int64 ps) and HBM bytes moved."""
+    """Per (minibatch, partition) of one group: duration (int64 ps) and the HBM bytes it moves
+    (padded rows: the cost model's memory term, so bytes / duration <= the SC's bandwidth)."""
 
     ps: np.ndarray  # int64 [M, num_sc]
     bytes: np.ndarray  # int64 [M, num_sc]
@@ -36,7 +37,7 @@ def sc_forward_ops(cfg: RunConfig, hw: HardwareSpec, cost: CostModel, gr: GroupR
     grp = gr.group
     ps = cost.sc_forward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes, _limits(gr))
     ps = ps + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=False)
-    nbytes = gr.unique_mp * grp.width * grp.dtype_bytes
+    nbytes = cost.sc_forward_bytes(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes)
     return ScOps(ps, nbytes)
 
 
@@ -45,5 +46,5 @@ def sc_backward_ops(cfg: RunConfig, hw: HardwareSpec, cost: CostModel, gr: Group
     grp = gr.group
     ps = cost.sc_backward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes, grp.optimizer_slots, _limits(gr))
     ps = ps + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=True)
-    nbytes = 2 * gr.unique_mp * grp.width * grp.dtype_bytes * (1 + grp.optimizer_slots)
+    nbytes = cost.sc_backward_bytes(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes, grp.optimizer_slots)
     return ScOps(ps, nbytes)

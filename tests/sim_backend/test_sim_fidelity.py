@@ -144,3 +144,19 @@ def test_bf16_rows_use_the_16_wide_simd_of_trillium_only():
     assert abs((f32 - bf16) - 11_428_571) <= 1
     for gen in ("v4", "v5p"):
         assert _backward_ps(gen, 4) == _backward_ps(gen, 2)  # compute-bound, 8 lanes either way
+
+
+# -- SparseCore op bytes: what HBM moves, padded rows ---------------------------------------
+
+
+def test_sparsecore_op_bytes_are_padded_rows_moved():
+    """Guide §10 (padding overhead): "embedding tables are padded to 32 B (8 floats) in the
+    feature dimension; a width-1 table wastes 7/8". A width-1 f32 table's row (4 B) moves as
+    32 B: a lookup reads each unique row and writes each ID's f32 activation row, 32 B each;
+    an SGD update reads each ID's gradient row and reads + writes each unique row."""
+    sim = _run(NARROW, width=1)
+    c = sim.graph.columns()
+    fwd, bwd = c["kind"] == SC_FWD, c["kind"] == SC_BWD
+    assert (c["bytes"][fwd] == 32 * c["unique_ids"][fwd] + 32 * c["ids"][fwd]).all()
+    assert (c["bytes"][bwd] == 32 * c["ids"][bwd] + 2 * 32 * c["unique_ids"][bwd]).all()
+    assert c["bytes"][fwd].sum() > 8 * 4 * c["unique_ids"][fwd].sum()  # unpadded would be 4 B a row
