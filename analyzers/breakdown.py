@@ -160,4 +160,23 @@ def analyze(ctx: RunContext) -> Analysis:
     }
     if split.num_rows:
         result.figures["share"] = shares(counted_rows(split, steps))
+    result.figures.update(hbm_bandwidth(ctx, steps))
     return result
+
+
+def hbm_bandwidth(ctx: RunContext, steps: pa.Table) -> dict[str, float | None]:
+    """HBM traffic of the counted steps (sql/hbm_traffic.sql): bytes per chip and step, the
+    bandwidth that is per step (bytes / step time, mean over chips and steps) and its share
+    of the chip's `hbm_bandwidth_bytes_per_s` (None when the run does not know it). Empty when
+    no op records bytes (a capture without them)."""
+    traffic = ctx.query("hbm_traffic")
+    step_ps = dict(zip(steps.column("step").to_pylist(), steps.column("step_ps").to_pylist(), strict=True))
+    counted = set(pc.filter(steps.column("step"), steps.column("counted")).to_pylist())
+    rows = [(b, step_ps[s]) for s, b in zip(traffic.column("step").to_pylist(), traffic.column("hbm_bytes").to_pylist(),
+            strict=True) if s in counted and step_ps.get(s)]  # fmt: skip
+    if not rows:
+        return {}
+    bw = float(np.mean([b / (ps / 1e12) for b, ps in rows]))
+    peak = ctx.hardware("hbm_bandwidth_bytes_per_s")
+    return {"hbm_bytes_per_step": float(np.mean([b for b, _ in rows])), "hbm_bandwidth_bytes_per_s": bw,
+            "hbm_bandwidth_share": bw / peak if peak else None}  # fmt: skip

@@ -56,7 +56,13 @@ class HardwareConfig:
     )
     sparsecores_per_chip: int | None = _f(None, "override the preset", min=1, max=64)
     tiles_per_sparsecore: int | None = _f(None, "override the preset", min=1, max=1024)
-    simd_width: int | None = _f(None, "override the preset", min=1, max=4096)
+    simd_width: int | None = _f(None, "SparseCore SIMD lanes for f32, override the preset", min=1, max=4096)
+    simd_width_bf16: int | None = _f(
+        None,
+        "SparseCore SIMD lanes for bf16 tables, override the preset (v6e: 16; custom: simd_width)",
+        min=1,
+        max=4096,
+    )
     hbm_bytes: int | None = _f(None, "HBM capacity per chip, override", min=1, max=2**50)
     hbm_bandwidth_bytes_per_s: float | None = _f(None, "HBM bandwidth per chip, override", min=1e9, max=1e15)
     tc_peak_flops: float | None = _f(None, "TensorCore peak FLOP/s per chip, override", min=1e9, max=1e18)
@@ -144,6 +150,11 @@ class SparseCoreConfig:
     enable_fast_table_initialization: bool = _f(False, "initialise tables on the device")
     max_ids_per_partition: int = _f(256, "default compiled limit: IDs per partition (incl. dups)", min=1, max=MAX_IDS)
     max_unique_ids_per_partition: int = _f(256, "default compiled limit: unique IDs per partition", min=1, max=MAX_IDS)
+    shuffle_ids: bool = _f(
+        False,
+        "ID shuffling against hot IDs: shift table i's IDs by floor(i * SCs / tables) partitions "
+        "(stacked or not), so the tables' hot rows spread over the SparseCores",
+    )
     enable_minibatching: bool = _f(True, "split a step into minibatches when limits are exceeded")
     max_minibatches: int = _f(64, "most minibatches per table group and step", min=1, max=1024)
 

@@ -49,6 +49,7 @@ COST_BOUNDS: dict[str, dict[str, float]] = {
     "infeed_latency_ps": _PS,
     "sc_pass_overhead_ps": _PS,
     "sc_cycles_per_id": {"min": 0, "max": 1e6},
+    "sc_cycles_per_unique_slot": {"min": 0, "max": 1e6},
     "sc_hbm_efficiency": {"min": 0.001, "max": 1},
     "row_padding_bytes": {"min": 1, "max": 4096},
     "tc_efficiency": {"min": 0.001, "max": 1},

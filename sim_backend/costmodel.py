@@ -51,8 +51,15 @@ class CostConstants:
     # loop iteration, cross-SparseCore synchronisation, SPMEM buffer setup. Why
     # minibatching costs time beyond the IDs it moves.
     sc_pass_overhead_ps: int = 15_000_000
-    # Assumption: SparseCore cycles per ID per tile for sort/dedup/cross-lane work.
+    # Assumption: SparseCore cycles per tile per slot of the ID buffers for sort/dedup/
+    # cross-lane work. DOMAIN.md §1: the limits size these buffers statically, and lower
+    # limits are faster ("less data must be processed"): the work runs over every slot of
+    # the compiled buffers (one per source SparseCore, max_ids_per_partition slots each),
+    # filled or not.
     sc_cycles_per_id: float = 4.0
+    # Assumption: SparseCore cycles per tile per slot of the unique-ID buffers (dedup/CSR,
+    # max_unique_ids_per_partition slots per source SparseCore), filled or not.
+    sc_cycles_per_unique_slot: float = 1.0
     # Assumption: share of the chip's HBM bandwidth one SparseCore achieves on row gathers.
     sc_hbm_efficiency: float = 0.7
     # DOMAIN.md §1: feature dimension is padded to 32 bytes (8 floats).
@@ -106,9 +113,21 @@ class CostModel(Protocol):
     def padded_row_bytes(self, width: int, dtype_bytes: int) -> int: ...
     def host_preprocess_ps(self, ids: np.ndarray) -> np.ndarray: ...
     def host_to_device_ps(self, nbytes: np.ndarray) -> np.ndarray: ...
-    def sc_forward_ps(self, ids: np.ndarray, unique_ids: np.ndarray, width: int, dtype_bytes: int) -> np.ndarray: ...
-    def sc_backward_ps(
+    def sc_forward_bytes(self, ids: np.ndarray, unique_ids: np.ndarray, width: int, dtype_bytes: int) -> np.ndarray: ...
+    def sc_backward_bytes(
         self, ids: np.ndarray, unique_ids: np.ndarray, width: int, dtype_bytes: int, optimizer_slots: int
+    ) -> np.ndarray: ...
+    def sc_forward_ps(
+        self, ids: np.ndarray, unique_ids: np.ndarray, width: int, dtype_bytes: int, limits: tuple[int, int]
+    ) -> np.ndarray: ...
+    def sc_backward_ps(
+        self,
+        ids: np.ndarray,
+        unique_ids: np.ndarray,
+        width: int,
+        dtype_bytes: int,
+        optimizer_slots: int,
+        limits: tuple[int, int],
     ) -> np.ndarray: ...
     def tc_pass_ps(self, gemms: Sequence[Gemm], nbytes: int) -> int: ...
     def collective_ps(self, kind: str, nbytes: np.ndarray, num_devices: int) -> np.ndarray: ...
@@ -161,28 +180,51 @@ class AnalyticCostModel:
         """HBM bytes/s one SparseCore gets: the chip's bandwidth shared by its SCs."""
         return self.hw.hbm_bandwidth_bytes_per_s / self.hw.sparsecores_per_chip * self.c.sc_hbm_efficiency
 
-    def _sc_compute_s(self, ids: np.ndarray, width: int, passes: float) -> np.ndarray:
-        """Tile time: per-ID sort/dedup work plus `passes` SIMD passes over each row."""
+    def _simd_lanes(self, dtype_bytes: int) -> int:
+        """SIMD lanes for rows of this element size: bf16 rows use the bf16 width (DOMAIN.md §1
+        table: 16 on Trillium, 8 on v4 / v5p), f32 and int8 rows the f32 width."""
+        return self.hw.simd_width_bf16 if dtype_bytes == 2 else self.hw.simd_width
+
+    def _sc_compute_s(
+        self, ids: np.ndarray, width: int, dtype_bytes: int, passes: float, limits: tuple[int, int]
+    ) -> np.ndarray:
+        """Tile time: sort/dedup over the compiled buffers plus `passes` SIMD passes per ID's row.
+
+        `limits` = (max_ids_per_partition, max_unique_ids_per_partition) of the op's table
+        group: the partition holds one statically sized buffer per source SparseCore
+        (DOMAIN.md §1, limits), and the sort/dedup/CSR work runs over all their slots. A
+        row pass takes ceil(width / lanes) vector ops, lanes by the table's element type.
+        """
         hw = self.hw
-        vec_ops = np.ceil(width / hw.simd_width)
-        cycles = np.asarray(ids, np.float64) * (self.c.sc_cycles_per_id + passes * vec_ops)
+        vec_ops = np.ceil(width / self._simd_lanes(dtype_bytes))
+        n_src = hw.num_total_sparse_cores
+        buffer_cycles = n_src * (limits[0] * self.c.sc_cycles_per_id + limits[1] * self.c.sc_cycles_per_unique_slot)
+        cycles = buffer_cycles + np.asarray(ids, np.float64) * (passes * vec_ops)
         return cycles / hw.tiles_per_sparsecore / hw.sc_clock_hz
 
-    def sc_forward_ps(self, ids, unique_ids, width, dtype_bytes):
+    def sc_forward_bytes(self, ids, unique_ids, width, dtype_bytes):
+        """HBM bytes a forward lookup moves: each unique row read, each ID's activation row
+        written, both padded to `row_padding_bytes` (DOMAIN.md §1: 32-byte rows)."""
         row = self.padded_row_bytes(width, dtype_bytes)
         out_row = self.padded_row_bytes(width, self.c.activation_bytes)
-        mem = (np.asarray(unique_ids) * row + np.asarray(ids) * out_row) / self._sc_bandwidth()
-        comp = self._sc_compute_s(ids, width, passes=1.0)
-        return self.c.task_overhead_ps + self.c.sc_pass_overhead_ps + _ps(np.maximum(mem, comp))
+        return np.asarray(unique_ids, np.int64) * row + np.asarray(ids, np.int64) * out_row
 
-    def sc_backward_ps(self, ids, unique_ids, width, dtype_bytes, optimizer_slots):
+    def sc_backward_bytes(self, ids, unique_ids, width, dtype_bytes, optimizer_slots):
+        """HBM bytes an update moves: each ID's gradient row read, then each unique row and its
+        optimizer slots read and written, padded rows."""
         row = self.padded_row_bytes(width, dtype_bytes)
         grad_row = self.padded_row_bytes(width, self.c.activation_bytes)
-        # read gradients, then read-modify-write each unique row and its optimizer slots
-        mem = (
-            np.asarray(ids) * grad_row + 2 * np.asarray(unique_ids) * row * (1 + optimizer_slots)
-        ) / self._sc_bandwidth()
-        comp = self._sc_compute_s(ids, width, passes=2.0 + optimizer_slots)
+        unique = np.asarray(unique_ids, np.int64)
+        return np.asarray(ids, np.int64) * grad_row + 2 * unique * row * (1 + optimizer_slots)
+
+    def sc_forward_ps(self, ids, unique_ids, width, dtype_bytes, limits):
+        mem = self.sc_forward_bytes(ids, unique_ids, width, dtype_bytes) / self._sc_bandwidth()
+        comp = self._sc_compute_s(ids, width, dtype_bytes, 1.0, limits)
+        return self.c.task_overhead_ps + self.c.sc_pass_overhead_ps + _ps(np.maximum(mem, comp))
+
+    def sc_backward_ps(self, ids, unique_ids, width, dtype_bytes, optimizer_slots, limits):
+        mem = self.sc_backward_bytes(ids, unique_ids, width, dtype_bytes, optimizer_slots) / self._sc_bandwidth()
+        comp = self._sc_compute_s(ids, width, dtype_bytes, 2.0 + optimizer_slots, limits)
         return self.c.task_overhead_ps + self.c.sc_pass_overhead_ps + _ps(np.maximum(mem, comp))
 
     def tc_pass_ps(self, gemms, nbytes):

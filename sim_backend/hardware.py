@@ -22,7 +22,8 @@ class HardwareSpec:
     num_chips: int
     sparsecores_per_chip: int
     tiles_per_sparsecore: int
-    simd_width: int
+    simd_width: int  # f32 lanes of a SparseCore SIMD unit
+    simd_width_bf16: int  # bf16 lanes (DOMAIN.md §1 table: 16 on Trillium, 8 on v4 / v5p)
     hbm_bytes: int
     hbm_bandwidth_bytes_per_s: float
     tc_peak_flops: float
@@ -49,6 +50,7 @@ PRESETS: dict[str, dict] = {
         sparsecores_per_chip=4,
         tiles_per_sparsecore=16,
         simd_width=8,
+        simd_width_bf16=8,
         hbm_bytes=32 * GiB,
         hbm_bandwidth_bytes_per_s=1200e9,
         tc_peak_flops=275e12,
@@ -61,6 +63,7 @@ PRESETS: dict[str, dict] = {
         sparsecores_per_chip=4,
         tiles_per_sparsecore=16,
         simd_width=8,
+        simd_width_bf16=8,
         hbm_bytes=96 * GiB,
         hbm_bandwidth_bytes_per_s=2765e9,
         tc_peak_flops=459e12,
@@ -73,6 +76,7 @@ PRESETS: dict[str, dict] = {
         sparsecores_per_chip=2,
         tiles_per_sparsecore=16,
         simd_width=8,
+        simd_width_bf16=16,
         hbm_bytes=32 * GiB,
         hbm_bandwidth_bytes_per_s=1638e9,
         tc_peak_flops=918e12,
@@ -100,6 +104,8 @@ def resolve_hardware(generation: str, num_chips: int, overrides: dict) -> Hardwa
     for key in SPEC_FIELDS:
         if overrides.get(key) is not None:
             base[key] = overrides[key]
+    if "simd_width_bf16" not in base and "simd_width" in base:  # custom: bf16 as wide as f32 unless given
+        base["simd_width_bf16"] = base["simd_width"]
     missing = [k for k in SPEC_FIELDS if k not in base]
     if missing:
         raise ConfigError(f"hardware.{missing[0]}: required when hardware.generation = 'custom'")

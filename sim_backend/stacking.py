@@ -69,6 +69,7 @@ def plan_groups(cfg: RunConfig, hw: HardwareSpec, limits: dict[str, TableLimits]
     """
     n_sc = hw.num_total_sparse_cores
     tables = {t.name: t for t in cfg.tables}
+    shuffle = cfg.sparsecore.shuffle_ids
     buckets: dict[tuple, list[str]] = {}
     for t in cfg.tables:
         key = (t.name,) if cfg.sparsecore.disable_table_stacking else (t.width, t.dtype, t.optimizer)
@@ -83,8 +84,8 @@ def plan_groups(cfg: RunConfig, hw: HardwareSpec, limits: dict[str, TableLimits]
     for gi, names in enumerate(chunks):
         t0 = tables[names[0]]
         padded = np.array([-(-tables[n].vocab // n_sc) * n_sc for n in names], dtype=np.int64)
-        # a stacked table's slot leaves n_sc spare rows so its IDs can be shifted by the rotation
-        slot_rows = padded + (n_sc if len(names) > 1 else 0)
+        # a stacked (or shuffled) table's slot leaves n_sc spare rows so its IDs can be shifted
+        slot_rows = padded + (n_sc if len(names) > 1 or shuffle else 0)
         offsets = np.concatenate([[0], np.cumsum(slot_rows)[:-1]]).astype(np.int64)
         slots = [i for i, f in enumerate(cfg.features) if f.table in names]
         lim_ids, lim_unique = stack_limits(cfg, hw, [limits[n] for n in names], t0.width)
@@ -100,13 +101,28 @@ def plan_groups(cfg: RunConfig, hw: HardwareSpec, limits: dict[str, TableLimits]
                 optimizer_slots=OPTIMIZER_SLOTS[t0.optimizer],
                 offsets=offsets,
                 padded_vocab=padded,
-                rotation=np.arange(len(names), dtype=np.int64) % n_sc,
+                rotation=table_rotations(cfg, names, n_sc),
                 local_rows=int(slot_rows.sum()) // n_sc,
                 max_ids_per_partition=lim_ids,
                 max_unique_ids_per_partition=lim_unique,
             )
         )
     return groups
+
+
+def table_rotations(cfg: RunConfig, names: list[str], n_sc: int) -> np.ndarray:
+    """Shift of each table's IDs inside its slot (its row j goes to SparseCore (j + shift) % n_sc).
+
+    Stacked tables: the table's position in the stack (step 8 of the limits procedure).
+    `sparsecore.shuffle_ids` (SparseCore guide §10, data skew: "shuffling IDs ... for
+    stacked tables, especially those with hot tables"): every table, stacked or not, is
+    shifted by floor(i * n_sc / T) for the i-th of the config's T tables, so the low
+    (hot) IDs of all tables spread evenly over the slice instead of sharing SparseCore 0.
+    """
+    if cfg.sparsecore.shuffle_ids:
+        index = {t.name: i for i, t in enumerate(cfg.tables)}
+        return np.array([index[n] * n_sc // len(cfg.tables) for n in names], dtype=np.int64)
+    return np.arange(len(names), dtype=np.int64) % n_sc
 
 
 def stack_limits(cfg: RunConfig, hw: HardwareSpec, members: list[TableLimits], width: int) -> tuple[int, int]:

@@ -32,10 +32,10 @@ import numpy as np
 
 from sim_backend.config import RunConfig
 from sim_backend.costmodel import CostModel
-from sim_backend.debug_checks import check_ps
 from sim_backend.dense import DenseWork
 from sim_backend.hardware import HardwareSpec
 from sim_backend.preprocess import StepResult
+from sim_backend.scops import sc_backward_ops, sc_forward_ops
 from sim_backend.sharding import BACKWARD, FORWARD, UPDATE, plan_dense
 from sim_backend.stacking import StackGroup
 from sim_backend.taskgraph import TaskGraph
@@ -243,9 +243,8 @@ class GraphBuilder:
         prev_barrier = None
         for gr in sr.groups:
             grp = gr.group
-            dur = cost.sc_forward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes) + check_ps(
-                cfg, hw, cost.c, gr.ids_mp, grp.width, backward=False
-            )
+            fwd = sc_forward_ops(cfg, hw, cost, gr)
+            dur = fwd.ps
             barrier = g.event(f"sc_forward_group[{i},{grp.index}]") if grp.index < n_serial else None
             wait = tuple(base_wait) + ((prev_barrier,) if prev_barrier is not None else ())
             dropped = gr.dropped_sp.sum(axis=0)
@@ -270,7 +269,7 @@ class GraphBuilder:
                         ids=gr.ids_mp[m, p],
                         unique_ids=gr.unique_mp[m, p],
                         dropped_ids=dropped[p] if m == gr.minibatches - 1 else 0,
-                        bytes=gr.unique_mp[m, p] * grp.width * grp.dtype_bytes,
+                        bytes=fwd.bytes[m, p],
                     )
                 for c in range(chips):
                     g.add(
@@ -346,9 +345,8 @@ class GraphBuilder:
         prev_barrier = None
         for gr, ev_grads in zip(sr.groups, ev_grads_g, strict=True):
             grp = gr.group
-            dur = cost.sc_backward_ps(
-                gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes, grp.optimizer_slots
-            ) + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=True)
+            bwd = sc_backward_ops(cfg, hw, cost, gr)
+            dur = bwd.ps
             barrier = g.event(f"sc_backward_group[{i},{grp.index}]") if grp.index < n_serial else None
             wait = (ev_grads,) + ((prev_barrier,) if prev_barrier is not None else ())
             for m in range(gr.minibatches):
@@ -368,7 +366,7 @@ class GraphBuilder:
                         minibatch=m,
                         ids=gr.ids_mp[m, p],
                         unique_ids=gr.unique_mp[m, p],
-                        bytes=2 * gr.unique_mp[m, p] * grp.width * grp.dtype_bytes * (1 + grp.optimizer_slots),
+                        bytes=bwd.bytes[m, p],
                     )
             if barrier is not None:  # the groups after the k serialized ones wait for the k-th
                 prev_barrier = barrier

@@ -34,6 +34,7 @@ class Ev:
     category: str | None = None
     table: str | None = None
     ids: int | None = None
+    bytes: int | None = None
 
 
 @dataclass
@@ -56,7 +57,7 @@ def record(spec: RunSpec, path: Path) -> Path:
         start_time_unix_ns=0,
     ) as rec:
         cols: dict[str, list] = {
-            k: [] for k in ("track", "name", "start_ps", "dur_ps", "step", "category", "table", "ids")
+            k: [] for k in ("track", "name", "start_ps", "dur_ps", "step", "category", "table", "ids", "bytes")
         }
         for e in spec.events:
             plane, line, kind = e.where
@@ -69,6 +70,7 @@ def record(spec: RunSpec, path: Path) -> Path:
             cols["category"].append(e.category or "")
             cols["table"].append(e.table or "")
             cols["ids"].append(e.ids)
+            cols["bytes"].append(e.bytes)
         if spec.events:
             rec.emit(**cols)
         if spec.steps:

@@ -50,6 +50,10 @@ def fast_comm(raw: dict) -> dict:
     raw["host"]["num_threads"] = 16
     raw["hardware"]["ici_bandwidth_bytes_per_s"] = 1e15
     raw["cost"] = {"host_ps_per_id": 1, "host_task_overhead_ps": 1000, "ici_latency_ps": 1000}
+    # limits near the observed buffers (SMALL's 4096 would make the SparseCores sort mostly
+    # empty buffer slots, docs/emulator.md "Cost model"), so TC work can reach 5x SC work
+    raw["sparsecore"]["max_ids_per_partition"] = 384
+    raw["sparsecore"]["max_unique_ids_per_partition"] = 192
     return raw
 
 

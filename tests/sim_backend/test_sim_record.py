@@ -89,8 +89,9 @@ def test_trace_has_xprof_tracks_steps_and_typed_args(small_raw, tmp_path):
     assert (ev["ids"][sc] >= ev["unique_ids"][sc]).all()
     tables = np.array(tr.strings, dtype=object)[ev["table"][sc]]
     assert set(tables) == {"stack_0", "tiny"}
-    row_bytes = np.where(tables == "tiny", 16 * 4, 32 * 4)  # width x f32
-    assert (ev["bytes"][sc] == ev["unique_ids"][sc] * row_bytes).all()
+    row_bytes = np.where(tables == "tiny", 16 * 4, 32 * 4)  # width x f32 (multiples of 32 B: no padding)
+    # HBM bytes moved: each unique row read, each ID's f32 activation row written
+    assert (ev["bytes"][sc] == (ev["unique_ids"][sc] + ev["ids"][sc]) * row_bytes).all()
     tc = names == "dense_forward"
     assert (ev["flops"][tc] > 0).all()
     # partition statistics: one row per step x table group x SparseCore of the slice

@@ -1,0 +1,46 @@
+"""The breakdown's HBM bandwidth figures against a hand computation (DOMAIN.md §1: HBM
+bandwidth saturation is a bottleneck the profile must reveal)."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzers import breakdown
+from analyzers.context import RunContext
+from tests.analyzers.runkit import SC_OPS, TC_OPS, Ev, RunSpec, store_with
+
+
+def test_hbm_bandwidth_is_compute_ops_bytes_per_step_time(tmp_path):
+    """Three 1000 ps steps on one v5p chip. Per step: a SparseCore lookup moving 600 B, a
+    TensorCore pass moving 1400 B, an all-reduce of 10,000 B (ICI, not HBM). HBM traffic
+    2000 B per step; 2000 B / 1000 ps = 2e12 B/s; share of v5p's 2765e9 B/s = 0.7233."""
+    events = []
+    for s in range(3):
+        t0 = 1000 * s
+        events += [
+            Ev(SC_OPS, 0, 0, "SparseDenseMatmulOp", t0, 200, s, "sc_forward", bytes=600),
+            Ev(TC_OPS, 0, 0, "dense_forward", t0 + 200, 500, s, "tc_forward", bytes=1400),
+            Ev(TC_OPS, 0, 0, "all-reduce.dense_gradients", t0 + 700, 300, s, "tc_collective", bytes=10_000),
+        ]
+    spec = RunSpec(
+        events=events,
+        steps=[(0, s, 1000 * s, 1000) for s in range(3)],
+        hardware={"generation": "v5p", "num_chips": 1, "hbm_bandwidth_bytes_per_s": 2765e9},
+    )
+    with store_with(tmp_path, spec) as store:
+        figures = breakdown.analyze(RunContext(store, 1)).figures
+    assert figures["hbm_bytes_per_step"] == 2000
+    assert figures["hbm_bandwidth_bytes_per_s"] == pytest.approx(2e12)
+    assert figures["hbm_bandwidth_share"] == pytest.approx(2e12 / 2765e9)
+
+
+def test_hbm_bandwidth_share_is_none_without_the_chips_bandwidth(tmp_path):
+    spec = RunSpec(
+        events=[Ev(SC_OPS, 0, 0, "SparseDenseMatmulOp", 0, 100, 0, "sc_forward", bytes=64)],
+        steps=[(0, 0, 0, 400)],
+        hardware={"generation": "custom", "num_chips": 1},
+    )
+    with store_with(tmp_path, spec) as store:
+        figures = breakdown.analyze(RunContext(store, 1)).figures
+    assert figures["hbm_bandwidth_bytes_per_s"] == pytest.approx(64 / 400e-12)
+    assert figures["hbm_bandwidth_share"] is None
