@@ -15,7 +15,7 @@ from urllib.parse import urlencode
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from analyzers.findings import Finding
+from analyzers.findings import Finding, fix_text
 from profiler.units import MISSING, format_value, unit_of
 
 GRAPH_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
@@ -173,6 +173,8 @@ def finding_card(f: Finding, run_id: int, compact: bool = False) -> html.Div:
         ]
     )
     parts: list[Any] = [head, figure_line, html.P(["→ ", f.recommendation], className="recommendation")]
+    if f.fix:
+        parts.append(html.Div(["change: ", html.Span(fix_text(f.fix), className="mono")], className="fix"))
     if not compact:
         if f.evidence:
             parts.append(
