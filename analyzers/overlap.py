@@ -22,6 +22,7 @@ QUESTION = "Do SparseCore and TensorCore work overlap (pipelining), or does each
 
 LOW_OVERLAP = 0.15  # share of SC busy time overlapped by TC busy time
 BUSY_ENOUGH = 0.15  # both kinds busy at least this share of step time for the finding
+NEAR_BOUND = 0.8  # overlap this close to min(TC, SC) / SC: the smaller TC work is what limits it
 
 
 def per_chip(ctx: RunContext) -> pa.Table:
@@ -122,14 +123,16 @@ def _not_pipelined(
 def _low_overlap(ctx: RunContext, share: float, tc: float, sc: float, ov: float, total: float, low: list) -> Finding:
     """Pipelining is on, yet little SparseCore time overlaps TensorCore work: say what limits it."""
     bound = min(tc, sc) / sc  # the most of the SparseCore time that TensorCore work could cover
-    sc_bound = sc > tc
+    sc_bound = sc > tc and share >= NEAR_BOUND * bound  # overlap near its ceiling: too little TC work to hide SC
     why = (
         f"the SparseCore work is {sc / tc:.1f}x the TensorCore work it could hide behind, so at most {bound:.0%} of "
         "it can overlap: the step is SparseCore-bound. Shorten the SparseCore work instead (the SparseCore findings: "
         "limits and minibatches, stacking, padding, skew)"
         if sc_bound
         else f"TensorCore work could cover up to {bound:.0%} of it, so the cores still wait on each other through "
-        "a dependency pipelining does not relax (see idle_gaps: what each gap waited for)"
+        "a dependency pipelining does not relax (idle_gaps shows what each gap waited for). Look for what "
+        "serializes the step: serialized table groups (xla_sc_num_serialized_tables_to_optimize_hbm), minibatches, "
+        "collectives between the SparseCore and TensorCore work"
     )
     return Finding(
         rule="low_overlap",

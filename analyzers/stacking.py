@@ -164,12 +164,28 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
                 },
                 entities={"tables": sorted(small)},
                 confidence="medium" if share is not None else "low",
+                fix=_stack_fix(ctx, n_tables),
                 evidence_sql=_layout_sql(
                     ctx, " AND a.key IN ('stack_tables', 'width', 'dtype_bytes', 'optimizer_slots')"
                 ),
             )  # fmt: skip
         )
     return out
+
+
+def _stack_fix(ctx: RunContext, n_tables: int) -> dict | None:
+    """Turn stacking on where the config has it off (or does not say), lift a cap below the
+    recommended range, and let a tuner try stack sizes inside it."""
+    sc = ctx.config.get("sparsecore") or {}
+    cap = sc.get("max_tables_per_stack") or 0
+    changes: dict[str, Any] = {}
+    if sc.get("disable_table_stacking") is not False:
+        changes["sparsecore.disable_table_stacking"] = False
+    if 0 < cap < min(MIN_TABLES, n_tables):
+        changes["sparsecore.max_tables_per_stack"] = min(MAX_TABLES, n_tables)
+    sizes = sorted({min(MAX_TABLES, math.ceil(n_tables / k)) for k in (1, 2, 4)} - set(range(MIN_TABLES)))
+    explore = {"sparsecore.max_tables_per_stack": sizes} if len(sizes) > 1 else {}
+    return make_fix(set=changes, explore=explore) if changes else None
 
 
 def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
@@ -305,6 +321,8 @@ def _padding(ctx: RunContext, layout: dict, stacks: dict, total_padded: int, tot
                 },
                 entities={"tables": sorted(s["names"])},
                 evidence_sql=_layout_sql(ctx, f" AND e.table_name = '{name}'"),
+                # wider features change the model
+                fix=make_fix(set={f"tables.{t}.width": s["padded_width"] for t in s["names"]}, changes_numerics=True),
             )  # fmt: skip
         )
     return out
