@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, sql_literal
+from analyzers.findings import Analysis, Finding, make_fix, sql_literal
 
 NAME = "debug_checks"
 QUESTION = "Do the debug checks find out-of-vocabulary IDs or NaNs, and does quantization clip values?"
@@ -158,7 +158,21 @@ def _clipping(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
                   "quantization_config_num_buckets": r["quantization_config_num_buckets"]},
         entities={"tables": [r["table_name"]], "steps": _steps(r)},
         evidence_sql=_evidence_sql(ctx, "quantization", r["table_name"], "'clipped_values', 'values', 'rms_error'"),
+        fix=_range_fix(r["table_name"], low, high),
     )  # fmt: skip
+
+
+def _range_fix(table: str, low: float, high: float) -> dict | None:
+    """Widen a clipping quantization range: symmetric over the larger bound, or twice as wide when it
+    already is; quantization changes numerics, so never applied automatically."""
+    if low is None or high is None:
+        return None
+    reach = max(abs(low), abs(high))
+    if -low == high:
+        reach *= 2
+    keys = (f"tables.{table}.quantization_config_low", f"tables.{table}.quantization_config_high")
+    return make_fix(set={keys[0]: -reach, keys[1]: reach}, changes_numerics=True,
+                    explore={keys[1]: [reach, 2 * reach]})  # fmt: skip
 
 
 def _enabled(ctx: RunContext, on: list[str], totals: list[dict[str, Any]]) -> Finding:
@@ -172,6 +186,7 @@ def _enabled(ctx: RunContext, on: list[str], totals: list[dict[str, Any]]) -> Fi
         recommendation=("Debug checks cost SparseCore time on every step; once they find nothing, turn "
                         f"{' and '.join(flags[c] for c in on)} off for production runs and compare step times."),
         evidence={"checks": on, "steps_checked": steps},
+        fix=make_fix(set={f"flags.{flags[c]}": False for c in on}),
         evidence_sql=(
             "-- debug-check events per check\n"
             "SELECT n.value AS check_name, count(*) AS events FROM events e "

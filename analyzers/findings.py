@@ -31,12 +31,14 @@ class Finding:
     entities: dict[str, list] = field(default_factory=dict)
     confidence: str = "high"
     evidence_sql: str = ""
-    fix: dict[str, Any] | None = None
+    fix: dict[str, Any] | None = None  # the config change that addresses it (make_fix), None when no lever
     verified: dict[str, Any] | None = None  # filled by `analyze --verify` (whatif.verify): the fix simulated alone
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {SEVERITIES}")
+        if self.fix is not None:
+            check_fix(self.fix)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,6 +53,74 @@ class Analysis:
     tables: dict[str, pa.Table] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. data the run lacks
+
+
+Scalar = bool | int | float | str
+_SCALARS = (bool, int, float, str)
+
+
+def make_fix(
+    set: dict[str, Any] | None = None,  # noqa: A002 - the contract's name for the overrides
+    derive_limits: bool = False,
+    changes_numerics: bool = False,
+    explore: dict[str, list] | None = None,
+) -> dict[str, Any]:
+    """A finding's structured fix, validated: the config overrides to apply (`set`, keys exactly as
+    `scprof record --set KEY=VALUE` takes them), whether to derive per-table limits through a
+    limits file first (`derive_limits`), whether the change alters what the model computes
+    (`changes_numerics`: shown, never applied automatically) and candidate values a tuner may try
+    one at a time (`explore`)."""
+    fix = {
+        "set": dict(set or {}),
+        "derive_limits": bool(derive_limits),
+        "changes_numerics": bool(changes_numerics),
+        "explore": {k: list(v) for k, v in (explore or {}).items()},
+    }
+    check_fix(fix)
+    return fix
+
+
+def check_fix(fix: dict[str, Any]) -> None:
+    """Raise ValueError unless `fix` has the contract's shape: dotted string keys, JSON scalars
+    (or lists of them) in `set`, non-empty lists of scalars in `explore`."""
+    if set(fix) != {"set", "derive_limits", "changes_numerics", "explore"}:
+        raise ValueError(f"fix: expected keys set, derive_limits, changes_numerics, explore; got {sorted(fix)}")
+    for flag in ("derive_limits", "changes_numerics"):
+        if not isinstance(fix[flag], bool):
+            raise ValueError(f"fix.{flag}: expected a bool")
+    for part in ("set", "explore"):
+        if not isinstance(fix[part], dict):
+            raise ValueError(f"fix.{part}: expected a dict")
+        for key, value in fix[part].items():
+            if not isinstance(key, str) or "." not in key or any(not p for p in key.split(".")):
+                raise ValueError(f"fix.{part}: {key!r} is not a dotted config key (section.name)")
+            values = value if part == "explore" else (value if isinstance(value, list) else [value])
+            if part == "explore" and (not isinstance(value, list) or not value):
+                raise ValueError(f"fix.explore.{key}: expected a non-empty list of values")
+            if not all(isinstance(v, _SCALARS) for v in values):
+                raise ValueError(f"fix.{part}.{key}: expected JSON scalars (bool, int, float, str) or a list of them")
+    if not fix["set"] and not fix["derive_limits"] and not fix["explore"]:
+        raise ValueError("fix: nothing to change (empty set, no derive_limits, no explore)")
+
+
+def fix_text(fix: dict[str, Any]) -> str:
+    """A fix in one line: `set K=V, K=V; derive limits file; explore K in [a, b]; changes numerics: ...`."""
+    parts = []
+    if fix["set"]:
+        parts.append("set " + " ".join(f"{k}={_value_text(v)}" for k, v in fix["set"].items()))
+    if fix["derive_limits"]:
+        parts.append("derive limits file")
+    if fix["explore"]:
+        parts.append(
+            "explore " + " ".join(f"{k} in [{', '.join(map(_value_text, v))}]" for k, v in fix["explore"].items())
+        )
+    if fix["changes_numerics"]:
+        parts.append("changes numerics: not applied automatically")
+    return "; ".join(parts)
+
+
+def _value_text(v: Any) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
 
 
 def severity_rank(f: Finding) -> int:

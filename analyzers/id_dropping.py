@@ -2,13 +2,16 @@
 
 Dropped counts come from the partition statistics; the share is taken against
 all IDs the table's SparseCore forward ops processed plus those dropped.
+IDs the chip-level cap (`max_ids_per_chip_per_sample`) dropped before partitioning
+appear in no partition's statistics: they are the host's dropped IDs (the `Dropped IDs`
+counter, or the host preprocessing events' dropped_ids) less those the partitions dropped.
 """
 
 from __future__ import annotations
 
 from analyzers import minibatching
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, sql_literal
+from analyzers.findings import Analysis, Finding, make_fix, sql_literal
 
 NAME = "id_dropping"
 QUESTION = "Are embedding IDs silently dropped because they exceed the compiled limits?"
@@ -19,6 +22,9 @@ CRITICAL_SHARE = 0.01  # more than 1% of IDs dropped
 def analyze(ctx: RunContext) -> Analysis:
     table = ctx.query("id_dropping")
     result = Analysis(NAME, tables={"dropped_by_step": table})
+    cap = _chip_cap(ctx)
+    if cap is not None:
+        result.findings.append(cap)
     if table.num_rows == 0:  # no dropped-ID counts at all: "0 dropped" would claim what was never measured
         result.notes.append("the run has no SparseCore partition statistics with dropped-ID counts "
                             "(sc_partition_stats.dropped_ids)")  # fmt: skip
@@ -65,6 +71,8 @@ def analyze(ctx: RunContext) -> Analysis:
                 },
                 entities={"tables": [r["table_name"]]},
                 confidence="high" if share is not None else "medium",
+                # limits from the observed maxima, overflow an error: every ID trains (numerics change)
+                fix=make_fix(set={"sparsecore.allow_id_dropping": False}, derive_limits=True, changes_numerics=True),
                 evidence_sql=(
                     "-- dropped IDs per step and partition\n"
                     f"SELECT step, chip, sc, ids, dropped_ids, max_ids_per_partition FROM sc_partition_stats "
@@ -74,3 +82,89 @@ def analyze(ctx: RunContext) -> Analysis:
             )  # fmt: skip
         )
     return result
+
+
+def host_drops(ctx: RunContext) -> dict[str, int | None]:
+    """IDs the host dropped over every step (the `Dropped IDs` counter, else the preprocessing
+    events' dropped_ids), those the partitions dropped (sc_partition_stats), the IDs kept after
+    dedup (preprocessing events' unique_ids) and before dedup (their ids); None where unrecorded."""
+    return ctx.store.rows(
+        f"""SELECT (SELECT sum(value) FROM counter_samples WHERE run_id = {int(ctx.run_id)}
+                    AND counter = 'Dropped IDs')::BIGINT AS counter_dropped,
+                   (SELECT sum(dropped_ids) FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess')::BIGINT
+                       AS host_dropped,
+                   (SELECT sum(unique_ids) FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess')::BIGINT
+                       AS kept,
+                   (SELECT sum(ids) FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess')::BIGINT AS raw,
+                   (SELECT sum(dropped_ids) FROM sc_partition_stats WHERE run_id = {int(ctx.run_id)})::BIGINT
+                       AS partition_dropped,
+                   (SELECT count(DISTINCT step) FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess')
+                       AS steps"""
+    )[0]
+
+
+def _chip_cap(ctx: RunContext) -> Finding | None:
+    """IDs dropped by max_ids_per_chip_per_sample: dropped on the host, in no partition's count."""
+    d = host_drops(ctx)
+    dropped = d["counter_dropped"] if d["counter_dropped"] is not None else d["host_dropped"]
+    if not dropped:
+        return None
+    cap_dropped = dropped - (d["partition_dropped"] or 0)
+    if cap_dropped <= 0:
+        return None
+    sc = ctx.config.get("sparsecore") or {}
+    cap = sc.get("max_ids_per_chip_per_sample")
+    features = ctx.config.get("features") or []
+    # the most IDs one sample carries before dedup: every feature's bag at its largest (with
+    # fixed-size bags every sample carries exactly this; the host events' mean confirms it)
+    most = sum(int(f.get("multi_hot") or 1) for f in features) or None
+    samples = (ctx.config.get("global_batch") or 0) * (d["steps"] or 0)
+    mean = d["raw"] / samples if d["raw"] and samples else None
+    share = cap_dropped / (d["kept"] + dropped) if d["kept"] is not None else None
+    target = max(most, cap or 0) if most else None
+    fix = (
+        make_fix(set={"sparsecore.max_ids_per_chip_per_sample": target}, changes_numerics=True)
+        if target and cap and target > cap
+        else None
+    )
+    return Finding(
+        rule="chip_cap_dropping",
+        severity="critical" if share is None or share > CRITICAL_SHARE else "warning",
+        title=(
+            f"{cap_dropped:,} IDs dropped by the chip-level cap max_ids_per_chip_per_sample"
+            + (f"={cap}" if cap else "")
+            + (f" ({share:.2%} of the IDs after dedup)" if share is not None else "")
+        ),
+        metric="dropped_share" if share is not None else "dropped_ids",
+        value=share if share is not None else cap_dropped,
+        unit="share of IDs" if share is not None else "IDs",
+        recommendation=(
+            "Dropped IDs train nothing: their rows are neither looked up nor updated, silently. "
+            + (
+                f"Samples carry up to {most} IDs over all features (before dedup) against a cap of {cap}: raise "
+                f"sparsecore.max_ids_per_chip_per_sample to {target} "
+                if fix
+                else "Raise sparsecore.max_ids_per_chip_per_sample to the most IDs a sample carries "
+            )
+            + "(the run then computes with every ID, which changes its numerics against this run's), or keep "
+            "allow_id_dropping=false so an overflow is an error, not a silent loss."
+        ),  # fmt: skip
+        evidence={
+            "chip_cap_dropped_ids": cap_dropped,
+            "dropped_ids": dropped,
+            "partition_dropped_ids": d["partition_dropped"],
+            "kept_ids": d["kept"],
+            "max_ids_per_chip_per_sample": cap,
+            "max_ids_per_sample": most,
+            "mean_ids_per_sample": mean,
+            "allow_id_dropping": sc.get("allow_id_dropping"),
+        },
+        entities={},
+        confidence="high" if share is not None else "medium",
+        evidence_sql=(
+            "-- IDs dropped per step on the host (the chip cap's are in no partition's dropped_ids)\n"
+            f"SELECT ts_ps, value AS dropped_ids FROM counter_samples WHERE run_id = {ctx.run_id} "
+            "AND counter = 'Dropped IDs' ORDER BY ts_ps"
+        ),
+        fix=fix,
+    )

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from analyzers import device_wait, gap_search
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding
+from analyzers.findings import Analysis, Finding, make_fix
 from analyzers.op_arrays import KIND_CODES, NO_STEP, op_arrays
 
 NAME = "idle_gaps"
@@ -28,6 +28,9 @@ MIN_GAP_SHARE = 0.01  # of the median step time
 INPUT_TOLERANCE_SHARE = 0.01  # a SparseCore forward starting this soon after its input landed waited for it
 MIN_GAP_PS = 1  # runs without steps: every gap
 HOST_SHARE = 0.05  # host-caused TensorCore idle above this share of its time is a finding
+SATURATED = 0.9  # input threads busy this share of the step time: the host lacks throughput
+DEFAULT_DEPTH = 2  # maximum_parallel_iterations when the run's config does not say
+DEPTHS = (2, 4, 8)  # prefetch depths a tuner tries
 
 
 def gaps(ctx: RunContext) -> pa.Table:
@@ -120,28 +123,89 @@ def analyze(ctx: RunContext) -> Analysis:
                                          pc.equal(table.column("track_kind"), "tensorcore")))  # fmt: skip
         steps = sorted(set(host_gaps.column("step").to_pylist()) - {None})
         chips = sorted(set(host_gaps.column("chip").to_pylist()))
-        result.findings.append(
-            Finding(
-                rule="host_bound",
-                severity="critical" if host["share"] > 0.2 else "warning",
-                title=f"Host-bound input: the TensorCores wait for host input {host['share']:.0%} of the time",
-                metric="host_wait_share",
-                value=host["share"],
-                unit="share of TensorCore time",
-                recommendation=(
-                    "Prefetch more steps (raise maximum_parallel_iterations) so preprocessing runs ahead of "
-                    "the device, and/or make host preprocessing cheaper (more input threads, fewer IDs per sample)."
-                ),
-                evidence={
-                    "gaps": host["gaps"],
-                    "idle_ps": host["gap_ps"],
-                    "sparsecore_input_wait_share": result.figures["sparsecore"].get("host", {}).get("share", 0.0),
-                },
-                entities={"chips": chips, "steps": steps},
-                evidence_sql=(
-                    "-- device gaps closed by host work (what the device waited for)\n"
-                    f"SELECT * FROM slices WHERE run_id = {ctx.run_id} AND track_kind = 'host' ORDER BY start_ps"
-                ),
-            )  # fmt: skip
-        )
+        result.findings.append(_host_bound(ctx, result.figures, host, chips, steps))
     return result
+
+
+def host_throughput(ctx: RunContext) -> dict[str, float | int | None]:
+    """How busy the input threads are: host preprocessing time of the counted steps over
+    (input threads x the counted steps' time). Near 1 the threads cannot prepare steps any
+    faster, so only more threads (or cheaper preprocessing) help; well below 1 they idle
+    while the device waits, so preparing further ahead (prefetch depth) helps. Threads are
+    the host tracks that ran preprocessing."""
+    r = ctx.store.rows(
+        f"""WITH c AS (SELECT step, dur_ps FROM step_times WHERE run_id = {int(ctx.run_id)} AND counted),
+                 h AS (SELECT e.track_id, e.step, e.dur_ps FROM {ctx.temp("op_events")} e
+                       WHERE e.category = 'host_preprocess')
+            SELECT (SELECT count(DISTINCT track_id) FROM h) AS threads,
+                   (SELECT sum(h.dur_ps) FROM h JOIN c USING (step))::DOUBLE AS host_ps,
+                   (SELECT sum(dur_ps) FROM c)::DOUBLE AS step_ps,
+                   (SELECT count(*) FROM c) AS steps"""
+    )[0]
+    threads, host_ps, step_ps, steps = r["threads"], r["host_ps"], r["step_ps"], r["steps"]
+    if not threads or not host_ps or not step_ps:
+        return {"input_threads": threads or None, "host_ps_per_step": None, "input_thread_busy_share": None}
+    return {
+        "input_threads": int(threads),
+        "host_ps_per_step": host_ps / threads / steps,  # one step's preprocessing, spread over the threads
+        "input_thread_busy_share": host_ps / (threads * step_ps),
+    }
+
+
+def _host_bound(ctx: RunContext, figures: dict, host: dict, chips: list, steps: list) -> Finding:
+    """The TensorCores wait for host input: short of input throughput (threads saturated: more
+    threads) or of prefetch depth (threads idle while the device waits: prefetch further ahead)."""
+    thr = host_throughput(ctx)
+    busy = thr["input_thread_busy_share"]
+    flags = ctx.config.get("flags") or {}
+    depth = flags.get("maximum_parallel_iterations")
+    threads = (ctx.config.get("host") or {}).get("num_threads") or thr["input_threads"]
+    evidence = {
+        "gaps": host["gaps"], "idle_ps": host["gap_ps"],
+        "sparsecore_input_wait_share": figures["sparsecore"].get("host", {}).get("share", 0.0),
+        **thr, "prefetch_depth": depth,
+    }  # fmt: skip
+    if busy is not None and busy >= SATURATED and threads:
+        cause = "throughput"
+        more = [threads * k for k in (2, 4)]
+        fix = make_fix(set={"host.num_threads": more[0]}, explore={"host.num_threads": [-(-threads * 3 // 2), *more]})
+        recommendation = (
+            f"The host lacks throughput: its {threads} input threads are busy {busy:.0%} of the step time "
+            f"(one step's preprocessing takes {thr['host_ps_per_step'] / 1e6:.0f} us of thread time per thread), so "
+            "they cannot prepare steps as fast as the device runs them and a deeper prefetch changes nothing. "
+            f"Run more input threads (host.num_threads={more[0]}) or make preprocessing cheaper (fewer IDs per sample)."
+        )
+    else:
+        cause = "prefetch_depth"
+        now = depth or DEFAULT_DEPTH
+        deeper = [d for d in DEPTHS if d > now] or [now * 2, now * 4]
+        fix = make_fix(set={"flags.maximum_parallel_iterations": deeper[0]},
+                       explore={"flags.maximum_parallel_iterations": deeper})  # fmt: skip
+        recommendation = (
+            "The prefetch is too short: "
+            + (f"the input threads are busy only {busy:.0%} of the step time, so the host has the throughput, "
+               if busy is not None else "")
+            + f"but it starts a step's preprocessing too late (maximum_parallel_iterations={depth if depth else '?'}). "
+            f"Prefetch more steps (flags.maximum_parallel_iterations={deeper[0]}) so preprocessing runs ahead of the "
+            "device; each prefetched step holds its inputs in HBM."
+        )  # fmt: skip
+    evidence["cause"] = cause
+    return Finding(
+        rule="host_bound",
+        severity="critical" if host["share"] > 0.2 else "warning",
+        title=(
+            f"Host-bound input: the TensorCores wait for host input {host['share']:.0%} of the time "
+            + ("(the input threads are saturated)" if cause == "throughput" else "(the prefetch is too short)")
+        ),
+        metric="host_wait_share",
+        value=host["share"],
+        unit="share of TensorCore time",
+        recommendation=recommendation,
+        evidence=evidence,
+        entities={"chips": chips, "steps": steps},
+        evidence_sql=(
+            "-- device gaps closed by host work (what the device waited for)\n"
+            f"SELECT * FROM slices WHERE run_id = {ctx.run_id} AND track_kind = 'host' ORDER BY start_ps"
+        ),
+        fix=fix,
+    )

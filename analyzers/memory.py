@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding
+from analyzers.findings import Analysis, Finding, make_fix
 
 NAME = "memory"
 QUESTION = "How close do HBM heap and stack come to the chip's capacity, and what drives the peak?"
@@ -137,6 +137,7 @@ def analyze(ctx: RunContext) -> Analysis:
         lever = HEAP_LEVERS.get(lever_of, GENERIC_HEAP_LEVER)
         cause = f"the heap, {lever_of}" + (" growing" if why == "growing" else " before any step runs")
     top = next((c for c in contributors if c["name"] == lever_of), None)
+    fix = _fix(ctx, driver, lever_of)
     result.findings.append(
         Finding(
             rule=f"hbm_{driver}_pressure",
@@ -166,6 +167,32 @@ def analyze(ctx: RunContext) -> Analysis:
                 f"SELECT chip, counter, ts_ps, value FROM counter_samples WHERE run_id = {ctx.run_id} "
                 "AND unit = 'bytes' AND counter LIKE 'HBM %' ORDER BY chip, counter, ts_ps"
             ),
+            fix=fix,
         )  # fmt: skip
     )
     return result
+
+
+def _fix(ctx: RunContext, driver: str, lever_of: str) -> dict | None:
+    """The config lever of the driver: serialize table groups (the stack), a shallower
+    prefetch (prefetched inputs); other heap contributors need model or hardware changes."""
+    flags = ctx.config.get("flags") or {}
+    if driver == "stack":
+        groups = ctx.store.rows(
+            "SELECT count(DISTINCT table_name) AS n FROM sc_partition_stats WHERE run_id = ?", [ctx.run_id]
+        )[0]["n"]
+        now = flags.get("xla_sc_num_serialized_tables_to_optimize_hbm") or 0
+        most = max(groups - 1, 1) if groups else now + 1  # k serialized groups + the rest: all apart at n - 1
+        if now >= most:
+            return None
+        key = "flags.xla_sc_num_serialized_tables_to_optimize_hbm"
+        return make_fix(set={key: most}, explore={key: list(range(now + 1, most + 1))[-4:]})
+    if lever_of == "prefetched inputs":
+        depth = flags.get("maximum_parallel_iterations")
+        if depth is not None and depth <= 1:
+            return None
+        lower = [d for d in (1, 2, 4) if depth is None or d < depth]
+        # the default depth (2) keeps one step prepared ahead; 1 only when already at 2
+        return make_fix(set={"flags.maximum_parallel_iterations": 2 if 2 in lower else 1},
+                        explore={"flags.maximum_parallel_iterations": lower})  # fmt: skip
+    return None

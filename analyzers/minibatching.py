@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 
+from analyzers import spmem
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, sql_literal
+from analyzers.findings import Analysis, Finding, make_fix, sql_literal
 
 NAME = "minibatching"
 QUESTION = "Do compiled limits split steps into SparseCore minibatches, and what limits would avoid it?"
@@ -72,6 +73,8 @@ def analyze(ctx: RunContext) -> Analysis:
                 f"max_unique_ids_per_partition from {r['max_unique_ids_per_partition']} "
                 f"to {round_up(r['observed_max_unique_ids'])}"
             )
+        g = spmem.headroom(ctx).get(r["table_name"]) or {}
+        fix, recommendation = _fix(r, g, advice)
         result.findings.append(
             Finding(
                 rule="minibatching",
@@ -83,12 +86,7 @@ def analyze(ctx: RunContext) -> Analysis:
                 metric="max_minibatches",
                 value=r["max_minibatches"],
                 unit="minibatches per step",
-                recommendation=(
-                    f"Raise {' and '.join(advice) or 'the per-partition limits'} for {r['table_name']} "
-                    "(the observed maximum, rounded up), e.g. in the limits file "
-                    "(xla_sparse_core_max_ids_file), or let scprof derive one with "
-                    "--set flags.xla_sparse_core_estimate_max_ids=true. Check SPMEM still fits."
-                ),
+                recommendation=recommendation,
                 evidence={
                     "observed_max_ids": r["observed_max_ids"],
                     "max_ids_per_partition": r["max_ids_per_partition"],
@@ -100,6 +98,8 @@ def analyze(ctx: RunContext) -> Analysis:
                     "fixed_ps_per_op": fixed,
                     "estimated_overhead_ps_per_step": overhead,
                     "estimated_overhead_share": share,
+                    "spmem_at_observed_bytes": g.get("spmem_at_observed_bytes"),
+                    "spmem_capacity_bytes": g.get("capacity_bytes"),
                 },
                 entities={"tables": [r["table_name"]]},
                 evidence_sql=(
@@ -108,6 +108,38 @@ def analyze(ctx: RunContext) -> Analysis:
                     f"minibatches FROM sc_partition_stats WHERE run_id = {ctx.run_id} "
                     f"AND table_name = {sql_literal(r['table_name'])} ORDER BY step, chip, sc"
                 ),
+                fix=fix,
             )  # fmt: skip
         )
     return result
+
+
+def _fix(r: dict, g: dict, advice: list[str]) -> tuple[dict | None, str]:
+    """The fix for one minibatched group and the advice text: derive limits from the observed
+    load (the document's procedure) when SPMEM can hold it; when it cannot, a stack of several
+    tables is split (then its limits derived), and a lone table has no config fix."""
+    name = r["table_name"]
+    raise_text = (
+        f"Raise {' and '.join(advice) or 'the per-partition limits'} for {name} (the observed maximum, rounded up): "
+        "derive a limits file from the observed IDs (--set flags.xla_sparse_core_estimate_max_ids=true writes one; "
+        "use it with flags.xla_sparse_core_max_ids_file)."
+    )
+    if not g.get("binding"):
+        room = (
+            f" Buffers at the observed load take about {g['spmem_at_observed_bytes']:,} of a tile's "
+            f"{g['capacity_bytes']:,} bytes of SPMEM."
+            if g.get("spmem_at_observed_bytes") and g.get("capacity_bytes")
+            else " Check SPMEM still fits."
+        )
+        return make_fix(derive_limits=True), raise_text + room
+    over = (
+        f"Buffers sized to the observed load would need about {g['spmem_at_observed_bytes']:,} bytes of SPMEM per "
+        f"tile, more than its {g['capacity_bytes']:,}: no limits avoid the minibatches of {name} as it is."
+    )
+    tables = g.get("tables") or 1
+    if tables < 2:
+        return None, over + " Spread its IDs over more SparseCores (more chips) or send fewer IDs per sample."
+    split = -(-tables // spmem.pieces_to_fit(g))
+    return make_fix(set={"sparsecore.max_tables_per_stack": split}, derive_limits=True), (
+        over + f" Split the stack (--set sparsecore.max_tables_per_stack={split}), then derive the limits."
+    )

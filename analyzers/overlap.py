@@ -15,13 +15,14 @@ import pyarrow as pa
 from analyzers import idle_gaps
 from analyzers.breakdown import timeline_splits
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding
+from analyzers.findings import Analysis, Finding, make_fix
 
 NAME = "overlap"
 QUESTION = "Do SparseCore and TensorCore work overlap (pipelining), or does each wait for the other?"
 
 LOW_OVERLAP = 0.15  # share of SC busy time overlapped by TC busy time
 BUSY_ENOUGH = 0.15  # both kinds busy at least this share of step time for the finding
+NEAR_BOUND = 0.8  # overlap this close to min(TC, SC) / SC: the smaller TC work is what limits it
 
 
 def per_chip(ctx: RunContext) -> pa.Table:
@@ -75,27 +76,85 @@ def analyze(ctx: RunContext) -> Analysis:
     result.figures["tc_idle_share_waiting_for_input"] = for_input
     if share < LOW_OVERLAP and tc / total > BUSY_ENOUGH and sc / total > BUSY_ENOUGH and for_input < 0.5:
         low = [r["chip"] for r in chips if r["sc"] and r["ov"] / r["sc"] < LOW_OVERLAP]
-        result.findings.append(
-            Finding(
-                rule="not_pipelined",
-                severity="critical" if share < 0.05 else "warning",
-                title=f"SparseCore and TensorCore take turns: only {share:.0%} of SparseCore time overlaps TensorCore work",
-                metric="sc_tc_overlap_share",
-                value=share,
-                unit="share of SparseCore busy time",
-                recommendation=(
-                    "Enable full embedding pipelining (tf_xla_disable_full_embedding_pipelining=false) so step i+1's "
-                    "SparseCore work overlaps step i's TensorCore work; it can cut device step time up to 2x, with "
-                    "gradients applied one step later (stale by one step)."
-                ),
-                evidence={"tc_busy_share": tc / total, "sc_busy_share": sc / total, "overlap_ps": ov},
-                entities={"chips": low},
-                confidence="high",
-                evidence_sql=(
-                    "-- SparseCore vs TensorCore ops of one step on chip 0\n"
-                    f"SELECT plane, line, name, step, start_ps, dur_ps FROM slices WHERE run_id = {ctx.run_id} "
-                    "AND chip = 0 AND line IN ('XLA Ops', 'Sparse Core Ops') AND step = 2 ORDER BY start_ps"
-                ),
-            )  # fmt: skip
-        )
+        disabled = (ctx.config.get("flags") or {}).get("tf_xla_disable_full_embedding_pipelining")
+        args = (ctx, share, tc, sc, ov, total, low)
+        result.findings.append(_not_pipelined(*args, disabled) if disabled is not False else _low_overlap(*args))
     return result
+
+
+def _evidence_sql(ctx: RunContext) -> str:
+    return (
+        "-- SparseCore vs TensorCore ops of one step on chip 0\n"
+        f"SELECT plane, line, name, step, start_ps, dur_ps FROM slices WHERE run_id = {ctx.run_id} "
+        "AND chip = 0 AND line IN ('XLA Ops', 'Sparse Core Ops') AND step = 2 ORDER BY start_ps"
+    )
+
+
+def _not_pipelined(
+    ctx: RunContext, share: float, tc: float, sc: float, ov: float, total: float, low: list, disabled: bool | None
+) -> Finding:
+    """Pipelining is off (or the run does not say): turning it on lets the cores overlap."""
+    return Finding(
+        rule="not_pipelined",
+        severity="critical" if share < 0.05 else "warning",
+        title=f"SparseCore and TensorCore take turns: only {share:.0%} of SparseCore time overlaps TensorCore work",
+        metric="sc_tc_overlap_share",
+        value=share,
+        unit="share of SparseCore busy time",
+        recommendation=(
+            ("Pipelining is off (tf_xla_disable_full_embedding_pipelining=true). " if disabled else "")
+            + "Enable full embedding pipelining (tf_xla_disable_full_embedding_pipelining=false) so step i+1's "
+            "SparseCore work overlaps step i's TensorCore work; it can cut device step time up to 2x, with "
+            "gradients applied one step later (stale by one step)."
+        ),
+        evidence={
+            "tc_busy_share": tc / total,
+            "sc_busy_share": sc / total,
+            "overlap_ps": ov,
+            "pipelining_disabled": disabled,
+        },  # fmt: skip
+        entities={"chips": low},
+        confidence="high" if disabled else "medium",
+        evidence_sql=_evidence_sql(ctx),
+        fix=make_fix(set={"flags.tf_xla_disable_full_embedding_pipelining": False}),
+    )
+
+
+def _low_overlap(ctx: RunContext, share: float, tc: float, sc: float, ov: float, total: float, low: list) -> Finding:
+    """Pipelining is on, yet little SparseCore time overlaps TensorCore work: say what limits it."""
+    bound = min(tc, sc) / sc  # the most of the SparseCore time that TensorCore work could cover
+    sc_bound = sc > tc and share >= NEAR_BOUND * bound  # overlap near its ceiling: too little TC work to hide SC
+    why = (
+        f"the SparseCore work is {sc / tc:.1f}x the TensorCore work it could hide behind, so at most {bound:.0%} of "
+        "it can overlap: the step is SparseCore-bound. Shorten the SparseCore work instead (the SparseCore findings: "
+        "limits and minibatches, stacking, padding, skew)"
+        if sc_bound
+        else f"TensorCore work could cover up to {bound:.0%} of it, so the cores still wait on each other through "
+        "a dependency pipelining does not relax (idle_gaps shows what each gap waited for). Look for what "
+        "serializes the step: serialized table groups (xla_sc_num_serialized_tables_to_optimize_hbm), minibatches, "
+        "collectives between the SparseCore and TensorCore work"
+    )
+    return Finding(
+        rule="low_overlap",
+        severity="info" if sc_bound else "warning",
+        title=(
+            f"Pipelining is on, yet only {share:.0%} of SparseCore time overlaps TensorCore work"
+            + (" (SparseCore-bound)" if sc_bound else "")
+        ),
+        metric="sc_tc_overlap_share",
+        value=share,
+        unit="share of SparseCore busy time",
+        recommendation=(
+            f"Full embedding pipelining is already on (tf_xla_disable_full_embedding_pipelining=false): {why}."
+        ),
+        evidence={
+            "tc_busy_share": tc / total,
+            "sc_busy_share": sc / total,
+            "overlap_ps": ov,
+            "overlap_bound_share_of_sc": bound,
+            "pipelining_disabled": False,
+        },  # fmt: skip
+        entities={"chips": low},
+        confidence="medium",
+        evidence_sql=_evidence_sql(ctx),
+    )

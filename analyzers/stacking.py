@@ -12,8 +12,11 @@ Rules (thresholds below):
 - `too_few_stacked_tables`: stacks of fewer than 5 tables that share their width,
   dtype and optimizer with other stacks, so they could be one stack; severity from the
   fixed per-op cost the extra SparseCore ops add per step, as a share of step time.
-- `too_many_stacked_tables`: a stack of more than 100 tables; critical when it needed
-  minibatches (its per-partition buffers hit the limits).
+- `too_many_stacked_tables`: a stack of more than 100 tables. When it needed minibatches,
+  the cause is told from the trace (analyzers/spmem.py): its load needs more SPMEM per tile
+  than there is (critical; split it, then derive limits), or its limits (the sum of its
+  tables' limits) are below the load SPMEM could hold (warning; derive limits, do not split:
+  a smaller stack's limit shrinks with its load). Without minibatches: split for overlap.
 - `padding_waste`: stacks whose rows are at least half padding, that matter (share of
   the run's table bytes or of its lookups); critical from 3/4 padding on a big share.
 - `vocab_padding_waste`: vocabulary padding above 5% of the run's table bytes.
@@ -25,8 +28,9 @@ import math
 from collections import defaultdict
 from typing import Any
 
+from analyzers import spmem
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding
+from analyzers.findings import Analysis, Finding, make_fix
 
 NAME = "stacking"
 QUESTION = "Are tables stacked in the doc's 5-100 range, and how much do padded rows and vocabularies waste?"
@@ -160,6 +164,7 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
                 },
                 entities={"tables": sorted(small)},
                 confidence="medium" if share is not None else "low",
+                fix=_stack_fix(ctx, n_tables),
                 evidence_sql=_layout_sql(
                     ctx, " AND a.key IN ('stack_tables', 'width', 'dtype_bytes', 'optimizer_slots')"
                 ),
@@ -168,32 +173,106 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
     return out
 
 
+def _stack_fix(ctx: RunContext, n_tables: int) -> dict | None:
+    """Turn stacking on where the config has it off (or does not say), lift a cap below the
+    recommended range, and let a tuner try stack sizes inside it."""
+    sc = ctx.config.get("sparsecore") or {}
+    cap = sc.get("max_tables_per_stack") or 0
+    changes: dict[str, Any] = {}
+    if sc.get("disable_table_stacking") is not False:
+        changes["sparsecore.disable_table_stacking"] = False
+    if 0 < cap < min(MIN_TABLES, n_tables):
+        changes["sparsecore.max_tables_per_stack"] = min(MAX_TABLES, n_tables)
+    sizes = sorted({min(MAX_TABLES, math.ceil(n_tables / k)) for k in (1, 2, 4)} - set(range(MIN_TABLES)))
+    explore = {"sparsecore.max_tables_per_stack": sizes} if len(sizes) > 1 else {}
+    return make_fix(set=changes, explore=explore) if changes else None
+
+
 def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
-    """Stacks above the recommended 100 tables, with the minibatches their limits caused."""
+    """Stacks above the recommended 100 tables, with what their minibatches came from.
+
+    A stacked table's limit is the sum of its tables' limits, so a smaller stack has a smaller
+    limit as well as a smaller load: splitting removes minibatches only when the stack's load
+    needs more SPMEM than a tile has (analyzers/spmem.py). Otherwise the limits are too low
+    for the load, and the fix is to raise them (derive a limits file), not to split.
+    """
     out = []
+    room = spmem.headroom(ctx)
     for name, s in sorted(layout.items()):
         n = s["tables"]
         if n <= MAX_TABLES:
             continue
         mb = (stacks.get(name) or {}).get("max_minibatches")
+        g = room.get(name) or {}
         split = math.ceil(n / math.ceil(n / SPLIT_TO))
+        explore = sorted({math.ceil(n / k) for k in (2, 3, 4) if math.ceil(n / k) <= MAX_TABLES} | {split})
+        evidence = {
+            "tables": n, "max_minibatches": mb,
+            "observed_max_ids": g.get("observed_ids"), "max_ids_per_partition": g.get("limit_ids"),
+            "observed_max_unique_ids": g.get("observed_unique_ids"),
+            "max_unique_ids_per_partition": g.get("limit_unique_ids"),
+            "spmem_at_observed_bytes": g.get("spmem_at_observed_bytes"), "spmem_capacity_bytes": g.get("capacity_bytes"),
+        }  # fmt: skip
+        minibatched = (mb or 1) > 1
+        if minibatched and g.get("binding"):
+            cause = "spmem"
+            pieces = spmem.pieces_to_fit(g)
+            split = math.ceil(n / max(pieces, math.ceil(n / MAX_TABLES)))
+            fix = make_fix(
+                set={"sparsecore.max_tables_per_stack": split},
+                derive_limits=True,
+                explore={"sparsecore.max_tables_per_stack": sorted({split, math.ceil(split / 2)})},
+            )
+            advice = (
+                f"Split it: --set sparsecore.max_tables_per_stack={split} ({math.ceil(n / split)} stacks), then derive "
+                "the limits (flags.xla_sparse_core_estimate_max_ids=true, then the limits file it writes). Its load "
+                f"per partition ({g['observed_ids']:,} IDs, {g['observed_unique_ids']:,} unique) needs about "
+                f"{g['spmem_at_observed_bytes']:,} bytes of SPMEM per tile, more than a tile's "
+                f"{g['capacity_bytes']:,}: no limits fit this stack, so it runs in minibatches until it is smaller."
+            )  # fmt: skip
+        elif minibatched:
+            cause = "limits"
+            fix = make_fix(derive_limits=True, explore={"sparsecore.max_tables_per_stack": explore})
+            spmem_text = (
+                f" (about {g['spmem_at_observed_bytes']:,} of a tile's {g['capacity_bytes']:,} bytes of SPMEM)"
+                if g.get("spmem_at_observed_bytes") and g.get("capacity_bytes") else ""
+            )  # fmt: skip
+            advice = (
+                "Its minibatches come from its limits, not from its size: a stacked table's limit is the sum of its "
+                f"tables' limits ({g.get('limit_ids', '?'):,} IDs per partition here) and the load reaches "
+                f"{g.get('observed_ids', 0):,}, which SPMEM can hold{spmem_text}. Raise the per-table limits: derive "
+                "a limits file (--set flags.xla_sparse_core_estimate_max_ids=true, then "
+                "flags.xla_sparse_core_max_ids_file). Splitting the stack would not help: each smaller stack's limit "
+                "shrinks with its load, so the minibatches stay and the extra stacks add per-op cost."
+            )  # fmt: skip
+        else:
+            cause = "size"
+            fix = make_fix(set={"sparsecore.max_tables_per_stack": split},
+                           explore={"sparsecore.max_tables_per_stack": explore})  # fmt: skip
+            advice = (
+                f"Split it: --set sparsecore.max_tables_per_stack={split} ({math.ceil(n / split)} stacks). One huge "
+                "stack runs as one SparseCore pass per step, so its all-to-all cannot hide behind other stacks' lookups."
+            )
+        evidence["cause"] = cause
+        if cause != "limits":
+            evidence["suggested_tables_per_stack"] = split
         out.append(
             Finding(
                 rule="too_many_stacked_tables",
-                severity="critical" if (mb or 1) > 1 else "warning",
+                severity="critical" if minibatched and cause == "spmem" else "warning",
                 title=f"Stack {name} holds {n} tables (recommended {MIN_TABLES}-{MAX_TABLES})"
-                + (f" and needed up to {mb} minibatches per step" if (mb or 1) > 1 else ""),
+                + (f" and needed up to {mb} minibatches per step" if minibatched else "")
+                + {"spmem": " (its load overflows SPMEM)", "limits": " (from its limits, not SPMEM)", "size": ""}[
+                    cause
+                ],
                 metric="tables_per_stack",
                 value=n,
                 unit="tables",
-                recommendation=(
-                    f"Split it: --set sparsecore.max_tables_per_stack={split} ({math.ceil(n / split)} stacks). "
-                    "One huge stack cannot hide its all-to-all behind other stacks' lookups, and its summed "
-                    "per-partition buffers hit the SPMEM limits (minibatching)."
-                ),
-                evidence={"tables": n, "max_minibatches": mb, "suggested_tables_per_stack": split},
+                recommendation=advice,
+                evidence=evidence,
                 entities={"tables": [name]},
                 evidence_sql=_layout_sql(ctx, f" AND e.table_name = '{name}' AND a.key = 'table_name'"),
+                fix=fix,
             )  # fmt: skip
         )
     return out
@@ -242,6 +321,8 @@ def _padding(ctx: RunContext, layout: dict, stacks: dict, total_padded: int, tot
                 },
                 entities={"tables": sorted(s["names"])},
                 evidence_sql=_layout_sql(ctx, f" AND e.table_name = '{name}'"),
+                # wider features change the model
+                fix=make_fix(set={f"tables.{t}.width": s["padded_width"] for t in s["names"]}, changes_numerics=True),
             )  # fmt: skip
         )
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from analyzers.compare import Comparison
-from analyzers.findings import Finding
+from analyzers.findings import Finding, fix_text
 from analyzers.registry import RunReport
 from profiler.units import ci_text, escape_control, format_ps, format_value, text_table, unit_of
 
@@ -33,6 +33,8 @@ def finding_lines(f: Finding, indent: str = "  ") -> list[str]:
             f"{indent}evidence " + ", ".join(_evidence_item(k, v) for k, v in f.evidence.items() if v is not None)
         )
     lines.append(f"{indent}fix      {f.recommendation}")
+    if f.fix:
+        lines.append(f"{indent}change   {fix_text(f.fix)}")
     if f.verified:
         v = f.verified
         lines.append(f"{indent}verified {'recommended' if v['recommended'] else 'not recommended'}: {v['reason']}")

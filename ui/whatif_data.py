@@ -68,10 +68,10 @@ def verified_text(row: dict[str, Any]) -> str:
 
 
 def fix_text(fix: dict[str, Any]) -> str:
-    """A finding's fix in words: `Fix: key=value, ...` (and that it changes numerics)."""
-    words = _change(fix.get("set"), fix.get("derive_limits")).describe()
-    return f"Fix: {words}" + (" (changes what the model computes: never applied automatically)"
-                              if fix.get("changes_numerics") else "")  # fmt: skip
+    """A finding's fix in words, as `scprof analyze` prints it (analyzers.findings.fix_text)."""
+    from analyzers.findings import fix_text as words
+
+    return f"Fix: {words(fix)}"
 
 
 def verify_command(run_name: str) -> str:

@@ -55,6 +55,29 @@ def test_turn_taking_cores_are_reported_not_pipelined(tmp_path):
     assert result.figures["overlap_share_of_sc"] == 0
 
 
+def test_turn_taking_with_pipelining_off_gets_the_flag_as_its_fix(tmp_path):
+    spec = alternating(6, pipelined=False)
+    spec.config = {"flags": {"tf_xla_disable_full_embedding_pipelining": True}}
+    with store_with(tmp_path, spec) as store:
+        (f,) = overlap.analyze(RunContext(store, 1)).findings
+    assert f.rule == "not_pipelined" and f.evidence["pipelining_disabled"] is True
+    assert f.fix["set"] == {"flags.tf_xla_disable_full_embedding_pipelining": False}
+
+
+def test_low_overlap_with_pipelining_on_does_not_advise_enabling_it(tmp_path):
+    """The run's config has pipelining on: the finding says what bounds the overlap instead.
+    SparseCore busy 80 of each 140, TensorCore 60: 60/80 of the SparseCore time could overlap, none
+    does, so a dependency (not too little TensorCore work) keeps them apart."""
+    spec = alternating(6, pipelined=False)
+    spec.config = {"flags": {"tf_xla_disable_full_embedding_pipelining": False}}
+    with store_with(tmp_path, spec) as store:
+        (f,) = overlap.analyze(RunContext(store, 1)).findings
+    assert f.rule == "low_overlap" and f.fix is None
+    assert "Enable" not in f.recommendation and "already on" in f.recommendation
+    assert f.evidence["overlap_bound_share_of_sc"] == 60 / 80 and f.severity == "warning"
+    assert "dependency" in f.recommendation
+
+
 def test_sparsecore_starved_of_input_is_host_bound_not_unpipelined(tmp_path):
     spec = alternating(6, pipelined=False)
     # every step's input lands just as its SC forward starts: the SC could not run ahead

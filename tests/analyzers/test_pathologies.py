@@ -191,3 +191,30 @@ def test_split_from_op_arrays_matches_a_plain_sql_selection(store):
             whole.rename_columns(["chip", "step", "category", "dur_ps_sum"]).select(spans.column_names).to_pylist(),
             key=str,
         ), run
+
+
+# pathology -> (its rule, whether its documented fix is a limits file): the documented one-flag
+# fix of each config whose lever is a config key is the structured fix its finding carries
+FIX_RULES = {
+    "host_bound": "host_bound", "pipelining_off": "not_pipelined", "too_few_stacked": "too_few_stacked_tables",
+    "skewed_ids": "too_few_stacked_tables", "too_many_stacked": "too_many_stacked_tables",
+    "hbm_stack_pressure": "hbm_stack_pressure", "deep_prefetch": "hbm_heap_pressure",
+    "quantized": "quantization_clipping", "tiny_widths": "padding_waste", "id_dropping": "id_dropping",
+    "limits_too_low": "minibatching",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("config", sorted(FIX_RULES))
+def test_finding_carries_the_documented_fix(store, config):
+    (item,) = documented_fix(config)
+    key, _, text = item.partition("=")
+    fixes = [f.fix for f in analyze_run(store, store.resolve_run(config)).findings if f.rule == FIX_RULES[config]]
+    assert fixes and all(fixes), f"{config}: {FIX_RULES[config]} carries no fix"
+    if key == "flags.xla_sparse_core_max_ids_file":  # the documented limits file: derived limits
+        assert all(f["derive_limits"] for f in fixes)
+        return
+    value = {"true": True, "false": False}.get(text, text)
+    value = float(value) if isinstance(value, str) and value.replace(".", "", 1).isdigit() else value
+    assert any(f["set"].get(key) == value for f in fixes), (config, fixes)
+    # fixes that change the model's numerics are marked: quantization ranges, widths, dropping
+    assert all(f["changes_numerics"] for f in fixes) == (config in ("quantized", "tiny_widths", "id_dropping"))

@@ -42,9 +42,14 @@ def record(
     ops: list[tuple[str, str, int, int, int, int]] = (),
     steps: int = 0,
     minibatches: dict[str, int] | None = None,
+    loads: dict[str, tuple[int, int, int, int]] | None = None,
+    hardware: dict | None = None,
+    config: dict | None = None,
 ) -> Path:
-    """A run: layout events; SC ops (stack, category, step, sc, ids, dur); TC step markers."""
-    with Recorder(str(path), run_name="r", hardware={"generation": "v5p", "num_chips": 1}, start_time_unix_ns=0) as rec:
+    """A run: layout events; SC ops (stack, category, step, sc, ids, dur); TC step markers;
+    partition statistics (`loads`: per stack, observed IDs and unique IDs, compiled limits)."""
+    hw = {"generation": "v5p", "num_chips": 1, **(hardware or {})}
+    with Recorder(str(path), run_name="r", hardware=hw, config=config or {}, start_time_unix_ns=0) as rec:
         if layout:
             t = rec.track("/host:CPU", "Table Layout", "host")
             n = len(layout)
@@ -90,10 +95,10 @@ def record(
                 chip=[0] * len(names),
                 sc=[0] * len(names),
                 table=names,
-                ids=[1] * len(names),
-                unique_ids=[1] * len(names),
-                max_ids_per_partition=[1] * len(names),
-                max_unique_ids_per_partition=[1] * len(names),
+                ids=[(loads or {}).get(n, (1,) * 4)[0] for n in names],
+                unique_ids=[(loads or {}).get(n, (1,) * 4)[1] for n in names],
+                max_ids_per_partition=[(loads or {}).get(n, (1,) * 4)[2] for n in names],
+                max_unique_ids_per_partition=[(loads or {}).get(n, (1,) * 4)[3] for n in names],
                 minibatches=[minibatches[n] for n in names],
                 dropped_ids=[0] * len(names),
             )
@@ -172,16 +177,48 @@ def test_one_small_stack_per_width_is_not_too_few(tmp_path):
     assert analyze(tmp_path, **run).findings == []
 
 
-@pytest.mark.parametrize(("n", "minibatches", "expected"), [(100, 1, None), (101, 1, "warning"), (150, 3, "critical")])
+@pytest.mark.parametrize(("n", "minibatches", "expected"), [(100, 1, None), (101, 1, "warning"), (150, 3, "warning")])
 def test_too_many_stacked_tables(tmp_path, n, minibatches, expected):
     layout = [table(f"t{i}", "stack_0", n, vocab=1600, width=32) for i in range(n)]
     result = analyze(tmp_path, layout=layout, minibatches={"stack_0": minibatches})
     assert result.figures["tables_per_stack_max"] == n
     found = [(f.rule, f.severity) for f in result.findings]
     assert found == ([] if expected is None else [("too_many_stacked_tables", expected)])
-    if expected:
+    if expected and minibatches == 1:  # no minibatches: split so the all-to-alls overlap other stacks' lookups
         k = result.findings[0].evidence["suggested_tables_per_stack"]
         assert k <= 100 and f"max_tables_per_stack={k}" in result.findings[0].recommendation
+        assert result.findings[0].fix["set"] == {"sparsecore.max_tables_per_stack": k}
+
+
+# 150 tables of width 32 with the default limits (256 per table: 38,400 per partition for the
+# stack, the sum), a load of twice that; 16 tiles, 1,024 samples per SparseCore (4,096 over one
+# v5p chip's 4 SparseCores). SPMEM per tile at the observed load, by hand:
+# ceil(76800/16) * 12 + ceil(40000/16) * 8 + ceil(1024 * 32 / 16) * 4 = 57,600 + 20,000 + 8,192
+NEED_BYTES = 85_792
+BIG_STACK = {"loads": {"stack_0": (76_800, 40_000, 38_400, 38_400)}, "config": {"global_batch": 4096},
+             "minibatches": {"stack_0": 3}}  # fmt: skip
+
+
+def test_big_stack_minibatched_by_its_limits_is_not_split(tmp_path):
+    """The stack's limits (the sum of its tables') cause its minibatches while SPMEM holds the load:
+    the fix is derived limits, not a split (which shrinks each stack's limit with its load)."""
+    layout = [table(f"t{i}", "stack_0", 150, vocab=1600, width=32) for i in range(150)]
+    hw = {"sparsecores_per_chip": 4, "tiles_per_sparsecore": 16, "spmem_bytes_per_tile": 131_072}
+    (f,) = analyze(tmp_path, layout=layout, hardware=hw, **BIG_STACK).findings
+    assert f.rule == "too_many_stacked_tables" and f.evidence["cause"] == "limits"
+    assert f.evidence["spmem_at_observed_bytes"] == NEED_BYTES
+    assert "Split it" not in f.recommendation and "derive" in f.recommendation
+    assert f.fix["derive_limits"] and "sparsecore.max_tables_per_stack" not in f.fix["set"]
+
+
+def test_big_stack_whose_load_overflows_spmem_is_split(tmp_path):
+    """With 64 KiB of SPMEM per tile the load cannot be held at any limit: split in two (each half's
+    load, 77,600 bytes of buffers, over two tiles' 57,344 left beside the 8,192 of gather), then derive."""
+    layout = [table(f"t{i}", "stack_0", 150, vocab=1600, width=32) for i in range(150)]
+    hw = {"sparsecores_per_chip": 4, "tiles_per_sparsecore": 16, "spmem_bytes_per_tile": 65_536}
+    (f,) = analyze(tmp_path, layout=layout, hardware=hw, **BIG_STACK).findings
+    assert f.evidence["cause"] == "spmem" and f.severity == "critical"
+    assert f.fix["set"] == {"sparsecore.max_tables_per_stack": 75} and f.fix["derive_limits"]
 
 
 def test_a_run_without_layout_events_says_it_cannot_see(tmp_path):

@@ -52,9 +52,9 @@ def test_findings_page_shows_verified_and_unverified_fixes(whatif_store, ids, mo
     real = D.analysis
     monkeypatch.setattr(D, "analysis", lambda store, run: with_fixes(real(store, run)))
     text = " ".join(text_of(render_findings(whatif_store, {"run": ids["baseline"]})).split())
-    assert f"Fix: {PREFETCH}=2" in text
+    assert f"Fix: set {PREFETCH}=2" in text
     assert "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 us -> 783 us: recommended" in text
-    assert "Fix: derived limits file" in text  # minibatching's fix, never verified
+    assert "Fix: derive limits file" in text  # minibatching's fix, never verified
     assert "not verified yet: scprof analyze baseline --verify" in text
     assert text.count("Verified by simulation") == 1
 

@@ -10,6 +10,7 @@ import json
 import shutil
 from typing import Any
 
+from analyzers.findings import make_fix
 from profiler.store import Store
 
 PREFETCH = "flags.maximum_parallel_iterations"
@@ -17,8 +18,8 @@ THREADS = "host.num_threads"
 # The fixes the tests give the baseline's findings (analyzers may not carry fixes yet): host_bound's
 # is verified (two sessions: the later one counts), minibatching's is not.
 FIXES = {
-    "host_bound": {"set": {PREFETCH: 2}, "derive_limits": False, "changes_numerics": False},
-    "minibatching": {"set": {}, "derive_limits": True, "changes_numerics": False},
+    "host_bound": make_fix(set={PREFETCH: 2}),
+    "minibatching": make_fix(derive_limits=True),
 }
 VERIFY_ROW = {"step_time_ps": 783e6, "ref_step_time_ps": 980e6, "change": -0.201, "ci_low": -0.202, "ci_high": -0.2009}
 
