@@ -8,7 +8,7 @@ import tomllib
 import numpy as np
 import pytest
 
-from analyzers.findings import Finding
+from analyzers.findings import Finding, make_fix
 from tests.ui.test_data import find, text_of
 from tests.ui.whatif_store import PREFETCH, THREADS, with_fixes
 from ui import data as D
@@ -31,16 +31,16 @@ def finding(rule: str, fix: dict | None) -> Finding:
 
 def test_a_fix_shows_the_latest_verification_of_exactly_that_fix(whatif_store, ids):
     verified = W.verified_fixes(whatif_store, ids["baseline"])
-    row = W.verification_of(finding("host_bound", {"set": {PREFETCH: 2}, "derive_limits": False}), verified)
+    row = W.verification_of(finding("host_bound", make_fix(set={PREFETCH: 2})), verified)
     # the later of two sessions that tried it; the row with the same set but derived limits is another fix
     assert (row["change"], row["reason"]) == (-0.201, "faster")
     assert W.verified_text(row) == (
         "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 us -> 783 us: recommended"
     )
-    with_limits = W.verification_of(finding("host_bound", {"set": {PREFETCH: 2}, "derive_limits": True}), verified)
+    with_limits = W.verification_of(finding("host_bound", make_fix(set={PREFETCH: 2}, derive_limits=True)), verified)
     assert with_limits["change"] == -0.6
-    assert W.verification_of(finding("host_bound", {"set": {PREFETCH: 3}}), verified) is None
-    assert W.verification_of(finding("minibatching", {"set": {PREFETCH: 2}}), verified) is None
+    assert W.verification_of(finding("host_bound", make_fix(set={PREFETCH: 3})), verified) is None
+    assert W.verification_of(finding("minibatching", make_fix(set={PREFETCH: 2})), verified) is None
     assert W.verification_of(finding("host_bound", None), verified) is None
     refused = {**row, "accepted": False, "reason": "slower: +3.0% (95% CI +2.0% .. +4.0%), 980 us -> 1.01 ms"}
     assert W.verified_text(refused) == (

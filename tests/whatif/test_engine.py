@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from analyzers.compare import bootstrap_change
-from analyzers.findings import Finding
+from analyzers.findings import Finding, make_fix
 from analyzers.registry import analyze_run
 from profiler.store import Store
 from whatif.attribute import attribute
@@ -88,10 +88,10 @@ def test_verify_recommends_only_fixes_its_simulation_shows_faster(pair, tmp_path
     with Store.open(str(db)) as store, Executor() as ex:
         report = analyze_run(store, base)
         fixes = {
-            "faster": {"set": {"flags.maximum_parallel_iterations": 2}},
-            "slower": {"set": {"host.num_threads": 1}},
-            "fails": {"set": {"sparsecore.max_ids_per_partition": 1, "sparsecore.enable_minibatching": False}},
-            "numerics": {"set": {"flags.maximum_parallel_iterations": 2}, "changes_numerics": True},
+            "faster": make_fix(set={"flags.maximum_parallel_iterations": 2}),
+            "slower": make_fix(set={"host.num_threads": 1}),
+            "fails": make_fix(set={"sparsecore.max_ids_per_partition": 1, "sparsecore.enable_minibatching": False}),
+            "numerics": make_fix(set={"flags.maximum_parallel_iterations": 2}, changes_numerics=True),
         }
         report = dataclasses.replace(report, findings=[_finding(k, v) for k, v in fixes.items()])
         session = Session(store, base, "verify", ex, root=str(tmp_path))

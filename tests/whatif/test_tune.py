@@ -1,0 +1,80 @@
+"""`scprof tune`: finds the bundled tuned config's gain on the baseline, takes only significant
+improvements, writes a config that records to the claimed step time, refuses what fails."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from profiler.store import Store
+from scprof.cli import main
+from whatif.engine import Change, Measured, counted_step_ps
+from whatif.verify import judge
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_tune_finds_at_least_the_bundled_tuned_gain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "s.duckdb")
+    assert (
+        main(["record", str(CONFIGS / "tuned.toml"), "--steps", "8", "--db", db, "--out", str(tmp_path / "tuned")]) == 0
+    )
+    capsys.readouterr()
+    out = tmp_path / "tune"
+    result = _run_json(capsys, "tune", str(CONFIGS / "baseline.toml"), "--set", "steps=8", "--workers", "1",
+                       "--out", str(out), "--db", db, "--json")  # fmt: skip
+    with Store.open(db, read_only=True) as store:
+        tuned_ps = counted_step_ps(store, store.resolve_run("tuned")).mean()
+        rows = store.rows("SELECT step_time_ps, accepted FROM whatif_trials WHERE purpose = 'tune' ORDER BY seq")
+    assert set(result) >= {"baseline", "best", "trials", "simulations"}
+    assert result["best"]["step_time_ps"] <= tuned_ps * 1.001
+    assert result["best"]["change"] < -0.15 and result["best"]["ci_high"] < 0
+    assert result["simulations"] < 64
+    # every accepted trial is faster than the one accepted before it
+    accepted = [t["step_time_ps"] for t in result["trials"] if t["accepted"]]
+    path = [result["baseline"]["step_time_ps"], *accepted]
+    assert accepted and all(b < a for a, b in zip(path, path[1:], strict=False))
+    assert [r["accepted"] for r in rows] == [t["accepted"] for t in result["trials"]]
+    # the tuned config is one TOML file that records to the claimed step time (within 1%)
+    config = Path(result["best"]["config"])
+    assert config == out / "tuned.toml" and "max_ids_file" not in tomllib.loads(config.read_text())["flags"].get(
+        "xla_sparse_core_max_ids_file", "max_ids_file")  # fmt: skip
+    assert main(["record", str(config), "--db", db, "--out", str(tmp_path / "again")]) == 0
+    capsys.readouterr()
+    with Store.open(db, read_only=True) as store:
+        again_ps = counted_step_ps(store, store.resolve_run("baseline-tuned")).mean()
+    assert again_ps == pytest.approx(result["best"]["step_time_ps"], rel=0.01)
+
+
+def _measured(verdict: str, step_ps: float | None, dropped: int = 0, failure: str | None = None) -> Measured:
+    change = None if step_ps is None else step_ps / 100 - 1
+    return Measured(Change({"k": 1}), 1, "t", step_ps, 100.0, change, -0.3, -0.1, verdict, failure, dropped, True)
+
+
+def test_judge_never_takes_a_failed_a_dropping_or_a_slower_trial() -> None:
+    assert judge(_measured("improved", 80.0), 0, False)[0]
+    assert not judge(_measured("failed", None, failure="HBM OOM: 96 GiB over 95 GiB"), 0, False)[0]
+    ok, why = judge(_measured("improved", 80.0, dropped=10), 0, False)
+    assert not ok and "drops 10 IDs" in why
+    assert judge(_measured("improved", 80.0, dropped=10), 0, True)[0]  # the user allowed dropping
+    assert not judge(_measured("regressed", 120.0), 0, False)[0]
+    assert not judge(_measured("no significant change", 99.5), 0, False)[0]
+    assert not judge(_measured("improved", 80.0), 0, False, changes_numerics=True)[0]
+
+
+def test_tune_refuses_a_real_capture(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "s.duckdb")
+    capture = Path(__file__).resolve().parents[1] / "data" / "jax_cpu_small.xplane.pb"
+    assert main(["ingest", str(capture), "--name", "jax", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["tune", "jax", "--db", db, "--workers", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not an emulated run" in err
