@@ -230,14 +230,22 @@ def main() -> None:
     grids = {c: grid_points(c) for c in configs}
     tasks = [(c, -1, None) for c in configs] + [(c, i, p) for c in configs for i, p in enumerate(grids[c])]
     results: dict[str, dict[int, dict]] = {c: {} for c in configs}
+    done = 0
+
+    def collect(c: str, i: int, res: dict) -> None:
+        nonlocal done
+        results[c][i] = res
+        done += 1
+        if done % 32 == 0 or done == len(tasks):
+            print(f"tune_vs_grid: {done}/{len(tasks)} points, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
     if args.workers > 1:
         with multiprocessing.Pool(args.workers) as pool:
             for c, i, res in pool.imap_unordered(_run_task, tasks):
-                results[c][i] = res
+                collect(c, i, res)
     else:
         for task in tasks:
-            c, i, res = _run_task(task)
-            results[c][i] = res
+            collect(*_run_task(task))
     entries = []
     for c in configs:
         entry = summarize(c, grids[c], [results[c][i] for i in range(len(grids[c]))], results[c][-1])
