@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers.breakdown import counted_rows
+from analyzers.context import step_times
 from analyzers.registry import RunReport, analyze_run
 from profiler.errors import ScprofError
 from profiler.store import Store
@@ -44,6 +45,7 @@ class StepTimeChange:
     base_steps: int
     cand_steps: int
     verdict: str  # improved | regressed | no significant change
+    paired: bool = False  # resampled by step: both runs saw the same input data (same_input_stream)
 
 
 @dataclass
@@ -66,11 +68,16 @@ class Comparison:
         return asdict(self)
 
 
-def bootstrap_change(base: np.ndarray, cand: np.ndarray, seed: int = SEED) -> StepTimeChange:
-    """Relative change of mean step time with a percentile bootstrap interval."""
+def bootstrap_change(base: np.ndarray, cand: np.ndarray, seed: int = SEED, paired: bool = False) -> StepTimeChange:
+    """Relative change of mean step time with a percentile bootstrap interval.
+
+    `paired`: step i of one run is step i of the other (the same input data), so both are
+    resampled at the same steps and what the steps have in common cancels out."""
     rng = np.random.default_rng(seed)
-    b = base[rng.integers(0, len(base), (BOOTSTRAP_SAMPLES, len(base)))].mean(axis=1)
-    c = cand[rng.integers(0, len(cand), (BOOTSTRAP_SAMPLES, len(cand)))].mean(axis=1)
+    pick_b = rng.integers(0, len(base), (BOOTSTRAP_SAMPLES, len(base)))
+    pick_c = pick_b if paired else rng.integers(0, len(cand), (BOOTSTRAP_SAMPLES, len(cand)))
+    b = base[pick_b].mean(axis=1)
+    c = cand[pick_c].mean(axis=1)
     rel = (c - b) / b
     alpha = (1 - CONFIDENCE) / 2
     low, high = np.quantile(rel, [alpha, 1 - alpha])
@@ -82,7 +89,36 @@ def bootstrap_change(base: np.ndarray, cand: np.ndarray, seed: int = SEED) -> St
     else:
         verdict = "no significant change"
     return StepTimeChange(float(base.mean()), float(cand.mean()), float(change), float(low), float(high),
-                          len(base), len(cand), verdict)  # fmt: skip
+                          len(base), len(cand), verdict, paired)  # fmt: skip
+
+
+def same_input_stream(base_config: dict[str, Any], cand_config: dict[str, Any]) -> bool:
+    """Whether two emulated runs were fed the same batches step by step: the emulator draws step
+    s's IDs of feature i from (seed, s, i), the batch size, the feature and its table's vocabulary
+    (sim_backend/generate.py), whatever the flags, limits, threads or hardware."""
+
+    def stream(cfg: dict[str, Any]) -> Any:
+        vocab = {t.get("name"): t.get("vocab") for t in cfg.get("tables") or []}
+        return (cfg.get("seed"), cfg.get("global_batch"), cfg.get("features"), vocab)
+
+    return bool(base_config.get("features")) and stream(base_config) == stream(cand_config)
+
+
+def step_time_change(store: Store, base_id: int, cand_id: int) -> StepTimeChange:
+    """THE step-time verdict of two runs (compare, verify, tune, attribute): their counted steps,
+    paired by step when both ran the same input stream over the same counted steps."""
+    bt, ct = step_times(store, base_id), step_times(store, cand_id)
+    bs, cs = _counted_ps(bt), _counted_ps(ct)
+    configs = [json.loads(r["config"] or "{}") for r in store.rows(
+        "SELECT config FROM runs WHERE run_id IN (?, ?) ORDER BY run_id = ?", [base_id, cand_id, cand_id])]  # fmt: skip
+    paired = (
+        len(configs) == 2
+        and same_input_stream(*configs)
+        and pc.filter(bt.column("step"), bt.column("counted")).equals(
+            pc.filter(ct.column("step"), ct.column("counted"))
+        )
+    )
+    return bootstrap_change(bs, cs, paired=paired)
 
 
 def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
@@ -90,12 +126,12 @@ def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
     base, cand = analyze_run(store, base_id), analyze_run(store, cand_id)
     notes = []
     _check_comparable(base, cand)
-    bs, cs = (_counted_ps(r.analyses["breakdown"].tables["step_times"]) for r in (base, cand))
-    if len(bs) < 3 or len(cs) < 3:
+    step_time = step_time_change(store, base_id, cand_id)
+    if step_time.base_steps < 3 or step_time.cand_steps < 3:
         notes.append("fewer than 3 steady steps in a run: the interval is wide")
     return Comparison(
         base=_run_info(base), cand=_run_info(cand),
-        step_time=bootstrap_change(bs, cs),
+        step_time=step_time,
         breakdown=_breakdown_delta(store, base, cand),
         findings=_findings_delta(base, cand),
         ops=_op_delta(store, base_id, cand_id),

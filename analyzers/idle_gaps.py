@@ -152,6 +152,12 @@ def host_throughput(ctx: RunContext) -> dict[str, float | int | None]:
     }
 
 
+def _deeper(depth: int | None) -> list[int]:
+    """Prefetch depths beyond the current one (DEPTHS), or twice and four times it."""
+    now = depth or DEFAULT_DEPTH
+    return [d for d in DEPTHS if d > now] or [now * 2, now * 4]
+
+
 def _host_bound(ctx: RunContext, figures: dict, host: dict, chips: list, steps: list) -> Finding:
     """The TensorCores wait for host input: short of input throughput (threads saturated: more
     threads) or of prefetch depth (threads idle while the device waits: prefetch further ahead)."""
@@ -168,7 +174,10 @@ def _host_bound(ctx: RunContext, figures: dict, host: dict, chips: list, steps: 
     if busy is not None and busy >= SATURATED and threads:
         cause = "throughput"
         more = [threads * k for k in (2, 4)]
-        fix = make_fix(set={"host.num_threads": more[0]}, explore={"host.num_threads": [-(-threads * 3 // 2), *more]})
+        # the other input lever, explored second: a deeper prefetch helps once threads keep up
+        fix = make_fix(set={"host.num_threads": more[0]},
+                       explore={"host.num_threads": [-(-threads * 3 // 2), *more],
+                                "flags.maximum_parallel_iterations": _deeper(depth)})  # fmt: skip
         recommendation = (
             f"The host lacks throughput: its {threads} input threads are busy {busy:.0%} of the step time "
             f"(one step's preprocessing takes {thr['host_ps_per_step'] / 1e6:.0f} us of thread time per thread), so "
@@ -177,10 +186,11 @@ def _host_bound(ctx: RunContext, figures: dict, host: dict, chips: list, steps: 
         )
     else:
         cause = "prefetch_depth"
-        now = depth or DEFAULT_DEPTH
-        deeper = [d for d in DEPTHS if d > now] or [now * 2, now * 4]
-        fix = make_fix(set={"flags.maximum_parallel_iterations": deeper[0]},
-                       explore={"flags.maximum_parallel_iterations": deeper})  # fmt: skip
+        deeper = _deeper(depth)
+        explore: dict = {"flags.maximum_parallel_iterations": deeper}
+        if threads:  # the other input lever, explored second: more threads once the prefetch is deep enough
+            explore["host.num_threads"] = [threads * 2, threads * 4]
+        fix = make_fix(set={"flags.maximum_parallel_iterations": deeper[0]}, explore=explore)
         recommendation = (
             "The prefetch is too short: "
             + (f"the input threads are busy only {busy:.0%} of the step time, so the host has the throughput, "

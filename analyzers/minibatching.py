@@ -37,6 +37,10 @@ def step_totals(ctx: RunContext) -> dict[str, float | int | None]:
            FROM step_minibatches WHERE run_id = ?""", [ctx.run_id])[0])  # fmt: skip
 
 
+# Limits at least this many times the largest observed load are "oversized" (warning at twice it).
+OVERSIZED_RATIO = 2.0
+
+
 def analyze(ctx: RunContext) -> Analysis:
     table = ctx.query("minibatching")
     result = Analysis(NAME, tables={"minibatching": table})
@@ -51,6 +55,9 @@ def analyze(ctx: RunContext) -> Analysis:
     result.figures |= {"tables": len(rows), "tables_minibatched": sum(r["max_minibatches"] > 1 for r in rows)}
     for r in rows:
         if (r["max_minibatches"] or 1) <= 1:
+            oversized = _oversized(ctx, r)
+            if oversized is not None:
+                result.findings.append(oversized)
             continue
         # Each extra minibatch costs every SparseCore one more fixed-cost op forward and one
         # backward; the SparseCores run in parallel, so that is the step's overhead. Only
@@ -112,6 +119,54 @@ def analyze(ctx: RunContext) -> Analysis:
             )  # fmt: skip
         )
     return result
+
+
+def _oversized(ctx: RunContext, r: dict) -> Finding | None:
+    """Limits far above anything a partition received: the SparseCore still works on buffers of
+    the compiled size (DOMAIN.md §1: lower limits are faster, less data per step and less SPMEM),
+    so limits derived from the observed load (the document's procedure) are the lever."""
+    ratios = [
+        limit / observed
+        for limit, observed in ((r["max_ids_per_partition"], r["observed_max_ids"]),
+                                (r["max_unique_ids_per_partition"], r["observed_max_unique_ids"]))
+        if limit and observed
+    ]  # fmt: skip
+    if not ratios or max(ratios) < OVERSIZED_RATIO:
+        return None
+    ratio = max(ratios)
+    name = r["table_name"]
+    return Finding(
+        rule="oversized_limits",
+        severity="warning" if ratio >= 2 * OVERSIZED_RATIO else "info",
+        title=f"Table {name}: compiled limits {ratio:.1f}x the largest load a partition received",
+        metric="limit_over_observed",
+        value=ratio,
+        unit="x",
+        recommendation=(
+            f"The SparseCore sorts and deduplicates {name}'s IDs in buffers sized by the compiled limits "
+            f"(max_ids_per_partition {r['max_ids_per_partition']:,} against at most {r['observed_max_ids']:,} IDs seen; "
+            f"max_unique_ids_per_partition {r['max_unique_ids_per_partition']:,} against {r['observed_max_unique_ids']:,}), "
+            "filled or not: lower limits are faster and take less SPMEM. Derive limits from the observed load "
+            "(--set flags.xla_sparse_core_estimate_max_ids=true writes a limits file; use it with "
+            "flags.xla_sparse_core_max_ids_file), with headroom if later batches can carry more IDs."
+        ),
+        evidence={
+            "observed_max_ids": r["observed_max_ids"],
+            "max_ids_per_partition": r["max_ids_per_partition"],
+            "observed_max_unique_ids": r["observed_max_unique_ids"],
+            "max_unique_ids_per_partition": r["max_unique_ids_per_partition"],
+            "steps": r["steps"],
+        },  # fmt: skip
+        entities={"tables": [name]},
+        evidence_sql=(
+            "-- observed per-partition load vs compiled limits\n"
+            f"SELECT max(ids) AS observed_max_ids, max(max_ids_per_partition) AS max_ids_per_partition, "
+            f"max(unique_ids) AS observed_max_unique_ids, max(max_unique_ids_per_partition) AS "
+            f"max_unique_ids_per_partition FROM sc_partition_stats WHERE run_id = {ctx.run_id} "
+            f"AND table_name = {sql_literal(name)}"
+        ),
+        fix=make_fix(derive_limits=True),
+    )
 
 
 def _fix(r: dict, g: dict, advice: list[str]) -> tuple[dict | None, str]:

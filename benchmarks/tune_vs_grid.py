@@ -15,10 +15,13 @@ A point that fails (compile error, HBM OOM, a limit error) or drops IDs is not a
 candidate for "best". Prints a table per config, then one JSON line:
 {"benchmark": "tune_vs_grid", "configs": [{"config", "grid_points", "grid_simulations",
 "grid_best_ps", "grid_best_overrides", "grid_worst_ps", "base_ps", ...}, ...]}; per
-config, the tuner's figures ("tune_ps", "tune_simulations", "within_2pct") sit beside them.
+config, the tuner's figures beside them: `scprof tune` from the config as it is
+(whatif.tune on Dask, --workers processes), its step time and simulations, whether it is
+within 2% of the grid's best, whether its accepted trials only ever got faster, and the step
+time of its tuned.toml recorded again (within 1% of what tune claimed?).
 
-Usage: nice python benchmarks/tune_vs_grid.py [CONFIG ...] [--workers 2] [--out FILE]
-(--out: every point's result as JSON, for a closer look).
+Usage: nice python benchmarks/tune_vs_grid.py [CONFIG ...] [--workers 2] [--out FILE] [--no-grid]
+(--out: every point's result as JSON, for a closer look; --no-grid: the tuner only).
 """
 
 from __future__ import annotations
@@ -199,6 +202,38 @@ def summarize(config: str, points: list[dict], results: list[dict], base: dict) 
     }
 
 
+def tune_config(config: str, workers: int) -> dict:
+    """`scprof tune CONFIG` in a scratch store: the tuner's figures for the config's entry."""
+    from whatif.engine import Change, Session
+    from whatif.executor import Executor
+    from whatif.tune import tune
+
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="tune-") as work, Store.open(os.path.join(work, "s.duckdb")) as store:
+        base = record_run(config, [], None, None, os.path.join(work, "base"))
+        base_id = ingest_trace(store, base.trace_path).run_id
+        with Executor(workers) as ex:
+            session = Session(store, base_id, "tune", ex, root=os.path.join(work, "trials"))
+            result = tune(session, Change(), out_dir=os.path.join(work, "tuned"))
+        wall_s = time.perf_counter() - t0
+        again = record_run(result.best["config"], [], "again", None, os.path.join(work, "again"))
+        again_ps = _mean_counted_step_ps(again.trace_path, os.path.join(work, "again"))
+    accepted = [t["step_time_ps"] for t in result.trials if t["accepted"]]
+    path = [result.baseline["step_time_ps"], *accepted]
+    return {
+        "tune_ps": result.best["step_time_ps"],
+        "tune_overrides": result.best["overrides"],
+        "tune_derive_limits": result.best["derive_limits"],
+        "tune_simulations": result.simulations,
+        "tune_trials": len(result.trials),
+        "tune_wall_s": round(wall_s, 1),
+        "tune_stopped": result.stopped,
+        "tune_path_only_faster": all(b < a for a, b in zip(path, path[1:], strict=False)),
+        "recorded_again_ps": again_ps,
+        "recorded_again_within_1pct": abs(again_ps / result.best["step_time_ps"] - 1) <= 0.01,
+    }
+
+
 def _us(ps: float | None) -> str:
     return "-" if ps is None else f"{ps / 1e6:,.1f} us"
 
@@ -213,6 +248,11 @@ def print_table(entry: dict) -> None:
           f"{entry['grid_simulations']} simulations; {len(entry['failures'])} excluded")  # fmt: skip
     for f in entry["failures"]:
         print(f"  excluded: {json.dumps(f['point'])}: {f['failure']}")
+    if "tune_ps" in entry:
+        print(f"tune {_us(entry['tune_ps'])} in {entry['tune_simulations']} simulations ({entry['tune_wall_s']} s): "
+              f"{json.dumps(entry['tune_overrides'])} derive_limits={entry['tune_derive_limits']}; "
+              f"within 2% of the grid's best: {entry.get('within_2pct')}; recorded again "
+              f"{_us(entry['recorded_again_ps'])}")  # fmt: skip
     for pair in entry["pipelining_off_faster"]:
         gain = 1 - pair["off_ps"] / pair["on_ps"]
         print(f"  pipelining off faster by {gain:.1%}: {_us(pair['on_ps'])} -> {_us(pair['off_ps'])} at "
@@ -224,11 +264,14 @@ def main() -> None:
     ap.add_argument("configs", nargs="*", help="configs (default: configs/untuned/*.toml)")
     ap.add_argument("--workers", type=int, default=2, help="processes (1: in this process)")
     ap.add_argument("--out", help="write every point's result here as JSON")
+    ap.add_argument("--no-grid", action="store_true", help="run only the tuner")
     args = ap.parse_args()
     configs = [os.path.abspath(c) for c in args.configs] or [str(p) for p in sorted(UNTUNED.glob("*.toml"))]
     t0 = time.perf_counter()
     grids = {c: grid_points(c) for c in configs}
-    tasks = [(c, -1, None) for c in configs] + [(c, i, p) for c in configs for i, p in enumerate(grids[c])]
+    tasks = [(c, -1, None) for c in configs]
+    if not args.no_grid:
+        tasks += [(c, i, p) for c in configs for i, p in enumerate(grids[c])]
     results: dict[str, dict[int, dict]] = {c: {} for c in configs}
     done = 0
 
@@ -248,7 +291,18 @@ def main() -> None:
             collect(*_run_task(task))
     entries = []
     for c in configs:
-        entry = summarize(c, grids[c], [results[c][i] for i in range(len(grids[c]))], results[c][-1])
+        if args.no_grid:
+            entry = {"config": os.path.relpath(c, REPO), "base_ps": results[c][-1]["step_time_ps"],
+                     "base_minibatches_per_step": results[c][-1]["minibatches_per_step"],
+                     "base_failure": results[c][-1]["failure"], "grid_best_ps": None, "grid_best_overrides": None,
+                     "grid_worst_ps": None, "grid_points": 0, "grid_simulations": 0, "failures": [],
+                     "pipelining_off_faster": []}  # fmt: skip
+        else:
+            entry = summarize(c, grids[c], [results[c][i] for i in range(len(grids[c]))], results[c][-1])
+        entry.update(tune_config(c, args.workers))
+        if entry["grid_best_ps"] is not None:
+            entry["within_2pct"] = entry["tune_ps"] <= entry["grid_best_ps"] * 1.02
+            entry["fewer_simulations_than_grid"] = entry["tune_simulations"] < entry["grid_points"]
         print_table(entry)
         entries.append(entry)
     wall_s = round(time.perf_counter() - t0, 1)

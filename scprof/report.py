@@ -89,7 +89,7 @@ def render_comparison(c: Comparison) -> str:
         ),
         f"verdict: {st.verdict.upper()}: mean step time {format_ps(st.base_mean_ps)} -> {format_ps(st.cand_mean_ps)} "
         f"({st.change:+.1%}, 95% CI {st.ci_low:+.1%} .. {st.ci_high:+.1%}; {st.base_steps} vs {st.cand_steps} "
-        "counted steps)",
+        f"counted steps{', paired by step: same input data' if st.paired else ''})",
         "",
         "Step time by category (mean per counted step and chip):",
         text_table(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from analyzers.compare import bootstrap_change, config_diff
+from analyzers.compare import config_diff, step_time_change
 from whatif.configs import origin_config, unreplayable_changes, user_changes
 from whatif.engine import Change, Measured, Session, counted_step_ps
 
@@ -47,7 +47,7 @@ def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
             session._files[CAND_LIMITS_FILE] = fh.read()
         changes["flags.xla_sparse_core_max_ids_file"] = CAND_LIMITS_FILE
     base_ps, cand_ps = counted_step_ps(store, base_id), counted_step_ps(store, cand_run_id)
-    total = bootstrap_change(base_ps, cand_ps)
+    total = step_time_change(store, base_id, cand_run_id)
     out: dict[str, Any] = {
         "base": session.origin["name"], "cand": cand["name"], "total_change": total.change,
         "ci_low": total.ci_low, "ci_high": total.ci_high, "gain_ps": base_ps.mean() - cand_ps.mean(),

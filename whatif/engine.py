@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
-from analyzers.compare import bootstrap_change
+from analyzers.compare import step_time_change
 from analyzers.context import step_times
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
@@ -147,7 +147,7 @@ class Session:
             return Measured(change, run_id, name, float(got.mean()) if len(got) else None,
                             float(ref.mean()) if len(ref) else None, None, None, None, "failed",
                             failure or "no counted steps to measure", dropped, simulated)  # fmt: skip
-        c = bootstrap_change(ref, got)
+        c = step_time_change(self.store, ref_run_id, run_id)
         return Measured(change, run_id, name, c.cand_mean_ps, c.base_mean_ps, c.change, c.ci_low, c.ci_high,
                         c.verdict, None, dropped, simulated)  # fmt: skip
 

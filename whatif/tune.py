@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzers.compare import bootstrap_change
+from analyzers.compare import step_time_change
 from analyzers.registry import analyze_run
 from profiler.errors import ScprofError
 from profiler.store import Store
@@ -119,7 +119,7 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
             continue
         current, current_run, searched_neighbours = best[0].change, best[0].run_id, False
     best_ps = counted_step_ps(session.store, current_run)
-    c = bootstrap_change(base_ps, best_ps)
+    c = step_time_change(session.store, base_run, current_run)
     config_path = write_tuned(session, current_run, out_dir, current.describe()) if out_dir else None
     return TuneResult(
         baseline={"run": _name(session, base_run), "step_time_ps": float(base_ps.mean())},

@@ -101,8 +101,8 @@ def test_verify_recommends_only_fixes_its_simulation_shows_faster(pair, tmp_path
         base_ps = counted_step_ps(store, base)
         faster_ps = counted_step_ps(store, store.resolve_run(verified["faster"]["run"]))
     assert verified["faster"]["recommended"] and verified["faster"]["change"] < -0.01
-    # the interval is compare's, on the same steps
-    ref = bootstrap_change(base_ps, faster_ps)
+    # the interval is compare's, on the same steps, paired by step (same seed, batch, features)
+    ref = bootstrap_change(base_ps, faster_ps, paired=True)
     assert (verified["faster"]["ci_low"], verified["faster"]["ci_high"]) == (ref.ci_low, ref.ci_high)
     assert verified["faster"]["change"] == pytest.approx(faster_ps.mean() / base_ps.mean() - 1)
     assert not verified["slower"]["recommended"] and verified["slower"]["change"] > 0.01
