@@ -63,6 +63,33 @@ def candidates(session: Session, current: Change, run_id: int, knobs: dict[str, 
     return out
 
 
+def combined(current: Change, wins: list[Measured]) -> list[Change]:
+    """Trials that were faster but not significantly so, taken together: each pair of the four
+    best whose changes touch different knobs, then all of them at once (effects too small to
+    prove alone can add up, and some changes only help together)."""
+    best = sorted(wins, key=lambda m: m.rel_change)[:4]
+
+    def own(m: Measured) -> Change:  # what the trial changed over the current config
+        return Change({k: v for k, v in m.change.overrides.items() if current.overrides.get(k) != v},
+                      m.change.derive_limits and not current.derive_limits)  # fmt: skip
+
+    def knobs_of(c: Change) -> set[str]:
+        return set(c.overrides) | ({"derive_limits"} if c.derive_limits else set())
+
+    out = []
+    for i, a in enumerate(best):
+        for b in best[i + 1 :]:
+            if not knobs_of(own(a)) & knobs_of(own(b)):
+                out.append(a.change.merged(b.change))
+    if len(best) > 2:
+        merged, used = current, set()
+        for m in best:
+            if not knobs_of(own(m)) & used:
+                merged, used = merged.merged(own(m)), used | knobs_of(own(m))
+        out.append(merged)
+    return out
+
+
 def neighbours(current: Change, knobs: dict[str, list[Any]]) -> list[Change]:
     """The current change with one named knob set to another of its named values."""
     out = []
@@ -73,6 +100,23 @@ def neighbours(current: Change, knobs: dict[str, list[Any]]) -> list[Change]:
             continue
         out += [current.merged(Change({key: v})) for v in values if current.overrides.get(key) != v]
     return out
+
+
+def _stage_findings(session: Session, current: Change, run_id: int, knobs: dict, wins: list) -> list[Change]:
+    return candidates(session, current, run_id, knobs)
+
+
+def _stage_combined(session: Session, current: Change, run_id: int, knobs: dict, wins: list) -> list[Change]:
+    return combined(current, wins)
+
+
+def _stage_neighbours(session: Session, current: Change, run_id: int, knobs: dict, wins: list) -> list[Change]:
+    return neighbours(current, knobs)
+
+
+# Per current config, in order: the findings' fixes and their exploration values; the small wins
+# together; the other values of every knob findings named so far; the small wins together again.
+STAGES = (_stage_findings, _stage_combined, _stage_neighbours, _stage_combined)
 
 
 def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir: str | None = None) -> TuneResult:
@@ -92,17 +136,16 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
     knobs: dict[str, list[Any]] = {}
     trials: list[dict[str, Any]] = []
     stopped = "no candidate improves the step time significantly"
-    searched_neighbours = False
-    while True:
-        proposed = candidates(session, current, current_run, knobs) if not searched_neighbours else []
-        fresh = _fresh(proposed, tried)
+    stage, wins = 0, []  # per current config: the stages' order, the faster-but-not-significant trials
+    while stage < len(STAGES):
+        proposed = _fresh(STAGES[stage](session, current, current_run, knobs, wins), tried)
+        fresh = _within_budget(proposed, budget - session.simulations)
         if not fresh:
-            fresh, searched_neighbours = _fresh(neighbours(current, knobs), tried), True
-        fresh = _within_budget(fresh, budget - session.simulations)
-        if not fresh:
-            if session.simulations >= budget:
+            if proposed:
                 stopped = f"the budget of {budget} simulations is spent"
-            break
+                break
+            stage += 1
+            continue
         tried.update(c.key() for c in fresh)
         measured = session.measure(fresh, current_run)
         verdicts = [(m, *judge(m, base_dropped, allow)) for m in measured]
@@ -112,12 +155,17 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
             why = reason if taken or not ok else f"{reason}; another candidate was faster"
             session.record(m, "tune", current_run, taken, why)
             trials.append({**_trial(m), "accepted": taken, "reason": why, "ref_run": _name(session, current_run)})
+            if (
+                not ok
+                and m.verdict == "no significant change"
+                and reason.startswith("no significant")
+                and m.rel_change < 0
+            ):
+                wins.append(m)
         if best is None:
-            if searched_neighbours:
-                break
-            searched_neighbours = True  # the findings' fixes are spent: try the named knobs' other values
+            stage += 1
             continue
-        current, current_run, searched_neighbours = best[0].change, best[0].run_id, False
+        current, current_run, stage, wins = best[0].change, best[0].run_id, 0, []
     best_ps = counted_step_ps(session.store, current_run)
     c = step_time_change(session.store, base_run, current_run)
     config_path = write_tuned(session, current_run, out_dir, current.describe()) if out_dir else None

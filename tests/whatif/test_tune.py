@@ -78,3 +78,27 @@ def test_tune_refuses_a_real_capture(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["tune", "jax", "--db", db, "--workers", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not an emulated run" in err
+
+
+def _win(change: Change, rel: float) -> Measured:
+    return Measured(change, 1, "t", 100.0 * (1 + rel), 100.0, rel, rel - 0.02, rel + 0.02, "no significant change",
+                    None, 0, True)  # fmt: skip
+
+
+def test_small_wins_are_tried_together() -> None:
+    from whatif.tune import combined
+
+    current = Change({"flags.maximum_parallel_iterations": 2})
+    wins = [
+        _win(current.merged(Change({"host.num_threads": 8})), -0.004),
+        _win(current.merged(Change({}, derive_limits=True)), -0.009),
+        _win(current.merged(Change({"host.num_threads": 16})), -0.002),  # the same knob as another win
+    ]
+    got = {c.key() for c in combined(current, wins)}
+    expected = [
+        current.merged(Change({"host.num_threads": 8}, derive_limits=True)),  # the pair of different knobs
+        current.merged(Change({"host.num_threads": 16}, derive_limits=True)),
+        current.merged(Change({"host.num_threads": 8}, derive_limits=True)),  # all at once: one value per knob
+    ]
+    assert got == {c.key() for c in expected}
+    assert combined(current, wins[:1]) == []
