@@ -19,9 +19,13 @@ Pipelining is only a dependency: SC forward of step i waits for the embedding
 update of step i-1 when pipelining is off (strict SC/F -> TC/F -> TC/B -> SC/B order),
 and of step i-2 when on (gradients visible two steps later).
 `xla_sc_num_serialized_tables_to_optimize_hbm = k`: the first k groups run one after
-another on the whole slice (a barrier after each), then the other groups together,
-instead of back to back per SC (memory.py: each serialized group's HBM stack is live
-alone, the others' at once).
+another on the whole slice, then the other groups together (memory.py: each serialized
+group's HBM stack is live alone, the others' at once). A serialized group is a phase
+with a barrier after it: forward, its lookups on every SparseCore and its activation
+all-to-all (its rows leave its stack region); backward, its gradient all-to-all and its
+update. The next group's phase starts after the barrier, so serialization loses what
+the groups would overlap: one group's all-to-all under the next group's SparseCore
+work (the latency hiding of stacking) and the SparseCores' differing loads.
 """
 
 from __future__ import annotations
@@ -280,7 +284,7 @@ class GraphBuilder:
                         i,
                         priority(i, A2A_FWD, grp.index, m),
                         (chip_ev[c],),
-                        (ev_act,),
+                        (ev_act,) + ((barrier,) if barrier is not None else ()),
                         group=grp.index,
                         chip=c,
                         minibatch=m,
@@ -303,6 +307,14 @@ class GraphBuilder:
         grad_bytes = [gr.cross_chip_mc.sum(axis=0) * gr.group.width * activation_bytes for gr in sr.groups]
         grad_dur = [cost.collective_ps("all-to-all", b, chips) for b in grad_bytes]
         ev_grads_g = [g.event(f"grads[{i},{gr.group.index}]") for gr in sr.groups]
+        # serialized groups (the first n_serial): a barrier after each group's update; a
+        # group's gradients land in its stack region, so they travel after the barrier
+        # of the serialized group before it (the other groups: after the last one)
+        bwd_barriers = [g.event(f"sc_backward_group[{i},{k}]") for k in range(n_serial)]
+        grads_after = [
+            (bwd_barriers[min(gr.group.index, n_serial) - 1],) if gr.group.index > 0 and n_serial else ()
+            for gr in sr.groups
+        ]
         for c in range(chips):
             ev_tcf, ev_tcb = g.event(f"tc_forward[{i},{c}]"), g.event(f"tc_backward[{i},{c}]")
             g.add(
@@ -335,22 +347,22 @@ class GraphBuilder:
                     res.ici(c),
                     grad_dur[gi][c],
                     i,
-                    priority(i, A2A_BWD, gr.group.index),
-                    bwd_done or (ev_tcb,),
+                    priority(i + lag - 1, A2A_BWD, gr.group.index),
+                    (bwd_done or (ev_tcb,)) + grads_after[gi],
                     (ev_grads_g[gi],),
                     group=gr.group.index,
                     chip=c,
                     bytes=grad_bytes[gi][c],
                 )
-        # SparseCore backward: embedding update
-        prev_barrier = None
+        # SparseCore backward: embedding update (a serialized group's after the barrier
+        # before it, through its gradients)
         for gr, ev_grads in zip(sr.groups, ev_grads_g, strict=True):
             grp = gr.group
             dur = cost.sc_backward_ps(
                 gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes, grp.optimizer_slots
             ) + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=True)
-            barrier = g.event(f"sc_backward_group[{i},{grp.index}]") if grp.index < n_serial else None
-            wait = (ev_grads,) + ((prev_barrier,) if prev_barrier is not None else ())
+            barrier = bwd_barriers[grp.index] if grp.index < n_serial else None
+            wait = (ev_grads,)
             for m in range(gr.minibatches):
                 for p in range(n_sc):
                     sig = (ev_emb,) + ((barrier,) if barrier is not None else ())
@@ -359,7 +371,7 @@ class GraphBuilder:
                         int(sc_res[p]),
                         dur[m, p],
                         i,
-                        priority(i, SC_BWD, grp.index, m),
+                        priority(i + lag - 1, SC_BWD, grp.index, m),
                         wait,
                         sig,
                         group=grp.index,
@@ -370,8 +382,6 @@ class GraphBuilder:
                         unique_ids=gr.unique_mp[m, p],
                         bytes=2 * gr.unique_mp[m, p] * grp.width * grp.dtype_bytes * (1 + grp.optimizer_slots),
                     )
-            if barrier is not None:  # the groups after the k serialized ones wait for the k-th
-                prev_barrier = barrier
 
 
 def _add_chain(
