@@ -245,6 +245,7 @@ class GraphBuilder:
         if init_ev is not None:
             base_wait.append(init_ev)
         prev_barrier = None
+        sc_step_ps = np.zeros(n_sc, np.int64)  # per SparseCore: its forward and backward work
         for gr in sr.groups:
             grp = gr.group
             dur = cost.sc_forward_ps(gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes) + check_ps(
@@ -252,6 +253,7 @@ class GraphBuilder:
             )
             barrier = g.event(f"sc_forward_group[{i},{grp.index}]") if grp.index < n_serial else None
             wait = tuple(base_wait) + ((prev_barrier,) if prev_barrier is not None else ())
+            sc_step_ps += dur.sum(axis=0)
             dropped = gr.dropped_sp.sum(axis=0)
             a2a_bytes = gr.cross_chip_mc * grp.width * activation_bytes
             a2a_dur = cost.collective_ps("all-to-all", a2a_bytes, chips)
@@ -306,6 +308,19 @@ class GraphBuilder:
         # gradients of group g+1 are still on ICI (the latency hiding stacking trades off)
         grad_bytes = [gr.cross_chip_mc.sum(axis=0) * gr.group.width * activation_bytes for gr in sr.groups]
         grad_dur = [cost.collective_ps("all-to-all", b, chips) for b in grad_bytes]
+        bwd_dur = [
+            cost.sc_backward_ps(gr.ids_mp, gr.unique_mp, gr.group.width, gr.group.dtype_bytes, gr.group.optimizer_slots)
+            + check_ps(cfg, hw, cost.c, gr.ids_mp, gr.group.width, backward=True)
+            for gr in sr.groups
+        ]
+        sc_step_ps += sum(d.sum(axis=0) for d in bwd_dur)
+        # ICI order of step i's dense gradient sync and embedding gradients (docs/emulator.md
+        # "Pipelining"): the sync gates the TensorCore's step i+1, the gradients step i+lag's
+        # lookups. Pipelined, the longer of the two per-step chains goes first: the sync when
+        # the TensorCore's step (passes + sync) is at least the busiest SparseCore's.
+        tc_step_ps = tcf_dur + tcb_dur + sum(d for _, _, d in grad_sync)
+        last = i == cfg.steps - 1  # no TensorCore step i+1 waits for the sync
+        grads_step = i + 1 if lag > 1 and not last and tc_step_ps >= int(sc_step_ps.max()) else i
         ev_grads_g = [g.event(f"grads[{i},{gr.group.index}]") for gr in sr.groups]
         # serialized groups (the first n_serial): a barrier after each group's update; a
         # group's gradients land in its stack region, so they travel after the barrier
@@ -347,7 +362,7 @@ class GraphBuilder:
                     res.ici(c),
                     grad_dur[gi][c],
                     i,
-                    priority(i + lag - 1, A2A_BWD, gr.group.index),
+                    priority(grads_step, A2A_BWD, gr.group.index),
                     (bwd_done or (ev_tcb,)) + grads_after[gi],
                     (ev_grads_g[gi],),
                     group=gr.group.index,
@@ -356,11 +371,8 @@ class GraphBuilder:
                 )
         # SparseCore backward: embedding update (a serialized group's after the barrier
         # before it, through its gradients)
-        for gr, ev_grads in zip(sr.groups, ev_grads_g, strict=True):
+        for gr, ev_grads, dur in zip(sr.groups, ev_grads_g, bwd_dur, strict=True):
             grp = gr.group
-            dur = cost.sc_backward_ps(
-                gr.ids_mp, gr.unique_mp, grp.width, grp.dtype_bytes, grp.optimizer_slots
-            ) + check_ps(cfg, hw, cost.c, gr.ids_mp, grp.width, backward=True)
             barrier = bwd_barriers[grp.index] if grp.index < n_serial else None
             wait = (ev_grads,)
             for m in range(gr.minibatches):
@@ -371,7 +383,7 @@ class GraphBuilder:
                         int(sc_res[p]),
                         dur[m, p],
                         i,
-                        priority(i + lag - 1, SC_BWD, grp.index, m),
+                        priority(i, SC_BWD, grp.index, m),
                         wait,
                         sig,
                         group=grp.index,
