@@ -15,9 +15,11 @@ carries those rows to the source SparseCores on other chips (and their gradients
 
 Prefetch: preprocessing of step i waits until the input buffer of step
 i - maximum_parallel_iterations is released (its SC forward is done).
-Pipelining is only a dependency: SC forward of step i waits for the embedding
+Pipelining is a dependency: SC forward of step i waits for the embedding
 update of step i-1 when pipelining is off (strict SC/F -> TC/F -> TC/B -> SC/B order),
-and of step i-2 when on (gradients visible two steps later).
+and of step i-2 when on (gradients visible two steps later); and, on, an ICI order:
+step i's embedding gradients queue behind its dense gradient sync when the TensorCore's
+step is the longer chain (the sync gates step i+1, the gradients step i+2).
 `xla_sc_num_serialized_tables_to_optimize_hbm = k`: the first k groups run one after
 another on the whole slice, then the other groups together (memory.py: each serialized
 group's HBM stack is live alone, the others' at once). A serialized group is a phase
