@@ -15,13 +15,19 @@ carries those rows to the source SparseCores on other chips (and their gradients
 
 Prefetch: preprocessing of step i waits until the input buffer of step
 i - maximum_parallel_iterations is released (its SC forward is done).
-Pipelining is only a dependency: SC forward of step i waits for the embedding
+Pipelining is a dependency: SC forward of step i waits for the embedding
 update of step i-1 when pipelining is off (strict SC/F -> TC/F -> TC/B -> SC/B order),
-and of step i-2 when on (gradients visible two steps later).
+and of step i-2 when on (gradients visible two steps later); and, on, an ICI order:
+step i's embedding gradients queue behind its dense gradient sync when the TensorCore's
+step is the longer chain (the sync gates step i+1, the gradients step i+2).
 `xla_sc_num_serialized_tables_to_optimize_hbm = k`: the first k groups run one after
-another on the whole slice (a barrier after each), then the other groups together,
-instead of back to back per SC (memory.py: each serialized group's HBM stack is live
-alone, the others' at once).
+another on the whole slice, then the other groups together (memory.py: each serialized
+group's HBM stack is live alone, the others' at once). A serialized group is a phase
+with a barrier after it: forward, its lookups on every SparseCore and its activation
+all-to-all (its rows leave its stack region); backward, its gradient all-to-all and its
+update. The next group's phase starts after the barrier, so serialization loses what
+the groups would overlap: one group's all-to-all under the next group's SparseCore
+work (the latency hiding of stacking) and the SparseCores' differing loads.
 """
 
 from __future__ import annotations
@@ -241,12 +247,14 @@ class GraphBuilder:
         if init_ev is not None:
             base_wait.append(init_ev)
         prev_barrier = None
+        sc_step_ps = np.zeros(n_sc, np.int64)  # per SparseCore: its forward and backward work
         for gr in sr.groups:
             grp = gr.group
             fwd = sc_forward_ops(cfg, hw, cost, gr)
             dur = fwd.ps
             barrier = g.event(f"sc_forward_group[{i},{grp.index}]") if grp.index < n_serial else None
             wait = tuple(base_wait) + ((prev_barrier,) if prev_barrier is not None else ())
+            sc_step_ps += dur.sum(axis=0)
             dropped = gr.dropped_sp.sum(axis=0)
             a2a_bytes = gr.cross_chip_mc * grp.width * activation_bytes
             a2a_dur = cost.collective_ps("all-to-all", a2a_bytes, chips)
@@ -279,7 +287,7 @@ class GraphBuilder:
                         i,
                         priority(i, A2A_FWD, grp.index, m),
                         (chip_ev[c],),
-                        (ev_act,),
+                        (ev_act,) + ((barrier,) if barrier is not None else ()),
                         group=grp.index,
                         chip=c,
                         minibatch=m,
@@ -301,7 +309,24 @@ class GraphBuilder:
         # gradients of group g+1 are still on ICI (the latency hiding stacking trades off)
         grad_bytes = [gr.cross_chip_mc.sum(axis=0) * gr.group.width * activation_bytes for gr in sr.groups]
         grad_dur = [cost.collective_ps("all-to-all", b, chips) for b in grad_bytes]
+        bwd_ops = [sc_backward_ops(cfg, hw, cost, gr) for gr in sr.groups]
+        sc_step_ps += sum(b.ps.sum(axis=0) for b in bwd_ops)
+        # ICI order of step i's dense gradient sync and embedding gradients (docs/emulator.md
+        # "Pipelining"): the sync gates the TensorCore's step i+1, the gradients step i+lag's
+        # lookups. Pipelined, the longer of the two per-step chains goes first: the sync when
+        # the TensorCore's step (passes + sync) is at least the busiest SparseCore's.
+        tc_step_ps = tcf_dur + tcb_dur + sum(d for _, _, d in grad_sync)
+        last = i == cfg.steps - 1  # no TensorCore step i+1 waits for the sync
+        grads_step = i + 1 if lag > 1 and not last and tc_step_ps >= int(sc_step_ps.max()) else i
         ev_grads_g = [g.event(f"grads[{i},{gr.group.index}]") for gr in sr.groups]
+        # serialized groups (the first n_serial): a barrier after each group's update; a
+        # group's gradients land in its stack region, so they travel after the barrier
+        # of the serialized group before it (the other groups: after the last one)
+        bwd_barriers = [g.event(f"sc_backward_group[{i},{k}]") for k in range(n_serial)]
+        grads_after = [
+            (bwd_barriers[min(gr.group.index, n_serial) - 1],) if gr.group.index > 0 and n_serial else ()
+            for gr in sr.groups
+        ]
         for c in range(chips):
             ev_tcf, ev_tcb = g.event(f"tc_forward[{i},{c}]"), g.event(f"tc_backward[{i},{c}]")
             g.add(
@@ -334,21 +359,20 @@ class GraphBuilder:
                     res.ici(c),
                     grad_dur[gi][c],
                     i,
-                    priority(i, A2A_BWD, gr.group.index),
-                    bwd_done or (ev_tcb,),
+                    priority(grads_step, A2A_BWD, gr.group.index),
+                    (bwd_done or (ev_tcb,)) + grads_after[gi],
                     (ev_grads_g[gi],),
                     group=gr.group.index,
                     chip=c,
                     bytes=grad_bytes[gi][c],
                 )
-        # SparseCore backward: embedding update
-        prev_barrier = None
-        for gr, ev_grads in zip(sr.groups, ev_grads_g, strict=True):
+        # SparseCore backward: embedding update (a serialized group's after the barrier
+        # before it, through its gradients)
+        for gr, ev_grads, bwd in zip(sr.groups, ev_grads_g, bwd_ops, strict=True):
             grp = gr.group
-            bwd = sc_backward_ops(cfg, hw, cost, gr)
             dur = bwd.ps
-            barrier = g.event(f"sc_backward_group[{i},{grp.index}]") if grp.index < n_serial else None
-            wait = (ev_grads,) + ((prev_barrier,) if prev_barrier is not None else ())
+            barrier = bwd_barriers[grp.index] if grp.index < n_serial else None
+            wait = (ev_grads,)
             for m in range(gr.minibatches):
                 for p in range(n_sc):
                     sig = (ev_emb,) + ((barrier,) if barrier is not None else ())
@@ -368,8 +392,6 @@ class GraphBuilder:
                         unique_ids=gr.unique_mp[m, p],
                         bytes=bwd.bytes[m, p],
                     )
-            if barrier is not None:  # the groups after the k serialized ones wait for the k-th
-                prev_barrier = barrier
 
 
 def _add_chain(

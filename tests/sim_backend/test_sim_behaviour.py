@@ -244,6 +244,9 @@ def test_fewer_prefetched_steps_turn_a_slow_host_into_device_idle_gaps(small_raw
 def test_serialized_tables_run_one_group_after_another(small_raw):
     raw = copy.deepcopy(small_raw)
     raw["sparsecore"]["disable_table_stacking"] = True  # 3 groups: big, mid, tiny
+    # pipelining off: the SparseCore work is on the step's chain, so its cost shows (with
+    # pipelining on it hides under the TensorCore here; test_sim_serialization.py has more)
+    raw["flags"]["tf_xla_disable_full_embedding_pipelining"] = True
     free = run(raw)
     raw["flags"]["xla_sc_num_serialized_tables_to_optimize_hbm"] = 3
     serial = run(raw)
@@ -254,7 +257,7 @@ def test_serialized_tables_run_one_group_after_another(small_raw):
             ends = [s.end_ps[m & (c["group"] == g)].max() for g in range(3)]
             starts = [s.start_ps[m & (c["group"] == g)].min() for g in range(3)]
             assert starts[1] >= ends[0] and starts[2] >= ends[1]
-    assert step_time_ps(serial) >= step_time_ps(free)
+    assert step_time_ps(serial) > step_time_ps(free)
     assert serial.graph.dur_ps == free.graph.dur_ps  # same work, only the order differs
 
 

@@ -94,7 +94,10 @@ def test_serialization_lowers_the_peak_stack_and_lengthens_sparsecore_time(small
     sc_time = [sc_span_per_step(sim) for sim in sims]
     assert peaks[0] > peaks[1] > peaks[2]
     assert sc_time[0] < sc_time[1] < sc_time[2]
-    assert step_time_ps(sims[2]) >= step_time_ps(sims[0])
+    # pipelining on: the SparseCore phases hide under the TensorCore here, so the step barely
+    # moves (never faster beyond a list-scheduling ripple; the exposed cost is checked with
+    # pipelining off in test_sim_serialization.py)
+    assert step_time_ps(sims[2]) >= step_time_ps(sims[0]) * (1 - 1e-4)
 
 
 def counters_by_line(trace) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:

@@ -78,7 +78,9 @@ def test_hbm_stack_pressure_and_serialization_fix(tmp_path):
     cap = sick.header.hardware.hbm_bytes
     # the stack is what grows past the threshold: the heap alone stays below it
     assert counter_max(sick, "HBM heap") / cap < THRESHOLD - 0.2
-    assert counter_max(fixed, "HBM stack") < 0.5 * counter_max(sick, "HBM stack")
+    # one group's stack live at a time instead of three groups' (forward and backward of
+    # neighbouring steps overlap little: the pipelined order runs SC/F_i+1 before SC/B_i)
+    assert counter_max(fixed, "HBM stack") < 0.6 * counter_max(sick, "HBM stack")
     assert counter_max(fixed, "HBM heap") == counter_max(sick, "HBM heap")
 
 

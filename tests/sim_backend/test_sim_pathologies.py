@@ -44,7 +44,10 @@ def test_symptom_and_one_flag_fix(name, tmp_path):
     if name == "id_dropping":
         assert sick.dropped_ids > 0 and fixed.dropped_ids == 0
     if name == "host_bound":
-        assert sick.share_idle > 0.15 and sick.share_idle > 2 * fixed.share_idle
+        # the device waits for input (idle, or only the host working): with the pipelined
+        # order the SparseCores fill part of the wait with the previous step's update
+        waiting = sick.share_idle + sick.share_host
+        assert waiting > 0.15 and waiting > 1.4 * (fixed.share_idle + fixed.share_host)
     if name == "skewed_ids":
         assert sc_load_max_over_mean(sick.trace_path) > 1.3 * sc_load_max_over_mean(fixed.trace_path)
     if name != "id_dropping":  # dropping makes the sick run cheaper, not slower
