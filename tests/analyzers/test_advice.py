@@ -87,7 +87,8 @@ def test_host_short_of_prefetch_gets_depth(runs):
     (f,) = findings(runs, "baseline", "host_bound")
     assert f.evidence["cause"] == "prefetch_depth" and f.evidence["input_thread_busy_share"] < 0.9
     assert f.fix["set"] == {"flags.maximum_parallel_iterations": 2}
-    assert f.fix["explore"] == {"flags.maximum_parallel_iterations": [2, 4, 8]}
+    # the other input lever is named second, for the tuner to try: 4 threads x 2 and x 4
+    assert f.fix["explore"] == {"flags.maximum_parallel_iterations": [2, 4, 8], "host.num_threads": [8, 16]}
     assert step_ps(runs, "baseline_deeper") < 0.9 * step_ps(runs, "baseline")
 
 

@@ -33,13 +33,13 @@ EXPECTED = {
     "limits_too_low": {"minibatching"},
     "id_dropping": {"id_dropping"},
     # stacking off: every table its own stack (too few), and no stacking shift spreading hot rows
-    "skewed_ids": {"sc_load_skew", "too_few_stacked_tables"},
+    "skewed_ids": {"sc_load_skew", "too_few_stacked_tables", "oversized_limits"},
     "too_few_stacked": {"too_few_stacked_tables", "sc_load_skew"},
-    "too_many_stacked": {"too_many_stacked_tables"},
+    "too_many_stacked": {"too_many_stacked_tables", "oversized_limits"},
     "tiny_widths": {"padding_waste"},
     "hbm_pressure": {"hbm_heap_pressure"},
-    "hbm_stack_pressure": {"hbm_stack_pressure"},
-    "deep_prefetch": {"hbm_heap_pressure"},
+    "hbm_stack_pressure": {"hbm_stack_pressure", "oversized_limits"},
+    "deep_prefetch": {"hbm_heap_pressure", "oversized_limits"},
     "spmem_overflow": {"failure_spmem_overflow"},  # fails to compile: recorded, stored as failed
     "gather_too_large": {"failure_gather_operand_too_large"},
     "quantized": {"quantization_clipping"},
@@ -74,11 +74,19 @@ def test_config_yields_exactly_its_findings(store, config):
     assert {f.rule for f in report.findings} == EXPECTED[config]
 
 
+# Limits cost SparseCore time (docs/emulator.md): configs whose generous limits create their
+# memory or stacking pathology also waste SparseCore time on empty buffer slots, a second problem
+# their one-flag fix does not address (skewed_ids' fix stacks its 26 tables, summing their limits).
+SECOND_PROBLEM = {"oversized_limits"}
+FIX_KEEPS = {"too_many_stacked", "hbm_stack_pressure", "deep_prefetch", "skewed_ids"}
+
+
 @pytest.mark.parametrize("config", FIXABLE)
 def test_documented_fix_leaves_no_finding(store, config):
     run = store.resolve_run(f"{config}_fixed")
     assert store.rows("SELECT status FROM runs WHERE run_id = ?", [run])[0]["status"] == "ok"
-    assert [f.rule for f in analyze_run(store, run).findings] == []
+    kept = SECOND_PROBLEM if config in FIX_KEEPS else set()
+    assert {f.rule for f in analyze_run(store, run).findings} == kept
 
 
 def test_findings_name_the_right_entities(store):
@@ -140,9 +148,11 @@ def test_same_config_other_seed_is_no_significant_change(store):
 
 
 def test_memory_findings_name_their_driver_and_lever(store):
-    (stack,) = [f for f in analyze_run(store, store.resolve_run("hbm_stack_pressure")).findings]
+    (stack,) = [
+        f for f in analyze_run(store, store.resolve_run("hbm_stack_pressure")).findings if f.rule.startswith("hbm")
+    ]
     assert stack.evidence["driver"] == "HBM stack" and "xla_sc_num_serialized_tables" in stack.recommendation
-    (heap,) = [f for f in analyze_run(store, store.resolve_run("deep_prefetch")).findings]
+    (heap,) = [f for f in analyze_run(store, store.resolve_run("deep_prefetch")).findings if f.rule.startswith("hbm")]
     assert heap.evidence["driver"] == "prefetched inputs" and "maximum_parallel_iterations" in heap.recommendation
     for name in ("spmem_overflow", "gather_too_large"):  # failed compiles are stored, marked failed
         assert store.rows("SELECT status FROM runs WHERE name = ?", [name])[0]["status"] == "failed"
