@@ -1,5 +1,6 @@
 """`make demo`: record the bundled baseline and tuned runs, say what is wrong with the
-baseline and what the tuning gained, then serve the UI where a person sees why.
+baseline (each fix proven by simulation) and what the tuning gained (and which change gained
+what), then serve the UI where a person sees why.
 
 Every step is an ordinary `scprof` command, printed before it runs, so the demo
 doubles as a tour of the command line.
@@ -35,8 +36,8 @@ def run(argv: list[str] | None = None) -> int:
         ["record", str(CONFIGS / "baseline.toml"), "--replace", "--out", "runs/baseline"],
         ["record", str(CONFIGS / "tuned.toml"), "--replace", "--out", "runs/tuned"],
         ["runs"],
-        ["analyze", "baseline"],
-        ["compare", "baseline", "tuned"],
+        ["analyze", "baseline", "--verify"],
+        ["compare", "baseline", "tuned", "--attribute"],
         ["sql", SAMPLE_QUERY],
     ]
     if not args.no_ui:

@@ -65,7 +65,8 @@ def attribute_and_render(args: argparse.Namespace) -> int:
 def render_attribution(a: dict[str, Any]) -> str:
     gain = a["gain_ps"]
     out = [f"Attribution of the change {a['total_change']:+.1%} ({'faster' if gain > 0 else 'slower'} by "
-           f"{format_ps(abs(gain))} per step) to the changed keys, {a['simulations']} simulations:"]  # fmt: skip
+           f"{format_ps(abs(gain))} per step) to the changed keys ({a['simulations']} new simulations; "
+           "trials the store held are reused):"]  # fmt: skip
     if not a["changes"]:
         out.append("  no user-set key differs: nothing to attribute")
     for r in a["changes"]:

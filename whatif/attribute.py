@@ -31,7 +31,8 @@ DERIVED_FROM = {
     "limits": LIMIT_KEYS,
     "table_groups": ("stacking", "max_tables_per_stack", "width", "dtype", "optimizer") + LIMIT_KEYS,
     "hardware": ("hardware.",),
-    "memory": ("",),
+    # the static memory model follows the limits (SPMEM buffers), stacking, serialization and prefetch
+    "memory": LIMIT_KEYS + ("stacking", "max_tables_per_stack", "serialized", "maximum_parallel_iterations"),
 }
 
 
@@ -138,7 +139,7 @@ def _derived(base_cfg: dict[str, Any], cand_cfg: dict[str, Any], keys: list[str]
     for d in config_diff(base_cfg.get("resolved", {}), cand_cfg.get("resolved", {}), "resolved"):
         part = d["key"].split(".")[1] if "." in d["key"] else ""
         words = DERIVED_FROM.get(part, ("",))
-        owner = next((k for k in keys if any(w in k for w in words)), None)
+        owner = next((k for w in words for k in keys if w in k), None)  # the words in order of precedence
         if owner is not None:
             out.setdefault(owner, []).append(d["key"])
     return out
