@@ -9,7 +9,7 @@ persistently the same partition is the hottest across steps.
 from __future__ import annotations
 
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, sql_literal
+from analyzers.findings import Analysis, Finding, make_fix, sql_literal
 
 NAME = "skew"
 QUESTION = "Are some SparseCore partitions overloaded by hot IDs while others idle?"
@@ -36,6 +36,10 @@ def analyze(ctx: RunContext) -> Analysis:
     result.figures = {
         "tables": {r["table_name"]: {"max_over_mean": r["max_over_mean"], "cv": r["cv"]} for r in per_table}
     }
+    sc_config = ctx.config.get("sparsecore") or {}
+    # the emulator's ID shuffle (sparsecore.shuffle_ids): each table's IDs shifted to other
+    # partitions, so different tables' hot rows stop sharing a SparseCore; only where it is off
+    fix = make_fix(set={"sparsecore.shuffle_ids": True}) if sc_config.get("shuffle_ids") is False else None
     for r in per_table:
         if r["max_over_mean"] is None or r["max_over_mean"] < MAX_OVER_MEAN:
             continue
@@ -55,6 +59,7 @@ def analyze(ctx: RunContext) -> Analysis:
                     "Spread hot IDs: shuffle or rotate the ID space of the table (for stacked tables, shift each "
                     "table's IDs before stacking, step 8 of the limit procedure) so hot rows do not share a "
                     "SparseCore; then re-derive the limits, which the hottest partition currently sets for all."
+                    + (" In the emulator: sparsecore.shuffle_ids=true." if fix else "")
                 ),
                 evidence={
                     "cv": r["cv"],
@@ -68,6 +73,7 @@ def analyze(ctx: RunContext) -> Analysis:
                     f"SELECT step, chip, sc, ids, unique_ids FROM sc_partition_stats WHERE run_id = {ctx.run_id} "
                     f"AND table_name = {sql_literal(r['table_name'])} ORDER BY step, ids DESC"
                 ),
+                fix=fix,
             )  # fmt: skip
         )
     return result

@@ -14,6 +14,7 @@ import pytest
 from analyzers import breakdown
 from analyzers.compare import compare_runs
 from analyzers.context import RunContext
+from analyzers.findings import make_fix
 from analyzers.registry import analyze_run
 from analyzers.timeline import CATEGORIES, split_timelines
 from profiler.store import Store
@@ -228,3 +229,10 @@ def test_finding_carries_the_documented_fix(store, config):
     assert any(f["set"].get(key) == value for f in fixes), (config, fixes)
     # fixes that change the model's numerics are marked: quantization ranges, widths, dropping
     assert all(f["changes_numerics"] for f in fixes) == (config in ("quantized", "tiny_widths", "id_dropping"))
+
+
+def test_skew_names_the_id_shuffle(store):
+    """skewed_ids: the skew findings carry sparsecore.shuffle_ids=true, the emulator's ID shuffle
+    (tests/whatif/test_verify_bundled.py shows its simulation is faster)."""
+    skew = [f for f in analyze_run(store, store.resolve_run("skewed_ids")).findings if f.rule == "sc_load_skew"]
+    assert skew and all(f.fix == make_fix(set={"sparsecore.shuffle_ids": True}) for f in skew)
