@@ -35,7 +35,8 @@ def record_one(config: Path, steps: int | None, out: str) -> dict:
         return {
             "config": config.name,
             "failed": type(exc).__name__,
-            "error": str(exc).splitlines()[0],
+            # paths of this machine out: the repository's relative, the scratch folder as $TMPDIR
+            "error": str(exc).splitlines()[0].replace(str(REPO) + os.sep, "").replace(os.path.dirname(out), "$TMPDIR"),
             "record_s": round(time.perf_counter() - t0, 2),
         }
     return {

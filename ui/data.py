@@ -285,8 +285,8 @@ def analysis_kpis(report: RunReport) -> list[Kpi]:
     for name, a in report.analyses.items():
         for key, value in (a.figures or {}).items():
             if isinstance(value, dict):
-                if key == "share":
-                    out += [Kpi(f"{cat} share", v, "share", name) for cat, v in value.items() if cat == "idle"]
+                if key == "share" and value:  # a split without idle time has no idle category: 0, not missing
+                    out.append(Kpi("idle share", float(value.get("idle", 0.0)), "share", name))
                 continue
             if (
                 isinstance(value, bool)
