@@ -27,18 +27,26 @@ def verify_and_render(args: argparse.Namespace) -> int:
     """`scprof analyze RUN --verify`."""
     from analyzers.registry import analyze_run
     from scprof.report import render_report
+    from whatif.configs import NotEmulated
     from whatif.verify import verify_report
 
+    simulations, not_verified = 0, None
     with Store.open(args.db or default_path()) as store, Executor() as ex:
         run_id = store.resolve_run(args.run)
         report = analyze_run(store, run_id)
-        session = Session(store, run_id, "verify", ex, progress=_progress("verifying"))
-        report = verify_report(session, report)
+        try:
+            session = Session(store, run_id, "verify", ex, progress=_progress("verifying"))
+        except NotEmulated as e:  # a real capture: the analysis stands, its fixes cannot be simulated
+            not_verified = f"fixes not verified: {e}"
+        else:
+            report = verify_report(session, report)
+            simulations = session.simulations
     if args.json:
-        print(json.dumps({**report.to_dict(), "simulations": session.simulations}, default=str))
+        print(json.dumps({**report.to_dict(), "simulations": simulations, "not_verified": not_verified}, default=str))
     else:
         print(units.escape_lines(render_report(report)))
-        print(f"\n{session.simulations} simulation{'s' if session.simulations != 1 else ''} run to verify the fixes")
+        print(units.escape_control(f"\n{not_verified}") if not_verified else
+              f"\n{simulations} simulation{'s' if simulations != 1 else ''} run to verify the fixes")  # fmt: skip
     return 0
 
 

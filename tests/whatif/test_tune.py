@@ -102,3 +102,17 @@ def test_small_wins_are_tried_together() -> None:
     ]
     assert got == {c.key() for c in expected}
     assert combined(current, wins[:1]) == []
+
+
+def test_verify_on_a_real_capture_keeps_the_analysis_and_says_why_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "s.duckdb")
+    capture = Path(__file__).resolve().parents[1] / "data" / "jax_cpu_small.xplane.pb"
+    assert main(["ingest", str(capture), "--name", "jax", "--db", db]) == 0
+    capsys.readouterr()
+    doc = _run_json(capsys, "analyze", "jax", "--verify", "--db", db, "--json")
+    assert doc["simulations"] == 0 and "not an emulated run" in doc["not_verified"]
+    assert doc["run"]["name"] == "jax" and "figures" in doc
+    with Store.open(db, read_only=True) as store:
+        assert store.rows("SELECT count(*) AS n FROM whatif_trials")[0]["n"] == 0
