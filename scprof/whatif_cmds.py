@@ -55,18 +55,29 @@ def attribute_and_render(args: argparse.Namespace) -> int:
     from analyzers.compare import compare_runs
     from scprof.report import render_comparison
     from whatif.attribute import attribute
+    from whatif.configs import NotEmulated, origin_config
 
+    result, not_attributed = None, None
     with Store.open(args.db or default_path()) as store, Executor() as ex:
         base, cand = store.resolve_run(args.base), store.resolve_run(args.cand)
         comparison = compare_runs(store, base, cand)
-        session = Session(store, base, "attribute", ex, progress=_progress("attributing"))
-        result = attribute(session, cand)
+        try:
+            origin_config(store.rows("SELECT * FROM runs WHERE run_id = ?", [cand])[0])  # both must be emulated
+            session = Session(store, base, "attribute", ex, progress=_progress("attributing"))
+        except NotEmulated as e:  # real captures: the comparison stands, its changes cannot be replayed
+            not_attributed = f"gain not attributed: {e}"
+        else:
+            result = attribute(session, cand)
     if args.json:
-        print(json.dumps({**comparison.to_dict(), "attribution": result}, default=str))
+        print(
+            json.dumps({**comparison.to_dict(), "attribution": result, "not_attributed": not_attributed}, default=str)
+        )
     else:
         print(units.escape_lines(render_comparison(comparison)))
         print()
-        print(units.escape_lines(render_attribution(result)))
+        print(
+            units.escape_control(not_attributed) if not_attributed else units.escape_lines(render_attribution(result))
+        )
     return 0
 
 

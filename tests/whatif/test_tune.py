@@ -116,3 +116,14 @@ def test_verify_on_a_real_capture_keeps_the_analysis_and_says_why_not(
     assert doc["run"]["name"] == "jax" and "figures" in doc
     with Store.open(db, read_only=True) as store:
         assert store.rows("SELECT count(*) AS n FROM whatif_trials")[0]["n"] == 0
+
+
+def test_attribute_on_real_captures_keeps_the_comparison(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "s.duckdb")
+    data = Path(__file__).resolve().parents[1] / "data" / "input_pipeline"
+    for name in ("host_bound", "prefetched"):
+        assert main(["ingest", str(data / name), "--name", name, "--db", db]) == 0
+    capsys.readouterr()
+    doc = _run_json(capsys, "compare", "host_bound", "prefetched", "--attribute", "--db", db, "--json")
+    assert doc["attribution"] is None and "not an emulated run" in doc["not_attributed"]
+    assert doc["step_time"]["verdict"] == "improved" and not doc["step_time"]["paired"]
