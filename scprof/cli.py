@@ -148,7 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="CONFIG|RUN", help="a workload config (TOML) or a stored emulated run")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="start from this change")
     p.add_argument("--budget", type=_budget, default=40, help="most simulations to run (default 40)")
-    p.add_argument("--workers", type=_workers, default=os.cpu_count() or 1, help="Dask workers on this machine")
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        default=min(os.cpu_count() or 1, 8),
+        help="Dask workers here (default: CPUs, at most 8)",
+    )
     p.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://10.0.0.5:8786")
     p.add_argument("--out", help="folder for the tuned config and the trials (default runs/tuned/<run>/)")
     p.add_argument("--json", action="store_true", help="print one JSON document")
