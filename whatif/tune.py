@@ -1,13 +1,14 @@
 """`scprof tune`: greedy search for a faster config, each step proven by simulation.
 
-Each round analyses the current best run, turns its findings' fixes (and the values they
-name for exploration) into candidate changes, simulates the candidates not tried yet, and
-takes the largest significant improvement; then it analyses the new best again. When the
-findings have nothing new, it tries the other values of the knobs findings named so far
-(one knob at a time, around the current config). It stops when no candidate improves
-significantly or the simulation budget is spent. A candidate that fails to compile, runs
-out of memory, or drops IDs (unless the starting config allows dropping) is never taken;
-fixes that change numerics are never applied."""
+For the current best config it runs the stages of STAGES in order until one yields a
+significant improvement: the current run's findings' fixes and each value their `explore`
+names (one knob at a time, over the current changes); the faster-but-not-significant trials
+combined; the other values of every knob findings named so far; those small wins combined
+again. It takes the fastest trial the judge accepts (whatif/verify.py: significantly faster,
+compiles, fits, drops no IDs unless the starting config allows dropping), analyses that run
+and starts again; it stops when no stage improves or the simulation budget is spent. Fixes
+that change numerics are never applied.
+"""
 
 from __future__ import annotations
 
