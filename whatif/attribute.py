@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from analyzers.compare import config_diff, step_time_change
+from profiler.errors import ScprofError
 from whatif.configs import origin_config, unreplayable_changes, user_changes
 from whatif.engine import Change, Measured, Session, counted_step_ps
 
@@ -44,8 +45,12 @@ def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
     changes = user_changes(session.origin_raw, cand_raw)
     limits = changes.get("flags.xla_sparse_core_max_ids_file")
     if limits:  # the candidate's limits file travels with the trials
-        with open(limits, "rb") as fh:
-            session._files[CAND_LIMITS_FILE] = fh.read()
+        try:
+            with open(limits, "rb") as fh:
+                session.ship(CAND_LIMITS_FILE, fh.read())
+        except OSError as e:
+            raise ScprofError(f"{limits}: the limits file run {cand['name']!r} was recorded with cannot be read "
+                              f"({e.strerror}); its trials need it") from None  # fmt: skip
         changes["flags.xla_sparse_core_max_ids_file"] = CAND_LIMITS_FILE
     base_ps, cand_ps = counted_step_ps(store, base_id), counted_step_ps(store, cand_run_id)
     total = step_time_change(store, base_id, cand_run_id)

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from analyzers.compare import step_time_change
 from analyzers.context import step_times
+from profiler.errors import ScprofError
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend import __version__ as SIM_VERSION
@@ -101,9 +102,19 @@ class Session:
         cannot read this machine's paths)."""
         path = self.origin_raw.get("flags", {}).get("xla_sparse_core_max_ids_file")
         if path:
-            with open(path, "rb") as fh:
-                self._files[ORIGIN_LIMITS_FILE] = fh.read()
+            try:
+                with open(path, "rb") as fh:
+                    self._files[ORIGIN_LIMITS_FILE] = fh.read()
+            except OSError as e:
+                raise ScprofError(
+                    f"{path}: the limits file run {self.origin['name']!r} was recorded with cannot be read "
+                    f"({e.strerror}); its trials need it"
+                ) from None
             self.origin_raw["flags"]["xla_sparse_core_max_ids_file"] = ORIGIN_LIMITS_FILE
+
+    def ship(self, name: str, data: bytes) -> None:
+        """A file every trial of this session gets in its folder (a limits file a change names)."""
+        self._files[name] = data
 
     def trial_name(self, change: Change) -> str:
         """`<origin>~<digest of origin, emulator version and change>`: the same trial, the same name."""
