@@ -10,10 +10,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from analyzers.findings import Finding
 from analyzers.registry import RunReport
 from profiler.units import format_ps
-from whatif.engine import Change, Measured, Session
+from whatif.engine import Change, Measured, Session, dropped_ids
 
 
 def change_of(fix: dict[str, Any]) -> Change:
@@ -43,7 +42,7 @@ def verify_report(session: Session, report: RunReport) -> RunReport:
         return report
     origin = session.origin_run_id
     measured = session.measure([change_of(f.fix) for f in fixed], origin)
-    origin_dropped = _origin_dropped(session)
+    origin_dropped = dropped_ids(session.store, origin)
     allow = bool(session.origin_raw.get("sparsecore", {}).get("allow_id_dropping"))
     verified: dict[int, dict[str, Any]] = {}
     for f, m in zip(fixed, measured, strict=True):
@@ -53,17 +52,3 @@ def verify_report(session: Session, report: RunReport) -> RunReport:
                            "step_time_ps": m.step_time_ps, "run": m.run_name, "reason": reason}  # fmt: skip
     findings = [dataclasses.replace(f, verified=verified[id(f)]) if id(f) in verified else f for f in report.findings]
     return dataclasses.replace(report, findings=findings)
-
-
-def _origin_dropped(session: Session) -> int:
-    from whatif.engine import dropped_ids
-
-    return dropped_ids(session.store, session.origin_run_id)
-
-
-def verified_line(f: Finding) -> str | None:
-    """One line for the text report."""
-    v = getattr(f, "verified", None)
-    if not v:
-        return None
-    return ("recommended: " if v["recommended"] else "not recommended: ") + v["reason"]
