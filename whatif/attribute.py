@@ -12,8 +12,7 @@ import json
 from typing import Any
 
 from analyzers.compare import config_diff, step_time_change
-from profiler.errors import ScprofError
-from whatif.configs import origin_config, unreplayable_changes, user_changes
+from whatif.configs import flatten, origin_config, unreplayable_changes, user_changes
 from whatif.engine import Change, Measured, Session, counted_step_ps
 
 CAND_LIMITS_FILE = "cand_limits.toml"
@@ -45,12 +44,7 @@ def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
     changes = user_changes(session.origin_raw, cand_raw)
     limits = changes.get("flags.xla_sparse_core_max_ids_file")
     if limits:  # the candidate's limits file travels with the trials
-        try:
-            with open(limits, "rb") as fh:
-                session.ship(CAND_LIMITS_FILE, fh.read())
-        except OSError as e:
-            raise ScprofError(f"{limits}: the limits file run {cand['name']!r} was recorded with cannot be read "
-                              f"({e.strerror}); its trials need it") from None  # fmt: skip
+        session.ship(CAND_LIMITS_FILE, limits, cand["name"])
         changes["flags.xla_sparse_core_max_ids_file"] = CAND_LIMITS_FILE
     base_ps, cand_ps = counted_step_ps(store, base_id), counted_step_ps(store, cand_run_id)
     total = step_time_change(store, base_id, cand_run_id)
@@ -76,10 +70,9 @@ def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
             session.record(lo, LEFT_OUT + k, base_id, None, "the candidate without this change")
     shares = shares_from_rows(store.rows(SESSION_ROWS, [session.session]))
     derived = _derived(json.loads(session.origin["config"]), json.loads(cand["config"]), keys)
+    flat_base, flat_cand = flatten(session.origin_raw), flatten(cand_raw)  # user_changes' keys are in both
     for r in shares["changes"]:
-        k = r["key"]
-        r.update(base=_flat(session.origin_raw, k), cand=_flat(cand_raw, k) if k in _keys(cand_raw) else changes[k],
-                 derived=derived.get(k, []))  # fmt: skip
+        r.update(base=flat_base[r["key"]], cand=flat_cand[r["key"]], derived=derived.get(r["key"], []))
     out["changes"], out["interaction_ps"] = shares["changes"], shares["interaction_ps"]
     out["simulations"] = session.simulations
     return out
@@ -124,18 +117,6 @@ def shares_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
     interaction = gain - sum(known) if len(known) == len(out) and out else None
     return {"gain_ps": gain, "base_step_time_ps": base_ps, "cand_step_time_ps": cand_ps, "change": whole["change"],
             "ci_low": whole["ci_low"], "ci_high": whole["ci_high"], "changes": out, "interaction_ps": interaction}  # fmt: skip
-
-
-def _keys(raw: dict[str, Any]) -> set[str]:
-    from whatif.configs import flatten
-
-    return set(flatten(raw))
-
-
-def _flat(raw: dict[str, Any], key: str) -> Any:
-    from whatif.configs import flatten
-
-    return flatten(raw).get(key)
 
 
 def _derived(base_cfg: dict[str, Any], cand_cfg: dict[str, Any], keys: list[str]) -> dict[str, list[str]]:

@@ -69,14 +69,6 @@ class Measured:
     dropped_ids: int
     simulated: bool  # False: the store already held this trial (same config, same emulator)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "run": self.run_name, "run_id": self.run_id, "overrides": self.change.overrides,
-            "derive_limits": self.change.derive_limits, "step_time_ps": self.step_time_ps,
-            "change": self.rel_change, "ci_low": self.ci_low, "ci_high": self.ci_high,
-            "verdict": self.verdict, "failure": self.failure, "dropped_ids": self.dropped_ids,
-        }  # fmt: skip
-
 
 class Session:
     """Trials started from one stored emulated run (`origin`)."""
@@ -102,19 +94,18 @@ class Session:
         cannot read this machine's paths)."""
         path = self.origin_raw.get("flags", {}).get("xla_sparse_core_max_ids_file")
         if path:
-            try:
-                with open(path, "rb") as fh:
-                    self._files[ORIGIN_LIMITS_FILE] = fh.read()
-            except OSError as e:
-                raise ScprofError(
-                    f"{path}: the limits file run {self.origin['name']!r} was recorded with cannot be read "
-                    f"({e.strerror}); its trials need it"
-                ) from None
+            self.ship(ORIGIN_LIMITS_FILE, path, self.origin["name"])
             self.origin_raw["flags"]["xla_sparse_core_max_ids_file"] = ORIGIN_LIMITS_FILE
 
-    def ship(self, name: str, data: bytes) -> None:
-        """A file every trial of this session gets in its folder (a limits file a change names)."""
-        self._files[name] = data
+    def ship(self, name: str, path: str, run_name: str) -> None:
+        """The limits file at `path` (which run `run_name` was recorded with) goes into every
+        trial's folder as `name`; one that cannot be read is the user's one-line error."""
+        try:
+            with open(path, "rb") as fh:
+                self._files[name] = fh.read()
+        except OSError as e:
+            raise ScprofError(f"{path}: the limits file run {run_name!r} was recorded with cannot be read "
+                              f"({e.strerror}); its trials need it") from None  # fmt: skip
 
     def trial_name(self, change: Change) -> str:
         """`<origin>~<digest of origin, emulator version and change>`: the same trial, the same name."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from profiler.errors import ScprofError
@@ -84,12 +84,3 @@ class Executor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@contextlib.contextmanager
-def executor(workers: int = 1, scheduler: str | None = None) -> Iterator[Executor]:
-    ex = Executor(workers, scheduler)
-    try:
-        yield ex
-    finally:
-        ex.close()
