@@ -12,6 +12,7 @@ that change numerics are never applied.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,6 +132,12 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
             raise TuneError(f"--set: the starting config does not run: {first.failure}")
         current_run = first.run_id
     base_run, base_ps = current_run, counted_step_ps(session.store, current_run)
+    if not len(base_ps):  # a failed run, or one without steps: nothing to improve on
+        run = session.store.rows("SELECT name, status, tags FROM runs WHERE run_id = ?", [base_run])[0]
+        failure = json.loads(run["tags"] or "{}").get("error") if run["status"] == "failed" else None
+        raise TuneError(f"run {run['name']!r} has no counted steps to measure"
+                        + (f" (the run failed: {failure})" if failure else "")
+                        + "; tune starts from a run that ran: fix what failed first (scprof analyze shows it)")  # fmt: skip
     allow = bool(apply_overrides(session.origin_raw, start.overrides).get("sparsecore", {}).get("allow_id_dropping"))
     base_dropped = dropped_ids(session.store, current_run)
     tried: set[str] = {start.key()}

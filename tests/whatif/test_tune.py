@@ -127,3 +127,15 @@ def test_attribute_on_real_captures_keeps_the_comparison(tmp_path: Path, capsys:
     doc = _run_json(capsys, "compare", "host_bound", "prefetched", "--attribute", "--db", db, "--json")
     assert doc["attribution"] is None and "not an emulated run" in doc["not_attributed"]
     assert doc["step_time"]["verdict"] == "improved" and not doc["step_time"]["paired"]
+
+
+def test_tune_refuses_a_failed_run_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(tmp_path / "s.duckdb")
+    assert main(["record", str(CONFIGS / "spmem_overflow.toml"), "--db", db, "--out", str(tmp_path / "f")]) == 2
+    capsys.readouterr()
+    assert main(["tune", "spmem_overflow", "--db", db, "--workers", "1", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "has no counted steps" in err and "TileSpmem" in err
+    assert not (tmp_path / "t" / "tuned.toml").exists()
+    with Store.open(db, read_only=True) as store:
+        assert store.rows("SELECT count(*) AS n FROM whatif_trials")[0]["n"] == 0
