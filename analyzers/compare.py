@@ -2,7 +2,10 @@
 
 The step-time verdict bootstraps the difference of mean step times from the two
 runs' per-step samples, the steps every summary counts (the store's step_times.counted:
-the warm-up first step and the draining last step left out when a run has 5 or more):
+the warm-up first step and the draining last step left out when a run has 5 or more),
+resampled in blocks of BLOCK_STEPS neighbouring steps (a moving-block bootstrap): a
+pipelined step shares the device with its neighbour, so steps alternate long/short and a
+change can shift the phase of that rhythm; a pair of steps holds one whole period:
 improved or regressed when the 95% interval of the relative change excludes zero
 *and* the change is at least MIN_EFFECT, else no significant change. Per-op changes
 (like XProf's diff of two sessions) carry the same kind of verdict for the largest ones:
@@ -31,6 +34,7 @@ BOOTSTRAP_SAMPLES = 4000
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.01  # relative changes below 1% are not called a change
 SEED = 20261122  # fixed, so the same two runs always get the same interval
+BLOCK_STEPS = 2  # steps resampled together: the pipelined schedule's period (DOMAIN.md §1, i -> i+2)
 
 
 @dataclass
@@ -68,14 +72,22 @@ class Comparison:
         return asdict(self)
 
 
+def block_picks(rng: np.random.Generator, n: int, samples: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
+    """Indices of `samples` moving-block resamples of n steps: n // BLOCK_STEPS blocks of
+    BLOCK_STEPS neighbouring steps each, starting anywhere a whole block fits."""
+    size = min(BLOCK_STEPS, max(n, 1))
+    starts = rng.integers(0, n - size + 1, (samples, n // size))
+    return (starts[:, :, None] + np.arange(size)).reshape(samples, -1)
+
+
 def bootstrap_change(base: np.ndarray, cand: np.ndarray, seed: int = SEED, paired: bool = False) -> StepTimeChange:
     """Relative change of mean step time with a percentile bootstrap interval.
 
     `paired`: step i of one run is step i of the other (the same input data), so both are
     resampled at the same steps and what the steps have in common cancels out."""
     rng = np.random.default_rng(seed)
-    pick_b = rng.integers(0, len(base), (BOOTSTRAP_SAMPLES, len(base)))
-    pick_c = pick_b if paired else rng.integers(0, len(cand), (BOOTSTRAP_SAMPLES, len(cand)))
+    pick_b = block_picks(rng, len(base))
+    pick_c = pick_b if paired else block_picks(rng, len(cand))
     b = base[pick_b].mean(axis=1)
     c = cand[pick_c].mean(axis=1)
     rel = (c - b) / b

@@ -17,6 +17,16 @@ Rules (thresholds below):
   than there is (critical; split it, then derive limits), or its limits (the sum of its
   tables' limits) are below the load SPMEM could hold (warning; derive limits, do not split:
   a smaller stack's limit shrinks with its load). Without minibatches: split for overlap.
+- `exposed_sc_all_to_all`: the SparseCores' all-to-all runs with nothing else busy on the
+  chip for at least 5% of the counted steps (the breakdown's `sc_collective`), the SparseCore
+  ops themselves own at least 25% (the step is SparseCore-bound: its path alternates between
+  the lookups and their collectives; under TensorCore work the all-to-all sits on the
+  TensorCore's path, and a split does not shorten it), and the run's
+  largest stack (10-100 tables) could be split in two stacks inside the recommended range:
+  one stack is one SparseCore pass, so its collectives have no other stack's lookups to hide
+  behind. The fix splits it and derives the limits for the new stacks (each one's load per
+  partition differs, so the old limits no longer fit it: too low, minibatches; too high,
+  empty slots swept).
 - `padding_waste`: stacks whose rows are at least half padding, that matter (share of
   the run's table bytes or of its lookups); critical from 3/4 padding on a big share.
 - `vocab_padding_waste`: vocabulary padding above 5% of the run's table bytes.
@@ -29,6 +39,7 @@ from collections import defaultdict
 from typing import Any
 
 from analyzers import spmem
+from analyzers.breakdown import counted_rows, shares, step_breakdown
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
 
@@ -46,6 +57,9 @@ ROW_WASTE_CRITICAL = 0.75
 MATTERS_WARN = 0.01  # the stack's share of table bytes or of lookups for a warning
 MATTERS_CRITICAL = 0.10
 VOCAB_WASTE_WARN = 0.05  # vocabulary padding bytes, share of all table bytes
+EXPOSED_A2A_INFO = 0.05  # SparseCore all-to-all with nothing else busy, share of the counted steps
+EXPOSED_A2A_WARN = 0.10
+SC_OPS_EXPOSED = 0.25  # SparseCore forward + backward ops with no TensorCore work over them, share of the steps
 
 
 def analyze(ctx: RunContext) -> Analysis:
@@ -75,6 +89,7 @@ def analyze(ctx: RunContext) -> Analysis:
     }  # fmt: skip
     result.findings += _too_few(ctx, layout, stacks, step_ps)
     result.findings += _too_many(ctx, layout, stacks)
+    result.findings += _exposed_all_to_all(ctx, layout)
     result.findings += _padding(ctx, layout, stacks, total_padded, total_ids)
     vocab = _vocab_padding(ctx, rows, total_padded)
     if vocab is not None:
@@ -276,6 +291,57 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
             )  # fmt: skip
         )
     return out
+
+
+def _exposed_all_to_all(ctx: RunContext, layout: dict) -> list[Finding]:
+    """The SparseCore all-to-all exposed on the step while the largest stack runs as one pass."""
+    split = step_breakdown(ctx)
+    if split.num_rows == 0:
+        return []
+    share = shares(counted_rows(split, ctx.step_times()))
+    exposed, sc_ops = share.get("sc_collective", 0.0), share.get("sc_forward", 0.0) + share.get("sc_backward", 0.0)
+    name, s = max(layout.items(), key=lambda kv: (kv[1]["tables"], kv[0]))
+    n = s["tables"]
+    if exposed < EXPOSED_A2A_INFO or sc_ops < SC_OPS_EXPOSED or not 2 * MIN_TABLES <= n <= MAX_TABLES:
+        return []  # a stack above 100 tables is too_many_stacked_tables'
+    halves = math.ceil(n / 2)
+    sizes = sorted({halves} | ({math.ceil(n / 4)} if math.ceil(n / 4) >= MIN_TABLES else set()))
+    return [
+        Finding(
+            rule="exposed_sc_all_to_all",
+            severity="warning" if exposed >= EXPOSED_A2A_WARN else "info",
+            title=(
+                f"The SparseCore all-to-all runs exposed {exposed:.0%} of the step: stack {name}'s {n} tables "
+                + ("are the run's one SparseCore pass, so no other stack's lookups hide its collectives"
+                   if len(layout) == 1 else "are one SparseCore pass, too long for other stacks' lookups to hide")
+            ),
+            metric="sc_collective_share",
+            value=exposed,
+            unit="share of step time",
+            recommendation=(
+                f"Split the stack: --set sparsecore.max_tables_per_stack={halves} ({math.ceil(n / halves)} stacks, "
+                f"inside the recommended {MIN_TABLES}-{MAX_TABLES}), so one stack's all-to-all runs under the next "
+                "stack's lookups, and derive the limits for the new stacks (flags.xla_sparse_core_estimate_max_ids="
+                "true, then the limits file it writes): a smaller stack's load per partition is not the old one's "
+                "share, so limits summed for the old stack give it minibatches or empty slots."
+            ),
+            evidence={"sc_collective_share": exposed, "sc_ops_share": sc_ops, "tables": n, "stacks": len(layout),
+                      "suggested_tables_per_stack": halves},  # fmt: skip
+            entities={"tables": [name]},
+            confidence="medium",
+            evidence_sql=(
+                "-- the SparseCore all-to-all and the SparseCore ops of one step on chip 0\n"
+                f"SELECT line, name, table_name, start_ps, dur_ps FROM slices WHERE run_id = {ctx.run_id} "
+                "AND chip = 0 AND step = 2 AND category IN ('sc_collective', 'sc_forward', 'sc_backward') "
+                "ORDER BY start_ps"
+            ),
+            fix=make_fix(
+                set={"sparsecore.max_tables_per_stack": halves},
+                derive_limits=True,
+                explore={"sparsecore.max_tables_per_stack": sizes} if len(sizes) > 1 else None,
+            ),
+        )
+    ]
 
 
 def _padding(ctx: RunContext, layout: dict, stacks: dict, total_padded: int, total_ids: int) -> list[Finding]:

@@ -6,27 +6,40 @@ import numpy as np
 
 from analyzers.compare import bootstrap_change, same_input_stream
 
-# an alternating long/short step pattern (prefetch rhythm), the candidate 1% faster on every step
-BASE = np.array([620.0, 290.0] * 5)
-CAND = BASE * 0.99
+# an alternating long/short step pattern (prefetch rhythm) whose pairs differ with the input
+# data, the candidate 2% faster on every step
+BASE = np.array([620.0, 290.0, 700.0, 310.0, 540.0, 280.0, 660.0, 300.0, 580.0, 295.0])
+CAND = BASE * 0.98
 
 
 def test_pairing_cancels_what_the_steps_share() -> None:
     unpaired = bootstrap_change(BASE, CAND)
     paired = bootstrap_change(BASE, CAND, paired=True)
-    assert unpaired.verdict == "no significant change" and unpaired.ci_low < -0.2 and unpaired.ci_high > 0.2
-    # every resample of paired steps is exactly 1% faster: the interval is the point
+    assert unpaired.verdict == "no significant change" and unpaired.ci_low < -0.05 and unpaired.ci_high > 0.05
+    # every resample of paired steps is exactly 2% faster: the interval is the point
     assert paired.verdict == "improved" and paired.paired
-    assert np.isclose(paired.ci_low, -0.01) and np.isclose(paired.ci_high, -0.01)
+    assert np.isclose(paired.ci_low, -0.02) and np.isclose(paired.ci_high, -0.02)
     assert np.isclose(paired.change, CAND.mean() / BASE.mean() - 1)
 
 
-def test_paired_interval_matches_a_plain_python_bootstrap() -> None:
+def test_a_shifted_rhythm_is_still_a_clear_gain() -> None:
+    # the candidate 5% faster per pair of steps, its long/short rhythm one step out of phase
+    # (a change in the pipelined schedule): step by step the differences are +-35%, pair by pair -5%
+    base = np.array([620.0, 290.0] * 5)
+    cand = np.roll(base, 1) * 0.95
+    got = bootstrap_change(base, cand, paired=True)
+    assert got.verdict == "improved"
+    assert np.isclose(got.ci_low, -0.05) and np.isclose(got.ci_high, -0.05)
+
+
+def test_paired_interval_matches_a_plain_python_block_bootstrap() -> None:
     rng = np.random.default_rng(20261122)  # compare's SEED: same draws as bootstrap_change
-    base = np.array([5.0, 7.0, 6.0, 9.0, 4.0, 8.0])
-    cand = base + np.array([-1.0, 0.0, -2.0, 1.0, -1.0, -1.0])
-    picks = rng.integers(0, len(base), (4000, len(base)))
-    rel = sorted(float(sum(cand[i] for i in row) / sum(base[i] for i in row) - 1) for row in picks.tolist())
+    base = np.array([5.0, 7.0, 6.0, 9.0, 4.0, 8.0, 3.0])
+    cand = base + np.array([-1.0, 0.0, -2.0, 1.0, -1.0, -1.0, 2.0])
+    # 3 blocks of 2 neighbouring steps, each starting at any of the 6 places a block fits
+    starts = rng.integers(0, 6, (4000, 3)).tolist()
+    picks = [[s + k for s in row for k in (0, 1)] for row in starts]
+    rel = sorted(float(sum(cand[i] for i in row) / sum(base[i] for i in row) - 1) for row in picks)
     got = bootstrap_change(base, cand, paired=True)
     assert np.isclose(got.ci_low, np.quantile(rel, 0.025)) and np.isclose(got.ci_high, np.quantile(rel, 0.975))
 
