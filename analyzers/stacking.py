@@ -312,8 +312,11 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict) -> list[Finding]:
             severity="warning" if exposed >= EXPOSED_A2A_WARN else "info",
             title=(
                 f"The SparseCore all-to-all runs exposed {exposed:.0%} of the step: stack {name}'s {n} tables "
-                + ("are the run's one SparseCore pass, so no other stack's lookups hide its collectives"
-                   if len(layout) == 1 else "are one SparseCore pass, too long for other stacks' lookups to hide")
+                + (
+                    "are the run's one SparseCore pass, so no other stack's lookups hide its collectives"
+                    if len(layout) == 1
+                    else "are one SparseCore pass, too long for other stacks' lookups to hide"
+                )
             ),
             metric="sc_collective_share",
             value=exposed,
@@ -325,8 +328,13 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict) -> list[Finding]:
                 "true, then the limits file it writes): a smaller stack's load per partition is not the old one's "
                 "share, so limits summed for the old stack give it minibatches or empty slots."
             ),
-            evidence={"sc_collective_share": exposed, "sc_ops_share": sc_ops, "tables": n, "stacks": len(layout),
-                      "suggested_tables_per_stack": halves},  # fmt: skip
+            evidence={
+                "sc_collective_share": exposed,
+                "sc_ops_share": sc_ops,
+                "tables": n,
+                "stacks": len(layout),
+                "suggested_tables_per_stack": halves,
+            },  # fmt: skip
             entities={"tables": [name]},
             confidence="medium",
             evidence_sql=(

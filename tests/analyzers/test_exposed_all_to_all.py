@@ -65,7 +65,9 @@ def exposed_share(store: Store, run: int) -> float:
         "WHERE w.run_id = ? AND t.counted",
         [run],
     )
-    events = store.rows("SELECT chip, category, start_ps, start_ps + dur_ps AS end_ps FROM slices WHERE run_id = ?", [run])
+    events = store.rows(
+        "SELECT chip, category, start_ps, start_ps + dur_ps AS end_ps FROM slices WHERE run_id = ?", [run]
+    )
     exposed = total = 0
     for w in windows:
         a2a = _union([(e["start_ps"], e["end_ps"]) for e in events
