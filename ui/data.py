@@ -422,11 +422,20 @@ def hbm_peak(store: Store, run_id: int, chips: list[int] | None = None) -> dict[
     )
 
 
+def hbm_peaks(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """Every chip's HBM peak (the store's hbm_peaks view), highest first, each with its HBM
+    counters' values then (as hbm_peak's `parts`)."""
+    return run_memo(store, run_id, "hbm_peaks", None, lambda: [
+        _peak_parts(store, run_id, r) for r in sql(store, Q.HBM_PEAKS_ALL, run=run_id).to_pylist()])  # fmt: skip
+
+
 def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, Any] | None:
     top = sql(store, Q.HBM_PEAK, run=run_id, chips=list(chips or []), all_chips=chips is None).to_pylist()
-    if not top:
-        return None
-    best = {"chip": top[0]["chip"], "peak": float(top[0]["hbm_peak_bytes"]), "ts_ps": int(top[0]["hbm_peak_ts_ps"])}
+    return _peak_parts(store, run_id, top[0]) if top else None
+
+
+def _peak_parts(store: Store, run_id: int, row: dict[str, Any]) -> dict[str, Any]:
+    best = {"chip": row["chip"], "peak": float(row["hbm_peak_bytes"]), "ts_ps": int(row["hbm_peak_ts_ps"])}
     held = sql(store, Q.HBM_AT, run=run_id, chip=best["chip"], ts=best["ts_ps"]).to_pylist()
     values = {r["counter"]: float(r["value"]) for r in held}
     # the totals' values, with a total recorded with its contributors ("HBM heap: <name>") shown as those
