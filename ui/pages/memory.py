@@ -209,7 +209,7 @@ def peak_section(peaks: list[dict[str, Any]], names: dict[int, str], cap: float 
     pf.update_yaxes(autorange="reversed")
     if cap:
         pf.add_vline(x=cap / div, line_dash="dash", line_color="#c62828", annotation_text="capacity per chip")
-    share = f" = {format_value(top['peak'] / cap, 'share')} of its capacity" if cap else ""
+    share = f" = {format_value(top['peak'] / cap, 'share')} of capacity" if cap else ""
     return R.section(
         f"HBM at each chip's peak: the highest {format_value(top['peak'], 'bytes')}{share} on "
         f"{D.chip_name(names, top['chip'])} at {format_value(top['ts_ps'], 'ps')}",
