@@ -27,7 +27,11 @@ ADVICE = {
 def analyze(ctx: RunContext) -> Analysis:
     table = ctx.query("failures")
     result = Analysis(NAME, tables={"failures": table})
-    for row in table.to_pylist():
+    rows = table.to_pylist()
+    if rows:  # the failures' facts as figures (a failed compile's bytes asked for against the room there was)
+        result.figures = {"failures": [{k: r[k] for k in ("kind", "start_ps", "requested_bytes", "capacity_bytes",
+                                                         "message")} for r in rows]}  # fmt: skip
+    for row in rows:
         result.findings.append(
             Finding(
                 rule=f"failure_{row['kind']}",

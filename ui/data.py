@@ -17,7 +17,7 @@ from profiler import stdlib
 from profiler.errors import ScprofError, StoreError
 from profiler.stdlib import HBM_COUNTERS, RUN_LIST_SQL
 from profiler.store import Store
-from profiler.units import format_bytes, unit_of
+from profiler.units import format_bytes
 from ui import queries as Q
 from ui.store_access import KeyedCache, run_memo, sql
 
@@ -127,6 +127,7 @@ class Kpi:
     value: float | None
     unit: str  # "ps", "bytes", "share", "count" or free text
     detail: str = ""
+    source: str = ""  # where the figure is in `scprof analyze --json`: a dotted path under "figures"
 
 
 def overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kpi]:
@@ -138,9 +139,19 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
     st = step_times(store, run_id, steps)
     kpis: list[Kpi] = []
     covered = steps_covered(st)
+    # over the whole run these are the analyzers' figures (the same definitions); over a chosen
+    # range of steps they are those definitions applied to it, and name no source
+    whole = steps == step_bounds(store, run_id)
+
+    def src(path: str) -> str:
+        return path if whole else ""
+
     if st["counted"].any():
         stats = step_stats(st["step_ps"][st["counted"]])
-        kpis += [Kpi(f"step time {k}", stats[f"step_ps_{k}"], "ps", covered) for k in ("mean", "p50", "p90")]
+        kpis += [
+            Kpi(f"step time {k}", stats[f"step_ps_{k}"], "ps", covered, src(f"breakdown.step_ps_{k}"))
+            for k in ("mean", "p50", "p90")
+        ]
     else:
         kpis.append(Kpi("step time", None, "ps", covered if len(st["step"]) else "no steps in this run"))
     part = sql(store, Q.STEP_MINIBATCHES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
@@ -149,12 +160,21 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
             "SC minibatches per step",
             part["minibatches_per_step"],
             "count",
-            f"max {part['max_minibatches']}; {covered}" if part["max_minibatches"] is not None else "not recorded",
+            f"mean of the most any partition was split into; {covered}"
+            if part["max_minibatches"] is not None
+            else "not recorded",
+            src("minibatching.minibatches_per_step_mean") if part["max_minibatches"] is not None else "",
         )
     )
     total = f"total over steps {steps[0]}–{steps[1]}"
     kpis.append(
-        Kpi("dropped IDs", part["dropped_ids"], "count", total if part["dropped_ids"] is not None else "not recorded")
+        Kpi(
+            "dropped IDs",
+            part["dropped_ids"],
+            "count",
+            f"{total}, all chips" if part["dropped_ids"] is not None else "not recorded",
+            src("id_dropping.dropped_ids") if part["dropped_ids"] is not None else "",
+        )
     )
     info = run_info(store, run_id)
     mem = hbm_peak(store, run_id)
@@ -162,10 +182,10 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
     if mem is None:
         kpis.append(Kpi("HBM peak", None, "bytes", "no HBM counters recorded"))
     else:
-        detail = f"chip {mem['chip']}" + (
-            f", {mem['peak'] / cap:.0%} of {format_bytes(cap)} capacity" if cap else ", capacity unknown"
+        detail = f"per chip: the highest, chip {mem['chip']}, over the whole run; " + (
+            f"of {format_bytes(cap)} capacity" if cap else "capacity unknown"
         )
-        kpis.append(Kpi("HBM peak", mem["peak"], "bytes", detail))
+        kpis.append(Kpi("HBM peak", mem["peak"], "bytes", detail, "memory.hbm_peak_bytes"))
     return kpis
 
 
@@ -264,39 +284,6 @@ def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | No
         "per_chip": {c: (by_chip[i] / n_steps).tolist() for i, c in enumerate(cats)},
         "counted_steps": np.unique(step[counted]).tolist(),
     }
-
-
-# Analyzer figures the Overview shows as cards; the others sit in a collapsed list below them.
-HEADLINE_FIGURES = (
-    "idle share",
-    "overlap share of sc",
-    "tc idle share waiting for input",
-    "hbm peak share",
-    "tables minibatched",
-    "dropped ids",
-    "tables per stack mean",
-    "waste share",
-)
-
-
-def analysis_kpis(report: RunReport) -> list[Kpi]:
-    """Headline figures the analyzers computed: every scalar in every analysis' figures."""
-    out: list[Kpi] = []
-    for name, a in report.analyses.items():
-        for key, value in (a.figures or {}).items():
-            if isinstance(value, dict):
-                if key == "share" and value:  # a split without idle time has no idle category: 0, not missing
-                    out.append(Kpi("idle share", float(value.get("idle", 0.0)), "share", name))
-                continue
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int | float)
-                or key in ("steps", "steps_recorded")
-                or key.startswith("step_ps")
-            ):
-                continue
-            out.append(Kpi(key.replace("_", " "), float(value), unit_of(key), name))
-    return out
 
 
 # ---- SparseCore ------------------------------------------------------------------------------
@@ -435,11 +422,20 @@ def hbm_peak(store: Store, run_id: int, chips: list[int] | None = None) -> dict[
     )
 
 
+def hbm_peaks(store: Store, run_id: int) -> list[dict[str, Any]]:
+    """Every chip's HBM peak (the store's hbm_peaks view), highest first, each with its HBM
+    counters' values then (as hbm_peak's `parts`)."""
+    return run_memo(store, run_id, "hbm_peaks", None, lambda: [
+        _peak_parts(store, run_id, r) for r in sql(store, Q.HBM_PEAKS_ALL, run=run_id).to_pylist()])  # fmt: skip
+
+
 def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, Any] | None:
     top = sql(store, Q.HBM_PEAK, run=run_id, chips=list(chips or []), all_chips=chips is None).to_pylist()
-    if not top:
-        return None
-    best = {"chip": top[0]["chip"], "peak": float(top[0]["hbm_peak_bytes"]), "ts_ps": int(top[0]["hbm_peak_ts_ps"])}
+    return _peak_parts(store, run_id, top[0]) if top else None
+
+
+def _peak_parts(store: Store, run_id: int, row: dict[str, Any]) -> dict[str, Any]:
+    best = {"chip": row["chip"], "peak": float(row["hbm_peak_bytes"]), "ts_ps": int(row["hbm_peak_ts_ps"])}
     held = sql(store, Q.HBM_AT, run=run_id, chip=best["chip"], ts=best["ts_ps"]).to_pylist()
     values = {r["counter"]: float(r["value"]) for r in held}
     # the totals' values, with a total recorded with its contributors ("HBM heap: <name>") shown as those

@@ -270,8 +270,14 @@ FROM per_step GROUP BY table_name ORDER BY table_name
 
 # counter_series: the counters of a run (one row per chip and counter) with sample counts and peaks.
 COUNTER_SERIES = """
-SELECT track_id, chip, counter, unit, count(*) AS samples, max(value) AS peak
-FROM counter_samples WHERE run_id = $run GROUP BY ALL ORDER BY chip, counter
+SELECT track_id, chip, plane, counter, unit, count(*) AS samples, max(value) AS peak,
+       min(ts_ps) AS first_ps, max(ts_ps) AS last_ps
+FROM counter_samples WHERE run_id = $run GROUP BY ALL ORDER BY chip, counter, plane
+"""
+
+# hbm_peaks_all: every chip's HBM peak (the store's hbm_peaks view), highest first.
+HBM_PEAKS_ALL = """
+SELECT chip, hbm_peak_bytes, hbm_peak_ts_ps FROM hbm_peaks WHERE run_id = $run ORDER BY hbm_peak_bytes DESC, chip
 """
 
 # hbm_peak: the highest chip's HBM peak (the store's hbm_peaks view) among $chips (all when

@@ -74,3 +74,11 @@ def whatif_db(ui_db, tmp_path_factory) -> str:
 def whatif_store(whatif_db):
     with Store.open(whatif_db, read_only=True) as store:
         yield store
+
+
+@pytest.fixture(scope="session")
+def overview_db(tmp_path_factory) -> str:
+    """An ok, a host-bound, a failed run and a real capture (tests/ui/overview_store.py)."""
+    from tests.ui.overview_store import build_overview_store
+
+    return build_overview_store(tmp_path_factory.mktemp("overview-store"))

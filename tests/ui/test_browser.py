@@ -184,7 +184,7 @@ def test_memory_page(server, page, run_ids):
     page.goto(f"{server}/memory?run={run_ids['baseline']}")
     page.wait_for_selector("#memory-hbm")
     settle(page)
-    assert "At the peak" in page.inner_text("#memory-body")
+    assert "HBM at each chip's peak" in page.inner_text("#memory-body")
     shot(page, "06-memory")
 
 

@@ -1,30 +1,57 @@
 """The Memory page: HBM, SPMEM and other counters over time per chip, and HBM by contributor at
-the peak; to see how close a run comes to its memory capacity and what fills it."""
+each chip's peak; to see how close a run comes to its memory capacity and what fills it (and, for
+a failed compile, how far it overshot)."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 from dash import html
 
+from analyzers.registry import analyze_run
 from profiler.store import Store
 from profiler.units import format_value
 from ui import data as D
+from ui import figures as F
 from ui import render as R
 from ui import state as S
-from ui.pages.common import (
-    _no_runs,
-    body,
-    chips_checklist,
-    controls,
-    pick_run,
-    run_dropdown,
-    run_header,
-    state_store,
-    steps_slider,
-)
+from ui.pages.common import _no_runs, body, chips_checklist, controls, pick_run, run_dropdown, run_header, state_store
+from ui.pages.overview import failure_cards, steps_control
 from ui.timeline import time_unit
+
+# HBM contributors (the emulator's names: sim_backend/memory.py) and totals: one colour each,
+# the same on every run; any other name gets a colour from its name alone (contributor_color).
+CONTRIBUTOR_COLORS = {
+    "embedding tables": "#1e88e5",
+    "embedding optimizer state": "#90caf9",
+    "dense weights": "#43a047",
+    "dense optimizer state": "#a5d6a7",
+    "constants": "#8d6e63",
+    "prefetched inputs": "#fb8c00",
+    "HBM heap": "#3949ab",
+    "HBM stack": "#e53935",
+}
+PALETTE = ("#5e35b1", "#00897b", "#f4511e", "#6d4c41", "#c0ca33", "#d81b60", "#546e7a", "#fdd835")
+BYTE_UNITS = (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10))
+
+
+def contributor_color(name: str) -> str:
+    """A contributor's colour from its name ("HBM heap: dense weights" -> dense weights'), fixed across runs."""
+    short = name.split(": ", 1)[-1]
+    if short in CONTRIBUTOR_COLORS:
+        return CONTRIBUTOR_COLORS[short]
+    return PALETTE[int(hashlib.sha1(short.encode()).hexdigest(), 16) % len(PALETTE)]
+
+
+def byte_unit(largest_bytes: float) -> tuple[str, float]:
+    """The binary unit that shows values up to `largest_bytes` with a few digits: (name, scale)."""
+    for name, scale in BYTE_UNITS:
+        if largest_bytes >= scale:
+            return name, scale
+    return "B", 1.0
 
 
 def layout_memory(store: Store, st: dict[str, str]) -> Any:
@@ -40,8 +67,8 @@ def layout_memory(store: Store, st: dict[str, str]) -> Any:
         [
             controls(
                 run_dropdown("memory-run", store, run),
-                chips_checklist("memory-chips", chips, chosen),
-                steps_slider("memory-steps", bounds, steps),
+                chips_checklist("memory-chips", chips, chosen, D.chip_names(store, run)),
+                steps_control("memory-steps", bounds, steps),
             ),
             run_header(store, run),
             state_store("memory", {"run": run, "steps": list(steps), "chips": chosen}),
@@ -50,16 +77,62 @@ def layout_memory(store: Store, st: dict[str, str]) -> Any:
     )
 
 
+def series_groups(cs: list[dict[str, Any]], data: dict[int, dict[str, np.ndarray]], names: dict[int, str]) -> list:
+    """Counter series with identical samples drawn once: [(name, samples)], named by counter and
+    the chips and SparseCores (planes) they come from."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for c in cs:
+        s = data.get(c["track_id"])
+        if s is not None:
+            groups.setdefault((c["counter"], s["ts_ps"].tobytes(), s["value"].tobytes()), []).append(c)
+    out = []
+    for members in groups.values():
+        c = members[0]
+        by_chip: dict[int, list[str]] = {}
+        for m in members:
+            by_chip.setdefault(m["chip"], []).append(_core(m))
+        where = [
+            (D.chip_name(names, chip) if chip >= 0 else "host") + (f" {_cores(cores)}" if any(cores) else "")
+            for chip, cores in by_chip.items()
+        ]
+        name = c["counter"] if where == ["host"] else f"{c['counter']} · {', '.join(where)}"
+        out.append((name, data[c["track_id"]]))
+    return out
+
+
+def _cores(cores: list[str]) -> str:
+    """SparseCore labels as a range when consecutive: ["0", "1", "2", "3"] -> "SC 0–3"."""
+    nums = sorted(int(c) for c in cores if c.isdigit())
+    if len(nums) > 2 and nums == list(range(nums[0], nums[-1] + 1)):
+        return f"SC {nums[0]}–{nums[-1]}"
+    return "SC " + ", ".join(map(str, nums))
+
+
+def _core(c: dict[str, Any]) -> str:
+    """The SparseCore a counter's plane names ("/device:TPU:0 SparseCore 2" -> "2"), else ""."""
+    plane = str(c.get("plane") or "")
+    return plane.rsplit("SparseCore ", 1)[1] if "SparseCore " in plane else ""
+
+
 def render_memory(store: Store, st: dict[str, Any]) -> Any:
     run, steps, chips = st["run"], tuple(st["steps"]), st.get("chips") or []
+    info = D.run_info(store, run)
+    parts: list[Any] = []
+    if info.get("status") == "failed":  # the failure's bytes against the room there was, as figures
+        report = analyze_run(store, run, only=("failures",))
+        parts += [failure_cards(i, f) for i, f in enumerate(F.failure_facts(report))]
     series = D.counters(store, run)
     if not series:
-        return R.empty("This run records no counters (HBM heap/stack, SPMEM, ...).")
-    info = D.run_info(store, run)
+        parts.append(R.empty("This run records no memory counters (HBM heap/stack, SPMEM, ...)."))
+        return html.Div(parts)
+    names = D.chip_names(store, run)
     window = D.steps_window(store, run, steps) if steps[1] >= steps[0] else None
-    t0, t1 = window or (int(info["first_ps"] or 0), int(info["last_ps"] or 1) + 1)
-    unit, scale = time_unit(t1 - t0)
-    parts: list[Any] = []
+    if window is None:  # no steps: the whole run, counters included (a failed compile records only them)
+        lo = min([int(info["first_ps"] or 0)] + [int(c["first_ps"]) for c in series])
+        hi = max([int(info["last_ps"] or 0)] + [int(c["last_ps"]) for c in series])
+        window = (lo, hi + 1)
+    t0, t1 = window
+    unit, scale = time_unit(max(t1 - t0, 1))
     hbm = [c for c in series if D.is_hbm(c) and c["chip"] in chips]
     spmem = [c for c in series if D.is_spmem(c) and c["chip"] in chips]
     other = [
@@ -69,79 +142,37 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     ]
     data = D.counter_series(store, run, [c["track_id"] for c in hbm + spmem + other], t0, t1)
 
-    def line_chart(cs: list[dict], ytitle: str, capacity: float | None = None, cap_label: str = "") -> go.Figure:
-        fig = R.figure(xaxis_title=f"time ({unit})", yaxis_title=ytitle)
-        bytes_axis = all(c["unit"] == "bytes" for c in cs)
-        div = 2**30 if bytes_axis else 1
-        for c in cs:
-            s = data.get(c["track_id"])
-            if s is None:
-                continue
-            name = f"TPU:{c['chip']} {c['counter']}" if c["chip"] >= 0 else c["counter"]
-            fig.add_trace(
-                go.Scatter(
-                    x=s["ts_ps"] / scale,
-                    y=s["value"] / div,
-                    mode="lines",
-                    line_shape="hv",
-                    name=name,
-                    hovertemplate=f"{R.plain(name)}<br>%{{x:.4g}} {unit}<br>%{{y:,.3f}} "
-                    f"{'GiB' if bytes_axis else c['unit']}<extra></extra>",
-                )
-            )
-        fig.update_layout(showlegend=True)
-        if bytes_axis:
-            fig.update_yaxes(rangemode="tozero")
-        if capacity:
-            fig.add_hline(
-                y=capacity / div,
-                line_dash="dash",
-                line_color="#c62828",
-                annotation_text=f"{cap_label} {format_value(capacity, 'bytes')}",
-                annotation_position="top left",
-            )
-        return fig
+    def line_chart(cs: list[dict], what: str, capacity: float | None = None, cap_label: str = "") -> go.Figure:
+        groups = series_groups(cs, data, names)
+        return counter_chart(groups, what, (unit, scale), all(c["unit"] == "bytes" for c in cs),
+                             cs[0]["unit"] if cs else "", capacity, cap_label)  # fmt: skip
 
+    cap = info.get("hbm_bytes")
     if hbm:
-        cap = info.get("hbm_bytes")
         bucketed = any(data.get(c["track_id"], {}).get("bucketed") for c in hbm)
         parts.append(
             R.section(
                 "HBM over time",
-                R.graph(line_chart(hbm, "GiB", cap, "HBM capacity"), id="memory-hbm", height=340),
-                help_text="Each counter's value holds from its sample on"
+                R.graph(line_chart(hbm, "HBM in use", cap, "HBM capacity"), id="memory-hbm", height=340),
+                help_text="Per chip (the chips chosen above). Each counter's value holds from its sample on"
                 + (" (downsampled: the highest value per pixel column)." if bucketed else "."),
             )
         )
-        peak = D.hbm_peak(store, run, chips)
-        if peak:
-            pf = R.figure(xaxis_title="GiB", barmode="stack")
-            for name, v in peak["parts"].items():
-                pf.add_trace(
-                    go.Bar(
-                        y=[f"TPU:{peak['chip']}"],
-                        x=[v / 2**30],
-                        name=name,
-                        orientation="h",
-                        hovertemplate=f"{R.plain(name)}: %{{x:.3f}} GiB<extra></extra>",
-                    )
-                )
-            if cap:
-                pf.add_vline(x=cap / 2**30, line_dash="dash", line_color="#c62828", annotation_text="capacity")
-            share = f" = {peak['peak'] / cap:.1%} of capacity" if cap else ""
-            parts.append(
-                R.section(
-                    f"At the peak: {format_value(peak['peak'], 'bytes')}{share} on TPU:{peak['chip']} at "
-                    f"{format_value(peak['ts_ps'], 'ps')}",
-                    R.graph(pf, height=200),
-                    help_text="HBM by contributor (counter) at the moment of the highest total.",
-                )
-            )
     else:
         parts.append(R.empty("No HBM counters recorded for the chosen chips."))
+    peaks = D.hbm_peaks(store, run)
+    if peaks:
+        parts.append(peak_section(peaks, names, cap))
     tile = info.get("spmem_bytes_per_tile")
     if spmem:
-        parts.append(R.section("SPMEM", R.graph(line_chart(spmem, "GiB", tile, "tile scratchpad"), height=280)))
+        parts.append(
+            R.section(
+                "SPMEM per tile",
+                R.graph(line_chart(spmem, "SPMEM per tile", tile, "tile scratchpad"), id="memory-spmem", height=300),
+                help_text="What one tile's scratchpad holds, per SparseCore of the chosen chips (SparseCores with "
+                "the same samples drawn once); a compile-time figure, so often a single sample.",
+            )
+        )
     else:
         parts.append(
             R.note(
@@ -152,3 +183,96 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     if other:
         parts.append(R.section("Other counters", R.graph(line_chart(other, "value"), height=260)))
     return html.Div(parts)
+
+
+def peak_section(peaks: list[dict[str, Any]], names: dict[int, str], cap: float | None) -> html.Section:
+    """HBM by contributor at each chip's own peak (every chip, highest first named in the title)."""
+    top = peaks[0]
+    vunit, div = byte_unit(max([p["peak"] for p in peaks] + [cap or 0.0]))
+    pf = R.figure(xaxis_title=f"HBM in use at the chip's peak ({vunit})", barmode="stack", showlegend=True)
+    order = sorted(peaks, key=lambda p: p["chip"])
+    labels = [D.chip_name(names, p["chip"]) for p in order]
+    contributors = list(dict.fromkeys(c for p in order for c in p["parts"]))
+    for name in contributors:
+        short = name.split(": ", 1)[-1]
+        pf.add_trace(
+            go.Bar(
+                y=labels,
+                x=[p["parts"].get(name, 0.0) / div for p in order],
+                name=short,
+                orientation="h",
+                marker_color=contributor_color(name),
+                customdata=[format_value(p["parts"].get(name), "bytes") for p in order],
+                hovertemplate=f"%{{y}} · {R.plain(name)}: %{{customdata}}<extra></extra>",
+            )
+        )
+    pf.update_yaxes(autorange="reversed")
+    if cap:
+        pf.add_vline(x=cap / div, line_dash="dash", line_color="#c62828", annotation_text="capacity per chip")
+    share = f" = {format_value(top['peak'] / cap, 'share')} of capacity" if cap else ""
+    return R.section(
+        f"HBM at each chip's peak: the highest {format_value(top['peak'], 'bytes')}{share} on "
+        f"{D.chip_name(names, top['chip'])} at {format_value(top['ts_ps'], 'ps')}",
+        R.graph(pf, id="memory-peaks", height=120 + 36 * len(peaks)),
+        help_text=f"Every chip ({len(peaks)}), each at the moment of its own highest total over the whole run "
+        "(the store's hbm_peaks), split by contributor; the same colour for a contributor on every run.",
+    )
+
+
+def counter_chart(
+    groups: list[tuple[str, dict[str, np.ndarray]]],
+    what: str,
+    time: tuple[str, float],
+    bytes_axis: bool,
+    value_unit: str,
+    capacity: float | None = None,
+    cap_label: str = "",
+) -> go.Figure:
+    """Counter series (series_groups) over time: steps of lines; a bar per series when every
+    series has one sample (a compile-time figure); bytes on an axis in the unit that suits them."""
+    top = max([float(np.max(s["value"])) for _, s in groups if len(s["value"])] + [capacity or 0.0])
+    vunit, div = byte_unit(top) if bytes_axis else (value_unit, 1.0)
+    ytitle = f"{what} ({vunit})" if vunit else what
+    if groups and all(len(s["ts_ps"]) == 1 for _, s in groups):
+        fig = R.figure(yaxis_title=ytitle, showlegend=False, bargap=0.5)
+        for name, s in groups:
+            v = float(s["value"][0])
+            fig.add_trace(
+                go.Bar(
+                    x=[name],
+                    y=[v / div],
+                    name=name,
+                    text=[format_value(v, "bytes") if bytes_axis else f"{v:,.4g}"],
+                    textposition="outside",
+                    hovertemplate=f"{R.plain(name)}<br>%{{y:,.4g}} {vunit} (one sample, at "
+                    f"{format_value(int(s['ts_ps'][0]), 'ps')})<extra></extra>",
+                )
+            )
+    else:
+        tunit, scale = time
+        fig = R.figure(xaxis_title=f"time ({tunit})", yaxis_title=ytitle, showlegend=True)
+        for name, s in groups:
+            n = len(s["ts_ps"])  # a single sample: a marker (a line needs two)
+            fig.add_trace(
+                go.Scatter(
+                    x=s["ts_ps"] / scale,
+                    y=s["value"] / div,
+                    mode="markers" if n == 1 else ("lines+markers" if n < 30 else "lines"),
+                    marker=dict(size=10 if n == 1 else 5),
+                    line_shape="hv",
+                    name=name,
+                    hovertemplate=f"{R.plain(name)}<br>%{{x:.4g}} {tunit}<br>%{{y:,.4g}} {vunit}<extra></extra>",
+                )
+            )
+    if bytes_axis:
+        fig.update_yaxes(rangemode="tozero", ticksuffix=f" {vunit}", tickformat=",.4~g", title_text=what)
+        fig.update_yaxes(range=[0, top / div * 1.15])
+    if capacity:
+        fig.add_hline(
+            y=capacity / div,
+            line_dash="dash",
+            line_color="#c62828",
+            annotation_text=f"{cap_label} {format_value(capacity, 'bytes')}",
+            annotation_position="top left",
+        )
+    return fig

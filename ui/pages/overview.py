@@ -13,6 +13,7 @@ from profiler.stdlib import steps_covered
 from profiler.store import Store
 from profiler.units import format_value
 from ui import data as D
+from ui import figures as F
 from ui import render as R
 from ui import state as S
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store, steps_slider
@@ -28,7 +29,7 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
     state = {"run": run, "steps": list(steps)}
     return html.Div(
         [
-            controls(run_dropdown("overview-run", store, run), steps_slider("overview-steps", bounds, steps)),
+            controls(run_dropdown("overview-run", store, run), steps_control("overview-steps", bounds, steps)),
             run_header(store, run),
             state_store("overview", state),
             body("overview"),
@@ -41,12 +42,52 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
     )
 
 
+def steps_control(id: str, bounds: tuple[int, int] | None, steps: tuple[int, int]) -> Any:
+    """The steps slider; on a run without steps, the note saying so and a disabled hidden slider,
+    so the page's URL callback (ui/app.py), which listens to `id`, finds its input."""
+    if bounds is not None:
+        return steps_slider(id, bounds, steps)
+    hidden = dcc.RangeSlider(id=id, min=0, max=1, step=1, value=[0, 1], disabled=True, marks=None)
+    return html.Div([steps_slider(id, None, steps), html.Div(hidden, style={"display": "none"})])
+
+
+def card(k: D.Kpi) -> html.Div:
+    """A figure's card: label, value with its unit, scope; `data-source` names the figure's path in
+    `scprof analyze --json` (shown on hover), when it is the analyzers' figure."""
+    extra = {"title": f"scprof analyze --json: figures.{k.source}", "data-source": k.source} if k.source else {}
+    return html.Div(
+        [
+            html.Div(k.label, className="kpi-label"),
+            html.Div(format_figure(k.value, k.unit), className="kpi-value"),
+            html.Div(k.detail, className="kpi-detail"),
+        ],
+        className="kpi",
+        **extra,
+    )
+
+
+def format_figure(value: Any, unit: str) -> str:
+    """A card's value: exact bytes ("B": 175,000 B, to set against a limit) or profiler.units' format."""
+    if unit == "B" and value is not None:
+        return f"{int(value):,} B"
+    return format_value(value, unit)
+
+
+def no_steps_text(info: dict[str, Any]) -> str:
+    """Why a run has no steps: it failed (with the failure's kind), or it recorded no step markers."""
+    tags = info.get("tags") or {}
+    if info.get("status") == "failed":
+        kind = str(tags.get("failure") or "a failure").replace("_", " ")
+        return f"This run failed ({kind}) before any step ran: it has no step times. Its failure is below."
+    return "This run has no steps (no step markers and no events tagged with a step)."
+
+
 def render_overview(store: Store, st: dict[str, Any]) -> Any:
     """KPIs from SQL, step time per step, per-chip step time (fast on any run size)."""
     run, steps = st["run"], tuple(st["steps"])
     names = D.chip_names(store, run)
     kpis = D.overview_kpis(store, run, steps)
-    tiles = [R.kpi(k.label, format_value(k.value, k.unit), k.detail) for k in kpis]
+    tiles = [card(k) for k in kpis]
     st_times = D.step_times(store, run, steps)
     parts: list[Any] = [html.Div(tiles, className="kpis", id="overview-kpis")]
     if len(st_times["step"]):
@@ -78,78 +119,49 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
             row.append(R.section("Per chip", R.graph(cf, height=280)))
         parts.append(html.Div(row, className="grid2"))
     else:
-        parts.append(R.empty("This run has no steps (no step markers and no events tagged with a step)."))
+        parts.append(R.empty(no_steps_text(D.run_info(store, run))))
     return html.Div(parts)
 
 
 def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
-    """The analyzers' part of the Overview: wall-time split per step and chip, idle share, top findings."""
+    """The analyzers' part of the Overview: the failure (if any), headline figures, the step-time
+    split (where a host-bound run shows), per step and chip by category, top ops and findings."""
     run, steps = st["run"], tuple(st["steps"])
     names = D.chip_names(store, run)
     report = D.analysis(store, run)
-    parts: list[Any] = []
-    extra = D.analysis_kpis(report)
-    head = [k for k in extra if k.label in D.HEADLINE_FIGURES]
-    rest = [k for k in extra if k.label not in D.HEADLINE_FIGURES]
+    parts: list[Any] = [failure_cards(i, f) for i, f in enumerate(F.failure_facts(report))]
+    head, rest = F.analysis_kpis(report)
     if head:
-        parts.append(
-            html.Div([R.kpi(k.label, format_value(k.value, k.unit), k.detail) for k in head], className="kpis")
-        )
+        parts.append(html.Div([card(k) for k in head], className="kpis", id="overview-figures"))
     if rest:
         parts.append(
             html.Details(
                 [
                     html.Summary(f"All analyzer figures ({len(rest)} more)"),
-                    html.Div([R.kpi(k.label, format_value(k.value, k.unit), k.detail) for k in rest], className="kpis"),
+                    html.Div([card(k) for k in rest], className="kpis"),
                 ]
+            )
+        )
+    split = F.time_split(report)
+    if split:
+        parts.append(
+            R.section(
+                "Where step time goes",
+                R.graph(split_figure(split), id="overview-split", height=130 + 60 * len(split)),
+                help_text="Wall time: each instant of a step on each chip goes to the highest-priority category "
+                "running (breakdown.share). TensorCore time: what the TensorCores waited for in their idle gaps "
+                "(idle_gaps): a host-bound run shows here even when SparseCore work fills the wall time. "
+                "The same figures as `scprof analyze --json`.",
             )
         )
     bd = D.breakdown_per_step(report, steps)
     if bd and bd["steps"]:
-        peak = max(sum(v[i] for v in bd["per_step"].values()) for i in range(len(bd["steps"])))
-        unit, scale = time_unit(peak or 1)
-        fig = R.figure(barmode="stack", xaxis_title="step", yaxis_title=f"time ({unit}, mean over chips)")
-        for cat, vals in bd["per_step"].items():
-            fig.add_trace(
-                go.Bar(
-                    x=bd["steps"],
-                    y=np.asarray(vals) / scale,
-                    name=cat,
-                    marker_color=R.CATEGORY_COLORS.get(cat),
-                    hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>",
-                )
-            )
-        counted = set(bd["counted_steps"])
-        over = steps_covered(bd["steps"], [s in counted for s in bd["steps"]])
-        cf = R.figure(barmode="stack", xaxis_title=f"chip (mean {over})", yaxis_title=f"time per step ({unit})")
-        for cat, vals in bd["per_chip"].items():
-            cf.add_trace(
-                go.Bar(
-                    x=[D.chip_name(names, c) for c in bd["chips"]],
-                    y=np.asarray(vals) / scale,
-                    name=cat,
-                    marker_color=R.CATEGORY_COLORS.get(cat),
-                    showlegend=False,
-                    hovertemplate=f"{cat}<br>%{{x}}: %{{y:.4g}} {unit}<extra></extra>",
-                )
-            )
-        parts.append(
-            html.Div(
-                [
-                    R.section("Step time by category", R.graph(fig, height=320)),
-                    R.section("Per chip, by category", R.graph(cf, height=320)),
-                ],
-                className="grid2",
-            )
-        )
+        parts.append(category_charts(bd, names))
     else:
-        parts.append(
-            R.empty(
-                "No step-time breakdown: " + "; ".join(n for a in report.analyses.values() for n in a.notes)
-                if any(a.notes for a in report.analyses.values())
-                else "No step-time breakdown for this run."
-            )
-        )
+        notes = (report.analyses["breakdown"].notes if "breakdown" in report.analyses else []) or [
+            "the analyzers found no step windows"
+        ]
+        parts.append(R.empty("No step-time breakdown: " + "; ".join(notes) + "."))
     ops = report.analyses.get("ops")
     if ops and ops.figures.get("top"):
         parts.append(
@@ -182,3 +194,108 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
     )
     parts.append(dcc.Link("all findings →", href=R.href("/findings", run=run)))
     return html.Div(parts)
+
+
+# idle_gaps' causes of waiting (TensorCore gaps; a real capture's device): host input stands out
+WAIT_COLORS = {
+    "host": "#d81b60",
+    "host_input": "#d81b60",
+    "input_transfer": "#fb8c00",
+    "launch": "#ffb300",
+    "host_other": "#ffcc80",
+    "sparsecore": "#43a047",
+    "collective": "#8e24aa",
+    "unknown": "#757575",
+    "idle": "#bdbdbd",
+}
+BUSY_COLOR = "#cfd8dc"
+
+
+def split_figure(bars: list[dict[str, Any]]) -> go.Figure:
+    """Horizontal 100% bars, one per split of F.time_split, a trace per part (legend: the part)."""
+    fig = R.figure(barmode="stack", xaxis_title="share of the time named on the left", showlegend=True)
+    fig.update_xaxes(tickformat=".0%", range=[0, 1])
+    fig.update_yaxes(autorange="reversed")
+    for bar in bars:
+        y = f"{bar['name']}<br><span style='font-size:10px'>{R.plain(bar['scope'])}</span>"
+        for part in bar["parts"]:
+            source = part["source"]
+            key = source.rsplit(".", 2)[-2] if source.startswith("idle_gaps.tensorcore.") else source.rsplit(".", 1)[-1]
+            color = (
+                R.CATEGORY_COLORS.get(key) if source.startswith("breakdown.") else WAIT_COLORS.get(key)
+            ) or BUSY_COLOR
+            share = part["share"]
+            fig.add_trace(
+                go.Bar(
+                    y=[y],
+                    x=[share],
+                    name=part["name"],
+                    orientation="h",
+                    marker_color=color,
+                    text=[format_value(share, "share") if share >= 0.04 else ""],
+                    textposition="inside",
+                    insidetextanchor="middle",
+                    hovertemplate=f"{R.plain(part['name'])}: {format_value(share, 'share')}"
+                    f"<br>{R.plain(bar['name'])}, {R.plain(bar['scope'])}<extra></extra>",
+                )
+            )
+    fig.update_layout(legend=dict(orientation="h", y=-0.35), margin=dict(l=260, r=20, t=10, b=40))
+    return fig
+
+
+def category_charts(bd: dict[str, Any], names: dict[int, str]) -> html.Div:
+    """Per step and per chip, each category's time (the breakdown's table)."""
+    peak = max(sum(v[i] for v in bd["per_step"].values()) for i in range(len(bd["steps"])))
+    unit, scale = time_unit(peak or 1)
+    fig = R.figure(barmode="stack", xaxis_title="step", yaxis_title=f"time ({unit}, mean over chips)")
+    for cat, vals in bd["per_step"].items():
+        fig.add_trace(
+            go.Bar(
+                x=bd["steps"],
+                y=np.asarray(vals) / scale,
+                name=cat,
+                marker_color=R.CATEGORY_COLORS.get(cat),
+                hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>",
+            )
+        )
+    counted = set(bd["counted_steps"])
+    over = steps_covered(bd["steps"], [s in counted for s in bd["steps"]])
+    cf = R.figure(barmode="stack", xaxis_title=f"chip (mean {over})", yaxis_title=f"time per step ({unit})")
+    for cat, vals in bd["per_chip"].items():
+        cf.add_trace(
+            go.Bar(
+                x=[D.chip_name(names, c) for c in bd["chips"]],
+                y=np.asarray(vals) / scale,
+                name=cat,
+                marker_color=R.CATEGORY_COLORS.get(cat),
+                showlegend=False,
+                hovertemplate=f"{cat}<br>%{{x}}: %{{y:.4g}} {unit}<extra></extra>",
+            )
+        )
+    return html.Div(
+        [
+            R.section("Step time by category", R.graph(fig, height=320)),
+            R.section("Per chip, by category", R.graph(cf, height=320)),
+        ],
+        className="grid2",
+    )
+
+
+def failure_cards(i: int, f: dict[str, Any]) -> html.Div:
+    """The run's `i`-th recorded failure as figures: what it is, the bytes asked for against the room there was."""
+    where = f"{f['memory']} {f['scope']}".strip()
+    src = f"failures.failures.{i}"
+    cards = [D.Kpi("run failed", f["kind"], "text", "the failure recorded with the run", f"{src}.kind")]
+    if f.get("requested_bytes") is not None:
+        cards.append(D.Kpi(f"{where}: needed", f["requested_bytes"], "B", format_value(f["requested_bytes"], "bytes"),
+                           f"{src}.requested_bytes"))  # fmt: skip
+    if f.get("capacity_bytes") is not None:
+        cards.append(D.Kpi(f"{where}: capacity", f["capacity_bytes"], "B", format_value(f["capacity_bytes"], "bytes"),
+                           f"{src}.capacity_bytes"))  # fmt: skip
+    return html.Div(
+        [
+            html.Div([card(k) for k in cards], className="kpis"),
+            html.P(f["message"], className="muted"),
+        ],
+        className="failure-facts",
+    )
