@@ -137,7 +137,7 @@ def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
     """Everything `scprof compare` and the UI's Compare page show."""
     base, cand = analyze_run(store, base_id), analyze_run(store, cand_id)
     notes = []
-    _check_comparable(base, cand)
+    check_comparable(base, cand)
     step_time = step_time_change(store, base_id, cand_id)
     if step_time.base_steps < 3 or step_time.cand_steps < 3:
         notes.append("fewer than 3 steady steps in a run: the interval is wide")
@@ -145,7 +145,7 @@ def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
         base=_run_info(base), cand=_run_info(cand),
         step_time=step_time,
         breakdown=_breakdown_delta(store, base, cand),
-        findings=_findings_delta(base, cand),
+        findings=findings_delta(base, cand),
         ops=_op_delta(store, base_id, cand_id),
         tables=_table_delta(store, base_id, cand_id),
         config_diff=config_diff(json.loads(base.run["config"] or "{}"), json.loads(cand.run["config"] or "{}")),
@@ -157,7 +157,7 @@ class CompareError(ScprofError):
     """Two runs that cannot be compared (a run without steps): the user's input, not a bug."""
 
 
-def _check_comparable(base: RunReport, cand: RunReport) -> None:
+def check_comparable(base: RunReport, cand: RunReport) -> None:
     """Refuse, naming each run and what it lacks, when a run has no steps to compare."""
     lacking = []
     for role, report in (("baseline", base), ("candidate", cand)):
@@ -207,7 +207,7 @@ def _breakdown_delta(store: Store, base: RunReport, cand: RunReport) -> list[dic
     )
 
 
-def _findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str, Any]]]:
+def findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str, Any]]]:
     """Findings matched by rule and affected tables: resolved, new, persisting."""
 
     def key(f) -> tuple:
