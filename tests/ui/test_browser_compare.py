@@ -133,3 +133,17 @@ def test_runs_page_fits_and_picks_a_pair(mixed_server, wide):
     wide.wait_for_selector("#compare-verdict-word")
     settle(wide)
     assert wide.inner_text("#compare-cand").strip().startswith(f"prefetch2 (#{ids['prefetch2']})")
+
+
+def test_picking_a_candidate_replaces_the_run_the_link_carried(mixed_server, wide):
+    url, ids = mixed_server
+    wide.goto(f"{url}/compare?run={ids['tuned']}")
+    wide.wait_for_selector("#compare-verdict-word")
+    settle(wide)
+    wide.click("#compare-cand")
+    wide.get_by_role("option", name=f"prefetch2 (#{ids['prefetch2']})").click()
+    wide.wait_for_url(re.compile(rf"cand={ids['prefetch2']}"))
+    assert "run=" not in wide.url  # the top bar's links now carry the run shown
+    wide.wait_for_selector("#compare-verdict-word")
+    settle(wide)
+    assert wide.get_attribute("#nav-overview", "href") == f"/overview?run={ids['prefetch2']}"
