@@ -137,7 +137,7 @@ def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
     """Everything `scprof compare` and the UI's Compare page show."""
     base, cand = analyze_run(store, base_id), analyze_run(store, cand_id)
     notes = []
-    check_comparable(base, cand)
+    _check_comparable(base, cand)
     step_time = step_time_change(store, base_id, cand_id)
     if step_time.base_steps < 3 or step_time.cand_steps < 3:
         notes.append("fewer than 3 steady steps in a run: the interval is wide")
@@ -157,7 +157,7 @@ class CompareError(ScprofError):
     """Two runs that cannot be compared (a run without steps): the user's input, not a bug."""
 
 
-def check_comparable(base: RunReport, cand: RunReport) -> None:
+def _check_comparable(base: RunReport, cand: RunReport) -> None:
     """Refuse, naming each run and what it lacks, when a run has no steps to compare."""
     lacking = []
     for role, report in (("baseline", base), ("candidate", cand)):

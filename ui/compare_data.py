@@ -1,5 +1,5 @@
 """The Compare page's data apart from `scprof compare` itself: which two runs a URL names (or a
-sensible pair when it names fewer), why a run cannot be compared, the parts of a comparison that
+sensible pair when it names fewer), why a run has no steps, the parts of a comparison that
 still make sense without steps (findings, config diff), the config diff split into the keys a
 user set and what the emulator derived, and how many cores a per-op time per step is summed over.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from analyzers.compare import CompareError, check_comparable, config_diff, findings_delta
+from analyzers.compare import config_diff, findings_delta
 from profiler.stdlib import RUN_LIST_SQL
 from profiler.store import Store
 from ui import data as D
@@ -110,16 +110,6 @@ def compare_pair(store: Store, st: dict[str, str]) -> dict[str, Any]:
 
 
 # ---- parts of a comparison ---------------------------------------------------------------------
-
-
-def why_not_comparable(store: Store, base: int, cand: int) -> str | None:
-    """analyzers.compare's words for a pair it refuses (a run without counted steps: which run and
-    why, e.g. "baseline 'x' (run_id 3) has no steps (the run is failed: spmem_overflow)"), or None."""
-    try:
-        check_comparable(D.analysis(store, base), D.analysis(store, cand))
-    except CompareError as e:
-        return str(e)
-    return None
 
 
 def findings_of_pair(store: Store, base: int, cand: int) -> dict[str, list[dict[str, Any]]]:

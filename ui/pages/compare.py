@@ -279,8 +279,7 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> tuple[Any, Any]:
         return html.Div(), html.Div()
     bi, ci = D.run_info(store, base), D.run_info(store, cand)
     bn, cn = bi["name"], ci["name"]
-    why_not = CD.why_not_comparable(store, base, cand)
-    c, error = (None, why_not) if why_not else D.compare(store, base, cand)
+    c, error = D.compare(store, base, cand)  # CompareError's words for a run without steps
     top: list[Any] = []
     if c is None:
         top.append(_not_comparable(error or "comparison unavailable", bi, ci))
