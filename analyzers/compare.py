@@ -145,7 +145,7 @@ def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
         base=_run_info(base), cand=_run_info(cand),
         step_time=step_time,
         breakdown=_breakdown_delta(store, base, cand),
-        findings=_findings_delta(base, cand),
+        findings=findings_delta(base, cand),
         ops=_op_delta(store, base_id, cand_id),
         tables=_table_delta(store, base_id, cand_id),
         config_diff=config_diff(json.loads(base.run["config"] or "{}"), json.loads(cand.run["config"] or "{}")),
@@ -207,7 +207,7 @@ def _breakdown_delta(store: Store, base: RunReport, cand: RunReport) -> list[dic
     )
 
 
-def _findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str, Any]]]:
+def findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str, Any]]]:
     """Findings matched by rule and affected tables: resolved, new, persisting."""
 
     def key(f) -> tuple:

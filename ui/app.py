@@ -218,6 +218,8 @@ def _url_callbacks(app: Dash) -> None:
                 return S.with_params(s, run=value, steps=None, t0=None, t1=None, tables=None, chips=None)
             if key == "steps":
                 return S.with_params(s, steps=S.steps_text(value) if value else None, t0=None, t1=None)
+            if key == "cand":  # a picked candidate replaces the run the top bar's Compare link carried
+                return S.with_params(s, cand=value, run=None)
             if isinstance(value, list):
                 value = ",".join(map(str, value)) if value or key in ("chips", "sev") else None
             return S.with_params(s, **{key: value if value not in ("",) else None})

@@ -388,3 +388,9 @@ SELECT w.session, w.seq, w.label, w.overrides, w.derive_limits, w.trial_run_id, 
 FROM whatif_trials w JOIN s USING (session) WHERE w.purpose = 'attribute'
 ORDER BY w.seq
 """
+
+# op_cores: per kind of op track (tensorcore, sparsecore, host, ...) of a run, how many cores
+# (chip, core) carry ops: what the Compare page's per-op time per step is summed over.
+OP_CORES = """
+SELECT track_kind, count(DISTINCT (chip, core)) AS cores FROM op_tracks WHERE run_id = $run GROUP BY track_kind
+"""

@@ -82,3 +82,23 @@ def overview_db(tmp_path_factory) -> str:
     from tests.ui.overview_store import build_overview_store
 
     return build_overview_store(tmp_path_factory.mktemp("overview-store"))
+
+
+@pytest.fixture(scope="session")
+def mixed_db(ui_db, tmp_path_factory) -> str:
+    """The UI store with a prefetching variant, a failed run and two real captures
+    (tests/ui/compare_store.py)."""
+    from tests.ui.compare_store import build_mixed_store
+
+    return build_mixed_store(ui_db, tmp_path_factory.mktemp("mixed-store"))
+
+
+@pytest.fixture
+def mixed(mixed_db):
+    with Store.open(mixed_db, read_only=True) as store:
+        yield store
+
+
+@pytest.fixture
+def mixed_ids(mixed) -> dict[str, int]:
+    return {r["name"]: r["run_id"] for r in mixed.rows("SELECT run_id, name FROM runs")}

@@ -47,7 +47,7 @@ RENDERERS: tuple[tuple[str, tuple[tuple[str, str], ...], Callable[..., Any]], ..
     ("compare", (("compare-body", "children"),), render_compare),
     ("sql", (("sql-body", "children"),), render_sql),
     ("overview", (("overview-analysis", "children"),), render_overview_analysis),
-    ("compare", (("compare-verdict", "children"),), render_compare_verdict),
+    ("compare", (("compare-verdict", "children"), ("compare-deltas", "children")), render_compare_verdict),
     (
         "timeline",
         (("timeline-body", "children"), ("timeline-view", "data"), ("timeline-perfetto", "children")),

@@ -14,32 +14,51 @@ from analyzers.breakdown import step_stats
 from analyzers.findings import Finding
 from analyzers.timeline import CATEGORIES
 from profiler.store import Store
-from profiler.units import ci_text, format_delta, format_value
+from profiler.units import ci_text, format_delta, format_value, unit_of
+from ui import compare_data as CD
 from ui import data as D
 from ui import render as R
 from ui import whatif_data as W
-from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, state_store
+from ui.pages.common import NO_RUNS, _no_runs, body, controls, run_dropdown, state_store
 from ui.timeline import time_unit
 
 
 def layout_compare(store: Store, st: dict[str, str]) -> Any:
+    """Controls for the pair the URL names (`base`/`cand`, or `run` as the candidate: the top bar's
+    link) with sensible defaults (compare_data.compare_pair); a run the store lacks is named."""
     opts = D.run_options(store)
     if not opts:
         return _no_runs()
-    base = pick_run(store, st, "base", fallback=-2)
-    cand = pick_run(store, st, "cand", fallback=-1)
-    return html.Div(
-        [
-            controls(
-                run_dropdown("compare-base", store, base, "baseline"),
-                run_dropdown("compare-cand", store, cand, "candidate"),
-                dcc.Link("⇄ swap", href=R.href("/compare", base=cand, cand=base), className="button small"),
-            ),
-            state_store("compare", {"base": base, "cand": cand}),
-            body("compare", "verdict"),
-            body("compare"),
-        ]
+    pair = CD.compare_pair(store, st)
+    base, cand = pair["base"], pair["cand"]
+    swap = (
+        dcc.Link("⇄ swap", href=R.href("/compare", base=cand, cand=base), className="button small")
+        if base is not None and cand is not None
+        else None
     )
+    head = controls(
+        run_dropdown("compare-base", store, base, "baseline"),
+        run_dropdown("compare-cand", store, cand, "candidate"),
+        swap,
+    )
+    state = state_store("compare", {"base": base, "cand": cand})
+    if pair["unknown"]:
+        return html.Div(
+            [
+                head,
+                state,
+                html.Div(
+                    [html.P(u, className="unknown-run") for u in pair["unknown"]]
+                    + [html.P(["Pick runs above, or see ", dcc.Link("the runs in this store", href="/runs"), "."])],
+                    className="error-box",
+                    role="alert",
+                    id="compare-unknown",
+                ),
+            ]
+        )
+    if base is None or cand is None:
+        return html.Div([head, state, R.empty("One run in this store: record another to compare.", NO_RUNS[1])])
+    return html.Div([head, state, body("compare", "verdict"), body("compare"), body("compare", "deltas")])
 
 
 def render_compare(store: Store, st: dict[str, Any]) -> Any:
@@ -100,7 +119,9 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
             )
         )
     else:
-        parts.append(R.empty("One of the runs has no steps: no step-time comparison."))
+        lacking = [CD.no_steps_text(info, role) for info, role, st_ in ((bi, "baseline", bst), (ci, "candidate", cst))
+                   if not len(st_["step_ps"])]  # fmt: skip
+        parts.append(R.empty(f"No step-time distributions: {'; '.join(lacking)}.", None))
     parts.append(_side_by_side_sc(store, base, cand, bi, ci))
     parts.append(_side_by_side_memory(store, base, cand, bi, ci))
     return html.Div(parts)
@@ -247,77 +268,42 @@ def _side_by_side_memory(store: Store, base: int, cand: int, bi: dict, ci: dict)
     )
 
 
-def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
-    """The verdict of `scprof compare` at the top, then its breakdown deltas, findings resolved / new /
-    persisting, per-op and per-table deltas and config diff (analyzers/compare.py, cached)."""
+def render_compare_verdict(store: Store, st: dict[str, Any]) -> tuple[Any, Any]:
+    """Compare's analysis in two parts: above the step-time distributions, the verdict of `scprof
+    compare` (or, for a pair it refuses, one line naming the run and why), the user's changes (the
+    config keys they set, then what each contributed) and the findings resolved / new / persisting
+    with both sides' figures; below them the breakdown, per-op and per-table deltas (analyzers/
+    compare.py, cached). A pair without steps still shows its config diff and findings."""
     base, cand = st["base"], st["cand"]
     if base == cand:
-        return html.Div()
+        return html.Div(), html.Div()
     bi, ci = D.run_info(store, base), D.run_info(store, cand)
-    c, why_not = D.compare(store, base, cand)
     bn, cn = bi["name"], ci["name"]
+    c, error = D.compare(store, base, cand)  # CompareError's words for a run without steps
+    top: list[Any] = []
     if c is None:
-        return html.Div([R.error(why_not or "comparison unavailable"), attribution_section(store, base, cand, bn, cn)])
-    parts: list[Any] = [_verdict_banner(c, bn, cn), attribution_section(store, base, cand, bn, cn)]
-    parts.append(_breakdown_deltas(c.get("breakdown") or [], bn, cn))
-    fd = c.get("findings") or {}
-    cols = []
-    for title, key, tone, run in (
-        ("Resolved", "resolved", "good", base),
-        ("New", "new", "bad", cand),
-        ("Persisting", "persisting", "", cand),
-    ):
-        items = [i.get("cand", i) if key == "persisting" else i for i in fd.get(key, [])]
-        cols.append(
-            html.Div(
-                [
-                    html.H4(f"{title} ({len(items)})", className=tone),
-                    *([_finding_from_dict(f, run) for f in items] or [html.P("none", className="muted")]),
-                ],
-                id=f"compare-findings-{key}",
-            )
-        )
-    parts.append(
-        R.section(
-            "Findings",
-            html.Div(cols, className="grid3"),
-            help_text="Matched by rule and affected tables: resolved = only in the baseline, new = only in "
-            "the candidate, persisting = in both (shown as in the candidate).",
-        )
-    )
+        top.append(_not_comparable(error or "comparison unavailable", bi, ci))
+    else:
+        top.append(_verdict_banner(c, bn, cn))
+    diff = c["config_diff"] if c is not None else CD.config_diff_of_pair(store, base, cand)
+    top.append(_config_diff(diff, store, base, cand, bn, cn))
+    if c is not None:
+        top.append(attribution_section(store, base, cand, bn, cn))
+    findings = c["findings"] if c is not None else CD.findings_of_pair(store, base, cand)
+    top.append(_findings(findings, base, cand, bn, cn))
+    if c is None:
+        return html.Div(top), html.Div()
+    rest: list[Any] = [_breakdown_deltas(c.get("breakdown") or [], bn, cn)]
     ops = c.get("ops") or []
     if ops:
-        for r in ops:
-            r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
-            r["ci"] = ci_text(r.get("ci_low"), r.get("ci_high"))
-        parts.append(
-            R.section(
-                f"Per-op deltas (time per step; {len(ops)} ops, largest changes first)",
-                R.table(
-                    ops,
-                    [
-                        ("track_kind", "core", "text"),
-                        ("name", "op", "text"),
-                        ("base_events_per_step", f"ops/step {bn}", "count"),
-                        ("cand_events_per_step", f"ops/step {cn}", "count"),
-                        ("base_ps_per_step", f"time/step {bn}", "ps"),
-                        ("cand_ps_per_step", f"time/step {cn}", "ps"),
-                        ("delta", "change", "text"),
-                        ("ci", "95% interval", "text"),
-                        ("change", "", "text"),
-                    ],
-                    id="compare-ops",
-                    max_rows=25,
-                ),
-            )
-        )
+        rest.append(_op_deltas(ops, store, base, cand, bn, cn))
     tables = c.get("tables") or []
     if tables:
         for r in tables:
             r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
-        parts.append(
+        rest.append(
             R.section(
-                "Per-table deltas (SparseCore time per step)",
+                "Per-table deltas (SparseCore time per counted step, summed over the run's SparseCores)",
                 R.table(
                     tables,
                     [
@@ -332,27 +318,170 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
                 ),
             )
         )
-    diff = c.get("config_diff") or []
-    parts.append(
-        R.section(
-            f"Config diff ({len(diff)} keys differ)",
-            R.table(diff, [("key", "key", "text"), ("base", bn, "text"), ("cand", cn, "text")], id="compare-config")
-            if diff
-            else R.empty("The configs are identical."),
+    known = {"base", "cand", "step_time", "breakdown", "findings", "ops", "tables", "config_diff", "notes"}
+    extra = {k: v for k, v in c.items() if k not in known}
+    if extra:
+        rest.append(
+            html.Details([html.Summary("Further figures of `scprof compare`"), R.generic(extra)], className="card")
+        )
+    return html.Div(top), html.Div(rest)
+
+
+def _not_comparable(why: str, bi: dict[str, Any], ci: dict[str, Any]) -> html.Div:
+    """One line naming the run that cannot be compared and why (CompareError's words), then each
+    failed run's error as it recorded it."""
+    details = [
+        html.Div(f"{role} {info['name']!r}: {info['tags'].get('error')}", className="muted")
+        for role, info in (("baseline", bi), ("candidate", ci))
+        if isinstance(info.get("tags"), dict) and info["tags"].get("error")
+    ]
+    return html.Div(
+        [
+            html.Div(f"candidate {ci['name']} vs baseline {bi['name']}", className="muted"),
+            html.Div("no step-time verdict", className="verdict-word"),
+            html.Div(why, id="compare-why-not"),
+            *details,
+            html.Div("The config diff and the findings below still compare.", className="muted"),
+        ],
+        className="verdict neutral",
+        id="compare-not-comparable",
+    )
+
+
+def _config_diff(diff: list[dict[str, Any]], store: Store, base: int, cand: int, bn: str, cn: str) -> Any:
+    """The config diff: the keys the user set first, labels, then what the emulator derived from
+    them (resolved.*) collapsed with their count."""
+    missing = [n for r, n in ((base, bn), (cand, cn)) if not CD.has_config(store, r)]
+    cols = [("key", "key", "text"), ("base", bn, "text"), ("cand", cn, "text")]
+    if missing:
+        note = R.note(
+            f"No config recorded for {' and '.join(repr(n) for n in missing)} (a captured run): "
+            "every key of the other run's config differs."
+        )
+    else:
+        note = None
+    parts = CD.split_config_diff(diff)
+    user, labels, derived = parts["user"], parts["labels"], parts["derived"]
+    children: list[Any] = [note]
+    if user:
+        children.append(R.table(user, cols, id="compare-config"))
+    elif not missing:
+        children.append(R.empty("No key you set differs between the two configs.", None))
+    if labels:
+        children.append(R.table(labels, cols, id="compare-config-labels", class_name="data muted"))
+    if derived:
+        children.append(
+            html.Details(
+                [
+                    html.Summary(f"{len(derived)} derived keys differ (resolved by the emulator from the keys above)"),
+                    R.table(derived, cols, id="compare-config-derived"),
+                ],
+                id="compare-config-derived-details",
+            )
+        )
+    title = f"Your changes (config diff: {len(user)} keys you set differ"
+    title += f", {len(derived)} derived)" if derived else ")"
+    return R.section(title, *children)
+
+
+def _findings(fd: dict[str, list[dict[str, Any]]], base: int, cand: int, bn: str, cn: str) -> Any:
+    cols = []
+    for title, key, tone in (("Resolved", "resolved", "good"), ("New", "new", "bad")):
+        items = fd.get(key, [])
+        run = base if key == "resolved" else cand
+        cols.append(
+            html.Div(
+                [
+                    html.H4(f"{title} ({len(items)})", className=tone),
+                    *([_finding_from_dict(f, run) for f in items] or [html.P("none", className="muted")]),
+                ],
+                id=f"compare-findings-{key}",
+            )
+        )
+    persisting = fd.get("persisting", [])
+    cols.append(
+        html.Div(
+            [
+                html.H4(f"Persisting ({len(persisting)})"),
+                *([_persisting(p, cand, bn, cn) for p in persisting] or [html.P("none", className="muted")]),
+            ],
+            id="compare-findings-persisting",
         )
     )
-    known = {"base", "cand", "step_time", "breakdown", "findings", "ops", "tables", "config_diff", "notes"}
-    rest = {k: v for k, v in c.items() if k not in known}
-    if rest:
-        parts.append(
-            html.Details([html.Summary("Further figures of `scprof compare`"), R.generic(rest)], className="card")
-        )
-    return html.Div(parts)
+    return R.section(
+        "Findings",
+        html.Div(cols, className="grid3"),
+        help_text="Matched by rule and affected tables: resolved = only in the baseline, new = only in "
+        f"the candidate, persisting = in both ({bn} → {cn} for each figure).",
+    )
 
 
-def _finding_from_dict(d: dict[str, Any], run: int) -> Any:
+def _persisting(p: dict[str, Any], cand: int, bn: str, cn: str) -> Any:
+    """A finding in both runs: the candidate's card with each figure's baseline → candidate value."""
+    b, c = p.get("base") or {}, p.get("cand") or {}
+    rows = []
+    if b.get("metric") == c.get("metric"):
+        rows.append((c.get("metric"), b.get("value"), c.get("value"), c.get("unit") or ""))
+    be, ce = b.get("evidence") or {}, c.get("evidence") or {}
+    for k in dict.fromkeys([*be, *ce]):
+        vb, vc = be.get(k), ce.get(k)
+        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (vb, vc)) and vb != vc:
+            rows.append((k, vb, vc, unit_of(k)))
+    table = html.Table(
+        [html.Tr([html.Th("figure"), html.Th(bn), html.Th(cn)])]
+        + [
+            html.Tr(
+                [
+                    html.Td(k),
+                    html.Td(format_value(vb, u), className="num"),
+                    html.Td(format_value(vc, u), className="num"),
+                ]
+            )
+            for k, vb, vc, u in rows
+        ],
+        className="kv persisting-values",
+    )
+    return _finding_from_dict(c, cand, extra=table)
+
+
+def _op_deltas(ops: list[dict[str, Any]], store: Store, base: int, cand: int, bn: str, cn: str) -> Any:
+    """Per-op time per counted step, summed over the cores of the op's kind (said in the header and
+    per row), so an op's sum may exceed a step's time."""
+    bc, cc = CD.op_cores(store, base), CD.op_cores(store, cand)
+    for r in ops:
+        k = r.get("track_kind")
+        nb, nc = bc.get(k), cc.get(k)
+        n = str(nb or nc) if nb == nc or not (nb and nc) else f"{nb} / {nc}"
+        r["core"] = f"{k} (sum of {n} {CD.CORE_WORDS.get(k, 'cores')})"
+        r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
+        r["ci"] = ci_text(r.get("ci_low"), r.get("ci_high"))
+    return R.section(
+        f"Per-op deltas (time per counted step, summed over all cores of the op's kind; {len(ops)} ops, "
+        "largest changes first)",
+        R.table(
+            ops,
+            [
+                ("core", "cores (summed)", "text"),
+                ("name", "op", "text"),
+                ("base_events_per_step", f"ops/step {bn}", "count"),
+                ("cand_events_per_step", f"ops/step {cn}", "count"),
+                ("base_ps_per_step", f"time per step, summed over cores: {bn}", "ps"),
+                ("cand_ps_per_step", f"time per step, summed over cores: {cn}", "ps"),
+                ("delta", "change", "text"),
+                ("ci", "95% interval", "text"),
+                ("change", "", "text"),
+            ],
+            id="compare-ops",
+            max_rows=25,
+        ),
+        help_text=f"An op's time on every core of its kind added up per counted step ({bn}: {CD.cores_text(bc)}; "
+        f"{cn}: {CD.cores_text(cc)}), so it can exceed the step time; the breakdown above is per chip.",
+    )
+
+
+def _finding_from_dict(d: dict[str, Any], run: int, extra: Any = None) -> Any:
     try:
-        return R.finding_card(Finding(**d), run, compact=True)
+        return R.finding_card(Finding(**d), run, compact=True, extra=extra)
     except (TypeError, ValueError):
         return R.generic(d)
 
@@ -408,7 +537,7 @@ def _breakdown_deltas(rows: list[dict[str, Any]], bname: str, cname: str) -> Any
     for r in rows:
         r["change"] = format_delta(r["base_ps"], r["cand_ps"], "ps")
     return R.section(
-        "Step-time breakdown (mean per step and chip)",
+        "Step-time breakdown (mean per counted step per chip)",
         html.Div(
             [
                 R.graph(fig, id="compare-breakdown", height=320),
@@ -418,7 +547,7 @@ def _breakdown_deltas(rows: list[dict[str, Any]], bname: str, cname: str) -> Any
                         ("category", "category", "text"),
                         ("base_ps", bname, "ps"),
                         ("cand_ps", cname, "ps"),
-                        ("change", "change", "text"),
+                        ("change", "change (per step per chip)", "text"),
                     ],
                     id="compare-breakdown-table",
                 ),

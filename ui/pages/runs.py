@@ -3,12 +3,14 @@ filtered and sorted; where a user starts, to open a run's pages or pick two runs
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dash import dcc, html
 
 from profiler.stdlib import COUNTED_RULE
 from profiler.store import Store
+from ui import compare_data as CD
 from ui import data as D
 from ui import render as R
 from ui.pages.common import _no_runs, body, controls, run_dropdown, state_store
@@ -18,9 +20,7 @@ def layout_runs(store: Store, st: dict[str, str]) -> Any:
     opts = D.run_options(store)
     if not opts:
         return _no_runs()
-    ids = [o["value"] for o in opts]
-    base = D.resolve(store, st.get("base")) or (ids[-2] if len(ids) > 1 else ids[0])
-    cand = D.resolve(store, st.get("cand")) or ids[-1]
+    base, cand = pick_pair(store, st)
     sort_opts = [{"label": k.replace("_ps", "").replace("_", " "), "value": k} for k in D.RUN_SORT_KEYS]
     return html.Div(
         [
@@ -70,12 +70,39 @@ def layout_runs(store: Store, st: dict[str, str]) -> Any:
     )
 
 
+def pick_pair(store: Store, st: dict[str, Any]) -> tuple[int | None, int | None]:
+    """The baseline and candidate the URL picks, each else its default (compare_data: never a failed
+    run or one without steps while another exists)."""
+    rows = CD.run_list(store)
+    cand = D.resolve(store, st.get("cand")) or CD.default_candidate(rows)
+    base = D.resolve(store, st.get("base")) or CD.default_baseline(rows, cand)
+    return base, cand
+
+
+def tag_chips(tags: Any) -> html.Div | None:
+    """A run's tags as `key: value` chips (long values cut, whole on hover)."""
+    if isinstance(tags, str):
+        try:
+            tags = json.loads(tags)
+        except ValueError:
+            return html.Div(tags[:40], className="tag-chips") if tags else None
+    if not isinstance(tags, dict) or not tags:
+        return None
+    chips = []
+    for k, v in tags.items():
+        text = f"{k}: {v if isinstance(v, str) else json.dumps(v)}"
+        chips.append(html.Span(text if len(text) <= 40 else text[:39] + "…", title=text[:2000], className="tag-chip"))
+    return html.Div(chips, className="tag-chips")
+
+
 def render_runs(store: Store, st: dict[str, Any]) -> Any:
     rows = D.runs(store, st.get("filter", ""), st.get("sort", "run_id"), st.get("desc") == "1")
     if not rows and not st.get("filter"):
         return _no_runs()
     if not rows:
         return R.empty(f"No run matches the filter {st.get('filter')!r}.")
+    base, cand = st.get("base"), st.get("cand")
+    keep = {k: st.get(k) for k in ("filter", "sort", "desc") if st.get(k)}
     for r in rows:
         rid = r["run_id"]
         r["name_link"] = dcc.Link(r["name"], href=R.href("/overview", run=rid))
@@ -85,22 +112,42 @@ def render_runs(store: Store, st: dict[str, Any]) -> Any:
                 " · ",
                 dcc.Link("findings", href=R.href("/findings", run=rid)),
                 " · ",
-                dcc.Link("compare", href=R.href("/compare", base=st.get("base"), cand=rid)),
-            ]
+                dcc.Link("compare", href=R.href("/compare", run=rid), title="this run against its baseline"),
+            ],
+            className="run-links",
         )
+        r["pick"] = html.Span(
+            [
+                _pick("baseline", rid, rid == base, R.href("/runs", **keep, base=rid, cand=cand)),
+                _pick("candidate", rid, rid == cand, R.href("/runs", **keep, base=base, cand=rid)),
+            ],
+            className="run-pick",
+        )
+        r["tag_chips"] = tag_chips(r["tags"])
     cols = [
         ("run_id", "id", "count"),
         ("name_link", "name", "link"),
-        ("source", "source", "text"),
+        ("pages", "open", "link"),
+        ("pick", "compare as", "link"),
+        ("status_text", "status", "text"),
         ("hardware", "hardware", "text"),
         ("steps", "steps", "count"),
-        ("events", "events", "count"),
         ("mean_step_ps", "mean step time (counted steps)", "ps"),
+        ("events", "events", "count"),
         ("span_ps", "span", "ps"),
-        ("status_text", "status", "text"),
-        ("tags", "tags", "text"),
+        ("source", "source", "text"),
+        ("tag_chips", "tags", "link"),
         ("ingested", "ingested", "text"),
-        ("pages", "open", "link"),
     ]
-    note = f"{len(rows)} run(s). Mean step time: over each run's counted steps ({COUNTED_RULE})."
-    return html.Div([R.table(rows, cols, id="runs-table"), html.P(note, className="muted")])
+    note = (
+        f"{len(rows)} run(s). Mean step time: over each run's counted steps ({COUNTED_RULE}). "
+        "Pick a baseline and a candidate in 'compare as' (or above), then Compare."
+    )
+    return html.Div([R.table(rows, cols, id="runs-table", class_name="data runs"), html.P(note, className="muted")])
+
+
+def _pick(role: str, run: int, on: bool, href: str) -> Any:
+    """A row's "baseline" / "candidate" pick: a link that makes the run that side of the pair."""
+    if on:
+        return html.Span(f"✓ {role}", className=f"pick on pick-{role}", id=f"runs-pick-{role}-{run}")
+    return dcc.Link(role, href=href, className=f"pick pick-{role}", id=f"runs-pick-{role}-{run}")
