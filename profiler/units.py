@@ -51,7 +51,7 @@ def format_ps(ps: float | int | None) -> str:
     """Picoseconds in the largest unit that keeps a number >= 1: 1.50 ms, 320 ns."""
     if _is_missing(ps):
         return MISSING
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
         if abs(ps) >= scale:
             return f"{ps / scale:.3g} {unit}"
     return f"{ps:.0f} ps"

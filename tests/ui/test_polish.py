@@ -1,0 +1,103 @@
+"""Issue 19's polish, data level: repeated findings grouped into one card, evidence labelled and
+formatted by its keys' units, SparseCore charts on honest scales, natural table order, the SQL
+console's error text, schema browser and number cells, times in µs."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import pytest
+
+from profiler.store import Store
+from scprof.cli import main
+from tests.ui.polish_store import build_polish_store
+from tests.ui.test_data import text_of
+from ui.evidence import evidence_label, format_evidence
+from ui.pages.findings import render_findings
+
+
+@pytest.fixture(scope="module")
+def polish_db(tmp_path_factory) -> str:
+    return build_polish_store(tmp_path_factory.mktemp("polish-store"))
+
+
+@pytest.fixture
+def store(polish_db):
+    with Store.open(polish_db, read_only=True) as s:
+        yield s
+
+
+def run_id(store: Store, name: str) -> int:
+    return store.rows("SELECT run_id FROM runs WHERE name = ?", [name])[0]["run_id"]
+
+
+def analyze_json(db: str, run: str) -> dict:
+    """`scprof analyze RUN --json`'s document: the reference the UI must agree with."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["analyze", run, "--json", "--db", db]) == 0
+    return json.loads(out.getvalue())
+
+
+def walk(component):
+    """Every component of a Dash tree, depth first."""
+    if isinstance(component, list | tuple):
+        for c in component:
+            yield from walk(c)
+        return
+    if component is None or isinstance(component, str | int | float):
+        return
+    yield component
+    yield from walk(getattr(component, "children", None))
+
+
+def with_class(tree, name: str) -> list:
+    return [c for c in walk(tree) if name in (getattr(c, "className", None) or "").split()]
+
+
+def test_repeated_findings_of_one_rule_are_one_card_with_a_table_most_severe_first(polish_db, store):
+    findings = analyze_json(polish_db, "skewed")["findings"]
+    rules = list(dict.fromkeys(f["rule"] for f in findings))
+    skew = [f for f in findings if f["rule"] == "sc_load_skew"]
+    assert len(skew) > 10  # the defect: one card per table, a 7,000 px page
+    body = render_findings(store, {"run": run_id(store, "skewed"), "sev": ["critical", "warning", "info"]})
+    cards = with_class(body, "finding")
+    assert len(cards) == len(rules)  # one card per rule
+    (group,) = with_class(body, "finding-grouped")
+    rows = [r for t in with_class(group, "group-table") for r in walk(t) if r.__class__.__name__ == "Tr"]
+    body_rows = [r for r in rows if not any(c.__class__.__name__ == "Th" for c in r.children)]
+    assert len(body_rows) == len(skew)  # every affected table, the first few shown, the rest folded
+    worst = max((f for f in skew if f["severity"] == "critical"), key=lambda f: f["value"])
+    first = text_of(body_rows[0])
+    assert first.startswith("critical") and f" {worst['entities']['tables'][0]} " in f" {first} "
+    assert f"{worst['value']:.3g}" in first
+    assert worst["title"] in text_of(group)  # the most severe one leads the card
+    assert "more" in text_of(with_class(group, "group-more"))
+
+
+def test_evidence_keys_read_as_words_and_format_by_their_unit_suffix():
+    assert evidence_label("peak_ts_ps") == "peak at"
+    assert format_evidence("peak_ts_ps", 47_320_039_028, start_ps=20_039_028) == "47.3 ms from the run's start"
+    assert evidence_label("hbm_peak_bytes") == "HBM peak" and format_evidence("hbm_peak_bytes", 3 * 2**30) == "3 GiB"
+    assert evidence_label("estimated_overhead_ps_per_step") == "estimated overhead per step"
+    assert format_evidence("estimated_overhead_ps_per_step", 86_144_807.6) == "86.1 µs"
+    assert evidence_label("idle_ps") == "idle time" and format_evidence("idle_ps", 1_013_962_046) == "1.01 ms"
+    assert format_evidence("sparsecore_input_wait_share", 0.5257) == "52.6%"
+    assert format_evidence("share_of_table_bytes", 0.25) == "25.0%"  # a share, not bytes
+    assert format_evidence("dropped_ids", 156704) == "156,704" and evidence_label("dropped_ids") == "dropped IDs"
+    assert format_evidence("worst_max_over_mean", 8.1384) == "8.14×"
+    assert format_evidence("persistence", 1.0) == "100.0%"
+    assert format_evidence("pipelining_disabled", True) == "yes"
+
+
+def test_findings_page_shows_the_hbm_peak_time_as_a_time_from_the_start(polish_db, store):
+    (f,) = [f for f in analyze_json(polish_db, "hbm")["findings"] if "peak_ts_ps" in f["evidence"]]
+    run = run_id(store, "hbm")
+    start_ps = store.rows("SELECT first_ps FROM runs WHERE run_id = ?", [run])[0]["first_ps"]
+    text = text_of(render_findings(store, {"run": run, "sev": ["critical", "warning", "info"]}))
+    assert "peak_ts_ps" not in text and "hbm_peak_bytes" not in text
+    assert f"peak at {format_evidence('peak_ts_ps', f['evidence']['peak_ts_ps'], start_ps)}" in text
+    expected_gib = f["evidence"]["hbm_peak_bytes"] / 2**30
+    assert f"HBM peak {expected_gib:.3g} GiB" in text
