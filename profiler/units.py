@@ -67,6 +67,16 @@ def format_bytes(n: float | int | None) -> str:
     return f"{n:.0f} B"
 
 
+def format_si(n: float | int | None, unit: str) -> str:
+    """A large count with an SI prefix and its unit: 65.7 GFLOP (not 65,660,780,544)."""
+    if _is_missing(n):
+        return MISSING
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {prefix}{unit}"
+    return f"{n:.3g} {unit}"
+
+
 def unit_of(name: str) -> str:
     """The unit a figure's name implies (units in names: `_ps`, `_bytes`, `_share`)."""
     n = name.lower()
@@ -87,6 +97,8 @@ def format_value(value: Any, unit: str) -> str:
         return format_ps(value)
     if unit == "bytes":
         return format_bytes(value)
+    if unit == "flop":
+        return format_si(value, "FLOP")
     if "share" in unit:
         return f"{value:.1%}"
     if unit in ("index", "text"):  # a step, core or minibatch number, or a name: as it is

@@ -14,6 +14,7 @@ from profiler.store import Store
 from scprof.cli import main
 from tests.ui.polish_store import build_polish_store
 from tests.ui.test_data import text_of
+from ui import data as D
 from ui.evidence import evidence_label, format_evidence
 from ui.pages.findings import render_findings
 
@@ -101,3 +102,61 @@ def test_findings_page_shows_the_hbm_peak_time_as_a_time_from_the_start(polish_d
     assert f"peak at {format_evidence('peak_ts_ps', f['evidence']['peak_ts_ps'], start_ps)}" in text
     expected_gib = f["evidence"]["hbm_peak_bytes"] / 2**30
     assert f"HBM peak {expected_gib:.3g} GiB" in text
+
+
+def sparsecore_page(store: Store, name: str):
+    from ui.pages.sparsecore import render_sparsecore
+
+    run = run_id(store, name)
+    steps = D.clamp_steps(D.step_bounds(store, run), None)
+    return render_sparsecore(store, {"run": run, "steps": list(steps), "tables": [], "metric": "ids"})
+
+
+def test_limit_ratio_scale_starts_at_zero_and_marks_the_limit(store):
+    """A ratio to the limit cannot be negative: the scale runs from 0, with 1.0 (the limit) a tick;
+    before, a diverging scale centred on 1 ran from -15 to +15."""
+    run = run_id(store, "skewed")
+    ratio_ref = store.rows(
+        "SELECT max(ids / max_ids_per_partition) AS r FROM sc_partition_stats WHERE run_id = ?", [run]
+    )[0]["r"]
+    (heat,) = find_id(sparsecore_page(store, "skewed"), "sc-ratio").figure.data
+    assert heat.zmin == 0 and heat.zmid is None and heat.zmax >= ratio_ref
+    assert 1.0 in heat.colorbar.tickvals and "1 = limit" in heat.colorbar.ticktext
+    assert all(v >= 0 for v in heat.colorbar.tickvals)
+
+
+def test_skew_axis_starts_at_balanced_and_counts_axis_at_zero(store):
+    fig = find_id(sparsecore_page(store, "skewed"), "sc-skew").figure
+    assert fig.layout.yaxis.range[0] == 1.0 and fig.layout.yaxis.range[1] >= 1.5
+    assert fig.layout.yaxis2.range[0] == 0
+
+
+def test_tables_are_in_natural_order(store):
+    run = run_id(store, "skewed")
+    names = [
+        r["t"] for r in store.rows("SELECT DISTINCT table_name AS t FROM sc_partition_stats WHERE run_id = ?", [run])
+    ]
+    expected = sorted(names, key=lambda t: int(t.lstrip("t")))  # t0, t1, t2, ..., t10, t11
+    assert len(expected) > 10
+    table = find_id(sparsecore_page(store, "skewed"), "sc-tables")
+    rows = [r for r in walk(table) if r.__class__.__name__ == "Tr"][1:]
+    assert [text_of(r.children[0]) for r in rows] == expected
+    from ui.pages.sparsecore import layout_sparsecore
+
+    dropdown = find_id(layout_sparsecore(store, {"run": str(run)}), "sparsecore-tables")
+    assert dropdown.options == expected
+
+
+def test_flops_read_in_si_and_times_in_micro_seconds():
+    from profiler.units import format_ps, format_value
+    from ui.pages.timeline_page import _event_hover
+    from ui.timeline import time_unit
+
+    assert format_value(65_660_780_544, "flop") == "65.7 GFLOP"
+    hover = _event_hover({"name": "fusion", "start_ps": 0, "dur_ps": 1_500_000, "flops": 65_660_780_544})
+    assert "flops: 65.7 GFLOP" in hover and "65,660,780,544" not in hover and "dur 1.5 µs" in hover
+    assert format_ps(982_300_000) == "982 µs" and time_unit(5e8)[0] == "µs"
+
+
+def find_id(tree, id_):
+    return next(c for c in walk(tree) if getattr(c, "id", None) == id_)
