@@ -160,3 +160,46 @@ def test_flops_read_in_si_and_times_in_micro_seconds():
 
 def find_id(tree, id_):
     return next(c for c in walk(tree) if getattr(c, "id", None) == id_)
+
+
+def test_sql_error_keeps_duckdb_line_breaks_so_the_caret_points_at_the_word(store):
+    from ui.pages.sql import render_sql
+
+    body = render_sql(store, {"q": "SELECT run_id,\n  name\nFORM runs", "rows": 10})
+    pre = find_id(body, "sql-error")
+    assert pre.__class__.__name__ == "Pre" and "\n" in pre.children
+    lines = pre.children.split("\n")
+    (i,) = [n for n, line in enumerate(lines) if line.startswith("LINE 3:")]
+    caret = lines[i + 1]
+    assert lines[i][caret.index("^") : caret.rindex("^") + 1] == "runs"  # under the word it names
+
+
+def test_sql_numbers_right_aligned_with_separators_text_left(store):
+    from ui.pages.sql import number_text, render_sql
+
+    ref = {r["name"]: r["events"] for r in store.rows("SELECT name, events FROM runs")}
+    table = find_id(
+        render_sql(store, {"q": "SELECT name, events, events / 3.0 AS third FROM runs", "rows": 10}), "sql-result"
+    )
+    rows = [r for r in walk(table) if r.__class__.__name__ == "Tr"][1:]
+    assert len(rows) == len(ref)
+    for r in rows:
+        name, events, third = r.children
+        assert getattr(name, "className", None) is None and events.className == "num" == third.className
+        assert events.children == f"{ref[name.children]:,}"
+    assert number_text(2_657_613_573.0) == "2,657,613,573" and number_text(0.000123456) == "0.000123456"
+    assert number_text(1234.56789) == "1,234.57" and number_text(12345678) == "12,345,678"
+
+
+def test_sql_schema_browser_lists_every_table_and_view_with_columns(store):
+    from ui.pages.sql import layout_sql
+
+    browser = find_id(layout_sql(store, {}), "sql-schema")
+    names = {getattr(c, "data-insert", None) for c in walk(browser)} - {None}
+    expected = {r["table_name"] for r in store.rows("SELECT table_name FROM information_schema.tables")}
+    assert expected <= names and {"runs", "step_times", "slices", "sc_partition_stats"} <= names
+    runs_columns = {
+        r["column_name"]
+        for r in store.rows("SELECT column_name FROM information_schema.columns WHERE table_name = 'runs'")
+    }
+    assert runs_columns <= names
