@@ -61,7 +61,8 @@ def table(
     max_rows: int = 500,
     class_name: str = "data",
 ) -> html.Div:
-    """An HTML table of `rows`; columns are (key, header, unit) with unit as for format_value, 'text' or 'link'."""
+    """An HTML table of `rows`; columns are (key, header, unit) with unit as for format_value, 'text',
+    'wrap' (long text whole, wrapped) or 'link'."""
     head = html.Tr([html.Th(h) for _, h, _ in columns])
     body = []
     for r in rows[:max_rows]:
@@ -70,6 +71,8 @@ def table(
             v = r.get(key)
             if unit == "link":
                 cells.append(html.Td(v))
+            elif unit == "wrap":  # long text shown whole, wrapped within the column
+                cells.append(html.Td(MISSING if v is None else str(v), className="wrap"))
             elif unit == "text":
                 text = MISSING if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
                 cells.append(

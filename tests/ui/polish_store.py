@@ -33,3 +33,27 @@ def build_polish_store(directory) -> str:
                 trace = str(out / "trace.sctrace")
             ingest_trace(store, trace, name=name)
     return db
+
+
+# what a trial that fails to compile says (the emulator's SPMEM error, as `scprof tune` stores it)
+LONG_REASON = (
+    "the simulation failed: Fixed size allocations (175000 bytes) do not fit in TileSpmem (131072 bytes): "
+    "table group 't20' is compiled with max_ids_per_partition=200000 and max_unique_ids_per_partition=50000, "
+    "buffered over 16 tiles per SparseCore; lower the limits (limits file or sparsecore.max_ids_per_partition "
+    "/ max_unique_ids_per_partition)"
+)
+
+
+def with_long_reason(whatif_db: str, path) -> str:
+    """A copy of the what-if store whose failed tuning trial gives LONG_REASON as its reason."""
+    import shutil
+
+    import duckdb
+
+    shutil.copyfile(whatif_db, path)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("UPDATE whatif_trials SET reason = ? WHERE purpose = 'tune' AND verdict = 'failed'", [LONG_REASON])
+    finally:
+        con.close()
+    return str(path)

@@ -203,3 +203,14 @@ def test_sql_schema_browser_lists_every_table_and_view_with_columns(store):
         for r in store.rows("SELECT column_name FROM information_schema.columns WHERE table_name = 'runs'")
     }
     assert runs_columns <= names
+
+
+def test_tuning_reasons_are_shown_whole_in_a_wrapping_column(whatif_db, tmp_path):
+    from tests.ui.polish_store import LONG_REASON, with_long_reason
+    from ui.pages.tuning import render_tuning
+
+    db = with_long_reason(whatif_db, tmp_path / "long.duckdb")
+    with Store.open(db, read_only=True) as s:
+        table = find_id(render_tuning(s, {"run": run_id(s, "baseline")}), "tuning-trials")
+    cells = [c for c in walk(table) if c.__class__.__name__ == "Td" and c.children == LONG_REASON]
+    assert len(cells) == 1 and cells[0].className == "wrap"  # not cut at 100 characters, not nowrap

@@ -55,7 +55,8 @@ def steps_slider(id: str, bounds: tuple[int, int] | None, value: tuple[int, int]
                 value=[value[0], value[1]],
                 allowCross=False,
                 marks=None,
-                tooltip={"placement": "top", "always_visible": False},  # while dragging: the chosen range is in the label
+                # only while dragging: always shown, it covered the run header; the label names the range
+                tooltip={"placement": "top", "always_visible": False},
                 updatemode="mouseup",
             ),
         ],
