@@ -208,9 +208,10 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
             title="minibatches / dropped IDs",
             overlaying="y",
             side="right",
-            range=[0, count_top(d["minibatches_per_step"], d["dropped_per_step"])],
+            range=[0, (top := count_top(d["minibatches_per_step"], d["dropped_per_step"]))],
             tickmode="auto",
             nticks=6,
+            dtick=1 if top <= 8 else None,  # whole minibatches
             showgrid=False,
         ),
     )
