@@ -59,7 +59,12 @@ _UNITS = {
 
 
 class QueryError(ScprofError):
-    """A user query that is refused or fails."""
+    """A user query that is refused or fails: one line (str), and `detail`, the message with DuckDB's
+    line breaks kept (its `LINE 3: ...` and the caret under the place it points at)."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail or message
 
 
 @dataclass
@@ -151,7 +156,7 @@ def run_query(
     finally:
         _SLOTS.release()
     if "error" in meta:
-        raise QueryError(meta["error"])
+        raise QueryError(meta["error"], meta.get("detail"))
     try:
         table = pa.ipc.open_stream(ipc).read_all()
     except pa.ArrowException as e:
@@ -236,7 +241,7 @@ def _statement_kind(sql: str) -> str:
         with duckdb.connect(":memory:") as con:
             statements = con.extract_statements(sql)
     except duckdb.Error as e:
-        raise QueryError(f"query: {_one_line(e)}") from None
+        raise QueryError(f"query: {_one_line(e)}", f"query: {str(e).strip()}") from None
     except (ValueError, TypeError, RuntimeError) as e:  # e.g. a NUL character
         raise QueryError(f"query: cannot parse it ({_one_line(e)})") from None
     if len(statements) != 1:

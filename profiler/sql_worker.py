@@ -61,7 +61,10 @@ def run(request: dict[str, Any], out: BinaryIO) -> tuple[dict[str, Any], Any, li
         return {"error": memory}, None, []
     except (duckdb.Error, pa.ArrowException, OSError) as e:
         # DuckDB's Arrow conversion reports a failed allocation as OSError "Out of Memory Error: ..."
-        return {"error": memory if "out of memory" in str(e).lower() else f"query: {_one_line(e)}"}, None, []
+        if "out of memory" in str(e).lower():
+            return {"error": memory}, None, []
+        # the one line for the CLI; DuckDB's own text too, whose line breaks place its caret (the UI shows it)
+        return {"error": f"query: {_one_line(e)}", "detail": f"query: {str(e).strip()}"}, None, []
     except ResultTooWide as e:
         return {"error": str(e)}, None, []
     finally:

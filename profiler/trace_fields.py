@@ -78,7 +78,7 @@ _ABOUT: dict[str, tuple[str, str, tuple[str, ...], str]] = {
         ("bytes", "bytes_accessed", "bytes_transferred"),
         "bytes_accessed",
     ),
-    "flops": ("count", "Floating-point operations; NULL if none.", ("flops",), "flops"),
+    "flops": ("flop", "Floating-point operations; NULL if none.", ("flops",), "flops"),
     "category": (
         "text",
         "strings.string_id of the work category (sc_forward, tc_backward, ...); NULL if none.",

@@ -51,7 +51,7 @@ def format_ps(ps: float | int | None) -> str:
     """Picoseconds in the largest unit that keeps a number >= 1: 1.50 ms, 320 ns."""
     if _is_missing(ps):
         return MISSING
-    for unit, scale in (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3)):
+    for unit, scale in (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3)):
         if abs(ps) >= scale:
             return f"{ps / scale:.3g} {unit}"
     return f"{ps:.0f} ps"
@@ -65,6 +65,16 @@ def format_bytes(n: float | int | None) -> str:
         if abs(n) >= scale:
             return f"{n / scale:.3g} {unit}"
     return f"{n:.0f} B"
+
+
+def format_si(n: float | int | None, unit: str) -> str:
+    """A large count with an SI prefix and its unit: 65.7 GFLOP (not 65,660,780,544)."""
+    if _is_missing(n):
+        return MISSING
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {prefix}{unit}"
+    return f"{n:.3g} {unit}"
 
 
 def unit_of(name: str) -> str:
@@ -87,6 +97,8 @@ def format_value(value: Any, unit: str) -> str:
         return format_ps(value)
     if unit == "bytes":
         return format_bytes(value)
+    if unit == "flop":
+        return format_si(value, "FLOP")
     if "share" in unit:
         return f"{value:.1%}"
     if unit in ("index", "text"):  # a step, core or minibatch number, or a name: as it is

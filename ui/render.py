@@ -8,6 +8,7 @@ analyzer's findings appear without UI changes.
 from __future__ import annotations
 
 import json
+import re
 from html import escape
 from typing import Any
 from urllib.parse import urlencode
@@ -16,7 +17,8 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from analyzers.findings import Finding
-from profiler.units import MISSING, format_value, unit_of
+from profiler.units import MISSING, format_value
+from ui.evidence import evidence_table, format_evidence
 
 GRAPH_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 SEVERITY_COLORS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
@@ -59,7 +61,8 @@ def table(
     max_rows: int = 500,
     class_name: str = "data",
 ) -> html.Div:
-    """An HTML table of `rows`; columns are (key, header, unit) with unit as for format_value, 'text' or 'link'."""
+    """An HTML table of `rows`; columns are (key, header, unit) with unit as for format_value, 'text',
+    'wrap' (long text whole, wrapped) or 'link'."""
     head = html.Tr([html.Th(h) for _, h, _ in columns])
     body = []
     for r in rows[:max_rows]:
@@ -68,6 +71,8 @@ def table(
             v = r.get(key)
             if unit == "link":
                 cells.append(html.Td(v))
+            elif unit == "wrap":  # long text shown whole, wrapped within the column
+                cells.append(html.Td(MISSING if v is None else str(v), className="wrap"))
             elif unit == "text":
                 text = MISSING if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
                 cells.append(
@@ -156,9 +161,11 @@ def finding_link(f: Finding, run_id: int) -> tuple[str, str]:
     return "Timeline", href("/timeline", run=run_id, steps=step_param, chips=chips)
 
 
-def finding_card(f: Finding, run_id: int, compact: bool = False, extra: Any = None) -> html.Div:
+def finding_card(
+    f: Finding, run_id: int, compact: bool = False, extra: Any = None, start_ps: int | float = 0
+) -> html.Div:
     """One finding: severity, title, headline figure, advice (then `extra`, e.g. its verified fix);
-    evidence and entities unless compact."""
+    evidence (timestamps from the run's start, `start_ps`) and entities unless compact."""
     label, link = finding_link(f, run_id)
     head = html.Div(
         [
@@ -180,13 +187,7 @@ def finding_card(f: Finding, run_id: int, compact: bool = False, extra: Any = No
                 html.Details(
                     [
                         html.Summary("evidence"),
-                        html.Table(
-                            [
-                                html.Tr([html.Td(k), html.Td(_evidence_value(k, v), className="num")])
-                                for k, v in f.evidence.items()
-                            ],
-                            className="kv",
-                        ),
+                        evidence_table(f.evidence, start_ps),
                     ],
                     open=True,
                 )
@@ -213,9 +214,7 @@ def finding_card(f: Finding, run_id: int, compact: bool = False, extra: Any = No
 
 
 def _evidence_value(key: str, v: Any) -> str:
-    if isinstance(v, int | float) and not isinstance(v, bool):
-        return format_value(v, unit_of(key))
-    return json.dumps(v) if isinstance(v, dict | list) else str(v)
+    return format_evidence(key, v)
 
 
 def _short_list(v: Any) -> str:
@@ -254,3 +253,8 @@ def generic(value: Any, depth: int = 0) -> Any:
             return table(flat, [(k, k, "text") for k in keys], max_rows=200)
         return html.Span(_short_list(value))
     return html.Span(_evidence_value("", value) if value is not None else MISSING)
+
+
+def natural_key(name: Any) -> tuple:
+    """Sort key of a name with numbers in it, by their value: t0, t1, t2, t10 (not t0, t1, t10, t2)."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in re.split(r"(\d+)", str(name)) if p)

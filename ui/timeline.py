@@ -34,7 +34,7 @@ COLUMNS = 1000  # pixel columns of the wide view
 LONG_LIMIT = 400_000  # safety cap on long events painted per request
 
 # Display units for a time axis: (name, picoseconds per unit), largest first.
-TIME_UNITS = (("s", 1e12), ("ms", 1e9), ("us", 1e6), ("ns", 1e3))
+TIME_UNITS = (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3))
 
 
 def time_unit(span_ps: float) -> tuple[str, float]:

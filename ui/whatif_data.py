@@ -56,7 +56,7 @@ def verification_of(f: Finding, verified: dict[tuple[str, str], dict[str, Any]])
 
 
 def verified_text(row: dict[str, Any]) -> str:
-    """'Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 us -> 783 us: recommended', or
+    """'Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended', or
     'Verified by simulation: not recommended: <reason>' (the reason says what was measured)."""
     if row["accepted"] and row["change"] is not None:
         ci = f" (95% CI {row['ci_low']:+.1%} .. {row['ci_high']:+.1%})" if row["ci_low"] is not None else ""

@@ -8,7 +8,7 @@ from profiler.units import format_bytes, format_delta, format_ps, format_value, 
 
 
 @pytest.mark.parametrize("ps, text", [
-    (None, "-"), (0, "0 ps"), (999, "999 ps"), (1_000, "1 ns"), (1_500_000, "1.5 us"), (2_900_000_000, "2.9 ms"),
+    (None, "-"), (0, "0 ps"), (999, "999 ps"), (1_000, "1 ns"), (1_500_000, "1.5 µs"), (2_900_000_000, "2.9 ms"),
     (1_160_000_000_000, "1.16 s"), (-2_000, "-2 ns"), (float("nan"), "-"),
 ])  # fmt: skip
 def test_format_ps(ps, text):
@@ -21,7 +21,7 @@ def test_format_bytes(n, text):
 
 
 @pytest.mark.parametrize("value, unit, text", [
-    (None, "ps", "-"), (float("nan"), "count", "-"), (982_300_000, "ps", "982 us"), (1_200_000, "step_ps", "1.2 us"),
+    (None, "ps", "-"), (float("nan"), "count", "-"), (982_300_000, "ps", "982 µs"), (1_200_000, "step_ps", "1.2 µs"),
     (3 << 30, "bytes", "3 GiB"), (0.4213, "share", "42.1%"), (0.5, "share of step time", "50.0%"),
     (1234, "count", "1,234"), (1234.5, "count", "1,234.50"), (12345.678, "IDs/s", "1.235e+04 IDs/s"),
     (7, "steps", "7 steps"), ("fused", "text", "fused"), (12345, "index", "12345"),

@@ -128,7 +128,7 @@ def test_overview_shows_kpis_breakdown_and_findings(server, page, run_ids):
     page.wait_for_selector("#overview-analysis .js-plotly-plot")
     settle(page)
     kpis = page.inner_text("#overview-kpis")
-    assert "step time mean" in kpis and re.search(r"\d (us|ms)", kpis)
+    assert "step time mean" in kpis and re.search(r"\d (µs|ms)", kpis)
     assert "Top findings" in page.inner_text("#overview-analysis")
     shot(page, "02-overview")
 

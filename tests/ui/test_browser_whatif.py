@@ -46,7 +46,7 @@ def test_whatif_views(whatif_server, page):  # noqa: F811 - the fixture
     settle(page)
     no_error(page)
     text = " ".join(page.inner_text("#findings-body").split())
-    assert "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 us -> 783 us: recommended" in text
+    assert "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended" in text
     assert "not verified yet: scprof analyze baseline --verify" in text
     shot(page, "11-findings-verified")
 
@@ -58,7 +58,7 @@ def test_whatif_views(whatif_server, page):  # noqa: F811 - the fixture
     assert page.locator("#tuning-trials tbody tr").count() == 5
     legend = page.locator("#tuning-graph .legend").text_content()
     assert "accepted path" in legend and "failed" in legend and "tried" in legend
-    assert "mean step time (us)" in page.locator("#tuning-graph .ytitle").text_content()
+    assert "mean step time (µs)" in page.locator("#tuning-graph .ytitle").text_content()
     shot(page, "12-tuning")
     with page.expect_download() as dl:
         page.click("#tuning-download")

@@ -74,7 +74,7 @@ def test_overview_kpis_carry_units(ro_store, runs):
     assert kpis["SC minibatches per step"].value > 1  # the baseline's limits are too low
     assert kpis["HBM peak"].unit == "bytes" and "capacity" in kpis["HBM peak"].detail
     text = text_of(render_overview(ro_store, {"run": base, "steps": list(steps)}))
-    assert "step time mean" in text and ("us" in text or "ms" in text)
+    assert "step time mean" in text and ("µs" in text or "ms" in text)
 
 
 def test_overview_analysis_shows_breakdown_and_findings(ro_store, runs):

@@ -16,7 +16,7 @@ from ui.timeline import _exact_events, run_tracks
 VALUES = {"step": 3, "table": "tbl_a", "sc": 2, "minibatch": 1, "ids": 12_345, "unique_ids": 6_789,
           "dropped_ids": 7, "bytes": 3 << 20, "flops": 1_000_000, "category": "sc_forward"}  # fmt: skip
 SHOWN = {"step": "3", "table": "tbl_a", "sc": "2", "minibatch": "1", "ids": "12,345", "unique_ids": "6,789",
-         "dropped_ids": "7", "bytes": "3 MiB", "flops": "1,000,000", "category": "sc_forward"}  # fmt: skip
+         "dropped_ids": "7", "bytes": "3 MiB", "flops": "1 MFLOP", "category": "sc_forward"}  # fmt: skip
 
 
 def test_hover_shows_every_typed_field(tmp_path):

@@ -35,16 +35,16 @@ def test_a_fix_shows_the_latest_verification_of_exactly_that_fix(whatif_store, i
     # the later of two sessions that tried it; the row with the same set but derived limits is another fix
     assert (row["change"], row["reason"]) == (-0.201, "faster")
     assert W.verified_text(row) == (
-        "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 us -> 783 us: recommended"
+        "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended"
     )
     with_limits = W.verification_of(finding("host_bound", make_fix(set={PREFETCH: 2}, derive_limits=True)), verified)
     assert with_limits["change"] == -0.6
     assert W.verification_of(finding("host_bound", make_fix(set={PREFETCH: 3})), verified) is None
     assert W.verification_of(finding("minibatching", make_fix(set={PREFETCH: 2})), verified) is None
     assert W.verification_of(finding("host_bound", None), verified) is None
-    refused = {**row, "accepted": False, "reason": "slower: +3.0% (95% CI +2.0% .. +4.0%), 980 us -> 1.01 ms"}
+    refused = {**row, "accepted": False, "reason": "slower: +3.0% (95% CI +2.0% .. +4.0%), 980 µs -> 1.01 ms"}
     assert W.verified_text(refused) == (
-        "Verified by simulation: not recommended: slower: +3.0% (95% CI +2.0% .. +4.0%), 980 us -> 1.01 ms"
+        "Verified by simulation: not recommended: slower: +3.0% (95% CI +2.0% .. +4.0%), 980 µs -> 1.01 ms"
     )
 
 
@@ -53,7 +53,7 @@ def test_findings_page_shows_verified_and_unverified_fixes(whatif_store, ids, mo
     monkeypatch.setattr(D, "analysis", lambda store, run: with_fixes(real(store, run)))
     text = " ".join(text_of(render_findings(whatif_store, {"run": ids["baseline"]})).split())
     assert f"Fix: set {PREFETCH}=2" in text
-    assert "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 us -> 783 us: recommended" in text
+    assert "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended" in text
     assert "Fix: derive limits file" in text  # minibatching's fix, never verified
     assert "not verified yet: scprof analyze baseline --verify" in text
     assert text.count("Verified by simulation") == 1
@@ -84,7 +84,7 @@ def test_tuning_figure_marks_accepted_tried_and_failed(whatif_store, ids):
     traces = {tr.name: tr for tr in fig.data}
     assert list(traces["tried"].x) == [2, 4] and list(traces["failed"].x) == [5]
     assert list(traces["accepted path"].x) == [0, 1, 3]
-    assert fig.layout.yaxis.title.text == "mean step time (us)"  # about 980 us
+    assert fig.layout.yaxis.title.text == "mean step time (µs)"  # about 980 µs
     assert traces["accepted path"].y[0] == pytest.approx(t["start_step_time_ps"] / 1e6)
     body = render_tuning(whatif_store, {"run": ids["baseline"]})
     assert find(body, "tuning-download").href == f"/download/tuned.toml?run={ids['baseline']}&session={t['session']}"

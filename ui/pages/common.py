@@ -43,7 +43,10 @@ def steps_slider(id: str, bounds: tuple[int, int] | None, value: tuple[int, int]
     lo, hi = bounds
     return html.Label(
         [
-            f"steps ({lo}–{hi})",
+            html.Span(
+                [f"steps {value[0]}–{value[1]}", html.Span(f" of {lo}–{hi}", className="muted")],
+                className="slider-range",
+            ),
             dcc.RangeSlider(
                 id=id,
                 min=lo,
@@ -52,7 +55,8 @@ def steps_slider(id: str, bounds: tuple[int, int] | None, value: tuple[int, int]
                 value=[value[0], value[1]],
                 allowCross=False,
                 marks=None,
-                tooltip={"placement": "bottom", "always_visible": True},
+                # only while dragging: always shown, it covered the run header; the label names the range
+                tooltip={"placement": "top", "always_visible": False},
                 updatemode="mouseup",
             ),
         ],

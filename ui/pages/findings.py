@@ -7,13 +7,15 @@ from typing import Any
 
 from dash import dcc, html
 
-from analyzers.findings import SEVERITIES
+from analyzers.findings import SEVERITIES, Finding
 from analyzers.registry import ANALYZERS
 from profiler.store import Store
+from profiler.units import format_value
 from ui import data as D
 from ui import render as R
 from ui import state as S
 from ui import whatif_data as W
+from ui.evidence import evidence_label, format_evidence
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store
 
 
@@ -49,8 +51,15 @@ def render_findings(store: Store, st: dict[str, Any]) -> Any:
     ]
     if shown:
         verified = W.verified_fixes(store, run) if any(f.fix for f in shown) else {}
-        name = D.run_info(store, run)["name"]
-        parts += [R.finding_card(f, run, extra=fix_block(f, run, name, verified)) for f in shown]
+        info = D.run_info(store, run)
+        name, start_ps = info["name"], info.get("first_ps") or 0
+        for group in group_findings(shown):
+            lead = group[0]
+            extra = fix_block(lead, run, name, verified)
+            if len(group) == 1:
+                parts.append(R.finding_card(lead, run, extra=extra, start_ps=start_ps))
+            else:
+                parts.append(group_card(group, run, extra=extra, start_ps=start_ps))
     else:
         parts.append(
             R.empty(
@@ -92,3 +101,112 @@ def fix_block(f: Any, run: int, run_name: str, verified: dict) -> Any:
             ]
         lines.append(html.Div(text))
     return html.Div(lines, className="finding-fix")
+
+
+SHOWN_ROWS = 5  # rows of a group's table shown before "N more"
+ENTITY_HEADERS = {"tables": "table", "chips": "chip", "scs": "SparseCore", "steps": "steps"}
+
+
+def group_findings(findings: list[Finding]) -> list[list[Finding]]:
+    """Findings by rule, in the order each rule first appears; within a rule the most severe first
+    (severity, then the headline value, highest first)."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.rule, []).append(f)
+    return [sorted(g, key=_severity_order) for g in groups.values()]
+
+
+def _severity_order(f: Finding) -> tuple[int, float]:
+    value = f.value if isinstance(f.value, int | float) and f.value == f.value else float("-inf")
+    return SEVERITIES.index(f.severity), -value
+
+
+def group_card(group: list[Finding], run: int, extra: Any = None, start_ps: int | float = 0) -> html.Div:
+    """One card for a rule's repeated findings: the most severe one's title, advice and fix, then a
+    compact table of every affected entity with its headline value and evidence, most severe first."""
+    lead = group[0]
+    counts = {s: sum(f.severity == s for f in group) for s in SEVERITIES}
+    values = [f.value for f in group if isinstance(f.value, int | float)]
+    span = (
+        f" · {lead.metric} from {format_value(min(values), lead.unit)} to {format_value(max(values), lead.unit)}"
+        if values
+        else ""
+    )
+    label, link = R.finding_link(lead, run)
+    tables = sorted({t for f in group for t in (f.entities or {}).get("tables") or []}, key=R.natural_key)
+    if label == "SparseCore" and tables:
+        link = R.href("/sparsecore", run=run, tables=tables)
+    head = html.Div(
+        [
+            html.Span(lead.severity, className=f"badge sev-{lead.severity}"),
+            html.Span(lead.title, className="finding-title"),
+        ],
+        className="finding-head",
+    )
+    summary = html.Div(
+        [
+            html.Span(
+                f"{len(group)} findings of this rule: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n),
+                className="group-count",
+            ),
+            html.Span(f"{span} · rule {lead.rule}", className="muted"),
+        ]
+    )
+    rows, columns = _group_rows(group, start_ps)
+    table_parts: list[Any] = [R.table(rows[:SHOWN_ROWS], columns, class_name="data group-table")]
+    if len(rows) > SHOWN_ROWS:
+        table_parts.append(
+            html.Details(
+                [
+                    html.Summary(f"{len(rows) - SHOWN_ROWS} more"),
+                    R.table(rows[SHOWN_ROWS:], columns, class_name="data group-table"),
+                ],
+                className="group-more",
+            )
+        )
+    parts: list[Any] = [
+        head,
+        summary,
+        html.P(["→ ", lead.recommendation], className="recommendation"),
+        extra,
+        html.Div(table_parts, className="finding-group"),
+    ]
+    if lead.evidence_sql:
+        parts.append(
+            html.Details(
+                [
+                    html.Summary("evidence query (of the first row)"),
+                    html.Pre(lead.evidence_sql, className="sql"),
+                    dcc.Link("open in SQL console", href=R.href("/sql", q=R._first_statement(lead.evidence_sql))),
+                ]
+            )
+        )
+    parts.append(dcc.Link(f"show in {label} →", href=link, className="finding-link"))
+    return html.Div(parts, className=f"finding finding-grouped sev-border-{lead.severity}")
+
+
+def _group_rows(group: list[Finding], start_ps: int | float) -> tuple[list[dict[str, Any]], list[tuple]]:
+    """(rows, R.table columns): severity, the entities, the headline value and scalar evidence."""
+    entity_keys = list(dict.fromkeys(k for f in group for k in (f.entities or {})))
+    evidence_keys = list(
+        dict.fromkeys(k for f in group for k, v in (f.evidence or {}).items() if not isinstance(v, dict | list))
+    )
+    lead = group[0]
+    columns = [("severity", "severity", "text")]
+    columns += [(f"e:{k}", ENTITY_HEADERS.get(k, evidence_label(k)), "text") for k in entity_keys]
+    plain_unit = lead.unit not in ("ps", "bytes") and "share" not in lead.unit  # the unit in the header
+    header = evidence_label(lead.metric) + (f" ({lead.unit})" if plain_unit and lead.unit else "")
+    columns += [("value", header, "text")]
+    columns += [(f"v:{k}", evidence_label(k), "text") for k in evidence_keys]
+    rows = []
+    for f in group:
+        value = format_value(f.value, f.unit)
+        if plain_unit and isinstance(f.value, int | float):
+            value = format_evidence("", f.value)
+        row: dict[str, Any] = {"severity": f.severity, "value": value}
+        for k in entity_keys:
+            row[f"e:{k}"] = R._short_list((f.entities or {}).get(k, ""))
+        for k in evidence_keys:
+            row[f"v:{k}"] = format_evidence(k, (f.evidence or {}).get(k), start_ps)
+        rows.append(row)
+    return rows, columns

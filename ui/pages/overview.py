@@ -177,7 +177,7 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
                         ("self_ps", "self time", "ps"),
                         ("total_ps", "total", "ps"),
                         ("share", "share of its kind", "share"),
-                        ("flops", "FLOPs", "count"),
+                        ("flops", "FLOPs", "flop"),
                         ("bytes", "bytes", "bytes"),
                     ],
                 ),  # fmt: skip

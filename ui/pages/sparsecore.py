@@ -22,6 +22,46 @@ SC_METRICS = {
     "dropped_ids": ("dropped IDs", None, None),
 }
 
+COLORBAR_TITLES = {"ids": "IDs", "unique_ids": "unique IDs", "minibatches": "minibatches", "dropped_ids": "dropped IDs"}
+UNDER, OVER = ("#f7fbff", "#9ecae1", "#2171b5", "#08306b"), ("#fc9272", "#cb181d", "#67000d")
+
+
+def ratio_top(ratio: np.ndarray) -> float:
+    """The top of the × limit scale: the highest ratio, at least 1.25 so that 1.0 (the limit) sits
+    inside it; a ratio cannot be negative, so the scale starts at 0."""
+    finite = ratio[np.isfinite(ratio)]
+    return max(1.25, float(finite.max()) if finite.size else 1.25)
+
+
+def ratio_colorscale(zmax: float) -> list[list[Any]]:
+    """A sequential scale from 0 to `zmax`: blues up to the limit (1.0), reds past it."""
+    at = 1.0 / zmax
+    under = [[at * i / (len(UNDER) - 1), c] for i, c in enumerate(UNDER)]
+    over = [[at + (1 - at) * i / (len(OVER) - 1), c] for i, c in enumerate(OVER)]
+    over[0][0] = min(1.0, at + 1e-6)
+    return under + over
+
+
+def ratio_ticks(zmax: float) -> list[float]:
+    """Round ticks from 0 to `zmax` that include 1.0 (the limit)."""
+    step = next(s for s in (0.25, 0.5, 1, 2, 5, 10, 20, 50, 100) if zmax / s <= 8)
+    ticks = [round(i * step, 2) for i in range(0 if step < 2 else 1, int(zmax / step) + 1)]
+    return sorted(set(ticks) | {1.0})  # 0 left out where its label would overlap 1's
+
+
+def skew_range(skew: np.ndarray) -> list[float]:
+    """The skew axis from 1.0 (perfectly balanced) up, at least to 1.5: noise of 1.09-1.11 stays small."""
+    finite = skew[np.isfinite(skew)]
+    top = float(finite.max()) if finite.size else 1.0
+    return [1.0, max(1.5, 1.0 + (top - 1.0) * 1.1)]
+
+
+def count_top(*series: np.ndarray) -> float:
+    """The top of the minibatches / dropped IDs axis: the highest value and a margin, at least 2
+    (one minibatch, no split, sits inside the axis)."""
+    values = [float(np.nanmax(a)) for a in series if np.isfinite(a).any()]
+    return max(2.0, max(values, default=0.0) * 1.1)
+
 
 def layout_sparsecore(store: Store, st: dict[str, str]) -> Any:
     run = pick_run(store, st)
@@ -29,7 +69,7 @@ def layout_sparsecore(store: Store, st: dict[str, str]) -> Any:
         return _no_runs()
     bounds = D.step_bounds(store, run)
     steps = D.clamp_steps(bounds, S.steps_param(st.get("steps")))
-    tables, _ = D.sc_tables(store, run)
+    tables = sorted(D.sc_tables(store, run)[0], key=R.natural_key)  # t0, t1, t2, ..., t10
     chosen = [t for t in S.str_list(st.get("tables")) if t in tables]
     metric = st.get("metric") if st.get("metric") in SC_METRICS else "ids"
     return html.Div(
@@ -92,7 +132,7 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
             y=d["partitions"],
             z=d["matrices"][metric],
             colorscale="Viridis",
-            colorbar=dict(title=metric),
+            colorbar=dict(title=dict(text=COLORBAR_TITLES[metric]), tickformat=",~r"),
             hoverongaps=False,
             hovertemplate=f"%{{y}}<br>step %{{x}}<br>{title}: %{{z:,.0f}}<extra></extra>",
         )
@@ -102,14 +142,20 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
     if ratio_key and np.isfinite(d["matrices"][ratio_key]).any():
         ratio = d["matrices"][ratio_key]
         rf = R.figure(xaxis_title="step" + bucket)
+        zmax = ratio_top(ratio)
         rf.add_trace(
             go.Heatmap(
                 x=d["steps"],
                 y=d["partitions"],
                 z=ratio,
-                zmid=1.0,
-                colorscale="RdBu_r",
-                colorbar=dict(title="× limit"),
+                zmin=0.0,
+                zmax=zmax,
+                colorscale=ratio_colorscale(zmax),
+                colorbar=dict(
+                    title=dict(text="× limit"),
+                    tickvals=(ticks := ratio_ticks(zmax)),
+                    ticktext=[("1 = limit" if t == 1 else f"{t:g}") for t in ticks],
+                ),
                 hoverongaps=False,
                 hovertemplate="%{y}<br>step %{x}<br>%{z:.2f} × the compiled limit<extra></extra>",
             )
@@ -118,9 +164,10 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
         parts.append(
             R.section(
                 f"{title} against the compiled limit ({limit_col})",
-                R.graph(rf, height=h),
-                help_text="Highest ratio over the chosen tables. Above 1 (red): the partition overflows its "
-                "limit, so the step is split into minibatches or IDs are dropped.",
+                R.graph(rf, id="sc-ratio", height=h),
+                help_text="Highest ratio over the chosen tables, from 0 (no IDs) to 1 (at the limit, blue at its "
+                "darkest). Above 1 (red): the partition overflows its limit, so the step is split into "
+                "minibatches or IDs are dropped.",
             )
         )
     elif ratio_key:
@@ -131,8 +178,8 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
             x=d["steps"],
             y=d["skew"],
             name="skew (max / mean IDs per partition)",
-            mode="lines",
-            hovertemplate="step %{x}<br>skew %{y:.2f}×<extra></extra>",
+            mode="lines+markers",
+            hovertemplate="step %{x}<br>skew %{y:.3f}× (1 = balanced)<extra></extra>",
         )
     )
     sk.add_trace(
@@ -156,15 +203,25 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
         )
     )
     sk.update_layout(
-        yaxis=dict(title="skew (×)"), yaxis2=dict(title="minibatches / dropped IDs", overlaying="y", side="right")
+        yaxis=dict(title="skew (max / mean, 1 = balanced)", range=skew_range(d["skew"]), tickformat=".2f"),
+        yaxis2=dict(
+            title="minibatches / dropped IDs",
+            overlaying="y",
+            side="right",
+            range=[0, (top := count_top(d["minibatches_per_step"], d["dropped_per_step"]))],
+            tickmode="auto",
+            nticks=6,
+            dtick=1 if top <= 8 else None,  # whole minibatches
+            showgrid=False,
+        ),
     )
-    parts.append(R.section("Skew, minibatches and dropped IDs over time", R.graph(sk, height=300)))
+    parts.append(R.section("Skew, minibatches and dropped IDs over time", R.graph(sk, id="sc-skew", height=300)))
     if d["tables"]:
         parts.append(
             R.section(
                 "Per table",
                 R.table(
-                    d["tables"],
+                    sorted(d["tables"], key=lambda r: R.natural_key(r["table_name"])),
                     [
                         ("table_name", "table", "text"),
                         ("max_ids", "max IDs / partition", "count"),

@@ -3,8 +3,10 @@ them in a CSV download; for the questions no page answers."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import pyarrow as pa
 from dash import dcc, html
 
 from profiler.sql_guard import QueryError, run_query
@@ -32,15 +34,21 @@ def layout_sql(store: Store | None, st: dict[str, str]) -> Any:
                 ],
                 className="toolbar",
             ),
-            dcc.Textarea(
-                id="sql-text",
-                value=q,
-                className="sql-input",
-                placeholder="SELECT ... (one read-only statement; "
-                "tables and views: runs, slices, counter_samples, step_markers, sc_partition_stats, event_args …)",
+            html.Div(
+                [
+                    dcc.Textarea(
+                        id="sql-text",
+                        value=q,
+                        className="sql-input",
+                        placeholder="SELECT ... (one read-only statement; "
+                        "tables and views: runs, slices, counter_samples, step_markers, sc_partition_stats, event_args …)",
+                    ),
+                    schema_browser(store),
+                ],
+                className="sql-editor",
             ),
             controls(
-                html.Button("Run query", id="sql-run", className="button", n_clicks=0),
+                html.Button("Run query", id="sql-run", className="button", n_clicks=0, title="Ctrl+Enter (⌘+Enter)"),
                 html.Label(
                     [
                         "row cap",
@@ -49,7 +57,8 @@ def layout_sql(store: Store | None, st: dict[str, str]) -> Any:
                     className="control",
                 ),
                 html.Span(
-                    f"read-only; time limit {SQL_TIMEOUT_S:g} s; times are picoseconds (schema: docs/schema.md)",
+                    f"Ctrl+Enter runs it · read-only; time limit {SQL_TIMEOUT_S:g} s; times are picoseconds "
+                    "(schema: the browser beside the query, docs/schema.md)",
                     className="muted",
                 ),
             ),
@@ -66,12 +75,25 @@ def render_sql(store: Store, st: dict[str, Any]) -> Any:
     cap = max(1, min(S.int_param(str(st.get("rows") or ""), 1000) or 1000, SQL_MAX_ROWS))
     try:
         result = run_query(store, q, max_rows=cap, timeout_s=SQL_TIMEOUT_S, max_bytes=SQL_PAGE_MAX_BYTES)
-    except QueryError as e:
-        return R.error(str(e))
+    except QueryError as e:  # DuckDB's text with its line breaks: the caret under what it points at
+        return html.Div(
+            [html.Strong("Error"), html.Pre(e.detail, className="sql-error", id="sql-error")],
+            className="error-box",
+            role="alert",
+        )
     t, clip = result.table, lambda v: v if len(v) <= SQL_SHOWN_CHARS else v[:SQL_SHOWN_CHARS] + " …"
     columns = [c.slice(0, SQL_SHOWN_ROWS).to_pylist() for c in t.columns]  # by position: names may repeat
-    head = html.Tr([html.Th(c) for c in t.column_names])
-    body_rows = [html.Tr([html.Td(clip(format_cell(v))) for v in r]) for r in zip(*columns, strict=True)]
+    numeric = [_is_number(f.type) for f in t.schema]
+    head = html.Tr([html.Th(c, className="num" if n else None) for c, n in zip(t.column_names, numeric, strict=True)])
+    body_rows = [
+        html.Tr(
+            [
+                html.Td(number_text(v), className="num") if n and v is not None else html.Td(clip(format_cell(v)))
+                for v, n in zip(r, numeric, strict=True)
+            ]
+        )
+        for r in zip(*columns, strict=True)
+    ]
     capped = {"rows": f"capped at {cap:,}; raise the row cap", "bytes": f"capped at {SQL_PAGE_MAX_BYTES // 2**20} MiB"}
     info = f"{t.num_rows:,} row(s)" + (f" ({capped[result.capped_by]} or add LIMIT)" if result.capped_by else "")
     if t.num_rows > SQL_SHOWN_ROWS:
@@ -96,4 +118,79 @@ def render_sql(store: Store, st: dict[str, Any]) -> Any:
                 className="table-wrap",
             ),
         ]
+    )
+
+
+def _is_number(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+
+def number_text(v: Any) -> str:
+    """A number of a result for reading: thousands separators, floats to 6 significant digits
+    (the CSV keeps every digit)."""
+    if isinstance(v, int):
+        return f"{v:,}"
+    f = float(v)
+    if not math.isfinite(f):
+        return str(f)
+    if f == 0 or 1e-4 <= abs(f) < 1e15:
+        digits = max(0, 6 - 1 - math.floor(math.log10(abs(f)))) if f else 0
+        return f"{f:,.{digits}f}".rstrip("0").rstrip(".") if digits else f"{f:,.0f}"
+    return f"{f:.6g}"
+
+
+SCHEMA_SQL = """
+SELECT 'table' AS kind, table_name AS name, comment FROM duckdb_tables() WHERE NOT internal
+UNION ALL
+SELECT 'view', view_name, comment FROM duckdb_views() WHERE NOT internal
+"""
+COLUMNS_SQL = """
+SELECT table_name AS name, column_name, data_type, comment FROM duckdb_columns() WHERE NOT internal
+ORDER BY table_name, column_index
+"""
+
+
+def schema(store: Store) -> list[dict[str, Any]]:
+    """The store's tables and views (the standard library's among them) with their columns, types
+    and documentation, from DuckDB's catalog (the COMMENTs of profiler/schema.py): tables first."""
+    columns: dict[str, list[dict[str, Any]]] = {}
+    for c in store.rows(COLUMNS_SQL):
+        columns.setdefault(c["name"], []).append(c)
+    seen: dict[str, dict[str, Any]] = {}
+    for r in store.rows(SCHEMA_SQL):
+        seen.setdefault(r["name"], {**r, "columns": columns.get(r["name"], [])})
+    return sorted(seen.values(), key=lambda r: (r["kind"] != "table", R.natural_key(r["name"])))
+
+
+def schema_browser(store: Store | None) -> Any:
+    """The tables and views, each folded with its columns; a click on a name inserts it into the
+    query (ui/assets/sql_console.js)."""
+    if store is None:
+        return None
+    items = []
+    for r in schema(store):
+        cols = html.Ul(
+            [
+                html.Li(
+                    [
+                        html.Span(c["column_name"], className="schema-name", **{"data-insert": c["column_name"]}),
+                        html.Span(f" {c['data_type']}", className="muted"),
+                    ],
+                    title=c["comment"] or "",
+                )
+                for c in r["columns"]
+            ]
+        )
+        summary = html.Summary(
+            [
+                html.Span(r["name"], className="schema-name", **{"data-insert": r["name"]}),
+                html.Span(f" {r['kind']} · {len(r['columns'])} columns", className="muted"),
+            ],
+            title=r["comment"] or "",
+        )
+        items.append(html.Details([summary, cols], className="schema-item"))
+    return html.Div(
+        [html.Div("Schema (click a name to insert it)", className="schema-title"), *items],
+        id="sql-schema",
+        className="schema-browser",
     )

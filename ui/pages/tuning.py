@@ -105,13 +105,13 @@ def render_tuning(store: Store, st: dict[str, Any]) -> Any:
                 rows,
                 [
                     ("seq", "#", "text"),
-                    ("change_text", "changes (from the starting run)", "text"),
+                    ("change_text", "changes (from the starting run)", "wrap"),
                     ("step_time_ps", "step time", "ps"),
                     ("delta", "change", "text"),
                     ("ci", "95% interval", "text"),
                     ("verdict", "verdict", "text"),
                     ("accepted_text", "taken", "text"),
-                    ("reason", "why", "text"),
+                    ("reason", "why", "wrap"),  # whole and wrapped: it runs off the page at 1,400 px
                 ],
                 id="tuning-trials",
             ),

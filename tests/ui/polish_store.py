@@ -1,0 +1,59 @@
+"""A store for the polish tests (issue 19): a skewed run (26 tables, one rule's findings repeated),
+an HBM-pressure run (a timestamp in the evidence), a failed compile and a run with a tuning-like
+long reason; recorded by the emulator, a few steps each."""
+
+from __future__ import annotations
+
+import pytest
+
+from profiler.store import Store
+from profiler.trace_to_store import ingest_trace
+from tests.tracekit import REPO
+
+STEPS = 5
+RUNS = {"skewed": "skewed_ids", "hbm": "hbm_pressure", "failed": "spmem_overflow"}
+
+
+def build_polish_store(directory) -> str:
+    """The runs of RUNS recorded into one store; skips when the emulator is unavailable."""
+    try:
+        from sim_backend.record import record_run
+    except ImportError:
+        pytest.skip("the emulator (sim_backend) is needed to record the polish runs")
+    from profiler.errors import ScprofError
+
+    db = str(directory / "polish.duckdb")
+    with Store.open(db) as store:
+        for name, config in RUNS.items():
+            out = directory / name
+            try:
+                result = record_run(str(REPO / "configs" / f"{config}.toml"), [], name, STEPS, str(out), progress=False)
+                trace = result.trace_path
+            except ScprofError:  # a failed compile still writes its trace, stored as a failed run
+                trace = str(out / "trace.sctrace")
+            ingest_trace(store, trace, name=name)
+    return db
+
+
+# what a trial that fails to compile says (the emulator's SPMEM error, as `scprof tune` stores it)
+LONG_REASON = (
+    "the simulation failed: Fixed size allocations (175000 bytes) do not fit in TileSpmem (131072 bytes): "
+    "table group 't20' is compiled with max_ids_per_partition=200000 and max_unique_ids_per_partition=50000, "
+    "buffered over 16 tiles per SparseCore; lower the limits (limits file or sparsecore.max_ids_per_partition "
+    "/ max_unique_ids_per_partition)"
+)
+
+
+def with_long_reason(whatif_db: str, path) -> str:
+    """A copy of the what-if store whose failed tuning trial gives LONG_REASON as its reason."""
+    import shutil
+
+    import duckdb
+
+    shutil.copyfile(whatif_db, path)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("UPDATE whatif_trials SET reason = ? WHERE purpose = 'tune' AND verdict = 'failed'", [LONG_REASON])
+    finally:
+        con.close()
+    return str(path)

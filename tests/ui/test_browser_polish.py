@@ -1,0 +1,186 @@
+"""Issue 19's polish in headless Chromium at 1,400 and 1,600 px: a skewed run's findings grouped
+into one card per rule, slider tooltips that cover nothing until dragged, the SparseCore page, the
+SQL console (an error's caret in place, Ctrl+Enter, the schema browser, numbers right-aligned) and
+the Tuning page's reasons wrapped within the page.
+
+Fixtures as tests/ui/test_browser.py (Debian's chromium, the app served by werkzeug on loopback),
+over stores of their own (tests/ui/polish_store.py). Screenshots land in test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+
+import pytest
+
+from tests.ui.polish_store import LONG_REASON, build_polish_store, with_long_reason
+from tests.ui.test_browser import TIMEOUT_MS, browser, settle, shot  # noqa: F401 - browser: a fixture
+
+WIDTHS = (1400, 1600)
+
+
+@contextmanager
+def serve(db: str):
+    """The Dash app over `db` on a free loopback port, in a thread of this process."""
+    from werkzeug.serving import make_server
+
+    from ui.app import create_app
+
+    app = create_app(db)
+    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_port}", app
+    finally:
+        srv.shutdown()
+        thread.join(timeout=10)
+        app.scprof_access.close()  # DuckDB: one database instance per file in a process
+
+
+@pytest.fixture(scope="module")
+def polish(tmp_path_factory):
+    """(url, run ids by name) of a server over the polish store (skewed, hbm, failed)."""
+    db = build_polish_store(tmp_path_factory.mktemp("polish-browser"))
+    with serve(db) as (url, app):
+        with app.scprof_access.open() as store:
+            ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+        yield url, ids
+
+
+@pytest.fixture(scope="module")
+def tuning(whatif_db, tmp_path_factory):
+    """(url, run ids by name) of a server over the what-if store with a long failed-trial reason."""
+    db = with_long_reason(whatif_db, tmp_path_factory.mktemp("polish-tuning") / "long.duckdb")
+    with serve(db) as (url, app):
+        with app.scprof_access.open() as store:
+            ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+        yield url, ids
+
+
+@pytest.fixture(params=WIDTHS, ids=lambda w: f"{w}px")
+def page(browser, request):  # noqa: F811 - the imported fixture
+    """A page of the given width that fails the test on any console error or uncaught exception."""
+    context = browser.new_context(viewport={"width": request.param, "height": 1000})
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    pg.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(f"page error: {e}"))
+    yield pg
+    context.close()
+    assert not errors, "browser reported errors:\n" + "\n".join(errors)
+
+
+def test_skewed_findings_are_one_card_per_rule(polish, page):
+    url, ids = polish
+    page.goto(f"{url}/findings?run={ids['skewed']}")
+    page.wait_for_selector(".finding-grouped .group-table")
+    settle(page)
+    counts = page.inner_text("#findings-counts")
+    total = sum(int(part.split()[0]) for part in counts.split(" · "))
+    cards = page.locator(".finding").count()
+    assert total > 20 and cards <= 5  # 27 findings: one card per rule, not one per table
+    height = page.evaluate("document.documentElement.scrollHeight")
+    assert height < 2500  # was about 7,000 px
+    more = page.locator(".finding-grouped .group-more")
+    assert not more.locator("table").is_visible()
+    more.locator("summary").click()
+    assert more.locator("table").is_visible()
+    assert page.locator(".finding-grouped tbody tr").count() == total - (cards - 1)
+    shot(page, f"polish-findings-skewed-{page.viewport_size['width']}")
+
+
+def test_findings_evidence_reads_as_words(polish, page):
+    url, ids = polish
+    page.goto(f"{url}/findings?run={ids['hbm']}")
+    page.wait_for_selector("table.evidence")
+    settle(page)
+    text = page.inner_text("table.evidence")
+    assert "peak at" in text and "from the run's start" in text and "peak_ts_ps" not in text
+    assert "HBM peak" in text and "GiB" in text
+
+
+def test_slider_tooltips_cover_nothing_until_dragged(polish, page):
+    url, ids = polish
+    page.goto(f"{url}/sparsecore?run={ids['skewed']}")
+    page.wait_for_selector("#sc-heatmap .js-plotly-plot, #sc-heatmap.js-plotly-plot")
+    settle(page)
+    shown = page.evaluate(
+        "[...document.querySelectorAll('#sparsecore-steps .dash-slider-tooltip, #sparsecore-steps .rc-slider-tooltip')]"
+        ".filter(e => e.getBoundingClientRect().height > 0).length"
+    )
+    assert shown == 0
+    assert "steps 0–4" in page.inner_text(".slider-range")  # the chosen range, as text beside the slider
+    page.hover("#sparsecore-steps [role=slider] >> nth=0")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#sparsecore-steps .dash-slider-tooltip')]"
+        ".some(e => e.getBoundingClientRect().height > 0)"
+    )
+    shot(page, f"polish-sparsecore-{page.viewport_size['width']}")
+
+
+def test_sparsecore_page_scales(polish, page):
+    url, ids = polish
+    page.goto(f"{url}/sparsecore?run={ids['skewed']}")
+    page.wait_for_selector("#sc-ratio .colorbar")
+    settle(page)
+    ticks = page.locator("#sc-ratio .colorbar .cbaxis text").all_text_contents()
+    assert "1 = limit" in ticks and not any(t.startswith(("−", "-")) for t in ticks)
+    skew_ticks = page.locator("#sc-skew .yaxislayer-above .ytick text").all_text_contents()
+    assert skew_ticks and float(skew_ticks[0]) == 1.0  # from 1.0: perfectly balanced
+    names = page.locator("#sc-tables tbody tr td:first-child").all_text_contents()
+    assert names[:3] == ["t0", "t1", "t2"] and names.index("t10") == 10
+
+
+def test_sql_console_error_keys_schema_and_numbers(polish, page):
+    url, _ = polish
+    page.goto(f"{url}/sql")
+    page.wait_for_selector("#sql-schema")
+    settle(page)
+    page.fill("#sql-text", "SELECT run_id,\n  name\nFORM runs")
+    page.press("#sql-text", "Control+Enter")
+    page.wait_for_selector("#sql-error")
+    settle(page)
+    style = page.eval_on_selector("#sql-error", "e => [getComputedStyle(e).whiteSpace, getComputedStyle(e).fontFamily]")
+    assert style[0] == "pre" and "mono" in style[1]
+    lines = page.inner_text("#sql-error").split("\n")
+    (i,) = [n for n, line in enumerate(lines) if line.startswith("LINE 3:")]
+    caret = lines[i + 1]
+    assert lines[i][caret.index("^") : caret.rindex("^") + 1] == "runs"
+    shot(page, f"polish-sql-error-{page.viewport_size['width']}")
+    # the schema browser: open a table, click names to write the query
+    page.fill("#sql-text", "SELECT name, events FROM ")
+    page.click("#sql-text")
+    page.press("#sql-text", "End")
+    page.press("#sql-text", "Control+End")
+    runs = page.locator("#sql-schema .schema-item", has=page.locator("summary [data-insert='runs']"))
+    runs.locator("summary").click(position={"x": 2, "y": 6})  # the marker: unfold
+    assert runs.locator("li [data-insert='events']").is_visible()
+    runs.locator("summary [data-insert='runs']").click()
+    assert page.input_value("#sql-text") == "SELECT name, events FROM runs"
+    page.press("#sql-text", "Meta+Enter")
+    page.wait_for_selector("#sql-result tbody tr")
+    settle(page)
+    align = page.eval_on_selector_all(
+        "#sql-result tbody tr:first-child td", "tds => tds.map(td => getComputedStyle(td).textAlign)"
+    )
+    assert align[0] in ("left", "start") and align[1] == "right"
+    events = page.locator("#sql-result tbody tr td:nth-child(2)").all_text_contents()
+    assert any("," in e for e in events)  # the skewed run's thousands of events, with separators
+    shot(page, f"polish-sql-result-{page.viewport_size['width']}")
+
+
+def test_tuning_reasons_wrap_within_the_page(tuning, page):
+    url, ids = tuning
+    page.goto(f"{url}/tuning?run={ids['baseline']}")
+    page.wait_for_selector("#tuning-trials tbody tr")
+    settle(page)
+    cell = page.locator("#tuning-trials td", has_text=LONG_REASON[:40])
+    assert cell.inner_text() == LONG_REASON
+    box = cell.bounding_box()
+    assert box["x"] + box["width"] <= page.viewport_size["width"]
+    wrap = page.eval_on_selector("#tuning-trials", "e => [e.scrollWidth, e.clientWidth]")
+    assert wrap[0] <= wrap[1]  # no horizontal scrolling inside the table either
+    shot(page, f"polish-tuning-{page.viewport_size['width']}")

@@ -1,0 +1,216 @@
+"""Issue 19's polish, data level: repeated findings grouped into one card, evidence labelled and
+formatted by its keys' units, SparseCore charts on honest scales, natural table order, the SQL
+console's error text, schema browser and number cells, times in µs."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import pytest
+
+from profiler.store import Store
+from scprof.cli import main
+from tests.ui.polish_store import build_polish_store
+from tests.ui.test_data import text_of
+from ui import data as D
+from ui.evidence import evidence_label, format_evidence
+from ui.pages.findings import render_findings
+
+
+@pytest.fixture(scope="module")
+def polish_db(tmp_path_factory) -> str:
+    return build_polish_store(tmp_path_factory.mktemp("polish-store"))
+
+
+@pytest.fixture
+def store(polish_db):
+    with Store.open(polish_db, read_only=True) as s:
+        yield s
+
+
+def run_id(store: Store, name: str) -> int:
+    return store.rows("SELECT run_id FROM runs WHERE name = ?", [name])[0]["run_id"]
+
+
+def analyze_json(db: str, run: str) -> dict:
+    """`scprof analyze RUN --json`'s document: the reference the UI must agree with."""
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(["analyze", run, "--json", "--db", db]) == 0
+    return json.loads(out.getvalue())
+
+
+def walk(component):
+    """Every component of a Dash tree, depth first."""
+    if isinstance(component, list | tuple):
+        for c in component:
+            yield from walk(c)
+        return
+    if component is None or isinstance(component, str | int | float):
+        return
+    yield component
+    yield from walk(getattr(component, "children", None))
+
+
+def with_class(tree, name: str) -> list:
+    return [c for c in walk(tree) if name in (getattr(c, "className", None) or "").split()]
+
+
+def test_repeated_findings_of_one_rule_are_one_card_with_a_table_most_severe_first(polish_db, store):
+    findings = analyze_json(polish_db, "skewed")["findings"]
+    rules = list(dict.fromkeys(f["rule"] for f in findings))
+    skew = [f for f in findings if f["rule"] == "sc_load_skew"]
+    assert len(skew) > 10  # the defect: one card per table, a 7,000 px page
+    body = render_findings(store, {"run": run_id(store, "skewed"), "sev": ["critical", "warning", "info"]})
+    cards = with_class(body, "finding")
+    assert len(cards) == len(rules)  # one card per rule
+    (group,) = with_class(body, "finding-grouped")
+    rows = [r for t in with_class(group, "group-table") for r in walk(t) if r.__class__.__name__ == "Tr"]
+    body_rows = [r for r in rows if not any(c.__class__.__name__ == "Th" for c in r.children)]
+    assert len(body_rows) == len(skew)  # every affected table, the first few shown, the rest folded
+    worst = max((f for f in skew if f["severity"] == "critical"), key=lambda f: f["value"])
+    first = text_of(body_rows[0])
+    assert first.startswith("critical") and f" {worst['entities']['tables'][0]} " in f" {first} "
+    assert f"{worst['value']:.3g}" in first
+    assert worst["title"] in text_of(group)  # the most severe one leads the card
+    assert "more" in text_of(with_class(group, "group-more"))
+
+
+def test_evidence_keys_read_as_words_and_format_by_their_unit_suffix():
+    assert evidence_label("peak_ts_ps") == "peak at"
+    assert format_evidence("peak_ts_ps", 47_320_039_028, start_ps=20_039_028) == "47.3 ms from the run's start"
+    assert evidence_label("hbm_peak_bytes") == "HBM peak" and format_evidence("hbm_peak_bytes", 3 * 2**30) == "3 GiB"
+    assert evidence_label("estimated_overhead_ps_per_step") == "estimated overhead per step"
+    assert format_evidence("estimated_overhead_ps_per_step", 86_144_807.6) == "86.1 µs"
+    assert evidence_label("idle_ps") == "idle time" and format_evidence("idle_ps", 1_013_962_046) == "1.01 ms"
+    assert format_evidence("sparsecore_input_wait_share", 0.5257) == "52.6%"
+    assert format_evidence("share_of_table_bytes", 0.25) == "25.0%"  # a share, not bytes
+    assert format_evidence("dropped_ids", 156704) == "156,704" and evidence_label("dropped_ids") == "dropped IDs"
+    assert format_evidence("worst_max_over_mean", 8.1384) == "8.14×"
+    assert format_evidence("persistence", 1.0) == "100.0%"
+    assert format_evidence("pipelining_disabled", True) == "yes"
+
+
+def test_findings_page_shows_the_hbm_peak_time_as_a_time_from_the_start(polish_db, store):
+    (f,) = [f for f in analyze_json(polish_db, "hbm")["findings"] if "peak_ts_ps" in f["evidence"]]
+    run = run_id(store, "hbm")
+    start_ps = store.rows("SELECT first_ps FROM runs WHERE run_id = ?", [run])[0]["first_ps"]
+    text = text_of(render_findings(store, {"run": run, "sev": ["critical", "warning", "info"]}))
+    assert "peak_ts_ps" not in text and "hbm_peak_bytes" not in text
+    assert f"peak at {format_evidence('peak_ts_ps', f['evidence']['peak_ts_ps'], start_ps)}" in text
+    expected_gib = f["evidence"]["hbm_peak_bytes"] / 2**30
+    assert f"HBM peak {expected_gib:.3g} GiB" in text
+
+
+def sparsecore_page(store: Store, name: str):
+    from ui.pages.sparsecore import render_sparsecore
+
+    run = run_id(store, name)
+    steps = D.clamp_steps(D.step_bounds(store, run), None)
+    return render_sparsecore(store, {"run": run, "steps": list(steps), "tables": [], "metric": "ids"})
+
+
+def test_limit_ratio_scale_starts_at_zero_and_marks_the_limit(store):
+    """A ratio to the limit cannot be negative: the scale runs from 0, with 1.0 (the limit) a tick;
+    before, a diverging scale centred on 1 ran from -15 to +15."""
+    run = run_id(store, "skewed")
+    ratio_ref = store.rows(
+        "SELECT max(ids / max_ids_per_partition) AS r FROM sc_partition_stats WHERE run_id = ?", [run]
+    )[0]["r"]
+    (heat,) = find_id(sparsecore_page(store, "skewed"), "sc-ratio").figure.data
+    assert heat.zmin == 0 and heat.zmid is None and heat.zmax >= ratio_ref
+    assert 1.0 in heat.colorbar.tickvals and "1 = limit" in heat.colorbar.ticktext
+    assert all(v >= 0 for v in heat.colorbar.tickvals)
+
+
+def test_skew_axis_starts_at_balanced_and_counts_axis_at_zero(store):
+    fig = find_id(sparsecore_page(store, "skewed"), "sc-skew").figure
+    assert fig.layout.yaxis.range[0] == 1.0 and fig.layout.yaxis.range[1] >= 1.5
+    assert fig.layout.yaxis2.range[0] == 0
+
+
+def test_tables_are_in_natural_order(store):
+    run = run_id(store, "skewed")
+    names = [
+        r["t"] for r in store.rows("SELECT DISTINCT table_name AS t FROM sc_partition_stats WHERE run_id = ?", [run])
+    ]
+    expected = sorted(names, key=lambda t: int(t.lstrip("t")))  # t0, t1, t2, ..., t10, t11
+    assert len(expected) > 10
+    table = find_id(sparsecore_page(store, "skewed"), "sc-tables")
+    rows = [r for r in walk(table) if r.__class__.__name__ == "Tr"][1:]
+    assert [text_of(r.children[0]) for r in rows] == expected
+    from ui.pages.sparsecore import layout_sparsecore
+
+    dropdown = find_id(layout_sparsecore(store, {"run": str(run)}), "sparsecore-tables")
+    assert dropdown.options == expected
+
+
+def test_flops_read_in_si_and_times_in_micro_seconds():
+    from profiler.units import format_ps, format_value
+    from ui.pages.timeline_page import _event_hover
+    from ui.timeline import time_unit
+
+    assert format_value(65_660_780_544, "flop") == "65.7 GFLOP"
+    hover = _event_hover({"name": "fusion", "start_ps": 0, "dur_ps": 1_500_000, "flops": 65_660_780_544})
+    assert "flops: 65.7 GFLOP" in hover and "65,660,780,544" not in hover and "dur 1.5 µs" in hover
+    assert format_ps(982_300_000) == "982 µs" and time_unit(5e8)[0] == "µs"
+
+
+def find_id(tree, id_):
+    return next(c for c in walk(tree) if getattr(c, "id", None) == id_)
+
+
+def test_sql_error_keeps_duckdb_line_breaks_so_the_caret_points_at_the_word(store):
+    from ui.pages.sql import render_sql
+
+    body = render_sql(store, {"q": "SELECT run_id,\n  name\nFORM runs", "rows": 10})
+    pre = find_id(body, "sql-error")
+    assert pre.__class__.__name__ == "Pre" and "\n" in pre.children
+    lines = pre.children.split("\n")
+    (i,) = [n for n, line in enumerate(lines) if line.startswith("LINE 3:")]
+    caret = lines[i + 1]
+    assert lines[i][caret.index("^") : caret.rindex("^") + 1] == "runs"  # under the word it names
+
+
+def test_sql_numbers_right_aligned_with_separators_text_left(store):
+    from ui.pages.sql import number_text, render_sql
+
+    ref = {r["name"]: r["events"] for r in store.rows("SELECT name, events FROM runs")}
+    table = find_id(
+        render_sql(store, {"q": "SELECT name, events, events / 3.0 AS third FROM runs", "rows": 10}), "sql-result"
+    )
+    rows = [r for r in walk(table) if r.__class__.__name__ == "Tr"][1:]
+    assert len(rows) == len(ref)
+    for r in rows:
+        name, events, third = r.children
+        assert getattr(name, "className", None) is None and events.className == "num" == third.className
+        assert events.children == f"{ref[name.children]:,}"
+    assert number_text(2_657_613_573.0) == "2,657,613,573" and number_text(0.000123456) == "0.000123456"
+    assert number_text(1234.56789) == "1,234.57" and number_text(12345678) == "12,345,678"
+
+
+def test_sql_schema_browser_lists_every_table_and_view_with_columns(store):
+    from ui.pages.sql import layout_sql
+
+    browser = find_id(layout_sql(store, {}), "sql-schema")
+    names = {getattr(c, "data-insert", None) for c in walk(browser)} - {None}
+    expected = {r["table_name"] for r in store.rows("SELECT table_name FROM information_schema.tables")}
+    assert expected <= names and {"runs", "step_times", "slices", "sc_partition_stats"} <= names
+    runs_columns = {
+        r["column_name"]
+        for r in store.rows("SELECT column_name FROM information_schema.columns WHERE table_name = 'runs'")
+    }
+    assert runs_columns <= names
+
+
+def test_tuning_reasons_are_shown_whole_in_a_wrapping_column(whatif_db, tmp_path):
+    from tests.ui.polish_store import LONG_REASON, with_long_reason
+    from ui.pages.tuning import render_tuning
+
+    db = with_long_reason(whatif_db, tmp_path / "long.duckdb")
+    with Store.open(db, read_only=True) as s:
+        table = find_id(render_tuning(s, {"run": run_id(s, "baseline")}), "tuning-trials")
+    cells = [c for c in walk(table) if c.__class__.__name__ == "Td" and c.children == LONG_REASON]
+    assert len(cells) == 1 and cells[0].className == "wrap"  # not cut at 100 characters, not nowrap
