@@ -25,6 +25,23 @@ RUN_PAGES = ("overview", "timeline", "sparsecore", "memory", "findings", "tuning
 # The UI's own error wording (ui/render.py's error box, ui/app.py's internal error) and Python's.
 ERROR_TEXT = re.compile(r"internal error|Traceback \(most recent call last\)")
 UNKNOWN_REFS = ("999", "no_such_run")
+# Text a user must be able to read or click (the run header, the toolbars' buttons and notes):
+# each is probed every 8 px along its middle for something drawn over it (a slider's tooltip).
+COVERED_JS = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll('#page h2, .run-header > *, .toolbar a, .toolbar span')) {
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height || r.bottom > window.innerHeight) continue;
+    for (let x = r.left + 2; x < r.right - 1; x += 8) {
+      const hit = document.elementFromPoint(x, r.top + r.height / 2);
+      if (hit && !el.contains(hit) && !hit.contains(el)) {
+        out.push(`covered: '${el.innerText.slice(0, 40)}' under ${hit.tagName}.${hit.className}`);
+        break;
+      }
+    }
+  }
+  return out;
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +88,7 @@ class Visitor:
         problems += self.errors
         problems += [f"error box: {t}" for t in self.pg.locator(".error-box").all_inner_texts()]
         problems += [f"error text: {m.group(0)!r}" for m in ERROR_TEXT.finditer(text)]
+        problems += self.pg.evaluate(COVERED_JS)
         if "No runs in this store" in text:
             problems.append("says the store has no runs")
         SWEEP_SHOTS.mkdir(parents=True, exist_ok=True)

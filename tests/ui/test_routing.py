@@ -118,3 +118,58 @@ def test_an_unknown_compare_side_is_named_and_the_other_side_kept(app, ids, side
     assert f"The {name} 'no_such_run' is not in this store." in _text(page)
     links = [c.href for c in _components(page) if c.__class__.__name__ == "Link"]
     assert any(f"{other}={ids['failed']}" in h and f"{side}={ids['limits_too_low']}" in h for h in links)
+
+
+@pytest.mark.parametrize("pathname", RUN_PAGES)
+def test_every_page_of_a_failed_run_says_why_it_failed(app, ids, pathname):
+    import json
+
+    from ui.app import page_for
+
+    with app.scprof_access.open() as store:
+        tags = json.loads(store.rows("SELECT tags FROM runs WHERE run_id = ?", [ids["failed"]])[0]["tags"])
+    page, _ = page_for(app.scprof_access, pathname, f"?run={ids['failed']}")
+    (status,) = [c for c in _components(page) if "run-status" in (getattr(c, "className", None) or "")]
+    assert _text(status) == f"This run failed (spmem_overflow): {tags['error']}"
+    assert "(175000 bytes) do not fit in TileSpmem (131072 bytes)" in tags["error"]  # the compile's key fact
+    ok, _ = page_for(app.scprof_access, pathname, f"?run={ids['emulated_ok']}")
+    assert not [c for c in _components(ok) if "run-status" in (getattr(c, "className", None) or "")]
+
+
+@pytest.mark.parametrize("pathname,kind", [("/timeline", "failed"), ("/timeline", "no_steps"), ("/memory", "no_steps")])
+def test_a_run_without_chips_says_so_beside_its_empty_chips_control(app, ids, pathname, kind):
+    from ui.app import page_for
+
+    page, _ = page_for(app.scprof_access, pathname, f"?run={ids[kind]}")
+    (chips,) = [c for c in _components(page) if getattr(c, "id", None) == pathname[1:] + "-chips"]
+    assert chips.options == [] and "chips (none: host tracks only)" in " ".join(_text(page).split())
+
+
+def test_timeline_draws_nested_events_over_their_parents(app, ids):
+    """The GPU capture's host loop: `train` (a whole step) holds `next_batch` (the input wait the
+    host-bound finding points at) on the same track; the longer is drawn first, under it."""
+    from ui.pages.timeline_page import render_timeline
+
+    with app.scprof_access.open() as store:
+        st = {"run": ids["gpu_capture"], "steps": [0, 5], "chips": [0], "t0": None, "t1": None}
+        body, _, _ = render_timeline(store, st)
+        durs = {r["name"]: r["d"] for r in store.rows(
+            "SELECT name, max(dur_ps) AS d FROM slices WHERE run_id = ? GROUP BY name", [ids["gpu_capture"]])}  # fmt: skip
+    (graph,) = [c for c in _components(body) if getattr(c, "id", None) == "timeline-graph"]
+    drawn = [t.name for t in graph.figure.data]
+    assert drawn.index("train") < drawn.index("next_batch") and durs["train"] > durs["next_batch"]
+    assert [t.name for t in sorted(graph.figure.data, key=lambda t: t.legendrank)] == sorted(drawn)
+
+
+def test_timeline_of_a_run_at_one_instant_says_so_instead_of_a_full_width_bar(app, ids):
+    """The failed compile's one event has no duration: no chart of a 1 ps window, an empty state."""
+    from ui.pages.timeline_page import render_timeline
+
+    with app.scprof_access.open() as store:
+        (ev,) = store.rows("SELECT start_ps, dur_ps FROM slices WHERE run_id = ?", [ids["failed"]])
+        st = {"run": ids["failed"], "steps": [0, -1], "chips": [], "t0": None, "t1": None}
+        body, _, _ = render_timeline(store, st)
+    assert (ev["start_ps"], ev["dur_ps"]) == (0, 0)
+    assert not [c for c in _components(body) if getattr(c, "id", None) == "timeline-graph"]
+    text = " ".join(_text(body).split())
+    assert "Nothing to draw: the run's 1 event(s) all sit at 0 ps with no duration (it failed before" in text

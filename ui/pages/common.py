@@ -73,7 +73,9 @@ def steps_slider(id: str, bounds: tuple[int, int] | None, value: tuple[int, int]
                 value=[value[0], value[1]],
                 allowCross=False,
                 marks=None,
-                tooltip={"placement": "bottom", "always_visible": True},
+                # the range's ends show in the slider's own inputs; an always visible tooltip
+                # would cover the run header and the toolbar under the controls
+                tooltip={"placement": "bottom", "always_visible": False},
                 updatemode="mouseup",
             ),
         ],
@@ -87,6 +89,7 @@ def chips_checklist(id: str, chips: list[int], value: list[int], names: dict[int
     return html.Label(
         [
             "chips",
+            html.Span(" (none: host tracks only)", className="muted") if not chips else None,
             dcc.Checklist(
                 id=id,
                 options=[{"label": names.get(c, f"TPU:{c}"), "value": c} for c in chips],
@@ -110,6 +113,25 @@ def controls(*children: Any) -> html.Div:
     return html.Div([c for c in children if c is not None], className="controls")
 
 
+def run_status(info: dict[str, Any]) -> html.Div | None:
+    """Why a failed or truncated run lacks steps, on every page that shows it (its tags carry the
+    failure and the compiler's message); None for a complete run."""
+    tags = info.get("tags") if isinstance(info.get("tags"), dict) else {}
+    if info.get("status") == "failed":
+        why = tags.get("failure") or "unknown failure"
+        text = f"This run failed ({why}): {tags['error']}" if tags.get("error") else f"This run failed ({why})."
+        return html.Div(text, className="note run-status", role="status")
+    if info.get("status") == "truncated" or info.get("truncated_at_byte") is not None:
+        at = info.get("truncated_at_byte")
+        where = f" at byte {int(at):,}" if at is not None else ""
+        return html.Div(
+            f"This trace is cut short{where} (ingested with --allow-truncated): the events after it are missing.",
+            className="note run-status",
+            role="status",
+        )
+    return None
+
+
 def run_header(store: Store, run: int) -> html.Div:
     info = D.run_info(store, run)
     kinds = sorted({name.split(":")[0] for name in D.chip_names(store, run).values()} - {"TPU"})
@@ -121,6 +143,7 @@ def run_header(store: Store, run: int) -> html.Div:
                 f" #{run} · {info['source']} · {hw} · {info['steps']} steps · {info['events']:,} events",
                 className="muted",
             ),
+            run_status(info),
         ],
         className="run-header",
     )
