@@ -173,3 +173,19 @@ def test_timeline_of_a_run_at_one_instant_says_so_instead_of_a_full_width_bar(ap
     assert not [c for c in _components(body) if getattr(c, "id", None) == "timeline-graph"]
     text = " ".join(_text(body).split())
     assert "Nothing to draw: the run's 1 event(s) all sit at 0 ps with no duration (it failed before" in text
+
+
+@pytest.mark.parametrize("kind", ["failed", "no_steps"])
+def test_compare_with_a_run_without_steps_is_an_empty_state_not_an_error(app, ids, kind):
+    """No verdict without steps is what the pair is, not a failure of the page: an empty state
+    naming the run and what it lacks (the words of `scprof compare`'s refusal)."""
+    from ui import data as D
+    from ui.pages.compare import render_compare_verdict
+
+    with app.scprof_access.open() as store:
+        comparison, why = D.compare(store, ids["emulated_ok"], ids[kind])
+        out = render_compare_verdict(store, {"base": ids["emulated_ok"], "cand": ids[kind]})
+    assert comparison is None and f"candidate '{kind}' (run_id {ids[kind]}) has no steps" in why
+    classes = [getattr(c, "className", None) for c in _components(out)]
+    assert "error-box" not in classes and "empty-state" in classes
+    assert f"No verdict for this pair: {why}." in _text(out)

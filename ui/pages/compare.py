@@ -257,7 +257,12 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> Any:
     c, why_not = D.compare(store, base, cand)
     bn, cn = bi["name"], ci["name"]
     if c is None:
-        return html.Div([R.error(why_not or "comparison unavailable"), attribution_section(store, base, cand, bn, cn)])
+        return html.Div(
+            [
+                R.empty(f"No verdict for this pair: {why_not or 'comparison unavailable'}."),
+                attribution_section(store, base, cand, bn, cn),
+            ]
+        )
     parts: list[Any] = [_verdict_banner(c, bn, cn), attribution_section(store, base, cand, bn, cn)]
     parts.append(_breakdown_deltas(c.get("breakdown") or [], bn, cn))
     fd = c.get("findings") or {}
