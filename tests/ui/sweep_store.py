@@ -1,9 +1,12 @@
 """A store holding a run of every kind the UI must show, each named by its kind: an emulated ok
 run, a failed compile, a limits-too-low run, a GPU-like and a CPU XProf capture and a capture
-without steps. Shared by the browser sweep (test_browser_sweep.py) and the routing tests."""
+without steps; with SCPROF_SWEEP_EVENTS=N (e.g. 10000000) also a synthetic run of N events named
+`big` (opt-in: minutes to build). Shared by the browser sweep (test_browser_sweep.py) and the
+routing tests."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -54,10 +57,16 @@ def build_sweep_store(d: Path) -> str:
         ingest_trace(store, str(CPU_CAPTURE), name="cpu_capture")
         capture_without_steps(d / "nosteps.xplane.pb")
         ingest_trace(store, str(d / "nosteps.xplane.pb"), name="no_steps")
+        big = int(os.environ.get("SCPROF_SWEEP_EVENTS") or 0)
+        if big:
+            from profiler.synthetic import write_synthetic_trace
+
+            write_synthetic_trace(str(d / "big.sctrace"), big, run_name="big")
+            ingest_trace(store, str(d / "big.sctrace"), name="big")
         kinds = {r["name"]: (r["status"], r["steps"]) for r in store.rows(
-            "SELECT name, status, (SELECT count(*) FROM steps s WHERE s.run_id = r.run_id) AS steps FROM runs r")}  # fmt: skip
+            "SELECT name, status, (SELECT count(*) FROM steps s WHERE s.run_id = r.run_id) AS steps FROM runs r ORDER BY run_id")}  # fmt: skip
     # the store holds the kinds the sweep means to cover
-    assert tuple(kinds) == KINDS and kinds["failed"][0] == "failed" and kinds["no_steps"] == ("ok", 0)
+    assert tuple(kinds)[: len(KINDS)] == KINDS and kinds["failed"][0] == "failed" and kinds["no_steps"] == ("ok", 0)
     assert all(n > 0 for name, (_, n) in kinds.items() if name not in ("failed", "no_steps"))
     return db
 
