@@ -28,7 +28,7 @@ from ui import pages as P
 from ui import queries as Q
 from ui import render as R
 from ui import state as S
-from ui.pages.common import NO_RUNS
+from ui.pages.common import NO_RUNS, UnknownRun, unknown_run
 from ui.pages.timeline_page import zoom_search
 from ui.store_access import StoreAccess
 
@@ -129,7 +129,10 @@ def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> t
     st = S.parse(search)
     try:
         with access.open() as store:
-            page = P.LAYOUTS[pathname](store, st)
+            try:
+                page = P.LAYOUTS[pathname](store, st)
+            except UnknownRun as e:  # named as unknown, never silently another run
+                page = unknown_run(store, pathname, st, e)
     except StoreError as e:
         page = R.empty(f"{e}.", NO_RUNS[1]) if "no store" in str(e) else R.error(str(e))
     except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback

@@ -8,6 +8,7 @@ from typing import Any
 
 from dash import dcc, html
 
+from profiler.errors import ScprofError
 from profiler.store import Store
 from ui import data as D
 from ui import render as R
@@ -18,9 +19,23 @@ NO_RUNS = (
 )
 
 
+class UnknownRun(ScprofError):
+    """A run the URL names (by id or name) that the store does not hold: the router says so
+    (ui/app.py) rather than showing another run under the unknown name."""
+
+    def __init__(self, key: str, ref: str):
+        self.key, self.ref = key, ref
+        side = {"base": "base run", "cand": "candidate run"}.get(key, "run")
+        super().__init__(f"The {side} '{ref}' is not in this store")
+
+
 def pick_run(store: Store, st: dict[str, str], key: str = "run", fallback: int = -1) -> int | None:
-    """The run named in the URL, else the `fallback`-th newest run (-1: newest)."""
-    run = D.resolve(store, st.get(key))
+    """The run named in the URL (UnknownRun when the store lacks it), else the `fallback`-th
+    newest run (-1: newest); None in a store without runs."""
+    ref = st.get(key)
+    run = D.resolve(store, ref)
+    if run is None and ref not in (None, ""):
+        raise UnknownRun(key, ref)
     if run is None:
         ids = [r["value"] for r in D.run_options(store)]
         run = ids[fallback] if len(ids) >= abs(fallback) else (ids[-1] if ids else None)
@@ -38,8 +53,14 @@ def run_dropdown(id: str, store: Store, value: int | None, label: str = "run") -
 
 
 def steps_slider(id: str, bounds: tuple[int, int] | None, value: tuple[int, int]) -> html.Label:
+    """The steps range; a run without steps (a failed compile, a capture without step markers)
+    gets a hidden, disabled slider so the page's URL callback finds every control it listens to."""
     if bounds is None:
-        return html.Label(["steps", html.Span(" (no steps in this run)", className="muted")], className="control")
+        placeholder = dcc.RangeSlider(id=id, min=0, max=1, step=1, value=[0, 0], disabled=True, marks=None)
+        return html.Label(
+            ["steps", html.Span(" (no steps in this run)", className="muted"), html.Div(placeholder, hidden=True)],
+            className="control",
+        )
     lo, hi = bounds
     return html.Label(
         [
@@ -70,6 +91,7 @@ def chips_checklist(id: str, chips: list[int], value: list[int], names: dict[int
     return html.Label(
         [
             "chips",
+            html.Span(" (none: host tracks only)", className="muted") if not chips else None,
             dcc.Checklist(
                 id=id,
                 options=[{"label": names.get(c, f"TPU:{c}"), "value": c} for c in chips],
@@ -93,6 +115,25 @@ def controls(*children: Any) -> html.Div:
     return html.Div([c for c in children if c is not None], className="controls")
 
 
+def run_status(info: dict[str, Any]) -> html.Div | None:
+    """Why a failed or truncated run lacks steps, on every page that shows it (its tags carry the
+    failure and the compiler's message); None for a complete run."""
+    tags = info.get("tags") if isinstance(info.get("tags"), dict) else {}
+    if info.get("status") == "failed":
+        why = tags.get("failure") or "unknown failure"
+        text = f"This run failed ({why}): {tags['error']}" if tags.get("error") else f"This run failed ({why})."
+        return html.Div(text, className="note run-status", role="status")
+    if info.get("status") == "truncated" or info.get("truncated_at_byte") is not None:
+        at = info.get("truncated_at_byte")
+        where = f" at byte {int(at):,}" if at is not None else ""
+        return html.Div(
+            f"This trace is cut short{where} (ingested with --allow-truncated): the events after it are missing.",
+            className="note run-status",
+            role="status",
+        )
+    return None
+
+
 def run_header(store: Store, run: int) -> html.Div:
     info = D.run_info(store, run)
     kinds = sorted({name.split(":")[0] for name in D.chip_names(store, run).values()} - {"TPU"})
@@ -104,8 +145,28 @@ def run_header(store: Store, run: int) -> html.Div:
                 f" #{run} · {info['source']} · {hw} · {info['steps']} steps · {info['events']:,} events",
                 className="muted",
             ),
+            run_status(info),
         ],
         className="run-header",
+    )
+
+
+def unknown_run(store: Store, pathname: str, st: dict[str, str], e: UnknownRun) -> html.Div:
+    """The page for a URL naming a run the store lacks: says so and links to the newest runs it
+    holds in its place (the URL's other runs kept: Compare's other side)."""
+    keep = {k: st[k] for k in ("run", "base", "cand") if k in st and k != e.key}
+    runs = D.run_options(store)[-12:][::-1]
+    links = [
+        dcc.Link(r["label"], href=R.href(pathname, **{**keep, e.key: r["value"]}), className="button small")
+        for r in runs
+    ]
+    return html.Div(
+        [
+            html.P(f"{e}.", id="unknown-run"),
+            html.P(["Pick another on the ", dcc.Link("Runs page", href="/runs"), " or here:" if links else "."]),
+            html.Div(links, className="toolbar"),
+        ],
+        className="empty-state",
     )
 
 

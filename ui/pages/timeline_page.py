@@ -15,7 +15,17 @@ from profiler.units import format_value
 from ui import data as D
 from ui import render as R
 from ui import state as S
-from ui.pages.common import _no_runs, body, chips_checklist, controls, pick_run, run_dropdown, state_store, steps_slider
+from ui.pages.common import (
+    _no_runs,
+    body,
+    chips_checklist,
+    controls,
+    pick_run,
+    run_dropdown,
+    run_header,
+    state_store,
+    steps_slider,
+)
 from ui.timeline import EXACT_LIMIT, run_tracks, select_tracks, time_unit, timeline_view
 
 
@@ -43,6 +53,7 @@ def layout_timeline(store: Store, st: dict[str, str]) -> Any:
                 chips_checklist("timeline-chips", chips, chosen, D.chip_names(store, run)),
                 steps_slider("timeline-steps", bounds, steps),
             ),
+            run_header(store, run),
             html.Div(
                 [
                     dcc.Link("whole run", href=R.href("/timeline", run=run, chips=chosen), className="button small"),
@@ -61,11 +72,11 @@ def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, dict[str, An
     """(body, view {t0, t1, scale}, Perfetto links): exact events or per-column aggregates."""
     run = st["run"]
     tracks = select_tracks(run_tracks(store, run), st.get("chips"))
+    info = D.run_info(store, run)
     if st.get("t0") is not None and st.get("t1") is not None and st["t1"] > st["t0"]:
         t0, t1 = st["t0"], st["t1"]
     else:
         window = D.steps_window(store, run, tuple(st["steps"])) if st["steps"][1] >= st["steps"][0] else None
-        info = D.run_info(store, run)
         t0, t1 = window or (int(info["first_ps"] or 0), int(info["last_ps"] or 1))
     view = timeline_view(store, run, tracks, t0, t1)
     t0, t1 = view.t0, view.t1  # a wide view covers whole bins of the run's timeline summary
@@ -77,8 +88,15 @@ def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, dict[str, An
     )
     if view.mode == "aggregated":
         status += f" · {view.columns} columns of {format_value(view.column_ps, 'ps')} (zoom in to ≤ {EXACT_LIMIT:,} events for exact events)"
-    if view.mode == "empty":
+    instant = info["first_ps"] is not None and info["first_ps"] == info["last_ps"]
+    if view.mode == "empty" or instant:  # an instant has no width to draw (a failed compile's one event)
         msg = "No events in this window." if tracks else "This run has no timeline tracks."
+        if instant and tracks:
+            msg = (
+                f"Nothing to draw: the run's {info['events']:,} event(s) all sit at "
+                f"{format_value(info['first_ps'], 'ps')} with no duration"
+                + (" (it failed before any step ran: see the note above)." if info["status"] == "failed" else ".")
+            )
         return (
             html.Div([html.P(status, id="timeline-status", className="status"), R.empty(msg)]),
             {"t0": t0, "t1": t1, "scale": scale},
@@ -152,7 +170,11 @@ def _timeline_figure(view, unit: str, scale: float) -> go.Figure:
         "#546e7a",
         "#fdd835",
     ]
-    for i, (name, evs) in enumerate(sorted(by_name.items())):
+    names = sorted(by_name)  # colours and legend order by name
+    # Longest events drawn first: an event nested in another on the same track (a host loop's
+    # `next_batch` inside its `train` step) is drawn over its parent, not hidden under it.
+    for name in sorted(names, key=lambda n: -max(e["dur_ps"] for e in by_name[n])):
+        i, evs = names.index(name), by_name[name]
         fig.add_trace(
             go.Bar(
                 orientation="h",
@@ -160,6 +182,7 @@ def _timeline_figure(view, unit: str, scale: float) -> go.Figure:
                 x=[max(e["dur_ps"], 1) / scale for e in evs],
                 base=[e["start_ps"] / scale for e in evs],
                 name=name,
+                legendrank=1000 + i,
                 marker_color="#9e9e9e" if name == "step" else palette[i % len(palette)],
                 marker_line_width=0.5,
                 marker_line_color="white",

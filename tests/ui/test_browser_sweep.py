@@ -1,0 +1,162 @@
+"""Every page of the UI on every kind of run, in headless Chromium (as tests/ui/test_browser.py):
+an emulated ok run, a failed compile, a limits-too-low run, a GPU-like and a CPU XProf capture
+and a capture without steps. Each view must settle without a console or page error and without
+the UI's error wording ("internal error", an error box, a traceback); an unknown run in the URL
+must be named as unknown, never replaced by another run. One test per sweep reports every
+problem at once; a screenshot per view lands in test-artifacts/screenshots/sweep/ (not committed)
+for people to look at.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import pytest
+
+from tests.tracekit import REPO
+from tests.ui.sweep_store import sweep_db  # noqa: F401 - the fixture
+from tests.ui.test_browser import TIMEOUT_MS, browser  # noqa: F401 - the fixture
+
+SWEEP_SHOTS = REPO / "test-artifacts" / "screenshots" / "sweep"
+# The pages showing one run (the top bar's links carry `run` to them); /runs and /sql show the store.
+RUN_PAGES = ("overview", "timeline", "sparsecore", "memory", "findings", "tuning")
+# The UI's own error wording (ui/render.py's error box, ui/app.py's internal error) and Python's.
+ERROR_TEXT = re.compile(r"internal error|Traceback \(most recent call last\)")
+UNKNOWN_REFS = ("999", "no_such_run")
+# Text a user must be able to read or click (the run header, the toolbars' buttons and notes):
+# each is probed every 8 px along its middle for something drawn over it (a slider's tooltip).
+COVERED_JS = """() => {
+  const out = [];
+  for (const el of document.querySelectorAll('#page h2, .run-header > *, .toolbar a, .toolbar span')) {
+    const r = el.getBoundingClientRect();
+    if (!r.width || !r.height || r.bottom > window.innerHeight) continue;
+    for (let x = r.left + 2; x < r.right - 1; x += 8) {
+      const hit = document.elementFromPoint(x, r.top + r.height / 2);
+      if (hit && !el.contains(hit) && !hit.contains(el)) {
+        out.push(`covered: '${el.innerText.slice(0, 40)}' under ${hit.tagName}.${hit.className}`);
+        break;
+      }
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.fixture(scope="module")
+def sweep_server(sweep_db):  # noqa: F811 - the fixture
+    """The Dash app on the sweep's store, and its runs {name: run_id}."""
+    from werkzeug.serving import make_server
+
+    from ui.app import create_app
+
+    app = create_app(sweep_db)
+    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    with app.scprof_access.open() as store:
+        ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs ORDER BY run_id")}
+    yield f"http://127.0.0.1:{srv.server_port}", ids
+    srv.shutdown()
+    thread.join(timeout=10)
+    app.scprof_access.close()
+
+
+class Visitor:
+    """One browser page reused for every view; records what each view reported."""
+
+    def __init__(self, browser, base: str):  # noqa: F811 - the fixture's value
+        self.base = base
+        self.context = browser.new_context(viewport={"width": 1600, "height": 1000})
+        self.pg = self.context.new_page()
+        self.pg.set_default_timeout(TIMEOUT_MS)
+        self.errors: list[str] = []
+        self.pg.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" else None)
+        self.pg.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+
+    def open(self, url: str, shot: str) -> tuple[str, list[str]]:
+        """Open `url`, let Dash settle, save a screenshot; (the page's text, the problems seen)."""
+        self.errors.clear()
+        problems: list[str] = []
+        try:
+            self.pg.goto(self.base + url)
+            settle(self.pg)
+        except Exception as e:  # noqa: BLE001 - a view that never settles is one of the problems
+            problems.append(f"did not settle: {type(e).__name__}: {str(e).splitlines()[0]}")
+        text = self.pg.inner_text("body")
+        problems += self.errors
+        problems += [f"error box: {t}" for t in self.pg.locator(".error-box").all_inner_texts()]
+        problems += [f"error text: {m.group(0)!r}" for m in ERROR_TEXT.finditer(text)]
+        problems += self.pg.evaluate(COVERED_JS)
+        if "No runs in this store" in text:
+            problems.append("says the store has no runs")
+        SWEEP_SHOTS.mkdir(parents=True, exist_ok=True)
+        self.pg.screenshot(path=str(SWEEP_SHOTS / f"{shot}.png"), full_page=True)
+        return text, problems
+
+
+def settle(pg) -> None:
+    """Until Dash has no callback pending and no loading spinner shows."""
+    pg.wait_for_load_state("networkidle")
+    pg.wait_for_function(
+        """() => window.store && !window.store.getState().isLoading
+               && !document.querySelector('[data-dash-is-loading="true"]')
+               && !document.querySelector('.dash-spinner')
+               && document.querySelector('#page h2')""",
+        timeout=TIMEOUT_MS,
+    )
+
+
+@pytest.fixture(scope="module")
+def visitor(browser, sweep_server):  # noqa: F811 - the fixture
+    v = Visitor(browser, sweep_server[0])
+    yield v
+    v.context.close()
+
+
+def _report(failures: dict[str, list[str]], views: int, started: float) -> str:
+    lines = [f"{len(failures)} of {views} views failed ({time.monotonic() - started:.0f} s):"]
+    for view, problems in failures.items():
+        lines.append(f"  {view}:")
+        lines += [f"    - {p[:300]}" for p in dict.fromkeys(problems)]
+    return "\n".join(lines)
+
+
+def test_every_page_on_every_run(sweep_server, visitor):
+    """Every page × every kind of run: no console/page error, no error text, the run it was asked for."""
+    _, ids = sweep_server
+    started = time.monotonic()
+    views: list[tuple[str, str, str | None]] = [("/runs", "runs", None), ("/sql", "sql", None)]
+    for name, run in ids.items():
+        views += [(f"/{p}?run={run}", f"{p}-{name}", name) for p in RUN_PAGES]
+        views.append((f"/compare?run={run}", f"compare-{name}", None))  # the top bar's Compare link
+        if name != "emulated_ok":
+            views.append((f"/compare?base={ids['emulated_ok']}&cand={run}", f"compare-ok-vs-{name}", None))
+    failures: dict[str, list[str]] = {}
+    for url, shot, name in views:
+        text, problems = visitor.open(url, shot)
+        if name is not None and f"{name} (#{ids[name]})" not in text:
+            problems.append(f"does not show run {name} (#{ids[name]})")
+        if problems:
+            failures[f"{url} ({shot})"] = problems
+    assert not failures, _report(failures, len(views), started)
+
+
+def test_unknown_runs_are_named_as_unknown(sweep_server, visitor):
+    """`?run=999` and `?run=no_such_run` (and unknown compare sides) say the run is not in this store."""
+    _, ids = sweep_server
+    started = time.monotonic()
+    views = [(f"/{p}?run={ref}", f"unknown-{p}-{ref}", ref) for p in RUN_PAGES for ref in UNKNOWN_REFS]
+    views += [(f"/compare?base={ref}&cand={ids['emulated_ok']}", f"unknown-compare-base-{ref}", ref)
+              for ref in UNKNOWN_REFS]  # fmt: skip
+    views += [(f"/compare?base={ids['emulated_ok']}&cand={ref}", f"unknown-compare-cand-{ref}", ref)
+              for ref in UNKNOWN_REFS]  # fmt: skip
+    failures: dict[str, list[str]] = {}
+    for url, shot, ref in views:
+        text, problems = visitor.open(url, shot)
+        if not re.search(rf"run '?{re.escape(ref)}'? is not in this store", text, re.IGNORECASE):
+            problems.append(f"does not name run {ref!r} as unknown")
+        if problems:
+            failures[f"{url} ({shot})"] = problems
+    assert not failures, _report(failures, len(views), started)

@@ -1,0 +1,191 @@
+"""The router and the page callbacks on every kind of run (tests/ui/sweep_store.py), without a
+browser: every callback that one of a page's components can trigger finds all its inputs and
+states in the page (Dash raises "A nonexistent object was used in an `Input`" in the browser
+otherwise: the failed run's `overview-steps`), and a URL naming a run the store lacks is
+answered by a page naming it as unknown, never another run's page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.ui.sweep_store import KINDS, sweep_db  # noqa: F401 - the fixture
+
+RUN_PAGES = ("/overview", "/timeline", "/sparsecore", "/memory", "/findings", "/tuning")
+
+
+@pytest.fixture(scope="module")
+def app(sweep_db):  # noqa: F811 - the fixture
+    from ui.app import create_app
+
+    app = create_app(sweep_db)
+    yield app
+    app.scprof_access.close()
+
+
+@pytest.fixture(scope="module")
+def ids(app) -> dict[str, int]:
+    with app.scprof_access.open() as store:
+        return {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+
+
+def _components(root: Any) -> list[Any]:
+    if root is None or isinstance(root, str | int | float):
+        return []
+    if isinstance(root, list | tuple):
+        return [c for x in root for c in _components(x)]
+    return [root, *(c for c in root._traverse() if hasattr(c, "_prop_names"))]
+
+
+def _text(root: Any) -> str:
+    parts: list[str] = []
+    for c in _components(root):
+        kids = getattr(c, "children", None)
+        for k in kids if isinstance(kids, list | tuple) else [kids]:
+            if isinstance(k, str | int | float):
+                parts.append(str(k))
+    return " ".join(parts)
+
+
+def _rendered(app, pathname: str, search: str) -> list[Any]:
+    """The components a page shows in the browser: the app's frame, the page's layout and what
+    its data callbacks fill in (called as ui/app.py calls them)."""
+    from ui import inputs as I
+    from ui import pages as P
+    from ui.app import page_for
+
+    access = app.scprof_access
+    page, links = page_for(access, pathname, search)
+    shown = [*_components(page), *_components(links)]
+    state_of = {getattr(c, "id", None): getattr(c, "data", None) for c in shown}
+    with access.open() as store:
+        for name, outputs, fn in P.RENDERERS:
+            if f"{name}-state" not in state_of:
+                continue
+            st = I.page_state(state_of[f"{name}-state"], I.STATE_NEEDS.get(name, ()))
+            out = fn(store, st)
+            for (_, prop), value in zip(outputs, out if len(outputs) > 1 else (out,), strict=True):
+                if prop == "children":
+                    shown += _components(value)
+    return shown
+
+
+def _missing_inputs(app, shown: list[Any]) -> list[str]:
+    """Callbacks one of whose inputs is shown while another input or a state is not."""
+    present = {"url", "nav", "page"} | {c.id for c in shown if isinstance(getattr(c, "id", None), str)}
+    problems = []
+    for key, cb in app.callback_map.items():
+        inputs = [d["id"] for d in cb["inputs"] if isinstance(d["id"], str)]
+        needed = inputs + [d["id"] for d in cb["state"] if isinstance(d["id"], str)]
+        if set(inputs) & (present - {"url"}) and set(needed) - present:
+            problems.append(f"{key}: {sorted(set(needed) - present)} absent")
+    return problems
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("pathname", [*RUN_PAGES, "/compare"])
+def test_every_callback_a_page_triggers_finds_its_inputs(app, ids, pathname, kind):
+    search = f"?base={ids['emulated_ok']}&cand={ids[kind]}" if pathname == "/compare" else f"?run={ids[kind]}"
+    shown = _rendered(app, pathname, search)
+    assert f"{kind} (#{ids[kind]})" in {o["label"] for c in shown for o in (getattr(c, "options", None) or [])
+                                         if isinstance(o, dict)}  # fmt: skip
+    assert _missing_inputs(app, shown) == []
+
+
+@pytest.mark.parametrize("ref", ["999", "no_such_run"])
+@pytest.mark.parametrize("pathname", RUN_PAGES)
+def test_an_unknown_run_is_named_as_unknown(app, ids, pathname, ref):
+    from ui.app import page_for
+
+    page, _ = page_for(app.scprof_access, pathname, f"?run={ref}")
+    text = _text(page)
+    assert f"The run '{ref}' is not in this store." in text
+    assert "emulated_ok" in text  # offered in its place, as links only
+    shown = _components(page)
+    assert not [c for c in shown if getattr(c, "id", None) in (f"{pathname[1:]}-state", f"{pathname[1:]}-run")]
+    links = [c.href for c in shown if c.__class__.__name__ == "Link"]
+    assert f"{pathname}?run={ids['emulated_ok']}" in links
+
+
+@pytest.mark.parametrize("side", ["base", "cand"])
+def test_an_unknown_compare_side_is_named_and_the_other_side_kept(app, ids, side):
+    from ui.app import page_for
+
+    other = "cand" if side == "base" else "base"
+    page, _ = page_for(app.scprof_access, "/compare", f"?{side}=no_such_run&{other}={ids['failed']}")
+    name = {"base": "base run", "cand": "candidate run"}[side]
+    assert f"The {name} 'no_such_run' is not in this store." in _text(page)
+    links = [c.href for c in _components(page) if c.__class__.__name__ == "Link"]
+    assert any(f"{other}={ids['failed']}" in h and f"{side}={ids['limits_too_low']}" in h for h in links)
+
+
+@pytest.mark.parametrize("pathname", RUN_PAGES)
+def test_every_page_of_a_failed_run_says_why_it_failed(app, ids, pathname):
+    import json
+
+    from ui.app import page_for
+
+    with app.scprof_access.open() as store:
+        tags = json.loads(store.rows("SELECT tags FROM runs WHERE run_id = ?", [ids["failed"]])[0]["tags"])
+    page, _ = page_for(app.scprof_access, pathname, f"?run={ids['failed']}")
+    (status,) = [c for c in _components(page) if "run-status" in (getattr(c, "className", None) or "")]
+    assert _text(status) == f"This run failed (spmem_overflow): {tags['error']}"
+    assert "(175000 bytes) do not fit in TileSpmem (131072 bytes)" in tags["error"]  # the compile's key fact
+    ok, _ = page_for(app.scprof_access, pathname, f"?run={ids['emulated_ok']}")
+    assert not [c for c in _components(ok) if "run-status" in (getattr(c, "className", None) or "")]
+
+
+@pytest.mark.parametrize("pathname,kind", [("/timeline", "failed"), ("/timeline", "no_steps"), ("/memory", "no_steps")])
+def test_a_run_without_chips_says_so_beside_its_empty_chips_control(app, ids, pathname, kind):
+    from ui.app import page_for
+
+    page, _ = page_for(app.scprof_access, pathname, f"?run={ids[kind]}")
+    (chips,) = [c for c in _components(page) if getattr(c, "id", None) == pathname[1:] + "-chips"]
+    assert chips.options == [] and "chips (none: host tracks only)" in " ".join(_text(page).split())
+
+
+def test_timeline_draws_nested_events_over_their_parents(app, ids):
+    """The GPU capture's host loop: `train` (a whole step) holds `next_batch` (the input wait the
+    host-bound finding points at) on the same track; the longer is drawn first, under it."""
+    from ui.pages.timeline_page import render_timeline
+
+    with app.scprof_access.open() as store:
+        st = {"run": ids["gpu_capture"], "steps": [0, 5], "chips": [0], "t0": None, "t1": None}
+        body, _, _ = render_timeline(store, st)
+        durs = {r["name"]: r["d"] for r in store.rows(
+            "SELECT name, max(dur_ps) AS d FROM slices WHERE run_id = ? GROUP BY name", [ids["gpu_capture"]])}  # fmt: skip
+    (graph,) = [c for c in _components(body) if getattr(c, "id", None) == "timeline-graph"]
+    drawn = [t.name for t in graph.figure.data]
+    assert drawn.index("train") < drawn.index("next_batch") and durs["train"] > durs["next_batch"]
+    assert [t.name for t in sorted(graph.figure.data, key=lambda t: t.legendrank)] == sorted(drawn)
+
+
+def test_timeline_of_a_run_at_one_instant_says_so_instead_of_a_full_width_bar(app, ids):
+    """The failed compile's one event has no duration: no chart of a 1 ps window, an empty state."""
+    from ui.pages.timeline_page import render_timeline
+
+    with app.scprof_access.open() as store:
+        (ev,) = store.rows("SELECT start_ps, dur_ps FROM slices WHERE run_id = ?", [ids["failed"]])
+        st = {"run": ids["failed"], "steps": [0, -1], "chips": [], "t0": None, "t1": None}
+        body, _, _ = render_timeline(store, st)
+    assert (ev["start_ps"], ev["dur_ps"]) == (0, 0)
+    assert not [c for c in _components(body) if getattr(c, "id", None) == "timeline-graph"]
+    text = " ".join(_text(body).split())
+    assert "Nothing to draw: the run's 1 event(s) all sit at 0 ps with no duration (it failed before" in text
+
+
+@pytest.mark.parametrize("kind", ["failed", "no_steps"])
+def test_compare_with_a_run_without_steps_is_an_empty_state_not_an_error(app, ids, kind):
+    """No verdict without steps is what the pair is, not a failure of the page: an empty state
+    naming the run and what it lacks (the words of `scprof compare`'s refusal)."""
+    from ui import data as D
+    from ui.pages.compare import render_compare_verdict
+
+    with app.scprof_access.open() as store:
+        comparison, why = D.compare(store, ids["emulated_ok"], ids[kind])
+        out = render_compare_verdict(store, {"base": ids["emulated_ok"], "cand": ids[kind]})
+    assert comparison is None and f"candidate '{kind}' (run_id {ids[kind]}) has no steps" in why
+    classes = [getattr(c, "className", None) for c in _components(out)]
+    assert "error-box" not in classes and "empty-state" in classes
+    assert f"No verdict for this pair: {why}." in _text(out)
