@@ -102,3 +102,21 @@ def mixed(mixed_db):
 @pytest.fixture
 def mixed_ids(mixed) -> dict[str, int]:
     return {r["name"]: r["run_id"] for r in mixed.rows("SELECT run_id, name FROM runs")}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless chromium for the browser tests (tests/ui/browserkit.py), one per test module."""
+    from tests.ui.browserkit import launched_browser
+
+    with launched_browser() as b:
+        yield b
+
+
+@pytest.fixture
+def page(browser):
+    """A 1400x1000 page (downloads accepted); the test fails on any console error or uncaught exception."""
+    from tests.ui.browserkit import watched_page
+
+    with watched_page(browser, accept_downloads=True) as pg:
+        yield pg

@@ -7,101 +7,33 @@ Screenshots of each page land in test-artifacts/screenshots/ (not committed) for
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import threading
 
 import pytest
 
-from tests.tracekit import REPO, missing_extra
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-SHOTS = REPO / "test-artifacts" / "screenshots"
-TIMEOUT_MS = 60_000
-
-try:
-    from playwright import sync_api
-except ImportError:
-    missing_extra("playwright is a test extra: pip install -e '.[test]'")
+from tests.ui.browserkit import run_ids as ids_of
+from tests.ui.browserkit import serve, settle, shot
 
 
 @pytest.fixture(scope="module")
-def app(ui_db):
-    from ui.app import create_app
-
-    app = create_app(ui_db)
-    yield app
-    # DuckDB keeps one database instance per file in a process: let other tests open the store.
-    app.scprof_access.close()
+def served(ui_db):
+    with serve(ui_db) as (url, app):
+        yield url, app
 
 
 @pytest.fixture(scope="module")
-def server(app):
-    """The Dash app on a free loopback port, in a thread of this process."""
-    from werkzeug.serving import make_server
-
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_port}"
-    srv.shutdown()
-    thread.join(timeout=10)
+def app(served):
+    return served[1]
 
 
 @pytest.fixture(scope="module")
-def browser():
-    path = CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium")
-    if path is None:
-        missing_extra(
-            f"Debian chromium not installed at {CHROMIUM} (make test installs it: apt-get install -y chromium)"
-        )
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    """A page that records console errors and uncaught exceptions; the test fails on any."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    pg.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-    yield pg
-    context.close()
-    assert not errors, "browser reported errors:\n" + "\n".join(errors)
+def server(served):
+    return served[0]
 
 
 @pytest.fixture(scope="module")
 def run_ids(app):
-    # Through the app's own connection: DuckDB shares one database instance per file in a process.
-    with app.scprof_access.open() as store:
-        return {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
-
-
-def settle(pg) -> None:
-    """Wait until Dash has no callback in flight."""
-    pg.wait_for_load_state("networkidle")
-    pg.wait_for_function("() => !document.querySelector('[data-dash-is-loading=\"true\"]')", timeout=TIMEOUT_MS)
-
-
-def shot(pg, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    return ids_of(app)
 
 
 def test_runs_page_lists_both_runs(server, page):

@@ -6,54 +6,26 @@ test-artifacts/screenshots/ (and $SCPROF_SHOTS when set)."""
 
 from __future__ import annotations
 
-import os
 import re
-import threading
-from pathlib import Path
 
 import pytest
 
-from tests.ui.test_browser import SHOTS, TIMEOUT_MS, browser, settle  # noqa: F401 - fixtures
+from tests.ui.browserkit import run_ids, serve, settle, shot, watched_page
 
 WIDTH, HEIGHT = 1600, 1000
 
 
 @pytest.fixture(scope="module")
 def mixed_server(mixed_db):
-    from werkzeug.serving import make_server
-
-    from ui.app import create_app
-
-    app = create_app(mixed_db)
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    with app.scprof_access.open() as store:
-        ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
-    yield f"http://127.0.0.1:{srv.server_port}", ids
-    srv.shutdown()
-    thread.join(timeout=10)
-    app.scprof_access.close()
+    with serve(mixed_db) as (url, app):
+        yield url, run_ids(app)
 
 
 @pytest.fixture
-def wide(browser):  # noqa: F811 - the fixture
-    """A 1600x1000 page that records console errors and uncaught exceptions; the test fails on any."""
-    context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    pg.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-    yield pg
-    context.close()
-    assert not errors, "browser reported errors:\n" + "\n".join(errors)
-
-
-def shot(pg, name: str) -> None:
-    for d in filter(None, (SHOTS, os.environ.get("SCPROF_SHOTS"))):
-        Path(d).mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(Path(d) / f"{name}.png"), full_page=True)
+def wide(browser):
+    """A 1600x1000 page that fails the test on any console error or uncaught exception."""
+    with watched_page(browser, WIDTH, HEIGHT) as pg:
+        yield pg
 
 
 def top(pg, selector: str) -> float:

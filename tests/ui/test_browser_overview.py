@@ -14,44 +14,34 @@ import json
 import pytest
 
 from scprof.cli import main
+from tests.ui.browserkit import run_ids as ids_of
+from tests.ui.browserkit import serve, settle, watched_page
+from tests.ui.browserkit import shot as kit_shot
 from tests.ui.overview_store import RUNS
-from tests.ui.test_browser import SHOTS, TIMEOUT_MS, settle
 from tests.ui.test_overview_figures import at, expected_text
 
 pytest.importorskip("playwright")
 
 
 @pytest.fixture(scope="module")
-def app(overview_db):
-    from ui.app import create_app
-
-    app = create_app(overview_db)
-    yield app
-    app.scprof_access.close()
+def served(overview_db):
+    with serve(overview_db) as (url, app):
+        yield url, app
 
 
 @pytest.fixture(scope="module")
-def server(app):
-    """The Dash app on a free loopback port, in a thread of this process (as tests/ui/test_browser.py)."""
-    import threading
-
-    from werkzeug.serving import make_server
-
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_port}"
-    srv.shutdown()
-    thread.join(timeout=10)
+def app(served):
+    return served[1]
 
 
-from tests.ui.test_browser import browser  # noqa: E402, F401  (Debian's chromium, as there)
+@pytest.fixture(scope="module")
+def server(served):
+    return served[0]
 
 
 @pytest.fixture(scope="module")
 def run_ids(app):
-    with app.scprof_access.open() as store:
-        return {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+    return ids_of(app)
 
 
 @pytest.fixture(scope="module")
@@ -66,21 +56,13 @@ def figures(app, overview_db):
 
 
 @pytest.fixture
-def page(browser):  # noqa: F811
-    context = browser.new_context(viewport={"width": 1600, "height": 1000})
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    pg.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-    yield pg
-    context.close()
-    assert not errors, "browser reported errors:\n" + "\n".join(errors)
+def page(browser):
+    with watched_page(browser, 1600) as pg:
+        yield pg
 
 
 def shot(pg, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    pg.screenshot(path=str(SHOTS / f"overview-{name}.png"), full_page=True)
+    kit_shot(pg, f"overview-{name}")
 
 
 def no_error_text(pg) -> None:

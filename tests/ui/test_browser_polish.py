@@ -9,34 +9,12 @@ over stores of their own (tests/ui/polish_store.py). Screenshots land in test-ar
 
 from __future__ import annotations
 
-import threading
-from contextlib import contextmanager
-
 import pytest
 
+from tests.ui.browserkit import run_ids, serve, settle, shot, watched_page
 from tests.ui.polish_store import LONG_REASON, build_polish_store, with_long_reason
-from tests.ui.test_browser import TIMEOUT_MS, browser, settle, shot  # noqa: F401 - browser: a fixture
 
 WIDTHS = (1400, 1600)
-
-
-@contextmanager
-def serve(db: str):
-    """The Dash app over `db` on a free loopback port, in a thread of this process."""
-    from werkzeug.serving import make_server
-
-    from ui.app import create_app
-
-    app = create_app(db)
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_port}", app
-    finally:
-        srv.shutdown()
-        thread.join(timeout=10)
-        app.scprof_access.close()  # DuckDB: one database instance per file in a process
 
 
 @pytest.fixture(scope="module")
@@ -44,9 +22,7 @@ def polish(tmp_path_factory):
     """(url, run ids by name) of a server over the polish store (skewed, hbm, failed)."""
     db = build_polish_store(tmp_path_factory.mktemp("polish-browser"))
     with serve(db) as (url, app):
-        with app.scprof_access.open() as store:
-            ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
-        yield url, ids
+        yield url, run_ids(app)
 
 
 @pytest.fixture(scope="module")
@@ -54,23 +30,14 @@ def tuning(whatif_db, tmp_path_factory):
     """(url, run ids by name) of a server over the what-if store with a long failed-trial reason."""
     db = with_long_reason(whatif_db, tmp_path_factory.mktemp("polish-tuning") / "long.duckdb")
     with serve(db) as (url, app):
-        with app.scprof_access.open() as store:
-            ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
-        yield url, ids
+        yield url, run_ids(app)
 
 
 @pytest.fixture(params=WIDTHS, ids=lambda w: f"{w}px")
 def page(browser, request):  # noqa: F811 - the imported fixture
     """A page of the given width that fails the test on any console error or uncaught exception."""
-    context = browser.new_context(viewport={"width": request.param, "height": 1000})
-    pg = context.new_page()
-    pg.set_default_timeout(TIMEOUT_MS)
-    errors: list[str] = []
-    pg.on("console", lambda m: errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-    yield pg
-    context.close()
-    assert not errors, "browser reported errors:\n" + "\n".join(errors)
+    with watched_page(browser, request.param) as pg:
+        yield pg
 
 
 def test_skewed_findings_are_one_card_per_rule(polish, page):

@@ -10,14 +10,13 @@ for people to look at.
 from __future__ import annotations
 
 import re
-import threading
 import time
 
 import pytest
 
 from tests.tracekit import REPO
+from tests.ui.browserkit import TIMEOUT_MS, serve
 from tests.ui.sweep_store import sweep_db  # noqa: F401 - the fixture
-from tests.ui.test_browser import TIMEOUT_MS, browser  # noqa: F401 - the fixture
 
 SWEEP_SHOTS = REPO / "test-artifacts" / "screenshots" / "sweep"
 # The pages showing one run (the top bar's links carry `run` to them); /runs and /sql show the store.
@@ -47,20 +46,10 @@ COVERED_JS = """() => {
 @pytest.fixture(scope="module")
 def sweep_server(sweep_db):  # noqa: F811 - the fixture
     """The Dash app on the sweep's store, and its runs {name: run_id}."""
-    from werkzeug.serving import make_server
-
-    from ui.app import create_app
-
-    app = create_app(sweep_db)
-    srv = make_server("127.0.0.1", 0, app.server, threaded=True)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    with app.scprof_access.open() as store:
-        ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs ORDER BY run_id")}
-    yield f"http://127.0.0.1:{srv.server_port}", ids
-    srv.shutdown()
-    thread.join(timeout=10)
-    app.scprof_access.close()
+    with serve(sweep_db) as (url, app):
+        with app.scprof_access.open() as store:
+            ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs ORDER BY run_id")}
+        yield url, ids
 
 
 class Visitor:

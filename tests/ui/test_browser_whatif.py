@@ -4,35 +4,21 @@ the attribution; no error box, no console error. Screenshots in test-artifacts/s
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
-from tests.ui.test_browser import SHOTS, browser, page, settle, shot  # noqa: F401 - fixtures
+from tests.ui.browserkit import SHOTS, run_ids, serve, settle, shot
 from tests.ui.whatif_store import PREFETCH, with_fixes
 
 
 @pytest.fixture(scope="module")
 def whatif_server(whatif_db):
     """The Dash app on the what-if store, its findings carrying the tests' fixes."""
-    from werkzeug.serving import make_server
-
     from ui import data as D
-    from ui.app import create_app
 
     real = D.analysis
-    with pytest.MonkeyPatch.context() as mp:
+    with pytest.MonkeyPatch.context() as mp, serve(whatif_db) as (url, app):
         mp.setattr(D, "analysis", lambda store, run: with_fixes(real(store, run)))
-        app = create_app(whatif_db)
-        srv = make_server("127.0.0.1", 0, app.server, threaded=True)
-        thread = threading.Thread(target=srv.serve_forever, daemon=True)
-        thread.start()
-        with app.scprof_access.open() as store:
-            ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
-        yield f"http://127.0.0.1:{srv.server_port}", ids
-        srv.shutdown()
-        thread.join(timeout=10)
-        app.scprof_access.close()
+        yield url, run_ids(app)
 
 
 def no_error(pg) -> None:

@@ -25,8 +25,7 @@ class UnknownRun(ScprofError):
 
     def __init__(self, key: str, ref: str):
         self.key, self.ref = key, ref
-        side = {"base": "base run", "cand": "candidate run"}.get(key, "run")
-        super().__init__(f"The {side} '{ref}' is not in this store")
+        super().__init__(f"The run '{ref}' is not in this store")
 
 
 def pick_run(store: Store, st: dict[str, str], key: str = "run", fallback: int = -1) -> int | None:
@@ -153,13 +152,9 @@ def run_header(store: Store, run: int) -> html.Div:
 
 def unknown_run(store: Store, pathname: str, st: dict[str, str], e: UnknownRun) -> html.Div:
     """The page for a URL naming a run the store lacks: says so and links to the newest runs it
-    holds in its place (the URL's other runs kept: Compare's other side)."""
-    keep = {k: st[k] for k in ("run", "base", "cand") if k in st and k != e.key}
+    holds in its place (Compare names its own sides: ui/compare_data.py)."""
     runs = D.run_options(store)[-12:][::-1]
-    links = [
-        dcc.Link(r["label"], href=R.href(pathname, **{**keep, e.key: r["value"]}), className="button small")
-        for r in runs
-    ]
+    links = [dcc.Link(r["label"], href=R.href(pathname, **{e.key: r["value"]}), className="button small") for r in runs]
     return html.Div(
         [
             html.P(f"{e}.", id="unknown-run"),

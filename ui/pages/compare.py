@@ -50,8 +50,8 @@ def layout_compare(store: Store, st: dict[str, str]) -> Any:
                 html.Div(
                     [html.P(u, className="unknown-run") for u in pair["unknown"]]
                     + [html.P(["Pick runs above, or see ", dcc.Link("the runs in this store", href="/runs"), "."])],
-                    className="error-box",
-                    role="alert",
+                    className="empty-state",  # as on every run page (ui/pages/common.py unknown_run)
+                    role="status",
                     id="compare-unknown",
                 ),
             ]

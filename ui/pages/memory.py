@@ -18,8 +18,18 @@ from ui import data as D
 from ui import figures as F
 from ui import render as R
 from ui import state as S
-from ui.pages.common import _no_runs, body, chips_checklist, controls, pick_run, run_dropdown, run_header, state_store
-from ui.pages.overview import failure_cards, steps_control
+from ui.pages.common import (
+    _no_runs,
+    body,
+    chips_checklist,
+    controls,
+    pick_run,
+    run_dropdown,
+    run_header,
+    state_store,
+    steps_slider,
+)
+from ui.pages.overview import failure_cards
 from ui.timeline import time_unit
 
 # HBM contributors (the emulator's names: sim_backend/memory.py) and totals: one colour each,
@@ -68,7 +78,7 @@ def layout_memory(store: Store, st: dict[str, str]) -> Any:
             controls(
                 run_dropdown("memory-run", store, run),
                 chips_checklist("memory-chips", chips, chosen, D.chip_names(store, run)),
-                steps_control("memory-steps", bounds, steps),
+                steps_slider("memory-steps", bounds, steps),
             ),
             run_header(store, run),
             state_store("memory", {"run": run, "steps": list(steps), "chips": chosen}),

@@ -29,7 +29,7 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
     state = {"run": run, "steps": list(steps)}
     return html.Div(
         [
-            controls(run_dropdown("overview-run", store, run), steps_control("overview-steps", bounds, steps)),
+            controls(run_dropdown("overview-run", store, run), steps_slider("overview-steps", bounds, steps)),
             run_header(store, run),
             state_store("overview", state),
             body("overview"),
@@ -40,15 +40,6 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
             ),
         ]
     )
-
-
-def steps_control(id: str, bounds: tuple[int, int] | None, steps: tuple[int, int]) -> Any:
-    """The steps slider; on a run without steps, the note saying so and a disabled hidden slider,
-    so the page's URL callback (ui/app.py), which listens to `id`, finds its input."""
-    if bounds is not None:
-        return steps_slider(id, bounds, steps)
-    hidden = dcc.RangeSlider(id=id, min=0, max=1, step=1, value=[0, 1], disabled=True, marks=None)
-    return html.Div([steps_slider(id, None, steps), html.Div(hidden, style={"display": "none"})])
 
 
 def card(k: D.Kpi) -> html.Div:
