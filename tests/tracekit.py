@@ -10,6 +10,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -32,6 +33,20 @@ PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, 
 # chromium, xprof, grpcio-tools) must be present, so a missing one fails its tests.
 # Run directly with pytest, those tests skip, naming what installs it.
 REQUIRE_TEST_EXTRAS = os.environ.get("SCPROF_REQUIRE_TEST_EXTRAS") == "1"
+
+
+def record_into(store: Any, config: str, name: str, steps: int, out: str, overrides: list[str] | None = None) -> int:
+    """Record `config` with the emulator and ingest its trace as `name`; a run that fails (a
+    compile error) is recorded before record_run raises and is stored as a failed run. Its run id."""
+    from profiler.trace_to_store import ingest_trace
+    from sim_backend.errors import RunFailure
+    from sim_backend.record import record_run
+
+    try:
+        path = record_run(config, list(overrides or []), name, steps, out, progress=False).trace_path
+    except RunFailure as failed:
+        path = failed.trace_path
+    return ingest_trace(store, path, name=name).run_id
 
 
 def missing_extra(message: str) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from dash import html
 
-from profiler.units import MISSING, format_bytes, format_ps, format_value
+from profiler.units import MISSING, format_bytes, format_ps, format_value, unit_of
 
 # words shown in their usual spelling
 _WORDS = {
@@ -48,15 +48,11 @@ def evidence_unit(key: str) -> str:
         return _UNITS[k]
     if k.endswith("_ts_ps") or k.endswith("_at_ps") or k == "ts_ps":
         return "ts"
-    if k.endswith("_ps") or "_ps_per_" in k:
-        return "ps"
-    if k.endswith("_share") or k.startswith("share_of") or "_share_of_" in k:
+    if k.startswith("share_of") or "_share_of_" in k:  # a share of bytes is a share
         return "share"
-    if k.endswith("_bytes") or "_bytes_per_" in k:
-        return "bytes"
     if "_over_" in k or k.endswith("_ratio"):
         return "ratio"
-    return "count"
+    return unit_of(k)  # the units in names every figure follows (profiler/units.py)
 
 
 def evidence_label(key: str) -> str:

@@ -4,34 +4,19 @@ long reason; recorded by the emulator, a few steps each."""
 
 from __future__ import annotations
 
-import pytest
-
 from profiler.store import Store
-from profiler.trace_to_store import ingest_trace
-from tests.tracekit import REPO
+from tests.tracekit import REPO, record_into
 
 STEPS = 5
 RUNS = {"skewed": "skewed_ids", "hbm": "hbm_pressure", "failed": "spmem_overflow"}
 
 
 def build_polish_store(directory) -> str:
-    """The runs of RUNS recorded into one store; skips when the emulator is unavailable."""
-    try:
-        from sim_backend.record import record_run
-    except ImportError:
-        pytest.skip("the emulator (sim_backend) is needed to record the polish runs")
-    from profiler.errors import ScprofError
-
+    """The runs of RUNS recorded into one store (the failed compile stored as a failed run)."""
     db = str(directory / "polish.duckdb")
     with Store.open(db) as store:
         for name, config in RUNS.items():
-            out = directory / name
-            try:
-                result = record_run(str(REPO / "configs" / f"{config}.toml"), [], name, STEPS, str(out), progress=False)
-                trace = result.trace_path
-            except ScprofError:  # a failed compile still writes its trace, stored as a failed run
-                trace = str(out / "trace.sctrace")
-            ingest_trace(store, trace, name=name)
+            record_into(store, str(REPO / "configs" / f"{config}.toml"), name, STEPS, str(directory / name))
     return db
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tracekit import REPO, missing_extra
+from tests.tracekit import REPO, record_into
 
 STEPS = 3
 KINDS = ("emulated_ok", "failed", "limits_too_low", "gpu_capture", "cpu_capture", "no_steps")
@@ -32,12 +32,7 @@ def capture_without_steps(path: Path) -> None:
 
 
 def build_sweep_store(d: Path) -> str:
-    """The store at d/sweep.duckdb (the emulator records three runs; skipped without it)."""
-    try:
-        from sim_backend.errors import RunFailure
-        from sim_backend.record import record_run
-    except ImportError:
-        missing_extra("the sweep records emulated runs: build the emulator (make install-test)")
+    """The store at d/sweep.duckdb (the emulator records three runs, the failed one stored as failed)."""
     from profiler.store import Store
     from profiler.trace_to_store import ingest_trace
     from tests.xplane.test_real_captures import gpu_space
@@ -46,12 +41,7 @@ def build_sweep_store(d: Path) -> str:
     with Store.open(db) as store:
         for name, config in (("emulated_ok", "baseline"), ("failed", "spmem_overflow"),
                              ("limits_too_low", "limits_too_low")):  # fmt: skip
-            try:
-                path = record_run(str(REPO / "configs" / f"{config}.toml"), [], name, STEPS, str(d / name),
-                                  progress=False).trace_path  # fmt: skip
-            except RunFailure as failed:  # a failed compile is recorded before record_run raises
-                path = failed.trace_path
-            ingest_trace(store, path, name=name)
+            record_into(store, str(REPO / "configs" / f"{config}.toml"), name, STEPS, str(d / name))
         (d / "gpu.xplane.pb").write_bytes(gpu_space().SerializeToString())
         ingest_trace(store, str(d / "gpu.xplane.pb"), name="gpu_capture")
         ingest_trace(store, str(CPU_CAPTURE), name="cpu_capture")
