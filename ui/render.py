@@ -147,16 +147,21 @@ def section(title: str, *children: Any, help_text: str | None = None) -> html.Se
     )
 
 
+# Words of a finding's rule or metric that send "show in ..." to the Memory or the SparseCore page.
+MEMORY_WORDS = {"hbm", "memory", "oom", "spmem", "heap"}  # an HBM stack is "hbm_stack"
+SPARSECORE_WORDS = {"id", "ids", "partition", "partitions", "minibatch", "minibatches", "skew", "limit", "limits"}
+
+
 def finding_link(f: Finding, run_id: int) -> tuple[str, str]:
     """(label, href) of the page and window that show a finding's evidence, from its entities."""
     ent = f.entities or {}
     steps = ent.get("steps") or []
     step_param = f"{min(steps)}:{max(steps) + 1}" if steps and all(isinstance(s, int) for s in steps) else None
     chips = [c for c in ent.get("chips") or [] if isinstance(c, int)]
-    text = f"{f.rule} {f.metric}".lower()
-    if any(w in text for w in ("hbm", "memory", "oom", "spmem", "heap", "stack")):
+    words = set(re.split(r"[^a-z0-9]+", f"{f.rule} {f.metric}".lower()))  # whole words: idle_gaps is no "id"
+    if words & MEMORY_WORDS:
         return "Memory", href("/memory", run=run_id, steps=step_param, chips=chips)
-    if ent.get("tables") or ent.get("scs") or any(w in text for w in ("id", "partition", "minibatch", "skew", "limit")):
+    if ent.get("tables") or ent.get("scs") or words & SPARSECORE_WORDS:
         return "SparseCore", href("/sparsecore", run=run_id, steps=step_param, tables=ent.get("tables"))
     return "Timeline", href("/timeline", run=run_id, steps=step_param, chips=chips, hl=finding_hl(f))
 

@@ -542,3 +542,23 @@ def test_finding_link_carries_a_highlight_the_api_answers(client, runs, rows):
     )
     assert finding_hl(finding("not_pipelined", steps=[1])) is None  # nothing to highlight: no hl=
     assert "hl=" not in finding_link(finding("not_pipelined", steps=[1]), run)[1]
+
+
+def test_finding_link_picks_the_page_by_whole_words():
+    """'idle' is no 'id' and 'stacked' no 'stack': the page follows the rule's and metric's words."""
+    from analyzers.findings import Finding
+    from ui.render import finding_link
+
+    def page(rule: str, metric: str, **entities) -> str:
+        f = Finding(
+            rule=rule, severity="info", title="t", metric=metric, value=1.0, unit="", confidence="high",
+            recommendation="r", entities=entities,
+        )  # fmt: skip
+        return finding_link(f, 1)[0]
+
+    assert page("low_overlap", "tc_idle_share") == "Timeline"
+    assert page("idle_gaps", "idle_share") == "Timeline"
+    assert page("id_dropping", "dropped_ids") == "SparseCore"
+    assert page("sc_load_skew", "max_over_mean") == "SparseCore"
+    assert page("hbm_stack_pressure", "stack_bytes") == "Memory"
+    assert page("too_many_stacked_tables", "tables_per_stack", tables=["t1"]) == "SparseCore"  # not "stack"
