@@ -91,6 +91,7 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                     hovertemplate=f"%{{x}} {unit}: %{{y}} steps<extra>{name}</extra>",
                 )
             )
+        R.integer_axis(fig, [0, len(bst["step_ps"]), len(cst["step_ps"])], axis="yaxis")  # counts of steps
         bs, cs = ({**step_stats(s["step_ps"]), "step_ps_min": s["step_ps"].min(), "step_ps_max": s["step_ps"].max()}
                   for s in (bst, cst))  # fmt: skip
         rows = []
