@@ -128,7 +128,8 @@ def test_sql_console_error_keys_schema_and_numbers(polish, page):
     page.press("#sql-text", "Control+End")
     runs = page.locator("#sql-schema .schema-item", has=page.locator("summary [data-insert='runs']"))
     runs.locator("summary").click(position={"x": 2, "y": 6})  # the marker: unfold
-    assert runs.locator("li [data-insert='events']").is_visible()
+    events = runs.locator("li[data-insert='events']")
+    assert events.is_visible() and events.evaluate("e => getComputedStyle(e, '::after').content") == '"BIGINT"'
     runs.locator("summary [data-insert='runs']").click()
     assert page.input_value("#sql-text") == "SELECT name, events FROM runs"
     page.press("#sql-text", "Meta+Enter")

@@ -224,6 +224,15 @@ def test_sql_schema_browser_lists_every_table_and_view_with_columns(store):
         for r in store.rows("SELECT column_name FROM information_schema.columns WHERE table_name = 'runs'")
     }
     assert runs_columns <= names
+    # one component per column (the renderer re-checks every component on each update): the type
+    # is an attribute, drawn by style.css
+    items = [c for c in walk(browser) if c.__class__.__name__ == "Details"]
+    columns = [c for c in walk(browser) if c.__class__.__name__ == "Li"]
+    assert all(isinstance(c.children, str) for c in columns)
+    assert sum(1 for _ in walk(browser)) == len(columns) + 5 * len(items) + 2
+    (runs,) = [i for i in items if getattr(i.children[0].children[0], "data-insert", None) == "runs"]
+    (events,) = [c for c in walk(runs) if getattr(c, "data-insert", None) == "events"]
+    assert getattr(events, "data-type") == "BIGINT"
 
 
 def test_tuning_reasons_are_shown_whole_in_a_wrapping_column(whatif_db, tmp_path):
