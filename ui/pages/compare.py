@@ -4,6 +4,7 @@ per-op and per-table deltas and config diff; to tell whether a change helped."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import Any
 
@@ -14,7 +15,7 @@ from analyzers.breakdown import step_stats
 from analyzers.findings import Finding
 from analyzers.timeline import CATEGORIES
 from profiler.store import Store
-from profiler.units import ci_text, format_delta, format_value, unit_of
+from profiler.units import MISSING, ci_text, format_delta, format_value, unit_of
 from ui import compare_data as CD
 from ui import data as D
 from ui import render as R
@@ -378,7 +379,7 @@ def _config_diff(diff: list[dict[str, Any]], store: Store, base: int, cand: int,
             html.Details(
                 [
                     html.Summary(f"{len(derived)} derived keys differ (resolved by the emulator from the keys above)"),
-                    R.table(derived, cols, id="compare-config-derived"),
+                    derived_text(derived, bn, cn),
                 ],
                 id="compare-config-derived-details",
             )
@@ -386,6 +387,21 @@ def _config_diff(diff: list[dict[str, Any]], store: Store, base: int, cand: int,
     title = f"Your changes (config diff: {len(user)} keys you set differ"
     title += f", {len(derived)} derived)" if derived else ")"
     return R.section(title, *children)
+
+
+def derived_text(rows: list[dict[str, Any]], bn: str, cn: str) -> html.Pre:
+    """The derived keys as text, one component, a line per key: `key  base → cand` (values as in
+    R.table, cut at R.LONG_TEXT characters). A table of them was hundreds of Dash components, which
+    the renderer re-checks on every update (0.6 s of Compare's first view)."""
+
+    def text(v: Any) -> str:
+        t = MISSING if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
+        return t[: R.LONG_TEXT] + "…" if len(t) > R.LONG_TEXT else t
+
+    width = max(len(str(r["key"])) for r in [{"key": "key"}, *rows])
+    lines = [f"{'key':<{width}}  {bn} → {cn}"]
+    lines += [f"{str(r['key']):<{width}}  {text(r['base'])} → {text(r['cand'])}" for r in rows]
+    return html.Pre("\n".join(lines), id="compare-config-derived", className="config-derived")
 
 
 def _findings(fd: dict[str, list[dict[str, Any]]], base: int, cand: int, bn: str, cn: str) -> Any:
