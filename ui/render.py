@@ -288,3 +288,17 @@ def generic(value: Any, depth: int = 0) -> Any:
 def natural_key(name: Any) -> tuple:
     """Sort key of a name with numbers in it, by their value: t0, t1, t2, t10 (not t0, t1, t10, t2)."""
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in re.split(r"(\d+)", str(name)) if p)
+
+
+def integer_axis(fig: go.Figure, values: Any, axis: str = "xaxis", max_ticks: int = 12) -> go.Figure:
+    """Whole-number ticks on an axis of steps (or trials, or counts of steps): a tick every 1, 2,
+    5, 10, 20, ... units, the smallest that gives at most `max_ticks` ticks over `values`' span
+    (Plotly's own choice puts ticks at 0.5 on a few steps)."""
+    vals = [float(v) for v in values if v is not None]
+    span = (max(vals) - min(vals)) if vals else 0.0
+    dtick, mult = 1, 0
+    while span / dtick > max_ticks:
+        mult += 1
+        dtick = (1, 2, 5)[mult % 3] * 10 ** (mult // 3)
+    fig.update_layout({axis: dict(tickmode="linear", tick0=0, dtick=dtick, tickformat="d")})
+    return fig

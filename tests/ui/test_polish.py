@@ -78,6 +78,27 @@ def test_repeated_findings_of_one_rule_are_one_card_with_a_table_most_severe_fir
     assert "more" in text_of(with_class(group, "group-more"))
 
 
+def test_a_groups_more_rows_are_in_its_one_table_under_one_header(polish_db, store):
+    """The "N more" rows were a second table repeating the header: now one table, one header row,
+    the rows after the first SHOWN_ROWS hidden (style.css) while the toggle before it is closed."""
+    from ui.pages.findings import SHOWN_ROWS
+
+    skew = [f for f in analyze_json(polish_db, "skewed")["findings"] if f["rule"] == "sc_load_skew"]
+    assert len(skew) > SHOWN_ROWS
+    body = render_findings(store, {"run": run_id(store, "skewed"), "sev": ["critical", "warning", "info"]})
+    (group,) = with_class(body, "finding-grouped")
+    (table,) = [c for c in walk(group) if c.__class__.__name__ == "Table"]
+    header_rows = [r for r in walk(table) if r.__class__.__name__ == "Tr" and any(
+        c.__class__.__name__ == "Th" for c in r.children)]  # fmt: skip
+    assert len(header_rows) == 1
+    rows = [r for r in walk(table) if r.__class__.__name__ == "Tr" and r not in header_rows]
+    assert len(rows) == len(skew)
+    assert [getattr(r, "className", None) == "more-row" for r in rows] == [i >= SHOWN_ROWS for i in range(len(rows))]
+    (more,) = with_class(group, "group-more")
+    assert f"{len(skew) - SHOWN_ROWS} more" in text_of(more)
+    assert not [c for c in walk(more) if c.__class__.__name__ == "Table"]  # the toggle holds no table of its own
+
+
 def test_evidence_keys_read_as_words_and_format_by_their_unit_suffix():
     assert evidence_label("peak_ts_ps") == "peak at"
     assert format_evidence("peak_ts_ps", 47_320_039_028, start_ps=20_039_028) == "47.3 ms from the run's start"
@@ -203,6 +224,15 @@ def test_sql_schema_browser_lists_every_table_and_view_with_columns(store):
         for r in store.rows("SELECT column_name FROM information_schema.columns WHERE table_name = 'runs'")
     }
     assert runs_columns <= names
+    # one component per column (the renderer re-checks every component on each update): the type
+    # is an attribute, drawn by style.css
+    items = [c for c in walk(browser) if c.__class__.__name__ == "Details"]
+    columns = [c for c in walk(browser) if c.__class__.__name__ == "Li"]
+    assert all(isinstance(c.children, str) for c in columns)
+    assert sum(1 for _ in walk(browser)) == len(columns) + 5 * len(items) + 2
+    (runs,) = [i for i in items if getattr(i.children[0].children[0], "data-insert", None) == "runs"]
+    (events,) = [c for c in walk(runs) if getattr(c, "data-insert", None) == "events"]
+    assert getattr(events, "data-type") == "BIGINT"
 
 
 def test_tuning_reasons_are_shown_whole_in_a_wrapping_column(whatif_db, tmp_path):

@@ -4,6 +4,7 @@ per-op and per-table deltas and config diff; to tell whether a change helped."""
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import Any
 
@@ -14,12 +15,13 @@ from analyzers.breakdown import step_stats
 from analyzers.findings import Finding
 from analyzers.timeline import CATEGORIES
 from profiler.store import Store
-from profiler.units import ci_text, format_delta, format_value, unit_of
+from profiler.units import MISSING, ci_text, format_delta, format_value, unit_of
 from ui import compare_data as CD
 from ui import data as D
 from ui import render as R
 from ui import whatif_data as W
 from ui.pages.common import NO_RUNS, _no_runs, body, controls, run_dropdown, state_store
+from ui.pages.memory import runs_peak_figure
 from ui.timeline import time_unit
 
 
@@ -91,6 +93,7 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                     hovertemplate=f"%{{x}} {unit}: %{{y}} steps<extra>{name}</extra>",
                 )
             )
+        R.integer_axis(fig, [0, len(bst["step_ps"]), len(cst["step_ps"])], axis="yaxis")  # counts of steps
         bs, cs = ({**step_stats(s["step_ps"]), "step_ps_min": s["step_ps"].min(), "step_ps_max": s["step_ps"].max()}
                   for s in (bst, cst))  # fmt: skip
         rows = []
@@ -226,45 +229,47 @@ def _side_by_side_sc(store: Store, base: int, cand: int, bi: dict, ci: dict) -> 
 
 
 def _side_by_side_memory(store: Store, base: int, cand: int, bi: dict, ci: dict) -> Any:
-    fig = R.figure(barmode="group", yaxis_title="GiB")
-    rows = []
-    for run, info, color in ((base, bi, R.BASE_COLOR), (cand, ci, R.CAND_COLOR)):
-        peak = D.hbm_peak(store, run)
-        if peak:
-            fig.add_trace(
-                go.Bar(
-                    x=list(peak["parts"]),
-                    y=[v / 2**30 for v in peak["parts"].values()],
-                    name=info["name"],
-                    marker_color=color,
-                    hovertemplate="%{x}: %{y:.3f} GiB<extra>" + R.plain(info["name"]) + "</extra>",
-                )
-            )
-        rows.append(
-            {
-                "run": info["name"],
-                "peak": peak["peak"] if peak else None,
-                "capacity": info.get("hbm_bytes"),
-                "share": (peak["peak"] / info["hbm_bytes"]) if peak and info.get("hbm_bytes") else None,
-            }
-        )
+    """Each run's HBM at its peak by contributor (the Memory page's chart and colours), and the
+    contributors' bytes side by side with the change."""
+    bp, cp = D.hbm_peak(store, base), D.hbm_peak(store, cand)
+    sides = [(f"{role}: {info['name']}", p) for role, info, p in (("baseline", bi, bp), ("candidate", ci, cp)) if p]
+    if not sides:
+        return R.section("Memory side by side", R.note("Neither run records HBM counters."))
+    caps = {info.get("hbm_bytes") for info, p in ((bi, bp), (ci, cp)) if p and info.get("hbm_bytes")}
+    names = list(dict.fromkeys(c for _, p in sides for c, v in p["parts"].items() if v))
+
+    def part(peak: dict[str, Any] | None, name: str) -> float | None:
+        return peak["parts"].get(name, 0.0) if peak else None
+
+    rows = [{"what": n.split(": ", 1)[-1], "base": part(bp, n), "cand": part(cp, n)} for n in names]
+    rows.append({"what": "peak (the highest chip)", "base": bp and bp["peak"], "cand": cp and cp["peak"]})
+    rows.append({"what": "capacity per chip", "base": bi.get("hbm_bytes"), "cand": ci.get("hbm_bytes")})
+    for r in rows:
+        r["change"] = format_delta(r["base"], r["cand"], "bytes")
+    figure = runs_peak_figure(sides, caps.pop() if len(caps) == 1 else None)
     return R.section(
         "Memory side by side (HBM at each run's peak)",
         html.Div(
             [
-                R.graph(fig, height=260),
+                html.Div(
+                    [R.graph(figure, id="compare-memory", height=230)]
+                    + [R.note(f"{i['name']} records no HBM counters.") for i, p in ((bi, bp), (ci, cp)) if not p]
+                ),
                 R.table(
                     rows,
                     [
-                        ("run", "run", "text"),
-                        ("peak", "HBM peak", "bytes"),
-                        ("capacity", "capacity", "bytes"),
-                        ("share", "of capacity", "share"),
+                        ("what", "HBM", "text"),
+                        ("base", bi["name"], "bytes"),
+                        ("cand", ci["name"], "bytes"),
+                        ("change", "change", "text"),
                     ],
+                    id="compare-memory-table",
                 ),
             ],
             className="grid2",
         ),
+        help_text="Per chip: each run at the moment of its highest total (the store's hbm_peaks), the same "
+        "contributors and colours as the Memory page.",
     )
 
 
@@ -374,7 +379,7 @@ def _config_diff(diff: list[dict[str, Any]], store: Store, base: int, cand: int,
             html.Details(
                 [
                     html.Summary(f"{len(derived)} derived keys differ (resolved by the emulator from the keys above)"),
-                    R.table(derived, cols, id="compare-config-derived"),
+                    derived_text(derived, bn, cn),
                 ],
                 id="compare-config-derived-details",
             )
@@ -382,6 +387,21 @@ def _config_diff(diff: list[dict[str, Any]], store: Store, base: int, cand: int,
     title = f"Your changes (config diff: {len(user)} keys you set differ"
     title += f", {len(derived)} derived)" if derived else ")"
     return R.section(title, *children)
+
+
+def derived_text(rows: list[dict[str, Any]], bn: str, cn: str) -> html.Pre:
+    """The derived keys as text, one component, a line per key: `key  base → cand` (values as in
+    R.table, cut at R.LONG_TEXT characters). A table of them was hundreds of Dash components, which
+    the renderer re-checks on every update (0.6 s of Compare's first view)."""
+
+    def text(v: Any) -> str:
+        t = MISSING if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
+        return t[: R.LONG_TEXT] + "…" if len(t) > R.LONG_TEXT else t
+
+    width = max(len(str(r["key"])) for r in [{"key": "key"}, *rows])
+    lines = [f"{'key':<{width}}  {bn} → {cn}"]
+    lines += [f"{str(r['key']):<{width}}  {text(r['base'])} → {text(r['cand'])}" for r in rows]
+    return html.Pre("\n".join(lines), id="compare-config-derived", className="config-derived")
 
 
 def _findings(fd: dict[str, list[dict[str, Any]]], base: int, cand: int, bn: str, cn: str) -> Any:

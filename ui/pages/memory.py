@@ -229,6 +229,34 @@ def peak_section(peaks: list[dict[str, Any]], names: dict[int, str], cap: float 
     )
 
 
+def runs_peak_figure(sides: list[tuple[str, dict[str, Any]]], cap: float | None) -> go.Figure:
+    """HBM by contributor at each run's peak (D.hbm_peak), one horizontal stacked bar per run
+    (`sides`: (label, peak)), in the Memory page's colours; contributors at 0 B on every side
+    left out; the capacity per chip as a line when given."""
+    vunit, div = byte_unit(max([p["peak"] for _, p in sides] + [cap or 0.0]))
+    fig = R.figure(xaxis_title=f"HBM in use at the run's peak ({vunit}, the highest chip)", barmode="stack",
+                   showlegend=True)  # fmt: skip
+    labels = [R.plain(label) for label, _ in sides]
+    contributors = list(dict.fromkeys(c for _, p in sides for c, v in p["parts"].items() if v))
+    for name in contributors:
+        fig.add_trace(
+            go.Bar(
+                y=labels,
+                x=[p["parts"].get(name, 0.0) / div for _, p in sides],
+                name=name.split(": ", 1)[-1],
+                orientation="h",
+                marker_color=contributor_color(name),
+                customdata=[format_value(p["parts"].get(name, 0.0), "bytes") for _, p in sides],
+                hovertemplate=f"%{{y}} · {R.plain(name)}: %{{customdata}}<extra></extra>",
+            )
+        )
+    fig.update_yaxes(autorange="reversed")
+    if cap:
+        fig.add_vline(x=cap / div, line_dash="dash", line_color="#c62828", annotation_text="capacity per chip")
+    fig.update_layout(legend=dict(orientation="h", y=-0.45), margin=dict(l=200, r=20, t=20, b=40))
+    return fig
+
+
 def counter_chart(
     groups: list[tuple[str, dict[str, np.ndarray]]],
     what: str,

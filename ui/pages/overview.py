@@ -93,6 +93,7 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
                 hovertemplate=f"step %{{x}}<br>%{{y:.4g}} {unit}<extra></extra>",
             )
         )
+        R.integer_axis(fig, st_times["step"])
         chips = D.chip_step_times(store, run, steps)
         row: list[Any] = [R.section("Step time per step", R.graph(fig, height=280))]
         if chips:
@@ -249,6 +250,7 @@ def category_charts(bd: dict[str, Any], names: dict[int, str]) -> html.Div:
                 hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>",
             )
         )
+    R.integer_axis(fig, bd["steps"])
     counted = set(bd["counted_steps"])
     over = steps_covered(bd["steps"], [s in counted for s in bd["steps"]])
     cf = R.figure(barmode="stack", xaxis_title=f"chip (mean {over})", yaxis_title=f"time per step ({unit})")

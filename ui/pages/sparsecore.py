@@ -138,6 +138,7 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
         )
     )
     fig.update_yaxes(autorange="reversed")
+    R.integer_axis(fig, d["steps"])
     parts.append(R.section(f"{title} per SparseCore × step", R.graph(fig, id="sc-heatmap", height=h)))
     if ratio_key and np.isfinite(d["matrices"][ratio_key]).any():
         ratio = d["matrices"][ratio_key]
@@ -161,6 +162,7 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
             )
         )
         rf.update_yaxes(autorange="reversed")
+        R.integer_axis(rf, d["steps"])
         parts.append(
             R.section(
                 f"{title} against the compiled limit ({limit_col})",
@@ -215,6 +217,7 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
             showgrid=False,
         ),
     )
+    R.integer_axis(sk, d["steps"])
     parts.append(R.section("Skew, minibatches and dropped IDs over time", R.graph(sk, id="sc-skew", height=300)))
     if d["tables"]:
         parts.append(

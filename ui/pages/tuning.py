@@ -145,7 +145,7 @@ def trial_figure(t: dict[str, Any]) -> go.Figure:
             hovertemplate=f"#%{{x}}: %{{y:.4g}} {unit}<br>%{{text}}<extra>accepted</extra>",
         )
     )
-    fig.update_xaxes(dtick=1 if len(trials) <= 30 else None)
+    R.integer_axis(fig, [0, *xs, *(r["seq"] for r in trials)])
     return fig
 
 
