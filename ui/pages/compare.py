@@ -392,7 +392,7 @@ def _config_diff(diff: list[dict[str, Any]], store: Store, base: int, cand: int,
 def derived_text(rows: list[dict[str, Any]], bn: str, cn: str) -> html.Pre:
     """The derived keys as text, one component, a line per key: `key  base → cand` (values as in
     R.table, cut at R.LONG_TEXT characters). A table of them was hundreds of Dash components, which
-    the renderer re-checks on every update (0.6 s of Compare's first view)."""
+    the renderer re-checks on every update (docs/benchmarks.md, UI in the browser)."""
 
     def text(v: Any) -> str:
         t = MISSING if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
