@@ -22,7 +22,7 @@ from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from profiler.errors import ScprofError, StoreError
 from profiler.store import default_path
-from ui import auth, downloads
+from ui import auth, downloads, trace_api
 from ui import inputs as I
 from ui import pages as P
 from ui import queries as Q
@@ -71,6 +71,7 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     _page_callbacks(app, access)
     _url_callbacks(app)
     downloads.register(app.server, access)
+    trace_api.register(app.server, access)
     return app
 
 
