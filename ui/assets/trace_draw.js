@@ -76,17 +76,21 @@
 
   // ---- rectangles: adjacent rects of one colour on one row merge into one ----------------------
   function Painter(ctx) { this.ctx = ctx; this.c = null; this.x0 = 0; this.x1 = -1; this.y = 0; this.h = 0; this.n = 0; }
+  // Narrow pieces (buckets, sub-pixel slices) merge; a slice wider than 3 px stays one rect with
+  // a 1 px gap at its end, so two neighbours of one name (or two step markers) stay apart.
   Painter.prototype.add = function (x0, x1, y, h, color) {
     if (x1 - x0 < 1) x1 = x0 + 1;  // at least one pixel: instants and sub-pixel slices stay visible
-    if (color === this.c && y === this.y && x0 <= this.x1 + 0.5) { if (x1 > this.x1) this.x1 = x1; if (h > this.h) this.h = h; return; }
-    if (y === this.y && x1 <= this.x1 + 0.01 && x1 - x0 <= 1) return;  // a pixel already painted
+    var narrow = x1 - x0 < 3;
+    if (narrow && color === this.c && y === this.y && x0 <= this.x1 + 0.5 && this.narrow) { if (x1 > this.x1) this.x1 = x1; if (h > this.h) this.h = h; return; }
+    if (narrow && y === this.y && x1 <= this.x1 + 0.01 && x1 - x0 <= 1) return;  // a pixel already painted
     this.flush();
-    this.c = color; this.x0 = x0; this.x1 = x1; this.y = y; this.h = h;
+    this.c = color; this.x0 = x0; this.x1 = x1; this.y = y; this.h = h; this.narrow = narrow;
   };
   Painter.prototype.flush = function () {
     if (this.c === null) return;
+    var w = this.x1 - this.x0;
     this.ctx.fillStyle = this.c;
-    this.ctx.fillRect(this.x0, this.y, this.x1 - this.x0, this.h);
+    this.ctx.fillRect(this.x0, this.y, w > 4 && !this.narrow ? w - 1 : w, this.h);
     this.c = null; this.x1 = -1; this.n++;
   };
 
@@ -167,7 +171,7 @@
     for (var i = 0; i < tk.length; i++) {
       var x = Math.round(V.x0 + (tk[i][0] - V.t0) * V.scale) + 0.5;
       ctx.fillRect(x - 0.5, V.AX - 6, 1, 6);
-      ctx.fillText(tk[i][1], x + 3, V.AX / 2 - 2);
+      if (x + 3 + textWidth(ctx, tk[i][1]) < V.W - 2) ctx.fillText(tk[i][1], x + 3, V.AX / 2 - 2);
     }
     ctx.fillStyle = "#546e7a";
     ctx.fillText(fmtTime(V.t1 - V.t0) + " shown", 6, V.AX / 2 - 2);

@@ -18,16 +18,18 @@
     return Math.max(0, Math.min(k, maxLevel));
   }
 
-  // Nesting rows of a track's events (start order): a stack sweep, parents before children.
-  function depths(start, dur) {
+  // Nesting rows of a track's events: an event's row is the number of events that contain it
+  // (a stack sweep in start order), so `train` > `next_batch` are two rows. Containers overlap
+  // every tile their children overlap, so a slice gets the same row in every tile that holds it.
+  function depths(start, dur, id) {
     var n = start.length, out = new Int16Array(n), stack = [], order = new Array(n);
     for (var i = 0; i < n; i++) order[i] = i;
-    order.sort(function (a, b) { return start[a] - start[b] || dur[b] - dur[a]; });
+    order.sort(function (a, b) { return start[a] - start[b] || dur[b] - dur[a] || id[a] - id[b]; });
     for (var j = 0; j < n; j++) {
-      var e = order[j], s = start[e];
-      while (stack.length && stack[stack.length - 1] <= s) stack.pop();
+      var e = order[j], end = start[e] + dur[e];
+      while (stack.length && stack[stack.length - 1] < end) stack.pop();
       out[e] = stack.length;
-      stack.push(s + Math.max(dur[e], 1));
+      if (dur[e] > 0) stack.push(end);
     }
     return out;
   }
@@ -49,7 +51,7 @@
   // tile also the buckets (start time, dominant name, busy share, row under the long events).
   function prepare(k, i, raw) {
     var ev = columns(raw.ev);
-    ev.depth = depths(ev.start, ev.dur);
+    ev.depth = depths(ev.start, ev.dur, ev.id);
     var maxDepth = 0;
     for (var j = 0; j < ev.n; j++) if (ev.depth[j] > maxDepth) maxDepth = ev.depth[j];
     var t = { k: k, i: i, mode: raw.mode === "agg" ? "agg" : "exact", ev: ev, bk: null, maxDepth: ev.n ? maxDepth : 0 };

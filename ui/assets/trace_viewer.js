@@ -80,8 +80,7 @@
 
   // ---- layout: groups and tracks, pinned tracks under the axis -----------------------------------
   Viewer.prototype.trackH = function (t) {
-    var d = this.tiles.trackDepth[t.id] || 0;
-    return 4 + RH * (t.steps ? 1 : d + 1);
+    return 4 + RH * ((this.tiles.trackDepth[t.id] || 0) + 1);  // rows grow with the nesting seen
   };
 
   Viewer.prototype.layout = function () {
