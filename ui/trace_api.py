@@ -362,3 +362,14 @@ def register(server: Flask, access: StoreAccess) -> None:
             raise ApiError(400, f"i: tile {i} at level {k} ends past 2^62 ps")
         tracks = tracks_arg(required=True) or []
         return tile_json(store, facts, k, i, tracks)
+
+    from ui import trace_details as D
+
+    for name, answer in (
+        ("event", D.event_json),
+        ("area", D.area_json),
+        ("find", D.find_json),
+        ("highlight", D.highlight_json),
+        ("flows", D.flows_json),
+    ):
+        route(f"/api/trace/{name}")(answer)

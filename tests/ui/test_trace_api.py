@@ -287,3 +287,222 @@ def test_bad_input_is_one_line_of_json(client, url, status, argument):
     assert "Traceback" not in body and "\n" not in body.strip()
     error = json.loads(body)["error"]
     assert error.startswith(argument) and len(error) < 200
+
+
+# ---------------------------------------------------------------- event, area, find, highlight
+
+
+def test_event_details_with_units(client, runs, rows):
+    run = runs["baseline"]
+    slices, _ = rows(run)
+    r = next(s for s in slices if s["bytes"] and s["table_name"])
+    ev = get(client, f"/api/trace/event?run={run}&id={r['event_id']}")
+    assert (ev["id"], ev["track"], ev["name"], ev["start_ps"], ev["dur_ps"]) == (
+        r["event_id"],
+        r["track_id"],
+        r["name"],
+        r["start_ps"],
+        r["dur_ps"],
+    )
+    fields = dict(ev["fields"])
+    assert fields["table"] == r["table_name"] and fields["step"] == str(r["step"])
+    assert fields["bytes"].endswith(("B", "KiB", "MiB", "GiB"))  # bytes with a unit, not a raw count
+    assert get(client, f"/api/trace/event?run={run}&id=987654321", 404)["error"].startswith("id")
+    assert get(client, f"/api/trace/event?run={run}&id=-1", 400)["error"].startswith("id")
+
+
+def area_reference(slices: list[dict], t0: int, t1: int, tracks=None) -> dict[str, tuple[int, int, int]]:
+    """name -> (count, clipped total, clipped max), in plain Python."""
+    out: dict[str, list[int]] = {}
+    for r in slices:
+        if (tracks is None or r["track_id"] in tracks) and overlaps(r, t0, t1):
+            clipped = min(r["end_ps"], t1) - max(r["start_ps"], t0)
+            o = out.setdefault(r["name"], [0, 0, 0])
+            o[0] += 1
+            o[1] += clipped
+            o[2] = max(o[2], clipped)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def test_area_hand_computed(client, runs):
+    run = runs["handmade"]
+    main_track = get(client, f"/api/trace/meta?run={run}")["tracks"][0]["id"]
+    a = get(client, f"/api/trace/area?run={run}&t0=60&t1=1500&tracks={main_track}")
+    # main in [60, 1500): a%b [0,100) -> 40; a_b [100,150) -> 50; axb [200,500) -> 300; the instant
+    # it's "q" at 600 -> 0; A%B [1000,2000) -> 500. Total 890.
+    got = {r["name"]: (r["count"], r["total_ps"], r["max_ps"]) for r in a["rows"]}
+    assert got == {"a%b": (1, 40, 40), "a_b": (1, 50, 50), "axb": (1, 300, 300), 'it\'s "q"': (1, 0, 0),
+                   "A%B": (1, 500, 500)}  # fmt: skip
+    assert a["total_ps"] == 890 and [r["name"] for r in a["rows"]][:3] == ["A%B", "axb", "a_b"]
+    assert abs(sum(r["share"] for r in a["rows"]) - 1) < 1e-12
+    assert next(r for r in a["rows"] if r["name"] == "A%B")["share"] == 500 / 890
+
+
+def test_area_equals_sql_with_clipping(client, runs, rows, db):
+    run = runs["baseline"]
+    slices, _ = rows(run)
+    m = get(client, f"/api/trace/meta?run={run}")
+    t0, t1 = m["last_ps"] // 3, m["last_ps"] // 2
+    tracks = [t["id"] for t in m["tracks"]][::2]
+    with Store.open(db, read_only=True) as store:
+        want = store.rows(
+            """SELECT name, count(*) AS n, sum(least(end_ps, $3) - greatest(start_ps, $2)) AS total,
+                      max(least(end_ps, $3) - greatest(start_ps, $2)) AS mx
+               FROM slices WHERE run_id = $1 AND list_contains($4, track_id) AND start_ps < $3 AND end_ps > $2
+               GROUP BY name""",
+            [run, t0, t1, tracks],
+        )
+    url = f"/api/trace/area?run={run}&t0={t0}&t1={t1}&tracks={','.join(map(str, tracks))}"
+    a = get(client, url)
+    got = {r["name"]: (r["count"], r["total_ps"], r["max_ps"]) for r in a["rows"]}
+    assert got == {w["name"]: (w["n"], w["total"], w["mx"]) for w in want}
+    assert got == area_reference(slices, t0, t1, set(tracks))
+    assert a["total_ps"] == sum(w["total"] for w in want)
+    for r in a["rows"]:
+        assert r["mean_ps"] == r["total_ps"] / r["count"] and r["share"] == r["total_ps"] / a["total_ps"]
+    assert [r["total_ps"] for r in a["rows"]] == sorted((r["total_ps"] for r in a["rows"]), reverse=True)
+    # every track when none are named
+    whole = get(client, f"/api/trace/area?run={run}&t0={t0}&t1={t1}")
+    assert {r["name"]: (r["count"], r["total_ps"], r["max_ps"]) for r in whole["rows"]} == area_reference(
+        slices, t0, t1
+    )
+
+
+def matches_of(answer: dict) -> list[tuple]:
+    ev = answer["ev"]
+    names = [answer["names"][n] for n in ev["name"]]
+    return list(zip(ev["start"], ev["id"], ev["track"], ev["dur"], names, strict=True))
+
+
+def reference_matches(slices: list[dict], keep) -> list[tuple]:
+    return sorted((r["start_ps"], r["event_id"], r["track_id"], r["dur_ps"], r["name"]) for r in slices if keep(r))
+
+
+@pytest.mark.parametrize("q", ["%", "_", "A%", "a_B", '"', "'", "it's", "x", "ZZZ", "%%", "\\"])
+def test_find_matches_literally(client, runs, rows, q):
+    run = runs["handmade"]
+    slices, _ = rows(run)
+    from urllib.parse import quote
+
+    f = get(client, f"/api/trace/find?run={run}&q={quote(q)}")
+    want = reference_matches(slices, lambda r: q.lower() in r["name"].lower())
+    assert f["q"] == q and f["count"] == len(want)
+    assert matches_of(f) == want
+
+
+def test_find_on_an_emulated_run_with_tracks_and_window(client, runs, rows):
+    run = runs["baseline"]
+    slices, _ = rows(run)
+    m = get(client, f"/api/trace/meta?run={run}")
+    tracks = {t["id"] for t in m["tracks"] if t["kind"] == "sparsecore"}
+    t0, t1 = m["last_ps"] // 4, m["last_ps"] // 2
+    url = f"/api/trace/find?run={run}&q=matmul&tracks={','.join(map(str, sorted(tracks)))}&t0={t0}&t1={t1}"
+    f = get(client, url)
+    want = reference_matches(
+        slices, lambda r: "matmul" in r["name"].lower() and r["track_id"] in tracks and overlaps(r, t0, t1)
+    )
+    assert want and matches_of(f) == want and f["count"] == len(want)
+
+
+def test_highlight_terms(client, runs, rows):
+    run = runs["baseline"]
+    slices, _ = rows(run)
+    tables = sorted({r["table_name"] for r in slices if r["table_name"]})[:2]
+    spec = ";".join(f"table:{t}" for t in tables) + ";chip:0;chip:2"
+    h = get(client, f"/api/trace/highlight?run={run}&hl={spec}")
+    want = reference_matches(slices, lambda r: r["table_name"] in tables and r["chip"] in (0, 2))
+    assert want and matches_of(h) == want and h["count"] == len(want)
+    m = get(client, f"/api/trace/meta?run={run}")
+    t0, t1 = m["last_ps"] // 3, m["last_ps"] // 2
+    h = get(client, f"/api/trace/highlight?run={run}&hl=category:sc_forward;chip:1&t0={t0}&t1={t1}")
+    want = reference_matches(slices, lambda r: r["category"] == "sc_forward" and r["chip"] == 1 and overlaps(r, t0, t1))
+    assert want and matches_of(h) == want
+    name = slices[0]["name"]
+    h = get(client, f"/api/trace/highlight?run={run}&hl=name:{name};track:{slices[0]['track_id']}")
+    assert matches_of(h) == reference_matches(
+        slices, lambda r: r["name"] == name and r["track_id"] == slices[0]["track_id"]
+    )
+    assert get(client, f"/api/trace/highlight?run={run}&hl=table:no-such-table")["count"] == 0
+    for bad in ("foo:1", "chip:x", "nocolon", "", "table:t;" * 65):
+        assert get(client, f"/api/trace/highlight?run={run}&hl={bad}", 400)["error"].startswith("hl")
+
+
+def test_find_bad_input(client, runs):
+    run = runs["handmade"]
+    assert get(client, f"/api/trace/find?run={run}&q=", 400)["error"].startswith("q")
+    assert get(client, f"/api/trace/find?run={run}&q={'x' * 201}", 400)["error"].startswith("q")
+    assert get(client, f"/api/trace/area?run={run}&t0=5&t1=5", 400)["error"].startswith("t1")
+    assert get(client, f"/api/trace/area?run={run}&t0=5", 400)["error"].startswith("t1")
+    assert get(client, f"/api/trace/area?run={run}&t0=0&t1=9&tracks=a", 400)["error"].startswith("tracks")
+
+
+# ---------------------------------------------------------------- flows
+
+
+def test_flows_equal_the_perfetto_export(client, runs, rows, db, tmp_path):
+    from exporters.perfetto import write_trace
+    from exporters.perfetto_validate import read_trace
+
+    run = runs["baseline"]
+    slices, markers = rows(run)
+    by_id = {r["event_id"]: r for r in slices}
+    out = str(tmp_path / "baseline.pftrace")
+    with Store.open(db, read_only=True) as store:
+        write_trace(store, run, out, None)
+    rb = read_trace(out)
+    ends: dict[int, list] = {}
+    for s in rb.slices:
+        for f in s.flow_out:
+            ends.setdefault(f, [None, None])[0] = s
+        for f in s.flow_in:
+            ends.setdefault(f, [None, None])[1] = s
+    exported = {(src.ts, src.name, dst.ts, dst.name) for src, dst in ends.values()}
+    api, host = set(), set()
+    for step in sorted({m["step"] for m in markers}):
+        for f in get(client, f"/api/trace/flows?run={run}&step={step}")["flows"]:
+            src, dst = by_id[f["src"]["id"]], by_id[f["dst"]["id"]]
+            assert (f["src"]["track"], f["src"]["start"], f["src"]["dur"]) == (
+                src["track_id"],
+                src["start_ps"],
+                src["dur_ps"],
+            )
+            if f["kind"] == "host->device":
+                host.add((step, src["chip"], src["event_id"], dst["event_id"]))
+            else:
+                assert f["kind"] in ("sc_fwd->tc_fwd", "tc_bwd->sc_bwd")
+                api.add((src["start_ps"] // 1000, src["name"], dst["start_ps"] // 1000, dst["name"]))
+    assert exported and api == exported
+    # host -> device, in plain Python: per step and chip, the last-starting "Host to HBM" transfer
+    # of the step -> the first SparseCore op of the step on the chip
+    want = set()
+    for step in {r["step"] for r in slices if r["step"] is not None}:
+        for chip in {r["chip"] for r in slices if r["chip"] >= 0}:
+            xfers = [
+                r
+                for r in slices
+                if r["step"] == step and r["chip"] == chip and r["track_kind"] == "host"
+                and r["line"].startswith("Host to HBM")
+            ]  # fmt: skip
+            ops = [
+                r
+                for r in slices
+                if r["step"] == step and r["chip"] == chip and r["track_kind"] in ("sparsecore", "sc_tile")
+                and r["line"] == "Sparse Core Ops"
+            ]  # fmt: skip
+            if xfers and ops:
+                src = max(xfers, key=lambda r: (r["start_ps"], -r["event_id"]))
+                dst = min(ops, key=lambda r: (r["start_ps"], r["event_id"]))
+                want.add((step, chip, src["event_id"], dst["event_id"]))
+    assert want and host == want
+    # flows of one event: those of its step that start or end at it
+    step, chip, src_id, dst_id = sorted(want)[0]
+    one = get(client, f"/api/trace/flows?run={run}&event={dst_id}")["flows"]
+    assert {(f["src"]["id"], f["dst"]["id"]) for f in one} >= {(src_id, dst_id)}
+    assert all(dst_id in (f["src"]["id"], f["dst"]["id"]) for f in one)
+
+
+def test_flows_on_runs_without_them(client, runs):
+    assert get(client, f"/api/trace/flows?run={runs['jax_cpu']}&step=1")["flows"] == []
+    assert get(client, f"/api/trace/flows?run={runs['handmade']}&event=0")["flows"] == []  # no step
+    assert get(client, f"/api/trace/flows?run={runs['handmade']}", 400)["error"].startswith("event")
+    assert get(client, f"/api/trace/flows?run={runs['handmade']}&event=99", 404)["error"].startswith("event")
