@@ -176,6 +176,7 @@
     V.level = lib.levelFor(V.t0, V.t1, V.W - V.x0, this.tiles.maxLevel);
     V.selId = this.selId;
     var res = lib.drawFrame(V);
+    this.stats.drawn = (this.stats.drawn || 0) + 1;
     this.drawMarks();
     var now = performance.now();
     for (var i = 0; i < this.inputs.length; i++) this.stats.frames.push(now - this.inputs[i]);

@@ -372,6 +372,7 @@
       select: function (id) { self.select({ id: id }); },
       find: function () { return { q: self.found.q, count: self.found.count, k: self.found.k, ids: self.found.id }; },
       area: function () { return self.lastArea || null; },
+      areaTracks: function () { return V.area ? Array.from(V.area.tracks) : []; },
       marks: function () { return Array.from(V.marks); },
       canvas: self.ui.canvas,
     };
