@@ -43,7 +43,9 @@ def open_run(page, url: str, run: int, extra: str = "") -> None:
 
 def zoom(page, t0: int, t1: int) -> None:
     """Show [t0, t1) (as a deep link or a zoom would) and wait until every visible tile is drawn."""
-    drawn = page.evaluate("([a, b]) => { const n = window.scprofTrace.stats.drawn; window.scprofTrace.zoomTo(a, b); return n; }", [t0, t1])
+    drawn = page.evaluate(
+        "([a, b]) => { const n = window.scprofTrace.stats.drawn; window.scprofTrace.zoomTo(a, b); return n; }", [t0, t1]
+    )
     page.wait_for_function(f"() => window.scprofTrace.stats.drawn > {drawn}")
     page.wait_for_function(IDLE)
 
