@@ -158,7 +158,32 @@ def finding_link(f: Finding, run_id: int) -> tuple[str, str]:
         return "Memory", href("/memory", run=run_id, steps=step_param, chips=chips)
     if ent.get("tables") or ent.get("scs") or any(w in text for w in ("id", "partition", "minibatch", "skew", "limit")):
         return "SparseCore", href("/sparsecore", run=run_id, steps=step_param, tables=ent.get("tables"))
-    return "Timeline", href("/timeline", run=run_id, steps=step_param, chips=chips)
+    return "Timeline", href("/timeline", run=run_id, steps=step_param, chips=chips, hl=finding_hl(f))
+
+
+# Rules about one category of work: the category whose events "show in Timeline" highlights.
+RULE_CATEGORIES = {"host_bound": "host_preprocess", "exposed_sc_all_to_all": "sc_collective"}
+HOST_CATEGORIES = ("host_preprocess", "host_to_device", "compile")  # on host tracks (no chip)
+
+
+def finding_hl(f: Finding) -> str | None:
+    """The trace viewer's highlight of a finding (/api/trace/highlight's `hl`): `key:value` terms
+    joined by `;` for its tables, chips and category (its `categories` entity, else the rule's
+    category in RULE_CATEGORIES); chips are left out for a host category (host events have none).
+    None when the finding names none of them."""
+    ent = f.entities or {}
+    cats = [c for c in ent.get("categories") or [] if isinstance(c, str)]
+    if not cats and f.rule in RULE_CATEGORIES:
+        cats = [RULE_CATEGORIES[f.rule]]
+    chips = [c for c in ent.get("chips") or [] if isinstance(c, int)]
+    if cats and all(c in HOST_CATEGORIES for c in cats):
+        chips = []
+    terms = (
+        [f"table:{t}" for t in ent.get("tables") or [] if isinstance(t, str) and ";" not in t]
+        + [f"chip:{c}" for c in chips]
+        + [f"category:{c}" for c in cats]
+    )
+    return ";".join(terms) or None
 
 
 def finding_card(

@@ -506,3 +506,39 @@ def test_flows_on_runs_without_them(client, runs):
     assert get(client, f"/api/trace/flows?run={runs['handmade']}&event=0")["flows"] == []  # no step
     assert get(client, f"/api/trace/flows?run={runs['handmade']}", 400)["error"].startswith("event")
     assert get(client, f"/api/trace/flows?run={runs['handmade']}&event=99", 404)["error"].startswith("event")
+
+
+# ---------------------------------------------------------------- a finding's highlight
+
+
+def test_finding_link_carries_a_highlight_the_api_answers(client, runs, rows):
+    from urllib.parse import parse_qs, urlparse
+
+    from analyzers.findings import Finding
+    from ui.render import finding_hl, finding_link
+
+    def finding(rule: str, **entities) -> Finding:
+        return Finding(
+            rule=rule, severity="info", title="t", metric="m", value=1.0, unit="", confidence="high",
+            recommendation="r", entities=entities,
+        )  # fmt: skip
+
+    run = runs["baseline"]
+    slices, _ = rows(run)
+    low = finding("low_overlap", chips=[1, 3], steps=[0, 1])
+    label, link = finding_link(low, run)
+    q = parse_qs(urlparse(link).query)
+    assert label == "Timeline" and q["hl"] == ["chip:1;chip:3"] and q["steps"] == ["0:2"]
+    h = get(client, f"/api/trace/highlight?run={run}&hl={q['hl'][0]}")
+    assert h["count"] == sum(1 for r in slices if r["chip"] in (1, 3))
+    # a rule about one category: its events; a host category drops the chips (host events have none)
+    host = finding("host_bound", chips=[0, 1, 2, 3], steps=[1])
+    assert finding_hl(host) == "category:host_preprocess"
+    h = get(client, f"/api/trace/highlight?run={run}&hl={finding_hl(host)}")
+    want = reference_matches(slices, lambda r: r["category"] == "host_preprocess")
+    assert want and matches_of(h) == want
+    assert finding_hl(finding("x", tables=["t1", "t2"], chips=[0], categories=["sc_forward"])) == (
+        "table:t1;table:t2;chip:0;category:sc_forward"
+    )
+    assert finding_hl(finding("not_pipelined", steps=[1])) is None  # nothing to highlight: no hl=
+    assert "hl=" not in finding_link(finding("not_pipelined", steps=[1]), run)[1]
