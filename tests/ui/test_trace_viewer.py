@@ -222,3 +222,18 @@ def test_a_real_capture_draws_groups_and_nested_host_rows(served, page, name):
         deeper = page.evaluate(f"() => window.scprofTrace.rows().find(r => r.tid === {train['track_id']}).h")
         assert deeper > 2 * 18
     shot(page, f"trace/07-capture-{name}")
+
+
+def test_a_findings_highlight_marks_the_affected_slices(served, page):
+    """`hl` (a finding's "show in Timeline") marks the slices /api/trace/highlight names: here every
+    SparseCore forward op of chip 0 in steps 1-2, against plain SQL over `slices`."""
+    url, app, ids = served
+    run = ids["baseline"]
+    open_run(page, url, run, "&steps=1:3&hl=category:sc_forward;chip:0")
+    page.wait_for_function("() => window.scprofTrace.marks().length > 0")
+    v = page.evaluate("() => window.scprofTrace.view()")
+    ref = sql(app, """SELECT event_id FROM slices WHERE run_id = ? AND category = 'sc_forward' AND chip = 0
+        AND start_ps < ? AND start_ps + dur_ps > ?""", [run, round(v["t1"]), round(v["t0"])])  # fmt: skip
+    assert sorted(page.evaluate("() => window.scprofTrace.marks()")) == sorted(r["event_id"] for r in ref)
+    assert "highlighted by the finding" in page.inner_text(".tv-find-count")
+    shot(page, "trace/08-highlight")

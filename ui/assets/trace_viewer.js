@@ -41,7 +41,7 @@
     this.stats = { first_view_ms: null, frames: [], exact_ms: null, exact: false, tiles_requested: 0 };
     this.ready = false;
     this.alive = true;
-    this.found = { ids: [], track: [], start: [], dur: [], count: 0, k: -1 };
+    this.found = { id: [], track: [], start: [], dur: [], count: 0, k: -1 };
     this.hlFound = null;
     this.mouse = null;
     this.start();
