@@ -97,7 +97,7 @@
   // One prepared tile part of one track, clamped to the x range [xa, xb): slices in their name's
   // colour on their nesting row, buckets (aggregated tiles) in their dominant name's colour with
   // height by busy share; labels of slices wide enough collected into `labels`.
-  function drawPart(V, part, y, xa, xb, painter, labels, hits) {
+  function drawPart(V, part, y, xa, xb, painter, labels, hits, seen) {
     var ev = part.ev, scale = V.scale, x0v = V.x0, t0 = V.t0, RH = V.RH, store = V.tiles;
     var tmin = t0 + (xa - x0v) / scale, tmax = t0 + (xb - x0v) / scale;
     if (part.bk) {
@@ -114,13 +114,17 @@
     for (var i = 0; i < ev.n; i++) {
       var s = ev.start[i], e = s + ev.dur[i];
       if (e < tmin || s >= tmax || (e === tmin && ev.dur[i] > 0)) continue;
+      // a slice over several tiles is in each of them: drawn once, whole (one rect, one label)
+      var key = ev.id[i] >= 0 ? ev.id[i] : "m" + s;
+      if (seen.has(key)) continue;
+      seen.add(key);
       var xs = x0v + (s - t0) * scale, xe = x0v + (e - t0) * scale;
-      var a2 = Math.max(xa, xs), b2 = Math.min(xb, xe), ry2 = y + 2 + ev.depth[i] * RH;
+      var a2 = Math.max(x0v, xs), b2 = Math.min(V.W, xe), ry2 = y + 2 + ev.depth[i] * RH;
       var nm = store.name(ev.name[i]), isStep = ev.step && ev.step[i] >= 0;
       var col = isStep ? STEP_COLOR : colorOf(nm);
       painter.add(a2, Math.max(b2, a2 + 1), ry2, RH - 2, col);
       if (b2 - a2 >= 24) labels.push([a2, b2, ry2, nm, col]);
-      if (hits && (V.marks.has(ev.id[i]) || ev.id[i] === V.selId)) hits.push([Math.max(xs, xa - 2), Math.min(xe, xb + 2), ry2, ev.id[i] === V.selId]);
+      if (hits && (V.marks.has(ev.id[i]) || ev.id[i] === V.selId)) hits.push([Math.max(xs, x0v - 2), Math.min(xe, V.W + 2), ry2, ev.id[i] === V.selId]);
     }
   }
 
@@ -137,7 +141,7 @@
 
   // Draws one track's slices over the visible tiles; returns [complete, exact] for this track.
   function drawTrack(V, row, y) {
-    var ctx = V.ctx, k = V.level, span = lib.tileSpan(k), painter = new Painter(ctx), labels = [], hits = [];
+    var ctx = V.ctx, k = V.level, span = lib.tileSpan(k), painter = new Painter(ctx), labels = [], hits = [], seen = new Set();
     var complete = true, exact = true;
     var idx = V.tiles.tilesFor(k, V.t0, V.t1, 0);
     for (var n = 0; n < idx.length; n++) {
@@ -146,7 +150,7 @@
       if (!got.exact) complete = false;
       for (var p = 0; p < got.parts.length; p++) {
         if (got.parts[p].mode !== "exact") exact = false;
-        drawPart(V, got.parts[p], y, xa, xb, painter, labels, hits);
+        drawPart(V, got.parts[p], y, xa, xb, painter, labels, hits, seen);
       }
     }
     painter.flush();
