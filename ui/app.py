@@ -29,10 +29,12 @@ from ui import queries as Q
 from ui import render as R
 from ui import state as S
 from ui.pages.common import NO_RUNS, UnknownRun, unknown_run
-from ui.pages.timeline_page import zoom_search
 from ui.store_access import StoreAccess
 
 log = logging.getLogger("scprof.ui")
+
+# The trace viewer's own URL state (ui/assets/trace_viewer*.js), meaningless in another run.
+TRACE_VIEW_RESET = {"sel": None, "find": None, "hl": None, "collapsed": None, "pinned": None}
 
 
 def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
@@ -180,7 +182,7 @@ def _url_callbacks(app: Dash) -> None:
             ("runs-cand", "cand"),
         ],
         "overview": [("overview-run", "run"), ("overview-steps", "steps")],
-        "timeline": [("timeline-run", "run"), ("timeline-chips", "chips"), ("timeline-steps", "steps")],
+        "timeline": [("timeline-run", "run"), ("timeline-steps", "steps")],
         "sparsecore": [
             ("sparsecore-run", "run"),
             ("sparsecore-steps", "steps"),
@@ -219,7 +221,9 @@ def _url_callbacks(app: Dash) -> None:
             if _same(value, shown):
                 return no_update
             if key == "run":  # another run: its own steps, window and tables
-                return S.with_params(s, run=value, steps=None, t0=None, t1=None, tables=None, chips=None)
+                return S.with_params(
+                    s, run=value, steps=None, t0=None, t1=None, tables=None, chips=None, **TRACE_VIEW_RESET
+                )
             if key == "steps":
                 return S.with_params(s, steps=S.steps_text(value) if value else None, t0=None, t1=None)
             if key == "cand":  # a picked candidate replaces the run the top bar's Compare link carried
@@ -230,16 +234,6 @@ def _url_callbacks(app: Dash) -> None:
 
     for page, pairs in controls.items():
         register(page, pairs)
-
-    @app.callback(
-        out, Input("timeline-graph", "relayoutData"), State("timeline-view", "data"), search, prevent_initial_call=True
-    )
-    @I.url_callback
-    def timeline_zoom(relayout, view, s):
-        if not (isinstance(relayout, dict) and isinstance(view, dict) and I.text(s or "") is not None):
-            return no_update
-        new = zoom_search(s or "", relayout, view)
-        return new if new is not None and new != s else no_update
 
     @app.callback(
         out,

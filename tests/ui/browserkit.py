@@ -100,5 +100,6 @@ def settle(pg: Any) -> None:
 def shot(pg: Any, name: str) -> None:
     """A full-page screenshot `name`.png in test-artifacts/screenshots/ (and $SCPROF_SHOTS)."""
     for d in filter(None, (SHOTS, os.environ.get("SCPROF_SHOTS"))):
-        Path(d).mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(Path(d) / f"{name}.png"), full_page=True)
+        path = Path(d) / f"{name}.png"  # `name` may name a sub-folder: "trace/01-colours"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pg.screenshot(path=str(path), full_page=True)

@@ -20,7 +20,7 @@ from ui.pages.overview import render_overview, render_overview_analysis
 from ui.pages.runs import render_runs
 from ui.pages.sparsecore import render_sparsecore
 from ui.pages.sql import render_sql
-from ui.pages.timeline_page import render_timeline, zoom_search
+from ui.pages.timeline_page import render_timeline
 from ui.store_access import StoreAccess
 from ui.timeline import _paint, run_tracks, select_tracks, time_unit, timeline_view
 
@@ -106,12 +106,21 @@ def test_timeline_switches_from_aggregated_to_exact(ro_store, runs):
     assert {"name", "start_ps", "dur_ps", "args"} <= set(narrow.events[0])
 
 
-def test_timeline_payload_is_bounded_by_the_window(ro_store, runs):
+def test_timeline_mounts_the_trace_viewer_on_the_steps_window(ro_store, runs):
+    """The page ships no events: a mount point for the canvas viewer with the run and the window of
+    the chosen steps (the device chips' step spans), or the URL's window when it has one."""
     base, _ = runs
-    body, view, _ = render_timeline(ro_store, {"run": base, "steps": [0, 4], "chips": [0, 1, 2, 3]})
-    assert view["t1"] > view["t0"] and view["scale"] > 0
-    assert find(body, "timeline-graph") is not None
-    assert payload(body) < 2_000_000
+    body, _ = render_timeline(ro_store, {"run": base, "steps": [1, 2], "t0": None, "t1": None})
+    assert body.className == "trace-viewer" and payload(body) < 2_000
+    attrs = body.to_plotly_json()["props"]
+    (ref,) = ro_store.rows(
+        """SELECT min(start_ps) AS t0, max(end_ps) AS t1 FROM step_spans WHERE run_id = ? AND chip >= 0
+           AND source IN ('tensorcore_steps', 'device_steps') AND step BETWEEN 1 AND 2""",
+        [base],
+    )
+    assert (attrs["data-run"], int(attrs["data-t0"]), int(attrs["data-t1"])) == (str(base), ref["t0"], ref["t1"])
+    body, _ = render_timeline(ro_store, {"run": base, "steps": [0, 4], "t0": 100, "t1": 250})
+    assert (body.to_plotly_json()["props"]["data-t0"], body.to_plotly_json()["props"]["data-t1"]) == ("100", "250")
 
 
 def test_paint_spreads_long_events_over_columns():
@@ -121,14 +130,6 @@ def test_paint_spreads_long_events_over_columns():
     _paint(busy, counts, np.array([0]), np.array([5]), np.array([32]), 10)
     assert busy.tolist() == [[5.0, 10.0, 10.0, 2.0]]
     assert counts.tolist() == [[1, 1, 1, 1]]
-
-
-def test_zoom_turns_a_relayout_into_a_window():
-    view = {"t0": 0, "t1": 10**9, "scale": 1e6}
-    url = zoom_search("?run=1", {"xaxis.range[0]": 100.0, "xaxis.range[1]": 250.5}, view)
-    assert S.parse(url) == {"run": "1", "t0": "100000000", "t1": "250500000"}
-    assert S.parse(zoom_search("?run=1&t0=5&t1=9", {"xaxis.autorange": True}, view)) == {"run": "1"}
-    assert zoom_search("?run=1", {"autosize": True}, view) is None
 
 
 def test_time_units():

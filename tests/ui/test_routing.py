@@ -136,7 +136,8 @@ def test_every_page_of_a_failed_run_says_why_it_failed(app, ids, pathname):
     assert not [c for c in _components(ok) if "run-status" in (getattr(c, "className", None) or "")]
 
 
-@pytest.mark.parametrize("pathname,kind", [("/timeline", "failed"), ("/timeline", "no_steps"), ("/memory", "no_steps")])
+# (The Timeline page has no chips control: the trace viewer groups tracks per chip and host.)
+@pytest.mark.parametrize("pathname,kind", [("/memory", "no_steps")])
 def test_a_run_without_chips_says_so_beside_its_empty_chips_control(app, ids, pathname, kind):
     from ui.app import page_for
 
@@ -145,20 +146,26 @@ def test_a_run_without_chips_says_so_beside_its_empty_chips_control(app, ids, pa
     assert chips.options == [] and "chips (none: host tracks only)" in " ".join(_text(page).split())
 
 
-def test_timeline_draws_nested_events_over_their_parents(app, ids):
+def test_timeline_opens_the_trace_viewer_on_a_capture_with_nested_host_events(app, ids):
     """The GPU capture's host loop: `train` (a whole step) holds `next_batch` (the input wait the
-    host-bound finding points at) on the same track; the longer is drawn first, under it."""
+    host-bound finding points at) on the same track. The page mounts the canvas viewer (which draws
+    the nesting as rows: tests/ui/test_trace_viewer.py) and the tile API serves both events."""
     from ui.pages.timeline_page import render_timeline
 
     with app.scprof_access.open() as store:
-        st = {"run": ids["gpu_capture"], "steps": [0, 5], "chips": [0], "t0": None, "t1": None}
-        body, _, _ = render_timeline(store, st)
-        durs = {r["name"]: r["d"] for r in store.rows(
-            "SELECT name, max(dur_ps) AS d FROM slices WHERE run_id = ? GROUP BY name", [ids["gpu_capture"]])}  # fmt: skip
-    (graph,) = [c for c in _components(body) if getattr(c, "id", None) == "timeline-graph"]
-    drawn = [t.name for t in graph.figure.data]
-    assert drawn.index("train") < drawn.index("next_batch") and durs["train"] > durs["next_batch"]
-    assert [t.name for t in sorted(graph.figure.data, key=lambda t: t.legendrank)] == sorted(drawn)
+        st = {"run": ids["gpu_capture"], "steps": [0, 5], "t0": None, "t1": None}
+        body, _ = render_timeline(store, st)
+        (train,) = store.rows("""SELECT track_id, start_ps, dur_ps FROM slices WHERE run_id = ? AND name = 'train'
+            ORDER BY start_ps LIMIT 1""", [ids["gpu_capture"]])  # fmt: skip
+    assert body.className == "trace-viewer" and body.to_plotly_json()["props"]["data-run"] == str(ids["gpu_capture"])
+    client = app.server.test_client()
+    k, i = 10, train["start_ps"] >> 20
+    tile = client.get(f"/api/trace/tile?run={ids['gpu_capture']}&k={k}&i={i}&tracks={train['track_id']}").get_json()
+    part = tile["tracks"][str(train["track_id"])]
+    names = {tile["names"][str(n)] for n in part["ev"]["name"]}
+    inside = [s for s, d, n in zip(part["ev"]["start"], part["ev"]["dur"], part["ev"]["name"], strict=True)
+              if tile["names"][str(n)] == "next_batch" and train["start_ps"] <= s and s + d <= train["start_ps"] + train["dur_ps"]]  # fmt: skip
+    assert "train" in names and inside
 
 
 def test_timeline_of_a_run_at_one_instant_says_so_instead_of_a_full_width_bar(app, ids):
@@ -167,10 +174,10 @@ def test_timeline_of_a_run_at_one_instant_says_so_instead_of_a_full_width_bar(ap
 
     with app.scprof_access.open() as store:
         (ev,) = store.rows("SELECT start_ps, dur_ps FROM slices WHERE run_id = ?", [ids["failed"]])
-        st = {"run": ids["failed"], "steps": [0, -1], "chips": [], "t0": None, "t1": None}
-        body, _, _ = render_timeline(store, st)
+        st = {"run": ids["failed"], "steps": [0, -1], "t0": None, "t1": None}
+        body, _ = render_timeline(store, st)
     assert (ev["start_ps"], ev["dur_ps"]) == (0, 0)
-    assert not [c for c in _components(body) if getattr(c, "id", None) == "timeline-graph"]
+    assert not [c for c in _components(body) if getattr(c, "className", None) == "trace-viewer"]
     text = " ".join(_text(body).split())
     assert "Nothing to draw: the run's 1 event(s) all sit at 0 ps with no duration (it failed before" in text
 

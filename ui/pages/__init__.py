@@ -50,7 +50,7 @@ RENDERERS: tuple[tuple[str, tuple[tuple[str, str], ...], Callable[..., Any]], ..
     ("compare", (("compare-verdict", "children"), ("compare-deltas", "children")), render_compare_verdict),
     (
         "timeline",
-        (("timeline-body", "children"), ("timeline-view", "data"), ("timeline-perfetto", "children")),
+        (("timeline-body", "children"), ("timeline-perfetto", "children")),
         render_timeline,
     ),
 )
