@@ -237,3 +237,92 @@ def test_a_findings_highlight_marks_the_affected_slices(served, page):
     assert sorted(page.evaluate("() => window.scprofTrace.marks()")) == sorted(r["event_id"] for r in ref)
     assert "highlighted by the finding" in page.inner_text(".tv-find-count")
     shot(page, "trace/08-highlight")
+
+
+# ---------------------------------------------------------------- the aggregated view of a big run
+
+COLOURS_ON_ROW = """([y, x0, x1]) => {
+    const c = window.scprofTrace.canvas, ctx = c.getContext("2d"), dpr = c.width / c.clientWidth;
+    const d = ctx.getImageData(Math.round(x0 * dpr), Math.round(y * dpr), Math.round((x1 - x0) * dpr), 1).data;
+    const n = {};
+    for (let i = 0; i < d.length; i += 4) {
+        const h = "#" + [d[i], d[i + 1], d[i + 2]].map(v => v.toString(16).padStart(2, "0")).join("");
+        n[h] = (n[h] || 0) + 1;
+    }
+    return n;
+}"""
+
+
+@pytest.fixture(scope="module")
+def big_served(tmp_path_factory):
+    """A store of one synthetic run large enough that the whole-run view is aggregated."""
+    from profiler.store import Store
+    from profiler.synthetic import write_synthetic_trace
+    from profiler.trace_to_store import ingest_trace
+
+    d = tmp_path_factory.mktemp("trace-big")
+    db, path = str(d / "big.duckdb"), str(d / "big.sctrace")
+    write_synthetic_trace(path, 200_000, chips=2, run_name="big")
+    with Store.open(db) as store:
+        ingest_trace(store, path, name="big")
+    with serve(db) as (url, app):
+        yield url, app, run_ids(app)["big"]
+
+
+def test_aggregated_columns_keep_op_identity_and_markers_stay_grey(big_served, page):
+    """Whole run of 200 K events: tiles are aggregated, and a track's pixels are drawn in the colours
+    (ui/colors.op_color) of the names its tile holds, several of them, not one heatmap colour; the
+    step markers' track stays grey. Reference: the names in /api/trace/tile's answer."""
+    url, app, run = big_served
+    open_run(page, url, run)
+    assert "aggregated" in page.inner_text(".trace-viewer")
+    meta = page.evaluate(f"() => fetch('/api/trace/meta?run={run}').then(r => r.json())")
+    level = page.evaluate("() => window.scprofTrace.view().level")
+    rows = {r["tid"]: r for r in page.evaluate("() => window.scprofTrace.rows()") if r["kind"] == "track"}
+    x0 = page.evaluate("() => window.scprofTrace.xOf(0)")
+    x1 = page.evaluate(f"() => window.scprofTrace.xOf({meta['last_ps']})")
+    checked = 0
+    for t in meta["tracks"]:
+        r = rows.get(t["id"])
+        if r is None or not r["vis"]:
+            continue
+        names: set[str] = set()
+        i = 0
+        while (i << (level + 10)) < meta["last_ps"]:
+            tile = page.evaluate(
+                f"() => fetch('/api/trace/tile?run={run}&k={level}&i={i}&tracks={t['id']}').then(r => r.json())"
+            )
+            names |= set(tile["names"].values())
+            i += 1
+        # near the bottom of the first row: every bucket (its height its busy share) reaches down to it
+        y = page.evaluate(f"() => window.scprofTrace.trackY({t['id']}, 0)") + 6
+        seen = page.evaluate(COLOURS_ON_ROW, [y, x0 + 1, x1 - 1])
+        allowed = {"#9e9e9e"} if t["steps"] else {op_color(n) for n in names}
+        inked = {c: n for c, n in seen.items() if c not in ("#ffffff", "#fafafa")}
+        ours = sum(n for c, n in inked.items() if c in allowed)
+        assert ours >= 0.9 * sum(inked.values()), (t["label"], inked, allowed)  # the rest: edges, grid
+        if not t["steps"] and len(names) > 1:
+            assert sum(1 for c in inked if c in allowed) >= 2, (t["label"], inked)  # not one colour
+        checked += 1
+    assert checked >= 4
+    shot(page, "trace/09-aggregated-200k")
+
+
+def test_deep_axis_labels_count_from_a_base(served, page):
+    """Deep in a long run the axis says "+500 µs" after a base ("29.205 s"), not "29205000 µs": each
+    label plus the base is the tick's time (checked in Python)."""
+    url, app, ids = served
+    open_run(page, url, ids["baseline"])
+    t0 = 29_205_000_000_000
+    tk = page.evaluate(
+        f"() => {{ const t = window.scprofTraceLib.ticks({t0}, {t0 + 2_920_000_000}, 1150, 110); return [t, t.base, t.baseLabel]; }}"
+    )
+    ticks, base, label = tk
+    assert label == "29.205 s" and base == t0
+    units = {"ps": 1, "ns": 1e3, "µs": 1e6, "ms": 1e9, "s": 1e12}
+    for t, text in ticks:
+        m = re.fullmatch(r"\+([0-9.]+) (ps|ns|µs|ms|s)", text)
+        assert m, text
+        assert abs(base + float(m.group(1)) * units[m.group(2)] - t) < 1e-6 * units[m.group(2)]
+    near = page.evaluate("() => window.scprofTraceLib.ticks(0, 58.4e12, 1150, 110).map(t => t[1])")
+    assert near[:3] == ["0 s", "10 s", "20 s"]  # near the origin: plain times

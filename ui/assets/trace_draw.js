@@ -6,6 +6,7 @@
   "use strict";
   var lib = (window.scprofTraceLib = window.scprofTraceLib || {});
   var STEP_COLOR = "#9e9e9e";
+  var STEP_NAME = /^step -?\d+$/;  // a step marker's name (ui/trace_api.py)
   var FONT = "11px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 
   // ---- colours: the same function as ui/colors.py op_color -----------------------------------
@@ -51,11 +52,18 @@
     return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
   }
   // Axis ticks over [t0, t1): about one per `px` pixels at round steps, labelled in the step's unit.
+  // Deep in a long run ("29205000 µs") the labels count from a base instead ("+500 µs" after
+  // 29.205 s, as Perfetto does): out.base is that base (0: labels are times from the run's origin).
   function ticks(t0, t1, widthPx, px) {
     var step = niceStep(Math.max(1, ((t1 - t0) / Math.max(1, widthPx)) * (px || 110)));
     var u = unitFor(step), dec = Math.max(0, -Math.floor(Math.log10(step / u[0]) + 1e-9));
+    var base = Math.abs(t0) / step > 10000 ? Math.floor(t0 / (10 * step)) * 10 * step : 0;
     var out = [];
-    for (var t = Math.ceil(t0 / step) * step; t < t1; t += step) out.push([t, (t / u[0]).toFixed(dec) + " " + u[1]]);
+    for (var t = Math.ceil(t0 / step) * step; t < t1; t += step) {
+      out.push([t, (base ? "+" : "") + ((t - base) / u[0]).toFixed(dec) + " " + u[1]]);
+    }
+    out.base = base;
+    out.baseLabel = base ? fmtTime(base, Math.floor(Math.log10(Math.abs(base))) - Math.floor(Math.log10(10 * step)) + 1) : "";
     return out;
   }
 
@@ -79,7 +87,9 @@
   // Narrow pieces (buckets, sub-pixel slices) merge; a slice wider than 3 px stays one rect with
   // a 1 px gap at its end, so two neighbours of one name (or two step markers) stay apart.
   Painter.prototype.add = function (x0, x1, y, h, color) {
-    if (x1 - x0 < 1) x1 = x0 + 1;  // at least one pixel: instants and sub-pixel slices stay visible
+    // whole pixels, at least one: crisp edges, no colour blended from neighbours; instants and
+    // sub-pixel slices stay visible
+    if (x1 - x0 < 1) { x0 = Math.floor(x0); x1 = x0 + 1; } else { x0 = Math.round(x0); x1 = Math.max(x0 + 1, Math.round(x1)); }
     var narrow = x1 - x0 < 3;
     if (narrow && color === this.c && y === this.y && x0 <= this.x1 + 0.5 && this.narrow) { if (x1 > this.x1) this.x1 = x1; if (h > this.h) this.h = h; return; }
     if (narrow && y === this.y && x1 <= this.x1 + 0.01 && x1 - x0 <= 1) return;  // a pixel already painted
@@ -101,15 +111,26 @@
     var ev = part.ev, scale = V.scale, x0v = V.x0, t0 = V.t0, RH = V.RH, store = V.tiles;
     var tmin = t0 + (xa - x0v) / scale, tmax = t0 + (xb - x0v) / scale;
     if (part.bk) {
-      var bk = part.bk;
+      // One pixel column (per nesting row) shows its dominant bucket: the one with the most busy
+      // time (a bucket is 0.5-1 px at the level drawn), in that bucket's dominant name's colour;
+      // wider buckets (a coarser tile standing in while a finer one loads) cover their pixels.
+      var bk = part.bk, open = {};
+      var emit = function (o) {
+        var j = o.j, share = Math.min(1, bk.busy[j] / bk.w), hh = Math.max(3, Math.round((RH - 2) * Math.max(0.35, share)));
+        var ry = y + 2 + bk.row[j] * RH, bn = store.name(bk.name[j]);  // step markers grey, as when drawn whole
+        painter.add(o.a, o.b, ry + (RH - 2 - hh), hh, part.markers && STEP_NAME.test(bn) ? STEP_COLOR : colorOf(bn));
+      };
       for (var j = 0; j < bk.n; j++) {
         var bs = bk.t0 + bk.b[j] * bk.w;
         if (bs + bk.w <= tmin || bs >= tmax) continue;
-        var a = Math.max(xa, x0v + (bs - t0) * scale), b = Math.min(xb, x0v + (bs + bk.w - t0) * scale);
-        var share = Math.min(1, bk.busy[j] / bk.w), hh = Math.max(3, Math.round((RH - 2) * Math.max(0.35, share)));
-        var ry = y + 2 + bk.row[j] * RH;
-        painter.add(a, b, ry + (RH - 2 - hh), hh, colorOf(store.name(bk.name[j])));
+        var a = Math.round(Math.max(xa, x0v + (bs - t0) * scale)), b = Math.round(Math.min(xb, x0v + (bs + bk.w - t0) * scale));
+        if (b <= a) b = a + 1;
+        var o = open[bk.row[j]];
+        if (o && a < o.b) { if (bk.busy[j] > bk.busy[o.j]) o.j = j; if (b > o.b) o.b = b; continue; }  // same pixel
+        if (o) emit(o);
+        open[bk.row[j]] = { j: j, a: a, b: b };
       }
+      for (var r in open) emit(open[r]);
     }
     for (var i = 0; i < ev.n; i++) {
       var s = ev.start[i], e = s + ev.dur[i];
@@ -150,6 +171,7 @@
       if (!got.exact) complete = false;
       for (var p = 0; p < got.parts.length; p++) {
         if (got.parts[p].mode !== "exact") exact = false;
+        got.parts[p].markers = !!(V.trackOf[row.tid] && V.trackOf[row.tid].steps);
         drawPart(V, got.parts[p], y, xa, xb, painter, labels, hits, seen);
       }
     }
@@ -178,7 +200,7 @@
       if (x + 3 + textWidth(ctx, tk[i][1]) < V.W - 2) ctx.fillText(tk[i][1], x + 3, V.AX / 2 - 2);
     }
     ctx.fillStyle = "#546e7a";
-    ctx.fillText(fmtTime(V.t1 - V.t0) + " shown", 6, V.AX / 2 - 2);
+    ctx.fillText(fmtTime(V.t1 - V.t0) + " shown" + (tk.base ? " · from " + tk.baseLabel : ""), 6, V.AX / 2 - 2);
     return tk;
   }
 

@@ -28,7 +28,7 @@
       ctx: this.ui.canvas.getContext("2d"), RH: RH, AX: AX, x0: LW, W: 800, H: 400, dpr: 1,
       t0: num(p.get("t0")) != null ? num(p.get("t0")) : num(root.getAttribute("data-t0")),
       t1: num(p.get("t1")) != null ? num(p.get("t1")) : num(root.getAttribute("data-t1")),
-      rows: [], rowOfTrack: {}, marks: new Set(), markList: [], selId: null, flows: [], area: null, measure: null,
+      rows: [], rowOfTrack: {}, trackOf: {}, marks: new Set(), markList: [], selId: null, flows: [], area: null, measure: null,
       scrollTop: AX, pinnedH: 0, level: 0, scale: 1,
     };
     this.selId = num(p.get("sel"));
@@ -54,6 +54,7 @@
       self.meta = meta;
       self.tracks = {};
       meta.tracks.forEach(function (t) { self.tracks[t.id] = t; });
+      self.V.trackOf = self.tracks;
       if (!meta.tracks.length) return self.showEmpty("This run has no timeline tracks: no events or step markers were recorded.");
       var span = Math.max(1, meta.last_ps - meta.first_ps);
       if (self.V.t0 == null || self.V.t1 == null || !(self.V.t1 > self.V.t0)) { self.V.t0 = meta.first_ps; self.V.t1 = meta.first_ps + span; }
@@ -183,7 +184,12 @@
     this.inputs = [];
     if (res.complete) {
       if (this.stats.first_view_ms == null) { this.stats.first_view_ms = now; this.ready = true; }
-      if (this.zoomAt != null) { this.stats.exact_ms = now - this.zoomAt; this.zoomAt = null; }
+      // after a zoom or pan: the time until the view is complete, and exact (not aggregated)
+      if (this.zoomAt != null) {
+        this.stats.complete_ms = now - this.zoomAt;
+        this.stats.exact_ms = res.exact ? now - this.zoomAt : null;
+        this.zoomAt = null;
+      }
     }
     this.stats.exact = res.exact;
     this.complete = res.complete;
@@ -249,13 +255,18 @@
     var V = this.V, at = V.t0 + (Math.max(V.x0, x) - V.x0) / V.scale;
     V.t0 = at - (at - V.t0) * factor;
     V.t1 = at + (V.t1 - at) * factor;
-    this.zoomAt = ev && ev.timeStamp != null ? ev.timeStamp : performance.now();
+    this.viewChanged(ev);
     this.request(ev);
   };
-  Viewer.prototype.pan = function (dt, ev) { this.V.t0 += dt; this.V.t1 += dt; this.request(ev); };
+  Viewer.prototype.pan = function (dt, ev) { this.V.t0 += dt; this.V.t1 += dt; this.viewChanged(ev); this.request(ev); };
+  // A zoom or pan at `ev`: stats.complete_ms / exact_ms will time the view until it is complete / exact.
+  Viewer.prototype.viewChanged = function (ev) {
+    this.zoomAt = ev && ev.timeStamp != null ? ev.timeStamp : performance.now();
+    this.stats.exact_ms = null;
+  };
   Viewer.prototype.zoomTo = function (t0, t1) {
     this.V.t0 = t0; this.V.t1 = t1;
-    this.zoomAt = performance.now();
+    this.viewChanged(null);
     this.request({ timeStamp: performance.now() });
   };
 

@@ -39,7 +39,7 @@
     this.on(ui.zoomOut, "click", function (ev) { self.zoom(2, self.V.x0 + (self.V.W - self.V.x0) / 2, ev); });
     this.on(ui.whole, "click", function (ev) {
       self.V.t0 = self.meta.first_ps; self.V.t1 = Math.max(self.meta.last_ps, self.meta.first_ps + 1000);
-      self.zoomAt = ev.timeStamp; self.request(ev);
+      self.viewChanged(ev); self.request(ev);
     });
     this.setMode("pan");
   };
@@ -319,7 +319,7 @@
         if (r.cy < sc.scrollTop || r.cy + r.h > sc.scrollTop + viewH) sc.scrollTop = Math.max(0, r.cy - viewH / 3);
       }
     }
-    this.zoomAt = ev && ev.timeStamp != null ? ev.timeStamp : performance.now();
+    this.viewChanged(ev);
     this.request(ev || { timeStamp: performance.now() });
   };
 
@@ -357,6 +357,7 @@
       get ready() { return self.ready; },
       stats: self.stats,
       view: function () { return { t0: V.t0, t1: V.t1, level: V.level }; },
+      runSpan: function () { return self.meta.last_ps - self.meta.first_ps; },
       zoomTo: function (t0, t1) { self.zoomTo(t0, t1); },
       idle: function () { return !!self.meta && self.complete && self.tiles.busy() === 0 && !self.raf; },
       colorAt: function (x, y) {
