@@ -33,9 +33,12 @@ browser:
 
 # SCPROF_REQUIRE_TEST_EXTRAS=1: here the tests that need chromium, playwright, xprof or
 # grpcio-tools must run (pytest alone skips them when one is missing).
+# The browser sweep (tests/ui/test_browser_sweep.py) includes a run of SWEEP_EVENTS events (about 2 min
+# at 10 M; SWEEP_EVENTS=0 leaves it out).
+SWEEP_EVENTS ?= 10000000
 test: $(TEST_STAMP) browser
 	$(VENV)/bin/ruff check .
-	SCPROF_REQUIRE_TEST_EXTRAS=1 $(PY) -m pytest -q
+	SCPROF_REQUIRE_TEST_EXTRAS=1 SCPROF_SWEEP_EVENTS=$(SWEEP_EVENTS) $(PY) -m pytest -q
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,7 +1,8 @@
 """A store holding a run of every kind the UI must show, each named by its kind: an emulated ok
 run, a failed compile, a limits-too-low run, a GPU-like and a CPU XProf capture and a capture
 without steps; with SCPROF_SWEEP_EVENTS=N (e.g. 10000000) also a synthetic run of N events named
-`big` (opt-in: minutes to build). Shared by the browser sweep (test_browser_sweep.py) and the
+`big` (`make test` sets 10 M: about 11 s to build, 2 min for the sweep's pages; pytest run directly
+leaves it out). Shared by the browser sweep (test_browser_sweep.py) and the
 routing tests."""
 
 from __future__ import annotations
