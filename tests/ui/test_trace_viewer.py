@@ -326,3 +326,46 @@ def test_deep_axis_labels_count_from_a_base(served, page):
         assert abs(base + float(m.group(1)) * units[m.group(2)] - t) < 1e-6 * units[m.group(2)]
     near = page.evaluate("() => window.scprofTraceLib.ticks(0, 58.4e12, 1150, 110).map(t => t[1])")
     assert near[:3] == ["0 s", "10 s", "20 s"]  # near the origin: plain times
+
+
+def test_keys_zoom_and_pan_and_the_measure_tool_reads_the_dragged_span(served, page):
+    """W/S zoom by 0.8/1.25 around the cursor, A/D pan by 15% of the window (docs/ui.md's keys);
+    the measure tool (key 3) reads the time between the two points dragged, from the canvas scale."""
+    url, app, ids = served
+    open_run(page, url, ids["baseline"])
+    box = page.locator(".tv-canvas").bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 120)
+
+    def view() -> tuple[float, float]:
+        v = page.evaluate("() => window.scprofTrace.view()")
+        return v["t0"], v["t1"]
+
+    def press(key: str) -> tuple[float, float]:
+        n = page.evaluate("() => window.scprofTrace.stats.drawn")
+        page.keyboard.press(key)
+        page.wait_for_function(f"() => window.scprofTrace.stats.drawn > {n}")
+        return view()
+
+    t0, t1 = view()
+    w = t1 - t0
+    z0, z1 = press("w")
+    assert z1 - z0 == pytest.approx(0.8 * w, rel=1e-9)
+    s0, s1 = press("s")
+    assert s1 - s0 == pytest.approx(w, rel=1e-9)
+    d0, d1 = press("d")
+    assert (d0 - s0, d1 - s1) == (pytest.approx(0.15 * w, rel=1e-6), pytest.approx(0.15 * w, rel=1e-6))
+    a0, _ = press("a")
+    assert a0 == pytest.approx(s0, rel=1e-9, abs=1)
+    page.keyboard.press("3")
+    ta, tb = a0 + 0.2 * w, a0 + 0.5 * w
+    xa, xb = page.evaluate(f"() => [window.scprofTrace.xOf({ta}), window.scprofTrace.xOf({tb})]")
+    y = box["y"] + 150
+    page.mouse.move(box["x"] + xa, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + (xa + xb) / 2, y, steps=2)
+    page.mouse.move(box["x"] + xb, y, steps=2)
+    page.mouse.up()
+    m = page.evaluate("() => window.scprofTrace.measure()")
+    ps_per_px = w / page.evaluate(f"() => window.scprofTrace.xOf({a0 + w}) - window.scprofTrace.xOf({a0})")
+    assert m and abs((m["t1"] - m["t0"]) - (tb - ta)) <= 2 * ps_per_px  # within a pixel at each end
+    shot(page, "trace/10-measure")

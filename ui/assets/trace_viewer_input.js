@@ -373,6 +373,7 @@
       select: function (id) { self.select({ id: id }); },
       find: function () { return { q: self.found.q, count: self.found.count, k: self.found.k, ids: self.found.id }; },
       area: function () { return self.lastArea || null; },
+      measure: function () { return V.measure ? { t0: V.measure.t0, t1: V.measure.t1 } : null; },
       areaTracks: function () { return V.area ? Array.from(V.area.tracks) : []; },
       marks: function () { return Array.from(V.marks); },
       canvas: self.ui.canvas,
