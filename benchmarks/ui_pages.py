@@ -5,8 +5,11 @@ For every page, the figure is the router (controls from the URL) plus the page's
 callback, called as the server calls them (read-only cursor of the app's connection), and the
 size of their JSON as Dash sends it. "first" is the page's first call in a freshly started
 server (the UI's caches emptied and the store reopened before it), what a user waits for;
-"warm" the median of the next calls. The timeline is measured for the whole run (aggregated per
-pixel column), all chips, and zoomed in (exact events). Callbacks that run the analyzers
+"warm" the median of the next calls. The Timeline is a canvas trace viewer fed by /api/trace/*:
+its rows are what it costs the server, through the Flask test client: the page (layout + render,
+a mount point), GET /api/trace/meta, the tiles of the whole run for every track at the level the
+viewer asks first (ui/assets/trace_tiles.js levelFor over PLOT_PX pixels), and the tiles of a deep
+zoom (1/20,000 of the run: exact events). Callbacks that run the analyzers
 (Overview's breakdown, Findings, Compare's verdict) are reported apart, cold (first view of a
 run: the analyzers run) and warm (cached), since the analyzers' own cost is not the UI's.
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -41,13 +45,46 @@ from ui.pages.sparsecore import render_sparsecore
 from ui.pages.sql import render_sql
 from ui.pages.timeline_page import render_timeline
 from ui.store_access import RUN_FACTS
+from ui.trace_api import FACTS, TILES
 
 TARGET_MS = 500
 TARGET_BYTES = 2_000_000
+PLOT_PX = 1150  # the viewer's canvas width less its track names (trace_viewer.js LW) in a 1400 px window
+TILE_TRACKS = 256  # tracks per tile request (trace_tiles.js pump)
 
 
 def payload(obj) -> int:
+    """Bytes sent: an HTTP body's length, or the JSON of a Dash callback's output."""
+    if isinstance(obj, bytes):
+        return len(obj)
     return len(json.dumps(obj, cls=plotly.utils.PlotlyJSONEncoder))
+
+
+def level_for(t0: int, t1: int, width_px: int, max_level: int) -> int:
+    """trace_tiles.js levelFor: the level whose bucket (2^k ps) is at most one pixel."""
+    per = (t1 - t0) / max(1, width_px)
+    k = math.floor(math.log2(per)) if per >= 1 else 0
+    return max(0, min(k, max_level))
+
+
+def tiles_for(k: int, t0: int, t1: int, last_ps: int) -> list[int]:
+    """trace_tiles.js tilesFor (no padding): the tiles of level k covering [t0, t1)."""
+    span = 1 << (k + 10)
+    return list(range(max(0, t0 // span), min(max(t0, t1 - 1) // span, max(0, last_ps) // span) + 1))
+
+
+def get_tiles(client, run: int, k: int, tiles: list[int], tracks: list[int]) -> tuple[bytes, set[str]]:
+    """GET every tile of `tiles` at level k for `tracks` (256 a request, as the viewer asks):
+    (the bodies, the modes the tracks came in)."""
+    body, modes = b"", set()
+    for i in tiles:
+        for c in range(0, len(tracks), TILE_TRACKS):
+            chunk = ",".join(map(str, tracks[c : c + TILE_TRACKS]))
+            r = client.get(f"/api/trace/tile?run={run}&k={k}&i={i}&tracks={chunk}")
+            assert r.status_code == 200, r.get_data(as_text=True)
+            body += r.get_data()
+            modes |= {t["mode"] for t in r.get_json()["tracks"].values()}
+    return body, modes
 
 
 def ensure_runs(db: str, events: int, workdir: str) -> None:
@@ -69,6 +106,8 @@ def ensure_runs(db: str, events: int, workdir: str) -> None:
 def cold(access) -> None:
     """As a freshly started server: the UI's caches empty and the store reopened (DuckDB's buffers dropped)."""
     RUN_FACTS._values.clear()
+    FACTS._values.clear()
+    TILES._values.clear()
     D.ANALYSES._values.clear()
     D.COMPARISONS._values.clear()
     access.close()
@@ -103,15 +142,30 @@ def main() -> None:
         a, b = store.resolve_run("ui-bench-a"), store.resolve_run("ui-bench-b")
         events = store.rows("SELECT events FROM runs WHERE run_id = ?", [a])[0]["events"]
         bounds = D.step_bounds(store, a)
-        info = D.run_info(store, a)
         chips = sorted(
             {t["chip"] for t in store.rows("SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND chip >= 0", [a])}
         )
     steps = list(D.clamp_steps(bounds, None))
-    span = info["last_ps"] - info["first_ps"]
-    zoom = {"t0": info["first_ps"] + span // 2, "t1": info["first_ps"] + span // 2 + span // 20_000}
-    # Narrower than the timeline summary serves (1/16 of the run): aggregated from the events.
-    mid = {"t0": info["first_ps"] + span // 2, "t1": info["first_ps"] + span // 2 + span // 20}
+    client = app.server.test_client()
+    meta = client.get(f"/api/trace/meta?run={a}").get_json()
+    tracks = [t["id"] for t in meta["tracks"]]
+    first, last = meta["first_ps"], meta["last_ps"]
+    k_run = level_for(first, last, PLOT_PX, meta["max_level"])
+    run_tiles = tiles_for(k_run, first, last + 1, last)
+    span = last - first
+    z0 = first + span // 2
+    z1 = z0 + span // 20_000
+    k_zoom = level_for(z0, z1, PLOT_PX, meta["max_level"])
+    zoom_tiles = tiles_for(k_zoom, z0, z1, last)
+    modes = {
+        "run": get_tiles(client, a, k_run, run_tiles, tracks)[1],
+        "zoom": get_tiles(client, a, k_zoom, zoom_tiles, tracks)[1],
+    }
+    print(
+        f"timeline: {len(tracks)} tracks; whole run: level {k_run}, tiles {run_tiles}, modes {sorted(modes['run'])}; "
+        f"zoom [{z0}, {z1}): level {k_zoom}, tiles {zoom_tiles}, modes {sorted(modes['zoom'])}",
+        file=sys.stderr,
+    )
 
     def page(path: str, query: str, render, state, n_out: int = 1):
         from ui import state as S
@@ -123,30 +177,27 @@ def main() -> None:
 
         return fn
 
+    def http(url: str):
+        def fn(store):
+            r = client.get(url)
+            assert r.status_code == 200, r.get_data(as_text=True)
+            return r.get_data()
+
+        return fn
+
     mains = {
         "runs": page("/runs", "", render_runs, {}),
         "overview": page("/overview", f"run={a}", render_overview, {"run": a, "steps": steps}),
-        "timeline (whole run, chip 0)": page(
-            "/timeline", f"run={a}", render_timeline, {"run": a, "steps": steps, "chips": chips[:1]}
+        "timeline (page: layout + viewer mount)": page(
+            "/timeline", f"run={a}", render_timeline, {"run": a, "steps": steps, "t0": None, "t1": None}
         ),
-        "timeline (whole run, all chips)": page(
-            "/timeline",
-            f"run={a}&chips=" + ",".join(map(str, chips)),
-            render_timeline,
-            {"run": a, "steps": steps, "chips": chips},
-        ),
-        "timeline (1/20 of the run, all chips)": page(
-            "/timeline",
-            f"run={a}&t0={mid['t0']}&t1={mid['t1']}",
-            render_timeline,
-            {"run": a, "steps": steps, "chips": chips, **mid},
-        ),
-        "timeline (zoomed in, all chips)": page(
-            "/timeline",
-            f"run={a}&t0={zoom['t0']}&t1={zoom['t1']}",
-            render_timeline,
-            {"run": a, "steps": steps, "chips": chips, **zoom},
-        ),
+        "timeline (GET /api/trace/meta)": http(f"/api/trace/meta?run={a}"),
+        f"timeline (whole-run tiles, all {len(tracks)} tracks)": lambda store: get_tiles(
+            client, a, k_run, run_tiles, tracks
+        )[0],
+        f"timeline (deep-zoom tiles, 1/20,000 of the run, all {len(tracks)} tracks)": lambda store: get_tiles(
+            client, a, k_zoom, zoom_tiles, tracks
+        )[0],
         "sparsecore": page(
             "/sparsecore", f"run={a}", render_sparsecore, {"run": a, "steps": steps, "tables": [], "metric": "ids"}
         ),
@@ -190,6 +241,12 @@ def main() -> None:
                 "events": events,
                 "steps": steps[1] - steps[0] + 1,
                 "chips": len(chips),
+                "timeline_tiles": {
+                    "plot_px": PLOT_PX,
+                    "tracks": len(tracks),
+                    "whole_run": {"k": k_run, "tiles": run_tiles, "modes": sorted(modes["run"])},
+                    "deep_zoom": {"t0": z0, "t1": z1, "k": k_zoom, "tiles": zoom_tiles, "modes": sorted(modes["zoom"])},
+                },
                 "pages": results,
                 "analyzer_callbacks": analysis,
                 "max_main_callback_ms_first": round(worst_first, 1),

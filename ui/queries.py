@@ -6,8 +6,6 @@ Times are int64 picoseconds as in the store; pages format them at the edge.
 
 from __future__ import annotations
 
-from profiler.trace_fields import TYPED_FIELDS
-
 # run: every column of one run (hardware header, config, tags, extent).
 RUN = "SELECT * FROM runs WHERE run_id = $run"
 
@@ -78,112 +76,6 @@ ORDER BY t.chip < 0, t.chip, CASE t.kind WHEN 'tensorcore' THEN 1 WHEN 'sparseco
          t.line
 """
 
-# window_count: events and step markers of the chosen tracks in [$t0, $t1): starting in it, or
-# starting before and ending after $t0 (so an instant event at $t0 counts).
-WINDOW_COUNT = """
-SELECT (SELECT count(*) FROM events WHERE run_id = $run AND list_contains($tracks, track_id)
-          AND start_ps < $t1 AND start_ps >= $t0 - $maxdur AND (start_ps >= $t0 OR start_ps + dur_ps > $t0))
-     + (SELECT count(*) FROM steps WHERE run_id = $run AND list_contains($tracks, track_id)
-          AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0)) AS n
-"""
-
-
-# timeline_exact: the events of the chosen tracks overlapping the window, with names and
-# typed arguments (the zoomed-in view), plus step markers as events named `step N`.
-def _timeline_exact() -> str:
-    """The query below, its typed columns from profiler/trace_fields.py (as in the slices view)."""
-    typed, joins, marker = [], [], []
-    for f in TYPED_FIELDS:
-        if f.is_string:
-            typed.append(f"s_{f.name}.value AS {f.value_column}")
-            joins.append(
-                f"LEFT JOIN strings s_{f.name} ON s_{f.name}.run_id = e.run_id AND s_{f.name}.string_id = e.{f.column}"
-            )
-        else:
-            typed.append(f"e.{f.column}")
-        marker.append("step" if f.name == "step" else "'step'" if f.name == "category" else "NULL")
-    return f"""
-SELECT e.event_id, e.track_id, n.value AS name, e.start_ps, e.dur_ps, {", ".join(typed)}
-FROM events e
-JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
-{chr(10).join(joins)}
-WHERE e.run_id = $run AND list_contains($tracks, e.track_id) AND e.start_ps < $t1 AND e.start_ps >= $t0 - $maxdur
-  AND (e.start_ps >= $t0 OR e.start_ps + e.dur_ps > $t0)
-UNION ALL
-SELECT -1 AS event_id, track_id, 'step ' || step AS name, start_ps, dur_ps, {", ".join(marker)}
-FROM steps WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0)
-ORDER BY start_ps
-LIMIT $limit
-"""
-
-
-TIMELINE_EXACT = _timeline_exact()
-
-# timeline_args: further arguments (event_args) of the events shown in the exact view.
-TIMELINE_ARGS = """
-SELECT event_id, key, coalesce(CAST(int_value AS VARCHAR), CAST(double_value AS VARCHAR), string_value) AS value
-FROM event_args
-WHERE run_id = $run AND event_id BETWEEN $lo AND $hi AND list_contains($ids, event_id)
-ORDER BY event_id, key
-"""
-
-# timeline_short: the wide view: events (and markers) shorter than one pixel column, counted and
-# their time summed per track and column of width $b starting at $t0.
-TIMELINE_SHORT = """
-WITH src AS (
-    SELECT track_id, start_ps, dur_ps FROM events
-    WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps >= $t0 - $b
-      AND (start_ps >= $t0 OR start_ps + dur_ps > $t0) AND dur_ps < $b
-    UNION ALL
-    SELECT track_id, start_ps, dur_ps FROM steps
-    WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0) AND dur_ps < $b
-)
-SELECT track_id, ((greatest(start_ps, $t0) - $t0) // $b)::INTEGER AS col, count(*)::INTEGER AS n,
-       sum(dur_ps)::DOUBLE AS busy_ps
-FROM src GROUP BY ALL
-"""
-
-# timeline_bins_window: the wide view from the timeline summary, for a window of whole bins
-# [$g0, $g1) and columns of $k bins: per track and column, the short events (and markers)
-# starting in it and their summed time.
-TIMELINE_BINS_WINDOW = """
-SELECT track_id, ((bin - $g0) // $k)::INTEGER AS col, sum(events)::BIGINT AS n, sum(busy_ps)::DOUBLE AS busy_ps
-FROM timeline_bins
-WHERE run_id = $run AND list_contains($tracks, track_id) AND bin >= $g0 AND bin < $g1
-GROUP BY ALL
-"""
-
-# timeline_edge: events and markers shorter than one bin ($w) that start before $t0 and end after
-# it (the summary counts them in the bin before the window; the wide view shows them in column 0).
-TIMELINE_EDGE = """
-SELECT track_id, count(*) AS n, sum(dur_ps)::DOUBLE AS busy_ps FROM (
-    SELECT track_id, start_ps, dur_ps FROM events
-    WHERE run_id = $run AND start_ps >= $t0 - $w AND start_ps < $t0 AND dur_ps < $w
-    UNION ALL
-    SELECT track_id, start_ps, dur_ps FROM steps
-    WHERE run_id = $run AND start_ps >= $t0 - $w AND start_ps < $t0 AND dur_ps < $w
-) WHERE list_contains($tracks, track_id) AND start_ps + dur_ps > $t0
-GROUP BY track_id
-"""
-
-# timeline_long_window: the summary's events and markers at least one bin long overlapping [$t0, $t1).
-TIMELINE_LONG_WINDOW = """
-SELECT track_id, start_ps, dur_ps FROM timeline_long
-WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps + dur_ps > $t0
-"""
-
-# timeline_long: the wide view: events and markers at least one column long, clipped to the
-# window (painted exactly over the columns they cover; at most a few per column and track).
-TIMELINE_LONG = """
-SELECT track_id, greatest(start_ps, $t0) AS s, least(start_ps + dur_ps, $t1) AS e FROM events
-WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps >= $t0 - $maxdur
-  AND (start_ps >= $t0 OR start_ps + dur_ps > $t0) AND dur_ps >= $b
-UNION ALL
-SELECT track_id, greatest(start_ps, $t0), least(start_ps + dur_ps, $t1) FROM steps
-WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND (start_ps >= $t0 OR start_ps + dur_ps > $t0) AND dur_ps >= $b
-LIMIT $limit
-"""
-
 # sc_tables: embedding tables with partition statistics in a run.
 SC_TABLES = "SELECT DISTINCT table_name FROM sc_partition_stats WHERE run_id = $run ORDER BY table_name"
 
@@ -244,11 +136,6 @@ GROUP BY ALL ORDER BY 1, 2, 3
 
 # string_ids: ids of some strings of a run (to filter events by integer id instead of joining names).
 STRING_IDS = "SELECT string_id, value FROM strings WHERE run_id = $run AND list_contains($values, value)"
-
-# run_summary: the run's timeline grid (origin, bin width), longest event and tables named on events.
-# The longest event bounds how early an event overlapping a window can start (so window queries
-# can skip row groups by start_ps alone).
-RUN_SUMMARY = "SELECT * FROM run_summaries WHERE run_id = $run"
 
 # sc_table_summary: per table: largest partition against its compiled limits, minibatches,
 # dropped IDs and skew (largest partition over the mean partition, averaged over steps).

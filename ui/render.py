@@ -302,3 +302,15 @@ def integer_axis(fig: go.Figure, values: Any, axis: str = "xaxis", max_ticks: in
         dtick = (1, 2, 5)[mult % 3] * 10 ** (mult // 3)
     fig.update_layout({axis: dict(tickmode="linear", tick0=0, dtick=dtick, tickformat="d")})
     return fig
+
+
+# Display units for a time axis: (name, picoseconds per unit), largest first.
+TIME_UNITS = (("s", 1e12), ("ms", 1e9), ("µs", 1e6), ("ns", 1e3))
+
+
+def time_unit(span_ps: float) -> tuple[str, float]:
+    """The unit that shows a span of `span_ps` with a few digits before the point (a time axis's)."""
+    for name, scale in TIME_UNITS:
+        if span_ps >= 2 * scale:
+            return name, scale
+    return "ns", 1e3

@@ -26,8 +26,7 @@ from profiler.errors import ScprofError
 from profiler.store import Store
 from ui import queries as Q
 from ui import trace_queries as TQ
-from ui.store_access import KeyedCache, StoreAccess, sql
-from ui.timeline import run_tracks
+from ui.store_access import KeyedCache, StoreAccess, run_memo, sql
 
 log = logging.getLogger("scprof.ui")
 
@@ -129,6 +128,37 @@ def window_args(facts: RunFacts, required: bool) -> tuple[int, int]:
     if t1 <= t0:
         raise ApiError(400, f"t1: must be greater than t0 ({t1} <= {t0})")
     return t0, t1
+
+
+# ---------------------------------------------------------------- tracks
+
+
+@dataclass
+class Track:
+    """One track of a run with events or step markers, and how many (from the timeline summary)."""
+
+    track_id: int
+    plane: str
+    line: str
+    kind: str
+    chip: int
+    n: int
+
+    @property
+    def label(self) -> str:
+        plane = self.plane.removeprefix("/device:").removeprefix("/host:")
+        plane = plane.replace(" SparseCore ", " SC")
+        return f"{plane} · {self.line}"
+
+
+def run_tracks(store: Store, run_id: int) -> list[Track]:
+    """The run's tracks with events or step markers, in display order."""
+
+    def compute() -> list[Track]:
+        rows = sql(store, Q.TIMELINE_TRACKS, run=run_id).to_pylist()
+        return [Track(r["track_id"], r["plane"], r["line"], r["kind"], r["chip"], r["n"]) for r in rows]
+
+    return run_memo(store, run_id, "tracks", None, compute)
 
 
 # ---------------------------------------------------------------- run facts

@@ -21,8 +21,8 @@ from ui.pages.runs import render_runs
 from ui.pages.sparsecore import render_sparsecore
 from ui.pages.sql import render_sql
 from ui.pages.timeline_page import render_timeline
+from ui.render import time_unit
 from ui.store_access import StoreAccess
-from ui.timeline import _paint, run_tracks, select_tracks, time_unit, timeline_view
 
 
 def text_of(component) -> str:
@@ -90,22 +90,6 @@ def test_overview_analysis_shows_breakdown_and_findings(ro_store, runs):
     assert "All analyzer figures" in text
 
 
-def test_timeline_switches_from_aggregated_to_exact(ro_store, runs):
-    base, _ = runs
-    info = D.run_info(ro_store, base)
-    tracks = select_tracks(run_tracks(ro_store, base), [0])
-    assert tracks and all(t.chip in (-1, 0) for t in tracks)
-    wide = timeline_view(ro_store, base, tracks, info["first_ps"], info["last_ps"], columns=200, exact_limit=10)
-    assert wide.mode == "aggregated" and wide.busy.shape[0] == len(tracks) and 0 < wide.busy.shape[1] <= 200
-    assert wide.t0 <= info["first_ps"] and wide.t1 >= info["last_ps"]  # whole summary bins around the window
-    assert np.nanmax(wide.busy) <= 1.0 and wide.counts.sum() >= wide.events_in_window
-    narrow = timeline_view(
-        ro_store, base, tracks, info["first_ps"], info["first_ps"] + (info["last_ps"] - info["first_ps"]) // 50
-    )
-    assert narrow.mode == "exact" and narrow.events
-    assert {"name", "start_ps", "dur_ps", "args"} <= set(narrow.events[0])
-
-
 def test_timeline_mounts_the_trace_viewer_on_the_steps_window(ro_store, runs):
     """The page ships no events: a mount point for the canvas viewer with the run and the window of
     the chosen steps (the device chips' step spans), or the URL's window when it has one."""
@@ -121,15 +105,6 @@ def test_timeline_mounts_the_trace_viewer_on_the_steps_window(ro_store, runs):
     assert (attrs["data-run"], int(attrs["data-t0"]), int(attrs["data-t1"])) == (str(base), ref["t0"], ref["t1"])
     body, _ = render_timeline(ro_store, {"run": base, "steps": [0, 4], "t0": 100, "t1": 250})
     assert (body.to_plotly_json()["props"]["data-t0"], body.to_plotly_json()["props"]["data-t1"]) == ("100", "250")
-
-
-def test_paint_spreads_long_events_over_columns():
-    busy = np.zeros((1, 4))
-    counts = np.zeros((1, 4), np.int64)
-    # columns of 10 ps: [0,10) [10,20) [20,30) [30,40); one event over [5, 32)
-    _paint(busy, counts, np.array([0]), np.array([5]), np.array([32]), 10)
-    assert busy.tolist() == [[5.0, 10.0, 10.0, 2.0]]
-    assert counts.tolist() == [[1, 1, 1, 1]]
 
 
 def test_time_units():

@@ -1,5 +1,6 @@
 """Names from the data (runs, ops, tracks, counters; an imported capture sets them) are shown as
-written: Plotly reads <b>, <a href>, <br> and %{...} in names and hover text, so they are escaped."""
+written: Plotly reads <b>, <a href>, <br> and %{...} in names and hover text, so they are escaped.
+(The Timeline's event details: tests/ui/test_event_details.py.)"""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from tests.ui.conftest import renamed_copy
 from tests.ui.test_data import find
 from ui import render as R
 from ui.pages.compare import render_compare
-from ui.pages.timeline_page import _event_hover
 
 MARKUP = "<a href='https://evil.example'>click</a> %{x} & <br>"
 
@@ -16,12 +16,6 @@ MARKUP = "<a href='https://evil.example'>click</a> %{x} & <br>"
 def test_plain_text_for_plotly():
     assert R.plain(MARKUP) == "&lt;a href='https://evil.example'&gt;click&lt;/a&gt; &#37;{x} &amp; &lt;br&gt;"
     assert R.plain("baseline") == "baseline"
-
-
-def test_event_hover_shows_names_and_args_as_written():
-    hover = _event_hover({"name": MARKUP, "start_ps": 0, "dur_ps": 5, "args": {"<i>k</i>": "<b>v</b>"}})
-    assert "<a href" not in hover and "<i>" not in hover and "<b>v" not in hover
-    assert hover.startswith("<b>&lt;a href=") and "&lt;i&gt;k&lt;/i&gt;: &lt;b&gt;v&lt;/b&gt;" in hover
 
 
 def test_run_names_in_compare_charts_are_text(ui_db, tmp_path):

@@ -168,14 +168,18 @@ def test_tables_are_in_natural_order(store):
     assert dropdown.options == expected
 
 
-def test_flops_read_in_si_and_times_in_micro_seconds():
+def test_flops_read_in_si_and_times_in_micro_seconds(tmp_path):
     from profiler.units import format_ps, format_value
-    from ui.pages.timeline_page import _event_hover
-    from ui.timeline import time_unit
+    from tests.ui.test_event_details import BIG_FLOPS, MARKUP, event_details, record_store
+    from ui.render import time_unit
 
     assert format_value(65_660_780_544, "flop") == "65.7 GFLOP"
-    hover = _event_hover({"name": "fusion", "start_ps": 0, "dur_ps": 1_500_000, "flops": 65_660_780_544})
-    assert "flops: 65.7 GFLOP" in hover and "65,660,780,544" not in hover and "dur 1.5 µs" in hover
+    db = record_store(tmp_path)  # an event with 65,660,780,544 FLOPs, 1.5 µs long
+    with Store.open(db, read_only=True) as store:
+        events = {r["name"]: r for r in store.rows("SELECT run_id, event_id, name FROM slices")}
+    got = event_details(db, MARKUP, events)
+    assert dict(got["fields"])["flops"] == "65.7 GFLOP" and str(BIG_FLOPS) not in str(got["fields"])
+    assert format_ps(got["dur_ps"]) == "1.5 µs"
     assert format_ps(982_300_000) == "982 µs" and time_unit(5e8)[0] == "µs"
 
 

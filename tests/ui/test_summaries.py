@@ -1,5 +1,6 @@
 """The ingest-time summaries (profiler/summaries.py) against plain Python over the events, and the
-UI's views built from them against the same views built from the events."""
+UI's figures built from them (track counts, SparseCore and minibatch fallbacks) against the same
+figures from the events."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from profiler.summaries import TIMELINE_BINS
 from profiler.trace_to_store import ingest_trace
 from ui import data as D
 from ui import queries as Q
+from ui.app import create_app
 from ui.store_access import StoreAccess, migrate_if_old, sql
-from ui.timeline import _aggregate, _aggregate_summary, run_summary, run_tracks, summary_grid, timeline_view
+from ui.trace_api import run_tracks
 
 SPAN_PS = 1_000_000_000
 CATEGORIES = [None, "sc_forward", "sc_backward", "tc_forward"]
@@ -218,55 +220,11 @@ def test_summaries_of_recorded_runs(ro_store):
         assert stored_summaries(ro_store, run) == reference_summaries(ro_store, run)
 
 
-def assert_same_view(a, b) -> None:
-    assert (a.t0, a.t1, a.columns, a.column_ps) == (b.t0, b.t1, b.columns, b.column_ps)
-    assert np.array_equal(a.counts, b.counts)
-    assert np.array_equal(a.busy, b.busy, equal_nan=True)
-
-
-def windows(origin: int, bin_ps: int, columns: int, rng: np.random.Generator) -> list[tuple[int, int]]:
-    """The whole run, step-like windows off the bin grid and random ones, all wide enough for the summary."""
-    out = [(origin, origin + 1_600_000_000), (100_000_000, 600_000_000), (300_000_001, 300_000_001 + columns * bin_ps)]
-    for _ in range(20):
-        width = int(rng.integers(columns * bin_ps, SPAN_PS))
-        t0 = int(rng.integers(-bin_ps, SPAN_PS - width))
-        out.append((t0, t0 + width))
-    return out
-
-
-@pytest.mark.parametrize("columns", [1000, 37])
-def test_summary_view_equals_the_view_from_events(mixed, columns):
-    rng = np.random.default_rng(columns)
-    for run in (1, 2):
-        s = run_summary(mixed, run)
-        tracks = run_tracks(mixed, run)
-        for chosen in (tracks, tracks[1:4]):
-            ids = [t.track_id for t in chosen]
-            for t0, t1 in windows(s["timeline_origin_ps"], s["timeline_bin_ps"], columns, rng):
-                fast = _aggregate_summary(
-                    mixed, run, chosen, t0, t1, columns, s["timeline_origin_ps"], s["timeline_bin_ps"]
-                )
-                assert fast.t0 <= t0 < fast.t0 + s["timeline_bin_ps"] and fast.t1 >= t1 and fast.columns <= columns
-                n = (
-                    sql(
-                        mixed, Q.WINDOW_COUNT, run=run, tracks=ids, t0=fast.t0, t1=fast.t1, maxdur=s["max_event_dur_ps"]
-                    )
-                    .column("n")[0]
-                    .as_py()
-                )
-                slow = _aggregate(mixed, run, chosen, fast.t0, fast.t1, n, fast.columns, s["max_event_dur_ps"])
-                assert fast.events_in_window == n
-                assert_same_view(fast, slow)
-
-
-def test_summary_grid():
-    # bins of 10 ps from 5; window [37, 1234) in at most 10 columns: starts at bin 3 (35 ps),
-    # 12 bins (120 ps) per column, 10 columns up to 1235.
-    assert summary_grid(37, 1234, 10, 5, 10) == (3, 12, 10, 35)
-    assert summary_grid(5, 105, 10, 5, 10) == (0, 1, 10, 5)
-
-
-def test_track_counts_and_timeline_view_use_the_summary(mixed):
+def test_track_counts_use_the_summary(mixed, mixed_db):
+    """The viewer's tracks and their counts (ui.queries.TIMELINE_TRACKS over timeline_bins and
+    timeline_long, served by /api/trace/meta) count every event and step marker once."""
+    app = create_app(mixed_db)
+    client = app.server.test_client()
     for run in (1, 2):
         n = {
             r["track_id"]: r["n"]
@@ -277,8 +235,9 @@ def test_track_counts_and_timeline_view_use_the_summary(mixed):
             )
         }
         assert {t.track_id: t.n for t in run_tracks(mixed, run)} == n
-        view = timeline_view(mixed, run, run_tracks(mixed, run), 0, SPAN_PS, columns=100)
-        assert view.mode == "aggregated" and view.events_in_window == sum(n.values())
+        meta = client.get(f"/api/trace/meta?run={run}").get_json()
+        assert {t["id"]: t["n"] for t in meta["tracks"]} == n
+    app.scprof_access.close()
 
 
 def test_sparsecore_and_minibatch_fallbacks_equal_the_event_queries(mixed):

@@ -22,7 +22,7 @@ from ui import render as R
 from ui import whatif_data as W
 from ui.pages.common import NO_RUNS, _no_runs, body, controls, run_dropdown, state_store
 from ui.pages.memory import runs_peak_figure
-from ui.timeline import time_unit
+from ui.render import time_unit
 
 
 def layout_compare(store: Store, st: dict[str, str]) -> Any:

@@ -30,7 +30,7 @@ from ui.pages.common import (
     steps_slider,
 )
 from ui.pages.overview import failure_cards
-from ui.timeline import time_unit
+from ui.render import time_unit
 
 # HBM contributors (the emulator's names: sim_backend/memory.py) and totals: one colour each,
 # the same on every run; any other name gets a colour from its name alone (contributor_color).

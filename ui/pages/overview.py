@@ -17,7 +17,7 @@ from ui import figures as F
 from ui import render as R
 from ui import state as S
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store, steps_slider
-from ui.timeline import time_unit
+from ui.render import time_unit
 
 
 def layout_overview(store: Store, st: dict[str, str]) -> Any:

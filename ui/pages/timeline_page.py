@@ -9,7 +9,6 @@ from typing import Any
 from dash import dcc, html
 
 from profiler.store import Store
-from profiler.trace_fields import TYPED_FIELDS
 from profiler.units import format_value
 from ui import data as D
 from ui import render as R
@@ -24,7 +23,7 @@ from ui.pages.common import (
     state_store,
     steps_slider,
 )
-from ui.timeline import run_tracks
+from ui.trace_api import run_tracks
 
 
 def layout_timeline(store: Store, st: dict[str, str]) -> Any:
@@ -85,19 +84,6 @@ def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, Any]:
         **{"data-run": str(run), "data-t0": str(t0), "data-t1": str(t1)},
     )
     return viewer, links
-
-
-def _event_hover(e: dict[str, Any]) -> str:
-    lines = [
-        f"<b>{R.plain(e['name'])}</b>",
-        f"start {format_value(e['start_ps'], 'ps')} · dur {format_value(e['dur_ps'], 'ps')}",
-    ]
-    for f in TYPED_FIELDS:  # step markers carry the category `step`: not worth a line
-        v = e.get(f.value_column)
-        if v is not None and not (f.name == "category" and v == "step"):
-            lines.append(f"{f.name}: {R.plain(format_value(v, f.unit))}")
-    lines += [f"{R.plain(k)}: {R.plain(v)}" for k, v in list(e.get("args", {}).items())[:12]]
-    return "<br>".join(lines)
 
 
 def _perfetto_links(store: Store, run: int, t0: int, t1: int) -> Any:

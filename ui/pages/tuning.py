@@ -16,7 +16,7 @@ from ui import data as D
 from ui import render as R
 from ui import whatif_data as W
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store
-from ui.timeline import time_unit
+from ui.render import time_unit
 
 GOOD, TRIED, FAILED = "#2e7d32", "#90a4ae", "#c62828"
 
