@@ -248,3 +248,13 @@ def test_tuning_reasons_are_shown_whole_in_a_wrapping_column(whatif_db, tmp_path
         table = find_id(render_tuning(s, {"run": run_id(s, "baseline")}), "tuning-trials")
     cells = [c for c in walk(table) if c.__class__.__name__ == "Td" and c.children == LONG_REASON]
     assert len(cells) == 1 and cells[0].className == "wrap"  # not cut at 100 characters, not nowrap
+
+
+def test_run_header_names_hardware_only_as_far_as_the_trace_says():
+    from ui.pages.common import hardware_text
+
+    assert hardware_text("v5p", 4) == "v5p × 4 chips"
+    assert hardware_text("CPU", 1) == "CPU × 1 chip"
+    assert hardware_text("", 2) == "2 chips"
+    assert hardware_text("v6e", None) == "v6e"
+    assert hardware_text(None, 0) == "hardware not recorded"  # was "? × ? chips"

@@ -133,10 +133,20 @@ def run_status(info: dict[str, Any]) -> html.Div | None:
     return None
 
 
+def hardware_text(kind: str | None, chips: int | None) -> str:
+    """The hardware line of a run header: "v5p × 4 chips", "4 chips", "v5p" or "hardware not recorded"."""
+    if kind and chips:
+        return f"{kind} × {chips} chip{'s' if chips != 1 else ''}"
+    if chips:
+        return f"{chips} chip{'s' if chips != 1 else ''}"
+    return kind or "hardware not recorded"
+
+
 def run_header(store: Store, run: int) -> html.Div:
     info = D.run_info(store, run)
-    kinds = sorted({name.split(":")[0] for name in D.chip_names(store, run).values()} - {"TPU"})
-    hw = f"{info.get('generation') or '/'.join(kinds) or '?'} × {info.get('num_chips') or '?'} chips"
+    names = D.chip_names(store, run)
+    kinds = sorted({name.split(":")[0] for name in names.values()} - {"TPU"})
+    hw = hardware_text(info.get("generation") or "/".join(kinds), info.get("num_chips") or len(names))
     return html.Div(
         [
             html.Span(info["name"], className="run-name"),
