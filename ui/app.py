@@ -49,6 +49,7 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
         suppress_callback_exceptions=True,
         update_title=None,
         assets_folder=os.path.join(os.path.dirname(__file__), "assets"),
+        assets_path_ignore=["^vendor$"],  # loaded on demand (ui/assets/plotly_loader.js), not on every page
     )
     app.scprof_access = access  # type: ignore[attr-defined]  # for tests and benchmarks
     auth.require_access(app.server, token)
