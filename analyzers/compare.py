@@ -133,9 +133,12 @@ def step_time_change(store: Store, base_id: int, cand_id: int) -> StepTimeChange
     return bootstrap_change(bs, cs, paired=paired)
 
 
-def compare_runs(store: Store, base_id: int, cand_id: int) -> Comparison:
-    """Everything `scprof compare` and the UI's Compare page show."""
-    base, cand = analyze_run(store, base_id), analyze_run(store, cand_id)
+def compare_runs(
+    store: Store, base_id: int, cand_id: int, reports: tuple[RunReport, RunReport] | None = None
+) -> Comparison:
+    """Everything `scprof compare` and the UI's Compare page show. `reports`: the two runs'
+    analyze_run reports when the caller has them already (the UI caches them), else computed."""
+    base, cand = reports if reports is not None else (analyze_run(store, base_id), analyze_run(store, cand_id))
     notes = []
     _check_comparable(base, cand)
     step_time = step_time_change(store, base_id, cand_id)

@@ -457,7 +457,9 @@ def compare(store: Store, base: int, cand: int) -> tuple[dict[str, Any] | None, 
         return None, f"run comparison (analyzers/compare.py) is not available in this build: {e}"
     key = ("compare", store.path, *_run_key(store, base), *_run_key(store, cand))
     try:
-        result = COMPARISONS.get_or_compute(key, lambda: compare_runs(store, base, cand))
+        result = COMPARISONS.get_or_compute(
+            key, lambda: compare_runs(store, base, cand, reports=(analysis(store, base), analysis(store, cand)))
+        )
     except ScprofError as e:  # runs that cannot be compared (one without steps): say why
         return None, str(e)
     return (result.to_dict() if hasattr(result, "to_dict") else dict(result)), None

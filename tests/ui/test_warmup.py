@@ -1,0 +1,42 @@
+"""The UI server computes the newest runs' analyses and the default Compare pair's comparison
+ahead, in the background (ui/warmup.py; issue 19: first views within 1 s): after it, a page finds
+them cached, and they are the figures it would have computed itself (`scprof compare`'s)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from analyzers.compare import compare_runs
+from analyzers.registry import analyze_run
+from profiler.store import Store
+from ui import compare_data as CD
+from ui import data as D
+from ui.store_access import KeyedCache, StoreAccess
+from ui.warmup import warm_up
+
+
+def test_warm_up_computes_the_newest_runs_analyses_and_the_default_pair(mixed_db, monkeypatch):
+    monkeypatch.setattr(D, "ANALYSES", KeyedCache(size=8))
+    monkeypatch.setattr(D, "COMPARISONS", KeyedCache(size=8))
+    access = StoreAccess(mixed_db)
+    with access.open() as store:
+        ids = [r["run_id"] for r in store.rows("SELECT run_id FROM runs ORDER BY run_id DESC")]
+        pair = CD.compare_pair(store, {})
+        assert len(ids) > 2 and all(D.cached_analysis(store, r) is None for r in ids)
+    warm_up(access, runs=2).join(timeout=120)
+    with access.open() as store:
+        assert [D.cached_analysis(store, r) is not None for r in ids[:2]] == [True, True]
+        assert all(D.cached_analysis(store, r) is None for r in ids[2:] if r not in (pair["base"], pair["cand"]))
+        key = ("compare", store.path, *D._run_key(store, pair["base"]), *D._run_key(store, pair["cand"]))
+        assert D.COMPARISONS.get(key) is not None
+        report = D.cached_analysis(store, ids[0])
+        fresh = analyze_run(store, ids[0])
+        assert [dataclasses.asdict(f) for f in report.findings] == [dataclasses.asdict(f) for f in fresh.findings]
+
+
+def test_a_comparison_from_cached_reports_is_scprof_compares(mixed_db):
+    with Store.open(mixed_db, read_only=True) as store:
+        ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+        base, cand = ids["baseline"], ids["tuned"]
+        reports = (analyze_run(store, base), analyze_run(store, cand))
+        assert compare_runs(store, base, cand, reports=reports).to_dict() == compare_runs(store, base, cand).to_dict()
