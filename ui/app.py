@@ -30,7 +30,7 @@ from ui import render as R
 from ui import state as S
 from ui.pages.common import NO_RUNS, UnknownRun, unknown_run
 from ui.store_access import StoreAccess
-from ui.warmup import warm_up
+from ui.warmup import Activity, warm_up
 
 log = logging.getLogger("scprof.ui")
 
@@ -273,7 +273,9 @@ def serve(
     """Serve the UI until interrupted (`scprof ui`); with a token, every request must carry it
     (`show_token`: print the address with it, for a token made up here)."""
     app = create_app(db_path, token)
-    warm_up(app.scprof_access)  # the newest runs' analyses, in the background (ui/warmup.py)
+    activity = Activity()
+    app.server.wsgi_app = activity.wrap(app.server.wsgi_app)  # type: ignore[method-assign]
+    warm_up(app.scprof_access, activity)  # the newest runs' analyses while the server is idle (ui/warmup.py)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     url = f"http://{auth.url_host(host)}:{port}/"
     if token is not None:

@@ -1,10 +1,12 @@
 """The UI server computes the newest runs' analyses and the default Compare pair's comparison
-ahead, in the background (ui/warmup.py; issue 19: first views within 1 s): after it, a page finds
-them cached, and they are the figures it would have computed itself (`scprof compare`'s)."""
+ahead, in the background while it is idle (ui/warmup.py; issue 19: first views within 1 s): after
+it, a page finds them cached, and they are the figures it would have computed itself (`scprof
+compare`'s); while a request is in flight it computes nothing."""
 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from analyzers.compare import compare_runs
 from analyzers.registry import analyze_run
@@ -12,7 +14,7 @@ from profiler.store import Store
 from ui import compare_data as CD
 from ui import data as D
 from ui.store_access import KeyedCache, StoreAccess
-from ui.warmup import warm_up
+from ui.warmup import Activity, warm_up
 
 
 def test_warm_up_computes_the_newest_runs_analyses_and_the_default_pair(mixed_db, monkeypatch):
@@ -40,3 +42,21 @@ def test_a_comparison_from_cached_reports_is_scprof_compares(mixed_db):
         base, cand = ids["baseline"], ids["tuned"]
         reports = (analyze_run(store, base), analyze_run(store, cand))
         assert compare_runs(store, base, cand, reports=reports).to_dict() == compare_runs(store, base, cand).to_dict()
+
+
+def test_warm_up_waits_while_a_request_is_in_flight(mixed_db, monkeypatch):
+    monkeypatch.setattr(D, "ANALYSES", KeyedCache(size=8))
+    monkeypatch.setattr(D, "COMPARISONS", KeyedCache(size=8))
+    access = StoreAccess(mixed_db)
+    with access.open() as store:
+        newest = store.rows("SELECT max(run_id) AS r FROM runs")[0]["r"]
+    activity = Activity()
+    activity.enter()
+    thread = warm_up(access, activity, runs=1, idle_s=0.2)
+    time.sleep(0.6)
+    with access.open() as store:
+        assert D.cached_analysis(store, newest) is None
+    activity.leave()
+    thread.join(timeout=120)
+    with access.open() as store:
+        assert D.cached_analysis(store, newest) is not None
