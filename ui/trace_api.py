@@ -301,15 +301,11 @@ def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list
         buckets = _split(sql(store, TQ.TILE_BUCKETS, tracks=agg, k=k, bw=bw, **p), agg)
         for t in agg:
             b = buckets[t]
-            out[t]["bk"] = {"b": _col(b, "b"), "name": _col(b, "name"), "busy": _col(b, "busy"), "n": _col(b, "n")}
+            out[t]["bk"] = _columns(b, ("b", "name", "busy", "n"))
             out[t]["_names"] = np.concatenate([out[t]["_names"], b.column("name").to_numpy()])
     for t in track_ids:
         out[t]["_names"] = np.unique(out[t]["_names"].astype(np.int64))
     return out
-
-
-def _col(table: pa.Table, name: str) -> list:
-    return table.column(name).to_numpy().tolist()
 
 
 def names_of(store: Store, facts: RunFacts, ids: np.ndarray) -> dict[str, str]:

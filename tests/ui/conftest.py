@@ -120,3 +120,22 @@ def page(browser):
 
     with watched_page(browser, accept_downloads=True) as pg:
         yield pg
+
+
+# A module serving a store defines `served` as (base URL, app) (tests/ui/browserkit.serve); these give
+# its parts and the store's run ids by name.
+@pytest.fixture(scope="module")
+def app(served):
+    return served[1]
+
+
+@pytest.fixture(scope="module")
+def server(served):
+    return served[0]
+
+
+@pytest.fixture(scope="module")
+def run_ids(app):
+    from tests.ui.browserkit import run_ids as ids_of
+
+    return ids_of(app)

@@ -11,7 +11,6 @@ import re
 
 import pytest
 
-from tests.ui.browserkit import run_ids as ids_of
 from tests.ui.browserkit import serve, settle, shot
 
 
@@ -19,21 +18,6 @@ from tests.ui.browserkit import serve, settle, shot
 def served(ui_db):
     with serve(ui_db) as (url, app):
         yield url, app
-
-
-@pytest.fixture(scope="module")
-def app(served):
-    return served[1]
-
-
-@pytest.fixture(scope="module")
-def server(served):
-    return served[0]
-
-
-@pytest.fixture(scope="module")
-def run_ids(app):
-    return ids_of(app)
 
 
 def test_runs_page_lists_both_runs(server, page):

@@ -14,34 +14,16 @@ import json
 import pytest
 
 from scprof.cli import main
-from tests.ui.browserkit import run_ids as ids_of
 from tests.ui.browserkit import serve, settle, watched_page
 from tests.ui.browserkit import shot as kit_shot
 from tests.ui.overview_store import RUNS
 from tests.ui.test_overview_figures import at, expected_text
-
-pytest.importorskip("playwright")
 
 
 @pytest.fixture(scope="module")
 def served(overview_db):
     with serve(overview_db) as (url, app):
         yield url, app
-
-
-@pytest.fixture(scope="module")
-def app(served):
-    return served[1]
-
-
-@pytest.fixture(scope="module")
-def server(served):
-    return served[0]
-
-
-@pytest.fixture(scope="module")
-def run_ids(app):
-    return ids_of(app)
 
 
 @pytest.fixture(scope="module")
