@@ -204,7 +204,7 @@ def _breakdown_delta(store: Store, base: RunReport, cand: RunReport) -> list[dic
                       FROM c GROUP BY category)
            SELECT category, coalesce(b.ps, 0)::DOUBLE AS base_ps, coalesce(c.ps, 0)::DOUBLE AS cand_ps,
                   (coalesce(c.ps, 0) - coalesce(b.ps, 0))::DOUBLE AS delta_ps
-           FROM b FULL JOIN c USING (category) ORDER BY abs(delta_ps) DESC""",
+           FROM b FULL JOIN c USING (category) ORDER BY abs(delta_ps) DESC, category""",
         b=_counted_breakdown(base),
         c=_counted_breakdown(cand),
     )

@@ -91,15 +91,13 @@ def host_drops(ctx: RunContext) -> dict[str, int | None]:
     return ctx.store.rows(
         f"""SELECT (SELECT sum(value) FROM counter_samples WHERE run_id = {int(ctx.run_id)}
                     AND counter = 'Dropped IDs')::BIGINT AS counter_dropped,
-                   (SELECT sum(dropped_ids) FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess')::BIGINT
-                       AS host_dropped,
-                   (SELECT sum(unique_ids) FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess')::BIGINT
-                       AS kept,
-                   (SELECT sum(ids) FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess')::BIGINT AS raw,
+                   h.host_dropped, h.kept, h.raw,
                    (SELECT sum(dropped_ids) FROM sc_partition_stats WHERE run_id = {int(ctx.run_id)})::BIGINT
                        AS partition_dropped,
-                   (SELECT count(DISTINCT step) FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess')
-                       AS steps"""
+                   h.steps
+            FROM (SELECT sum(dropped_ids)::BIGINT AS host_dropped, sum(unique_ids)::BIGINT AS kept,
+                         sum(ids)::BIGINT AS raw, count(DISTINCT step) AS steps
+                  FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess') h"""
     )[0]
 
 

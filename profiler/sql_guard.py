@@ -9,7 +9,8 @@ Defences, outermost first:
   not know (a newer DuckDB's).
 - The store is opened read-only with file-system access off and its configuration locked
   (profiler/store.py).
-- `run_query` runs the statement in a worker process of its own (profiler/sql_worker.py): DuckDB's
+- `run_query` runs the statement in a worker process of its own (profiler/sql_worker.py; in a
+  long-lived process, started ahead of the query: keep_spare_worker): DuckDB's
   interrupt at the time limit, then a kill KILL_GRACE_S later for functions that never look at it
   (`repeat('x', 300000000)` spends 2.8 s in one call), and an RLIMIT_DATA of the memory cap, since
   DuckDB's memory_limit "only applies to the buffer manager" (DuckDB docs, Operations manual:
@@ -20,6 +21,7 @@ Defences, outermost first:
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -165,19 +167,91 @@ def run_query(
     return QueryResult(table, capped_by is not None, max_rows, max_bytes, capped_by)
 
 
-def _run_worker(request: dict, timeout_s: float, answer_limit_bytes: int) -> tuple[dict, bytes]:
-    """Start profiler/sql_worker.py, give it `request`, and read its answer within the time limit:
-    (meta, Arrow IPC stream). A worker past its limit (plus KILL_GRACE_S) is killed."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    boot = "import sys; sys.path.insert(0, sys.argv[1]); from profiler.sql_worker import main; main()"
-    with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(
+class Worker:
+    """A started profiler/sql_worker.py process, its modules loading, waiting for its one request
+    on stdin; its stderr goes to a temporary file (read when it dies without an answer)."""
+
+    def __init__(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        boot = "import sys; sys.path.insert(0, sys.argv[1]); from profiler.sql_worker import main; main()"
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process: close()
+        self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", boot, root],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=errors,
+            stderr=self.errors,
             close_fds=True,
         )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        """Kill the process if it still runs, reap it, and drop its pipes and stderr file."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout, self.errors):
+            if f is not None:
+                f.close()
+
+
+_spare_lock = threading.Lock()
+_spare: Worker | None = None
+_keep_spare = False
+
+
+def keep_spare_worker(on: bool = True) -> None:
+    """Keep one worker started ahead for the next query (a long-lived process such as the UI
+    server): the query then skips the worker's start-up (Python and DuckDB imports, about
+    0.2-0.3 s); each query still runs in a fresh process of its own, with the same limits."""
+    global _keep_spare
+    _keep_spare = on
+    if on:
+        _start_spare()
+    else:
+        _drop_spare()
+
+
+def _take_worker() -> Worker:
+    """The spare worker when one is alive, else a newly started one."""
+    global _spare
+    with _spare_lock:
+        worker, _spare = _spare, None
+    if worker is not None and worker.alive():
+        return worker
+    if worker is not None:
+        worker.close()
+    return Worker()
+
+
+def _start_spare() -> None:
+    """Start the next spare worker, when spares are kept and there is none."""
+    global _spare
+    if not _keep_spare:
+        return
+    with _spare_lock:
+        if _spare is not None:
+            return
+        _spare = Worker()
+
+
+@atexit.register
+def _drop_spare() -> None:
+    global _spare
+    with _spare_lock:
+        worker, _spare = _spare, None
+    if worker is not None:
+        worker.close()
+
+
+def _run_worker(request: dict, timeout_s: float, answer_limit_bytes: int) -> tuple[dict, bytes]:
+    """Give `request` to a worker process (the spare, or one started now) and read its answer
+    within the time limit: (meta, Arrow IPC stream). A worker past its limit (plus KILL_GRACE_S)
+    is killed. Then, when spares are kept, the next one is started."""
+    worker = _take_worker()
+    proc = worker.proc
+    try:
         try:
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write(json.dumps(request).encode())
@@ -186,17 +260,16 @@ def _run_worker(request: dict, timeout_s: float, answer_limit_bytes: int) -> tup
             code = proc.wait()
         except BrokenPipeError:
             answer, started, code = b"", False, proc.wait()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         newline = answer.find(b"\n")
         if newline < 0:  # no answer: the worker died (e.g. killed by the system for memory)
-            errors.seek(0)
-            detail = _one_line(errors.read()[-2000:].decode(errors="replace")) or "no message"
+            worker.errors.seek(0)
+            detail = _one_line(worker.errors.read()[-2000:].decode(errors="replace")) or "no message"
             how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
             phase = "while running the query" if started else "while starting"
             raise QueryError(f"query: the query process ended {phase} without an answer ({how}; {detail})")
+    finally:
+        worker.close()
+        _start_spare()
     try:
         meta = json.loads(answer[:newline])
     except ValueError:

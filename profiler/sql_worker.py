@@ -21,6 +21,13 @@ DATA_STATUS = "/proc/self/status"
 def main() -> None:
     out = sys.stdout.buffer
     try:
+        # Loaded before the request is read: a worker started ahead (sql_guard.keep_spare_worker)
+        # has them ready when its query comes. The store reads SCPROF_MEMORY_LIMIT when it opens.
+        import duckdb  # noqa: F401
+        import pyarrow  # noqa: F401
+
+        from profiler.store import Store  # noqa: F401
+
         request = json.loads(sys.stdin.buffer.read())
         meta, schema, batches = run(request, out)
         _answer(out, meta, schema, batches)

@@ -21,6 +21,7 @@ from typing import Any
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from profiler.errors import ScprofError, StoreError
+from profiler.sql_guard import keep_spare_worker
 from profiler.store import default_path
 from ui import auth, downloads, trace_api
 from ui import inputs as I
@@ -30,7 +31,7 @@ from ui import render as R
 from ui import state as S
 from ui.pages.common import NO_RUNS, UnknownRun, unknown_run
 from ui.store_access import StoreAccess
-from ui.warmup import Activity, warm_up
+from ui.warmup import Activity, prefetch_pages, prime, warm_up
 
 log = logging.getLogger("scprof.ui")
 
@@ -43,7 +44,8 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     with a `token`, every request must carry it (ui/auth.py), else only localhost may ask."""
     path = os.path.abspath(db_path or default_path())
     access = StoreAccess(path)
-    R.figure()  # plotly loads its template on first use: at start, not in a user's first view
+    prime()  # plotly's validators and the pages' optional modules: at start, not in a user's first view
+    keep_spare_worker()  # the SQL console's next query finds its worker process started
     app = Dash(
         __name__,
         title="scprof",
@@ -55,6 +57,7 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     app.scprof_access = access  # type: ignore[attr-defined]  # for tests and benchmarks
     auth.require_access(app.server, token)
     I.guard_dispatch(app.server)
+    prefetch_pages(app.server, access)  # after the access check
     app.layout = html.Div(
         [
             dcc.Location(id="url", refresh=False),
@@ -273,6 +276,11 @@ def serve(
     """Serve the UI until interrupted (`scprof ui`); with a token, every request must carry it
     (`show_token`: print the address with it, for a token made up here)."""
     app = create_app(db_path, token)
+    try:  # open the store now (its schema checks, ~60 ms), not in the first page's request
+        with app.scprof_access.open():
+            pass
+    except ScprofError:  # no store yet, or one the pages will report on
+        pass
     activity = Activity()
     app.server.wsgi_app = activity.wrap(app.server.wsgi_app)  # type: ignore[method-assign]
     warm_up(app.scprof_access, activity)  # the newest runs' analyses while the server is idle (ui/warmup.py)

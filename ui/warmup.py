@@ -1,9 +1,13 @@
-"""Analyses computed ahead when the UI server starts: the newest runs' reports and the default
-Compare pair's comparison, in one background thread, so that a first view of the Overview, the
-Findings or Compare need not wait for the analyzers (issue 19: every first view within 1 s).
-
-Only while the server is idle (no request in flight, none for IDLE_S): computed alongside a
-page's requests, the analyses made the first views of other pages 50-200 ms slower on 2 cores.
+"""Analyses computed ahead, so that a first view of the Overview, the Findings or Compare need not
+wait for the analyzers (issue 19: every first view within 1 s):
+- warm_up: when the UI server starts, the newest runs' reports and the default Compare pair's
+  comparison, in one background thread, only while the server is idle (no request in flight,
+  none for IDLE_S): computed alongside a page's requests, they made the first views of other
+  pages 50-200 ms slower on 2 cores;
+- Prefetch: when a browser asks for one of those pages' documents, the reports that page's data
+  callbacks will ask for, started at once: the browser's time loading Dash and asking for the
+  page's layout (0.4-1.2 s on 2 cores) overlaps the analyzers' work instead of preceding it;
+- prime: at start, what a page's first callback would otherwise pay once per process.
 
 The same functions and caches the pages use (ui/data.py: analysis, compare): the figures are the
 ones a page would compute itself, and a page asking for a report still being computed here waits
@@ -12,18 +16,44 @@ for that computation (KeyedCache computes a key once) rather than repeating it.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
+import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from flask import Flask, request
 
 from profiler.errors import ScprofError
 from ui import compare_data as CD
 from ui import data as D
+from ui import render as R
+from ui.pages.common import pick_run
 from ui.store_access import StoreAccess
 
 log = logging.getLogger(__name__)
+
+# Modules the pages import on first use (optional parts of a build: the what-if engine, which
+# brings the emulator, the comparison, the Perfetto exporter): ~150 ms in a page's first callback.
+FIRST_USE_MODULES = ("analyzers.compare", "exporters.perfetto", "whatif.attribute", "whatif.tune", "whatif.configs")
+_primed = False
+
+
+def prime() -> None:
+    """Pay at server start, once per process, what a page's first callback would otherwise pay:
+    plotly's validators (R.prime_figures) and FIRST_USE_MODULES' imports."""
+    global _primed
+    if _primed:
+        return
+    R.prime_figures()
+    for name in FIRST_USE_MODULES:
+        with contextlib.suppress(ImportError):  # a build without it: its page says so
+            importlib.import_module(name)
+    _primed = True
+
 
 NEWEST_RUNS = 4  # runs analysed ahead, newest first (the analyses' cache holds 8)
 IDLE_S = 1.0  # how long the server must have had no request before the next analysis starts
@@ -104,3 +134,77 @@ def _quietly(compute) -> None:
         log.debug("warm-up: skipped", exc_info=True)
     except Exception:  # noqa: BLE001 - logged; the page shows the error when asked
         log.warning("warm-up: analysis failed", exc_info=True)
+
+
+class Prefetch:
+    """The analyses a page is about to ask for, computed by `workers` daemon threads from the
+    moment its document is asked for. Queued pages beyond `backlog` are dropped (the page then
+    computes its own); a run the URL names wrongly is left for the page to report."""
+
+    PAGES = ("/overview", "/findings", "/compare")  # whose data callbacks run the analyzers
+
+    def __init__(self, access: StoreAccess, workers: int = 2, backlog: int = 8):
+        self.access = access
+        self._jobs: queue.Queue[Callable[[], None]] = queue.Queue(maxsize=backlog)
+        self._workers = workers
+        self._started = False
+        self._lock = threading.Lock()
+
+    def page(self, path: str, query: Mapping[str, str]) -> None:
+        """Start the analyses the page at `path` with URL parameters `query` will need."""
+        if path not in self.PAGES:
+            return
+        st = dict(query)
+        self._submit(lambda: self._page(path, st))
+
+    def _page(self, path: str, st: dict[str, str]) -> None:
+        with self.access.open() as store:
+            if path != "/compare":
+                run = pick_run(store, st)
+                runs = [run] if run is not None else []
+            else:
+                pair = CD.compare_pair(store, st)  # a side the URL names wrongly: the page says so
+                runs = [] if pair["unknown"] else [r for r in (pair["base"], pair["cand"]) if r is not None]
+        for run in runs[1:]:  # each on a worker of its own: DuckDB runs the two side by side
+            self._submit(lambda run=run: self._analysis(run))
+        if runs:
+            self._analysis(runs[0])
+        if len(set(runs)) == 2:
+            with self.access.open() as store:
+                _quietly(lambda: D.compare(store, runs[0], runs[1]))
+
+    def _analysis(self, run: int) -> None:
+        with self.access.open() as store:
+            _quietly(lambda: D.analysis(store, run))
+
+    def _submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._started:
+                for i in range(self._workers):
+                    threading.Thread(target=self._work, name=f"scprof-ui-prefetch-{i}", daemon=True).start()
+                self._started = True
+        try:
+            self._jobs.put_nowait(job)
+        except queue.Full:
+            log.debug("prefetch: backlog full, page left to compute its own")
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - an unknown run or no store: the page reports it
+                log.debug("prefetch stopped", exc_info=True)
+
+
+def prefetch_pages(server: Flask, access: StoreAccess) -> Prefetch:
+    """Prefetch the analyses of every page document the server is asked for (after ui/auth.py's
+    check: register it after require_access)."""
+    prefetch = Prefetch(access)
+
+    @server.before_request
+    def _prefetch() -> None:
+        if request.method == "GET" and request.path in Prefetch.PAGES:
+            prefetch.page(request.path, request.args.to_dict())
+
+    return prefetch

@@ -187,3 +187,48 @@ def test_results_keep_their_types_across_the_worker(store_path):
 
     assert r.table.to_pylist() == [{"a": 1, "b": 2.5, "c": "x", "d": None, "e": [1, 2], "f": datetime.date(2024, 1, 2)}]
     assert str(r.table.schema.field("a").type) == "int8" and not r.truncated
+
+
+# ---- a worker started ahead (keep_spare_worker: the UI server) --------------------------------------
+
+
+@pytest.fixture
+def spare_workers():
+    G.keep_spare_worker()
+    yield
+    G.keep_spare_worker(False)
+
+
+def test_each_query_runs_in_a_spare_started_ahead_and_a_new_one_follows(store_path, spare_workers):
+    """The spare worker answers the next query, and exits with it; a new spare is then waiting."""
+    first = G._spare
+    assert first is not None and first.alive()
+    with Store.open(str(store_path), read_only=True) as store:
+        assert run_query(store, "SELECT 41 + 1 AS n").table.to_pylist() == [{"n": 42}]
+        second = G._spare
+        assert first.proc.returncode == 0 and second is not None and second.alive()
+        assert second.proc.pid != first.proc.pid
+        assert run_query(store, "SELECT count(*) AS n FROM runs").table.to_pylist()[0]["n"] >= 1
+        assert G._spare.proc.pid not in (first.proc.pid, second.proc.pid) and second.proc.returncode == 0
+
+
+def test_a_spare_worker_keeps_the_memory_cap_and_time_limit_of_the_query(store_path, spare_workers, monkeypatch):
+    """A spare started before SCPROF_MEMORY_LIMIT changed still applies the cap the query is given."""
+    with Store.open(str(store_path), read_only=True) as store:
+        with pytest.raises(QueryError, match="0.05 s time limit"):
+            run_query(store, "SELECT length(repeat('x', 300000000)) AS n", timeout_s=0.05)
+        monkeypatch.setenv("SCPROF_MEMORY_LIMIT", "256MB")
+        with pytest.raises(QueryError, match="ran out of memory.*256MB"):
+            run_query(store, "SELECT length(repeat('x', 500000000)) AS n")
+        assert run_query(store, "SELECT 1 AS n").table.to_pylist() == [{"n": 1}]
+
+
+def test_a_dead_spare_is_replaced_and_turning_spares_off_ends_the_one_waiting(store_path, spare_workers):
+    G._spare.proc.kill()
+    G._spare.proc.wait()
+    with Store.open(str(store_path), read_only=True) as store:
+        assert run_query(store, "SELECT 7 AS n").table.to_pylist() == [{"n": 7}]
+    waiting = G._spare
+    assert waiting is not None and waiting.alive()
+    G.keep_spare_worker(False)
+    assert G._spare is None and waiting.proc.returncode is not None

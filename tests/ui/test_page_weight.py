@@ -38,3 +38,22 @@ def test_compares_derived_keys_are_one_text_block_with_every_key_and_both_values
         base_text, cand_text = (v if isinstance(v, str) else json.dumps(v) for v in (r["base"], r["cand"]))
         cut = [t if len(t) <= 100 else t[:100] + "…" for t in (base_text, cand_text)]
         assert (line[:at_values].rstrip(), line[at_values:]) == (r["key"], f"{cut[0]} → {cut[1]}")
+
+
+def test_the_figures_template_is_plotly_white_without_the_parts_no_page_draws():
+    """ui/render.TEMPLATE: plotly_white's layout and trace defaults for every trace type the pages
+    draw, unchanged, and none of its geo, polar, ternary, 3-D and map parts (4.7 of its 7.2 KB, sent
+    with every figure)."""
+    import plotly.io as pio
+
+    from ui import render as R
+
+    white = pio.templates["plotly_white"].to_plotly_json()
+    kept = R.TEMPLATE["layout"]
+    assert {k: white["layout"][k] for k in kept} == kept
+    assert not {"geo", "polar", "ternary", "scene", "mapbox"} & set(kept)
+    assert {"xaxis", "yaxis", "colorway", "font", "plot_bgcolor", "hoverlabel"} <= set(kept)
+    assert R.TEMPLATE["data"] == {k: white["data"][k] for k in ("bar", "scatter", "heatmap", "histogram")}
+    fig = R.figure("t")
+    assert fig.layout.template.layout.xaxis.gridcolor == white["layout"]["xaxis"]["gridcolor"]
+    assert len(json.dumps(R.TEMPLATE)) < len(json.dumps(white)) / 2

@@ -60,3 +60,66 @@ def test_warm_up_waits_while_a_request_is_in_flight(mixed_db, monkeypatch):
     thread.join(timeout=120)
     with access.open() as store:
         assert D.cached_analysis(store, newest) is not None
+
+
+def _wait_for(check, timeout_s: float = 120.0) -> bool:
+    """Poll `check()` until it is true or `timeout_s` has passed; its last value."""
+    deadline = time.monotonic() + timeout_s
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return bool(check())
+
+
+def _fresh_caches(monkeypatch) -> None:
+    monkeypatch.setattr(D, "ANALYSES", KeyedCache(size=8))
+    monkeypatch.setattr(D, "COMPARISONS", KeyedCache(size=8))
+
+
+def test_a_page_document_starts_the_analyses_its_callbacks_will_ask_for(mixed_db, monkeypatch):
+    """GET /overview?run=X computes X's analysis (and no other run's) in the background; GET
+    /compare?base=A&cand=B both runs' and their comparison, the figures `scprof compare` gives."""
+    from ui.app import create_app
+
+    _fresh_caches(monkeypatch)
+    app = create_app(mixed_db)
+    client = app.server.test_client()
+    with app.scprof_access.open() as store:
+        ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+        assert client.get(f"/overview?run={ids['tuned']}").status_code == 200
+        assert _wait_for(lambda: D.cached_analysis(store, ids["tuned"]) is not None)
+        assert D.cached_analysis(store, ids["baseline"]) is None
+        assert client.get(f"/compare?base={ids['baseline']}&cand={ids['tuned']}").status_code == 200
+        key = ("compare", store.path, *D._run_key(store, ids["baseline"]), *D._run_key(store, ids["tuned"]))
+        assert _wait_for(lambda: D.COMPARISONS.get(key) is not None)
+        assert D.cached_analysis(store, ids["baseline"]) is not None
+        assert D.COMPARISONS.get(key).to_dict() == compare_runs(store, ids["baseline"], ids["tuned"]).to_dict()
+    app.scprof_access.close()
+
+
+def test_prefetch_leaves_unknown_runs_other_paths_and_refused_requests_alone(mixed_db, monkeypatch):
+    """An unknown run in the URL, a page whose callbacks run no analyzer, Dash's own requests and a
+    request the access check refuses start nothing; a later page is still prefetched."""
+    from ui.app import create_app
+
+    _fresh_caches(monkeypatch)
+    app = create_app(mixed_db, token="s3cret")
+    client = app.server.test_client()
+    with app.scprof_access.open() as store:
+        ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+        assert client.get(f"/overview?run={ids['tuned']}").status_code == 401  # no token: refused
+        time.sleep(1.0)  # what a prefetch would have had to start
+        assert D.cached_analysis(store, ids["tuned"]) is None
+        client.get("/?token=s3cret")  # the cookie
+        for path in (
+            "/overview?run=999",
+            "/overview?run=no_such_run",
+            "/compare?base=999",
+            "/timeline",
+            "/_dash-layout",
+        ):
+            assert client.get(path).status_code == 200, path
+        time.sleep(1.0)
+        assert len(D.ANALYSES._values) == 0
+        client.get(f"/findings?run={ids['spmem']}")
+        assert _wait_for(lambda: D.cached_analysis(store, ids["spmem"]) is not None)
+    app.scprof_access.close()
