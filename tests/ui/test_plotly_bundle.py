@@ -150,3 +150,59 @@ def test_timeline_loads_no_plotly(served_ui, page):
     page.wait_for_timeout(1000)  # idle time, in which the Runs page would have run the bundle
     assert not [u for u in fetched if re.search(BUNDLE_RE, u)]
     assert not page.evaluate(PLOTLY_RAN_JS)
+
+
+# A stand-in for the bundle that records what is drawn: [graph id, figure] per Plotly.react.
+RECORDING_PLOTLY = """window.__drawn = [];
+window.Plotly = {
+  react: function (gd, figure) { window.__drawn.push(gd.id + ':' + figure); gd._fullLayout = {}; return Promise.resolve(gd); },
+  newPlot: function () { return Promise.resolve(); },
+  purge: function () {},
+};"""
+HARNESS = """<!doctype html><html><head><link rel="icon" href="data:,"></head><body style="margin:0">
+<div id="top" style="height:100px"></div><div style="height:3000px"></div>
+<div id="low" style="height:100px"></div><div id="lower" style="height:100px"></div>
+<script src="plotly_loader.js"></script></body></html>"""
+
+
+@pytest.fixture
+def loader_harness(tmp_path):
+    """ui/assets/plotly_loader.js served beside RECORDING_PLOTLY as its bundle; the harness's URL."""
+    import functools
+    import http.server
+    import shutil
+    import threading
+
+    shutil.copy(Path(VENDOR).parent / "plotly_loader.js", tmp_path / "plotly_loader.js")
+    (tmp_path / "vendor").mkdir()
+    (tmp_path / "vendor" / "plotly-scprof.min.js").write_text(RECORDING_PLOTLY)
+    (tmp_path / "harness.html").write_text(HARNESS)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/harness.html"
+    server.shutdown()
+
+
+def test_a_waiting_graph_draws_only_its_newest_figure(loader_harness, page):
+    """Out of view, a graph's figures wait and only the newest is drawn when it comes into view; a
+    figure given once the graph is in view is drawn at once and replaces the one waiting, which is
+    never drawn after it. The browser is never idle here (requestIdleCallback never calls back)."""
+    page.add_init_script("window.requestIdleCallback = () => 0;")
+    page.goto(loader_harness)
+    drawn = page.evaluate("""async () => {
+      const P = await window.Plotly;
+      const [top, low, lower] = ['top', 'low', 'lower'].map(id => document.getElementById(id));
+      const pending = [P.react(top, 'T'), P.react(low, 'A'), P.react(lower, 'C1'), P.react(lower, 'C2')];
+      const before = window.__drawn.slice();
+      low.scrollIntoView();  // in view; the IntersectionObserver has not called back yet
+      pending.push(P.react(low, 'B'));
+      await Promise.all(pending);
+      await new Promise(r => setTimeout(r, 500));  // any callback the observer still had
+      return [before, window.__drawn];
+    }""")
+    assert drawn == [["top:T"], ["top:T", "low:B", "lower:C2"]]

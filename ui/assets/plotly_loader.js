@@ -133,16 +133,29 @@
     }
 
     Plotly.react = function (gd) {
-      if (!outOfView(gd)) return react.apply(Plotly, arguments);
       var args = arguments;
-      return new Promise(function (resolve, reject) {
-        var w = waiting.get(gd) || { settle: [] };
-        w.args = args; // the newest figure wins
-        w.settle.push([resolve, reject]);
-        waiting.set(gd, w);
-        near.observe(gd);
-        drawNextWhenIdle();
-      });
+      if (outOfView(gd)) {
+        return new Promise(function (resolve, reject) {
+          var w = waiting.get(gd) || { settle: [] };
+          w.args = args; // the newest figure wins
+          w.settle.push([resolve, reject]);
+          waiting.set(gd, w);
+          near.observe(gd);
+          drawNextWhenIdle();
+        });
+      }
+      var w = waiting.get(gd); // a figure still waiting is replaced by this one, drawn now
+      if (w) {
+        waiting.delete(gd);
+        near.unobserve(gd);
+      }
+      var drawn = react.apply(Plotly, args);
+      if (w) {
+        w.settle.forEach(function (s) {
+          Promise.resolve(drawn).then(s[0], s[1]);
+        });
+      }
+      return drawn;
     };
     return Plotly;
   }
