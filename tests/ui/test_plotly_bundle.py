@@ -206,3 +206,19 @@ def test_a_waiting_graph_draws_only_its_newest_figure(loader_harness, page):
       return [before, window.__drawn];
     }""")
     assert drawn == [["top:T"], ["top:T", "low:B", "lower:C2"]]
+
+
+def test_graphs_waiting_on_a_page_being_left_are_not_drawn(loader_harness, page):
+    """Graphs waiting out of view are drawn when the browser is idle, but not once the user has
+    clicked through to another page (the URL's path changed): drawing them would hold it up."""
+    page.goto(loader_harness)
+    drawn = page.evaluate("""async () => {
+      const P = await window.Plotly;
+      const [low, lower] = ['low', 'lower'].map(id => document.getElementById(id));
+      await P.react(low, 'A');  // drawn when idle
+      P.react(lower, 'B');
+      history.pushState({}, '', '/another-page');
+      await new Promise(r => setTimeout(r, 2000));  // idle moments, the longest wait 1.5 s
+      return window.__drawn;
+    }""")
+    assert drawn == ["low:A"]

@@ -80,8 +80,8 @@
   }
 
   // Graphs out of view (below the fold) are first drawn when they come into view or when the
-  // page is idle, whichever comes first (one per idle moment, in page order): a page's first view
-  // waits only for the graphs it shows. Plotly.react is what dcc.Graph draws with; it awaits the
+  // page is idle, whichever comes first (one per idle moment, in page order; none once the user
+  // has clicked through to another page): a page's first view waits only for the graphs it shows. Plotly.react is what dcc.Graph draws with; it awaits the
   // promise before binding its events, and keeps the graph's `dash-graph--pending` class until
   // then. A graph drawn once is redrawn at once; one unmounted before its turn is never drawn.
   function drawOffscreenLater(Plotly) {
@@ -106,11 +106,24 @@
       whenIdle(
         function () {
           idleAsked = false;
-          draw(waiting.keys().next().value);
+          dropLeftPages();
+          if (waiting.size) draw(waiting.keys().next().value);
           drawNextWhenIdle();
         },
         { timeout: 1500 }
       );
+    }
+
+    // Once the user has clicked through to another page, the graphs waiting on the page being left
+    // are never drawn (their components are about to go, or to get figures anew): drawing them
+    // would hold up the next page. Their promises stay pending; dcc.Graph drops them on unmount.
+    function dropLeftPages() {
+      waiting.forEach(function (w, gd) {
+        if (w.path !== location.pathname) {
+          waiting.delete(gd);
+          near.unobserve(gd);
+        }
+      });
     }
 
     function draw(gd) {
@@ -118,6 +131,7 @@
       if (!w) return;
       waiting.delete(gd);
       near.unobserve(gd);
+      if (w.path !== location.pathname) return; // its page is being left (dropLeftPages)
       var drawn = gd.isConnected ? Promise.resolve().then(function () {
         return react.apply(Plotly, w.args);
       }) : Promise.resolve();
@@ -138,6 +152,7 @@
         return new Promise(function (resolve, reject) {
           var w = waiting.get(gd) || { settle: [] };
           w.args = args; // the newest figure wins
+          w.path = location.pathname;
           w.settle.push([resolve, reject]);
           waiting.set(gd, w);
           near.observe(gd);
