@@ -227,12 +227,13 @@ def findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str,
 
 # Per-op deltas (like XProf's diff of two sessions): each op's time and events per counted step
 # (step_times.counted, the steps every summary covers; a step where the op does not run counts 0),
-# and the sums of squares its significance needs.
+# and the sums of squares its significance needs (summed as integers: a DOUBLE sum's last digits
+# depend on the order DuckDB's threads add in, and so did the interval's).
 OP_DELTA_SQL = """
 WITH counted AS (SELECT run_id, step FROM step_times WHERE run_id IN ($base, $cand) AND counted),
 steps AS (SELECT run_id, count(*) AS steps FROM counted GROUP BY run_id),
 per_step AS (
-    SELECT e.run_id, t.track_kind, e.name_id, e.step, count(*) AS events, sum(e.dur_ps)::DOUBLE AS ps
+    SELECT e.run_id, t.track_kind, e.name_id, e.step, count(*) AS events, sum(e.dur_ps) AS ps
     FROM events e
     JOIN op_tracks t USING (run_id, track_id)
     JOIN counted c USING (run_id, step)
@@ -240,7 +241,8 @@ per_step AS (
     GROUP BY ALL
 ),
 per_op AS (
-    SELECT p.run_id, p.track_kind, n.value AS name, sum(p.events) AS events, sum(p.ps) AS ps, sum(p.ps * p.ps) AS ps_sq,
+    SELECT p.run_id, p.track_kind, n.value AS name, sum(p.events) AS events, sum(p.ps) AS ps,
+           sum(p.ps::HUGEINT * p.ps)::DOUBLE AS ps_sq,
            any_value(s.steps) AS steps
     FROM per_step p
     JOIN strings n ON n.run_id = p.run_id AND n.string_id = p.name_id
