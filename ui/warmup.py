@@ -116,14 +116,24 @@ def _warm(access: StoreAccess, runs: int, wait: Callable[[], None]) -> None:
             pair = CD.compare_pair(store, {})
         for run in ids:
             wait()
-            with access.open() as store:
-                _quietly(lambda run=run, store=store: D.analysis(store, run))
+            _analyse(access, run)
         if pair["base"] is not None and pair["cand"] is not None:
             wait()
-            with access.open() as store:
-                _quietly(lambda store=store: D.compare(store, pair["base"], pair["cand"]))
+            _compare(access, pair["base"], pair["cand"])
     except Exception:  # noqa: BLE001 - no store yet, or one the pages will report on themselves
         log.debug("warm-up stopped", exc_info=True)
+
+
+def _analyse(access: StoreAccess, run: int) -> None:
+    """The run's analysis into the pages' cache (D.analysis)."""
+    with access.open() as store:
+        _quietly(lambda: D.analysis(store, run))
+
+
+def _compare(access: StoreAccess, base: int, cand: int) -> None:
+    """The pair's comparison into the pages' cache (D.compare)."""
+    with access.open() as store:
+        _quietly(lambda: D.compare(store, base, cand))
 
 
 def _quietly(compute) -> None:
@@ -166,16 +176,11 @@ class Prefetch:
                 pair = CD.compare_pair(store, st)  # a side the URL names wrongly: the page says so
                 runs = [] if pair["unknown"] else [r for r in (pair["base"], pair["cand"]) if r is not None]
         for run in runs[1:]:  # each on a worker of its own: DuckDB runs the two side by side
-            self._submit(lambda run=run: self._analysis(run))
+            self._submit(lambda run=run: _analyse(self.access, run))
         if runs:
-            self._analysis(runs[0])
+            _analyse(self.access, runs[0])
         if len(set(runs)) == 2:
-            with self.access.open() as store:
-                _quietly(lambda: D.compare(store, runs[0], runs[1]))
-
-    def _analysis(self, run: int) -> None:
-        with self.access.open() as store:
-            _quietly(lambda: D.analysis(store, run))
+            _compare(self.access, runs[0], runs[1])
 
     def _submit(self, job: Callable[[], None]) -> None:
         with self._lock:
@@ -204,7 +209,7 @@ def prefetch_pages(server: Flask, access: StoreAccess) -> Prefetch:
 
     @server.before_request
     def _prefetch() -> None:
-        if request.method == "GET" and request.path in Prefetch.PAGES:
+        if request.method == "GET":
             prefetch.page(request.path, request.args.to_dict())
 
     return prefetch

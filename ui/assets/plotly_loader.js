@@ -25,6 +25,12 @@
   var src = here.replace(/plotly_loader\.js(\?.*)?$/, "vendor/plotly-scprof.min.js");
   var GRAPH_PAGES = /^\/(overview|memory|sparsecore|compare)\/?$/;
   var pending = null;
+  // fn() when the browser is idle (or at `timeout` ms); where there is no requestIdleCallback, soon
+  var whenIdle =
+    window.requestIdleCallback ||
+    function (fn) {
+      return setTimeout(fn, 50);
+    };
 
   function script(url) {
     return new Promise(function (resolve, reject) {
@@ -94,11 +100,6 @@
       });
     });
     var idleAsked = false;
-    var whenIdle =
-      window.requestIdleCallback ||
-      function (fn) {
-        return setTimeout(fn, 50);
-      };
 
     function drawNextWhenIdle() {
       if (idleAsked || !waiting.size) return;
@@ -211,11 +212,6 @@
   // page then finds it ready, and a click made sooner does not wait for it.
   var IDLE_PAGES = /^\/(runs|findings|tuning|sql)?\/?$/;
   var AHEAD_AFTER_MS = 1000;
-  var whenIdle =
-    window.requestIdleCallback ||
-    function (fn) {
-      return setTimeout(fn, 200);
-    };
   var aheadAsked = false;
   function filled() {
     var bodies = document.querySelectorAll("#page .page-body");
