@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from profiler.trace_fields import TYPED_FIELDS
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -307,6 +307,22 @@ SUMMARY_TABLES: tuple[Table, ...] = (
         ),
     ),
     Table(
+        "tile_sums",
+        "Summary: the trace viewer's tile pyramid base: per track, base bucket (2^level ps), name and duration class, "
+        "the events and step markers starting in it (ui/trace_api.py reads tiles of level >= level from it).",
+        (
+            RUN,
+            Col("level", "INTEGER", "The run's base level: its span [0, end) in at most 2^16 buckets of 2^level ps."),
+            Col("track_id", "INTEGER", "tracks.track_id."),
+            Col("bucket", "BIGINT", "start_ps >> level."),
+            Col("name_id", "INTEGER", "events.name_id; NULL for step markers."),
+            Col("step", "INTEGER", "The step marker's step; NULL for events."),
+            Col("dur_class", "INTEGER", "The smallest c >= level with dur_ps < 2^c."),
+            Col("events", "INTEGER", "Events (or step markers) of the row."),
+            Col("busy_ps", "BIGINT", "Sum of their dur_ps."),
+        ),
+    ),
+    Table(
         "sc_step_totals",
         "Summary: per step, over every event with a minibatch index or dropped IDs: minibatches and dropped IDs.",
         (
@@ -454,7 +470,10 @@ def markdown() -> str:
         "for every run already in the store (1-2 s per 10 M events on the benchmark machine).",
         "3 added the analysis standard library (the views below) and the summary table",
         "`step_event_extents` it reads; the migration from 2 builds that table and the library's",
-        "stored views for every run.",
+        "stored views for every run. 4 added `whatif_trials`. 5 added the summary table",
+        "`tile_sums` (the trace viewer's tile pyramid base); the migration from 4 builds it for",
+        "every run (about 1 s per 10 M events), and a read-only open of a version 3 or 4 store",
+        "reads an empty one (the viewer then computes every tile from the events).",
         "Writers recreate every view on open, so a change to a view's SQL bumps the version too.",
         "A read-only open of a version 2 store (`scprof sql`, `analyze`, ...) gets the library as",
         "TEMP views on its own connection, nothing written (`step_event_extents` then computed",

@@ -248,8 +248,11 @@ def _drop_spare() -> None:
 def _run_worker(request: dict, timeout_s: float, answer_limit_bytes: int) -> tuple[dict, bytes]:
     """Give `request` to a worker process (the spare, or one started now) and read its answer
     within the time limit: (meta, Arrow IPC stream). A worker past its limit (plus KILL_GRACE_S)
-    is killed. Then, when spares are kept, the next one is started."""
+    is killed. When spares are kept, the next one starts as this one is taken (its start-up
+    overlaps this query, so a query sent right after waits less), and again after the query if
+    it is gone."""
     worker = _take_worker()
+    _start_spare()
     proc = worker.proc
     try:
         try:

@@ -59,10 +59,23 @@ def _add_whatif(con: duckdb.DuckDBPyConnection) -> None:
     """Version 4 adds the whatif_trials table, which the DDL run after the migrations creates."""
 
 
+def _add_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 4 -> 5: the trace viewer's tile pyramid base (tile_sums), built for every run already stored."""
+    from profiler.schema import table, table_ddl
+    from profiler.summaries import build_tile_sums
+
+    for stmt in table_ddl(table("tile_sums")):
+        con.execute(stmt)
+    con.execute("DELETE FROM tile_sums")  # a store migrated from version 1 got them with its other summaries
+    for (run_id,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall():
+        build_tile_sums(con, run_id)
+
+
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     1: _add_summaries,
     2: _add_stdlib,
     3: _add_whatif,
+    4: _add_tile_sums,
 }
 
 
@@ -101,11 +114,22 @@ def _stored_digest(con: duckdb.DuckDBPyConnection) -> str | None:
 # READ_ONLY_ADAPTERS[v]: what a read-only connection to a store of the older schema version v
 # creates on itself (TEMP objects only) to read it as the current version; a read-only open of
 # any other older version is refused (version 1 lacks the summary tables the UI reads).
-def _temp_whatif(con: duckdb.DuckDBPyConnection) -> None:
-    """An empty TEMP whatif_trials on a read-only connection to a store older than version 4."""
+def _temp_empty(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """An empty TEMP table `name` (of the current schema) on a read-only connection."""
     from profiler.schema import table, table_ddl
 
-    con.execute(table_ddl(table("whatif_trials"))[0].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
+    con.execute(table_ddl(table(name))[0].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
+
+
+def _temp_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 4: an empty tile_sums (the trace viewer then computes every tile from the events)."""
+    _temp_empty(con, "tile_sums")
+
+
+def _temp_whatif(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 3: an empty whatif_trials, and what version 4 lacks."""
+    _temp_empty(con, "whatif_trials")
+    _temp_tile_sums(con)
 
 
 def _temp_stdlib_whatif(con: duckdb.DuckDBPyConnection) -> None:
@@ -113,7 +137,11 @@ def _temp_stdlib_whatif(con: duckdb.DuckDBPyConnection) -> None:
     _temp_whatif(con)
 
 
-READ_ONLY_ADAPTERS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {2: _temp_stdlib_whatif, 3: _temp_whatif}
+READ_ONLY_ADAPTERS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
+    2: _temp_stdlib_whatif,
+    3: _temp_whatif,
+    4: _temp_tile_sums,
+}
 
 
 def read_only_memory_limit() -> str:

@@ -13,7 +13,10 @@ SQL GROUP BY over the run's rows (no Python per event), documented in docs/schem
 - `sc_step_cells` / `sc_step_totals`: per step SparseCore figures from the events (the
   SparseCore page's and Overview's figures for runs without partition statistics);
 - `step_event_extents`: per chip and step, the extent of the step's events (where the step
-  rules of profiler/stdlib fall back to when a chip has no step markers).
+  rules of profiler/stdlib fall back to when a chip has no step markers);
+- `tile_sums`: the trace viewer's tile pyramid base: per track, power-of-two bucket, name and
+  duration class, the events and step markers starting there, from which ui/trace_api.py builds
+  the coarse tiles (a whole run's view) without reading every event.
 """
 
 from __future__ import annotations
@@ -61,6 +64,38 @@ FROM ({_TIMELINE_SOURCE}) src, (SELECT timeline_bin_ps AS w FROM run_summaries W
 WHERE dur_ps >= g.w
 ORDER BY track_id, start_ps
 """
+
+# The tile pyramid's base: the run's span [0, end) in at most 2^TILE_SUM_BUCKETS_LOG2 buckets of
+# 2^level ps (the trace viewer's tiles at level >= level are sums of them).
+TILE_SUM_BUCKETS_LOG2 = 16
+
+# Per track, base bucket, name (step markers: NULL, and their step) and duration class (the
+# smallest c >= $level with dur_ps < 2^c; log2's float result corrected to be exact).
+TILE_SUMS_SQL = """
+INSERT INTO tile_sums
+WITH src AS (
+    SELECT track_id, name_id, NULL::INTEGER AS step, start_ps, dur_ps FROM events WHERE run_id = $run
+    UNION ALL
+    SELECT track_id, NULL::INTEGER, step, start_ps, dur_ps FROM steps WHERE run_id = $run
+),
+classed AS (
+    SELECT *, CASE WHEN dur_ps >= (1::BIGINT << $level) THEN floor(log2(dur_ps))::INTEGER + 1 END AS c
+    FROM src
+)
+SELECT $run, $level, track_id, start_ps >> $level AS bucket, name_id, step,
+       CASE WHEN c IS NULL THEN $level
+            ELSE c - (dur_ps < (1::HUGEINT << (c - 1)))::INTEGER + (dur_ps >= (1::HUGEINT << c))::INTEGER
+       END AS dur_class,
+       count(*)::INTEGER, sum(dur_ps)::BIGINT
+FROM classed
+GROUP BY ALL
+"""
+
+
+def tile_sum_level(end_ps: int) -> int:
+    """The base level of a run ending at end_ps: [0, end_ps) in at most 2^TILE_SUM_BUCKETS_LOG2 buckets."""
+    return max(0, max(0, int(end_ps)).bit_length() - TILE_SUM_BUCKETS_LOG2)
+
 
 # One scan of the run's events for the per-step summaries: per step, track and sc, the
 # figures of SparseCore op events (`ok`: ids set, category sc_forward or none) and of all
@@ -121,7 +156,7 @@ ALL_STEP_EVENT_EXTENTS_SQL = "INSERT INTO step_event_extents" + ALL_STEP_EVENT_E
 
 SUMMARY_TABLES = (
     "run_summaries", "timeline_bins", "timeline_long", "sc_step_cells", "sc_step_totals", "step_event_extents",
-    "chip_steps", "step_times", "hbm_peaks",
+    "tile_sums", "chip_steps", "step_times", "hbm_peaks",
 )  # fmt: skip
 
 
@@ -150,6 +185,7 @@ def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     bins = TIMELINE_BINS_SQL.replace("{num}", "HUGEINT" if wide else "BIGINT")
     for sql in (bins, TIMELINE_LONG_SQL):
         con.execute(sql, {"run": run_id})
+    build_tile_sums(con, run_id)
     forward = con.execute(
         "SELECT coalesce(min(string_id), -1) FROM strings WHERE run_id = ? AND value = 'sc_forward'", [run_id]
     ).fetchall()[0][0]
@@ -160,6 +196,16 @@ def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     finally:
         con.execute("DROP TABLE sc_step_tracks")
     fill_materialized(con, run_id)
+
+
+def build_tile_sums(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    """tile_sums of run `run_id` (run_summaries built), at the level its span calls for."""
+    (end,) = con.execute(
+        "SELECT timeline_origin_ps::HUGEINT + timeline_bin_ps::HUGEINT * $bins FROM run_summaries WHERE run_id = $run",
+        {"run": run_id, "bins": TIMELINE_BINS},
+    ).fetchall()[0]
+    if end is not None:
+        con.execute(TILE_SUMS_SQL, {"run": run_id, "level": tile_sum_level(end)})
 
 
 def build_step_event_extents(con: duckdb.DuckDBPyConnection) -> None:

@@ -68,6 +68,7 @@ class RunFacts:
     name_base: int  # a step marker's name id is name_base + step
     marker_tracks: frozenset[int]
     track_ids: frozenset[int]
+    tile_level: int | None = None  # tiles of this level and above come from tile_sums (None: none stored)
 
 
 FACTS = KeyedCache(size=64)
@@ -182,6 +183,7 @@ def run_facts(store: Store, run_id: int) -> RunFacts:
             .fetchnumpy()["track_id"]
             .tolist()
         )
+        tile_level = sql(store, TQ.TILE_LEVEL, run=run_id).to_pylist()[0]["level"]
         firsts = [v for v in (r["first_ps"], r["first_marker_ps"]) if v is not None]
         lasts = [v for v in (r["last_ps"], r["last_marker_ps"]) if v is not None]
         return RunFacts(
@@ -196,6 +198,7 @@ def run_facts(store: Store, run_id: int) -> RunFacts:
             name_base=int(r["name_base"]) - min(0, int(r["min_step"] or 0)),
             marker_tracks=markers,
             track_ids=tracks,
+            tile_level=tile_level,
         )
 
     return FACTS.get_or_compute(key, compute)
@@ -281,7 +284,14 @@ def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list
         maxmarker=facts.max_marker_dur_ps,
         name_base=facts.name_base,
     )
-    counts = dict(zip(*sql(store, TQ.TILE_COUNTS, tracks=track_ids, **p).to_pydict().values(), strict=True))
+    from_sums = facts.tile_level is not None and k >= facts.tile_level
+    if from_sums:  # the tile pyramid's base (trace_queries.py): its bounds in base buckets
+        level = facts.tile_level
+        p.update(level=level, lo=t0 >> level, hi=t1 >> level, b0=i << TILE_SHIFT)
+    count_sql, bucket_sql = (
+        (TQ.TILE_COUNTS_FROM_SUMS, TQ.TILE_BUCKETS_FROM_SUMS) if from_sums else (TQ.TILE_COUNTS, TQ.TILE_BUCKETS)
+    )
+    counts = dict(zip(*sql(store, count_sql, tracks=track_ids, **p).to_pydict().values(), strict=True))
     exact = [t for t in track_ids if 0 < counts.get(t, 0) <= EXACT_LIMIT]
     agg = [t for t in track_ids if counts.get(t, 0) > EXACT_LIMIT]
     ev_cols = ("id", "start", "dur", "name")
@@ -298,7 +308,7 @@ def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list
             cols = ev_cols + (("step",) if t in facts.marker_tracks else ())
             out[t] = {"mode": mode, "ev": _columns(rows[t], cols), "_names": rows[t].column("name").to_numpy()}
     if agg:
-        buckets = _split(sql(store, TQ.TILE_BUCKETS, tracks=agg, k=k, bw=bw, **p), agg)
+        buckets = _split(sql(store, bucket_sql, tracks=agg, k=k, bw=bw, **p), agg)
         for t in agg:
             b = buckets[t]
             out[t]["bk"] = _columns(b, ("b", "name", "busy", "n"))
@@ -324,8 +334,11 @@ def tile_json(store: Store, facts: RunFacts, k: int, i: int, track_ids: list[int
     cached = {t: TILES.get((facts.key, k, i, t)) for t in track_ids}
     missing = [t for t, v in cached.items() if v is None]
     if missing:
-        for t, v in compute_tiles(store, facts, k, i, missing).items():
-            names = names_of(store, facts, v.pop("_names"))
+        computed = compute_tiles(store, facts, k, i, missing)
+        used = {t: v.pop("_names") for t, v in computed.items()}
+        every = names_of(store, facts, np.concatenate(list(used.values())))  # one query for all tracks
+        for t, v in computed.items():
+            names = {key: every[key] for key in map(str, used[t].tolist()) if key in every}
             cached[t] = (v, names)
             TILES.get_or_compute((facts.key, k, i, t), lambda v=v, names=names: (v, names))
     names: dict[str, str] = {}

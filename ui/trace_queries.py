@@ -71,7 +71,12 @@ ORDER BY track_id, start, id
 # tile: bucket (max(start, $t0) - $t0) >> $k): their count, summed duration (unclipped) and the
 # dominant name, the one with the largest summed duration in the bucket (ties: the smaller name
 # id). A short slice overlapping the tile starts after $t0 - $bw, the bound used for pruning.
-TILE_BUCKETS = """
+_DOMINANT_NAME = """
+SELECT track_id, b, arg_max(name_id, (busy::HUGEINT << 32) + (2147483647 - name_id)) AS name,
+       sum(n)::BIGINT AS n, sum(busy)::BIGINT AS busy
+FROM per_name GROUP BY track_id, b ORDER BY track_id, b
+"""
+TILE_BUCKETS = f"""
 WITH src AS (
     SELECT track_id, name_id, start_ps, dur_ps FROM events
     WHERE run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1 AND start_ps >= $t0 - $bw
@@ -86,10 +91,51 @@ per_name AS (
            count(*) AS n, sum(dur_ps)::BIGINT AS busy
     FROM src GROUP BY ALL
 )
-SELECT track_id, b, arg_max(name_id, (busy::HUGEINT << 32) + (2147483647 - name_id)) AS name,
-       sum(n)::BIGINT AS n, sum(busy)::BIGINT AS busy
-FROM per_name GROUP BY track_id, b ORDER BY track_id, b
+{_DOMINANT_NAME}"""
+
+# The same two answers from the tile pyramid's base (table tile_sums, at the run's base level
+# $level <= $k; profiler/summaries.py), for tiles of level $k >= $level, whose bounds are
+# multiples of 2^$level: the events and markers starting in the tile are the base buckets
+# [$lo, $hi) = [$t0 >> $level, $t1 >> $level), and bucket b of the tile holds the base buckets
+# whose `bucket >> ($k - $level)` is $b0 + b ($b0 = $t0 >> $k). What the base cannot tell, the
+# events and markers starting before $t0 and ending after it, is read from the events and steps
+# (a window of at most the longest event before $t0, pruned by start_ps zonemaps).
+_CROSSING = """run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t0
+    AND start_ps >= $t0 - {bound} AND start_ps + dur_ps > $t0"""
+
+TILE_COUNTS_FROM_SUMS = f"""
+SELECT track_id, sum(n)::BIGINT AS n FROM (
+    SELECT track_id, events AS n FROM tile_sums
+    WHERE run_id = $run AND list_contains($tracks, track_id) AND bucket >= $lo AND bucket < $hi
+    UNION ALL
+    SELECT track_id, 1 FROM events WHERE {_CROSSING.format(bound="$maxdur")}
+    UNION ALL
+    SELECT track_id, 1 FROM steps WHERE {_CROSSING.format(bound="$maxmarker")}
+) GROUP BY track_id
 """
+
+# Short slices (dur_class <= $k: dur_ps < 2^$k) by the tile bucket they start in; those crossing
+# $t0 (shorter than one bucket, so starting after $t0 - $bw) go to bucket 0, as in TILE_BUCKETS.
+TILE_BUCKETS_FROM_SUMS = f"""
+WITH src AS (
+    SELECT track_id, coalesce(name_id, ($name_base + step)::INTEGER) AS name_id,
+           ((bucket >> ($k - $level)) - $b0)::INTEGER AS b, events AS n, busy_ps AS busy
+    FROM tile_sums
+    WHERE run_id = $run AND list_contains($tracks, track_id) AND bucket >= $lo AND bucket < $hi
+      AND dur_class <= $k
+    UNION ALL
+    SELECT track_id, name_id, 0, 1, dur_ps FROM events WHERE {_CROSSING.format(bound="$bw")} AND dur_ps < $bw
+    UNION ALL
+    SELECT track_id, ($name_base + step)::INTEGER, 0, 1, dur_ps FROM steps
+    WHERE {_CROSSING.format(bound="$bw")} AND dur_ps < $bw
+),
+per_name AS (
+    SELECT track_id, b, name_id, sum(n)::BIGINT AS n, sum(busy)::BIGINT AS busy FROM src GROUP BY ALL
+)
+{_DOMINANT_NAME}"""
+
+# tile_level: the run's tile pyramid base level (NULL: none stored; every tile from the events).
+TILE_LEVEL = "SELECT min(level) AS level FROM tile_sums WHERE run_id = $run"
 
 # names_of: the names of some string ids of a run.
 NAMES_OF = "SELECT string_id, value FROM strings WHERE run_id = $run AND list_contains($ids, string_id)"

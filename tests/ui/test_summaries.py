@@ -156,7 +156,18 @@ def reference_summaries(store: Store, run: int) -> dict:
             tot = totals.setdefault(e["step"], [None, None])
             tot[0] = top(tot[0], e["minibatch"])
             tot[1] = add(tot[1], e["dropped_ids"])
+    level = max(0, (origin + bin_ps * TIMELINE_BINS).bit_length() - 16)  # [0, end) in at most 2^16 buckets
+    tiles: dict = defaultdict(lambda: [0, 0])
+    for e in events:
+        cell = tiles[(e["track_id"], e["start_ps"] >> level, e["name_id"], None, max(level, e["dur_ps"].bit_length()))]
+        cell[0] += 1
+        cell[1] += e["dur_ps"]
+    for m in store.rows("SELECT track_id, step, start_ps, dur_ps FROM steps WHERE run_id = ?", [run]):
+        cell = tiles[(m["track_id"], m["start_ps"] >> level, None, m["step"], max(level, m["dur_ps"].bit_length()))]
+        cell[0] += 1
+        cell[1] += m["dur_ps"]
     return {
+        "tiles": (level, {k: tuple(v) for k, v in tiles.items()}),
         "run": {
             "timeline_origin_ps": origin,
             "timeline_bin_ps": bin_ps,
@@ -181,7 +192,15 @@ def top(a: int | None, b: int | None) -> int | None:
 
 def stored_summaries(store: Store, run: int) -> dict:
     r = store.rows("SELECT * FROM run_summaries WHERE run_id = ?", [run])[0]
+    tiles = store.rows("SELECT * FROM tile_sums WHERE run_id = ?", [run])
     return {
+        "tiles": (
+            min(x["level"] for x in tiles),
+            {
+                (x["track_id"], x["bucket"], x["name_id"], x["step"], x["dur_class"]): (x["events"], x["busy_ps"])
+                for x in tiles
+            },
+        ),
         "run": {k: r[k] for k in ("timeline_origin_ps", "timeline_bin_ps", "max_event_dur_ps", "event_tables")},
         "bins": {
             (x["track_id"], x["bin"]): (x["events"], x["busy_ps"])
@@ -212,7 +231,25 @@ def test_summaries_equal_plain_python_over_the_events(mixed):
         assert len(ref["bins"]) > 100 and len(ref["long"]) > 100 and ref["cells"] and ref["totals"]  # all shapes
         assert {chip for chip, _ in ref["extents"]} == {-1, 0, 1}
         assert ref["run"]["timeline_bin_ps"] == BIN_PS
+        assert len({k[4] for k in ref["tiles"][1]}) > 10  # many duration classes
         assert got == ref
+
+
+def test_tile_sums_duration_classes_are_exact_near_powers_of_two(tmp_path):
+    # log2 of a BIGINT goes through a DOUBLE, which rounds 2^k - 1 up to 2^k for k > 53: the
+    # class (the smallest c with dur < 2^c, Python's bit_length) must not follow it
+    # (their sum stays within int64, as ingest requires: up to 2^60, 2^61 only less one)
+    near = {k: (-1, 0, 1) if k < 50 else (-1, 0) if k < 60 else (-1,) for k in range(62)}
+    durs = sorted({max(0, (1 << k) + d) for k, ds in near.items() for d in ds})
+    path, db = str(tmp_path / "pow2.sctrace"), str(tmp_path / "pow2.duckdb")
+    with Recorder(path, run_name="pow2", run_id="uuid-pow2", start_time_unix_ns=0) as rec:
+        track = rec.track("/host:CPU", "Host ops", "host", chip=-1)
+        rec.emit(track=[track] * len(durs), name=["op"] * len(durs), start_ps=[0] * len(durs), dur_ps=durs)
+    with Store.open(db) as store:
+        ingest_trace(store, path)
+        ref, got = reference_summaries(store, 1)["tiles"], stored_summaries(store, 1)["tiles"]
+    assert ref[0] == 46 and {k[4] for k in ref[1]} == set(range(46, 62))
+    assert got == ref
 
 
 def test_summaries_of_recorded_runs(ro_store):
@@ -310,3 +347,41 @@ def test_the_largest_minibatch_index_is_ingested_and_capped(tmp_path):
             sql(store, Q.SC_CELLS_FROM_EVENTS, table_ids=[], forward_id=-1, **kw).to_pylist()
             == sql(store, Q.SC_CELLS_FROM_SUMMARY, **kw).to_pylist()
         )
+
+
+def test_version_4_store_is_read_without_tile_sums_and_migrated_with_them(tmp_path, mixed_db):
+    # Version 5 added tile_sums (the trace viewer's pyramid base). Read-only, a version 4 store
+    # gets an empty TEMP tile_sums and the viewer's tiles come from the events (the same tiles);
+    # a writing open (scprof ui's too) builds tile_sums for the runs already there, as ingest does.
+    import shutil
+
+    from ui import trace_api as A
+
+    db = str(tmp_path / "v4.duckdb")
+    shutil.copy(mixed_db, db)
+
+    def tiles(store: Store) -> list[dict]:
+        A.FACTS._values.clear()
+        A.TILES._values.clear()
+        out = []
+        for run in (1, 2):
+            facts = A.run_facts(store, run)
+            top = facts.last_ps.bit_length() - 10
+            out += [A.tile_json(store, facts, k, 0, sorted(facts.track_ids)) for k in (top, top - 1)]
+        return out
+
+    with Store.open(db, read_only=True) as store:
+        fresh = store.rows("SELECT * FROM tile_sums ORDER BY ALL")
+        assert A.run_facts(store, 1).tile_level is not None
+        served = tiles(store)
+    assert {r["run_id"] for r in fresh} == {1, 2}
+    with duckdb.connect(db) as con:  # what a version-4 store was: no tile_sums
+        con.execute("DROP TABLE tile_sums")
+        con.execute("UPDATE scprof_meta SET value = '4' WHERE key = 'schema_version'")
+    with Store.open(db, read_only=True) as store:
+        assert store.schema_version() == 4 and not store.rows("SELECT * FROM tile_sums")
+        assert tiles(store) == served
+        assert A.run_facts(store, 1).tile_level is None
+    with Store.open(db) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        assert store.rows("SELECT * FROM tile_sums ORDER BY ALL") == fresh

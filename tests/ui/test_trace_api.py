@@ -562,3 +562,66 @@ def test_finding_link_picks_the_page_by_whole_words():
     assert page("sc_load_skew", "max_over_mean") == "SparseCore"
     assert page("hbm_stack_pressure", "stack_bytes") == "Memory"
     assert page("too_many_stacked_tables", "tables_per_stack", tables=["t1"]) == "SparseCore"  # not "stack"
+
+
+def pyramid_against_events(store: Store, run: int) -> tuple[int, int]:
+    """Every tile of `run` at or above its tile_sums level, from the pyramid and from the events
+    (the SQL the other tests check against plain Python), asserted equal: (aggregated tiles seen,
+    short slices crossing the start of an aggregated tile)."""
+    import dataclasses
+
+    from ui.trace_api import compute_tiles, run_facts
+
+    facts = run_facts(store, run)
+    raw = dataclasses.replace(facts, tile_level=None)
+    tracks = sorted(facts.track_ids)
+    assert facts.tile_level is not None
+    agg = crossing = 0
+    for k in range(facts.tile_level, max(facts.tile_level, facts.last_ps.bit_length() - 10) + 1):
+        for i in range((facts.last_ps >> (k + 10)) + 1):
+            got, want = compute_tiles(store, facts, k, i, tracks), compute_tiles(store, raw, k, i, tracks)
+            for t in tracks:
+                assert got[t].pop("_names").tolist() == want[t].pop("_names").tolist(), (run, k, i, t)
+            assert got == want, (run, k, i)
+            t0 = i << (k + 10)
+            for t in (t for t in tracks if got[t]["mode"] == "agg"):
+                agg += 1
+                crossing += store.rows(
+                    "SELECT count(*) AS n FROM (SELECT track_id, start_ps, dur_ps FROM events WHERE run_id = $1 "
+                    "UNION ALL SELECT track_id, start_ps, dur_ps FROM steps WHERE run_id = $1) "
+                    "WHERE track_id = $2 AND start_ps < $3 AND start_ps + dur_ps > $3 AND dur_ps < $4",
+                    [run, t, t0, 1 << k],
+                )[0]["n"]
+    return agg, crossing
+
+
+def test_tiles_from_the_pyramid_equal_tiles_from_the_events(db, runs):
+    with Store.open(db, read_only=True) as store:
+        seen = [pyramid_against_events(store, run) for run in runs.values()]
+    assert sum(a for a, _ in seen) > 0
+
+
+def test_pyramid_tiles_with_slices_and_markers_crossing_tile_starts(tmp_path):
+    """A dense run whose short slices and step markers cross every tile start, in aggregated tiles."""
+    import numpy as np
+
+    from profiler.recorder import Recorder
+    from profiler.trace_to_store import ingest_trace
+
+    n = 40_000
+    path, db = str(tmp_path / "dense.sctrace"), str(tmp_path / "dense.duckdb")
+    with Recorder(path, run_name="dense", run_id="uuid-dense", start_time_unix_ns=0) as rec:
+        track = rec.track("/device:TPU:0", "XLA Ops", "tensorcore", chip=0, core=0)
+        rec.emit(
+            track=[track] * n,
+            name=[f"op{j % 3}" for j in range(n)],
+            start_ps=(np.arange(n) * 100 + 7).tolist(),
+            dur_ps=[150 + 40 * (j % 3) for j in range(n)],
+        )
+        starts = [(j << 18) - 100 for j in range(1, 16)]  # across level 8's tile starts (2^18 ps)
+        rec.steps(track=[track] * len(starts), step=list(range(len(starts))), start_ps=starts, dur_ps=[200] * 15)
+    with Store.open(db) as store:
+        ingest_trace(store, path)
+    with Store.open(db, read_only=True) as store:
+        agg, crossing = pyramid_against_events(store, 1)
+    assert agg > 10 and crossing > 10
