@@ -234,18 +234,18 @@ TABLES: tuple[Table, ...] = (
 SUMMARY_TABLES: tuple[Table, ...] = (
     Table(
         "run_summaries",
-        "Summary, one row per run: the timeline summary's bin grid, the longest event and the tables named on events.",
+        "Summary, one row per run: the run's span (origin and 1/16384 of it), the longest event and the tables named on events.",
         (
             RUN,
             Col(
                 "timeline_origin_ps",
                 "BIGINT",
-                "Start of bin 0: the earliest start of an event or step marker; NULL if none.",
+                "Start of the run's span: the earliest start of an event or step marker; NULL if none.",
             ),
             Col(
                 "timeline_bin_ps",
                 "BIGINT",
-                "Width of one timeline bin: the run's span over 16384, rounded up; NULL if no events.",
+                "The run's span over 16384, rounded up; NULL if no events. tile_sums' level is the least that holds [0, timeline_origin_ps + 16384 of these) in 2^16 buckets.",
             ),
             Col(
                 "max_event_dur_ps",
@@ -255,31 +255,6 @@ SUMMARY_TABLES: tuple[Table, ...] = (
             Col("event_tables", "VARCHAR[]", "Embedding tables named on events (events.table_id), sorted."),
         ),
         ("run_id",),
-    ),
-    Table(
-        "timeline_bins",
-        "Summary: per track and timeline bin, the events and step markers shorter than one bin that start in it.",
-        (
-            RUN,
-            Col("track_id", "INTEGER", "tracks.track_id."),
-            Col("bin", "INTEGER", "(start_ps - timeline_origin_ps) // timeline_bin_ps."),
-            Col(
-                "events",
-                "INTEGER",
-                "Events and step markers of the track starting in the bin with dur_ps < timeline_bin_ps.",
-            ),
-            Col("busy_ps", "BIGINT", "Sum of their dur_ps."),
-        ),
-    ),
-    Table(
-        "timeline_long",
-        "Summary: events and step markers at least one timeline bin long (the rest of the timeline), whole.",
-        (
-            RUN,
-            Col("track_id", "INTEGER", "tracks.track_id."),
-            Col("start_ps", "BIGINT", "Start time."),
-            Col("dur_ps", "BIGINT", "Duration (>= timeline_bin_ps)."),
-        ),
     ),
     Table(
         "sc_step_cells",
@@ -470,10 +445,11 @@ def markdown() -> str:
         "for every run already in the store (1-2 s per 10 M events on the benchmark machine).",
         "3 added the analysis standard library (the views below) and the summary table",
         "`step_event_extents` it reads; the migration from 2 builds that table and the library's",
-        "stored views for every run. 4 added `whatif_trials`. 5 added the summary table",
-        "`tile_sums` (the trace viewer's tile pyramid base); the migration from 4 builds it for",
-        "every run (about 1 s per 10 M events), and a read-only open of a version 3 or 4 store",
-        "reads an empty one (the viewer then computes every tile from the events).",
+        "stored views for every run. 4 added `whatif_trials`. 5 replaced the summary tables",
+        "`timeline_bins` and `timeline_long` by `tile_sums` (the trace viewer's tile pyramid base,",
+        "which also counts each track's events); the migration from 4 builds it for every run",
+        "(0.3-0.45 s per 10 M events), and a read-only open of a version 2 to 4 store reads it",
+        "as a TEMP view computed from the events on each query.",
         "Writers recreate every view on open, so a change to a view's SQL bumps the version too.",
         "A read-only open of a version 2 store (`scprof sql`, `analyze`, ...) gets the library as",
         "TEMP views on its own connection, nothing written (`step_event_extents` then computed",

@@ -60,15 +60,19 @@ def _add_whatif(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _add_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 4 -> 5: the trace viewer's tile pyramid base (tile_sums), built for every run already stored."""
+    """Version 4 -> 5: the trace viewer's tile pyramid base (tile_sums), built for every run already
+    stored, in place of timeline_bins and timeline_long (which only the UI read)."""
     from profiler.schema import table, table_ddl
-    from profiler.summaries import build_tile_sums
+    from profiler.summaries import ALL_TILE_SUMS_SELECT
 
-    for stmt in table_ddl(table("tile_sums")):
+    for stmt in (
+        "DROP TABLE IF EXISTS timeline_bins",
+        "DROP TABLE IF EXISTS timeline_long",
+        *table_ddl(table("tile_sums")),
+    ):
         con.execute(stmt)
     con.execute("DELETE FROM tile_sums")  # a store migrated from version 1 got them with its other summaries
-    for (run_id,) in con.execute("SELECT run_id FROM runs ORDER BY run_id").fetchall():
-        build_tile_sums(con, run_id)
+    con.execute(f"INSERT INTO tile_sums {ALL_TILE_SUMS_SELECT}")
 
 
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
@@ -114,22 +118,20 @@ def _stored_digest(con: duckdb.DuckDBPyConnection) -> str | None:
 # READ_ONLY_ADAPTERS[v]: what a read-only connection to a store of the older schema version v
 # creates on itself (TEMP objects only) to read it as the current version; a read-only open of
 # any other older version is refused (version 1 lacks the summary tables the UI reads).
-def _temp_empty(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    """An empty TEMP table `name` (of the current schema) on a read-only connection."""
+def _temp_whatif(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 3: an empty TEMP whatif_trials, and what version 4 lacks."""
     from profiler.schema import table, table_ddl
 
-    con.execute(table_ddl(table(name))[0].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
+    con.execute(table_ddl(table("whatif_trials"))[0].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
+    _temp_tile_sums(con)
 
 
 def _temp_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 4: an empty tile_sums (the trace viewer then computes every tile from the events)."""
-    _temp_empty(con, "tile_sums")
+    """Version 4: tile_sums as a TEMP view computed from the events on each query (what the
+    migration to version 5 stores once)."""
+    from profiler.summaries import ALL_TILE_SUMS_SELECT
 
-
-def _temp_whatif(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 3: an empty whatif_trials, and what version 4 lacks."""
-    _temp_empty(con, "whatif_trials")
-    _temp_tile_sums(con)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW tile_sums AS {ALL_TILE_SUMS_SELECT}")
 
 
 def _temp_stdlib_whatif(con: duckdb.DuckDBPyConnection) -> None:

@@ -5,26 +5,23 @@ Ingest (trace_to_store.py, for native traces and XProf imports alike) calls
 migration to version 2 calls it for runs ingested before. Every summary is a plain
 SQL GROUP BY over the run's rows (no Python per event), documented in docs/schema.md:
 
-- `run_summaries`: the timeline's bin grid (origin and width), the longest event and the
-  tables named on events;
-- `timeline_bins` / `timeline_long`: per track, events and step markers shorter than one
-  bin counted and summed per bin, and the longer ones kept whole, from which the UI
-  re-bins any window at least `TIMELINE_BINS / 1000` of the run wide, exactly per column;
+- `run_summaries`: the run's span (origin, and a width of 1/16384 of it), the longest event
+  and the tables named on events;
 - `sc_step_cells` / `sc_step_totals`: per step SparseCore figures from the events (the
   SparseCore page's and Overview's figures for runs without partition statistics);
 - `step_event_extents`: per chip and step, the extent of the step's events (where the step
   rules of profiler/stdlib fall back to when a chip has no step markers);
 - `tile_sums`: the trace viewer's tile pyramid base: per track, power-of-two bucket, name and
   duration class, the events and step markers starting there, from which ui/trace_api.py builds
-  the coarse tiles (a whole run's view) without reading every event.
+  the coarse tiles (a whole run's view) without reading every event, and counts each track's
+  events and markers (version 5 replaced version 2's `timeline_bins` and `timeline_long` by it).
 """
 
 from __future__ import annotations
 
 import duckdb
 
-# Bins of the timeline summary over a run's span (fine enough that a 1000-column view of at
-# least 1/16 of the run is re-binned from it; coarse enough to be ~1/30 of 10 M events).
+# run_summaries' width of a run's span: 1/TIMELINE_BINS of it (rounded up), which sets tile_sums' level.
 TIMELINE_BINS = 16384
 
 # The run's events and step markers: what the timeline draws.
@@ -47,54 +44,49 @@ SELECT $run, lo, CASE WHEN lo IS NOT NULL THEN greatest(1, (hi::HUGEINT - lo + $
 FROM ext
 """
 
-# {num}: BIGINT, or HUGEINT (4x slower) for the rare run spanning more than 2^62 ps.
-TIMELINE_BINS_SQL = f"""
-INSERT INTO timeline_bins
-WITH g AS (SELECT timeline_origin_ps AS o, timeline_bin_ps AS w FROM run_summaries WHERE run_id = $run)
-SELECT $run, track_id, ((start_ps::{{num}} - g.o) // g.w)::INTEGER AS bin, count(*)::INTEGER, sum(dur_ps)::BIGINT
-FROM ({_TIMELINE_SOURCE}) src, g
-WHERE dur_ps < g.w
-GROUP BY ALL
+# The tile pyramid's base level of each run: its span [0, end) in at most 2^16 buckets of
+# 2^level ps, end being the end of run_summaries' grid (origin + 16384 widths): level =
+# bit_length(end) - 16 (at least 0), bit_length from log2's DOUBLE result corrected to be exact.
+_TILE_LEVELS = """
+SELECT run_id, CASE WHEN e <= 0 THEN 0 ELSE greatest(0, c
+           - (e < (1::HUGEINT << (c - 1)))::INTEGER + (e >= (1::HUGEINT << c))::INTEGER - 16) END AS level
+FROM (SELECT run_id, e, CASE WHEN e > 0 THEN floor(log2(e))::INTEGER + 1 END AS c
+      FROM (SELECT run_id, timeline_origin_ps::HUGEINT + timeline_bin_ps::HUGEINT * 16384 AS e
+            FROM run_summaries WHERE timeline_origin_ps IS NOT NULL {runs}))
 """
 
-TIMELINE_LONG_SQL = f"""
-INSERT INTO timeline_long
-SELECT $run, track_id, start_ps, dur_ps
-FROM ({_TIMELINE_SOURCE}) src, (SELECT timeline_bin_ps AS w FROM run_summaries WHERE run_id = $run) g
-WHERE dur_ps >= g.w
-ORDER BY track_id, start_ps
-"""
-
-# The tile pyramid's base: the run's span [0, end) in at most 2^TILE_SUM_BUCKETS_LOG2 buckets of
-# 2^level ps (the trace viewer's tiles at level >= level are sums of them).
-TILE_SUM_BUCKETS_LOG2 = 16
-
-# Per track, base bucket, name (step markers: NULL, and their step) and duration class (the
-# smallest c >= $level with dur_ps < 2^c; log2's float result corrected to be exact).
-TILE_SUMS_SQL = """
-INSERT INTO tile_sums
-WITH src AS (
-    SELECT track_id, name_id, NULL::INTEGER AS step, start_ps, dur_ps FROM events WHERE run_id = $run
+# tile_sums' rows: per run, track, base bucket, name (step markers: NULL, and their step) and
+# duration class (the smallest c >= level with dur_ps < 2^c, exact as above). {runs}: the runs.
+_TILE_SUMS_SELECT = """
+WITH lv AS ({levels}),
+src AS (
+    SELECT run_id, track_id, name_id, NULL::INTEGER AS step, start_ps, dur_ps FROM events WHERE true {runs}
     UNION ALL
-    SELECT track_id, NULL::INTEGER, step, start_ps, dur_ps FROM steps WHERE run_id = $run
+    SELECT run_id, track_id, NULL::INTEGER, step, start_ps, dur_ps FROM steps WHERE true {runs}
 ),
 classed AS (
-    SELECT *, CASE WHEN dur_ps >= (1::BIGINT << $level) THEN floor(log2(dur_ps))::INTEGER + 1 END AS c
-    FROM src
+    SELECT src.*, lv.level,
+           CASE WHEN dur_ps >= (1::BIGINT << lv.level) THEN floor(log2(dur_ps))::INTEGER + 1 END AS c
+    FROM src JOIN lv USING (run_id)
 )
-SELECT $run, $level, track_id, start_ps >> $level AS bucket, name_id, step,
-       CASE WHEN c IS NULL THEN $level
+SELECT run_id, level, track_id, start_ps >> level AS bucket, name_id, step,
+       CASE WHEN c IS NULL THEN level
             ELSE c - (dur_ps < (1::HUGEINT << (c - 1)))::INTEGER + (dur_ps >= (1::HUGEINT << c))::INTEGER
        END AS dur_class,
-       count(*)::INTEGER, sum(dur_ps)::BIGINT
+       count(*)::INTEGER AS events, sum(dur_ps)::BIGINT AS busy_ps
 FROM classed
 GROUP BY ALL
 """
 
 
-def tile_sum_level(end_ps: int) -> int:
-    """The base level of a run ending at end_ps: [0, end_ps) in at most 2^TILE_SUM_BUCKETS_LOG2 buckets."""
-    return max(0, max(0, int(end_ps)).bit_length() - TILE_SUM_BUCKETS_LOG2)
+def _tile_sums_select(runs: str) -> str:
+    return _TILE_SUMS_SELECT.format(levels=_TILE_LEVELS.format(runs=runs), runs=runs)
+
+
+# One run's (ingest), and every run's: the migration to version 5, and a read-only connection to
+# an older store, which reads it as a TEMP view (profiler/store.py).
+TILE_SUMS_SQL = "INSERT INTO tile_sums " + _tile_sums_select("AND run_id = $run")
+ALL_TILE_SUMS_SELECT = _tile_sums_select("")
 
 
 # One scan of the run's events for the per-step summaries: per step, track and sc, the
@@ -155,7 +147,7 @@ GROUP BY ALL
 ALL_STEP_EVENT_EXTENTS_SQL = "INSERT INTO step_event_extents" + ALL_STEP_EVENT_EXTENTS_SELECT
 
 SUMMARY_TABLES = (
-    "run_summaries", "timeline_bins", "timeline_long", "sc_step_cells", "sc_step_totals", "step_event_extents",
+    "run_summaries", "sc_step_cells", "sc_step_totals", "step_event_extents",
     "tile_sums", "chip_steps", "step_times", "hbm_peaks",
 )  # fmt: skip
 
@@ -178,14 +170,7 @@ def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     for table in SUMMARY_TABLES:
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
     con.execute(RUN_SUMMARY, {"run": run_id, "bins": TIMELINE_BINS})
-    wide = con.execute(
-        "SELECT timeline_bin_ps > $lim FROM run_summaries WHERE run_id = $run",
-        {"run": run_id, "lim": (1 << 62) // TIMELINE_BINS},
-    ).fetchall()[0][0]
-    bins = TIMELINE_BINS_SQL.replace("{num}", "HUGEINT" if wide else "BIGINT")
-    for sql in (bins, TIMELINE_LONG_SQL):
-        con.execute(sql, {"run": run_id})
-    build_tile_sums(con, run_id)
+    con.execute(TILE_SUMS_SQL, {"run": run_id})
     forward = con.execute(
         "SELECT coalesce(min(string_id), -1) FROM strings WHERE run_id = ? AND value = 'sc_forward'", [run_id]
     ).fetchall()[0][0]
@@ -196,16 +181,6 @@ def build_summaries(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     finally:
         con.execute("DROP TABLE sc_step_tracks")
     fill_materialized(con, run_id)
-
-
-def build_tile_sums(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
-    """tile_sums of run `run_id` (run_summaries built), at the level its span calls for."""
-    (end,) = con.execute(
-        "SELECT timeline_origin_ps::HUGEINT + timeline_bin_ps::HUGEINT * $bins FROM run_summaries WHERE run_id = $run",
-        {"run": run_id, "bins": TIMELINE_BINS},
-    ).fetchall()[0]
-    if end is not None:
-        con.execute(TILE_SUMS_SQL, {"run": run_id, "level": tile_sum_level(end)})
 
 
 def build_step_event_extents(con: duckdb.DuckDBPyConnection) -> None:

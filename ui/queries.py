@@ -56,16 +56,11 @@ FROM step_minibatches WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
 """
 
 # timeline_tracks: the tracks of a run that hold events or step markers, with how many (from the
-# timeline summary, which holds each event or marker once: binned when short, whole when long),
-# in display order: device chips first (per chip its TensorCore lines, SparseCores and tiles, or a GPU's
+# tile pyramid's base, tile_sums, which counts each event and marker once), in display order: device chips first (per chip its TensorCore lines, SparseCores and tiles, or a GPU's
 # streams, a CPU's XLA threads), then the host.
 TIMELINE_TRACKS = """
 WITH n AS (
-    SELECT track_id, sum(n)::BIGINT AS n FROM (
-        SELECT track_id, sum(events) AS n FROM timeline_bins WHERE run_id = $run GROUP BY track_id
-        UNION ALL
-        SELECT track_id, count(*) AS n FROM timeline_long WHERE run_id = $run GROUP BY track_id
-    ) GROUP BY track_id
+    SELECT track_id, sum(events)::BIGINT AS n FROM tile_sums WHERE run_id = $run GROUP BY track_id
 )
 SELECT t.track_id, t.plane, t.line, t.kind, t.chip, t.core, t.tile, n.n
 FROM tracks t JOIN n USING (track_id)

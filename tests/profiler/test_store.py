@@ -193,7 +193,7 @@ def test_version_1_store_gets_its_summaries_on_first_writable_open(tmp_path):
         ingest_trace(store, str(record_small(tmp_path / "a.sctrace", run_name="a")))
         ingest_trace(store, str(record_small(tmp_path / "b.sctrace", run_name="b", run_id="uuid-b")))
         fresh = {t.name: store.rows(f"SELECT * FROM {t.name} ORDER BY ALL") for t in SUMMARY_TABLES}
-    assert fresh["timeline_long"] and fresh["sc_step_cells"] and len(fresh["run_summaries"]) == 2
+    assert fresh["tile_sums"] and fresh["sc_step_cells"] and len(fresh["run_summaries"]) == 2
     with duckdb.connect(str(db)) as con:  # what a version-1 store was: no summary tables
         for t in SUMMARY_TABLES:
             con.execute(f"DROP TABLE {t.name}")

@@ -69,8 +69,8 @@ def write_mixed_trace(path: str, n: int = 4000, seed: int = 0) -> None:
             unique_ids=maybe(rng, rng.integers(1, 3000, n)),
             dropped_ids=maybe(rng, rng.integers(0, 50, n), 0.7),
         )
-        # One event spanning the run fixes the bin width (1.6e9 / 16384, rounded up: BIN_PS); events
-        # exactly one bin long, and one shorter, go to timeline_long and timeline_bins respectively.
+        # One event spanning the run fixes the span's width (1.6e9 / 16384, rounded up: BIN_PS), and
+        # with it tile_sums' level; events of about that width, and instants at the origin.
         rec.emit(
             track=[tracks[0]] * 5,
             name=["run"] + ["edge"] * 4,
@@ -120,15 +120,6 @@ def reference_summaries(store: Store, run: int) -> dict:
     origin = min(s for _, s, _ in timeline)
     span = max(s + d for _, s, d in timeline) - origin
     bin_ps = max(1, -(-span // TIMELINE_BINS))
-    bins: dict = defaultdict(lambda: [0, 0])
-    long = []
-    for track, s, d in timeline:
-        if d < bin_ps:
-            cell = bins[(track, (s - origin) // bin_ps)]
-            cell[0] += 1
-            cell[1] += d
-        else:
-            long.append((track, s, d))
     cells: dict = {}
     totals: dict = {}
     extents: dict = {}
@@ -174,8 +165,6 @@ def reference_summaries(store: Store, run: int) -> dict:
             "max_event_dur_ps": max((e["dur_ps"] for e in events), default=0),
             "event_tables": sorted({strings[e["table_id"]] for e in events if e["table_id"] is not None}),
         },
-        "bins": {k: tuple(v) for k, v in bins.items()},
-        "long": sorted(long),
         "cells": {k: (v[0], v[1], None if v[2] is None else v[2] + 1, v[3]) for k, v in cells.items()},
         "totals": {k: (None if v[0] is None else v[0] + 1, v[1]) for k, v in totals.items()},
         "extents": extents,
@@ -202,14 +191,6 @@ def stored_summaries(store: Store, run: int) -> dict:
             },
         ),
         "run": {k: r[k] for k in ("timeline_origin_ps", "timeline_bin_ps", "max_event_dur_ps", "event_tables")},
-        "bins": {
-            (x["track_id"], x["bin"]): (x["events"], x["busy_ps"])
-            for x in store.rows("SELECT * FROM timeline_bins WHERE run_id = ?", [run])
-        },
-        "long": sorted(
-            (x["track_id"], x["start_ps"], x["dur_ps"])
-            for x in store.rows("SELECT * FROM timeline_long WHERE run_id = ?", [run])
-        ),
         "cells": {
             (x["step"], x["chip"], x["sc"]): (x["ids"], x["unique_ids"], x["minibatches"], x["dropped_ids"])
             for x in store.rows("SELECT * FROM sc_step_cells WHERE run_id = ?", [run])
@@ -228,7 +209,7 @@ def stored_summaries(store: Store, run: int) -> dict:
 def test_summaries_equal_plain_python_over_the_events(mixed):
     for run in (1, 2):
         ref, got = reference_summaries(mixed, run), stored_summaries(mixed, run)
-        assert len(ref["bins"]) > 100 and len(ref["long"]) > 100 and ref["cells"] and ref["totals"]  # all shapes
+        assert len(ref["tiles"][1]) > 1000 and ref["cells"] and ref["totals"]  # all shapes
         assert {chip for chip, _ in ref["extents"]} == {-1, 0, 1}
         assert ref["run"]["timeline_bin_ps"] == BIN_PS
         assert len({k[4] for k in ref["tiles"][1]}) > 10  # many duration classes
@@ -258,8 +239,8 @@ def test_summaries_of_recorded_runs(ro_store):
 
 
 def test_track_counts_use_the_summary(mixed, mixed_db):
-    """The viewer's tracks and their counts (ui.queries.TIMELINE_TRACKS over timeline_bins and
-    timeline_long, served by /api/trace/meta) count every event and step marker once."""
+    """The viewer's tracks and their counts (ui.queries.TIMELINE_TRACKS over tile_sums, served by
+    /api/trace/meta) count every event and step marker once."""
     app = create_app(mixed_db)
     client = app.server.test_client()
     for run in (1, 2):
@@ -349,10 +330,11 @@ def test_the_largest_minibatch_index_is_ingested_and_capped(tmp_path):
         )
 
 
-def test_version_4_store_is_read_without_tile_sums_and_migrated_with_them(tmp_path, mixed_db):
-    # Version 5 added tile_sums (the trace viewer's pyramid base). Read-only, a version 4 store
-    # gets an empty TEMP tile_sums and the viewer's tiles come from the events (the same tiles);
-    # a writing open (scprof ui's too) builds tile_sums for the runs already there, as ingest does.
+def test_version_4_store_is_read_with_tile_sums_from_the_events_and_migrated(tmp_path, mixed_db):
+    # Version 5 replaced timeline_bins and timeline_long by tile_sums. Read-only, a version 4 store
+    # reads tile_sums as a TEMP view over the events (the same rows, the same tiles and track
+    # counts); a writing open (scprof ui's too) builds it for the runs already there and drops
+    # the old tables.
     import shutil
 
     from ui import trace_api as A
@@ -360,7 +342,7 @@ def test_version_4_store_is_read_without_tile_sums_and_migrated_with_them(tmp_pa
     db = str(tmp_path / "v4.duckdb")
     shutil.copy(mixed_db, db)
 
-    def tiles(store: Store) -> list[dict]:
+    def served(store: Store) -> list:
         A.FACTS._values.clear()
         A.TILES._values.clear()
         out = []
@@ -368,20 +350,26 @@ def test_version_4_store_is_read_without_tile_sums_and_migrated_with_them(tmp_pa
             facts = A.run_facts(store, run)
             top = facts.last_ps.bit_length() - 10
             out += [A.tile_json(store, facts, k, 0, sorted(facts.track_ids)) for k in (top, top - 1)]
+            out.append([(t.track_id, t.n) for t in run_tracks(store, run)])
         return out
 
     with Store.open(db, read_only=True) as store:
         fresh = store.rows("SELECT * FROM tile_sums ORDER BY ALL")
-        assert A.run_facts(store, 1).tile_level is not None
-        served = tiles(store)
+        views = served(store)
     assert {r["run_id"] for r in fresh} == {1, 2}
-    with duckdb.connect(db) as con:  # what a version-4 store was: no tile_sums
+    with duckdb.connect(db) as con:  # what a version-4 store was: timeline_bins and _long, no tile_sums
         con.execute("DROP TABLE tile_sums")
+        con.execute(
+            "CREATE TABLE timeline_bins (run_id INTEGER, track_id INTEGER, bin INTEGER, events INTEGER, busy_ps BIGINT)"
+        )
+        con.execute("CREATE TABLE timeline_long (run_id INTEGER, track_id INTEGER, start_ps BIGINT, dur_ps BIGINT)")
         con.execute("UPDATE scprof_meta SET value = '4' WHERE key = 'schema_version'")
     with Store.open(db, read_only=True) as store:
-        assert store.schema_version() == 4 and not store.rows("SELECT * FROM tile_sums")
-        assert tiles(store) == served
-        assert A.run_facts(store, 1).tile_level is None
+        assert store.schema_version() == 4
+        assert store.rows("SELECT * FROM tile_sums ORDER BY ALL") == fresh
+        assert served(store) == views
     with Store.open(db) as store:
         assert store.schema_version() == SCHEMA_VERSION
         assert store.rows("SELECT * FROM tile_sums ORDER BY ALL") == fresh
+        tables = {r["table_name"] for r in store.rows("SELECT table_name FROM duckdb_tables()")}
+        assert "tile_sums" in tables and not tables & {"timeline_bins", "timeline_long"}
