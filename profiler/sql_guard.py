@@ -197,16 +197,19 @@ class Worker:
 
 
 _spare_lock = threading.Lock()
-_spare: Worker | None = None
-_keep_spare = False
+_spares: list[Worker] = []  # oldest first
+_keep_spares = False
+# Workers kept started ahead: as many as may run at once, so that two queries sent back to back
+# (or at once) each find one; each waits on stdin, its modules loaded (about 75 MB each).
+SPARE_WORKERS = MAX_CONCURRENT_QUERIES
 
 
 def keep_spare_worker(on: bool = True) -> None:
-    """Keep one worker started ahead for the next query (a long-lived process such as the UI
-    server): the query then skips the worker's start-up (Python and DuckDB imports, about
-    0.2-0.3 s); each query still runs in a fresh process of its own, with the same limits."""
-    global _keep_spare
-    _keep_spare = on
+    """Keep SPARE_WORKERS workers started ahead for the next queries (a long-lived process such
+    as the UI server): a query then skips the worker's start-up (Python and DuckDB imports, about
+    0.3-0.4 s); each query still runs in a fresh process of its own, with the same limits."""
+    global _keep_spares
+    _keep_spares = on
     if on:
         _start_spare()
     else:
@@ -214,34 +217,34 @@ def keep_spare_worker(on: bool = True) -> None:
 
 
 def _take_worker() -> Worker:
-    """The spare worker when one is alive, else a newly started one."""
-    global _spare
+    """The oldest live spare worker, else a newly started one (dead spares are reaped)."""
     with _spare_lock:
-        worker, _spare = _spare, None
-    if worker is not None and worker.alive():
-        return worker
-    if worker is not None:
-        worker.close()
+        taken, _spares[:] = list(_spares), []
+    live = [w for w in taken if w.alive()]
+    for w in taken:
+        if not w.alive():
+            w.close()
+    if live:
+        with _spare_lock:
+            _spares[:0] = live[1:]
+        return live[0]
     return Worker()
 
 
 def _start_spare() -> None:
-    """Start the next spare worker, when spares are kept and there is none."""
-    global _spare
-    if not _keep_spare:
+    """Top the spare workers up to SPARE_WORKERS, when spares are kept."""
+    if not _keep_spares:
         return
     with _spare_lock:
-        if _spare is not None:
-            return
-        _spare = Worker()
+        while len(_spares) < SPARE_WORKERS:
+            _spares.append(Worker())
 
 
 @atexit.register
 def _drop_spare() -> None:
-    global _spare
     with _spare_lock:
-        worker, _spare = _spare, None
-    if worker is not None:
+        workers, _spares[:] = list(_spares), []
+    for worker in workers:
         worker.close()
 
 
@@ -249,8 +252,7 @@ def _run_worker(request: dict, timeout_s: float, answer_limit_bytes: int) -> tup
     """Give `request` to a worker process (the spare, or one started now) and read its answer
     within the time limit: (meta, Arrow IPC stream). A worker past its limit (plus KILL_GRACE_S)
     is killed. When spares are kept, the next one starts as this one is taken (its start-up
-    overlaps this query, so a query sent right after waits less), and again after the query if
-    it is gone."""
+    overlaps this query), and dead ones are replaced after it."""
     worker = _take_worker()
     _start_spare()
     proc = worker.proc

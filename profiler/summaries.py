@@ -45,13 +45,13 @@ FROM ext
 """
 
 # The tile pyramid's base level of each run: its span [0, end) in at most 2^16 buckets of
-# 2^level ps, end being the end of run_summaries' grid (origin + 16384 widths): level =
+# 2^level ps, end being the end of run_summaries' grid (origin + TIMELINE_BINS widths): level =
 # bit_length(end) - 16 (at least 0), bit_length from log2's DOUBLE result corrected to be exact.
 _TILE_LEVELS = """
 SELECT run_id, CASE WHEN e <= 0 THEN 0 ELSE greatest(0, c
            - (e < (1::HUGEINT << (c - 1)))::INTEGER + (e >= (1::HUGEINT << c))::INTEGER - 16) END AS level
 FROM (SELECT run_id, e, CASE WHEN e > 0 THEN floor(log2(e))::INTEGER + 1 END AS c
-      FROM (SELECT run_id, timeline_origin_ps::HUGEINT + timeline_bin_ps::HUGEINT * 16384 AS e
+      FROM (SELECT run_id, timeline_origin_ps::HUGEINT + timeline_bin_ps::HUGEINT * {bins} AS e
             FROM run_summaries WHERE timeline_origin_ps IS NOT NULL {runs}))
 """
 
@@ -80,7 +80,7 @@ GROUP BY ALL
 
 
 def _tile_sums_select(runs: str) -> str:
-    return _TILE_SUMS_SELECT.format(levels=_TILE_LEVELS.format(runs=runs), runs=runs)
+    return _TILE_SUMS_SELECT.format(levels=_TILE_LEVELS.format(runs=runs, bins=TIMELINE_BINS), runs=runs)
 
 
 # One run's (ingest), and every run's: the migration to version 5, and a read-only connection to

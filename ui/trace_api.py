@@ -6,7 +6,8 @@ apply. Reads go through the UI's read-only StoreAccess; the SQL is in ui/trace_q
 flows rule in profiler/flows.py, shared with the Perfetto export). Arguments are checked here:
 a bad one is HTTP 400 with `{"error": "<argument>: <problem>"}` on one line, an unknown run 404;
 nothing else (no traceback) leaves the server. Tiles are computed per track in SQL and numpy
-(no Python loop per event) and cached per (run content, level, tile, track).
+(no Python loop per event), those at or above a run's tile pyramid base level from the sums
+ingest stored (`tile_sums`), and cached per (run content, level, tile, track).
 """
 
 from __future__ import annotations

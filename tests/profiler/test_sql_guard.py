@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import math
 
 import pytest
@@ -200,16 +201,25 @@ def spare_workers():
 
 
 def test_each_query_runs_in_a_spare_started_ahead_and_a_new_one_follows(store_path, spare_workers):
-    """The spare worker answers the next query, and exits with it; a new spare is then waiting."""
-    first = G._spare
-    assert first is not None and first.alive()
+    """The oldest spare worker answers the next query and exits with it; a new spare is started,
+    so that SPARE_WORKERS are waiting again."""
+    first = list(G._spares)
+    assert len(first) == G.SPARE_WORKERS == 2 and all(w.alive() for w in first)
     with Store.open(str(store_path), read_only=True) as store:
         assert run_query(store, "SELECT 41 + 1 AS n").table.to_pylist() == [{"n": 42}]
-        second = G._spare
-        assert first.proc.returncode == 0 and second is not None and second.alive()
-        assert second.proc.pid != first.proc.pid
+        assert first[0].proc.returncode == 0 and first[1].alive()
+        second = list(G._spares)
+        assert second[0] is first[1] and len(second) == 2 and second[1].proc.pid not in {w.proc.pid for w in first}
         assert run_query(store, "SELECT count(*) AS n FROM runs").table.to_pylist()[0]["n"] >= 1
-        assert G._spare.proc.pid not in (first.proc.pid, second.proc.pid) and second.proc.returncode == 0
+        assert first[1].proc.returncode == 0 and G._spares[0] is second[1] and len(G._spares) == 2
+
+
+def test_queries_sent_at_once_each_take_a_spare(store_path, spare_workers):
+    started = {w.proc.pid for w in G._spares}
+    with Store.open(str(store_path), read_only=True) as store, concurrent.futures.ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(lambda n: run_query(store, f"SELECT {n} AS n").table.to_pylist(), (1, 2)))
+    assert answers == [[{"n": 1}], [{"n": 2}]]
+    assert not started & {w.proc.pid for w in G._spares} and len(G._spares) == 2
 
 
 def test_a_spare_worker_keeps_the_memory_cap_and_time_limit_of_the_query(store_path, spare_workers, monkeypatch):
@@ -223,12 +233,13 @@ def test_a_spare_worker_keeps_the_memory_cap_and_time_limit_of_the_query(store_p
         assert run_query(store, "SELECT 1 AS n").table.to_pylist() == [{"n": 1}]
 
 
-def test_a_dead_spare_is_replaced_and_turning_spares_off_ends_the_one_waiting(store_path, spare_workers):
-    G._spare.proc.kill()
-    G._spare.proc.wait()
+def test_dead_spares_are_replaced_and_turning_spares_off_ends_the_ones_waiting(store_path, spare_workers):
+    for w in G._spares:
+        w.proc.kill()
+        w.proc.wait()
     with Store.open(str(store_path), read_only=True) as store:
         assert run_query(store, "SELECT 7 AS n").table.to_pylist() == [{"n": 7}]
-    waiting = G._spare
-    assert waiting is not None and waiting.alive()
+    waiting = list(G._spares)
+    assert len(waiting) == 2 and all(w.alive() for w in waiting)
     G.keep_spare_worker(False)
-    assert G._spare is None and waiting.proc.returncode is not None
+    assert G._spares == [] and all(w.proc.returncode is not None for w in waiting)
