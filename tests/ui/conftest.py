@@ -139,3 +139,13 @@ def run_ids(app):
     from tests.ui.browserkit import run_ids as ids_of
 
     return ids_of(app)
+
+
+@pytest.fixture(scope="module")
+def served_ui(ui_db):
+    """The UI serving the shared two-run store, one server per test module: (base URL, run ids by name)."""
+    from tests.ui.browserkit import run_ids as ids_of
+    from tests.ui.browserkit import serve
+
+    with serve(ui_db) as (url, app):
+        yield url, ids_of(app)

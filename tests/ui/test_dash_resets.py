@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.browserkit import run_ids, serve, settle
+from tests.ui.browserkit import settle
 
 # Counts the store's updates whose only change is a new, equal layoutHashes object.
 WATCH = """(() => {
@@ -26,12 +26,6 @@ WATCH = """(() => {
     });
   }, 0);
 })();"""
-
-
-@pytest.fixture(scope="module")
-def served_ui(ui_db):
-    with serve(ui_db) as (url, app):
-        yield url, run_ids(app)
 
 
 @pytest.mark.parametrize("path", ["/overview", "/compare", "/findings"])

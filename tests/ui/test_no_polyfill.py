@@ -46,14 +46,6 @@ def test_the_vendored_runtime_is_the_npm_package_with_its_license():
     assert used and used <= defined
 
 
-@pytest.fixture(scope="module")
-def served_ui(ui_db):
-    from tests.ui.browserkit import run_ids, serve
-
-    with serve(ui_db) as (url, app):
-        yield url, run_ids(app)
-
-
 @pytest.mark.parametrize("path", ["/runs", "/overview", "/sql"])
 def test_pages_run_without_the_polyfill(served_ui, page, path):
     """No console error (the `page` fixture fails on one), data and graphs in, native trim."""

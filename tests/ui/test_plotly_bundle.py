@@ -54,14 +54,6 @@ def test_the_bundle_is_served_but_not_on_every_page(tmp_path):
     assert served.status_code == 200 and served.get_data()[:300].decode().find("scprof") > 0
 
 
-@pytest.fixture(scope="module")
-def served_ui(ui_db):
-    from tests.ui.browserkit import run_ids, serve
-
-    with serve(ui_db) as (url, app):
-        yield url, run_ids(app)
-
-
 @pytest.mark.parametrize("path", ["/overview", "/memory"])
 def test_graphs_are_drawn_by_the_scprof_bundle(served_ui, page, path):
     """A first view and a click to another graph page: graphs drawn, only the scprof bundle fetched."""
