@@ -217,18 +217,16 @@ def keep_spare_worker(on: bool = True) -> None:
 
 
 def _take_worker() -> Worker:
-    """The oldest live spare worker, else a newly started one (dead spares are reaped)."""
+    """The oldest live spare worker, else a newly started one (dead spares are reaped). Taken
+    under the lock, so that queries sent at once never take the same one nor miss a live one."""
     with _spare_lock:
-        taken, _spares[:] = list(_spares), []
-    live = [w for w in taken if w.alive()]
-    for w in taken:
-        if not w.alive():
+        alive = [(w, w.alive()) for w in _spares]
+        live = [w for w, ok in alive if ok]
+        _spares[:] = live[1:]
+    for w, ok in alive:
+        if not ok:
             w.close()
-    if live:
-        with _spare_lock:
-            _spares[:0] = live[1:]
-        return live[0]
-    return Worker()
+    return live[0] if live else Worker()
 
 
 def _start_spare() -> None:
