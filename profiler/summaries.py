@@ -44,25 +44,28 @@ SELECT $run, lo, CASE WHEN lo IS NOT NULL THEN greatest(1, (hi::HUGEINT - lo + $
 FROM ext
 """
 
+# _BIT_LENGTH: the exact bit length of {x} > 0 from {c} = floor(log2({x})) + 1, which a DOUBLE may
+# round off by one near a power of two (2^k - 1 rounds up to 2^k for k > 53).
+_BIT_LENGTH = "({c} - ({x} < (1::HUGEINT << ({c} - 1)))::INTEGER + ({x} >= (1::HUGEINT << {c}))::INTEGER)"
+
 # The tile pyramid's base level of each run: its span [0, end) in at most 2^16 buckets of
 # 2^level ps, end being the end of run_summaries' grid (origin + TIMELINE_BINS widths): level =
 # bit_length(end) - 16 (at least 0), bit_length from log2's DOUBLE result corrected to be exact.
-_TILE_LEVELS = """
-SELECT run_id, CASE WHEN e <= 0 THEN 0 ELSE greatest(0, c
-           - (e < (1::HUGEINT << (c - 1)))::INTEGER + (e >= (1::HUGEINT << c))::INTEGER - 16) END AS level
+_TILE_LEVELS = f"""
+SELECT run_id, CASE WHEN e <= 0 THEN 0 ELSE greatest(0, {_BIT_LENGTH.format(c="c", x="e")} - 16) END AS level
 FROM (SELECT run_id, e, CASE WHEN e > 0 THEN floor(log2(e))::INTEGER + 1 END AS c
-      FROM (SELECT run_id, timeline_origin_ps::HUGEINT + timeline_bin_ps::HUGEINT * {bins} AS e
-            FROM run_summaries WHERE timeline_origin_ps IS NOT NULL {runs}))
+      FROM (SELECT run_id, timeline_origin_ps::HUGEINT + timeline_bin_ps::HUGEINT * {{bins}} AS e
+            FROM run_summaries WHERE timeline_origin_ps IS NOT NULL {{runs}}))
 """
 
 # tile_sums' rows: per run, track, base bucket, name (step markers: NULL, and their step) and
 # duration class (the smallest c >= level with dur_ps < 2^c, exact as above). {runs}: the runs.
-_TILE_SUMS_SELECT = """
-WITH lv AS ({levels}),
+_TILE_SUMS_SELECT = f"""
+WITH lv AS ({{levels}}),
 src AS (
-    SELECT run_id, track_id, name_id, NULL::INTEGER AS step, start_ps, dur_ps FROM events WHERE true {runs}
+    SELECT run_id, track_id, name_id, NULL::INTEGER AS step, start_ps, dur_ps FROM events WHERE true {{runs}}
     UNION ALL
-    SELECT run_id, track_id, NULL::INTEGER, step, start_ps, dur_ps FROM steps WHERE true {runs}
+    SELECT run_id, track_id, NULL::INTEGER, step, start_ps, dur_ps FROM steps WHERE true {{runs}}
 ),
 classed AS (
     SELECT src.*, lv.level,
@@ -70,9 +73,7 @@ classed AS (
     FROM src JOIN lv USING (run_id)
 )
 SELECT run_id, level, track_id, start_ps >> level AS bucket, name_id, step,
-       CASE WHEN c IS NULL THEN level
-            ELSE c - (dur_ps < (1::HUGEINT << (c - 1)))::INTEGER + (dur_ps >= (1::HUGEINT << c))::INTEGER
-       END AS dur_class,
+       CASE WHEN c IS NULL THEN level ELSE {_BIT_LENGTH.format(c="c", x="dur_ps")} END AS dur_class,
        count(*)::INTEGER AS events, sum(dur_ps)::BIGINT AS busy_ps
 FROM classed
 GROUP BY ALL

@@ -56,8 +56,9 @@ FROM step_minibatches WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi
 """
 
 # timeline_tracks: the tracks of a run that hold events or step markers, with how many (from the
-# tile pyramid's base, tile_sums, which counts each event and marker once), in display order: device chips first (per chip its TensorCore lines, SparseCores and tiles, or a GPU's
-# streams, a CPU's XLA threads), then the host.
+# tile pyramid's base, tile_sums, which counts each event and marker once), in display order:
+# device chips first (per chip its TensorCore lines, SparseCores and tiles, or a GPU's streams,
+# a CPU's XLA threads), then the host.
 TIMELINE_TRACKS = """
 WITH n AS (
     SELECT track_id, sum(events)::BIGINT AS n FROM tile_sums WHERE run_id = $run GROUP BY track_id

@@ -91,6 +91,13 @@ def watched_page(browser: Any, width: int = 1400, height: int = 1000, **context_
     assert not errors, "browser reported errors:\n" + "\n".join(errors)
 
 
+def requests_of(pg: Any) -> list[str]:
+    """The URLs the page asks for from now on (a list that grows as it does)."""
+    urls: list[str] = []
+    pg.on("request", lambda r: urls.append(r.url))
+    return urls
+
+
 def settle(pg: Any) -> None:
     """Wait until Dash has no callback in flight."""
     pg.wait_for_load_state("networkidle")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.browserkit import settle
+from tests.ui.browserkit import requests_of, settle
 from ui.app import create_app
 
 VENDOR = Path(__file__).parents[2] / "ui" / "assets" / "vendor"
@@ -50,8 +50,7 @@ def test_the_vendored_runtime_is_the_npm_package_with_its_license():
 def test_pages_run_without_the_polyfill(served_ui, page, path):
     """No console error (the `page` fixture fails on one), data and graphs in, native trim."""
     url, ids = served_ui
-    fetched: list[str] = []
-    page.on("request", lambda r: fetched.append(r.url))
+    fetched = requests_of(page)
     page.goto(f"{url}{path}?run={ids['baseline']}")
     page.wait_for_selector("#page .page-body")
     settle(page)

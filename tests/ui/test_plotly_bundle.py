@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.browserkit import settle
+from tests.ui.browserkit import requests_of, settle
 from ui.app import create_app
 
 VENDOR = os.path.join(os.path.dirname(__file__), "..", "..", "ui", "assets", "vendor")
@@ -58,8 +58,7 @@ def test_the_bundle_is_served_but_not_on_every_page(tmp_path):
 def test_graphs_are_drawn_by_the_scprof_bundle(served_ui, page, path):
     """A first view and a click to another graph page: graphs drawn, only the scprof bundle fetched."""
     url, ids = served_ui
-    fetched: list[str] = []
-    page.on("request", lambda r: fetched.append(r.url))
+    fetched = requests_of(page)
     page.goto(f"{url}{path}?run={ids['baseline']}")
     page.wait_for_selector("#page .js-plotly-plot .main-svg")
     settle(page)
@@ -123,8 +122,7 @@ def test_runs_page_runs_the_bundle_when_idle_and_the_timeline_never(served_ui, p
     """The Runs page runs the bundle once its data is in (a click to a graph page then finds it
     ready); the trace viewer's page neither fetches nor runs it."""
     url, ids = served_ui
-    fetched: list[str] = []
-    page.on("request", lambda r: fetched.append(r.url))
+    fetched = requests_of(page)
     page.goto(f"{url}/runs")
     page.wait_for_function(PLOTLY_RAN_JS)
     assert [u for u in fetched if re.search(BUNDLE_RE, u)]
@@ -135,8 +133,7 @@ def test_runs_page_runs_the_bundle_when_idle_and_the_timeline_never(served_ui, p
 
 def test_timeline_loads_no_plotly(served_ui, page):
     url, ids = served_ui
-    fetched: list[str] = []
-    page.on("request", lambda r: fetched.append(r.url))
+    fetched = requests_of(page)
     page.goto(f"{url}/timeline?run={ids['baseline']}")
     page.wait_for_function("() => window.scprofTrace && window.scprofTrace.ready")
     settle(page)

@@ -87,9 +87,10 @@
 
   // Graphs out of view (below the fold) are first drawn when they come into view or when the
   // page is idle, whichever comes first (one per idle moment, in page order; none once the user
-  // has clicked through to another page): a page's first view waits only for the graphs it shows. Plotly.react is what dcc.Graph draws with; it awaits the
-  // promise before binding its events, and keeps the graph's `dash-graph--pending` class until
-  // then. A graph drawn once is redrawn at once; one unmounted before its turn is never drawn.
+  // has clicked through to another page): a page's first view waits only for the graphs it
+  // shows. Plotly.react is what dcc.Graph draws with; it awaits the promise before binding its
+  // events, and keeps the graph's `dash-graph--pending` class until then. A graph drawn once is
+  // redrawn at once; one unmounted before its turn is never drawn.
   function drawOffscreenLater(Plotly) {
     if (!("IntersectionObserver" in window)) return Plotly;
     var react = Plotly.react;
