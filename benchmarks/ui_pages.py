@@ -1,15 +1,16 @@
 """UI benchmark: server-side time of each page's main callback on a 10 M-event run, and the
 largest payload sent to the browser.
 
-For every page, the figure is the router (controls from the URL) plus the page's main data
-callback, called as the server calls them (read-only cursor of the app's connection), and the
-size of their JSON as Dash sends it. "first" is the page's first call in a freshly started
+For every page, the figure is the router's work on it: the page's controls from the URL and its
+main render function (ui/routing.filled_page; a first view's layout does the same), called as
+the server calls them (read-only cursor of the app's connection), and the size of their JSON as
+Dash sends it. "first" is the page's first call in a freshly started
 server (the UI's caches emptied and the store reopened before it), what a user waits for;
 "warm" the median of the next calls. The Timeline is a canvas trace viewer fed by /api/trace/*:
 its rows are what it costs the server, through the Flask test client: the page (layout + render,
 a mount point), GET /api/trace/meta, the tiles of the whole run for every track at the level the
 viewer asks first (ui/assets/trace_tiles.js levelFor over PLOT_PX pixels), and the tiles of a deep
-zoom (1/20,000 of the run: exact events). Callbacks that run the analyzers
+zoom (1/20,000 of the run: exact events). Render functions that run the analyzers
 (Overview's breakdown, Findings, Compare's verdict) are reported apart, cold (first view of a
 run: the analyzers run) and warm (cached), since the analyzers' own cost is not the UI's.
 

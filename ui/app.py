@@ -1,7 +1,8 @@
 """The Dash application: routing, callbacks wiring pages (ui/pages/) to the URL, downloads.
 
-The URL is the state: a control's change rewrites the query string, the router renders
-the page from it, and the page's data callbacks fill it in. So every view is a link.
+The URL is the state: a control's change rewrites the query string and the router renders the
+page from it, data included (ui/routing.py). So every view is a link. A page's first view comes
+with the layout Dash asks for when it starts (ui/first_view.py): no callback to wait for.
 
     scprof ui [--host 127.0.0.1] [--port 8050] [--token T] [--db PATH]
 
@@ -11,7 +12,6 @@ ui/inputs.py's checks; downloads are in ui/downloads.py.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import re
@@ -20,17 +20,18 @@ from collections.abc import Callable
 from typing import Any
 
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from flask import has_request_context, request
 
-from profiler.errors import ScprofError, StoreError
+from profiler.errors import ScprofError
 from profiler.sql_guard import keep_spare_worker
 from profiler.store import default_path
 from ui import auth, downloads, trace_api
 from ui import inputs as I
 from ui import pages as P
 from ui import queries as Q
-from ui import render as R
 from ui import state as S
-from ui.pages.common import NO_RUNS, UnknownRun, unknown_run
+from ui.first_view import FirstViews, page_url
+from ui.routing import filled_page, finish, guarded, pending_id
 from ui.store_access import StoreAccess
 from ui.warmup import Activity, prefetch_pages, prime, warm_up
 
@@ -77,111 +78,92 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     app.scprof_access = access  # type: ignore[attr-defined]  # for tests and benchmarks
     auth.require_access(app.server, token)
     I.guard_dispatch(app.server)
-    prefetch_pages(app.server, access)  # after the access check
-    app.layout = html.Div(
-        [
-            dcc.Location(id="url", refresh=False),
-            html.Header(
-                [
-                    html.A("scprof", href="/runs", className="brand"),
-                    html.Nav(id="nav"),
-                    html.Span(path, className="store-path", title="store"),
-                ],
-                className="topbar",
-            ),
-            html.Main(id="page"),
-        ]
-    )
+    first_views = FirstViews(access)
+    prefetch_pages(app.server, access, first_views)  # after the access check
+    app.layout = _layout(app, path, first_views)
     _router(app, access)
-    _page_callbacks(app, access)
+    _pending_callbacks(app, access)
     _url_callbacks(app)
     downloads.register(app.server, access)
     trace_api.register(app.server, access)
     return app
 
 
-def guarded(access: StoreAccess, n_outputs: int = 1, needs: tuple[str, ...] = ()) -> Callable:
-    """Run a page callback on a read-only store with its page state checked (ui/inputs.py: `needs`
-    the keys it cannot do without); turn failures into an in-page message."""
+def _layout(app: Dash, store_path: str, first_views: FirstViews) -> Callable[[], Any]:
+    """The frame (the URL, the top bar, the page). Asked for by a browser opening a page, it holds
+    that page, data included (ui/first_view.py): a first view waits for no callback but those of
+    bodies still being rendered."""
+    layout_path = app.config.requests_pathname_prefix + "_dash-layout"
 
-    def wrap(fn: Callable) -> Callable:
-        @functools.wraps(fn)
-        def inner(state: Any) -> Any:
-            st = I.page_state(state, needs)
+    def layout() -> Any:
+        url, page, links = dcc.Location(id="url", refresh=False), None, None
+        at = page_url(request.referrer, request.host) if has_request_context() and request.path == layout_path else None
+        if at is not None:
             try:
-                if st is None:
-                    raise ScprofError("this page's state is malformed; reload the page")
-                with access.open() as store:
-                    return fn(store, st)
-            except StoreError as e:
-                out = (
-                    R.empty(f"{e}.", "scprof record configs/baseline.toml") if "no store" in str(e) else R.error(str(e))
-                )
-            except ScprofError as e:
-                out = R.error(str(e))
-            except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
-                log.error("callback %s failed:\n%s", fn.__name__, traceback.format_exc())
-                out = R.error(f"internal error in {fn.__name__}: {type(e).__name__}: {e}")
-            return out if n_outputs == 1 else (out, *([no_update] * (n_outputs - 1)))
-
-        return inner
-
-    return wrap
-
-
-def nav(pathname: str, search: str) -> list[Any]:
-    st = S.parse(search)
-    keep = {k: st[k] for k in S.CARRIED if k in st}
-    if "run" not in keep and "cand" in keep:
-        keep["run"] = keep["cand"]
-    links = []
-    for path, label in S.PAGES.items():
-        params = {k: v for k, v in keep.items() if path == "/compare" or k == "run"}
-        links.append(
-            dcc.Link(
-                label,
-                href=R.href(path, **params),
-                id=f"nav-{label.lower()}",
-                className="nav-link active" if pathname == path else "nav-link",
-            )
+                page, links = first_views.take(*at)
+            except Exception:  # noqa: BLE001 - the router renders the page instead
+                log.error("first view of %s failed:\n%s", at[0], traceback.format_exc())
+            else:  # the URL as the browser has it: dcc.Location reports no change, the router is not called
+                url.pathname, url.search = at
+        return html.Div(
+            [
+                url,
+                html.Header(
+                    [
+                        html.A("scprof", href="/runs", className="brand"),
+                        html.Nav(links, id="nav"),
+                        html.Span(store_path, className="store-path", title="store"),
+                    ],
+                    className="topbar",
+                ),
+                # a page being rendered: the one shown dimmed under a spinner (after 150 ms)
+                dcc.Loading(
+                    html.Main(page, id="page"),
+                    delay_show=150,
+                    overlay_style={"visibility": "visible", "opacity": 0.5},
+                    target_components={"page": "children"},  # not a body's own callback (its spinner)
+                ),
+            ]
         )
-    return links
 
-
-def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> tuple[Any, Any]:
-    """(page, navigation) for a URL: the page's controls from the query, its data left to its callbacks."""
-    pathname = pathname if pathname in S.PAGES else ("/runs" if pathname in (None, "", "/") else pathname)
-    links = nav(pathname, search or "")
-    if pathname not in P.LAYOUTS:
-        return R.empty(f"No page at {pathname}.", "try /runs"), links
-    st = S.parse(search)
-    try:
-        with access.open() as store:
-            try:
-                page = P.LAYOUTS[pathname](store, st)
-            except UnknownRun as e:  # named as unknown, never silently another run
-                page = unknown_run(store, pathname, st, e)
-    except StoreError as e:
-        page = R.empty(f"{e}.", NO_RUNS[1]) if "no store" in str(e) else R.error(str(e))
-    except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
-        log.error("page %s failed:\n%s", pathname, traceback.format_exc())
-        page = R.error(f"internal error rendering {pathname}: {type(e).__name__}: {e}")
-    return html.Div([html.H2(S.PAGES[pathname]), page], className=f"page page-{pathname.strip('/')}"), links
+    return layout
 
 
 def _router(app: Dash, access: StoreAccess) -> None:
+    """The URL's page, data included (ui/routing.filled_page), whenever the URL changes: a link, a
+    control writing the URL, the browser's back button. Not called for the layout's first view;
+    without one (no Referer), dcc.Location reports the URL when it starts and so calls it."""
+
     @app.callback(
-        Output("page", "children"), Output("nav", "children"), Input("url", "pathname"), Input("url", "search")
+        Output("page", "children"),
+        Output("nav", "children"),
+        Input("url", "pathname"),
+        Input("url", "search"),
+        prevent_initial_call=True,
     )
     def route(pathname: Any, search: Any) -> tuple[Any, Any]:
-        return page_for(access, I.text(pathname), I.text(search))
+        return filled_page(access, I.text(pathname), I.text(search))
 
 
-def _page_callbacks(app: Dash, access: StoreAccess) -> None:
+def _pending_callbacks(app: Dash, access: StoreAccess) -> None:
+    """A body the router or a first view left pending (its render outlasted
+    routing.RENDER_BUDGET_S: the analyzers on a big run, a long query) is filled by its own
+    callback, from the render left running (routing.finish)."""
     for page, outputs, fn in P.RENDERERS:
-        app.callback(*[Output(i, prop) for i, prop in outputs], Input(f"{page}-state", "data"))(
-            guarded(access, len(outputs), needs=I.STATE_NEEDS.get(page, ()))(fn)
-        )
+        render = guarded(access, len(outputs), needs=I.STATE_NEEDS.get(page, ()))(fn)
+        app.callback(
+            *[Output(i, prop) for i, prop in outputs],
+            Input(pending_id(outputs[0][0]), "data"),
+            State(f"{page}-state", "data"),
+        )(_filler(outputs[0][0], render))
+
+
+def _filler(body: str, render: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    def fill(pending: Any, state: Any) -> Any:
+        return finish(body, state, render)
+
+    fill.__name__ = f"fill_{body.replace('-', '_')}"
+    return fill
 
 
 def _same(value: Any, rendered: Any) -> bool:

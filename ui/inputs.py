@@ -79,7 +79,7 @@ _STATE_RULES: dict[str, Callable[[Any], bool]] = {
     **dict.fromkeys(("metric", "q", "filter", "sort", "desc"), lambda v: isinstance(v, str)),
     "rows": lambda v: _int(v) or isinstance(v, str),
 }
-# The keys a page's data callbacks cannot do without.
+# The keys a page's render functions cannot do without.
 STATE_NEEDS = {
     **dict.fromkeys(("overview", "timeline", "sparsecore", "memory"), ("run", "steps")),
     "findings": ("run",),

@@ -31,6 +31,7 @@ from profiler.errors import ScprofError
 from ui import compare_data as CD
 from ui import data as D
 from ui import render as R
+from ui.first_view import FirstViews
 from ui.pages.common import pick_run
 from ui.store_access import StoreAccess
 
@@ -151,7 +152,7 @@ class Prefetch:
     moment its document is asked for. Queued pages beyond `backlog` are dropped (the page then
     computes its own); a run the URL names wrongly is left for the page to report."""
 
-    PAGES = ("/overview", "/findings", "/compare")  # whose data callbacks run the analyzers
+    PAGES = ("/overview", "/findings", "/compare")  # whose render functions run the analyzers
 
     def __init__(self, access: StoreAccess, workers: int = 2, backlog: int = 8):
         self.access = access
@@ -202,14 +203,18 @@ class Prefetch:
                 log.debug("prefetch stopped", exc_info=True)
 
 
-def prefetch_pages(server: Flask, access: StoreAccess) -> Prefetch:
-    """Prefetch the analyses of every page document the server is asked for (after ui/auth.py's
-    check: register it after require_access)."""
+def prefetch_pages(server: Flask, access: StoreAccess, first_views: FirstViews | None = None) -> Prefetch:
+    """From the moment the server is asked for a page's document: the page's first view rendered
+    (`first_views`: ui/first_view.py) and the analyses it needs computed, each in threads of its own
+    (after ui/auth.py's check: register it after require_access)."""
     prefetch = Prefetch(access)
 
     @server.before_request
     def _prefetch() -> None:
         if request.method == "GET":
             prefetch.page(request.path, request.args.to_dict())
+            if first_views is not None:
+                query = request.query_string.decode("latin-1")
+                first_views.start(request.path, f"?{query}" if query else "")
 
     return prefetch

@@ -16,9 +16,9 @@ from profiler.units import format_value, unit_of
 from tests.tracekit import REPO
 from tests.ui.test_data import find, text_of
 from ui import compare_data as CD
-from ui.app import guarded
 from ui.pages.compare import layout_compare, render_compare, render_compare_verdict
 from ui.pages.runs import layout_runs, render_runs
+from ui.routing import guarded
 from ui.store_access import StoreAccess
 
 

@@ -1,4 +1,4 @@
-"""The UI's data callbacks on a small store of two recorded runs: what each returns."""
+"""The pages' render functions on a small store of two recorded runs: what each returns."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scprof.cli import build_parser
 from ui import data as D
 from ui import figures as F
 from ui import state as S
-from ui.app import create_app, page_for
+from ui.app import create_app
 from ui.pages.compare import render_compare, render_compare_verdict
 from ui.pages.findings import render_findings
 from ui.pages.memory import render_memory
@@ -22,6 +22,7 @@ from ui.pages.sparsecore import render_sparsecore
 from ui.pages.sql import render_sql
 from ui.pages.timeline_page import render_timeline
 from ui.render import time_unit
+from ui.routing import page_for
 from ui.store_access import StoreAccess
 
 

@@ -50,10 +50,10 @@ def _text(root: Any) -> str:
 
 def _rendered(app, pathname: str, search: str) -> list[Any]:
     """The components a page shows in the browser: the app's frame, the page's layout and what
-    its data callbacks fill in (called as ui/app.py calls them)."""
+    its render functions fill in (as ui/routing.filled_page calls them)."""
     from ui import inputs as I
     from ui import pages as P
-    from ui.app import page_for
+    from ui.routing import page_for
 
     access = app.scprof_access
     page, links = page_for(access, pathname, search)
@@ -96,7 +96,7 @@ def test_every_callback_a_page_triggers_finds_its_inputs(app, ids, pathname, kin
 @pytest.mark.parametrize("ref", ["999", "no_such_run"])
 @pytest.mark.parametrize("pathname", RUN_PAGES)
 def test_an_unknown_run_is_named_as_unknown(app, ids, pathname, ref):
-    from ui.app import page_for
+    from ui.routing import page_for
 
     page, _ = page_for(app.scprof_access, pathname, f"?run={ref}")
     text = _text(page)
@@ -110,7 +110,7 @@ def test_an_unknown_run_is_named_as_unknown(app, ids, pathname, ref):
 
 @pytest.mark.parametrize("side", ["base", "cand"])
 def test_an_unknown_compare_side_is_named_and_the_other_side_kept(app, ids, side):
-    from ui.app import page_for
+    from ui.routing import page_for
 
     other = "cand" if side == "base" else "base"
     page, _ = page_for(app.scprof_access, "/compare", f"?{side}=no_such_run&{other}={ids['failed']}")
@@ -124,7 +124,7 @@ def test_an_unknown_compare_side_is_named_and_the_other_side_kept(app, ids, side
 def test_every_page_of_a_failed_run_says_why_it_failed(app, ids, pathname):
     import json
 
-    from ui.app import page_for
+    from ui.routing import page_for
 
     with app.scprof_access.open() as store:
         tags = json.loads(store.rows("SELECT tags FROM runs WHERE run_id = ?", [ids["failed"]])[0]["tags"])
@@ -139,7 +139,7 @@ def test_every_page_of_a_failed_run_says_why_it_failed(app, ids, pathname):
 # (The Timeline page has no chips control: the trace viewer groups tracks per chip and host.)
 @pytest.mark.parametrize("pathname,kind", [("/memory", "no_steps")])
 def test_a_run_without_chips_says_so_beside_its_empty_chips_control(app, ids, pathname, kind):
-    from ui.app import page_for
+    from ui.routing import page_for
 
     page, _ = page_for(app.scprof_access, pathname, f"?run={ids[kind]}")
     (chips,) = [c for c in _components(page) if getattr(c, "id", None) == pathname[1:] + "-chips"]

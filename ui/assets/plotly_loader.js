@@ -7,15 +7,15 @@
  * bundle's own `window.Plotly = Plotly` replaces the getter. The bundle is run
  * - on first use (any page);
  * - on the pages that draw graphs, as soon as the page's layout is in (downloaded with Dash's own
- *   scripts): its compile then overlaps the server's work on the page's data instead of following
- *   it (run any earlier, it would hold up Dash's own start);
+ *   scripts; run any earlier, it would hold up Dash's own start), and at a click to one: it then
+ *   runs while the server renders that page (ui/routing.filled_page) instead of after;
  * - on the Runs, Findings, Tuning and SQL pages, once the page's data has been in for 1 s and the
  *   browser is idle: a click to a graph page made while the user reads the page finds it ready.
- * Graphs out of view are drawn after the first view (drawOffscreenLater). Once the bundle has run,
- * one small plot is drawn out of sight and removed: a page's first plot pays Plotly's one-time
- * set-up (~40 ms: its styles, text measurement, first compiled paths), which is then paid while
- * the page's data is still on its way. Should the bundle fail to load, the full bundle that
- * dcc.Graph would have loaded is tried.
+ * Graphs out of view are drawn after the first view (drawOffscreenLater). Once the bundle has run
+ * ahead (on the pages without graphs), one small plot is drawn out of sight and removed: a page's
+ * first plot then finds Plotly's one-time set-up paid (~40 ms: its styles, text measurement, first
+ * compiled paths). Should the bundle fail to load, the full bundle that dcc.Graph would have
+ * loaded is tried.
  */
 (function () {
   "use strict";
@@ -177,12 +177,16 @@
     return Plotly;
   }
 
-  function load() {
+  // `ahead`: run while no graph waits for it (a page without graphs, idle): Plotly's one-time set-up
+  // is then paid too; a graph waiting would only wait longer for it.
+  function load(ahead) {
     if (!pending) {
       pending = script(src)
         .then(loaded)
         .then(drawOffscreenLater)
-        .then(prime)
+        .then(ahead === true ? prime : function (Plotly) {
+          return Plotly;
+        })
         .catch(function () {
           return window._dashPlotlyJSURL ? script(window._dashPlotlyJSURL).then(loaded) : Promise.reject();
         });
@@ -207,6 +211,13 @@
     hint.href = src;
     document.head.appendChild(hint);
   }
+  // A click to a graph page (dcc.Link's pushState, the browser's back and forward): the bundle runs
+  // while the server renders that page, data included, instead of after it.
+  function toGraphPage() {
+    if (GRAPH_PAGES.test(location.pathname)) setTimeout(load, 0);
+  }
+  window.addEventListener("_dashprivate_pushstate", toGraphPage);
+  window.addEventListener("popstate", toGraphPage);
   // Graph pages run the bundle as soon as their layout is in. The other pages, but the trace
   // viewer's (whose zooms a 300 ms compile would hold up), run it once their data has been in for
   // AHEAD_AFTER_MS and the browser is idle: a click to a graph page made while the user reads the
@@ -227,7 +238,7 @@
     aheadAsked = false;
     if (IDLE_PAGES.test(location.pathname) && filled()) {
       watch.disconnect();
-      load();
+      load(true);
     }
   }
   var watch = new MutationObserver(function () {

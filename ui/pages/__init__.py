@@ -1,7 +1,7 @@
 """The pages, one module each (runs, overview, timeline_page, sparsecore, memory, findings, tuning,
 compare, sql) with their shared controls in common.py: `layout_*` builds a page's controls from its URL
-state; `render_*` is its data callback (store + state -> components), called by ui/app.py and by
-the tests. Here: the tables ui/app.py routes and wires them by.
+state; `render_*` fills its data bodies (store + state -> components). ui/routing.filled_page calls
+both for the router and a page's first view; the tests call them too. Here: the tables it does so by.
 
 Every render returns components, never raises for missing data: an empty state says
 what is missing and how to get it. Times and sizes carry units everywhere.
@@ -35,7 +35,7 @@ LAYOUTS: dict[str, Callable[..., Any]] = {
     "/sql": layout_sql,
 }
 
-# The data callbacks, each fed by its page's `<page>-state` store: (page, the (component id,
+# The render functions, each fed by its page's `<page>-state` store: (page, the (component id,
 # property) pairs it fills in the order of its outputs, render (store, state -> components)).
 RENDERERS: tuple[tuple[str, tuple[tuple[str, str], ...], Callable[..., Any]], ...] = (
     ("runs", (("runs-body", "children"),), render_runs),

@@ -107,6 +107,8 @@ def state_store(page: str, state: dict[str, Any]) -> dcc.Store:
 
 
 def body(page: str, extra: str = "body") -> dcc.Loading:
+    """Where the page's render function puts its data (ui/routing.filled_page); a spinner while a
+    render left to the body's callback runs."""
     return dcc.Loading(html.Div(id=f"{page}-{extra}", className="page-body"), type="default", delay_show=150)
 
 

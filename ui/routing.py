@@ -1,0 +1,195 @@
+"""From a URL to a page: its controls (`page_for`), its render functions run safely (`guarded`),
+and the two at once (`filled_page`: what the router and a page's first view show)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from dash import dcc, html, no_update
+from dash.development.base_component import Component
+
+from profiler.errors import ScprofError, StoreError
+from ui import inputs as I
+from ui import pages as P
+from ui import render as R
+from ui import state as S
+from ui.pages.common import NO_RUNS, UnknownRun, unknown_run
+from ui.store_access import StoreAccess
+
+log = logging.getLogger("scprof.ui")
+_RENDERING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scprof-ui-render")  # a page's renders side by side
+RENDER_BUDGET_S = 0.3  # how long the router waits for a body's render before leaving it to its callback
+
+
+def guarded(access: StoreAccess, n_outputs: int = 1, needs: tuple[str, ...] = ()) -> Callable:
+    """Run a page's render function on a read-only store with its page state checked (ui/inputs.py:
+    `needs` the keys it cannot do without); turn failures into an in-page message."""
+
+    def wrap(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def inner(state: Any) -> Any:
+            st = I.page_state(state, needs)
+            try:
+                if st is None:
+                    raise ScprofError("this page's state is malformed; reload the page")
+                with access.open() as store:
+                    return fn(store, st)
+            except StoreError as e:
+                out = (
+                    R.empty(f"{e}.", "scprof record configs/baseline.toml") if "no store" in str(e) else R.error(str(e))
+                )
+            except ScprofError as e:
+                out = R.error(str(e))
+            except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
+                log.error("callback %s failed:\n%s", fn.__name__, traceback.format_exc())
+                out = R.error(f"internal error in {fn.__name__}: {type(e).__name__}: {e}")
+            return out if n_outputs == 1 else (out, *([no_update] * (n_outputs - 1)))
+
+        return inner
+
+    return wrap
+
+
+def nav(pathname: str, search: str) -> list[Any]:
+    st = S.parse(search)
+    keep = {k: st[k] for k in S.CARRIED if k in st}
+    if "run" not in keep and "cand" in keep:
+        keep["run"] = keep["cand"]
+    links = []
+    for path, label in S.PAGES.items():
+        params = {k: v for k, v in keep.items() if path == "/compare" or k == "run"}
+        links.append(
+            dcc.Link(
+                label,
+                href=R.href(path, **params),
+                id=f"nav-{label.lower()}",
+                className="nav-link active" if pathname == path else "nav-link",
+            )
+        )
+    return links
+
+
+def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> tuple[Any, Any]:
+    """(page, navigation) for a URL: the page's controls from the query, its bodies empty."""
+    pathname = pathname if pathname in S.PAGES else ("/runs" if pathname in (None, "", "/") else pathname)
+    links = nav(pathname, search or "")
+    if pathname not in P.LAYOUTS:
+        return R.empty(f"No page at {pathname}.", "try /runs"), links
+    st = S.parse(search)
+    try:
+        with access.open() as store:
+            try:
+                page = P.LAYOUTS[pathname](store, st)
+            except UnknownRun as e:  # named as unknown, never silently another run
+                page = unknown_run(store, pathname, st, e)
+    except StoreError as e:
+        page = R.empty(f"{e}.", NO_RUNS[1]) if "no store" in str(e) else R.error(str(e))
+    except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
+        log.error("page %s failed:\n%s", pathname, traceback.format_exc())
+        page = R.error(f"internal error rendering {pathname}: {type(e).__name__}: {e}")
+    return html.Div([html.H2(S.PAGES[pathname]), page], className=f"page page-{pathname.strip('/')}"), links
+
+
+def components(root: Any) -> Iterator[Component]:
+    """Every component in the tree under `root` (a component, a list of them, or text), root first."""
+    if isinstance(root, list | tuple):
+        for item in root:
+            yield from components(item)
+    elif isinstance(root, Component):
+        yield root
+        yield from components(getattr(root, "children", None))
+
+
+def pending_id(body: str) -> str:
+    """The id of the store a body holds while its render is left to the body's own callback."""
+    return f"{body}-pending"
+
+
+def filled_page(
+    access: StoreAccess,
+    pathname: str | None,
+    search: str | None,
+    asked: Future | None = None,
+    budget_s: float | None = None,
+) -> tuple[Any, Any]:
+    """(page, navigation) for a URL with its data bodies filled in: the page's controls
+    (`page_for`), then what its render functions (P.RENDERERS) put in them, side by side. A render
+    not done within `budget_s` (default RENDER_BUDGET_S), or for a first view by the time `asked`
+    is done (the browser asked for the layout), leaves its body pending: the body holds a store
+    whose callback (ui/app.py) fills it from that render (`finish`). So a page whose analyzers take
+    seconds (a big run's first visit) shows the rest at once."""
+    page, links = page_for(access, pathname, search)
+    by_id = {c.id: c for c in components(page) if isinstance(getattr(c, "id", None), str)}
+    fills = [  # (the outputs, the page's state, their render function); not this page's: left out
+        (outputs, state.data, guarded(access, len(outputs), I.STATE_NEEDS.get(name, ()))(render))
+        for name, outputs, render in P.RENDERERS
+        if (state := by_id.get(f"{name}-state")) is not None and all(i in by_id for i, _ in outputs)
+    ]
+    futures = [_RENDERING.submit(render, state) for _, state, render in fills]
+    _wait(futures, asked, RENDER_BUDGET_S if budget_s is None else budget_s)
+    for (outputs, state, _), future in zip(fills, futures, strict=True):
+        body = outputs[0][0]
+        if future.done():
+            values = future.result()
+            for (i, prop), value in zip(outputs, values if len(outputs) > 1 else (values,), strict=True):
+                if value is not no_update:
+                    setattr(by_id[i], prop, value)
+        else:
+            _left.put((body, _state_key(state)), future)
+            by_id[body].children = dcc.Store(id=pending_id(body), data=True)
+    return page, links
+
+
+def finish(body: str, state: Any, render: Callable[[Any], Any]) -> Any:
+    """A pending body's outputs: those of the render `filled_page` left running for this page
+    state, else `render(state)` (a render already taken, or a request from elsewhere)."""
+    future = _left.pop((body, _state_key(state)))
+    return future.result() if future is not None else render(state)
+
+
+def _wait(futures: list[Future], asked: Future | None, budget_s: float) -> None:
+    """Until every render is done, or `budget_s` has passed (`asked` None) or `asked` is done."""
+    if asked is None:
+        wait(futures, timeout=budget_s)
+        return
+    running = set(futures)
+    while running and not asked.done():
+        running = wait(running | {asked}, return_when=FIRST_COMPLETED).not_done - {asked}
+
+
+def _state_key(state: Any) -> str | None:
+    try:
+        return json.dumps(state, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+
+
+class _LeftRenders:
+    """Renders `filled_page` stopped waiting for, by (body, page state), the newest `keep`, until
+    the body's callback takes them."""
+
+    def __init__(self, keep: int = 32):
+        self._renders: OrderedDict[tuple[str, str | None], Future] = OrderedDict()
+        self._lock = threading.Lock()
+        self._keep = keep
+
+    def put(self, key: tuple[str, str | None], future: Future) -> None:
+        with self._lock:
+            self._renders[key] = future
+            while len(self._renders) > self._keep:
+                self._renders.popitem(last=False)
+
+    def pop(self, key: tuple[str, str | None]) -> Future | None:
+        with self._lock:
+            return self._renders.pop(key, None)
+
+
+_left = _LeftRenders()
