@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.ui.dashkit import route
 from ui.first_view import FirstViews, page_url
 
 
@@ -73,16 +74,7 @@ def _layout(app, referrer: str | None) -> dict:
 
 
 def _route(app, pathname: str, search: str) -> dict:
-    body = {
-        "output": "..page.children...nav.children..",
-        "outputs": [{"id": "page", "property": "children"}, {"id": "nav", "property": "children"}],
-        "inputs": [
-            {"id": "url", "property": "pathname", "value": pathname},
-            {"id": "url", "property": "search", "value": search},
-        ],
-        "changedPropIds": ["url.pathname"],
-    }
-    r = app.server.test_client().post("/_dash-update-component", json=body)
+    r = route(app.server.test_client(), pathname, search)
     assert r.status_code == 200
     return r.get_json()["response"]
 

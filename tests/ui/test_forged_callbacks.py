@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from tests.ui.dashkit import route
 from ui.app import create_app
 
 BAD_VALUES = [["a", "b"], "x" * 100_000, {"a": 1}, None, 12345, 1e308, True, [[1], {"b": 2}], -(2**70)]
@@ -69,22 +70,8 @@ def test_every_callback_survives_forged_inputs(client):
     assert failures == []
 
 
-def _route(client, pathname: str, search: str):
-    """The router's answer for a URL, as the browser asks for it when the URL changes."""
-    body = {
-        "output": "..page.children...nav.children..",
-        "outputs": [{"id": "page", "property": "children"}, {"id": "nav", "property": "children"}],
-        "inputs": [
-            {"id": "url", "property": "pathname", "value": pathname},
-            {"id": "url", "property": "search", "value": search},
-        ],
-        "changedPropIds": ["url.search"],
-    }
-    return client.post("/_dash-update-component", json=body)
-
-
 def test_a_forged_query_in_the_url_is_an_in_page_message_not_an_error(client):
-    r = _route(client, "/sql", "?q=UPDATE%20EXTENSIONS&rows=many")
+    r = route(client, "/sql", "?q=UPDATE%20EXTENSIONS&rows=many")
     assert r.status_code == 200
     assert "only read-only SELECT queries are allowed" in r.get_data(as_text=True)
 
@@ -125,6 +112,6 @@ def test_urls_naming_what_is_not_there_render_without_internal_errors(client, se
     from ui.state import PAGES
 
     for pathname in PAGES:
-        r = _route(client, pathname, search)
+        r = route(client, pathname, search)
         assert r.status_code == 200 and "internal error" not in r.get_data(as_text=True), pathname
         assert "page-body" in r.get_data(as_text=True) or "empty-state" in r.get_data(as_text=True), pathname
