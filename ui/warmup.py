@@ -4,10 +4,11 @@ wait for the analyzers (issue 19: every first view within 1 s):
   comparison, in one background thread, only while the server is idle (no request in flight,
   none for IDLE_S): computed alongside a page's requests, they made the first views of other
   pages 50-200 ms slower on 2 cores;
-- Prefetch: when a browser asks for one of those pages' documents, the reports that page's data
-  callbacks will ask for, started at once: the browser's time loading Dash and asking for the
-  page's layout (0.4-1.2 s on 2 cores) overlaps the analyzers' work instead of preceding it;
-- prime: at start, what a page's first callback would otherwise pay once per process.
+- Prefetch: when a browser asks for one of those pages' documents, the reports that page's render
+  functions will ask for, started at once, on threads of their own (two runs' side by side for
+  Compare): the browser's time loading Dash and asking for the page's layout (0.4-1.2 s on 2
+  cores) overlaps the analyzers' work instead of preceding it;
+- prime: at start, what a page's first render would otherwise pay once per process.
 
 The same functions and caches the pages use (ui/data.py: analysis, compare): the figures are the
 ones a page would compute itself, and a page asking for a report still being computed here waits
@@ -38,13 +39,13 @@ from ui.store_access import StoreAccess
 log = logging.getLogger(__name__)
 
 # Modules the pages import on first use (optional parts of a build: the what-if engine, which
-# brings the emulator, the comparison, the Perfetto exporter): ~150 ms in a page's first callback.
+# brings the emulator, the comparison, the Perfetto exporter): ~150 ms in a page's first render.
 FIRST_USE_MODULES = ("analyzers.compare", "exporters.perfetto", "whatif.attribute", "whatif.tune", "whatif.configs")
 _primed = False
 
 
 def prime() -> None:
-    """Pay at server start, once per process, what a page's first callback would otherwise pay:
+    """Pay at server start, once per process, what a page's first render would otherwise pay:
     plotly's validators (R.prime_figures) and FIRST_USE_MODULES' imports."""
     global _primed
     if _primed:
