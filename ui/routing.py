@@ -143,7 +143,8 @@ def filled_page(
                 if value is not no_update:
                     setattr(by_id[i], prop, value)
         else:
-            _left.put((body, _state_key(state)), future)
+            if (key := _state_key(state)) is not None:
+                _left.put((body, key), future)
             by_id[body].children = dcc.Store(id=pending_id(body), data=True)
     return page, links
 
@@ -151,7 +152,8 @@ def filled_page(
 def finish(body: str, state: Any, render: Callable[[Any], Any]) -> Any:
     """A pending body's outputs: those of the render `filled_page` left running for this page
     state, else `render(state)` (a render already taken, or a request from elsewhere)."""
-    future = _left.pop((body, _state_key(state)))
+    key = _state_key(state)
+    future = _left.pop((body, key)) if key is not None else None
     return future.result() if future is not None else render(state)
 
 
@@ -177,17 +179,17 @@ class _LeftRenders:
     the body's callback takes them."""
 
     def __init__(self, keep: int = 32):
-        self._renders: OrderedDict[tuple[str, str | None], Future] = OrderedDict()
+        self._renders: OrderedDict[tuple[str, str], Future] = OrderedDict()
         self._lock = threading.Lock()
         self._keep = keep
 
-    def put(self, key: tuple[str, str | None], future: Future) -> None:
+    def put(self, key: tuple[str, str], future: Future) -> None:
         with self._lock:
             self._renders[key] = future
             while len(self._renders) > self._keep:
                 self._renders.popitem(last=False)
 
-    def pop(self, key: tuple[str, str | None]) -> Future | None:
+    def pop(self, key: tuple[str, str]) -> Future | None:
         with self._lock:
             return self._renders.pop(key, None)
 
