@@ -1,5 +1,6 @@
-// SQL console (ui/pages/sql.py): Ctrl+Enter / Cmd+Enter in the query box runs the query, and a click
-// on a name in the schema browser ([data-insert]) inserts it into the query at the cursor.
+// SQL console (ui/pages/sql.py): Ctrl+Enter / Cmd+Enter in the query box runs the query; a table of
+// the schema browser, first unfolded, lists its columns (from its data-columns: [name, type,
+// comment] each); a click on a name there ([data-insert]) inserts it into the query at the cursor.
 (function () {
   var lastPos = null; // the query box's cursor when it last had one; null: insert at the end
 
@@ -11,6 +12,32 @@
   document.addEventListener("keyup", remember);
   document.addEventListener("mouseup", remember);
   document.addEventListener("select", remember, true);
+
+  // The list is built with DOM calls (text, attributes): names are data, never markup.
+  function listColumns(details) {
+    var columns = JSON.parse(details.getAttribute("data-columns") || "[]");
+    var ul = document.createElement("ul");
+    columns.forEach(function (c) {
+      var li = document.createElement("li");
+      li.className = "schema-name schema-col";
+      li.textContent = c[0];
+      li.setAttribute("data-insert", c[0]);
+      li.setAttribute("data-type", c[1]);
+      li.title = c[2];
+      ul.appendChild(li);
+    });
+    details.appendChild(ul);
+  }
+  document.addEventListener(
+    "toggle",
+    function (ev) {
+      var d = ev.target;
+      if (d && d.open && d.matches && d.matches(".schema-item[data-columns]") && !d.querySelector("ul")) {
+        listColumns(d);
+      }
+    },
+    true
+  );
 
   document.addEventListener("keydown", function (ev) {
     if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey) && ev.target && ev.target.id === "sql-text") {
