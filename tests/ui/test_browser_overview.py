@@ -61,7 +61,7 @@ def test_overview_cards_are_analyze_figures_in_the_browser(server, page, run_ids
     no_error_text(page)
     cards = page.eval_on_selector_all(
         ".kpi",
-        "els => els.map(e => ({source: e.dataset.source || null, label: e.querySelector('.kpi-label').textContent,"
+        "els => els.map(e => ({source: e.dataset.source || null, label: e.firstChild.textContent,"
         " value: e.querySelector('.kpi-value').textContent}))",
     )
     assert cards

@@ -46,15 +46,7 @@ def card(k: D.Kpi) -> html.Div:
     """A figure's card: label, value with its unit, scope; `data-source` names the figure's path in
     `scprof analyze --json` (shown on hover), when it is the analyzers' figure."""
     extra = {"title": f"scprof analyze --json: figures.{k.source}", "data-source": k.source} if k.source else {}
-    return html.Div(
-        [
-            html.Div(k.label, className="kpi-label"),
-            html.Div(format_figure(k.value, k.unit), className="kpi-value"),
-            html.Div(k.detail, className="kpi-detail"),
-        ],
-        className="kpi",
-        **extra,
-    )
+    return R.kpi(k.label, format_figure(k.value, k.unit), k.detail, **extra)
 
 
 def format_figure(value: Any, unit: str) -> str:
