@@ -142,6 +142,15 @@ def test_sql_console_error_keys_schema_and_numbers(polish, page):
     events = page.locator("#sql-result tbody tr td:nth-child(2)").all_text_contents()
     assert any("," in e for e in events)  # the skewed run's thousands of events, with separators
     shot(page, f"polish-sql-result-{page.viewport_size['width']}")
+    # a new query on the same page: the same table rebuilt from its new data; markup is text, a
+    # null is NULL (not right-aligned)
+    page.fill("#sql-text", "SELECT '<b id=\"x\">bold?</b>' AS markup, NULL::INTEGER AS n, 2 AS two")
+    page.press("#sql-text", "Control+Enter")
+    page.wait_for_function("() => document.querySelectorAll('#sql-result th').length === 3")
+    settle(page)
+    cells = page.eval_on_selector_all("#sql-result tbody td", "tds => tds.map(td => [td.textContent, td.className])")
+    assert cells == [['<b id="x">bold?</b>', ""], ["NULL", ""], ["2", "num"]]
+    assert page.locator("#x").count() == 0
 
 
 def test_tuning_reasons_wrap_within_the_page(tuning, page):

@@ -3,6 +3,8 @@ folder whatever happens to the response; the SQL download refuses what the guard
 
 from __future__ import annotations
 
+import json
+
 import tempfile
 
 import pytest
@@ -101,5 +103,6 @@ def test_the_sql_console_caps_results_in_bytes(ro_store):
 
 
 def _cells(page) -> list[str]:
-    body = find(page, "sql-result").children[1]
-    return [td.children for tr in body.children for td in tr.children]
+    """The result's cells, row by row, as the browser shows them (ui/assets/data_table.js)."""
+    spec = json.loads(getattr(find(page, "sql-result"), "data-table"))
+    return [spec["null"] if v is None else v for row in spec["rows"] for v in row]

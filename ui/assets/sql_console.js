@@ -15,24 +15,28 @@
 
   // The list is built with DOM calls (text, attributes): names are data, never markup.
   function listColumns(details) {
-    var columns = JSON.parse(details.getAttribute("data-columns") || "[]");
-    var ul = document.createElement("ul");
-    columns.forEach(function (c) {
+    var text = details.getAttribute("data-columns") || "[]";
+    var ul = details.querySelector(":scope > ul");
+    if (ul && ul.__scprofColumns === text) return; // listed already (a list of other columns is replaced)
+    var list = document.createElement("ul");
+    JSON.parse(text).forEach(function (c) {
       var li = document.createElement("li");
       li.className = "schema-name schema-col";
       li.textContent = c[0];
       li.setAttribute("data-insert", c[0]);
       li.setAttribute("data-type", c[1]);
       li.title = c[2];
-      ul.appendChild(li);
+      list.appendChild(li);
     });
-    details.appendChild(ul);
+    list.__scprofColumns = text;
+    if (ul) ul.replaceWith(list);
+    else details.appendChild(list);
   }
   document.addEventListener(
     "toggle",
     function (ev) {
       var d = ev.target;
-      if (d && d.open && d.matches && d.matches(".schema-item[data-columns]") && !d.querySelector("ul")) {
+      if (d && d.open && d.matches && d.matches(".schema-item[data-columns]")) {
         listColumns(d);
       }
     },

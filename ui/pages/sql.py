@@ -85,14 +85,8 @@ def render_sql(store: Store, st: dict[str, Any]) -> Any:
     t, clip = result.table, lambda v: v if len(v) <= SQL_SHOWN_CHARS else v[:SQL_SHOWN_CHARS] + " …"
     columns = [c.slice(0, SQL_SHOWN_ROWS).to_pylist() for c in t.columns]  # by position: names may repeat
     numeric = [_is_number(f.type) for f in t.schema]
-    head = html.Tr([html.Th(c, className="num" if n else None) for c, n in zip(t.column_names, numeric, strict=True)])
-    body_rows = [
-        html.Tr(
-            [
-                html.Td(number_text(v), className="num") if n and v is not None else html.Td(clip(format_cell(v)))
-                for v, n in zip(r, numeric, strict=True)
-            ]
-        )
+    cells = [
+        [None if v is None else number_text(v) if n else clip(format_cell(v)) for v, n in zip(r, numeric, strict=True)]
         for r in zip(*columns, strict=True)
     ]
     capped = {"rows": f"capped at {cap:,}; raise the row cap", "bytes": f"capped at {SQL_PAGE_MAX_BYTES // 2**20} MiB"}
@@ -115,7 +109,7 @@ def render_sql(store: Store, st: dict[str, Any]) -> Any:
                 className="toolbar",
             ),
             html.Div(
-                html.Table([html.Thead(head), html.Tbody(body_rows)], className="data", id="sql-result"),
+                R.data_table(t.column_names, numeric, cells, format_cell(None), id="sql-result"),
                 className="table-wrap",
             ),
         ]
