@@ -4,7 +4,6 @@ folder whatever happens to the response; the SQL download refuses what the guard
 from __future__ import annotations
 
 import json
-
 import tempfile
 
 import pytest
