@@ -101,8 +101,8 @@ def data_table(
 
 def kpi(label: str, value: str, detail: str = "", tone: str = "", **attrs: Any) -> html.Div:
     """A figure's card: its label (the card's first line, style.css), value and scope. Label and
-    scope are the card's own text, not components of their own: a page of cards is a few hundred
-    components fewer for Dash's renderer, which checks every mounted one at each one's mount."""
+    scope are the card's own text, not components of their own: two components a card for Dash's
+    renderer to mount, not four (the Overview holds 47 cards)."""
     return html.Div([label, html.Div(value, className="kpi-value"), detail], className=f"kpi {tone}".strip(), **attrs)
 
 
