@@ -130,6 +130,9 @@ def test_sql_console_error_keys_schema_and_numbers(polish, page):
     runs.locator("summary").click(position={"x": 2, "y": 6})  # the marker: unfold
     events = runs.locator("li[data-insert='events']")
     assert events.is_visible() and events.evaluate("e => getComputedStyle(e, '::after').content") == '"BIGINT"'
+    # listed when unfolded (sql_console.js), each column with its documentation (schema.py's COMMENT)
+    assert events.get_attribute("title") == "Number of events."
+    assert runs.locator("li").count() == int(runs.locator("summary").get_attribute("data-about").split()[2])
     runs.locator("summary [data-insert='runs']").click()
     assert page.input_value("#sql-text") == "SELECT name, events FROM runs"
     page.press("#sql-text", "Meta+Enter")
