@@ -99,11 +99,11 @@ def data_table(
     return html.Table(className="data", **{"data-table": json.dumps(spec, ensure_ascii=False)}, **attrs)
 
 
-def kpi(label: str, value: str, detail: str = "", tone: str = "", **attrs: Any) -> html.Div:
+def kpi(label: str, value: str, detail: str = "", **attrs: Any) -> html.Div:
     """A figure's card: its label (the card's first line, style.css), value and scope. Label and
     scope are the card's own text, not components of their own: two components a card for Dash's
     renderer to mount, not four (the Overview holds 47 cards)."""
-    return html.Div([label, html.Div(value, className="kpi-value"), detail], className=f"kpi {tone}".strip(), **attrs)
+    return html.Div([label, html.Div(value, className="kpi-value"), detail], className="kpi", **attrs)
 
 
 def empty(message: str, hint: str | None = None) -> html.Div:
