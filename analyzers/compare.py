@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 
 from analyzers.breakdown import counted_rows
 from analyzers.context import step_times
-from analyzers.registry import RunReport, analyze_run
+from analyzers.kept_reports import report_for
+from analyzers.registry import RunReport
 from profiler.errors import ScprofError
 from profiler.store import Store
 
@@ -137,8 +138,8 @@ def compare_runs(
     store: Store, base_id: int, cand_id: int, reports: tuple[RunReport, RunReport] | None = None
 ) -> Comparison:
     """Everything `scprof compare` and the UI's Compare page show. `reports`: the two runs'
-    analyze_run reports when the caller has them already (the UI caches them), else computed."""
-    base, cand = reports if reports is not None else (analyze_run(store, base_id), analyze_run(store, cand_id))
+    reports when the caller has them already (the UI caches them), else report_for's."""
+    base, cand = reports if reports is not None else (report_for(store, base_id), report_for(store, cand_id))
     notes = []
     _check_comparable(base, cand)
     step_time = step_time_change(store, base_id, cand_id)

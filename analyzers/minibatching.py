@@ -55,7 +55,7 @@ def analyze(ctx: RunContext) -> Analysis:
         result.notes.append("the run has no SparseCore partition statistics (sc_partition_stats)")
         return result
     step_ps = ctx.step_median_ps() or 0
-    result.figures |= {"tables": len(rows), "tables_minibatched": sum(r["max_minibatches"] > 1 for r in rows)}
+    result.figures |= {"tables": len(rows), "tables_minibatched": sum((r["max_minibatches"] or 1) > 1 for r in rows)}
     for r in rows:
         if (r["max_minibatches"] or 1) <= 1:
             continue

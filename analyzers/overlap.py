@@ -66,7 +66,7 @@ def analyze(ctx: RunContext) -> Analysis:
         "overlap_share_of_sc": share,
         "tc_busy_share": tc / total,
         "sc_busy_share": sc / total,
-        "per_chip": {r["chip"]: (r["ov"] / r["sc"] if r["sc"] else 0.0) for r in chips},
+        "per_chip": {str(r["chip"]): (r["ov"] / r["sc"] if r["sc"] else 0.0) for r in chips},  # JSON keys
     }
     # When the TensorCore's waits trace back to host input, the SparseCores could not
     # run ahead whatever the pipelining flag says: that is the host-bound finding's.

@@ -67,5 +67,9 @@ def analyze_run(store: Store, run_id: int, only: tuple[str, ...] | None = None) 
         breakdown.start_timeline_splits(ctx)
     done = {m.NAME: m.analyze(ctx) for m in sorted(chosen, key=lambda m: m.NAME in waits)}
     analyses = {m.NAME: done[m.NAME] for m in chosen}  # in ANALYZERS order
-    findings = sorted((f for a in analyses.values() for f in a.findings), key=lambda f: (severity_rank(f), f.rule))
-    return RunReport(ctx.run, analyses, findings)
+    return RunReport(ctx.run, analyses, ranked_findings(analyses))
+
+
+def ranked_findings(analyses: dict[str, Analysis]) -> list[Finding]:
+    """Every analysis's findings, by severity, then rule (a stable sort: in the analyses' order)."""
+    return sorted((f for a in analyses.values() for f in a.findings), key=lambda f: (severity_rank(f), f.rule))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from profiler.trace_fields import TYPED_FIELDS
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -226,6 +226,32 @@ TABLES: tuple[Table, ...] = (
             Col("reason", "VARCHAR", "Why it was accepted or not, in words."),
             Col("created_at", "TIMESTAMP", "When the trial was measured."),
         ),
+    ),
+    Table(
+        "analysis_reports",
+        "Each run's analyzer report (what `scprof analyze --json` prints, and more), kept by `scprof record` and `ingest` once the run is stored, so that `analyze`, `compare` and the UI read it instead of running the analyzers again. Read only when it was made from this run (`uuid`) by this scprof's analyzers (`code_sha1`); computed afresh otherwise.",
+        (
+            Col("run_id", "INTEGER", "The run analysed (runs.run_id); its rows go when it is replaced."),
+            Col("uuid", "VARCHAR", "runs.uuid of the run analysed."),
+            Col("code_sha1", "VARCHAR", "SHA-1 of the analyzers' and the store's source the report was made with."),
+            Col(
+                "analyses",
+                "JSON",
+                "Each analyzer's findings, figures and notes, by analyzer name, in the analyzers' order.",
+            ),
+        ),
+        ("run_id",),
+    ),
+    Table(
+        "analysis_report_tables",
+        "The tables behind each kept report (analysis_reports), one row per analyzer table.",
+        (
+            Col("run_id", "INTEGER", "The run analysed (runs.run_id); its rows go when it is replaced."),
+            Col("analyzer", "VARCHAR", "The analyzer that made the table."),
+            Col("name", "VARCHAR", "The table's name in that analyzer's result."),
+            Col("arrow_ipc", "BLOB", "The table as an Arrow IPC stream."),
+        ),
+        ("run_id", "analyzer", "name"),
     ),
 )
 
@@ -449,7 +475,9 @@ def markdown() -> str:
         "`timeline_bins` and `timeline_long` by `tile_sums` (the trace viewer's tile pyramid base,",
         "which also counts each track's events); the migration from 4 builds it for every run",
         "(0.3-0.45 s per 10 M events), and a read-only open of a version 2 to 4 store reads it",
-        "as a TEMP view computed from the events on each query.",
+        "as a TEMP view computed from the events on each query. 6 added `analysis_reports` and",
+        "`analysis_report_tables` (runs analysed before it have none: their reports are computed",
+        "when asked for).",
         "Writers recreate every view on open, so a change to a view's SQL bumps the version too.",
         "A read-only open of a version 2 store (`scprof sql`, `analyze`, ...) gets the library as",
         "TEMP views on its own connection, nothing written (`step_event_extents` then computed",

@@ -75,11 +75,17 @@ def _add_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"INSERT INTO tile_sums {ALL_TILE_SUMS_SELECT}")
 
 
+def _add_reports(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 6 adds analysis_reports and analysis_report_tables, which the DDL run after the
+    migrations creates (empty: runs stored before are analysed when asked for)."""
+
+
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     1: _add_summaries,
     2: _add_stdlib,
     3: _add_whatif,
     4: _add_tile_sums,
+    5: _add_reports,
 }
 
 
@@ -118,20 +124,32 @@ def _stored_digest(con: duckdb.DuckDBPyConnection) -> str | None:
 # READ_ONLY_ADAPTERS[v]: what a read-only connection to a store of the older schema version v
 # creates on itself (TEMP objects only) to read it as the current version; a read-only open of
 # any other older version is refused (version 1 lacks the summary tables the UI reads).
-def _temp_whatif(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 3: an empty TEMP whatif_trials, and what version 4 lacks."""
+def _temp_tables(con: duckdb.DuckDBPyConnection, *names: str) -> None:
+    """Empty TEMP tables of the current schema's `names`."""
     from profiler.schema import table, table_ddl
 
-    con.execute(table_ddl(table("whatif_trials"))[0].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
+    for name in names:
+        con.execute(table_ddl(table(name))[0].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
+
+
+def _temp_whatif(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 3: an empty TEMP whatif_trials, and what version 4 lacks."""
+    _temp_tables(con, "whatif_trials")
     _temp_tile_sums(con)
 
 
 def _temp_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
     """Version 4: tile_sums as a TEMP view computed from the events on each query (what the
-    migration to version 5 stores once)."""
+    migration to version 5 stores once), and what version 5 lacks."""
     from profiler.summaries import ALL_TILE_SUMS_SELECT
 
     con.execute(f"CREATE OR REPLACE TEMP VIEW tile_sums AS {ALL_TILE_SUMS_SELECT}")
+    _temp_reports(con)
+
+
+def _temp_reports(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 5: empty TEMP analysis_reports and analysis_report_tables (no report kept)."""
+    _temp_tables(con, "analysis_reports", "analysis_report_tables")
 
 
 def _temp_stdlib_whatif(con: duckdb.DuckDBPyConnection) -> None:
@@ -143,6 +161,7 @@ READ_ONLY_ADAPTERS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     2: _temp_stdlib_whatif,
     3: _temp_whatif,
     4: _temp_tile_sums,
+    5: _temp_reports,
 }
 
 

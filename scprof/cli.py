@@ -206,7 +206,7 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from analyzers.registry import analyze_run
+    from analyzers.kept_reports import report_for
     from scprof.report import render_report
 
     if args.verify:
@@ -215,7 +215,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return verify_and_render(args)
 
     with Store.open(args.db, read_only=True) as store:
-        report = analyze_run(store, store.resolve_run(args.run))
+        report = report_for(store, store.resolve_run(args.run))
     print(json.dumps(report.to_dict(), default=str) if args.json else units.escape_lines(render_report(report)))
     return 0
 
@@ -252,6 +252,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
+    from analyzers.kept_reports import analyse_and_keep
     from profiler.trace_to_store import ingest_trace
     from sim_backend.errors import RecordInterrupted, RunFailure
     from sim_backend.record import format_summary, record_run
@@ -272,7 +273,8 @@ def cmd_record(args: argparse.Namespace) -> int:
         # A failed run is still a run: store what it recorded, then fail the command.
         if failure.trace_path:
             with Store.open(db) as store:
-                ingest_trace(store, failure.trace_path, name=args.name, replace=args.replace)
+                stored = ingest_trace(store, failure.trace_path, name=args.name, replace=args.replace)
+                analyse_and_keep(store, stored.run_id)
         raise
     except RecordInterrupted as stop:
         path = shlex.quote(stop.partial_path)
@@ -284,6 +286,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         return 130
     with Store.open(db) as store:
         ingested = ingest_trace(store, result.trace_path, name=result.run_name, replace=args.replace)
+        analyse_and_keep(store, ingested.run_id)
     print(format_summary(result))
     print(f"trace: {result.trace_path}")
     print(f"run {ingested.name!r} stored as run_id {ingested.run_id} in {db}")
@@ -323,6 +326,7 @@ def _record_check(db: str, replace: bool) -> Callable[[str, str, str], None]:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from analyzers.kept_reports import analyse_and_keep
     from profiler.trace_to_store import ingest_traces
 
     db = args.db or default_path()
@@ -331,6 +335,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         with Store.open(db) as store:
             bar = TerminalProgress("ingesting") if sys.stdout.isatty() else None
             results = ingest_traces(store, args.paths, args.name, args.replace, args.allow_truncated, bar)
+            for r in results:
+                analyse_and_keep(store, r.run_id)
     except BaseException:
         if created:  # a failed ingest leaves no new, empty store behind either
             for leftover in (db, db + ".wal"):

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from analyzers.breakdown import step_stats
-from analyzers.registry import RunReport, analyze_run
+from analyzers.kept_reports import report_for
+from analyzers.registry import RunReport
 from profiler import stdlib
 from profiler.errors import ScprofError, StoreError
 from profiler.stdlib import HBM_COUNTERS, RUN_LIST_SQL
@@ -226,9 +227,9 @@ def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[d
 
 
 def analysis(store: Store, run_id: int) -> RunReport:
-    """analyze_run for the run, cached by the run's content key."""
+    """The run's report (kept in the store, else analyze_run's), cached by the run's content key."""
     key = ("analysis", store.path, *_run_key(store, run_id))
-    return ANALYSES.get_or_compute(key, lambda: analyze_run(store, run_id))
+    return ANALYSES.get_or_compute(key, lambda: report_for(store, run_id))
 
 
 def cached_analysis(store: Store, run_id: int) -> RunReport | None:

@@ -1,0 +1,158 @@
+"""Run reports kept in the store, so that a run is analysed once, when it is stored, rather than at
+every `scprof analyze` and at the UI's first view of it (issue 19: first views within 1 s; the
+analyzers take 0.3-0.5 s a demo run alone, 1-1.6 s beside a browser starting on 2 cores).
+
+`scprof record` and `ingest` keep each stored run's report (keep_report) in the store's
+analysis_reports and analysis_report_tables (profiler/schema.py). report_for, read by `scprof
+analyze`, `compare` and the UI, returns the kept report when it was made from this run (its uuid)
+by this code (code_sha1: the analyzers' and the store's source), else runs the analyzers. A report
+is kept only if it reads back exactly as computed, so the two paths cannot give different figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from analyzers.findings import Analysis, Finding
+from analyzers.registry import ANALYZERS, RunReport, analyze_run, ranked_findings
+from profiler.errors import ScprofError
+from profiler.store import Store
+
+log = logging.getLogger(__name__)
+
+# The source a report depends on: the analyzers (Python, SQL, C) and the store's (its views' SQL).
+SOURCE_PACKAGES = ("analyzers", "profiler")
+SOURCE_SUFFIXES = (".py", ".sql", ".c", ".h")
+
+
+@cache
+def code_sha1() -> str:
+    """SHA-1 over the analyzers' and the profiler's source files (paths and contents)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha1()
+    for package in SOURCE_PACKAGES:
+        for path in sorted((root / package).rglob("*")):
+            if path.suffix in SOURCE_SUFFIXES and "__pycache__" not in path.parts:
+                h.update(f"{path.relative_to(root).as_posix()}\n".encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def report_for(store: Store, run_id: int) -> RunReport:
+    """The run's report: the one kept in the store when current (kept_report), else analyze_run's."""
+    report = kept_report(store, run_id)
+    return report if report is not None else analyze_run(store, run_id)
+
+
+def analyse_and_keep(store: Store, run_id: int) -> bool:
+    """Analyse a stored run and keep its report (a writer's store); False when the analyzers
+    refuse the run (its report is then left for whoever asks to explain) or it cannot be kept."""
+    try:
+        report = analyze_run(store, run_id)
+    except ScprofError:
+        log.debug("run %s: not analysed", run_id, exc_info=True)
+        return False
+    return keep_report(store, report)
+
+
+def keep_report(store: Store, report: RunReport) -> bool:
+    """Write `report` into the store (a writer's, in a transaction of its own), replacing the run's
+    earlier one. Returns False, keeping nothing, when the report would not read back exactly
+    (a figure JSON cannot hold, such as a tuple or a number-keyed mapping)."""
+    analyses = {
+        name: {"findings": [f.to_dict() for f in a.findings], "figures": a.figures, "notes": a.notes}
+        for name, a in report.analyses.items()
+    }
+    try:
+        text = json.dumps(analyses)
+    except (TypeError, ValueError):
+        log.warning("run %s: report not kept: not JSON", report.run["run_id"], exc_info=True)
+        return False
+    if not _same(json.loads(text), analyses):
+        log.warning("run %s: report not kept: it would not read back as computed", report.run["run_id"])
+        return False
+    run_id = report.run["run_id"]
+    tables = [(name, t, _ipc(table)) for name, a in report.analyses.items() for t, table in a.tables.items()]
+    con = store.con
+    con.execute("BEGIN")
+    try:
+        for t in ("analysis_reports", "analysis_report_tables"):
+            con.execute(f"DELETE FROM {t} WHERE run_id = ?", [run_id])
+        con.execute("INSERT INTO analysis_reports VALUES (?, ?, ?, ?)", [run_id, report.run["uuid"], code_sha1(), text])
+        if tables:
+            con.executemany(
+                "INSERT INTO analysis_report_tables VALUES (?, ?, ?, ?)", [[run_id, *row] for row in tables]
+            )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    return True
+
+
+def kept_report(store: Store, run_id: int) -> RunReport | None:
+    """The report kept for the run, or None: none kept, one made by other code or from a run of
+    the same id since replaced, or one that does not decode (it is then computed afresh)."""
+    try:
+        rows = store.rows(
+            "SELECT k.analyses FROM analysis_reports k JOIN runs r ON r.run_id = k.run_id AND r.uuid = k.uuid"
+            " WHERE k.run_id = ? AND k.code_sha1 = ?",
+            [run_id, code_sha1()],
+        )
+        return _decode(store, run_id, rows[0]["analyses"]) if rows else None
+    except (TypeError, ValueError, KeyError, pa.ArrowException, duckdb.Error):
+        log.warning("run %s: kept report unreadable; analysing it afresh", run_id, exc_info=True)
+        return None
+
+
+def _decode(store: Store, run_id: int, text: str) -> RunReport:
+    kept = json.loads(text)
+    if list(kept) != [m.NAME for m in ANALYZERS]:
+        raise ValueError(f"kept analyzers {list(kept)} are not this code's")
+    tables: dict[str, dict[str, pa.Table]] = {name: {} for name in kept}
+    for r in store.rows("SELECT analyzer, name, arrow_ipc FROM analysis_report_tables WHERE run_id = ?", [run_id]):
+        with pa.ipc.open_stream(r["arrow_ipc"]) as reader:
+            table = reader.read_all()
+        table.validate(full=True)
+        tables[r["analyzer"]][r["name"]] = table
+    analyses = {
+        name: Analysis(
+            name,
+            findings=[Finding(**f) for f in a["findings"]],
+            tables=tables[name],
+            figures=a["figures"],
+            notes=a["notes"],
+        )
+        for name, a in kept.items()
+    }
+    run = store.rows("SELECT * FROM runs WHERE run_id = ?", [run_id])[0]
+    return RunReport(run, analyses, ranked_findings(analyses))
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of equal types all the way down (NaN equal to NaN)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return a == b
