@@ -149,11 +149,13 @@ def test_a_report_json_cannot_hold_exactly_is_not_kept(kept_db, tmp_path):
         report.analyses["breakdown"].figures.pop("pair")
         report.analyses["overlap"].figures["by_chip"] = {0: 0.5}  # a number key reads back as text
         assert K.keep_report(store, report) is False
+        assert store.rows("SELECT * FROM analysis_reports ORDER BY run_id") == before  # nothing written
         report.analyses["overlap"].figures["by_chip"] = {"0": float("nan")}  # NaN reads back as NaN
         assert K.keep_report(store, report) is True
+        assert math.isnan(K.kept_report(store, run_id).analyses["overlap"].figures["by_chip"]["0"])
         report.analyses["overlap"].figures.pop("by_chip")
         assert K.keep_report(store, report) is True
-        assert store.rows("SELECT * FROM analysis_reports ORDER BY run_id") == before
+        assert_same_report(K.kept_report(store, run_id), report)
 
 
 def test_code_sha1_follows_the_analyzers_source(monkeypatch, tmp_path):
