@@ -53,15 +53,19 @@ def report_for(store: Store, run_id: int) -> RunReport:
     return report if report is not None else analyze_run(store, run_id)
 
 
-def analyse_and_keep(store: Store, run_id: int) -> bool:
-    """Analyse a stored run and keep its report (a writer's store); False when the analyzers
-    refuse the run (its report is then left for whoever asks to explain) or it cannot be kept."""
+def analyse_and_keep(store: Store, run_id: int) -> str | None:
+    """Analyse a stored run and keep its report (a writer's store). Returns None, or when an
+    analyzer fails on the run a warning for the user: the run stays stored either way, its report
+    left for `scprof analyze` or the UI to compute (and to explain, or fail on). A run the
+    analyzers refuse, or a report that cannot be kept, is left the same way, silently."""
     try:
-        report = analyze_run(store, run_id)
+        keep_report(store, analyze_run(store, run_id))
     except ScprofError:
         log.debug("run %s: not analysed", run_id, exc_info=True)
-        return False
-    return keep_report(store, report)
+    except Exception as e:  # noqa: BLE001 - an analyzer's bug must not undo or block storing the run
+        log.debug("run %s: analysis failed", run_id, exc_info=True)
+        return f"run {run_id} stored without its report ({type(e).__name__}: {e}); `scprof analyze` retries it"
+    return None
 
 
 def keep_report(store: Store, report: RunReport) -> bool:

@@ -274,7 +274,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         if failure.trace_path:
             with Store.open(db) as store:
                 stored = ingest_trace(store, failure.trace_path, name=args.name, replace=args.replace)
-                analyse_and_keep(store, stored.run_id)
+                _warn(analyse_and_keep(store, stored.run_id))
         raise
     except RecordInterrupted as stop:
         path = shlex.quote(stop.partial_path)
@@ -286,11 +286,17 @@ def cmd_record(args: argparse.Namespace) -> int:
         return 130
     with Store.open(db) as store:
         ingested = ingest_trace(store, result.trace_path, name=result.run_name, replace=args.replace)
-        analyse_and_keep(store, ingested.run_id)
+        _warn(analyse_and_keep(store, ingested.run_id))
     print(format_summary(result))
     print(f"trace: {result.trace_path}")
     print(f"run {ingested.name!r} stored as run_id {ingested.run_id} in {db}")
     return 0
+
+
+def _warn(warning: str | None) -> None:
+    """A warning line on stderr (`scprof: warning: ...`), when there is one."""
+    if warning:
+        print(f"scprof: warning: {units.escape_control(warning)}", file=sys.stderr)
 
 
 def _record_check(db: str, replace: bool) -> Callable[[str, str, str], None]:
@@ -336,7 +342,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             bar = TerminalProgress("ingesting") if sys.stdout.isatty() else None
             results = ingest_traces(store, args.paths, args.name, args.replace, args.allow_truncated, bar)
             for r in results:
-                analyse_and_keep(store, r.run_id)
+                _warn(analyse_and_keep(store, r.run_id))
     except BaseException:
         if created:  # a failed ingest leaves no new, empty store behind either
             for leftover in (db, db + ".wal"):

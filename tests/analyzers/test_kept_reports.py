@@ -194,7 +194,7 @@ def test_a_version_5_store_reads_without_reports_and_gets_the_tables_on_write(ke
     with Store.open(db) as store:
         assert store.schema_version() == SCHEMA_VERSION
         assert store.rows("SELECT count(*) AS n FROM analysis_reports")[0]["n"] == 0
-        assert K.analyse_and_keep(store, store.resolve_run("ok")) is True
+        assert K.analyse_and_keep(store, store.resolve_run("ok")) is None
     with Store.open(db, read_only=True) as store:
         assert K.kept_report(store, store.resolve_run("ok")) is not None
 
@@ -220,3 +220,23 @@ def test_memory_peak_time_is_the_earliest_sample_at_the_peak(kept_db):
     repeated = sum(sum(1 for s in samples if (s["chip"], s["counter"]) == k and s["value"] == v[0]) > 1
                    for k, v in want.items())  # fmt: skip
     assert repeated > 0  # the case that was ambiguous occurs in this run
+
+
+def test_an_analyzer_failing_at_ingest_leaves_the_run_stored_without_a_report(tmp_path, capsys, monkeypatch):
+    from analyzers import skew
+
+    def broken(ctx):
+        raise RuntimeError("a bug in an analyzer")
+
+    monkeypatch.setattr(skew, "analyze", broken)
+    db = str(tmp_path / "new.duckdb")
+    capsys.readouterr()
+    assert main(["ingest", str(DATA / "jax_cpu_small.xplane.pb"), "--name", "cpu", "--db", db]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "scprof: warning: run 1 stored without its report (RuntimeError: a bug in an analyzer); "
+        "`scprof analyze` retries it"
+    ]
+    with Store.open(db, read_only=True) as store:
+        assert [r["name"] for r in store.rows("SELECT name FROM runs")] == ["cpu"]
+        assert store.rows("SELECT count(*) AS n FROM analysis_reports")[0]["n"] == 0
