@@ -79,7 +79,8 @@ def keep_report(store: Store, report: RunReport) -> bool:
     try:
         text = json.dumps(analyses)
     except (TypeError, ValueError):
-        log.warning("run %s: report not kept: not JSON", report.run["run_id"], exc_info=True)
+        log.warning("run %s: report not kept: not JSON", report.run["run_id"])
+        log.debug("run %s: report not kept", report.run["run_id"], exc_info=True)
         return False
     if not _same(json.loads(text), analyses):
         log.warning("run %s: report not kept: it would not read back as computed", report.run["run_id"])
@@ -113,8 +114,10 @@ def kept_report(store: Store, run_id: int) -> RunReport | None:
             [run_id, code_sha1()],
         )
         return _decode(store, run_id, rows[0]["analyses"]) if rows else None
-    except (TypeError, ValueError, KeyError, pa.ArrowException, duckdb.Error):
-        log.warning("run %s: kept report unreadable; analysing it afresh", run_id, exc_info=True)
+    except (TypeError, ValueError, KeyError, pa.ArrowException, duckdb.Error) as e:
+        # one line for the user; the traceback only when debugging
+        log.warning("run %s: kept report unreadable (%s: %s); analysing it afresh", run_id, type(e).__name__, e)
+        log.debug("run %s: kept report unreadable", run_id, exc_info=True)
         return None
 
 

@@ -65,8 +65,10 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     with a `token`, every request must carry it (ui/auth.py), else only localhost may ask."""
     path = os.path.abspath(db_path or default_path())
     access = StoreAccess(path)
+    # the SQL console's next query finds its worker process started; started first, so that its
+    # start-up (Python and DuckDB imports) overlaps prime()'s, not a first view's
+    keep_spare_worker()
     prime()  # plotly's validators and the pages' optional modules: at start, not in a user's first view
-    keep_spare_worker()  # the SQL console's next query finds its worker process started
     app = ScprofDash(
         __name__,
         title="scprof",

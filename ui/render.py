@@ -149,14 +149,17 @@ def _template() -> dict[str, Any]:
 
 
 TEMPLATE = _template()
+# The UI's figures take it as plotly.py's default template, validated once here: given to each
+# figure (`template=`), it is validated and copied again, 7-10 ms a figure, 0.7 ms this way. So
+# the UI's process (which makes no other figures) draws every plotly figure in the UI's style.
+pio.templates["scprof"] = go.layout.Template(TEMPLATE)
+pio.templates.default = "scprof"
 
 
 def figure(title: str = "", **layout: Any) -> go.Figure:
-    """A figure in the UI's style. The template is given to the constructor: set afterwards
-    (update_layout), it is validated and deep-copied again, ~10 ms a figure."""
+    """A figure in the UI's style (the default template, above)."""
     fig = go.Figure(
         layout=dict(
-            template=TEMPLATE,
             title=title or None,
             margin=dict(l=60, r=20, t=40 if title else 10, b=40),
             legend=dict(orientation="h", y=-0.2),
@@ -174,10 +177,14 @@ def prime_figures() -> None:
     fig = figure(barmode="stack", xaxis_title="x", yaxis_title="y")
     fig.add_trace(go.Bar(x=[1], y=[1], name="b", marker_color="#000", text=["b"], textposition="inside"))
     fig.add_trace(go.Bar(x=[1], y=["b"], orientation="h", insidetextanchor="middle", hovertemplate="b"))
-    fig.add_trace(go.Scatter(x=[1], y=[1], mode="lines+markers", line=dict(color="#000"), hovertemplate="s"))
+    fig.add_trace(
+        go.Scatter(x=[1], y=[1], mode="lines+markers", line=dict(color="#000"), marker=dict(size=4), hovertemplate="s")
+    )
     fig.add_trace(go.Heatmap(z=[[1]], x=[1], y=["h"], colorscale="Blues", colorbar=dict(title="h")))
     fig.add_trace(go.Histogram(x=[1], nbinsx=1))
     integer_axis(fig, [1])
+    fig.add_vline(x=1, line_dash="dash", annotation_text="v")  # Memory's capacity lines: shapes, annotations
+    fig.add_hline(y=1, line_dash="dot")
     graph(fig, height=100).to_plotly_json()
     fig.to_json()
 

@@ -38,9 +38,21 @@ from ui.store_access import StoreAccess
 
 log = logging.getLogger(__name__)
 
-# Modules the pages import on first use (optional parts of a build: the what-if engine, which
-# brings the emulator, the comparison, the Perfetto exporter): ~150 ms in a page's first render.
-FIRST_USE_MODULES = ("analyzers.compare", "exporters.perfetto", "whatif.attribute", "whatif.tune", "whatif.configs")
+# Modules the pages import on first use: optional parts of a build (the what-if engine, which
+# brings the emulator, the comparison, the Perfetto exporter), ~150 ms in a page's first render;
+# and libraries' parts loaded lazily by what the pages call (numpy's masked arrays by
+# np.percentile, its random generators by Compare's bootstrap, narwhals' interchange layer by
+# plotly's checks of the Overview's data), another 50-100 ms of a first Overview or Compare.
+FIRST_USE_MODULES = (
+    "analyzers.compare",
+    "exporters.perfetto",
+    "whatif.attribute",
+    "whatif.tune",
+    "whatif.configs",
+    "numpy.ma",
+    "numpy.random",
+    "narwhals._interchange.dataframe",
+)
 _primed = False
 
 

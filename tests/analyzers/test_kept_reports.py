@@ -123,6 +123,29 @@ def test_a_report_of_other_code_another_run_or_damaged_is_computed_afresh(kept_d
         assert_same_report(K.report_for(store, run_id), analyze_run(store, run_id))
 
 
+def test_a_damaged_report_costs_the_user_one_warning_line_not_a_traceback(kept_db, tmp_path):
+    """`scprof analyze` on a store whose kept report is damaged: the fresh analysis on stdout, one
+    `kept report unreadable` line on stderr naming the run and the problem, exit 0."""
+    import subprocess
+    import sys
+
+    db = copy_of(kept_db, tmp_path)
+    with duckdb.connect(db) as con:
+        con.execute("UPDATE analysis_report_tables SET arrow_ipc = 'not arrow'::BLOB")
+    done = subprocess.run(
+        [sys.executable, "-c", "from scprof.cli import main; raise SystemExit(main())", "analyze", "ok", "--json",
+         "--db", db],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "kept report unreadable (ArrowInvalid" in lines[0], done.stderr
+    with Store.open(db, read_only=True) as store:
+        run_id = store.resolve_run("ok")
+        assert f"run {run_id}:" in lines[0]
+        assert json.loads(done.stdout)["run"]["run_id"] == run_id
+
+
 def test_replacing_a_run_replaces_its_report(kept_db, tmp_path, capsys):
     db = copy_of(kept_db, tmp_path)
     assert main(["record", str(REPO / "configs" / "baseline.toml"), "--steps", "3", "--name", "ok", "--db", db,

@@ -57,3 +57,19 @@ def test_the_figures_template_is_plotly_white_without_the_parts_no_page_draws():
     fig = R.figure("t")
     assert fig.layout.template.layout.xaxis.gridcolor == white["layout"]["xaxis"]["gridcolor"]
     assert len(json.dumps(R.TEMPLATE)) < len(json.dumps(white)) / 2
+
+
+def test_a_figure_takes_the_template_as_if_given_it():
+    """R.figure takes the template as plotly.py's default (validated once, not per figure): what it
+    sends is the figure made with the template given explicitly, key for key."""
+    import plotly.graph_objects as go
+
+    from ui import render as R
+
+    fig = R.figure("t", xaxis_title="x", barmode="stack")
+    given = go.Figure(
+        layout=dict(template=R.TEMPLATE, title="t", margin=dict(l=60, r=20, t=40, b=40),
+                    legend=dict(orientation="h", y=-0.2), font=dict(size=12), xaxis_title="x", barmode="stack")
+    )  # fmt: skip
+    assert json.dumps(fig.to_plotly_json(), sort_keys=True) == json.dumps(given.to_plotly_json(), sort_keys=True)
+    assert fig.to_plotly_json()["layout"]["template"]["layout"]["colorway"] == R.TEMPLATE["layout"]["colorway"]

@@ -123,3 +123,43 @@ def test_prefetch_leaves_unknown_runs_other_paths_and_refused_requests_alone(mix
         client.get(f"/findings?run={ids['spmem']}")
         assert _wait_for(lambda: D.cached_analysis(store, ids["spmem"]) is not None)
     app.scprof_access.close()
+
+
+# Renders every page of the store (the two newest runs; Compare: older against newer) in a fresh
+# process after prime(), and prints the modules the renders imported (JSON).
+FIRST_RENDERS = """
+import json, sys
+from profiler.store import Store
+from ui.routing import filled_page
+from ui.state import PAGES
+from ui.store_access import StoreAccess
+from ui.warmup import prime
+
+access = StoreAccess(sys.argv[1])
+with access.open() as store:
+    runs = [r["run_id"] for r in store.rows("SELECT run_id FROM runs ORDER BY run_id")]
+prime()
+before = set(sys.modules)
+for path in PAGES:
+    query = f"?base={runs[-2]}&cand={runs[-1]}" if path == "/compare" else f"?run={runs[-1]}"
+    filled_page(access, path, query, budget_s=60)
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_after_prime_a_first_render_imports_nothing(ui_db):
+    """prime() imports at server start what the pages' first renders would (FIRST_USE_MODULES,
+    plotly's validators): numpy's masked arrays and random generators, narwhals' interchange
+    layer, plotly's shape and annotation classes cost a first Overview, Memory or Compare
+    50-100 ms otherwise."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_RENDERS, ui_db],
+        cwd=Path(__file__).parents[2], capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == []
