@@ -9,7 +9,8 @@ Three minimal Dash apps, none reading a store:
   full plotly.js bundle);
 - graph_scprof: the same graph with the UI's own Plotly bundle and loader (ui/assets: plotly.js
   built with the four trace types the UI draws).
-A UI page that draws a graph cannot show it sooner than graph_scprof does.
+graph_scprof is about the soonest a UI page can show a graph (the UI's graph pages fetch the
+bundle a little earlier, with Dash's own scripts; here it is fetched when the graph asks for it).
 
 Usage: python benchmarks/ui_floor.py [--repeat 4]
 """
