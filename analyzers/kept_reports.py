@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from analyzers.findings import Analysis, Finding
 from analyzers.registry import ANALYZERS, RunReport, analyze_run, ranked_findings
-from profiler.errors import ScprofError
+from profiler.errors import ScprofError, one_line
 from profiler.store import Store
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,9 @@ def kept_report(store: Store, run_id: int) -> RunReport | None:
         return _decode(store, run_id, rows[0]["analyses"]) if rows else None
     except (TypeError, ValueError, KeyError, pa.ArrowException, duckdb.Error) as e:
         # one line for the user; the traceback only when debugging
-        log.warning("run %s: kept report unreadable (%s: %s); analysing it afresh", run_id, type(e).__name__, e)
+        log.warning(
+            "run %s: kept report unreadable (%s: %s); analysing it afresh", run_id, type(e).__name__, one_line(e)
+        )
         log.debug("run %s: kept report unreadable", run_id, exc_info=True)
         return None
 

@@ -15,3 +15,9 @@ class TruncatedTraceError(TraceFormatError):
 
 class StoreError(ScprofError):
     """The store cannot be opened or does not hold what was asked for."""
+
+
+def one_line(e: BaseException | str) -> str:
+    """An error's message on one line (DuckDB's and Arrow's span several): for a user's error
+    line or a log line."""
+    return " ".join(str(e).split())

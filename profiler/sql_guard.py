@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 
-from profiler.errors import ScprofError
+from profiler.errors import ScprofError, one_line
 from profiler.store import Store, read_only_memory_limit
 
 DEFAULT_MAX_ROWS = 10_000
@@ -162,7 +162,7 @@ def run_query(
     try:
         table = pa.ipc.open_stream(ipc).read_all()
     except pa.ArrowException as e:
-        raise QueryError(f"query: the query process sent a result that cannot be read: {_one_line(e)}") from None
+        raise QueryError(f"query: the query process sent a result that cannot be read: {one_line(e)}") from None
     capped_by = meta.get("capped_by")
     return QueryResult(table, capped_by is not None, max_rows, max_bytes, capped_by)
 
@@ -266,7 +266,7 @@ def _run_worker(request: dict, timeout_s: float, answer_limit_bytes: int) -> tup
         newline = answer.find(b"\n")
         if newline < 0:  # no answer: the worker died (e.g. killed by the system for memory)
             worker.errors.seek(0)
-            detail = _one_line(worker.errors.read()[-2000:].decode(errors="replace")) or "no message"
+            detail = one_line(worker.errors.read()[-2000:].decode(errors="replace")) or "no message"
             how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
             phase = "while running the query" if started else "while starting"
             raise QueryError(f"query: the query process ended {phase} without an answer ({how}; {detail})")
@@ -317,9 +317,9 @@ def _statement_kind(sql: str) -> str:
         with duckdb.connect(":memory:") as con:
             statements = con.extract_statements(sql)
     except duckdb.Error as e:
-        raise QueryError(f"query: {_one_line(e)}", f"query: {str(e).strip()}") from None
+        raise QueryError(f"query: {one_line(e)}", f"query: {str(e).strip()}") from None
     except (ValueError, TypeError, RuntimeError) as e:  # e.g. a NUL character
-        raise QueryError(f"query: cannot parse it ({_one_line(e)})") from None
+        raise QueryError(f"query: cannot parse it ({one_line(e)})") from None
     if len(statements) != 1:
         raise QueryError(f"query: give exactly one statement (got {len(statements)})")
     return _kind(statements[0])
@@ -367,7 +367,3 @@ def _explained_kind(sql: str) -> str:
     if not readings:
         return "a statement this guard cannot read"
     return next((r for r in readings if r != "SELECT"), "SELECT")
-
-
-def _one_line(e: BaseException | str) -> str:
-    return " ".join(str(e).split())

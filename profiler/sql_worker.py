@@ -15,6 +15,8 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
+from profiler.errors import one_line
+
 DATA_STATUS = "/proc/self/status"
 
 
@@ -32,7 +34,7 @@ def main() -> None:
         meta, schema, batches = run(request, out)
         _answer(out, meta, schema, batches)
     except BaseException as e:  # noqa: BLE001 - the parent turns this line into the user's error
-        _answer(out, {"error": f"query: failed in the query process: {type(e).__name__}: {_one_line(e)}"})
+        _answer(out, {"error": f"query: failed in the query process: {type(e).__name__}: {one_line(e)}"})
     os._exit(0)  # at once: DuckDB's threads may still be inside a function that ignored the interrupt
 
 
@@ -71,7 +73,7 @@ def run(request: dict[str, Any], out: BinaryIO) -> tuple[dict[str, Any], Any, li
         if "out of memory" in str(e).lower():
             return {"error": memory}, None, []
         # the one line for the CLI; DuckDB's own text too, whose line breaks place its caret (the UI shows it)
-        return {"error": f"query: {_one_line(e)}", "detail": f"query: {str(e).strip()}"}, None, []
+        return {"error": f"query: {one_line(e)}", "detail": f"query: {str(e).strip()}"}, None, []
     except ResultTooWide as e:
         return {"error": str(e)}, None, []
     finally:
@@ -158,10 +160,6 @@ def _answer(out: BinaryIO, meta: dict[str, Any], schema: Any = None, batches: li
         out.flush()
     except (BrokenPipeError, OSError):
         pass  # the parent has gone (it killed us or was interrupted)
-
-
-def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split())
 
 
 if __name__ == "__main__":

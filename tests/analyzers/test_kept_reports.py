@@ -123,7 +123,14 @@ def test_a_report_of_other_code_another_run_or_damaged_is_computed_afresh(kept_d
         assert_same_report(K.report_for(store, run_id), analyze_run(store, run_id))
 
 
-def test_a_damaged_report_costs_the_user_one_warning_line_not_a_traceback(kept_db, tmp_path):
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        ("UPDATE analysis_report_tables SET arrow_ipc = 'not arrow'::BLOB", "ArrowInvalid"),
+        ("DROP TABLE analysis_report_tables", "CatalogException"),  # DuckDB's message spans lines
+    ],
+)
+def test_a_damaged_report_costs_the_user_one_warning_line_not_a_traceback(kept_db, tmp_path, damage, problem):
     """`scprof analyze` on a store whose kept report is damaged: the fresh analysis on stdout, one
     `kept report unreadable` line on stderr naming the run and the problem, exit 0."""
     import subprocess
@@ -131,7 +138,7 @@ def test_a_damaged_report_costs_the_user_one_warning_line_not_a_traceback(kept_d
 
     db = copy_of(kept_db, tmp_path)
     with duckdb.connect(db) as con:
-        con.execute("UPDATE analysis_report_tables SET arrow_ipc = 'not arrow'::BLOB")
+        con.execute(damage)
     done = subprocess.run(
         [sys.executable, "-c", "from scprof.cli import main; raise SystemExit(main())", "analyze", "ok", "--json",
          "--db", db],
@@ -139,7 +146,7 @@ def test_a_damaged_report_costs_the_user_one_warning_line_not_a_traceback(kept_d
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert len(lines) == 1 and "kept report unreadable (ArrowInvalid" in lines[0], done.stderr
+    assert len(lines) == 1 and f"kept report unreadable ({problem}: " in lines[0], done.stderr
     with Store.open(db, read_only=True) as store:
         run_id = store.resolve_run("ok")
         assert f"run {run_id}:" in lines[0]
