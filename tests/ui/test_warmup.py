@@ -129,7 +129,6 @@ def test_prefetch_leaves_unknown_runs_other_paths_and_refused_requests_alone(mix
 # process after prime(), and prints the modules the renders imported (JSON).
 FIRST_RENDERS = """
 import json, sys
-from profiler.store import Store
 from ui.routing import filled_page
 from ui.state import PAGES
 from ui.store_access import StoreAccess
