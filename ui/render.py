@@ -19,6 +19,7 @@ from dash import dcc, html
 
 from analyzers.findings import Finding
 from profiler.units import MISSING, format_value
+from ui import margins
 from ui.evidence import evidence_table, format_evidence
 
 GRAPH_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
@@ -61,42 +62,92 @@ def table(
     id: str | None = None,
     max_rows: int = 500,
     class_name: str = "data",
+    shown_rows: int | None = None,
 ) -> html.Div:
-    """An HTML table of `rows`; columns are (key, header, unit) with unit as for format_value, 'text',
-    'wrap' (long text whole, wrapped) or 'link'."""
-    head = html.Tr([html.Th(h) for _, h, _ in columns])
-    body = []
-    for r in rows[:max_rows]:
-        cells = []
-        for key, _, unit in columns:
-            v = r.get(key)
-            if unit == "link":
-                cells.append(html.Td(v))
-            elif unit == "wrap":  # long text shown whole, wrapped within the column
-                cells.append(html.Td(MISSING if v is None else str(v), className="wrap"))
-            elif unit == "text":
-                text = MISSING if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
-                cells.append(
-                    html.Td(text[:LONG_TEXT] + "…", title=text[:4000]) if len(text) > LONG_TEXT else html.Td(text)
-                )
-            else:
-                cells.append(html.Td(format_value(v, unit), className="num"))
-        body.append(html.Tr(cells))
-    children: list[Any] = [html.Table([html.Thead(head), html.Tbody(body)], className=class_name)]
+    """An HTML table of `rows`; columns are (key, header, unit) with unit as for format_value, 'text'
+    (cut at LONG_TEXT characters, whole on hover), 'wrap' (long text whole, wrapped within the
+    column) or 'link' (a component). Rows after the first `shown_rows` have the class "more-row"
+    (hidden while a toggle before the table is closed, style.css). Without a link column its cells
+    travel as data (data_table): the Overview's and Compare's tables were 110 and 300 components."""
+    shown = rows[:max_rows]
+    if any(unit == "link" for _, _, unit in columns):
+        body = [html.Tr([_cell(r.get(key), unit) for key, _, unit in columns]) for r in shown]
+        for tr in body[shown_rows:] if shown_rows is not None else []:
+            tr.className = "more-row"
+        head = html.Tr([html.Th(h) for _, h, _ in columns])
+        tab: Any = html.Table([html.Thead(head), html.Tbody(body)], className=class_name)
+    else:
+        texts = [[_text(r.get(key), unit) for key, _, unit in columns] for r in shown]
+        units = [unit for _, _, unit in columns]
+        tab = data_table(
+            [h for _, h, _ in columns],
+            [u not in ("text", "wrap") for u in units],
+            texts,
+            MISSING,
+            class_name=class_name,
+            wrap=[u == "wrap" for u in units],
+            cut=LONG_TEXT,
+            more_after=shown_rows,
+        )
+    children: list[Any] = [tab]
     if len(rows) > max_rows:
         children.append(html.P(f"showing {max_rows:,} of {len(rows):,} rows", className="muted"))
     return html.Div(children, id=id, className="table-wrap") if id else html.Div(children, className="table-wrap")
 
 
+def _text(v: Any, unit: str) -> str:
+    """A cell's text: text as written (other values as JSON), up to the 4,000 characters a cut
+    cell shows on hover; a figure formatted in its unit."""
+    if unit in ("text", "wrap"):
+        return MISSING if v is None else (v if isinstance(v, str) else json.dumps(v, default=str))[:4000]
+    return format_value(v, unit)
+
+
+def _cell(v: Any, unit: str) -> html.Td:
+    """A cell as a component (a table with a link column)."""
+    if unit == "link":
+        return html.Td(v)
+    text = _text(v, unit)
+    if unit == "wrap":
+        return html.Td(text, className="wrap")
+    if unit == "text":
+        return html.Td(text[:LONG_TEXT] + "…", title=text) if len(text) > LONG_TEXT else html.Td(text)
+    return html.Td(text, className="num")
+
+
 def data_table(
-    columns: list[str], numeric: list[bool], rows: list[list[str | None]], null_text: str, **attrs: Any
+    columns: list[str],
+    numeric: list[bool],
+    rows: list[list[str | None]],
+    null_text: str,
+    class_name: str = "data",
+    wrap: list[bool] | None = None,
+    cut: int | None = None,
+    more_after: int | None = None,
+    **attrs: Any,
 ) -> html.Table:
     """A table whose cells travel as data (texts as formatted here; None for a null cell, shown as
-    `null_text`), given its head and body in the browser (ui/assets/data_table.js): one component
+    `null_text`), given its head and body in the browser (ui/assets/data_views.js): one component
     for the whole table where a component per cell took Dash's renderer ~0.25 ms each. Number
-    columns (`numeric`) are right-aligned."""
-    spec = {"columns": columns, "num": numeric, "rows": rows, "null": null_text}
-    return html.Table(className="data", **{"data-table": json.dumps(spec, ensure_ascii=False)}, **attrs)
+    columns (`numeric`) are right-aligned, `wrap` columns wrap their text; other text longer than
+    `cut` characters is cut (whole on hover); rows after the first `more_after` get the class
+    "more-row"."""
+    spec: dict[str, Any] = {"columns": columns, "num": numeric, "rows": rows, "null": null_text}
+    if wrap and any(wrap):
+        spec["wrap"] = wrap
+    if cut:
+        spec["cut"] = cut
+    if more_after is not None:
+        spec["more_after"] = more_after
+    return html.Table(className=class_name, **{"data-table": json.dumps(spec, ensure_ascii=False)}, **attrs)
+
+
+def kpis(cards: list[dict[str, str]], **attrs: Any) -> html.Div:
+    """A grid of figure cards, each {"label", "value", "detail", "source" (optional: the figure's
+    path in `scprof analyze --json`, shown on hover)}, that travel as data and are built in the
+    browser (ui/assets/data_views.js) as `kpi` cards are: the Overview's 47 cards were 94
+    components for Dash's renderer to mount, ~0.5 ms each."""
+    return html.Div(className="kpis", **{"data-kpis": json.dumps(cards, ensure_ascii=False)}, **attrs)
 
 
 def kpi(label: str, value: str, detail: str = "", **attrs: Any) -> html.Div:
@@ -126,12 +177,14 @@ def plain(text: Any) -> str:
 
 
 def graph(fig: go.Figure, id: str | None = None, height: int | None = None) -> dcc.Graph:
-    """A figure as a component; its trace names (legends) shown as written (`plain`)."""
+    """A figure as a component; its trace names (legends) shown as written (`plain`), its margins
+    wide enough for its axes' labels (ui/margins.py: Plotly then draws it once)."""
     for trace in fig.data:
         if isinstance(getattr(trace, "name", None), str):
             trace.name = plain(trace.name)
     if height:
         fig.update_layout(height=height)
+    margins.fit(fig)  # Plotly draws it once, not again at margins wide enough for its labels
     kwargs = {"id": id} if id else {}
     return dcc.Graph(figure=fig, config=GRAPH_CONFIG, **kwargs)
 
@@ -163,7 +216,7 @@ def figure(title: str = "", **layout: Any) -> go.Figure:
             title=title or None,
             margin=dict(l=60, r=20, t=40 if title else 10, b=40),
             legend=dict(orientation="h", y=-0.2),
-            font=dict(size=12),
+            font=dict(size=margins.FONT_PX, family=margins.FONT_FAMILY),
         )
     )
     if layout:

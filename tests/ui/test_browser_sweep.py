@@ -24,6 +24,22 @@ RUN_PAGES = ("overview", "timeline", "sparsecore", "memory", "findings", "tuning
 # The UI's own error wording (ui/render.py's error box, ui/app.py's internal error) and Python's.
 ERROR_TEXT = re.compile(r"internal error|Traceback \(most recent call last\)")
 UNKNOWN_REFS = ("999", "no_such_run")
+GRAPH_PAGES = ("overview", "sparsecore", "memory")  # with Compare: the pages that draw graphs
+# Plotly's axis auto-margins (`x.automargin` and the like) asking for more room than the margin the
+# server gave: each makes Plotly draw its whole graph a second time (ui/margins.py). Plotly's own
+# record of them, read once every graph of the page is drawn.
+ALL_DRAWN_JS = """() => [...document.querySelectorAll('#page .dash-graph')].every(g => g.querySelector('.main-svg'))
+                       && !document.querySelector('#page .dash-graph--pending')"""
+REDRAWN_JS = """() => [...document.querySelectorAll('#page .js-plotly-plot')].filter(g => g._fullLayout).flatMap(gd => {
+  const fl = gd._fullLayout, name = (gd.closest('[id]') || {}).id, out = [];
+  for (const [id, push] of Object.entries(fl._pushmargin || {})) {
+    if (!id.endsWith('.automargin')) continue;
+    for (const side of ['l', 'r', 't', 'b'])
+      if (push[side] && push[side].size > fl.margin[side] + 0.5)
+        out.push(`${name}: ${id} needs ${side} = ${Math.round(push[side].size)} px, given ${fl.margin[side]}`);
+  }
+  return out;
+})"""
 # Text a user must be able to read or click (the run header, the toolbars' buttons and notes):
 # each is probed every 8 px along its middle for something drawn over it (a slider's tooltip).
 COVERED_JS = """() => {
@@ -148,4 +164,26 @@ def test_unknown_runs_are_named_as_unknown(sweep_server, visitor):
             problems.append(f"does not name run {ref!r} as unknown")
         if problems:
             failures[f"{url} ({shot})"] = problems
+    assert not failures, _report(failures, len(views), started)
+
+
+def test_every_graph_is_drawn_once(sweep_server, visitor):
+    """Every graph of the graph pages, on every kind of run, has margins that hold its axes' labels
+    and titles as Plotly measures them (ui/margins.py): Plotly draws it once, not a second time at
+    wider margins (20-110 ms more a graph in a first view on 2 cores)."""
+    _, ids = sweep_server
+    started = time.monotonic()
+    views = [(f"/{p}?run={run}", f"{p}-{name}") for name, run in ids.items() for p in GRAPH_PAGES]
+    views += [(f"/compare?base={ids['emulated_ok']}&cand={run}", f"compare-ok-vs-{name}")
+              for name, run in ids.items() if name != "emulated_ok"]  # fmt: skip
+    failures: dict[str, list[str]] = {}
+    graphs = 0
+    for url, shot in views:
+        _, problems = visitor.open(url, shot)
+        visitor.pg.wait_for_function(ALL_DRAWN_JS, timeout=TIMEOUT_MS)
+        graphs += visitor.pg.evaluate("() => document.querySelectorAll('#page .js-plotly-plot').length")
+        problems += visitor.pg.evaluate(REDRAWN_JS)
+        if problems:
+            failures[f"{url} ({shot})"] = problems
+    assert graphs >= 3 * len(ids)  # the pages drew their graphs: the check had something to check
     assert not failures, _report(failures, len(views), started)

@@ -14,7 +14,7 @@ from analyzers.compare import compare_runs, config_diff
 from profiler.store import Store
 from profiler.units import format_value, unit_of
 from tests.tracekit import REPO
-from tests.ui.test_data import find, text_of
+from tests.ui.test_data import data_table_of, find, text_of
 from ui import compare_data as CD
 from ui.pages.compare import layout_compare, render_compare, render_compare_verdict
 from ui.pages.runs import layout_runs, render_runs
@@ -182,7 +182,7 @@ def test_per_op_time_says_it_is_summed_over_the_cores(mixed, mixed_ids):
     base, cand = mixed_ids["baseline"], mixed_ids["tuned"]
     _, rest = render_compare_verdict(mixed, {"base": base, "cand": cand})
     ops = find(rest, "compare-ops")
-    header = text_of(ops.children[0].children[0])
+    header = " ".join(data_table_of(ops)["columns"])
     assert "time per step, summed over cores: baseline" in header
     n_sc = mixed.rows("SELECT count(DISTINCT (chip, core)) AS n FROM tracks WHERE run_id = ? AND kind = 'sparsecore' "
                       "AND line NOT IN ('Sparse Core Steps', 'Sparse Core Modules')", [base])[0]["n"]  # fmt: skip

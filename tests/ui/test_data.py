@@ -34,7 +34,26 @@ def text_of(component) -> str:
         return str(component)
     if isinstance(component, list | tuple):
         return " ".join(text_of(c) for c in component)
+    spec = getattr(component, "data-table", None)  # a table whose cells travel as data (data_views.js)
+    if spec is not None:
+        table = json.loads(spec)
+        return " ".join(table["columns"] + [t if t is not None else table["null"] for r in table["rows"] for t in r])
+    cards = getattr(component, "data-kpis", None)  # figure cards that travel as data (R.kpis)
+    if cards is not None:
+        return " ".join(f"{c['label']} {c['value']} {c['detail']}" for c in json.loads(cards))
     return text_of(getattr(component, "children", None))
+
+
+def data_table_of(component) -> dict | None:
+    """The first table in a tree whose cells travel as data (R.table without a link column,
+    R.data_table): its spec, as ui/assets/data_views.js builds the table from it (columns, rows of
+    cell texts, the columns' flags); None when there is none."""
+    if isinstance(component, list | tuple):
+        return next((t for t in (data_table_of(c) for c in component) if t is not None), None)
+    if component is None or isinstance(component, str | int | float):
+        return None
+    spec = getattr(component, "data-table", None)
+    return json.loads(spec) if spec is not None else data_table_of(getattr(component, "children", None))
 
 
 def find(component, id_):

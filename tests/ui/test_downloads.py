@@ -102,6 +102,6 @@ def test_the_sql_console_caps_results_in_bytes(ro_store):
 
 
 def _cells(page) -> list[str]:
-    """The result's cells, row by row, as the browser shows them (ui/assets/data_table.js)."""
+    """The result's cells, row by row, as the browser shows them (ui/assets/data_views.js)."""
     spec = json.loads(getattr(find(page, "sql-result"), "data-table"))
     return [spec["null"] if v is None else v for row in spec["rows"] for v in row]

@@ -35,6 +35,21 @@ def test_the_index_loads_regenerator_runtime_where_dash_had_its_polyfill(tmp_pat
     assert served.status_code == 200 and served.get_data() == RUNTIME.read_bytes()
 
 
+def test_the_index_leaves_out_dash_tables_script_which_no_page_uses(tmp_path):
+    """Dash adds dash_table's loader to every page (`import dash` defines DataTable); the UI draws
+    no DataTable, so the page does without it (the browser sweep: no page misses a component)."""
+    client = create_app(str(tmp_path / "none.duckdb")).server.test_client()
+    srcs = scripts(client)
+    assert any("dash_core_components" in s for s in srcs) and any("dash_html_components" in s for s in srcs)
+    assert not [s for s in srcs if "dash_table" in s]
+    ui = Path(__file__).parents[2] / "ui"
+    assert not [
+        p
+        for p in ui.rglob("*.py")
+        if re.search(r"dash_table\.|import.*\bdash_table\b|DataTable\(", p.read_text(encoding="utf-8"))
+    ]
+
+
 def test_the_vendored_runtime_is_the_npm_package_with_its_license():
     readme = (VENDOR / "README.md").read_text(encoding="utf-8")
     assert hashlib.sha256(RUNTIME.read_bytes()).hexdigest() in readme  # regenerator-runtime 0.13.11's runtime.js

@@ -45,13 +45,12 @@ def _texts(component):
 
 
 def cards(component) -> list[dict]:
-    """label, value, detail and source (data-source) of every figure card."""
+    """label, value, detail and source (data-source) of every figure card: the cards of every grid
+    that carries them as data (R.kpis, built in the browser by ui/assets/data_views.js)."""
     out = []
     for c in walk(component):
-        if getattr(c, "className", None) == "kpi":
-            label, value, detail = c.children
-            out.append({"label": text(label), "value": text(value), "detail": text(detail),
-                        "source": getattr(c, "data-source", None)})  # fmt: skip
+        for card in json.loads(getattr(c, "data-kpis", None) or "[]"):
+            out.append({**card, "source": card["source"] or None})
     return out
 
 

@@ -65,11 +65,13 @@ def test_a_figure_takes_the_template_as_if_given_it():
     import plotly.graph_objects as go
 
     from ui import render as R
+    from ui.margins import FONT_FAMILY
 
     fig = R.figure("t", xaxis_title="x", barmode="stack")
     given = go.Figure(
         layout=dict(template=R.TEMPLATE, title="t", margin=dict(l=60, r=20, t=40, b=40),
-                    legend=dict(orientation="h", y=-0.2), font=dict(size=12), xaxis_title="x", barmode="stack")
+                    legend=dict(orientation="h", y=-0.2), font=dict(size=12, family=FONT_FAMILY), xaxis_title="x",
+                    barmode="stack")
     )  # fmt: skip
     assert json.dumps(fig.to_plotly_json(), sort_keys=True) == json.dumps(given.to_plotly_json(), sort_keys=True)
     assert fig.to_plotly_json()["layout"]["template"]["layout"]["colorway"] == R.TEMPLATE["layout"]["colorway"]

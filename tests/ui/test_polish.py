@@ -13,7 +13,7 @@ import pytest
 from profiler.store import Store
 from scprof.cli import main
 from tests.ui.polish_store import build_polish_store
-from tests.ui.test_data import text_of
+from tests.ui.test_data import data_table_of, text_of
 from ui import data as D
 from ui.evidence import evidence_label, format_evidence
 from ui.pages.findings import render_findings
@@ -67,11 +67,11 @@ def test_repeated_findings_of_one_rule_are_one_card_with_a_table_most_severe_fir
     cards = with_class(body, "finding")
     assert len(cards) == len(rules)  # one card per rule
     (group,) = with_class(body, "finding-grouped")
-    rows = [r for t in with_class(group, "group-table") for r in walk(t) if r.__class__.__name__ == "Tr"]
-    body_rows = [r for r in rows if not any(c.__class__.__name__ == "Th" for c in r.children)]
+    (table,) = with_class(group, "group-table")
+    body_rows = data_table_of(table)["rows"]
     assert len(body_rows) == len(skew)  # every affected table, the first few shown, the rest folded
     worst = max((f for f in skew if f["severity"] == "critical"), key=lambda f: f["value"])
-    first = text_of(body_rows[0])
+    first = " ".join(body_rows[0])
     assert first.startswith("critical") and f" {worst['entities']['tables'][0]} " in f" {first} "
     assert f"{worst['value']:.3g}" in first
     assert worst["title"] in text_of(group)  # the most severe one leads the card
@@ -88,12 +88,9 @@ def test_a_groups_more_rows_are_in_its_one_table_under_one_header(polish_db, sto
     body = render_findings(store, {"run": run_id(store, "skewed"), "sev": ["critical", "warning", "info"]})
     (group,) = with_class(body, "finding-grouped")
     (table,) = [c for c in walk(group) if c.__class__.__name__ == "Table"]
-    header_rows = [r for r in walk(table) if r.__class__.__name__ == "Tr" and any(
-        c.__class__.__name__ == "Th" for c in r.children)]  # fmt: skip
-    assert len(header_rows) == 1
-    rows = [r for r in walk(table) if r.__class__.__name__ == "Tr" and r not in header_rows]
-    assert len(rows) == len(skew)
-    assert [getattr(r, "className", None) == "more-row" for r in rows] == [i >= SHOWN_ROWS for i in range(len(rows))]
+    spec = data_table_of(table)  # one table: one head (its columns), its rows (data_views.js builds them)
+    assert spec["columns"][0] == "severity" and len(spec["rows"]) == len(skew)
+    assert spec["more_after"] == SHOWN_ROWS  # the rows after it get the class "more-row" (folded)
     (more,) = with_class(group, "group-more")
     assert f"{len(skew) - SHOWN_ROWS} more" in text_of(more)
     assert not [c for c in walk(more) if c.__class__.__name__ == "Table"]  # the toggle holds no table of its own
@@ -160,8 +157,7 @@ def test_tables_are_in_natural_order(store):
     expected = sorted(names, key=lambda t: int(t.lstrip("t")))  # t0, t1, t2, ..., t10, t11
     assert len(expected) > 10
     table = find_id(sparsecore_page(store, "skewed"), "sc-tables")
-    rows = [r for r in walk(table) if r.__class__.__name__ == "Tr"][1:]
-    assert [text_of(r.children[0]) for r in rows] == expected
+    assert [row[0] for row in data_table_of(table)["rows"]] == expected
     from ui.pages.sparsecore import layout_sparsecore
 
     dropdown = find_id(layout_sparsecore(store, {"run": str(run)}), "sparsecore-tables")
@@ -206,7 +202,7 @@ def test_sql_numbers_right_aligned_with_separators_text_left(store):
     table = find_id(
         render_sql(store, {"q": "SELECT name, events, events / 3.0 AS third FROM runs", "rows": 10}), "sql-result"
     )
-    spec = json.loads(getattr(table, "data-table"))  # its cells, built in the browser (data_table.js)
+    spec = json.loads(getattr(table, "data-table"))  # its cells, built in the browser (data_views.js)
     assert spec["columns"] == ["name", "events", "third"] and spec["num"] == [False, True, True]
     assert len(spec["rows"]) == len(ref)
     for name, events, third in spec["rows"]:
@@ -243,8 +239,9 @@ def test_tuning_reasons_are_shown_whole_in_a_wrapping_column(whatif_db, tmp_path
     db = with_long_reason(whatif_db, tmp_path / "long.duckdb")
     with Store.open(db, read_only=True) as s:
         table = find_id(render_tuning(s, {"run": run_id(s, "baseline")}), "tuning-trials")
-    cells = [c for c in walk(table) if c.__class__.__name__ == "Td" and c.children == LONG_REASON]
-    assert len(cells) == 1 and cells[0].className == "wrap"  # not cut at 100 characters, not nowrap
+    spec = data_table_of(table)
+    cells = [(row, i) for row in spec["rows"] for i, t in enumerate(row) if t == LONG_REASON]
+    assert len(cells) == 1 and spec["wrap"][cells[0][1]]  # whole, not cut at 100 characters; wrapped
 
 
 def test_run_header_names_hardware_only_as_far_as_the_trace_says():

@@ -153,13 +153,11 @@ def group_card(group: list[Finding], run: int, extra: Any = None, start_ps: int 
         ]
     )
     rows, columns = _group_rows(group, start_ps)
-    table = R.table(rows, columns, class_name="data group-table")
+    # One table under one header; its rows after the first SHOWN_ROWS are hidden while the
+    # "N more" toggle before it is closed (style.css; drawn below the table).
+    table = R.table(rows, columns, class_name="data group-table", shown_rows=SHOWN_ROWS)
     table_parts: list[Any] = [table]
     if len(rows) > SHOWN_ROWS:
-        # One table under one header; its rows after the first SHOWN_ROWS are hidden while the
-        # "N more" toggle before it is closed (style.css; drawn below the table).
-        for tr in table.children[0].children[1].children[SHOWN_ROWS:]:
-            tr.className = "more-row"
         more = [html.Span(f"{len(rows) - SHOWN_ROWS} more", className="when-closed"),
                 html.Span(f"show the first {SHOWN_ROWS} only", className="when-open")]  # fmt: skip
         table_parts.insert(0, html.Details([html.Summary(more)], className="group-more"))

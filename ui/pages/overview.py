@@ -42,11 +42,10 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
     )
 
 
-def card(k: D.Kpi) -> html.Div:
-    """A figure's card: label, value with its unit, scope; `data-source` names the figure's path in
-    `scprof analyze --json` (shown on hover), when it is the analyzers' figure."""
-    extra = {"title": f"scprof analyze --json: figures.{k.source}", "data-source": k.source} if k.source else {}
-    return R.kpi(k.label, format_figure(k.value, k.unit), k.detail, **extra)
+def card(k: D.Kpi) -> dict[str, str]:
+    """A figure's card (R.kpis): label, value with its unit, scope; `source` names the figure's path
+    in `scprof analyze --json` (shown on hover), when it is the analyzers' figure."""
+    return {"label": k.label, "value": format_figure(k.value, k.unit), "detail": k.detail, "source": k.source or ""}
 
 
 def format_figure(value: Any, unit: str) -> str:
@@ -72,7 +71,7 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
     kpis = D.overview_kpis(store, run, steps)
     tiles = [card(k) for k in kpis]
     st_times = D.step_times(store, run, steps)
-    parts: list[Any] = [html.Div(tiles, className="kpis", id="overview-kpis")]
+    parts: list[Any] = [R.kpis(tiles, id="overview-kpis")]
     if len(st_times["step"]):
         unit, scale = time_unit(float(st_times["step_ps"].max()))
         fig = R.figure(xaxis_title="step", yaxis_title=f"step time ({unit})")
@@ -116,13 +115,13 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
     parts: list[Any] = [failure_cards(i, f) for i, f in enumerate(F.failure_facts(report))]
     head, rest = F.analysis_kpis(report)
     if head:
-        parts.append(html.Div([card(k) for k in head], className="kpis", id="overview-figures"))
+        parts.append(R.kpis([card(k) for k in head], id="overview-figures"))
     if rest:
         parts.append(
             html.Details(
                 [
                     html.Summary(f"All analyzer figures ({len(rest)} more)"),
-                    html.Div([card(k) for k in rest], className="kpis"),
+                    R.kpis([card(k) for k in rest]),
                 ]
             )
         )
@@ -279,7 +278,7 @@ def failure_cards(i: int, f: dict[str, Any]) -> html.Div:
                            f"{src}.capacity_bytes"))  # fmt: skip
     return html.Div(
         [
-            html.Div([card(k) for k in cards], className="kpis"),
+            R.kpis([card(k) for k in cards]),
             html.P(f["message"], className="muted"),
         ],
         className="failure-facts",
