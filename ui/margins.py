@@ -50,11 +50,8 @@ def text_px(text: str, size_px: float = FONT_PX) -> float:
     font size (ui/pages/overview.split_figure), markup left out, entities as their characters."""
     widest = 0.0
     for line in re.split(r"<br\s*/?>", str(text)):
-        width, rest = 0.0, line
-        for m in _SPAN.finditer(line):
-            width += _plain_px(m.group(2), float(m.group(1)))
-        rest = _SPAN.sub("", line)
-        widest = max(widest, width + _plain_px(rest, size_px))
+        spans = sum(_plain_px(m.group(2), float(m.group(1))) for m in _SPAN.finditer(line))
+        widest = max(widest, spans + _plain_px(_SPAN.sub("", line), size_px))
     return widest
 
 
@@ -103,10 +100,14 @@ def _format_tick(v: float, fmt: str, decimals: int, exponent: int) -> str:
     if fmt.endswith("g"):  # ",.4~g": thousands separated, 4 significant digits, no trailing zeros
         return format(v, fmt.replace("~", ""))
     if exponent:
+        if not v:
+            return "0"
         mantissa = f"{v / 10**exponent:.{decimals}f}"
-        return (mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa) + SI_PREFIXES[exponent] if v else "0"
-    text = f"{v:.{decimals}f}"
-    return (text.rstrip("0").rstrip(".") if "." in text else text).replace("-", "−")
+        text = (mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa) + SI_PREFIXES[exponent]
+    else:
+        text = f"{v:.{decimals}f}"
+        text = text.rstrip("0").rstrip(".") if "." in text else text
+    return text.replace("-", "−")  # Plotly's minus sign
 
 
 def _axis_values(fig: go.Figure, axis_id: str) -> tuple[list[str], list[float]]:

@@ -34,6 +34,7 @@ def test_tick_labels_are_plotlys_format_at_a_tick_every_tenth_of_the_span():
     assert M.tick_labels(0, 15750)[1:3] == ["2k", "4k"] and M.tick_labels(0, 12000)[-1] == "12k"
     assert "0.5M" in M.tick_labels(0, 2.6e6) and M.tick_labels(0, 3.2e9)[-1] == "3B"  # one exponent per axis
     assert M.tick_labels(0, 0.55) == ["0", "0.1", "0.2", "0.3", "0.4", "0.5"]
+    assert M.tick_labels(-20000, 0)[0] == "−20k" and M.tick_labels(-1, 0)[0] == "−1"  # Plotly's minus sign
     assert M.tick_labels(0, 10, "d", dtick=2) == ["0", "2", "4", "6", "8", "10"]
     assert M.tick_labels(1, 1.5, ".2f")[-1] == "1.50"
     assert M.tick_labels(0, 1, ".0%")[-1] == "100%"
