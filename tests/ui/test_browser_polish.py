@@ -168,3 +168,44 @@ def test_tuning_reasons_wrap_within_the_page(tuning, page):
     wrap = page.eval_on_selector("#tuning-trials", "e => [e.scrollWidth, e.clientWidth]")
     assert wrap[0] <= wrap[1]  # no horizontal scrolling inside the table either
     shot(page, f"polish-tuning-{page.viewport_size['width']}")
+
+
+def test_tables_and_cards_built_from_their_data(polish, page):
+    """ui/assets/data_views.js on a table and a card grid added to a page: long text cut at `cut`
+    characters (whole on hover), a wrap column whole, number columns right-aligned, a null cell's
+    text, rows after `more_after` folded; cards' texts and figure paths; markup shown as text."""
+    url, ids = polish
+    page.goto(f"{url}/runs")
+    page.wait_for_selector("#page .page-body")
+    settle(page)
+    long = "x" * 150
+    spec = {"columns": ["name", "why", "n"], "num": [False, False, True], "wrap": [False, True, False],
+            "cut": 100, "more_after": 1, "null": "NULL",
+            "rows": [[long, long, "1"], ["<b id='t'>b</b>", None, "2"]]}  # fmt: skip
+    cards = [{"label": "<i id='c'>l</i>", "value": "3", "detail": "d", "source": "a.b"},
+             {"label": "m", "value": "4", "detail": "", "source": ""}]  # fmt: skip
+    built = page.evaluate(
+        """([spec, cards]) => new Promise(done => {
+             const t = document.createElement('table'); t.setAttribute('data-table', JSON.stringify(spec));
+             const g = document.createElement('div'); g.setAttribute('data-kpis', JSON.stringify(cards));
+             document.body.append(t, g);
+             setTimeout(() => done({
+               head: [...t.querySelectorAll('th')].map(e => [e.textContent, e.className]),
+               rows: [...t.querySelectorAll('tbody tr')].map(r => [r.className,
+                 [...r.children].map(e => [e.textContent, e.className, e.title])]),
+               cards: [...g.querySelectorAll('.kpi')].map(e => [e.firstChild.textContent,
+                 e.querySelector('.kpi-value').textContent, e.lastChild.textContent, e.dataset.source || null, e.title]),
+               markup: document.querySelectorAll('#t, #c').length}), 50);
+           })""",
+        [spec, cards],
+    )
+    assert built["head"] == [["name", ""], ["why", ""], ["n", "num"]]
+    assert built["rows"] == [
+        ["", [["x" * 100 + "…", "", long], [long, "wrap", ""], ["1", "num", ""]]],
+        ["more-row", [["<b id='t'>b</b>", "", ""], ["NULL", "", ""], ["2", "num", ""]]],
+    ]
+    assert built["cards"] == [
+        ["<i id='c'>l</i>", "3", "d", "a.b", "scprof analyze --json: figures.a.b"],
+        ["m", "4", "4", None, ""],  # no scope: the value is the card's last node
+    ]
+    assert built["markup"] == 0
