@@ -145,17 +145,18 @@ def _axis_values(fig: go.Figure, axis_id: str) -> tuple[list[str], list[float]]:
     return categories, numbers
 
 
-def labels_px(fig: go.Figure, axis_id: str) -> list[float]:
-    """Widths of the tick labels Plotly will draw on an axis (none when it draws none)."""
+def labels_px(fig: go.Figure, axis_id: str) -> tuple[list[float], bool]:
+    """(widths of the tick labels Plotly will draw on an axis (none when it draws none), whether
+    they are categories: each sits in its band, not at the axis's ends)."""
     name = axis_id[0] + "axis" + axis_id[1:]
     axis = fig.layout[name]
     if axis.visible is False or axis.showticklabels is False:
-        return []
+        return [], False
     if axis.ticktext:
-        return [text_px(t) for t in axis.ticktext]
+        return [text_px(t) for t in axis.ticktext], False
     categories, numbers = _axis_values(fig, axis_id)
     if categories and axis.type in (None, "category", "-"):
-        return [text_px(c) for c in dict.fromkeys(categories)]
+        return [text_px(c) for c in dict.fromkeys(categories)], True
     if axis.range is not None and None not in axis.range:
         lo, hi = (float(v) for v in axis.range)
     elif numbers:
@@ -163,10 +164,10 @@ def labels_px(fig: go.Figure, axis_id: str) -> list[float]:
         pad = 0.05 * (hi - lo or abs(hi) or 1.0)  # Plotly's autorange pads a little past the data
         lo, hi = (lo - pad if lo < 0 else lo), hi + pad
     else:
-        return []
+        return [], False
     dtick = axis.dtick if axis.tickmode == "linear" and isinstance(axis.dtick, int | float) else None
     labels = tick_labels(lo, hi, axis.tickformat or "", axis.ticksuffix or "", dtick)
-    return [text_px(t) for t in labels]
+    return [text_px(t) for t in labels], False
 
 
 def fit(fig: go.Figure) -> go.Figure:
@@ -179,11 +180,10 @@ def fit(fig: go.Figure) -> go.Figure:
         for letter in "xy":
             has[getattr(trace, f"{letter}axis", None) or letter] = True
     if has["x"]:
-        widths = labels_px(fig, "x")
+        widths, categorical = labels_px(fig, "x")
         titled = bool(layout.xaxis.title.text)
         need["b"] = (X_LABELS_PX if widths else 10) + (X_TITLE_PX if titled else 0)
-        categories, _ = _axis_values(fig, "x")
-        if widths and not (categories and layout.xaxis.type in (None, "category", "-")):
+        if widths and not categorical:
             need["r"] = need["l"] = max(widths) / 2 + EDGE_PX
     for axis_id, side in (("y", "l"), ("y2", "r")):
         if not has[axis_id]:
@@ -191,7 +191,7 @@ def fit(fig: go.Figure) -> go.Figure:
         axis = layout["yaxis" + axis_id[1:]]
         if axis_id == "y2" and axis.side != "right":
             continue
-        widths = labels_px(fig, axis_id)
+        widths, _ = labels_px(fig, axis_id)
         need[side] = max(need[side], max(widths, default=0.0) + (Y_TITLE_PX if axis.title.text else Y_BARE_PX))
     current = {side: PLOTLY_MARGIN_PX if getattr(margin, side) is None else getattr(margin, side) for side in need}
     grown = {s: math.ceil(v) for s, v in need.items() if math.ceil(v) > current[s]}

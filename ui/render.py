@@ -145,16 +145,9 @@ def data_table(
 def kpis(cards: list[dict[str, str]], **attrs: Any) -> html.Div:
     """A grid of figure cards, each {"label", "value", "detail", "source" (optional: the figure's
     path in `scprof analyze --json`, shown on hover)}, that travel as data and are built in the
-    browser (ui/assets/data_views.js) as `kpi` cards are: the Overview's 47 cards were 94
-    components for Dash's renderer to mount, ~0.5 ms each."""
+    browser (ui/assets/data_views.js) as `kpi` cards (label, value, scope): the Overview's 47
+    cards were 94 components for Dash's renderer to mount, ~0.5 ms each."""
     return html.Div(className="kpis", **{"data-kpis": json.dumps(cards, ensure_ascii=False)}, **attrs)
-
-
-def kpi(label: str, value: str, detail: str = "", **attrs: Any) -> html.Div:
-    """A figure's card: its label (the card's first line, style.css), value and scope. Label and
-    scope are the card's own text, not components of their own: two components a card for Dash's
-    renderer to mount, not four (the Overview holds 47 cards)."""
-    return html.Div([label, html.Div(value, className="kpi-value"), detail], className="kpi", **attrs)
 
 
 def empty(message: str, hint: str | None = None) -> html.Div:

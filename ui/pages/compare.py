@@ -202,13 +202,12 @@ def _side_by_side_sc(store: Store, base: int, cand: int, bi: dict, ci: dict) -> 
             html.Div(
                 [
                     html.H4(info["name"]),
-                    html.Div(
+                    R.kpis(
                         [
-                            R.kpi(lbl, format_value(kp[lbl].value, kp[lbl].unit), kp[lbl].detail)
+                            {"label": lbl, "value": format_value(kp[lbl].value, kp[lbl].unit), "detail": kp[lbl].detail}
                             for lbl in ("SC minibatches per step", "dropped IDs")
                             if lbl in kp
-                        ],
-                        className="kpis",
+                        ]
                     ),
                     R.table(
                         rows,
