@@ -40,6 +40,20 @@ REDRAWN_JS = """() => [...document.querySelectorAll('#page .js-plotly-plot')].fi
   }
   return out;
 })"""
+# Every axis's tick labels are drawn where they fall (ui/render.TEMPLATE: ticklabeloverflow "allow",
+# Plotly hides none), so each must lie inside its graph.
+LABELS_OUTSIDE_JS = """() => [...document.querySelectorAll('#page .js-plotly-plot')].filter(g => g._fullLayout).flatMap(gd => {
+  const fl = gd._fullLayout, name = (gd.closest('[id]') || {}).id, box = gd.getBoundingClientRect(), out = [];
+  for (const ax of Object.keys(fl).filter(k => /^[xy]axis\\d*$/.test(k)).map(k => fl[k]))
+    if (ax.ticklabeloverflow && ax.ticklabeloverflow !== 'allow') out.push(`${name}: ${ax._id} ticklabeloverflow ${ax.ticklabeloverflow}`);
+  for (const t of gd.querySelectorAll('.xtick text, .ytick text, .x2tick text, .y2tick text')) {
+    const r = t.getBoundingClientRect();
+    if (!r.width || getComputedStyle(t).display === 'none') continue;
+    if (r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5)
+      out.push(`${name}: tick label '${t.textContent}' outside its graph`);
+  }
+  return out;
+})"""
 # Text a user must be able to read or click (the run header, the toolbars' buttons and notes):
 # each is probed every 8 px along its middle for something drawn over it (a slider's tooltip).
 COVERED_JS = """() => {
@@ -170,7 +184,9 @@ def test_unknown_runs_are_named_as_unknown(sweep_server, visitor):
 def test_every_graph_is_drawn_once(sweep_server, visitor):
     """Every graph of the graph pages, on every kind of run, has margins that hold its axes' labels
     and titles as Plotly measures them (ui/margins.py): Plotly draws it once, not a second time at
-    wider margins (20-110 ms more a graph in a first view on 2 cores)."""
+    wider margins (20-110 ms more a graph in a first view on 2 cores). Its tick labels, which Plotly
+    draws where they fall (no measuring of each to hide those past the graph's edge), all lie inside
+    the graph."""
     _, ids = sweep_server
     started = time.monotonic()
     views = [(f"/{p}?run={run}", f"{p}-{name}") for name, run in ids.items() for p in GRAPH_PAGES]
@@ -182,7 +198,7 @@ def test_every_graph_is_drawn_once(sweep_server, visitor):
         _, problems = visitor.open(url, shot)
         visitor.pg.wait_for_function(ALL_DRAWN_JS, timeout=TIMEOUT_MS)
         graphs += visitor.pg.evaluate("() => document.querySelectorAll('#page .js-plotly-plot').length")
-        problems += visitor.pg.evaluate(REDRAWN_JS)
+        problems += visitor.pg.evaluate(REDRAWN_JS) + visitor.pg.evaluate(LABELS_OUTSIDE_JS)
         if problems:
             failures[f"{url} ({shot})"] = problems
     assert graphs >= 3 * len(ids)  # the pages drew their graphs: the check had something to check
