@@ -129,7 +129,8 @@ def test_sql_console_error_keys_schema_and_numbers(polish, page):
     runs = page.locator("#sql-schema .schema-item", has=page.locator("summary [data-insert='runs']"))
     runs.locator("summary").click(position={"x": 2, "y": 6})  # the marker: unfold
     events = runs.locator("li[data-insert='events']")
-    assert events.is_visible() and events.evaluate("e => getComputedStyle(e, '::after').content") == '"BIGINT"'
+    events.wait_for(state="visible")  # listed by the details' toggle event, which fires after the click
+    assert events.evaluate("e => getComputedStyle(e, '::after').content") == '"BIGINT"'
     # listed when unfolded (sql_console.js), each column with its documentation (schema.py's COMMENT)
     assert events.get_attribute("title") == "Number of events."
     assert runs.locator("li").count() == int(runs.locator("summary").get_attribute("data-about").split()[2])
