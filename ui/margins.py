@@ -112,7 +112,8 @@ def _format_tick(v: float, fmt: str, decimals: int, exponent: int) -> str:
 
 def _axis_values(fig: go.Figure, axis_id: str) -> tuple[list[str], list[float]]:
     """(category labels, numbers) the traces put on the axis `axis_id` ('x', 'y', 'y2'); for
-    stacked bars' values, the sum of each trace's highest value (at least the highest stack)."""
+    stacked bars' or lines' values, the sum of each trace's highest value (at least the highest
+    stack)."""
     letter, stacked = axis_id[0], fig.layout.barmode in ("stack", "relative")
     categories: list[str] = []
     numbers: list[float] = []
@@ -133,7 +134,8 @@ def _axis_values(fig: go.Figure, axis_id: str) -> tuple[list[str], list[float]]:
             if not len(finite):
                 continue
             value_letter = "x" if getattr(trace, "orientation", None) == "h" else "y"
-            if stacked and trace.type == "bar" and letter == value_letter:
+            in_stack = (stacked and trace.type == "bar") or (trace.type == "scatter" and trace.stackgroup)
+            if in_stack and letter == value_letter:
                 stack_top += max(float(finite.max()), 0.0)
                 numbers.append(float(min(finite.min(), 0.0)))
             else:

@@ -391,6 +391,29 @@ def natural_key(name: Any) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.lower()) for p in re.split(r"(\d+)", str(name)) if p)
 
 
+# More steps than this and a bar per step is under 2 px wide in a half-page graph (a long run's
+# 11,682 steps drew nothing one could see): a per-step series is then drawn as a filled line.
+MAX_STEP_BARS = 300
+
+
+def step_series(steps: Any, values: Any, stack: str | None = None, **trace: Any) -> go.Bar | go.Scatter:
+    """A per-step series: a bar per step while each can be seen, else a line filled down to the
+    series under it (`stack`: those of one stack are summed, as stacked bars are) or to zero."""
+    if len(steps) <= MAX_STEP_BARS:
+        return go.Bar(x=steps, y=values, **trace)
+    color = trace.pop("marker_color", None)
+    return go.Scatter(
+        x=steps,
+        y=values,
+        mode="lines",
+        line=dict(width=0.5, color=color),
+        fillcolor=color,
+        stackgroup=stack,
+        fill=None if stack else "tozeroy",
+        **trace,
+    )
+
+
 def integer_axis(fig: go.Figure, values: Any, axis: str = "xaxis", max_ticks: int = 12) -> go.Figure:
     """Whole-number ticks on an axis of steps (or trials, or counts of steps): a tick every 1, 2,
     5, 10, 20, ... units, the smallest that gives at most `max_ticks` ticks over `values`' span

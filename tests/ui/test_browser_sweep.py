@@ -54,6 +54,19 @@ LABELS_OUTSIDE_JS = """() => [...document.querySelectorAll('#page .js-plotly-plo
   }
   return out;
 })"""
+# A bar under 1 px wide along its category axis is not seen: a graph drawing them shows nothing
+# (a long run's bar per step, ui/render.step_series).
+THIN_BARS_JS = """() => [...document.querySelectorAll('#page .js-plotly-plot')].filter(g => g._fullLayout).flatMap(gd => {
+  const name = (gd.closest('[id]') || {}).id, out = [];
+  for (const tr of gd.querySelectorAll('.barlayer .trace')) {
+    const t = tr.__data__ && tr.__data__[0] && tr.__data__[0].trace;
+    const across = b => (t && t.orientation === 'h' ? b.height : b.width);
+    const bars = [...tr.querySelectorAll('.point path')].map(p => p.getBBox());
+    const thin = bars.filter(b => across(b) < 1).length;
+    if (thin) out.push(`${name}: ${thin} of ${bars.length} bars of '${t && t.name}' under 1 px wide`);
+  }
+  return out;
+})"""
 # Text a user must be able to read or click (the run header, the toolbars' buttons and notes):
 # each is probed every 8 px along its middle for something drawn over it (a slider's tooltip).
 COVERED_JS = """() => {
@@ -186,7 +199,7 @@ def test_every_graph_is_drawn_once(sweep_server, visitor):
     and titles as Plotly measures them (ui/margins.py): Plotly draws it once, not a second time at
     wider margins (20-110 ms more a graph in a first view on 2 cores). Its tick labels, which Plotly
     draws where they fall (no measuring of each to hide those past the graph's edge), all lie inside
-    the graph."""
+    the graph; and no bar is too thin to be seen (a long run's steps are drawn as filled lines)."""
     _, ids = sweep_server
     started = time.monotonic()
     views = [(f"/{p}?run={run}", f"{p}-{name}") for name, run in ids.items() for p in GRAPH_PAGES]
@@ -199,6 +212,7 @@ def test_every_graph_is_drawn_once(sweep_server, visitor):
         visitor.pg.wait_for_function(ALL_DRAWN_JS, timeout=TIMEOUT_MS)
         graphs += visitor.pg.evaluate("() => document.querySelectorAll('#page .js-plotly-plot').length")
         problems += visitor.pg.evaluate(REDRAWN_JS) + visitor.pg.evaluate(LABELS_OUTSIDE_JS)
+        problems += visitor.pg.evaluate(THIN_BARS_JS)
         if problems:
             failures[f"{url} ({shot})"] = problems
     assert graphs >= 3 * len(ids)  # the pages drew their graphs: the check had something to check

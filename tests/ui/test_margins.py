@@ -60,3 +60,18 @@ def test_the_graph_component_carries_the_fitted_margins():
     fig.update_yaxes(ticksuffix=" GiB", tickformat=",.4~g", range=[0, 115])
     left = R.graph(fig).figure["layout"]["margin"]["l"]
     assert left >= M.text_px("110 GiB") + M.Y_TITLE_PX > 60  # wider than the figure's own 60 px
+
+
+def test_a_long_runs_steps_are_filled_lines_stacked_as_the_bars_were():
+    """R.step_series: a bar per step while bars can be seen, filled lines beyond MAX_STEP_BARS steps;
+    a stack of them reaches the sum of its series, as stacked bars do, and the margins count it so."""
+    few, many = list(range(R.MAX_STEP_BARS)), list(range(R.MAX_STEP_BARS + 1))
+    assert R.step_series(few, [1] * len(few), stack="s", marker_color="red").type == "bar"
+    lines = [R.step_series(many, [v] * len(many), stack="s", marker_color="red", name=str(v)) for v in (6000, 7000)]
+    assert [(t.type, t.stackgroup, t.fillcolor, t.line.color) for t in lines] == [("scatter", "s", "red", "red")] * 2
+    assert R.step_series(many, [1] * len(many)).fill == "tozeroy"  # alone: filled down to zero
+    fig = R.figure()
+    fig.add_traces(lines)
+    _, numbers = M._axis_values(fig, "y")
+    assert max(numbers) == 13000  # the stack's top: the y ticks reach "12k", not the tallest series' "7000"
+    assert M.labels_px(fig, "y")[0][-1] == M.text_px("12k")

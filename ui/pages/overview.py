@@ -233,9 +233,10 @@ def category_charts(bd: dict[str, Any], names: dict[int, str]) -> html.Div:
     fig = R.figure(barmode="stack", xaxis_title="step", yaxis_title=f"time ({unit}, mean over chips)")
     for cat, vals in bd["per_step"].items():
         fig.add_trace(
-            go.Bar(
-                x=bd["steps"],
-                y=np.asarray(vals) / scale,
+            R.step_series(
+                bd["steps"],
+                np.asarray(vals) / scale,
+                stack="categories",
                 name=cat,
                 marker_color=R.CATEGORY_COLORS.get(cat),
                 hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>",

@@ -195,9 +195,9 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
         )
     )
     sk.add_trace(
-        go.Bar(
-            x=d["steps"],
-            y=d["dropped_per_step"],
+        R.step_series(
+            d["steps"],
+            d["dropped_per_step"],
             name="dropped IDs",
             yaxis="y2",
             opacity=0.4,
