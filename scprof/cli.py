@@ -287,6 +287,8 @@ def cmd_record(args: argparse.Namespace) -> int:
     with Store.open(db) as store:
         ingested = ingest_trace(store, result.trace_path, name=result.run_name, replace=args.replace)
         _warn(analyse_and_keep(store, ingested.run_id))
+    for warning in result.warnings:
+        _warn(warning)
     print(format_summary(result))
     print(f"trace: {result.trace_path}")
     print(f"run {ingested.name!r} stored as run_id {ingested.run_id} in {db}")

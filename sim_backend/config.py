@@ -134,9 +134,18 @@ class ShardingConfig:
 class SparseCoreConfig:
     """SparsecoreConfig of DOMAIN.md §1, plus default per-partition limits."""
 
-    disable_table_stacking: bool = _f(False, "do not stack tables of equal width/dtype/optimizer")
+    disable_table_stacking: bool = _f(
+        False, "do not stack tables of equal padded width (multiple of 8), optimizer, combiner and dtype"
+    )
     max_tables_per_stack: int = _f(
-        0, "most tables in one stacked table (0: no limit); larger groups are split", min=0, max=MAX_TABLES
+        0, "most tables in one stacked table (0: no limit); larger stacks are split", min=0, max=MAX_TABLES
+    )
+    stack_activation_mem_bytes_limit: int = _f(
+        2 * 1024 * 1024,
+        "a stack's activations per SparseCore (padded width x samples per SC x 4 B, summed over its "
+        "tables) stay within this; tables past it start another stack (jax-tpu-embedding's 2 MiB)",
+        min=1,
+        max=2**50,
     )
     max_ids_per_chip_per_sample: int = _f(64, "chip-level cap on IDs of one sample, all tables", min=1, max=MAX_IDS)
     max_ids_per_table: dict[str, int] | None = _f(
@@ -148,15 +157,32 @@ class SparseCoreConfig:
     allow_id_dropping: bool = _f(False, "drop IDs past the limits (sorted order) instead of failing")
     initialize_tables_on_host: bool = _f(True, "initialise tables on the host, then copy to HBM")
     enable_fast_table_initialization: bool = _f(False, "initialise tables on the device")
-    max_ids_per_partition: int = _f(256, "default compiled limit: IDs per partition (incl. dups)", min=1, max=MAX_IDS)
-    max_unique_ids_per_partition: int = _f(256, "default compiled limit: unique IDs per partition", min=1, max=MAX_IDS)
+    max_ids_per_partition: int = _f(
+        256, "default compiled limit of a stack: IDs per partition (after in-sample dedup)", min=1, max=MAX_IDS
+    )
+    max_unique_ids_per_partition: int = _f(
+        256, "default compiled limit of a stack: unique IDs per partition", min=1, max=MAX_IDS
+    )
+    stack_max_ids_per_partition: dict[str, int] | None = _f(
+        None, "per stack name: its compiled IDs-per-partition limit (jax-tpu-embedding's stack limits)", min=1, max=MAX_IDS
+    )
+    stack_max_unique_ids_per_partition: dict[str, int] | None = _f(
+        None, "per stack name: its compiled unique-IDs-per-partition limit", min=1, max=MAX_IDS
+    )
     shuffle_ids: bool = _f(
         False,
         "ID shuffling against hot IDs: shift table i's IDs by floor(i * SCs / tables) partitions "
         "(stacked or not), so the tables' hot rows spread over the SparseCores",
     )
-    enable_minibatching: bool = _f(True, "split a step into minibatches when limits are exceeded")
-    max_minibatches: int = _f(64, "most minibatches per table group and step", min=1, max=1024)
+    enable_minibatching: bool = _f(
+        True, "split a step into minibatches (64 hash buckets, one count for all stacks) when limits are exceeded"
+    )
+    preprocessing: str = _f(
+        "native",
+        "host preprocessing: native (scprof's, vectorised) or reference (jax-tpu-embedding itself, "
+        "in a child process; needs the `reference` extra)",
+        choices=("native", "reference"),
+    )
 
 
 @dataclass(frozen=True)
@@ -170,9 +196,14 @@ class FlagsConfig:
     xla_sc_num_serialized_tables_to_optimize_hbm: int = _f(
         0, "table groups processed serially (barrier between them) to lower the HBM stack", min=0, max=MAX_TABLES
     )
-    xla_sparse_core_max_ids_file: str = _f("", "limits file (TOML) with per-table limits")
+    xla_sparse_core_max_ids_file: str = _f("", "limits file (TOML) with [stacks.NAME] and [tables.NAME] limits")
     xla_sparse_core_estimate_max_ids: bool = _f(
-        False, "derive limits from observed IDs (8-step procedure) and write limits.toml"
+        False,
+        "derive each stack's limits from the observed IDs and write limits.toml and the FDO stats "
+        "(fdo_stats_0_<ns>.csv, jax-tpu-embedding's CSVFileFDOClient format)",
+    )
+    fdo_stats_dir: str = _f(
+        "", "directory of FDO stats a JAX job published (CSVFileFDOClient): its stacks' limits apply"
     )
     xla_sparse_core_enable_id_bound_check: bool = _f(
         False, "check every ID against its table's vocabulary; report out-of-vocabulary IDs"
@@ -189,6 +220,7 @@ class TableConfig:
         "f32", "element type (int8: 8-bit codes over the quantization range)", choices=("f32", "bf16", "int8")
     )
     optimizer: str = _f("adagrad", "optimizer (sets slot count)", choices=("sgd", "adagrad", "adam"))
+    combiner: str = _f("sum", "how a sample's rows combine; tables stack only with the same", choices=("sum", "mean", "sqrtn"))
     max_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1, max=MAX_IDS)
     max_unique_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1, max=MAX_IDS)
     quantization_config_num_buckets: int = _f(256, "quantization levels over [low, high]", min=2, max=2**24)
@@ -207,6 +239,11 @@ class FeatureConfig:
     multi_hot: int = _f(1, "IDs per sample (the maximum when multi_hot_min is set)", min=1, max=MAX_IDS)
     multi_hot_min: int | None = _f(None, "if set, IDs per sample ~ uniform[min, multi_hot]", min=1, max=MAX_IDS)
     distribution: str = _f("uniform", "ID distribution", choices=("uniform", "zipf", "hot_set"))
+    ids_file: str = _f(
+        "",
+        "your own IDs: an .npz with int arrays `lengths` (IDs per sample) and `ids` (flat), or a Parquet "
+        "file with a list<int64> column `ids`; step s reads samples [s*B, (s+1)*B), wrapping (B = global_batch)",
+    )
     zipf_exponent: float = _f(1.05, "Zipf exponent s: P(id = k) ~ (k + 1)^-s", min=0.0, max=100.0)
     hot_set_size: int = _f(16, "hot_set: size of the hot set (IDs 0 .. size-1)", min=1, max=2**40)
     hot_fraction: float = _f(0.5, "hot_set: share of lookups that hit the hot set", min=0.0, max=1.0)

@@ -73,25 +73,38 @@ COST_BOUNDS: dict[str, dict[str, float]] = {
 # -- files -------------------------------------------------------------------------------
 
 
-def read_text_file(path: str, what: str = "config file", missing_hint: str = "") -> str:
-    """The UTF-8 text of a small regular file; ConfigError (one line naming `path`) otherwise."""
+def read_file_bytes(path: str, what: str, max_bytes: int, missing_hint: str = "") -> bytes:
+    """The bytes of a regular file of at most `max_bytes`; ConfigError (one line naming `path`)
+    otherwise. Opened without blocking and checked on the open descriptor, so a FIFO or device
+    put in a file's place is refused, never read."""
     try:
-        st = os.stat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except (FileNotFoundError, NotADirectoryError):
         raise ConfigError(f"{path}: no such {what}{missing_hint}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a {what}") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the {what} ({e.strerror})") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise ConfigError(f"{path}: is a directory, not a {what}")
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"{path}: is not a regular file (a FIFO or device?); a {what} must be one")
-    if st.st_size > MAX_CONFIG_FILE_BYTES:
-        raise ConfigError(f"{path}: {st.st_size:,} bytes; a {what} is at most {MAX_CONFIG_FILE_BYTES >> 20} MiB")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CONFIG_FILE_BYTES + 1)
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read the {what} ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ConfigError(f"{path}: is a directory, not a {what}")
+        if not stat.S_ISREG(st.st_mode):
+            raise ConfigError(f"{path}: is not a regular file (a FIFO or device?); a {what} must be one")
+        if st.st_size > max_bytes:
+            raise ConfigError(f"{path}: {st.st_size:,} bytes; a {what} is at most {format_bytes(max_bytes)}")
+        try:
+            data = fh.read(max_bytes + 1)
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read the {what} ({e.strerror})") from None
+    if len(data) > max_bytes:
+        raise ConfigError(f"{path}: more than {format_bytes(max_bytes)}; a {what} is at most that")
+    return data
+
+
+def read_text_file(path: str, what: str = "config file", missing_hint: str = "") -> str:
+    """The UTF-8 text of a small regular file; ConfigError (one line naming `path`) otherwise."""
+    data = read_file_bytes(path, what, MAX_CONFIG_FILE_BYTES, missing_hint)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -16,7 +16,8 @@ from sim_backend.debug_checks import StepChecks, run_checks
 from sim_backend.dense import DenseWork, dense_work
 from sim_backend.generate import generate_step
 from sim_backend.hardware import HardwareSpec, resolve_hardware
-from sim_backend.limits import TableLimits, resolve_limits
+from sim_backend.fdo_stats import StackFdoStats, new_stats
+from sim_backend.limits import StackLimits
 from sim_backend.memory import (
     ChipMemory,
     Failure,
@@ -39,7 +40,7 @@ class Simulation:
 
     cfg: RunConfig
     hw: HardwareSpec
-    limits: dict[str, TableLimits]
+    limits: dict[str, StackLimits]
     groups: list[StackGroup]
     cost: CostModel
     dense: DenseWork
@@ -47,7 +48,7 @@ class Simulation:
     graph: TaskGraph
     resources: Resources
     schedule: Schedule
-    table_observed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    observed: InputStats | None = None  # per stack: what derived limits and FDO stats are made of
     timings_s: dict[str, float] = field(default_factory=dict)  # wall time per phase
     memory: StaticMemory | None = None  # static sizes (memory.py)
     timeline: list[ChipMemory] = field(default_factory=list)  # per chip, over time
@@ -55,13 +56,16 @@ class Simulation:
     checks: list[StepChecks | None] = field(default_factory=list)  # per step (debug_checks.py)
 
 
-def setup(cfg: RunConfig) -> tuple[HardwareSpec, dict[str, TableLimits], list[StackGroup], Layout]:
-    """Resolve hardware, limits, table groups and batch layout of a config."""
+def setup(cfg: RunConfig) -> tuple[HardwareSpec, dict[str, StackLimits], list[StackGroup], Layout]:
+    """Resolve hardware, stacks with their limits (by stack name) and batch layout of a config."""
     h = cfg.hardware
     overrides = {k: getattr(h, k) for k in h.__dataclass_fields__ if k not in ("generation", "num_chips")}
     hw = resolve_hardware(h.generation, h.num_chips, overrides)
-    limits = resolve_limits(cfg, hw.num_total_sparse_cores)
-    groups = plan_groups(cfg, hw, limits)
+    groups = plan_groups(cfg, hw)
+    limits = {
+        g.name: StackLimits(g.max_ids_per_partition, g.max_unique_ids_per_partition, g.limit_source, g.ignored_limits)
+        for g in groups
+    }
     lay = Layout(cfg.global_batch, hw.num_chips, hw.sparsecores_per_chip)
     return hw, limits, groups, lay
 
@@ -73,7 +77,7 @@ class RunSetup:
 
     cfg: RunConfig
     hw: HardwareSpec
-    limits: dict[str, TableLimits]
+    limits: dict[str, StackLimits]
     groups: list[StackGroup]
     layout: Layout
     cost: CostModel
@@ -131,20 +135,30 @@ def run_step_inputs(
     t0 = time.perf_counter()
     batches, checks = run_checks(cfg, step, generate_step(cfg, step))
     t1 = time.perf_counter()
-    derive = cfg.flags.xla_sparse_core_estimate_max_ids
-    sr = preprocess_step(step, batches, su.groups, su.layout, cfg.sparsecore, table_stats=derive)
+    sr = preprocess_step(step, batches, su.groups, su.layout, cfg.sparsecore)
     if timings is not None:
         timings["generate"] += t1 - t0
         timings["preprocess"] += time.perf_counter() - t1
     return sr, checks
 
 
-def observe(observed: dict[str, tuple[int, int]], sr: StepResult) -> None:
-    """Fold one step's per-table maxima (IDs, unique IDs) into `observed` (derived limits)."""
-    for gr in sr.groups:
-        for name, (ids, uniq) in gr.table_observed.items():
-            old = observed.get(name, (0, 0))
-            observed[name] = (max(old[0], ids), max(old[1], uniq))
+@dataclass
+class InputStats:
+    """What the steps' preprocessing observed, per stack: the largest IDs / unique IDs one
+    SparseCore sent one partition (derived limits, as the library's FDO takes the maximum
+    over partitions) and the stats rows the library's FDO client would record each step."""
+
+    chips: int
+    limits: dict[str, tuple[int, int]] = field(default_factory=dict)
+    fdo: dict[str, StackFdoStats] = field(default_factory=dict)
+
+    def add(self, sr: StepResult) -> None:
+        for gr in sr.groups:
+            name = gr.group.name
+            max_ids, max_uniq, required, dropped = gr.fdo_stats(self.chips)
+            self.fdo.setdefault(name, new_stats()).add(max_ids, max_uniq, required, dropped)
+            old = self.limits.get(name, (0, 0))
+            self.limits[name] = (max(old[0], int(max_ids.max())), max(old[1], int(max_uniq.max())))
 
 
 def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None) -> Simulation:
@@ -173,14 +187,14 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
             failure=failure,
         )
     timings = {"generate": 0.0, "preprocess": 0.0}
-    observed: dict[str, tuple[int, int]] = {}
+    observed = InputStats(hw.num_chips)
     results = []
     checks: list[StepChecks | None] = []
     for step in range(cfg.steps):
         sr, step_checks = run_step_inputs(su, step, timings)
         checks.append(step_checks)
         results.append(sr)
-        observe(observed, sr)
+        observed.add(sr)
         if progress:
             progress(step + 1, cfg.steps)
     t0 = time.perf_counter()
@@ -200,7 +214,7 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
         graph=graph,
         resources=res,
         schedule=sched,
-        table_observed=observed,
+        observed=observed,
         timings_s=timings,
         memory=mem,
         checks=checks,

@@ -1,9 +1,15 @@
-"""Compiled per-partition limits: where they come from, and the limits file.
+"""Compiled per-partition limits of each stacked table: where they come from, and the limits file.
 
-Precedence for a table (highest first): the limits file (`xla_sparse_core_max_ids_file`),
-the table's own `max_ids_per_partition` keys, `sparsecore.max_ids_per_table` divided
-over the slice's SparseCores, then the `sparsecore` defaults. A stacked table's limit
-is the sum of its tables' limits (as jax-tpu-embedding does when it stacks tables).
+As in jax-tpu-embedding, limits belong to a *stack*. A stack of one table (its name is the
+table's) takes, highest first: the limits file (`flags.xla_sparse_core_max_ids_file`,
+`[stacks.NAME]` or `[tables.NAME]`), the FDO stats a JAX job published
+(`flags.fdo_stats_dir`, fdo_stats.py), `sparsecore.stack_max_ids_per_partition`, the
+table's own `max_ids_per_partition` keys, `sparsecore.max_ids_per_table` divided over the
+slice's SparseCores (the TF flag of the SparseCore guide), then the `sparsecore` defaults.
+A stack of several tables takes the limits file's `[stacks.NAME]`, the FDO stats,
+`sparsecore.stack_max_ids_per_partition`, else the `sparsecore` defaults (256, the
+library's `get_default_limits`): the per-table limits of its tables are ignored, as the
+library ignores them (`StackLimits.ignored_tables` names them, so `record` can say so).
 """
 
 from __future__ import annotations
@@ -13,84 +19,126 @@ from dataclasses import dataclass
 from sim_backend.config import RunConfig
 from sim_backend.config_checks import parse_toml, read_text_file
 from sim_backend.errors import ConfigError
+from sim_backend.fdo_stats import read_fdo_limits
+
+LIMIT_KEYS = ("max_ids_per_partition", "max_unique_ids_per_partition")
 
 
 @dataclass(frozen=True)
-class TableLimits:
+class StackLimits:
     max_ids_per_partition: int
     max_unique_ids_per_partition: int
-    source: str  # "limits_file", "table", "max_ids_per_table", "default"
+    # "limits_file", "fdo_stats", "stack_config", "table", "max_ids_per_table", "default"
+    source: str
+    ignored_tables: tuple[str, ...] = ()  # its tables whose own limits were set but do not apply
 
 
-def read_limits_file(path: str) -> dict[str, tuple[int | None, int | None]]:
-    """Parse a limits file: `[tables.NAME] max_ids_per_partition = .., max_unique_ids_... = ..`."""
+def read_limits_file(path: str) -> dict[str, dict[str, tuple[int | None, int | None]]]:
+    """Parse a limits file: `[stacks.NAME]` and `[tables.NAME]` sections, each with
+    `max_ids_per_partition` and/or `max_unique_ids_per_partition`. Returns
+    {"stacks": {name: (ids, unique)}, "tables": {...}}."""
     try:
         raw = parse_toml(read_text_file(path, "limits file"), path)
     except ConfigError as e:
         raise ConfigError(f"flags.xla_sparse_core_max_ids_file: {e}") from None
-    tables = raw.get("tables", {})
-    if set(raw) - {"tables"} or not isinstance(tables, dict):
-        raise ConfigError(f"{path}: expected only [tables.NAME] sections")
-    out = {}
-    for name, entry in tables.items():
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{path}: tables.{name}: expected a table")
-        unknown = set(entry) - {"max_ids_per_partition", "max_unique_ids_per_partition"}
-        if unknown:
-            raise ConfigError(f"{path}: tables.{name}.{sorted(unknown)[0]}: unknown key")
-        vals = []
-        for key in ("max_ids_per_partition", "max_unique_ids_per_partition"):
-            v = entry.get(key)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-                raise ConfigError(f"{path}: tables.{name}.{key}: expected a positive integer")
-            vals.append(v)
-        out[name] = (vals[0], vals[1])
+    if set(raw) - {"tables", "stacks"}:
+        raise ConfigError(f"{path}: expected only [stacks.NAME] and [tables.NAME] sections")
+    out: dict[str, dict[str, tuple[int | None, int | None]]] = {}
+    for section in ("stacks", "tables"):
+        entries = raw.get(section, {})
+        if not isinstance(entries, dict):
+            raise ConfigError(f"{path}: {section}: expected [{section}.NAME] sections")
+        out[section] = {}
+        for name, entry in entries.items():
+            if not isinstance(entry, dict):
+                raise ConfigError(f"{path}: {section}.{name}: expected a table")
+            unknown = set(entry) - set(LIMIT_KEYS)
+            if unknown:
+                raise ConfigError(f"{path}: {section}.{name}.{sorted(unknown)[0]}: unknown key")
+            vals = []
+            for key in LIMIT_KEYS:
+                v = entry.get(key)
+                if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1 or v > 2**31 - 1):
+                    raise ConfigError(f"{path}: {section}.{name}.{key}: expected a positive 32-bit integer")
+                vals.append(v)
+            out[section][name] = (vals[0], vals[1])
     return out
 
 
-def resolve_limits(cfg: RunConfig, num_total_sparse_cores: int) -> dict[str, TableLimits]:
-    """The compiled limits of every table."""
+def resolve_stack_limits(
+    cfg: RunConfig, stacks: list[tuple[str, list[str]]], num_total_sparse_cores: int
+) -> dict[str, StackLimits]:
+    """The compiled limits of every stack, given as (stack name, its tables)."""
     sc = cfg.sparsecore
-    from_file = {}
+    filed: dict[str, dict[str, tuple[int | None, int | None]]] = {"stacks": {}, "tables": {}}
     path = cfg.flags.xla_sparse_core_max_ids_file
     if path:
-        from_file = read_limits_file(path)
-        names = {t.name for t in cfg.tables}
-        for name in from_file:
-            if name not in names:
-                raise ConfigError(f"{path}: tables.{name}: no such table in the config")
+        filed = read_limits_file(path)
+        _check_names(path, filed, stacks)
+    fdo = {}
+    if cfg.flags.fdo_stats_dir:
+        fdo = read_fdo_limits(cfg.flags.fdo_stats_dir)
+        unknown = sorted(set(fdo) - {name for name, _ in stacks})
+        if unknown:
+            raise ConfigError(
+                f"flags.fdo_stats_dir {cfg.flags.fdo_stats_dir}: stack {unknown[0]!r} is not a stack of this config"
+            )
+    own = {t.name for t in cfg.tables if t.max_ids_per_partition or t.max_unique_ids_per_partition}
+    own |= set(sc.max_ids_per_table or {}) | set(sc.max_unique_ids_per_table or {}) | set(filed["tables"])
     out = {}
-    for t in cfg.tables:
-        per_table = [(sc.max_ids_per_table or {}).get(t.name), (sc.max_unique_ids_per_table or {}).get(t.name)]
+    for name, tables in stacks:
+        lone = tables[0] if len(tables) == 1 else None
         vals, sources = [], []
-        for i, (own, default) in enumerate(
+        for i, (default, stack_cfg) in enumerate(
             (
-                (t.max_ids_per_partition, sc.max_ids_per_partition),
-                (t.max_unique_ids_per_partition, sc.max_unique_ids_per_partition),
+                (sc.max_ids_per_partition, sc.stack_max_ids_per_partition),
+                (sc.max_unique_ids_per_partition, sc.stack_max_unique_ids_per_partition),
             )
         ):
-            filed = from_file.get(t.name, (None, None))[i]
-            if filed is not None:
-                vals.append(filed), sources.append("limits_file")
-            elif own is not None:
-                vals.append(own), sources.append("table")
-            elif per_table[i] is not None:
-                vals.append(-(-per_table[i] // num_total_sparse_cores))
-                sources.append("max_ids_per_table")
-            else:
-                vals.append(default), sources.append("default")
-        out[t.name] = TableLimits(vals[0], vals[1], sources[0])
+            candidates = [
+                (filed["stacks"].get(name, (None, None))[i], "limits_file"),
+                (filed["tables"].get(lone, (None, None))[i] if lone else None, "limits_file"),
+                (fdo.get(name, (None, None))[i], "fdo_stats"),
+                ((stack_cfg or {}).get(name), "stack_config"),
+            ]
+            if lone is not None:
+                t = next(t for t in cfg.tables if t.name == lone)
+                per_table = (sc.max_ids_per_table if i == 0 else sc.max_unique_ids_per_table) or {}
+                candidates += [
+                    (t.max_ids_per_partition if i == 0 else t.max_unique_ids_per_partition, "table"),
+                    (
+                        -(-per_table[lone] // num_total_sparse_cores) if lone in per_table else None,
+                        "max_ids_per_table",
+                    ),
+                ]
+            value, source = next(((v, s) for v, s in candidates if v is not None), (default, "default"))
+            vals.append(value), sources.append(source)
+        ignored = tuple(t for t in tables if t in own) if lone is None else ()
+        out[name] = StackLimits(vals[0], vals[1], sources[0], ignored)
     return out
+
+
+def _check_names(path: str, filed: dict, stacks: list[tuple[str, list[str]]]) -> None:
+    """Every section of a limits file names a stack (or a table) of the config."""
+    stack_names = {name for name, _ in stacks}
+    table_names = {t for _, tables in stacks for t in tables}
+    for name in filed["stacks"]:
+        if name not in stack_names:
+            close = sorted(stack_names)[:3]
+            raise ConfigError(f"{path}: stacks.{name}: no such stack in the config (its stacks: {', '.join(close)}...)")
+    for name in filed["tables"]:
+        if name not in table_names:
+            raise ConfigError(f"{path}: tables.{name}: no such table in the config")
 
 
 def write_limits_file(path: str, observed: dict[str, tuple[int, int]], comment: str) -> None:
-    """Write derived limits (observed maxima per table) in the limits-file format."""
+    """Write derived limits (observed maxima per stack) in the limits-file format."""
     lines = [f"# {line}" for line in comment.splitlines()]
     for name in sorted(observed):
         ids, uniq = observed[name]
         lines += [
             "",
-            f"[tables.{_toml_key(name)}]",
+            f"[stacks.{toml_key(name)}]",
             f"max_ids_per_partition = {max(1, ids)}",
             f"max_unique_ids_per_partition = {max(1, uniq)}",
         ]
@@ -98,7 +146,7 @@ def write_limits_file(path: str, observed: dict[str, tuple[int, int]], comment: 
         fh.write("\n".join(lines) + "\n")
 
 
-def _toml_key(name: str) -> str:
+def toml_key(name: str) -> str:
     if name and all(c.isalnum() or c in "_-" for c in name):
         return name
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'

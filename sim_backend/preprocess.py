@@ -1,40 +1,43 @@
-"""Host preprocessing, for real, vectorised: stacking, COO, dedup, mod sharding, limits.
+"""Host preprocessing, for real, vectorised, by jax-tpu-embedding's rules: COO, dedup, mod
+sharding, limits, minibatching and dropping over every stacked table of a step.
 
-For each table group (a stacked table, or one table when stacking is off) and step:
+For each stack (stacking.py) and step:
 
-1. every feature's ragged IDs become COO (row = sample, col = ID); a stacked table
-   lays its tables side by side (row offset, vocabulary padded to a multiple of the
-   SparseCore count) and shifts each table's IDs by its position in the stack, so the
-   hot rows of different tables land on different SparseCores (DOMAIN.md §1, step 8;
-   the groups: stacking.py);
-   features sharing a table keep separate rows (feature stacking);
-2. the batch is split across all SparseCores of the slice (each gets B / num_SCs
-   samples: its *source* sub-batch) and every ID goes to partition
-   `col_id % num_total_sparse_cores` (its *target*);
-3. repeats within a bag (one sample's IDs of one feature) are dropped, and each
-   (source, target) buffer is laid out contiguously with its IDs in sorted order, by
-   one of two key encodings with the same counts, cuts and drops (preprocess_keys.py:
-   the *packed path*, uint32 keys, for fixed-size bags; the *entry path*, int64 keys
-   that keep each ID's sample, otherwise);
-4. per buffer: IDs and unique IDs are counted and checked against the compiled
-   limits; buffers that do not fit are split greedily, in sorted order, into
-   minibatches (the same count for the whole group, as the SPMD program runs them in
-   lockstep); past `max_minibatches` (or 1 with minibatching off) the rest is dropped
-   when `allow_id_dropping`, else a PreprocessError names table, partition, observed
-   and compiled values.
+1. every feature's ragged IDs become COO (row = sample, col = stacked ID,
+   `stacking.stacked_cols`); features sharing a table keep separate rows;
+2. the batch is split across all SparseCores of the slice (each gets B / num_SCs samples:
+   its *source* sub-batch) and every ID goes to partition `col % num_SCs` (its *target*);
+3. repeats within a bag (one sample's IDs of one feature) merge into one entry, and each
+   (source, target) buffer is laid out with its IDs in sorted order (preprocess_keys.py:
+   the *packed path*, uint32 keys, for fixed-size bags; the *entry path*, int64 keys that
+   keep each entry's sample and repeat count, otherwise);
+4. IDs and unique IDs are counted per buffer (the stats, and the derived limits: their
+   maxima). If no buffer of any stack exceeds its stack's limits, each stack runs one
+   minibatch. Otherwise, with minibatching on, every ID is hashed into one of 64 buckets
+   and the buckets are merged along a binary tree (minibatching.py): one minibatch count
+   for all stacks, an ID never split; with minibatching off, one minibatch. Within a
+   buffer (and bucket), IDs past `max_ids_per_partition` entries or past the
+   `max_unique_ids_per_partition`-th distinct ID, in sorted order, are dropped when
+   `allow_id_dropping`, each counted with its in-sample repeats; else a PreprocessError
+   names stack, partition, observed and compiled values (the library aborts).
 
-`max_ids_per_chip_per_sample` is applied between steps 3 and 4 over all groups.
+`max_ids_per_chip_per_sample` (the SparseCore guide's chip cap, a TF flag the library does
+not have) is applied between steps 3 and 4 over all stacks, counting deduplicated IDs.
+tests/sim_backend/test_library_oracle.py checks counts, kept IDs, drops, minibatches and
+stats against jax-tpu-embedding itself.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from sim_backend.config import SparseCoreConfig
 from sim_backend.errors import PreprocessError
 from sim_backend.generate import FeatureBatch
+from sim_backend.highway_hash import BUCKETS, minibatch_bucket
+from sim_backend.minibatching import bucket_minibatch, minibatch_count, split_word
 from sim_backend.preprocess_keys import (
     KeyLayout,
     SortedBuffers,
@@ -47,21 +50,23 @@ from sim_backend.preprocess_keys import (
 )
 from sim_backend.stacking import Layout, StackGroup
 
+ALIGN = 8  # the library rounds each partition's share of a SparseCore's buffer up to 8 entries
+
 
 @dataclass
 class GroupResult:
-    """What preprocessing decided for one table group in one step."""
+    """What preprocessing decided for one stack in one step."""
 
     group: StackGroup
-    minibatches: int
+    minibatches: int  # the step's minibatch count (the same for every stack)
     ids_mp: np.ndarray  # int64 [M, num_sc]: kept IDs per minibatch and target partition
     unique_mp: np.ndarray  # int64 [M, num_sc]: unique IDs (per source buffer, summed)
     cross_chip_mc: np.ndarray  # int64 [M, chips]: unique rows partition(s) on chip c send to
     # source SparseCores on other chips (all-to-all volume)
     ids_sp: np.ndarray  # int64 [num_sc, num_sc]: observed IDs per (source, target) buffer
     unique_sp: np.ndarray  # int64 [num_sc, num_sc]: observed unique IDs per buffer
-    dropped_sp: np.ndarray  # int64 [num_sc, num_sc]: IDs dropped per buffer
-    table_observed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    dropped_sp: np.ndarray  # int64 [num_sc, num_sc]: IDs dropped per buffer (in-sample repeats counted)
+    kept_per_source: np.ndarray  # int64 [num_sc]: entries kept per source SparseCore
     entries: dict[str, np.ndarray] | None = None  # decoded entries (keep_entries=True)
 
     @property
@@ -77,6 +82,16 @@ class GroupResult:
     def partition_dropped(self) -> np.ndarray:
         return self.dropped_sp.sum(axis=0)
 
+    def fdo_stats(self, chips: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """The library's stats of this step: max IDs and max unique IDs per (device, partition)
+        (the maximum over the device's SparseCores), the required buffer size per SparseCore
+        (its buffers rounded up to 8 entries, summed) and the dropped IDs."""
+        n = self.ids_sp.shape[0]
+        max_ids = self.ids_sp.reshape(chips, n // chips, n).max(axis=1).ravel()
+        max_uniq = self.unique_sp.reshape(chips, n // chips, n).max(axis=1).ravel()
+        required = (-(-self.ids_sp // ALIGN) * ALIGN).sum(axis=1)
+        return max_ids, max_uniq, required, int(self.dropped_sp.sum())
+
 
 @dataclass
 class StepResult:
@@ -88,6 +103,7 @@ class StepResult:
     kept_ids_per_sc: np.ndarray  # after dedup, caps and dropping
     dropped_ids_per_sc: np.ndarray  # dropped by limits or the chip cap
     chip_cap_dropped: int
+    minibatches: int = 1  # the step's minibatch count, for every stack
 
     @property
     def dropped_ids(self) -> int:
@@ -99,41 +115,53 @@ class StepResult:
 
 @dataclass(frozen=True)
 class _StepContext:
-    """What every table group's preprocessing in one step shares: the step, the batch
-    layout, the SparseCore settings and what to record beyond the counts."""
+    """What every stack's preprocessing in one step shares."""
 
     step: int
     lay: Layout
     sc: SparseCoreConfig
-    table_stats: bool = False  # per-table (IDs, unique IDs) maxima (GroupResult.table_observed)
     keep_entries: bool = False  # decoded entries (GroupResult.entries)
 
+
+@dataclass
+class _Stack:
+    """One stack's sorted, deduplicated IDs in a step: positions always; int64 keys, repeat
+    counts and stacked IDs when the entry path made them (or step 4 needs them)."""
+
+    group: StackGroup
+    pos: SortedBuffers
+    ids_sp: np.ndarray  # [nb] observed per buffer
+    unique_sp: np.ndarray
+    keys: np.ndarray | None = None
+    mult: np.ndarray | None = None
+    kl: KeyLayout | None = None
+    new_u: np.ndarray | None = None  # first entry of each distinct (buffer, ID)
+    bucket: np.ndarray | None = None  # each entry's minibatching bucket, once hashed
+
     @property
-    def max_minibatches(self) -> int:
-        """Minibatches a group may run before the rest is dropped (1: minibatching off)."""
-        return self.sc.max_minibatches if self.sc.enable_minibatching else 1
+    def over(self) -> bool:
+        g = self.group
+        return bool(self.ids_sp.max(initial=0) > g.max_ids_per_partition) or bool(
+            self.unique_sp.max(initial=0) > g.max_unique_ids_per_partition
+        )
 
 
 # -- max_ids_per_chip_per_sample (between steps 3 and 4, entry path) ---------------------------
 
 
-def _apply_chip_cap(
-    keys: list[np.ndarray], kls: list[KeyLayout], raw: np.ndarray, ctx: _StepContext
-) -> tuple[list[np.ndarray], np.ndarray]:
-    """Enforce max_ids_per_chip_per_sample; returns kept keys and dropped IDs per source SC.
-
-    `raw`: IDs per sample before dedup, over all features.
-    """
+def _apply_chip_cap(stacks: list[_Stack], raw: np.ndarray, ctx: _StepContext) -> np.ndarray:
+    """Enforce max_ids_per_chip_per_sample on the stacks' keys (in place); returns dropped IDs
+    per source SC. `raw`: IDs per sample before dedup, over all features."""
     lay, sc = ctx.lay, ctx.sc
     cap = sc.max_ids_per_chip_per_sample
     dropped = np.zeros(lay.num_sc, dtype=np.int64)
     if raw.max(initial=0) <= cap:  # cannot exceed after dedup either
-        return keys, dropped
-    samples = [sample_of(k, kl) for k, kl in zip(keys, kls, strict=True)]
+        return dropped
+    samples = [sample_of(s.keys, s.kl) for s in stacks]
     counts = [np.bincount(s, minlength=lay.global_batch) for s in samples]
     total = np.sum(counts, axis=0)
     if total.max(initial=0) <= cap:
-        return keys, dropped
+        return dropped
     worst = int(total.argmax())
     per_chip = lay.global_batch // lay.num_chips
     if not sc.allow_id_dropping:
@@ -143,8 +171,7 @@ def _apply_chip_cap(
             f"raise it or set sparsecore.allow_id_dropping = true"
         )
     before = np.zeros(lay.global_batch, dtype=np.int64)
-    out = []
-    for k, s, c in zip(keys, samples, counts, strict=True):
+    for st, s, c in zip(stacks, samples, counts, strict=True):
         order = np.argsort(s, kind="stable")
         first = np.concatenate([[0], np.cumsum(c)[:-1]])
         rank = np.empty(len(s), dtype=np.int64)
@@ -152,150 +179,219 @@ def _apply_chip_cap(
         keep = before[s] + rank < cap
         dropped += np.bincount(s[~keep] // lay.samples_per_sc, minlength=lay.num_sc)
         before += c
-        out.append(k[keep])
-    return out, dropped
+        _set_keys(st, st.keys[keep], st.mult[keep])
+    return dropped
 
 
-# -- step 4: counts, minibatches, dropping (both paths) ---------------------------------------
+# -- steps 1-3 and the counts of step 4 ---------------------------------------------------------
 
 
-@dataclass
-class _Cuts:
-    """Greedy minibatch cuts of every buffer: per round, start and end positions."""
-
-    starts: list[np.ndarray]  # [rounds] of int64 [buffers]
-    ends: list[np.ndarray]
-    leftover_start: np.ndarray  # first entry past the last allowed minibatch, per buffer
+def _set_keys(st: _Stack, keys: np.ndarray, mult: np.ndarray) -> None:
+    """Rebuild a stack's positions and counts from fewer int64 keys (after the chip cap)."""
+    pos, new_u = key_positions(keys, st.kl)
+    st.pos, st.keys, st.mult, st.new_u = pos, keys, mult, new_u
+    st.ids_sp, st.unique_sp = _counts(pos)
 
 
-def greedy_cuts(pos: SortedBuffers, max_ids: int, max_unique: int, max_rounds: int) -> _Cuts:
-    """Cut each buffer [pos.starts[i], pos.ends[i]) greedily into minibatches, in sorted order.
-
-    Walking a buffer, an entry starts a new minibatch when adding it would exceed
-    `max_ids` entries or `max_unique` distinct IDs (`pos.upos`: sorted positions where a
-    distinct ID starts, each buffer start among them; `pos.size`: one past the last
-    position). One vectorised pass per minibatch over all buffers; after `max_rounds`
-    minibatches, what is left of a buffer is overflow.
-    """
-    starts, ends, upos, size = pos.starts, pos.ends, pos.upos, pos.size
-    cur = starts.copy()
-    last = len(upos) - 1
-    starts_r, ends_r = [], []
-    for _ in range(max_rounds):
-        active = cur < ends
-        if not active.any():
-            break
-        # index (in upos) of the distinct ID at `cur`; the minibatch may hold max_unique of them
-        first_u = np.searchsorted(upos, cur, "right") - 1
-        nxt = first_u + max_unique  # the distinct ID that would not fit
-        by_unique = np.where(nxt <= last, upos[np.minimum(nxt, last)], size)
-        cut = np.minimum(np.minimum(cur + max_ids, by_unique), ends)
-        cut = np.where(active, cut, cur)
-        starts_r.append(cur)
-        ends_r.append(cut)
-        cur = cut
-    return _Cuts(starts_r, ends_r, cur)
+def _counts(pos: SortedBuffers) -> tuple[np.ndarray, np.ndarray]:
+    ids = pos.ends - pos.starts
+    uniq = np.searchsorted(pos.upos, pos.ends) - np.searchsorted(pos.upos, pos.starts)
+    return ids, uniq
 
 
-def _limit_group(pos: SortedBuffers, group: StackGroup, ctx: _StepContext) -> tuple[GroupResult, _Cuts | None]:
-    """Counts, minibatches and dropping of one group's sorted, deduplicated IDs (step 4)."""
-    lay = ctx.lay
+def _entry_stack(group: StackGroup, batches: list[FeatureBatch], lay: Layout) -> _Stack:
+    kl = key_layout(group, lay)
+    keys, mult = group_keys(group, batches, lay, kl)
+    pos, new_u = key_positions(keys, kl)
+    return _Stack(group, pos, *_counts(pos), keys=keys, mult=mult, kl=kl, new_u=new_u)
+
+
+def _packed_stack(group: StackGroup, batches: list[FeatureBatch], lay: Layout) -> _Stack | None:
+    hots = packed_hots(group, batches, lay)
+    if hots is None:
+        return None
+    pos = packed_group(group, batches, lay, hots)
+    ids_sp, unique_sp = _counts(pos)
+    return _Stack(group, pos, ids_sp, unique_sp)
+
+
+# -- step 4: minibatches and dropping -------------------------------------------------------------
+
+
+def _buckets(st: _Stack, n_buckets: int) -> np.ndarray:
+    """The minibatching bucket of each entry (0 for all when there is one bucket); each
+    distinct ID hashed once."""
+    n = len(st.keys)
+    if n_buckets == 1 or n == 0:
+        return np.zeros(n, dtype=np.int64)
+    if st.bucket is None:
+        kl = st.kl
+        first = np.flatnonzero(st.new_u)
+        col = (st.keys[first] >> kl.rbits) & ((1 << kl.vbits) - 1)
+        st.bucket = np.repeat(minibatch_bucket(col), np.diff(np.append(first, n)))
+    return st.bucket
+
+
+def _segments(st: _Stack, bucket: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """Entry order by (buffer, bucket, ID, row) and each entry's segment (buffer * B + bucket)."""
+    kl = st.kl
+    seg = (st.keys >> kl.buffer_shift) * n_buckets + bucket
+    order = np.argsort(seg, kind="stable") if n_buckets > 1 else np.arange(len(seg))
+    return order, seg
+
+
+def _keep_mask(seg_s: np.ndarray, new_s: np.ndarray, lim: int, ulim: int) -> np.ndarray:
+    """Entries kept in segment order: rank < lim and the entry's distinct ID among the first
+    `ulim` of its segment (a dropped ID's later entries stay dropped)."""
+    n = len(seg_s)
+    if n == 0:
+        return np.ones(0, dtype=bool)
+    start = np.empty(n, dtype=bool)
+    start[0] = True
+    np.not_equal(seg_s[1:], seg_s[:-1], out=start[1:])
+    head = np.maximum.accumulate(np.where(start, np.arange(n), 0))
+    rank = np.arange(n) - head
+    u = np.cumsum(new_s)
+    urank = u - (u[head] - new_s[head])  # 1-based index of the entry's ID in its segment
+    return (rank < lim) & (urank <= ulim)
+
+
+def _limit_stack(
+    st: _Stack, n_buckets: int, mb_of_bucket: np.ndarray, m_count: int, ctx: _StepContext
+) -> GroupResult:
+    """Step 4 on a stack's entries: drops per (buffer, bucket), kept counts per minibatch."""
+    lay, g = ctx.lay, st.group
     n_sc, spc, chips = lay.num_sc, lay.sparsecores_per_chip, lay.num_chips
     nb = n_sc * n_sc
-    ids_sp = pos.ends - pos.starts
-    unique_sp = np.searchsorted(pos.upos, pos.ends) - np.searchsorted(pos.upos, pos.starts)
-    lim, ulim = group.max_ids_per_partition, group.max_unique_ids_per_partition
-    cuts = None
-    if ids_sp.max(initial=0) <= lim and unique_sp.max(initial=0) <= ulim:
-        ids_msp, unique_msp = ids_sp[None, :], unique_sp[None, :]
-        dropped_sp = np.zeros(nb, dtype=np.int64)
-    else:
-        cuts = greedy_cuts(pos, lim, ulim, ctx.max_minibatches)
-        dropped_sp = pos.ends - cuts.leftover_start
-        if dropped_sp.any() and not ctx.sc.allow_id_dropping:
-            _raise_overflow(group, np.flatnonzero(dropped_sp), ids_sp, unique_sp, ctx)
-        st, en = np.array(cuts.starts), np.array(cuts.ends)
-        ids_msp = en - st
-        # distinct IDs in [st, en): the first entry counts even inside a run of one ID
-        unique_msp = np.where(en > st, np.searchsorted(pos.upos, en) - np.searchsorted(pos.upos, st, "right") + 1, 0)
-    m_count = ids_msp.shape[0]
-    src_chip = np.repeat(np.arange(n_sc) // spc, n_sc)
-    tgt = np.tile(np.arange(n_sc), n_sc)
-    cross = src_chip != tgt // spc
-    ids_mp = ids_msp.reshape(m_count, n_sc, n_sc).sum(axis=1)
-    unique_mp = unique_msp.reshape(m_count, n_sc, n_sc).sum(axis=1)
-    cross_mc = (unique_msp * cross).reshape(m_count, n_sc, n_sc).sum(axis=1).reshape(m_count, chips, spc).sum(axis=2)
+    bucket = _buckets(st, n_buckets)
+    order, seg = _segments(st, bucket, n_buckets)
+    seg_s, new_s = seg[order], st.new_u[order]
+    observed = np.bincount(seg, minlength=nb * n_buckets)
+    observed_u = np.bincount(seg[st.new_u], minlength=nb * n_buckets)
+    over = (observed > g.max_ids_per_partition) | (observed_u > g.max_unique_ids_per_partition)
+    keep_s = np.ones(len(seg_s), dtype=bool)
+    if over.any():
+        if not ctx.sc.allow_id_dropping:
+            _raise_overflow(g, int(np.flatnonzero(over)[0]) // n_buckets, st, observed, observed_u, n_buckets, ctx)
+        keep_s = _keep_mask(seg_s, new_s, g.max_ids_per_partition, g.max_unique_ids_per_partition)
+    buf_s = seg_s // n_buckets
+    dropped_sp = np.bincount(buf_s[~keep_s], weights=st.mult[order][~keep_s], minlength=nb).astype(np.int64)
+    kept_src = np.bincount(buf_s[keep_s] // n_sc, minlength=n_sc)
+    mb_s = mb_of_bucket[seg_s % n_buckets]
+    cell = mb_s * nb + buf_s  # (minibatch, source, target)
+    ids_msp = np.bincount(cell[keep_s], minlength=m_count * nb).reshape(m_count, n_sc, n_sc)
+    unique_msp = np.bincount(cell[keep_s & new_s], minlength=m_count * nb).reshape(m_count, n_sc, n_sc)
+    cross = (np.arange(n_sc)[:, None] // spc) != (np.arange(n_sc)[None, :] // spc)  # [source, target]
+    cross_mc = (unique_msp * cross).sum(axis=1).reshape(m_count, chips, spc).sum(axis=2)
     result = GroupResult(
-        group=group,
+        group=g,
         minibatches=m_count,
-        ids_mp=ids_mp,
-        unique_mp=unique_mp,
+        ids_mp=ids_msp.sum(axis=1),
+        unique_mp=unique_msp.sum(axis=1),
         cross_chip_mc=cross_mc,
-        ids_sp=ids_sp.reshape(n_sc, n_sc),
-        unique_sp=unique_sp.reshape(n_sc, n_sc),
+        ids_sp=st.ids_sp.reshape(n_sc, n_sc),
+        unique_sp=st.unique_sp.reshape(n_sc, n_sc),
         dropped_sp=dropped_sp.reshape(n_sc, n_sc),
+        kept_per_source=kept_src,
     )
-    return result, cuts
-
-
-def _partition_group(keys: np.ndarray, group: StackGroup, kl: KeyLayout, ctx: _StepContext) -> GroupResult:
-    """Step 4 on int64 keys, with per-table statistics and decoded entries if asked."""
-    lay, table_stats, keep_entries = ctx.lay, ctx.table_stats, ctx.keep_entries
-    n_sc, nb, n = lay.num_sc, lay.num_sc * lay.num_sc, len(keys)
-    pos, new_u = key_positions(keys, kl)
-    result, cuts = _limit_group(pos, group, ctx)
-    if table_stats or keep_entries:
-        sp = keys >> kl.buffer_shift
-        col = (keys >> kl.rbits) & ((1 << kl.vbits) - 1)
-        table = np.searchsorted(group.offsets, col, "right") - 1
-    if table_stats:
-        nt = len(group.tables)
-        t_ids = np.bincount(table * nb + sp, minlength=nt * nb).reshape(nt, nb).max(axis=1)
-        t_uni = np.bincount(table[new_u] * nb + sp[new_u], minlength=nt * nb).reshape(nt, nb).max(axis=1)
-        result.table_observed = {t: (int(t_ids[i]), int(t_uni[i])) for i, t in enumerate(group.tables)}
-    if keep_entries:
-        mb = np.zeros(n, dtype=np.int64)
-        if cuts is not None:
-            marker = np.zeros(n + 1, dtype=np.int64)
-            for en in cuts.ends:
-                np.add.at(marker, en[en < pos.ends], 1)
-            cum = np.cumsum(marker)
-            mb = cum[:n] - cum[pos.starts][sp]
-        r = keys & ((1 << kl.rbits) - 1)
-        slot, local = np.divmod(r, lay.samples_per_sc)
-        result.entries = {
-            "source_sc": sp // n_sc,
-            "partition": sp % n_sc,
-            "col": col,
-            "table": table,
-            "sample": (sp // n_sc) * lay.samples_per_sc + local,
-            "feature_slot": slot,
-            "minibatch": mb,
-            "dropped": mb >= ctx.max_minibatches,
-        }
+    if ctx.keep_entries:
+        keep = np.empty_like(keep_s)
+        keep[order] = keep_s
+        mb = np.empty_like(mb_s)
+        mb[order] = mb_s
+        result.entries = _decode(st, mb, ~keep, ctx)
     return result
 
 
+def _unsplit(st: _Stack, ctx: _StepContext) -> GroupResult:
+    """Step 4 when nothing exceeds its limits: one minibatch, nothing dropped (any path)."""
+    lay = ctx.lay
+    n_sc, spc, chips = lay.num_sc, lay.sparsecores_per_chip, lay.num_chips
+    ids, uniq = st.ids_sp.reshape(n_sc, n_sc), st.unique_sp.reshape(n_sc, n_sc)
+    cross = (np.arange(n_sc)[:, None] // spc) != (np.arange(n_sc)[None, :] // spc)
+    result = GroupResult(
+        group=st.group,
+        minibatches=1,
+        ids_mp=ids.sum(axis=0)[None, :],
+        unique_mp=uniq.sum(axis=0)[None, :],
+        cross_chip_mc=(uniq * cross).sum(axis=0).reshape(chips, spc).sum(axis=1)[None, :],
+        ids_sp=ids,
+        unique_sp=uniq,
+        dropped_sp=np.zeros((n_sc, n_sc), dtype=np.int64),
+        kept_per_source=ids.sum(axis=1),
+    )
+    if ctx.keep_entries:
+        n = len(st.keys)
+        result.entries = _decode(st, np.zeros(n, np.int64), np.zeros(n, bool), ctx)
+    return result
+
+
+def _decode(st: _Stack, minibatch: np.ndarray, dropped: np.ndarray, ctx: _StepContext) -> dict[str, np.ndarray]:
+    """Each entry as fields: source SC, partition, stacked ID, table, raw ID, sample, slot,
+    minibatch, dropped, and how many times it occurs in its bag."""
+    lay, kl, g = ctx.lay, st.kl, st.group
+    n_sc = lay.num_sc
+    sp = st.keys >> kl.buffer_shift
+    col = (st.keys >> kl.rbits) & ((1 << kl.vbits) - 1)
+    table = np.searchsorted(g.offsets, col, "right") - 1
+    rel = col - g.offsets[table]
+    low = rel % n_sc
+    raw = rel - low + (low - g.rotation[table]) % n_sc  # stacked_cols inverted
+    r = st.keys & ((1 << kl.rbits) - 1)
+    slot, local = np.divmod(r, lay.samples_per_sc)
+    return {
+        "source_sc": sp // n_sc,
+        "partition": sp % n_sc,
+        "col": col,
+        "table": table,
+        "id": raw,
+        "sample": (sp // n_sc) * lay.samples_per_sc + local,
+        "feature_slot": slot,
+        "minibatch": minibatch,
+        "dropped": dropped,
+        "count": st.mult,
+    }
+
+
 def _raise_overflow(
-    group: StackGroup, over: np.ndarray, ids_sp: np.ndarray, unique_sp: np.ndarray, ctx: _StepContext
+    g: StackGroup,
+    buffer: int,
+    st: _Stack,
+    observed: np.ndarray,
+    observed_u: np.ndarray,
+    n_buckets: int,
+    ctx: _StepContext,
 ) -> None:
-    """PreprocessError naming the worst overflowing buffer among `over` (IDs left after the
-    last allowed minibatch, with dropping off)."""
-    worst = int(over[np.argmax(ids_sp[over])])
-    src, part = divmod(worst, ctx.lay.num_sc)
+    """PreprocessError naming a buffer still over its stack's limits after minibatching (or
+    with minibatching off), with dropping off: the library aborts here."""
+    src, part = divmod(buffer, ctx.lay.num_sc)
     chip, core = divmod(part, ctx.lay.sparsecores_per_chip)
-    how = (
-        f" even with {ctx.max_minibatches} minibatches (sparsecore.max_minibatches)"
-        if ctx.sc.enable_minibatching
-        else " and minibatching is off"
-    )
+    cells = slice(buffer * n_buckets, (buffer + 1) * n_buckets)
+    if n_buckets > 1:
+        how = (
+            f"; minibatching cannot split it further: one of its 64 hash buckets alone holds "
+            f"{int(observed[cells].max())} IDs / {int(observed_u[cells].max())} unique IDs"
+        )
+    else:
+        how = " and minibatching is off"
     raise PreprocessError(
-        f"step {ctx.step}: table {group.name!r} partition {part} (chip {chip}, SparseCore {core}) "
-        f"gets {int(ids_sp[worst])} IDs / {int(unique_sp[worst])} unique IDs from SparseCore "
-        f"{src}, above the compiled max_ids_per_partition={group.max_ids_per_partition} / "
-        f"max_unique_ids_per_partition={group.max_unique_ids_per_partition}{how}; raise the "
-        f"limits or set sparsecore.allow_id_dropping = true"
+        f"step {ctx.step}: stack {g.name!r} partition {part} (chip {chip}, SparseCore {core}) "
+        f"gets {int(st.ids_sp[buffer])} IDs / {int(st.unique_sp[buffer])} unique IDs from SparseCore "
+        f"{src}, above the compiled max_ids_per_partition={g.max_ids_per_partition} / "
+        f"max_unique_ids_per_partition={g.max_unique_ids_per_partition}{how}; raise the "
+        f"stack's limits or set sparsecore.allow_id_dropping = true"
     )
+
+
+def _split_of(st: _Stack, n_sc: int) -> int:
+    """The stack's split word over its buffers (IDs and unique IDs per bucket)."""
+    bucket = _buckets(st, BUCKETS)
+    _, seg = _segments(st, bucket, BUCKETS)
+    nb = n_sc * n_sc
+    ids = np.bincount(seg, minlength=nb * BUCKETS).reshape(nb, BUCKETS)
+    uniq = np.bincount(seg[st.new_u], minlength=nb * BUCKETS).reshape(nb, BUCKETS)
+    g = st.group
+    return split_word(ids, g.max_ids_per_partition) | split_word(uniq, g.max_unique_ids_per_partition)
 
 
 def preprocess_step(
@@ -304,44 +400,46 @@ def preprocess_step(
     groups: list[StackGroup],
     lay: Layout,
     sc: SparseCoreConfig,
-    table_stats: bool = False,
     keep_entries: bool = False,
 ) -> StepResult:
-    """Run host preprocessing of one step over every table group.
+    """Run host preprocessing of one step over every stack.
 
-    The packed path serves groups of fixed-size bags and small enough vocabularies; the
-    entry path (int64 keys that keep each ID's sample) serves the rest, decoded entries,
-    and steps where a sample may exceed the chip cap (the cap ranks a sample's IDs).
-    Both give the same counts, cuts and drops.
+    Pass 1 counts every buffer (packed path where it applies). When nothing exceeds its
+    limits, that is all (the library's fast path). Otherwise the stacks are seen entry by
+    entry (entry path): with minibatching on, buckets decide one minibatch count for all
+    stacks and drops happen per bucket; with it off, per buffer.
     """
-    ctx = _StepContext(step, lay, sc, table_stats, keep_entries)
-    kls = [key_layout(g, lay) for g in groups]
+    ctx = _StepContext(step, lay, sc, keep_entries)
     per_sample = np.zeros(lay.global_batch, dtype=np.int64)
     for fb in batches:
         per_sample += fb.lengths
     entry_path = keep_entries or per_sample.max(initial=0) > sc.max_ids_per_chip_per_sample
-    results = []
+    stacks: list[_Stack] = []
+    for g in groups:
+        st = None if entry_path else _packed_stack(g, batches, lay)
+        stacks.append(st if st is not None else _entry_stack(g, batches, lay))
+    cap_dropped = np.zeros(lay.num_sc, dtype=np.int64)
     if entry_path:
-        keys = [group_keys(g, batches, lay, kl) for g, kl in zip(groups, kls, strict=True)]
-        keys, cap_dropped = _apply_chip_cap(keys, kls, per_sample, ctx)
-        results = [_partition_group(k, g, kl, ctx) for k, g, kl in zip(keys, groups, kls, strict=True)]
+        cap_dropped = _apply_chip_cap(stacks, per_sample, ctx)
+    m_count = 1
+    if not any(st.over for st in stacks):
+        results = [_unsplit(st, ctx) for st in stacks]
     else:
-        cap_dropped = np.zeros(lay.num_sc, dtype=np.int64)
-        for g, kl in zip(groups, kls, strict=True):
-            hots = packed_hots(g, batches, lay)
-            if hots is None:
-                keys = group_keys(g, batches, lay, kl)
-                results.append(_partition_group(keys, g, kl, ctx))  # keep_entries is off here
-                continue
-            pos, observed = packed_group(g, batches, lay, hots, table_stats)
-            res, _ = _limit_group(pos, g, ctx)
-            res.table_observed = observed
-            results.append(res)
+        for i, st in enumerate(stacks):
+            if st.keys is None:
+                stacks[i] = _entry_stack(st.group, batches, lay)
+        if sc.enable_minibatching:
+            word = 0
+            for st in stacks:
+                word |= _split_of(st, lay.num_sc)
+            m_count, n_buckets, mb_of_bucket = minibatch_count(word), BUCKETS, bucket_minibatch(word)
+        else:
+            n_buckets, mb_of_bucket = 1, np.zeros(1, dtype=np.int64)
+        results = [_limit_stack(st, n_buckets, mb_of_bucket, m_count, ctx) for st in stacks]
     raw = per_sample.reshape(lay.num_sc, lay.samples_per_sc).sum(axis=1)
     kept = np.zeros(lay.num_sc, dtype=np.int64)
     dropped = cap_dropped.copy()
     for r in results:
-        src_drop = r.dropped_sp.sum(axis=1)
-        kept += r.ids_sp.sum(axis=1) - src_drop
-        dropped += src_drop
-    return StepResult(step, results, raw, kept, dropped, int(cap_dropped.sum()))
+        kept += r.kept_per_source
+        dropped += r.dropped_sp.sum(axis=1)
+    return StepResult(step, results, raw, kept, dropped, int(cap_dropped.sum()), m_count)

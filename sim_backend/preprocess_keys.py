@@ -24,7 +24,7 @@ import numpy as np
 
 from sim_backend.errors import ConfigError
 from sim_backend.generate import FeatureBatch
-from sim_backend.stacking import Layout, StackGroup
+from sim_backend.stacking import Layout, StackGroup, stacked_cols
 
 
 @dataclass
@@ -79,19 +79,19 @@ def _packed_stride(group: StackGroup, n_sc: int) -> int:
 
 
 def _packed_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout, hots: list[int]) -> np.ndarray:
-    """uint32 [num_sc, width]: each source SC's IDs, repeats within a bag set to REMOVED.
+    """uint32 [num_sc, width]: each source SC's IDs as packed keys, repeats within a bag set to REMOVED.
 
-    A stacked ID c = q * num_SCs + p (partition p) becomes the packed key p * stride + q:
-    ordering packed keys orders by (partition, ID), as DOMAIN.md §1 step 4 groups them.
-    With a power-of-two SC count this is c rotated right by log2(num_SCs) bits (stride
-    2^(32 - log2 num_SCs); c < 2^31 leaves REMOVED unused), else p * local_rows + q.
+    A stacked ID c = q * num_SCs + p (partition p; stacking.stacked_cols) becomes the packed
+    key p * stride + q: ordering packed keys orders by (partition, ID), as the library's
+    grouping keys do. With a power-of-two SC count this is c rotated right by log2(num_SCs)
+    bits (stride 2^(32 - log2 num_SCs); c < 2^31 leaves REMOVED unused), else p * local_rows + q.
 
-    Dedup within a bag (one sample's IDs of one feature, step 3): a feature's IDs are
+    Dedup within a bag (one sample's IDs of one feature, step 3): a feature's raw IDs are
     tagged with their sample's index in a run of G samples of one source (G = 2^(32 -
-    vbits), capped by the sub-batch), `tag << vbits | c`, and each run is sorted: a
-    bag's repeats become neighbours. Runs are short, so these sorts are cheap; the IDs
-    left are distinct (ID, sample, slot) entries, so the caller sorts a source's row by
-    ID alone (the order among one ID's samples changes no count).
+    vbits), capped by the sub-batch), `tag << vbits | id`, and each run is sorted: a bag's
+    repeats become neighbours. Runs are short, so these sorts are cheap; the IDs left are
+    distinct (ID, sample, slot) entries, so the caller sorts a source's row by ID alone (the
+    order among one ID's samples changes no count).
     """
     n_sc, bs = lay.num_sc, lay.samples_per_sc
     keys = _scratch_buffer(n_sc * bs * sum(hots), np.uint32, "keys").reshape(n_sc, -1)
@@ -101,8 +101,7 @@ def _packed_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout, ho
     for fi, h in zip(group.features, hots, strict=True):
         keys[:, at : at + bs * h] = batches[fi].ids.reshape(n_sc, -1)  # IDs < 2^31: exact
         at += bs * h
-    shifts = tuple(int(group.offsets[t] + group.rotation[t]) for t in group.feature_table)
-    keys += _tag_row(shifts, tuple(hots), bs, run, vbits)
+    keys += _tag_row(tuple(hots), bs, run, vbits)
     at = 0
     for h in hots:
         if h > 1:
@@ -117,21 +116,11 @@ def _packed_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout, ho
         for h in hots:
             gone[:, at : at + bs * h : h] = False
             at += bs * h
-    mask = np.uint32((1 << vbits) - 1)
-    if n_sc & (n_sc - 1):
-        col = keys & mask
-        q = col // np.uint32(n_sc)
-        col -= q * np.uint32(n_sc)
-        col *= np.uint32(group.local_rows)
-        np.add(col, q, out=keys)
-    elif n_sc > 1:
-        s = n_sc.bit_length() - 1
-        low = np.left_shift(keys, 32 - s, out=_scratch_buffer(keys.size, np.uint32, "low").reshape(keys.shape))
-        keys &= mask
-        keys >>= s
-        keys |= low
-    else:
-        keys &= mask
+    keys &= np.uint32((1 << vbits) - 1)  # the raw IDs again (their bag's repeats marked)
+    at = 0
+    for ti, h in zip(group.feature_table, hots, strict=True):
+        _pack_slot(keys[:, at : at + bs * h], int(group.rotation[ti]), int(group.offsets[ti]), n_sc, group.local_rows)
+        at += bs * h
     # REMOVED = all ones: OR in 0 - 1 where `gone`
     keys |= np.negative(
         gone.view(np.uint8),
@@ -142,34 +131,46 @@ def _packed_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout, ho
     return keys
 
 
+def _pack_slot(ids: np.ndarray, shift: int, offset: int, n_sc: int, local_rows: int) -> None:
+    """In place: one feature slot's raw IDs (uint32) -> packed keys of their stacked IDs."""
+    if n_sc & (n_sc - 1) == 0:
+        s = n_sc.bit_length() - 1
+        part = np.add(ids, np.uint32(shift), out=_scratch_buffer(ids.size, np.uint32, "low").reshape(ids.shape))
+        part &= np.uint32(n_sc - 1)
+        ids >>= np.uint32(s)
+        ids += np.uint32(offset >> s)
+        if s:
+            part <<= np.uint32(32 - s)
+            ids |= part
+    else:
+        q = ids // np.uint32(n_sc)
+        part = ids - q * np.uint32(n_sc)
+        part += np.uint32(shift)
+        part %= np.uint32(n_sc)
+        np.multiply(part, np.uint32(local_rows), out=ids)
+        ids += q
+        ids += np.uint32(offset // n_sc)
+
+
 @functools.lru_cache(maxsize=64)
-def _tag_row(shifts: tuple[int, ...], hots: tuple[int, ...], bs: int, run: int, vbits: int) -> np.ndarray:
-    """uint32 [width]: what to add to a source's raw IDs: its slot's shift, plus each ID's
-    sample index within its run of `run` samples, above the ID bits."""
+def _tag_row(hots: tuple[int, ...], bs: int, run: int, vbits: int) -> np.ndarray:
+    """uint32 [width]: what to add to a source's raw IDs: each ID's sample index within its
+    run of `run` samples, above the ID bits."""
     tags = np.arange(run, dtype=np.uint32) << np.uint32(vbits)
-    row = np.concatenate(
-        [np.tile(np.repeat(tags, h), bs // run) + np.uint32(shift) for shift, h in zip(shifts, hots, strict=True)]
-    )
+    row = np.concatenate([np.tile(np.repeat(tags, h), bs // run) for h in hots])
     row.flags.writeable = False  # cached: shared by every call
     return row
 
 
-def packed_group(
-    group: StackGroup, batches: list[FeatureBatch], lay: Layout, hots: list[int], table_stats: bool
-) -> tuple[SortedBuffers, dict[str, tuple[int, int]]]:
+def packed_group(group: StackGroup, batches: list[FeatureBatch], lay: Layout, hots: list[int]) -> SortedBuffers:
     """Steps 1-3 with 32-bit keys: dedup per bag, then one sort per source SparseCore.
-
-    Returns the buffers as positions, and with `table_stats` each table's largest
-    (IDs, unique IDs) over the buffers, from the key range of each (partition, table).
-    """
-    n_sc, nt = lay.num_sc, len(group.tables)
+    Returns the buffers as positions."""
+    n_sc = lay.num_sc
     keys = _packed_keys(group, batches, lay, hots)
     keys.sort(axis=1)
     width = keys.shape[1]
-    # first key of each (partition, table) range, then REMOVED: ends the last buffer
-    stride = _packed_stride(group, n_sc)
-    first = (np.arange(n_sc, dtype=np.int64)[:, None] * stride + (group.offsets // n_sc)[None, :]).ravel()
-    edges = np.append(first, int(REMOVED)).astype(np.uint32)
+    # first key of each partition, then REMOVED: ends the last buffer
+    edges = np.append(np.arange(n_sc, dtype=np.int64) * _packed_stride(group, n_sc), int(REMOVED)).astype(np.uint32)
     pos = np.empty((n_sc, len(edges)), dtype=np.int64)
     for src in range(n_sc):
         pos[src] = np.searchsorted(keys[src], edges)
@@ -177,14 +178,7 @@ def packed_group(
     new_u = _scratch_buffer(keys.size, np.bool_, "new").reshape(keys.shape)
     new_u[:, 0] = True
     np.not_equal(keys[:, 1:], keys[:, :-1], out=new_u[:, 1:])
-    upos = np.flatnonzero(new_u)
-    sorted_ = SortedBuffers(pos[:, :-1:nt].ravel(), pos[:, nt::nt].ravel(), upos, keys.size)
-    observed = {}
-    if table_stats:
-        t_ids = np.diff(pos, axis=1).reshape(n_sc * n_sc, nt).max(axis=0)
-        t_uni = np.diff(np.searchsorted(upos, pos), axis=1).reshape(n_sc * n_sc, nt).max(axis=0)
-        observed = {t: (int(t_ids[i]), int(t_uni[i])) for i, t in enumerate(group.tables)}
-    return sorted_, observed
+    return SortedBuffers(pos[:, :-1].ravel(), pos[:, 1:].ravel(), np.flatnonzero(new_u), keys.size)
 
 
 # -- entry path: int64 keys that keep each ID's sample (entries, chip cap, ragged bags) ------
@@ -236,8 +230,12 @@ def _encode(col: np.ndarray, out: np.ndarray, n_sc: int, kl: KeyLayout) -> None:
     out <<= kl.rbits
 
 
-def group_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout, kl: KeyLayout) -> np.ndarray:
-    """Sorted, per-sample-deduplicated int64 sort keys of one group's IDs (steps 1-3)."""
+def group_keys(
+    group: StackGroup, batches: list[FeatureBatch], lay: Layout, kl: KeyLayout
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted, per-bag-deduplicated int64 sort keys of one group's IDs (steps 1-3), and how
+    many times each entry's ID occurs in its bag (its in-sample repeats: the library merges
+    them into one entry, and counts them all when it drops that entry)."""
     n_sc, bs = lay.num_sc, lay.samples_per_sc
     sample = np.arange(lay.global_batch, dtype=np.int64)
     src, local = np.divmod(sample, bs)
@@ -250,16 +248,20 @@ def group_keys(group: StackGroup, batches: list[FeatureBatch], lay: Layout, kl: 
     for slot, fb, ti in feats:
         out = keys[at : at + len(fb.ids)]
         at += len(fb.ids)
-        col = np.add(fb.ids, int(group.offsets[ti] + group.rotation[ti]), out=_scratch_buffer(len(fb.ids)))
+        col = stacked_cols(
+            fb.ids, int(group.rotation[ti]), int(group.offsets[ti]), n_sc, out=_scratch_buffer(len(fb.ids))
+        )
         _encode(col, out, n_sc, kl)
         out += np.repeat(src_term + slot * bs, fb.lengths)
     keys.sort()
-    if len(keys) > 1:
-        keep = np.empty(len(keys), dtype=bool)
-        keep[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
-        keys = keys[keep]
-    return keys
+    if len(keys) < 2:
+        return keys, np.ones(len(keys), dtype=np.int64)
+    first = np.empty(len(keys), dtype=bool)
+    first[0] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    at_first = np.flatnonzero(first)
+    mult = np.diff(np.append(at_first, len(keys)))
+    return keys[at_first], mult
 
 
 def sample_of(keys: np.ndarray, kl: KeyLayout) -> np.ndarray:

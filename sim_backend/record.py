@@ -31,6 +31,7 @@ from sim_backend.errors import (
     RunFailure,
 )
 from sim_backend.instrument import open_recorder
+from sim_backend.fdo_stats import write_fdo_stats
 from sim_backend.limits import write_limits_file
 from sim_backend.memory import HBM_OOM, Failure
 from sim_backend.stream import stream_run
@@ -55,12 +56,14 @@ class RecordResult:
     share_sc: float  # SparseCore (or its all-to-all) busy, TensorCore not
     share_tc: float  # TensorCore (or dense all-reduce) busy
     share_idle: float
-    minibatches: int  # SparseCore minibatches over all steps and table groups
-    minibatches_per_step: float  # mean per table group and step (1.0 = no minibatching)
-    dropped_ids: int
+    minibatches: int  # SparseCore minibatches over all steps (each step: one count for every stack)
+    minibatches_per_step: float  # mean per step (1.0 = no minibatching)
+    dropped_ids: int  # in-sample repeats of a dropped ID counted, as the library counts
     limits_path: str | None  # derived limits file, when estimation was on
     wall_time_s: float
     perf_tables: str = ""  # performance tables the cost model read ("bundled:v5p", a path)
+    fdo_stats_path: str | None = None  # the same stats as jax-tpu-embedding's CSVFileFDOClient writes them
+    warnings: tuple[str, ...] = ()  # one line each: what the user set that does not apply
 
 
 def record_run(
@@ -137,18 +140,19 @@ def record_run(
             run.failure.kind, CompileError
         )
         raise error(run.failure.message, trace_path, config_path)
-    limits_path = None
+    limits_path = fdo_path = None
     if cfg.flags.xla_sparse_core_estimate_max_ids:
         limits_path = os.path.join(out_dir, LIMITS_FILE)
         write_limits_file(
             limits_path,
-            run.observed,
+            run.observed.limits,
             f"Limits derived by {PRODUCER} from run {name!r} "
             f"({cfg.steps} steps, seed {cfg.seed}):\n"
-            "per table, the largest IDs / unique IDs one SparseCore's sub-batch "
+            "per stack, the largest IDs / unique IDs one SparseCore's sub-batch "
             "sent to one partition.\nUse with --set "
             f"flags.xla_sparse_core_max_ids_file={limits_path}",
         )
+        fdo_path = write_fdo_stats(out_dir, run.observed.fdo)
     return RecordResult(
         trace_path=trace_path,
         run_name=name,
@@ -160,12 +164,29 @@ def record_run(
         share_tc=run.shares["tc"],
         share_idle=run.shares["idle"],
         minibatches=run.minibatches,
-        minibatches_per_step=run.minibatches / run.group_steps,
+        minibatches_per_step=run.minibatches / max(run.steps_run, 1),
         dropped_ids=run.dropped_ids,
         limits_path=limits_path,
         wall_time_s=time.perf_counter() - t0,
         perf_tables=su.cost.perf_tables_source,
+        fdo_stats_path=fdo_path,
+        warnings=ignored_limit_warnings(su),
     )
+
+
+def ignored_limit_warnings(su: RunSetup) -> tuple[str, ...]:
+    """A line per stack whose tables' own limits the config sets: a stack of several tables
+    takes stack-level limits (jax-tpu-embedding ignores per-table ones)."""
+    out = []
+    for g in su.groups:
+        if g.ignored_limits:
+            shown = ", ".join(g.ignored_limits[:3]) + (", ..." if len(g.ignored_limits) > 3 else "")
+            out.append(
+                f"the per-table limits of {shown} do not apply: stacked in {g.name!r}, they share its "
+                f"limits ({g.max_ids_per_partition} / {g.max_unique_ids_per_partition}, from {g.limit_source}); "
+                f"set them with sparsecore.stack_max_ids_per_partition or a [stacks.NAME] section"
+            )
+    return tuple(out)
 
 
 def _failure_tags(failure: Failure) -> dict[str, str]:
@@ -220,7 +241,7 @@ def run_config_json(sim: RunSetup, name: str) -> dict:
     out["run_name"] = name
     out["resolved"] = {
         "hardware": dataclasses.asdict(sim.hw),
-        "limits": {t: dataclasses.asdict(v) for t, v in sim.limits.items()},
+        "limits": {name: dataclasses.asdict(v) for name, v in sim.limits.items()},  # per stack
         "table_groups": [
             {
                 "name": g.name,
@@ -228,6 +249,9 @@ def run_config_json(sim: RunSetup, name: str) -> dict:
                 "width": g.width,
                 "max_ids_per_partition": g.max_ids_per_partition,
                 "max_unique_ids_per_partition": g.max_unique_ids_per_partition,
+                "limit_source": g.limit_source,
+                "rotation": g.rotation.tolist(),
+                "padded_vocab": g.padded_vocab.tolist(),
             }
             for g in sim.groups
         ],
@@ -258,11 +282,13 @@ def format_summary(result: RecordResult) -> str:
         f"  mean step time  {format_ps(r.mean_step_time_ps)}",
         f"  chip 0 time     host {r.share_host:.1%}  SparseCore {r.share_sc:.1%}  "
         f"TensorCore {r.share_tc:.1%}  idle {r.share_idle:.1%}",
-        f"  minibatches     {r.minibatches} ({r.minibatches_per_step:.2f} per table group and step)",
+        f"  minibatches     {r.minibatches} ({r.minibatches_per_step:.2f} per step, every stack)",
         f"  dropped IDs     {r.dropped_ids}",
     ]
     if r.perf_tables:
         lines.append(f"  perf tables     {r.perf_tables}")
     if r.limits_path:
         lines.append(f"  limits written  {r.limits_path}")
+    if r.fdo_stats_path:
+        lines.append(f"  FDO stats       {r.fdo_stats_path} (jax-tpu-embedding CSVFileFDOClient format)")
     return "\n".join(lines)

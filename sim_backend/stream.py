@@ -21,7 +21,7 @@ import numpy as np
 from profiler.recorder import Recorder
 from sim_backend.check_events import first_nan, nan_failure_at
 from sim_backend.debug_checks import StepChecks
-from sim_backend.emulator import RunSetup, observe, run_step_inputs
+from sim_backend.emulator import InputStats, RunSetup, run_step_inputs
 from sim_backend.errors import ConfigError
 from sim_backend.instrument import TraceWriter
 from sim_backend.memory import Failure, MemoryTimeline, find_oom, input_buffer_bytes
@@ -46,10 +46,10 @@ class StreamResult:
     failure: Failure | None
     mean_step_time_ps: float
     shares: dict[str, float]  # chip 0's time: host, sc, tc, idle (metrics.TimeShares)
-    minibatches: int  # over all steps and table groups
-    group_steps: int  # (step, table group) pairs
+    minibatches: int  # over all steps (the same count for every stack of a step)
+    steps_run: int  # steps preprocessed
     dropped_ids: int
-    observed: dict[str, tuple[int, int]] = field(default_factory=dict)  # per table: max IDs, unique IDs
+    observed: InputStats | None = None  # per stack: derived limits and FDO stats
     timings_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -160,7 +160,7 @@ class _Stream:
         self.nan_failure: Failure | None = None
         self.oom: Failure | None = None
         self.tc_starts: dict[int, int] = {}  # dense forward start on chip 0 of steps 0, 1 and the last
-        self.result = StreamResult(0, None, 0.0, {}, 0, 0, 0)
+        self.result = StreamResult(0, None, 0.0, {}, 0, 0, 0, InputStats(su.hw.num_chips))
         self.timings = {"generate": 0.0, "preprocess": 0.0, "schedule_and_write": 0.0}
 
     def run(self) -> StreamResult:
@@ -176,10 +176,10 @@ class _Stream:
             table = first_nan(su.cfg, checks)
             if self.nan is None and table is not None:
                 self.nan = (step, table)
-            r.minibatches += sum(gr.minibatches for gr in sr.groups)
-            r.group_steps += len(sr.groups)
+            r.minibatches += sr.minibatches
+            r.steps_run += 1
             r.dropped_ids += sr.dropped_ids
-            observe(r.observed, sr)
+            r.observed.add(sr)
             self.builder.add_step(sr)
             self._admit(step)
             self.sched.run(step)
