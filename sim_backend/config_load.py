@@ -93,9 +93,14 @@ def _resolve_paths(raw: dict, base: str) -> None:
     """Paths written in a config file are relative to that file."""
     flags = raw.get("flags")
     if isinstance(flags, dict):
-        f = flags.get("xla_sparse_core_max_ids_file")
+        for key in ("xla_sparse_core_max_ids_file", "fdo_stats_dir"):
+            f = flags.get(key)
+            if isinstance(f, str) and f and not os.path.isabs(f):
+                flags[key] = os.path.normpath(os.path.join(base, f))
+    for feature in raw.get("features") or []:
+        f = feature.get("ids_file") if isinstance(feature, dict) else None
         if isinstance(f, str) and f and not os.path.isabs(f):
-            flags["xla_sparse_core_max_ids_file"] = os.path.normpath(os.path.join(base, f))
+            feature["ids_file"] = os.path.normpath(os.path.join(base, f))
     tables = raw.get("perf_tables")
     if isinstance(tables, str) and tables and not os.path.isabs(tables):
         raw["perf_tables"] = os.path.normpath(os.path.join(base, tables))
@@ -115,7 +120,7 @@ def apply_override(raw: dict, item: str) -> None:
     key = key.strip()
     if not sep or not key:
         raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-    parts = key.split(".")
+    parts = key_parts(key)
     node: Any = raw
     for i, part in enumerate(parts[:-1]):
         where = ".".join(parts[: i + 1])
@@ -136,6 +141,31 @@ def apply_override(raw: dict, item: str) -> None:
     if not isinstance(node, dict):
         raise ConfigError(f"--set {key}: {'.'.join(parts[:-1])} is not a section")
     node[last] = value
+
+
+def key_parts(key: str) -> list[str]:
+    """A dotted key's parts, TOML's way: a part may be quoted (a stack name holds dots:
+    sparsecore.stack_max_ids_per_partition."t0_t1_..._t14_...c4eff8215590")."""
+    if '"' not in key and "'" not in key:
+        return key.split(".")
+    try:
+        node = tomllib.loads(f"{key} = 0")
+    except (tomllib.TOMLDecodeError, RecursionError):
+        raise ConfigError(f"--set {key}: not a dotted key (quote a part that holds dots or spaces)") from None
+    parts = []
+    while isinstance(node, dict):
+        (part, node), *_ = node.items()
+        parts.append(part)
+    return parts
+
+
+def dotted_key(*parts: str) -> str:
+    """Parts joined into a dotted key, quoting a part that is not a bare TOML key."""
+    return ".".join(p if p and all(c.isalnum() or c in "_-" for c in p) else _quote(p) for p in parts)
+
+
+def _quote(part: str) -> str:
+    return '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _list_entry(entries: list, part: str, where: str) -> dict:

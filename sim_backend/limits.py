@@ -74,15 +74,8 @@ def resolve_stack_limits(
     path = cfg.flags.xla_sparse_core_max_ids_file
     if path:
         filed = read_limits_file(path)
-        _check_names(path, filed, stacks)
-    fdo = {}
-    if cfg.flags.fdo_stats_dir:
-        fdo = read_fdo_limits(cfg.flags.fdo_stats_dir)
-        unknown = sorted(set(fdo) - {name for name, _ in stacks})
-        if unknown:
-            raise ConfigError(
-                f"flags.fdo_stats_dir {cfg.flags.fdo_stats_dir}: stack {unknown[0]!r} is not a stack of this config"
-            )
+        _check_tables(path, filed, cfg)
+    fdo = read_fdo_limits(cfg.flags.fdo_stats_dir) if cfg.flags.fdo_stats_dir else {}
     own = {t.name for t in cfg.tables if t.max_ids_per_partition or t.max_unique_ids_per_partition}
     own |= set(sc.max_ids_per_table or {}) | set(sc.max_unique_ids_per_table or {}) | set(filed["tables"])
     out = {}
@@ -118,17 +111,36 @@ def resolve_stack_limits(
     return out
 
 
-def _check_names(path: str, filed: dict, stacks: list[tuple[str, list[str]]]) -> None:
-    """Every section of a limits file names a stack (or a table) of the config."""
-    stack_names = {name for name, _ in stacks}
-    table_names = {t for _, tables in stacks for t in tables}
-    for name in filed["stacks"]:
-        if name not in stack_names:
-            close = sorted(stack_names)[:3]
-            raise ConfigError(f"{path}: stacks.{name}: no such stack in the config (its stacks: {', '.join(close)}...)")
+def _check_tables(path: str, filed: dict, cfg: RunConfig) -> None:
+    """Every [tables.NAME] section of a limits file names a table of the config."""
+    names = {t.name for t in cfg.tables}
     for name in filed["tables"]:
-        if name not in table_names:
+        if name not in names:
             raise ConfigError(f"{path}: tables.{name}: no such table in the config")
+
+
+def unused_limit_sections(cfg: RunConfig, stack_names: list[str]) -> list[str]:
+    """One line per stack a limits file or FDO stats directory gives limits for that this
+    config does not have (ignored, as jax-tpu-embedding ignores stats of other stacks: a file
+    derived from another config's stacking)."""
+    known = set(stack_names)
+    out = []
+    path = cfg.flags.xla_sparse_core_max_ids_file
+    if path:
+        unknown = sorted(set(read_limits_file(path)["stacks"]) - known)
+        if unknown:
+            out.append(_unused(f"{path}: [stacks.{unknown[0]}]", unknown))
+    directory = cfg.flags.fdo_stats_dir
+    if directory:
+        unknown = sorted(set(read_fdo_limits(directory)) - known)
+        if unknown:
+            out.append(_unused(f"flags.fdo_stats_dir {directory}: stack {unknown[0]!r}", unknown))
+    return out
+
+
+def _unused(first: str, unknown: list[str]) -> str:
+    more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+    return f"{first}{more} is not a stack of this config (its tables stack differently): ignored"
 
 
 def write_limits_file(path: str, observed: dict[str, tuple[int, int]], comment: str) -> None:

@@ -32,7 +32,7 @@ from sim_backend.errors import (
 )
 from sim_backend.instrument import open_recorder
 from sim_backend.fdo_stats import write_fdo_stats
-from sim_backend.limits import write_limits_file
+from sim_backend.limits import unused_limit_sections, write_limits_file
 from sim_backend.memory import HBM_OOM, Failure
 from sim_backend.stream import stream_run
 
@@ -170,7 +170,7 @@ def record_run(
         wall_time_s=time.perf_counter() - t0,
         perf_tables=su.cost.perf_tables_source,
         fdo_stats_path=fdo_path,
-        warnings=ignored_limit_warnings(su),
+        warnings=(*ignored_limit_warnings(su), *unused_limit_sections(cfg, [g.name for g in su.groups])),
     )
 
 

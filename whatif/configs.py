@@ -12,7 +12,7 @@ import tomli_w
 
 from profiler.errors import ScprofError
 from sim_backend.config import LISTS
-from sim_backend.config_load import apply_override
+from sim_backend.config_load import apply_override, dotted_key
 
 # Keys of a stored config that the emulator derived or that name the run, not the workload.
 DERIVED_KEYS = ("resolved", "run_name")
@@ -37,19 +37,21 @@ def origin_config(run: dict[str, Any]) -> dict[str, Any]:
 
 def standalone_config(run: dict[str, Any]) -> dict[str, Any]:
     """The raw config of a stored emulated run as one self-contained file: limits that came
-    from a limits file are written on their tables (`tables.<name>.max_ids_per_partition`,
-    which gives the same compiled limits), so the config names no other file."""
+    from a limits file or FDO stats are written on their stacks
+    (`sparsecore.stack_max_ids_per_partition.<stack>`, which gives the same compiled limits),
+    so the config names no other file."""
     raw = origin_config(run)
     flags = raw.get("flags", {})
-    if not flags.get("xla_sparse_core_max_ids_file"):
+    if not flags.get("xla_sparse_core_max_ids_file") and not flags.get("fdo_stats_dir"):
         return raw
     resolved = json.loads(run["config"]).get("resolved", {}).get("limits", {})
-    for table in raw.get("tables", []):
-        limits = resolved.get(table.get("name"), {})
-        if limits.get("source") == "limits_file":
-            table["max_ids_per_partition"] = limits["max_ids_per_partition"]
-            table["max_unique_ids_per_partition"] = limits["max_unique_ids_per_partition"]
+    sc = raw.setdefault("sparsecore", {})
+    for stack, limits in resolved.items():
+        if limits.get("source") in ("limits_file", "fdo_stats"):
+            sc.setdefault("stack_max_ids_per_partition", {})[stack] = limits["max_ids_per_partition"]
+            sc.setdefault("stack_max_unique_ids_per_partition", {})[stack] = limits["max_unique_ids_per_partition"]
     flags["xla_sparse_core_max_ids_file"] = ""
+    flags["fdo_stats_dir"] = ""
     return raw
 
 
@@ -81,7 +83,7 @@ def flatten_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in overrides.items():
         if isinstance(value, dict) and value:
-            out.update(flatten_overrides({f"{key}.{k}": v for k, v in value.items()}))
+            out.update(flatten_overrides({f"{key}.{dotted_key(k)}": v for k, v in value.items()}))
         else:
             out[key] = value
     return out
@@ -96,12 +98,13 @@ def flatten(raw: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Dotted key -> leaf value; list entries of `tables`/`features` keyed by name."""
     out: dict[str, Any] = {}
     for key, value in raw.items():
-        dotted = f"{prefix}{key}"
+        dotted = f"{prefix}{dotted_key(key)}"
         if isinstance(value, dict) and value:
             out.update(flatten(value, f"{dotted}."))
         elif not prefix and key in LISTS and isinstance(value, list) and all(isinstance(e, dict) for e in value):
             for entry in value:
-                out.update(flatten({k: v for k, v in entry.items() if k != "name"}, f"{dotted}.{entry.get('name')}."))
+                name = dotted_key(str(entry.get("name")))
+                out.update(flatten({k: v for k, v in entry.items() if k != "name"}, f"{dotted}.{name}."))
         else:
             out[dotted] = value
     return out

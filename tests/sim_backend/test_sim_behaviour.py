@@ -52,8 +52,9 @@ def fast_comm(raw: dict) -> dict:
     raw["cost"] = {"host_ps_per_id": 1, "host_task_overhead_ps": 1000, "ici_latency_ps": 1000}
     # limits near the observed buffers (SMALL's 4096 would make the SparseCores sort mostly
     # empty buffer slots, docs/emulator.md "Cost model"), so TC work can reach 5x SC work
-    raw["sparsecore"]["max_ids_per_partition"] = 384
-    raw["sparsecore"]["max_unique_ids_per_partition"] = 192
+    # (the stack big_mid sees up to 489 / 258 per partition, tiny 118 / 1)
+    raw["sparsecore"]["max_ids_per_partition"] = 576
+    raw["sparsecore"]["max_unique_ids_per_partition"] = 320
     return raw
 
 

@@ -12,7 +12,7 @@ from sim_backend.config_load import apply_override, load_config, parse_value
 from sim_backend.emulator import setup
 from sim_backend.errors import ConfigError
 from sim_backend.hardware import PRESETS
-from sim_backend.limits import read_limits_file, resolve_limits
+from sim_backend.limits import read_limits_file
 from tests.sim_backend.conftest import BUNDLED, CONFIG_DIR
 
 
@@ -187,7 +187,14 @@ def test_custom_hardware_needs_every_figure(small_raw):
     assert setup(config_from_dict(small_raw))[0].tc_peak_flops == 1e12
 
 
+def _limits(raw: dict) -> dict:
+    """The compiled limits of each stack of a config (by stack name)."""
+    return setup(config_from_dict(raw))[1]
+
+
 def test_limits_precedence(small_raw, tmp_path):
+    # small: big + mid stack (both width 32) as "big_mid"; tiny (width 16) is a stack of its own
+    small_raw["sparsecore"]["disable_table_stacking"] = True
     limits = write(tmp_path, "limits.toml", "[tables.big]\nmax_ids_per_partition = 11\n")
     small_raw["sparsecore"].update(
         max_ids_per_partition=100, max_unique_ids_per_partition=50, max_ids_per_table={"mid": 161, "tiny": 1600}
@@ -195,29 +202,62 @@ def test_limits_precedence(small_raw, tmp_path):
     small_raw["tables"][0]["max_ids_per_partition"] = 77
     small_raw["tables"][2]["max_ids_per_partition"] = 33
     small_raw["flags"]["xla_sparse_core_max_ids_file"] = limits
-    lim = resolve_limits(config_from_dict(small_raw), 8)
+    lim = _limits(small_raw)
     assert (lim["big"].max_ids_per_partition, lim["big"].source) == (11, "limits_file")
     assert lim["big"].max_unique_ids_per_partition == 50  # not in the file: default
     assert lim["mid"].max_ids_per_partition == 21  # ceil(161 / 8 SparseCores)
     assert lim["tiny"].max_ids_per_partition == 33  # table key beats max_ids_per_table
-    # the stacked table (big + mid, both width 32) compiles the sum of its tables' limits
-    groups = setup(config_from_dict(small_raw))[2]
-    assert groups[0].tables == ("big", "mid") and groups[0].max_ids_per_partition == 11 + 21
+    small_raw["sparsecore"]["stack_max_ids_per_partition"] = {"tiny": 5, "big": 6}
+    lim = _limits(small_raw)
+    assert (lim["tiny"].max_ids_per_partition, lim["tiny"].source) == (5, "stack_config")  # beats the table's
+    assert lim["big"].max_ids_per_partition == 11  # the limits file beats the stack config
+
+
+def test_a_stack_of_several_tables_takes_stack_limits_not_its_tables(small_raw, tmp_path):
+    """As jax-tpu-embedding: a stack's limit is the stack's (default 256 there, the sparsecore
+    defaults here), never the sum of its tables' limits; the tables' own limits are named."""
+    small_raw["sparsecore"].update(max_ids_per_partition=100, max_unique_ids_per_partition=50)
+    small_raw["tables"][0]["max_ids_per_partition"] = 77
+    small_raw["sparsecore"]["max_ids_per_table"] = {"mid": 161}
+    lim = _limits(small_raw)
+    stack = lim["big_mid"]
+    assert (stack.max_ids_per_partition, stack.max_unique_ids_per_partition, stack.source) == (100, 50, "default")
+    assert stack.ignored_tables == ("big", "mid")
+    small_raw["flags"]["xla_sparse_core_max_ids_file"] = write(
+        tmp_path, "l.toml", "[stacks.big_mid]\nmax_ids_per_partition = 300\n"
+    )
+    lim = _limits(small_raw)
+    assert (lim["big_mid"].max_ids_per_partition, lim["big_mid"].source) == (300, "limits_file")
+    assert lim["tiny"].source == "default"
 
 
 @pytest.mark.parametrize(
     "text, msg",
     [
-        ("[tables.big]\nmax_ids_per_partition = 0\n", "positive integer"),
+        ("[tables.big]\nmax_ids_per_partition = 0\n", "positive 32-bit integer"),
+        ("[stacks.big_mid]\nmax_ids_per_partition = 2147483648\n", "positive 32-bit integer"),
         ("[tables.big]\nmax_idz = 3\n", "unknown key"),
-        ("[other]\n", "only \\[tables.NAME\\]"),
+        ("[other]\n", "only \\[stacks.NAME\\] and \\[tables.NAME\\]"),
         ("[tables.ghost]\nmax_ids_per_partition = 3\n", "no such table"),
     ],
 )
 def test_limits_file_errors(small_raw, tmp_path, text, msg):
     small_raw["flags"]["xla_sparse_core_max_ids_file"] = write(tmp_path, "l.toml", text)
     with pytest.raises(ConfigError, match=msg):
-        resolve_limits(config_from_dict(small_raw), 8)
+        _limits(small_raw)
+
+
+def test_limits_of_stacks_the_config_lacks_are_ignored_and_named(small_raw, tmp_path):
+    from sim_backend.limits import unused_limit_sections
+
+    small_raw["flags"]["xla_sparse_core_max_ids_file"] = write(
+        tmp_path, "l.toml", "[stacks.ghost]\nmax_ids_per_partition = 3\n[stacks.tiny]\nmax_ids_per_partition = 9\n"
+    )
+    cfg = config_from_dict(small_raw)
+    hw, lim, groups, _ = setup(cfg)
+    assert lim["tiny"].max_ids_per_partition == 9
+    (line,) = unused_limit_sections(cfg, [g.name for g in groups])
+    assert "[stacks.ghost]" in line and "ignored" in line
 
 
 def test_limits_file_missing(tmp_path):

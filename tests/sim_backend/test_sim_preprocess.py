@@ -1,8 +1,10 @@
 """Host preprocessing against an independent plain-Python reference (exact equality).
 
-The reference below walks samples and IDs one by one, following the documented rules
-(DOMAIN.md §1 and sim_backend/preprocess.py docstring), and shares no code with the
-vectorised implementation beyond the generated input batch.
+The reference below walks samples and IDs one by one, following jax-tpu-embedding's rules
+(sim_backend/preprocess.py docstring; the library itself is the oracle of
+test_library_oracle.py), and shares no code with the vectorised implementation beyond the
+generated input batch, the stack membership of test_sim_stacking.reference_stacks and the
+minibatching hash (highway_hash.py, checked against HighwayHash's published test vector).
 """
 
 from __future__ import annotations
@@ -17,40 +19,69 @@ from sim_backend.config import config_from_dict
 from sim_backend.emulator import setup
 from sim_backend.errors import PreprocessError
 from sim_backend.generate import FeatureBatch, generate_step
+from sim_backend.highway_hash import highway_hash64_u32
 from sim_backend.preprocess import preprocess_step
+from tests.sim_backend.test_sim_stacking import reference_stacks
 
 # -- the reference --------------------------------------------------------------------------
 
 
+def _bucket(col: int) -> int:
+    return int(highway_hash64_u32(np.array([col]))[0]) % 64
+
+
+def _split_bits(counts: list[int], limit: int) -> set[int]:
+    """Boundaries (bucket indices where a minibatch starts) of the library's binary-tree split."""
+    c = list(counts)
+    cuts = set()
+    size = 2
+    while size <= 64:
+        for i in range(0, 64, size):
+            left, right = c[i], c[i + size // 2]
+            if left + right > limit:
+                cuts.add(i + size // 2)
+                c[i] = max(left, right)
+            else:
+                c[i] = left + right
+        size *= 2
+    return cuts
+
+
+def _stack_limits(raw: dict, members: list[str], n_sc: int) -> tuple[int, int]:
+    sc = raw.get("sparsecore", {})
+    default = (sc.get("max_ids_per_partition", 256), sc.get("max_unique_ids_per_partition", 256))
+    if len(members) > 1:
+        return default
+    t = next(t for t in raw["tables"] if t["name"] == members[0])
+    out = []
+    for i, (key, per_table) in enumerate(
+        (("max_ids_per_partition", "max_ids_per_table"), ("max_unique_ids_per_partition", "max_unique_ids_per_table"))
+    ):
+        if t.get(key) is not None:
+            out.append(t[key])
+        elif members[0] in (sc.get(per_table) or {}):
+            out.append(-(-sc[per_table][members[0]] // n_sc))
+        else:
+            out.append(default[i])
+    return out[0], out[1]
+
+
 def reference(raw: dict, batches: list[FeatureBatch], n_chips: int, spc: int) -> dict:
-    """Slow, loop-per-ID preprocessing of one step. Returns entries and counts per group."""
+    """Slow, loop-per-ID preprocessing of one step. Returns entries and counts per stack."""
     sc = raw.get("sparsecore", {})
     n_sc = n_chips * spc
     batch = raw["global_batch"]
     bs = batch // n_sc
-    tables = raw["tables"]
+    tables = {t["name"]: t for t in raw["tables"]}
     features = raw["features"]
-    # table groups: same (width, dtype, optimizer), in order of first appearance
-    groups: dict[tuple, list[dict]] = {}
-    for t in tables:
-        key = (
-            (t["name"],)
-            if sc.get("disable_table_stacking")
-            else (t.get("width", 128), t.get("dtype", "f32"), t.get("optimizer", "adagrad"))
-        )
-        groups.setdefault(key, []).append(t)
-    limits_default = (sc.get("max_ids_per_partition", 256), sc.get("max_unique_ids_per_partition", 256))
-    out = []
-    # 1) stacked IDs, COO, per-sample dedup, in processing order (group, partition, ID, slot)
-    per_group_entries = []
-    for members in groups.values():
-        names = [t["name"] for t in members]
-        start, base = {}, 0
-        for i, t in enumerate(members):
-            padded = -(-t["vocab"] // n_sc) * n_sc
-            start[t["name"]] = base + (i % n_sc if len(members) > 1 else 0)
-            base += padded + (n_sc if len(members) > 1 else 0)
-        feats = [(fi, f) for fi, f in enumerate(features) if f["table"] in names]
+    stacks = []
+    # 1) stacked IDs (rotated inside blocks of n_sc rows), COO, per-bag dedup with repeat counts
+    for members in reference_stacks(raw):
+        start, shift, base = {}, {}, 0
+        for i, name in enumerate(members):
+            start[name], shift[name] = base, i * spc % n_sc
+            base += -(-tables[name]["vocab"] // (8 * n_sc)) * 8 * n_sc
+        feats = [(fi, f) for fi, f in enumerate(features) if f["table"] in members]
         entries = []
         for slot, (fi, f) in enumerate(feats):
             fb = batches[fi]
@@ -58,31 +89,32 @@ def reference(raw: dict, batches: list[FeatureBatch], n_chips: int, spc: int) ->
             for length in fb.lengths.tolist():
                 offs.append(offs[-1] + length)
             for sample in range(batch):
-                seen = set()
+                seen: dict[int, dict] = {}
                 for raw_id in fb.ids[offs[sample] : offs[sample + 1]].tolist():
-                    col = start[f["table"]] + raw_id
+                    name = f["table"]
+                    col = (raw_id + shift[name]) % n_sc + raw_id - raw_id % n_sc + start[name]
                     if col in seen:
+                        seen[col]["count"] += 1
                         continue
-                    seen.add(col)
-                    entries.append(
-                        {
-                            "source_sc": sample // bs,
-                            "partition": col % n_sc,
-                            "col": col,
-                            "feature_slot": slot,
-                            "sample": sample,
-                            "table": names.index(f["table"]),
-                        }
-                    )
+                    seen[col] = {
+                        "source_sc": sample // bs,
+                        "partition": col % n_sc,
+                        "col": col,
+                        "feature_slot": slot,
+                        "sample": sample,
+                        "table": members.index(name),
+                        "count": 1,
+                    }
+                entries += seen.values()
         entries.sort(key=lambda e: (e["partition"], e["col"], e["feature_slot"], e["sample"]))
-        per_group_entries.append((members, entries))
-    # 2) chip cap: per sample, keep the first `cap` IDs in (group, partition, ID, slot) order
+        stacks.append({"members": members, "entries": entries, "limits": _stack_limits(raw, members, n_sc)})
+    # 2) chip cap: per sample, keep the first `cap` IDs in (stack, partition, ID, slot) order
     cap = sc.get("max_ids_per_chip_per_sample", 64)
     used: dict[int, int] = defaultdict(int)
     cap_dropped = [0] * n_sc
-    for gi, (members, entries) in enumerate(per_group_entries):
+    for st in stacks:
         kept = []
-        for e in entries:
+        for e in st["entries"]:
             if used[e["sample"]] < cap:
                 used[e["sample"]] += 1
                 kept.append(e)
@@ -90,59 +122,56 @@ def reference(raw: dict, batches: list[FeatureBatch], n_chips: int, spc: int) ->
                 if not sc.get("allow_id_dropping", False):
                     return {"error": "chip_cap"}
                 cap_dropped[e["source_sc"]] += 1
-        per_group_entries[gi] = (members, kept)
-    # 3) buffers, limits, greedy minibatches, dropping
-    max_mb = sc.get("max_minibatches", 64) if sc.get("enable_minibatching", True) else 1
-    for members, entries in per_group_entries:
-        lim = sum(t.get("max_ids_per_partition", limits_default[0]) for t in members)
-        ulim = sum(t.get("max_unique_ids_per_partition", limits_default[1]) for t in members)
+        st["entries"] = kept
+    # 3) buffers; pass 1 counts; is any buffer of any stack over its limits?
+    over = False
+    for st in stacks:
+        lim, ulim = st["limits"]
         buffers = defaultdict(list)
-        for e in entries:
+        for e in st["entries"]:
             buffers[e["source_sc"], e["partition"]].append(e)
-        ids_sp = np.zeros((n_sc, n_sc), np.int64)
-        unique_sp = np.zeros((n_sc, n_sc), np.int64)
-        per_table_ids: dict[tuple, int] = defaultdict(int)
-        per_table_unique: dict[tuple, set] = defaultdict(set)
+        st["ids_sp"] = np.zeros((n_sc, n_sc), np.int64)
+        st["unique_sp"] = np.zeros((n_sc, n_sc), np.int64)
         for (s, p), buf in buffers.items():
-            buf.sort(key=lambda e: (e["col"], e["feature_slot"], e["sample"] % bs))
-            ids_sp[s, p] = len(buf)
-            unique_sp[s, p] = len({e["col"] for e in buf})
-            mb, count, distinct = 0, 0, set()
+            st["ids_sp"][s, p] = len(buf)
+            st["unique_sp"][s, p] = len({e["col"] for e in buf})
+            over |= len(buf) > lim or st["unique_sp"][s, p] > ulim
+        st["buffers"] = buffers
+    # 4) minibatching: buckets, one split over all stacks; then drops per (buffer, bucket)
+    minibatching = over and sc.get("enable_minibatching", True)
+    cuts: set[int] = set()
+    if minibatching:
+        for st in stacks:
+            lim, ulim = st["limits"]
+            for buf in st["buffers"].values():
+                ids, cols = [0] * 64, [set() for _ in range(64)]
+                for e in buf:
+                    ids[_bucket(e["col"])] += 1
+                    cols[_bucket(e["col"])].add(e["col"])
+                cuts |= _split_bits(ids, lim) | _split_bits([len(c) for c in cols], ulim)
+    minibatch_of = [sum(1 for c in cuts if c <= b) for b in range(64)]
+    for st in stacks:
+        lim, ulim = st["limits"]
+        for buf in st["buffers"].values():
+            segments = defaultdict(list)
             for e in buf:
-                new = e["col"] not in distinct
-                if count + 1 > lim or (new and len(distinct) + 1 > ulim):
-                    mb, count, distinct = mb + 1, 0, set()
-                count += 1
-                distinct.add(e["col"])
-                e["minibatch"] = min(mb, max_mb)  # dropped IDs all report max_mb
-                e["dropped"] = mb >= max_mb
-                per_table_ids[e["table"], s, p] += 1
-                per_table_unique[e["table"], s, p].add(e["col"])
-        if any(e["dropped"] for e in entries) and not sc.get("allow_id_dropping", False):
+                segments[_bucket(e["col"]) if minibatching else 0].append(e)
+            for bucket, seg in segments.items():
+                distinct: list[int] = []
+                for rank, e in enumerate(seg):
+                    if e["col"] not in distinct:
+                        distinct.append(e["col"])
+                    e["dropped"] = over and (rank >= lim or distinct.index(e["col"]) >= ulim)
+                    e["minibatch"] = minibatch_of[bucket] if minibatching else 0
+        if any(e["dropped"] for e in st["entries"]) and not sc.get("allow_id_dropping", False):
             return {"error": "overflow"}
-        table_observed = {}
-        for ti, t in enumerate(members):
-            ids = [v for (tt, _, _), v in per_table_ids.items() if tt == ti]
-            uniq = [len(v) for (tt, _, _), v in per_table_unique.items() if tt == ti]
-            table_observed[t["name"]] = (max(ids, default=0), max(uniq, default=0))
-        m_used = max((e["minibatch"] for e in entries if not e["dropped"]), default=0) + 1
-        if any(e["dropped"] for e in entries):
-            m_used = max_mb
-        out.append(
-            {
-                "entries": entries,
-                "ids_sp": ids_sp,
-                "unique_sp": unique_sp,
-                "minibatches": m_used,
-                "table_observed": table_observed,
-            }
-        )
-    return {"groups": out, "cap_dropped": cap_dropped}
+        st["minibatches"] = len(cuts) + 1
+    return {"groups": stacks, "cap_dropped": cap_dropped, "minibatches": len(cuts) + 1}
 
 
 # -- comparison --------------------------------------------------------------------------------
 
-FIELDS = ("source_sc", "partition", "col", "feature_slot", "sample", "table", "minibatch", "dropped")
+FIELDS = ("source_sc", "partition", "col", "feature_slot", "sample", "table", "minibatch", "dropped", "count")
 
 
 def run_both(raw: dict, step: int = 0):
@@ -151,7 +180,7 @@ def run_both(raw: dict, step: int = 0):
     batches = generate_step(cfg, step)
     ref = reference(raw, batches, hw.num_chips, hw.sparsecores_per_chip)
     try:
-        got = preprocess_step(step, batches, groups, lay, cfg.sparsecore, table_stats=True, keep_entries=True)
+        got = preprocess_step(step, batches, groups, lay, cfg.sparsecore, keep_entries=True)
     except PreprocessError as exc:
         got = exc
     return ref, got
@@ -163,14 +192,15 @@ def assert_same(ref: dict, got) -> None:
         return
     assert not isinstance(got, Exception), got
     assert len(ref["groups"]) == len(got.groups)
+    assert got.minibatches == ref["minibatches"]
     for rg, gg in zip(ref["groups"], got.groups, strict=True):
+        assert list(gg.group.tables) == rg["members"]
         mine = sorted(zip(*(gg.entries[f].tolist() for f in FIELDS), strict=True))
         theirs = sorted(tuple(int(e[f]) for f in FIELDS) for e in rg["entries"])
         assert mine == theirs
         np.testing.assert_array_equal(gg.ids_sp, rg["ids_sp"])
         np.testing.assert_array_equal(gg.unique_sp, rg["unique_sp"])
         assert gg.minibatches == rg["minibatches"]
-        assert gg.table_observed == rg["table_observed"]
         # per (minibatch, partition) totals follow from the entries
         e = [x for x in rg["entries"] if not x["dropped"]]
         ids_mp = np.zeros_like(gg.ids_mp)
@@ -179,7 +209,7 @@ def assert_same(ref: dict, got) -> None:
         np.testing.assert_array_equal(gg.ids_mp, ids_mp)
         dropped = np.zeros_like(gg.dropped_sp)
         for x in rg["entries"]:
-            dropped[x["source_sc"], x["partition"]] += x["dropped"]
+            dropped[x["source_sc"], x["partition"]] += x["count"] if x["dropped"] else 0
         np.testing.assert_array_equal(gg.dropped_sp, dropped)
     cap = np.array(ref["cap_dropped"])
     limit_dropped = sum(g.dropped_sp.sum(axis=1) for g in got.groups)
@@ -197,7 +227,6 @@ def random_limits(
     sc["max_unique_ids_per_partition"] = int(rng.integers(1, unique_hi))
     sc["allow_id_dropping"] = bool(rng.integers(0, 2))
     sc["enable_minibatching"] = bool(rng.integers(0, 2))
-    sc["max_minibatches"] = int(rng.integers(1, 6))
     sc["disable_table_stacking"] = bool(rng.integers(0, 2))
     sc["max_ids_per_chip_per_sample"] = int(rng.integers(*chip_cap)) if chip_cap else 1000
     raw["seed"] = int(rng.integers(0, 1000))
@@ -210,7 +239,7 @@ def outcomes(ref: dict) -> set[str]:
     if "error" in ref:
         return {ref["error"]}
     seen = set()
-    if any(g["minibatches"] > 1 for g in ref["groups"]):
+    if ref["minibatches"] > 1:
         seen.add("minibatching")
     if any(e["dropped"] for g in ref["groups"] for e in g["entries"]):
         seen.add("dropping")
@@ -291,16 +320,20 @@ def test_overflow_error_names_table_partition_and_values(small_raw):
     assert isinstance(got, PreprocessError)
     msg = str(got)
     assert "\n" not in msg
-    # tables big + mid (width 32) are stacked: compiled limits add up to 2
+    # tables big + mid (width 32) stack as 'big_mid', with the stack-level limits 1 / 1
     for part in (
-        "table 'stack_0'",
+        "stack 'big_mid'",
         "partition",
         "SparseCore",
-        "max_ids_per_partition=2",
-        "max_unique_ids_per_partition=2",
+        "max_ids_per_partition=1",
+        "max_unique_ids_per_partition=1",
+        "minibatching is off",
         "allow_id_dropping",
     ):
         assert part in msg, (part, msg)
+    small_raw["sparsecore"]["enable_minibatching"] = True
+    _, got = run_both(small_raw)
+    assert "minibatching cannot split it further" in str(got)
 
 
 def test_chip_cap_error_names_the_flag(small_raw):

@@ -1,4 +1,6 @@
-"""Table stacking in the emulator: stack sizes, the recorded layout, and the 5-100 sweet spot.
+"""Table stacking in the emulator: stack membership and names (jax-tpu-embedding's rules, also
+checked against the library itself in test_library_oracle.py), the recorded layout, and the
+5-100 sweet spot.
 
 The sweep records one workload of 200 small tables with 1..200 tables per stack and
 checks that step time is U-shaped with its minimum inside the doc's 5-100 range, as a
@@ -19,7 +21,7 @@ from sim_backend.config import config_from_dict
 from sim_backend.emulator import setup, simulate
 from sim_backend.metrics import step_time_ps
 from sim_backend.record import record_run
-from sim_backend.stacking import stack_limits
+from sim_backend.stacking import stack_name
 from sim_backend.stepgraph import A2A_BWD, SC_BWD, SC_FWD
 from tests.sim_backend.conftest import CONFIG_DIR
 from tests.sim_backend.test_sim_pathologies import documented_fix
@@ -47,7 +49,16 @@ def many_tables(per_stack: int, n: int = 200, pipelining: bool = False) -> dict:
             "cross_layers": 1,
             "cross_low_rank": 32,
         },
-        "sparsecore": {"max_tables_per_stack": per_stack, "max_ids_per_chip_per_sample": 1024},
+        # limits that fit each stack's load (4 IDs per sample x 256 samples per SparseCore over 16
+        # partitions: 64 per table and partition), so the sweep shows stacking, not minibatching;
+        # no activation-memory split (max_tables_per_stack alone sizes the stacks)
+        "sparsecore": {
+            "max_tables_per_stack": per_stack,
+            "max_ids_per_chip_per_sample": 1024,
+            "max_ids_per_partition": 160 * (per_stack or n),
+            "max_unique_ids_per_partition": 160 * (per_stack or n),
+            "stack_activation_mem_bytes_limit": 1 << 40,
+        },
         "flags": {"maximum_parallel_iterations": 2, "tf_xla_disable_full_embedding_pipelining": not pipelining},
         "tables": [{"name": f"t{i}", "vocab": 20000, "width": 64} for i in range(n)],
         "features": [{"name": f"f{i}", "table": f"t{i}", "multi_hot": 4} for i in range(n)],
@@ -55,22 +66,42 @@ def many_tables(per_stack: int, n: int = 200, pipelining: bool = False) -> dict:
 
 
 def reference_stacks(raw: dict) -> list[list[str]]:
-    """Independent stacking: bucket by (width, dtype, optimizer) in order, then chunk."""
+    """Independent stacking: bucket by (width rounded up to 8, optimizer, combiner, dtype) in
+    the order features first read the tables, split first-fit by activation bytes per
+    SparseCore (2 MiB unless set), then chunk by max_tables_per_stack."""
     sc = raw.get("sparsecore", {})
+    tables = {t["name"]: t for t in raw["tables"]}
+    order = []
+    for f in raw["features"]:
+        if f["table"] not in order:
+            order.append(f["table"])
+    if sc.get("disable_table_stacking"):
+        return [[n] for n in order]
+    hw = raw["hardware"]
+    n_sc = hw["num_chips"] * hw.get("sparsecores_per_chip", 2 if hw["generation"] == "v6e" else 4)
+    per_sc = raw["global_batch"] // n_sc
+    limit = sc.get("stack_activation_mem_bytes_limit", 2 * 1024 * 1024)
     buckets: dict[tuple, list[str]] = {}
-    for t in raw["tables"]:
-        key = (
-            (t["name"],)
-            if sc.get("disable_table_stacking")
-            else (t.get("width", 128), t.get("dtype", "f32"), t.get("optimizer", "adagrad"))
-        )
-        buckets.setdefault(key, []).append(t["name"])
-    k = sc.get("max_tables_per_stack", 0)
+    for n in order:
+        t = tables[n]
+        key = ((t.get("width", 128) + 7) // 8 * 8, t.get("optimizer", "adagrad"), t.get("combiner", "sum"), t.get("dtype", "f32"))
+        buckets.setdefault(key, []).append(n)
+    act = {
+        n: (tables[n].get("width", 128) + 7) // 8 * 8 * per_sc * 4 * sum(f["table"] == n for f in raw["features"])
+        for n in order
+    }
     out = []
     for names in buckets.values():
-        step = k or len(names)
-        out += [names[i : i + step] for i in range(0, len(names), step)]
-    return out
+        split: list[list[str]] = []
+        for n in names:
+            fits = [c for c in split if sum(act[m] for m in c) + act[n] <= limit]
+            if fits:
+                fits[0].append(n)
+            else:
+                split.append([n])
+        out += split
+    k = sc.get("max_tables_per_stack", 0)
+    return [s[i : i + (k or len(s))] for s in out for i in range(0, len(s), k or len(s))]
 
 
 def layout_events(path: str) -> list[dict]:
@@ -107,23 +138,35 @@ def test_max_tables_per_stack_splits_in_config_order(small_raw, per_stack):
     raw["sparsecore"]["max_tables_per_stack"] = per_stack
     _, _, groups, _ = setup(config_from_dict(raw))
     assert [list(g.tables) for g in groups] == reference_stacks(raw)
-    assert [g.name for g in groups] == [g.tables[0] if len(g.tables) == 1 else f"stack_{g.index}" for g in groups]
+    assert [g.name for g in groups] == ["_".join(g.tables) for g in groups]
 
 
-def test_stack_limits_sum_then_fit_spmem(small_raw):
-    cfg = config_from_dict(small_raw)
-    hw, limits, _, _ = setup(cfg)
-    lone = [limits["big"]]
-    assert stack_limits(cfg, hw, lone, 32) == (4096, 4096)  # a lone table keeps its limits
-    # two tables of 4096/4096: 512 + 512 IDs per tile x (12 + 8) B = 20480 B, well inside
-    assert stack_limits(cfg, hw, lone * 2, 32) == (8192, 8192)
-    # 20 tables: 5120 + 5120 per tile = 102400 B; budget 131072 - ceil(32 * 32 / 16) * 4 =
-    # 130816 B still fits; 30 tables (153600 B) do not: scaled by 130816 / 153600
-    assert stack_limits(cfg, hw, lone * 20, 32) == (81920, 81920)
-    scale = 130816 / 153600
-    assert stack_limits(cfg, hw, lone * 30, 32) == (int(7680 * scale) * 16, int(7680 * scale) * 16)
-    ids, uniq = stack_limits(cfg, hw, lone * 30, 32)
-    assert (ids // 16) * 12 + (uniq // 16) * 8 <= 130816
+def test_activation_memory_splits_a_stack_first_fit(small_raw):
+    raw = copy.deepcopy(small_raw)
+    raw["tables"] = [{"name": f"w{i}", "vocab": 100, "width": w} for i, w in enumerate([32, 30, 32, 64, 25, 32])]
+    raw["features"] = [{"name": f"f{i}", "table": f"w{i}"} for i in range(6)]
+    # 32 samples per SparseCore: a width-32 table's activations are 32 x 32 x 4 = 4 KiB
+    raw["sparsecore"]["stack_activation_mem_bytes_limit"] = 3 * 4096
+    _, _, groups, _ = setup(config_from_dict(raw))
+    assert [list(g.tables) for g in groups] == reference_stacks(raw) == [["w0", "w1", "w2"], ["w4", "w5"], ["w3"]]
+
+
+def test_long_stack_names_are_cut_and_hashed_as_the_library_does():
+    names = [f"table_number_{i}" for i in range(10)]
+    joined = "_".join(names)
+    import hashlib
+
+    assert stack_name(names) == joined[:50] + "..." + hashlib.sha256(joined.encode()).hexdigest()[:12]
+    assert stack_name(["only"]) == "only" and stack_name(["a", "b"]) == "a_b"
+
+
+def test_stack_limits_are_never_scaled_or_summed(small_raw):
+    """A stack's limit is what the config gives the stack: a limit its buffers cannot hold in
+    SPMEM fails to compile (the library does not shrink it), whatever the stack's size."""
+    raw = copy.deepcopy(small_raw)
+    raw["sparsecore"].update(max_ids_per_partition=123, max_unique_ids_per_partition=45)
+    _, _, groups, _ = setup(config_from_dict(raw))
+    assert {(g.max_ids_per_partition, g.max_unique_ids_per_partition) for g in groups} == {(123, 45)}
 
 
 # -- the layout in the trace -------------------------------------------------------------------
@@ -145,7 +188,7 @@ def test_layout_events_match_an_independent_count(small_raw, tmp_path):
     for members in stacks:
         for pos, name in enumerate(members):
             e = by_table[name]
-            assert e["stack"] == name if len(members) == 1 else e["stack"].startswith("stack_")
+            assert e["stack"] == stack_name(members)
             assert e["stack_tables"] == len(members) and e["stack_position"] == pos
             assert len({by_table[m]["stack"] for m in members}) == 1
     assert {e["category"] for e in events} == {"compile"} and {e["dur_ps"] for e in events} == {0}
@@ -153,13 +196,13 @@ def test_layout_events_match_an_independent_count(small_raw, tmp_path):
         e = by_table[t["name"]]
         dtype_bytes = 2 if t.get("dtype") == "bf16" else 4
         padded_row = -(-t["width"] * dtype_bytes // 32) * 32
-        assert e["vocab"] == t["vocab"] and e["padded_vocab"] == -(-t["vocab"] // n_sc) * n_sc
+        assert e["vocab"] == t["vocab"] and e["padded_vocab"] == -(-t["vocab"] // (8 * n_sc)) * 8 * n_sc
         assert e["width"] == t["width"] and e["padded_row_bytes"] == padded_row
         assert e["padded_width"] == padded_row // dtype_bytes
         assert e["bytes"] == e["padded_vocab"] * padded_row
     assert by_table["narrow"]["padded_width"] == 8  # width 1 f32: 4 of 32 bytes used, 7/8 waste
-    assert by_table["half"]["padded_width"] == 16 and by_table["half"]["padded_vocab"] == 40
-    assert by_table["tiny"]["padded_vocab"] == 8
+    assert by_table["half"]["padded_width"] == 16 and by_table["half"]["padded_vocab"] == 64
+    assert by_table["tiny"]["padded_vocab"] == 64
     assert by_table["mid"]["features"] == 2  # feature stacking: two features read it
 
 
