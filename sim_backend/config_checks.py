@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 MAX_STEPS = 100_000  # `steps`, `--steps`: at ~40 ms per baseline step, about an hour of simulation
 MAX_CONFIG_FILE_BYTES = 16 << 20  # config, limits and perf-table files are a few KiB
 # Peak bytes per sparse ID of one step (generation, preprocessing sort/dedup/partition arrays).
-# Measured with tracemalloc: 31-40 B per ID (small config, 4 K - 8.7 M IDs per step); rounded up.
-BYTES_PER_ID = 64
+# Measured with tracemalloc (small config, 1.02 M IDs per step): 42 B per ID when no stack
+# exceeds its limits, 65-75 B on the minibatching path (buckets, a second sort); rounded up.
+BYTES_PER_ID = 96
 # Per table group and step, the emulator builds (source SparseCore x partition) matrices:
 # measured 45 B per pair at the step's peak (256-512 chips); rounded up. `scprof record` streams
 # (sim_backend/stream.py): a written step's results are dropped, so nothing grows with `steps`.
@@ -85,7 +86,7 @@ def read_file_bytes(path: str, what: str, max_bytes: int, missing_hint: str = ""
         raise ConfigError(f"{path}: is a directory, not a {what}") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the {what} ({e.strerror})") from None
-    with os.fdopen(fd, "rb") as fh:
+    try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
             raise ConfigError(f"{path}: is a directory, not a {what}")
@@ -93,10 +94,12 @@ def read_file_bytes(path: str, what: str, max_bytes: int, missing_hint: str = ""
             raise ConfigError(f"{path}: is not a regular file (a FIFO or device?); a {what} must be one")
         if st.st_size > max_bytes:
             raise ConfigError(f"{path}: {st.st_size:,} bytes; a {what} is at most {format_bytes(max_bytes)}")
-        try:
+        with os.fdopen(fd, "rb", closefd=False) as fh:
             data = fh.read(max_bytes + 1)
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot read the {what} ({e.strerror})") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the {what} ({e.strerror})") from None
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         raise ConfigError(f"{path}: more than {format_bytes(max_bytes)}; a {what} is at most that")
     return data

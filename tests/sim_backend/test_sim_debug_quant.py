@@ -195,9 +195,9 @@ def test_int8_and_bf16_shrink_the_table_heap_and_sc_bytes(small_raw):
     import copy
 
     sims = {d: simulate(config_from_dict(_dtype(copy.deepcopy(small_raw), d))) for d in ("f32", "bf16", "int8")}
-    # 2 chips x 4 SCs: vocabs padded to multiples of 8 (100000, 5000, 8); rows padded to 32 B.
+    # 2 chips x 4 SCs: vocabs padded to multiples of 8 x 8 (100032, 5056, 64); rows padded to 32 B.
     # big+mid (width 32): f32 128 B, bf16 64 B, int8 32 B; tiny (width 16): 64, 32, 16 -> 32 B.
-    by_hand = {"f32": 105_000 * 128 + 8 * 64, "bf16": 105_000 * 64 + 8 * 32, "int8": 105_000 * 32 + 8 * 32}
+    by_hand = {"f32": 105_088 * 128 + 64 * 64, "bf16": 105_088 * 64 + 64 * 32, "int8": 105_088 * 32 + 64 * 32}
     for d, sim in sims.items():
         assert sim.memory.heap[EMBEDDING_TABLES] == by_hand[d] // 2, d
     fwd = {d: s.graph.columns() for d, s in sims.items()}

@@ -77,13 +77,13 @@ def test_embedding_heap_pads_rows_and_vocabularies_and_shards_over_chips(small_r
         {"name": "tiny", "vocab": 7, "width": 1, "dtype": "bf16"},
     ]
     cfg = config_from_dict(raw)
-    hw, _, groups, _ = setup(cfg)  # 2 chips x 4 SparseCores: vocab padded to multiples of 8
-    assert [int(g.padded_vocab.sum()) for g in groups] == [100_000, 5000, 8]
+    hw, _, groups, _ = setup(cfg)  # 2 chips x 4 SparseCores: vocab padded to multiples of 8 x 8
+    assert [int(g.padded_vocab.sum()) for g in groups] == [100_032, 5056, 64]
     cost = make_cost_model("analytic", hw, {})
     tables, slots = embedding_bytes_per_chip(groups, hw.num_chips, cost.padded_row_bytes)
     # rows x 128 B (32 f32) | rows x 32 B (1 bf16 padded to 32 B); adagrad 1 slot, adam 2
-    assert tables == (100_000 * 128 + 5000 * 128 + 8 * 32) // 2
-    assert slots == (100_000 * 128 * 1 + 5000 * 128 * 2 + 8 * 32 * 1) // 2
+    assert tables == (100_032 * 128 + 5056 * 128 + 64 * 32) // 2
+    assert slots == (100_032 * 128 * 1 + 5056 * 128 * 2 + 64 * 32 * 1) // 2
 
 
 def test_dense_footprint_is_the_tiled_size_of_every_parameter(small_raw):

@@ -80,12 +80,15 @@ def test_config_matches_its_header(path):
 
 @pytest.mark.parametrize("path", UNTUNED, ids=NAMES)
 def test_config_is_untuned(path):
-    """Default limits (no file, no per-table or per-table-total limits), no stack cap, no
-    limit estimation, pipelining on, no dropping: the levers the grid and the tuner move
-    start where a user who set nothing would be."""
+    """Limits set by hand as one default for every stack (no file, no FDO stats, no per-stack,
+    per-table or per-table-total limits: nothing derived from the IDs; jax-tpu-embedding's own
+    default, 256, would abort most of them), no stack cap, no limit estimation, pipelining
+    on, no dropping: the levers the grid and the tuner move start where a user who set
+    nothing per stack would be."""
     cfg = load_config(str(path))
     sc = cfg.sparsecore
-    assert (sc.max_ids_per_partition, sc.max_unique_ids_per_partition) == (256, 256)
+    assert sc.stack_max_ids_per_partition is None and sc.stack_max_unique_ids_per_partition is None
+    assert not cfg.flags.fdo_stats_dir
     assert sc.max_ids_per_table is None and sc.max_unique_ids_per_table is None
     assert all(t.max_ids_per_partition is None and t.max_unique_ids_per_partition is None for t in cfg.tables)
     assert cfg.flags.xla_sparse_core_max_ids_file == "" and not cfg.flags.xla_sparse_core_estimate_max_ids
