@@ -25,7 +25,8 @@ PIPELINING_OFF = "tf_xla_disable_full_embedding_pipelining"
 
 
 def workload(gen: str, chips: int, tables: int, widths: list[int], dist: str, threads: int, depth: int) -> dict:
-    """An untuned workload: default limits, small dense part, 5 steps."""
+    """An untuned workload: one hand-set limit for every stack (some minibatch), small dense
+    part, 5 steps."""
     feature = {"zipf": {"distribution": "zipf", "zipf_exponent": 1.1}, "hot_set": {"distribution": "hot_set"}}[dist]
     return {
         "name": "untuned",
@@ -35,7 +36,11 @@ def workload(gen: str, chips: int, tables: int, widths: list[int], dist: str, th
         "hardware": {"generation": gen, "num_chips": chips},
         "host": {"num_threads": threads},
         "dense": {"num_dense_features": 13, "bottom_mlp": [256, 64], "top_mlp": [256, 1], "cross_layers": 1},
-        "sparsecore": {"max_ids_per_chip_per_sample": 4096},
+        "sparsecore": {
+            "max_ids_per_chip_per_sample": 4096,
+            "max_ids_per_partition": 4096,
+            "max_unique_ids_per_partition": 2048,
+        },
         "flags": {"maximum_parallel_iterations": depth},
         "tables": [
             {"name": f"t{i}", "vocab": 20000 + 100 * i, "width": widths[i % len(widths)]} for i in range(tables)

@@ -88,7 +88,7 @@ def test_trace_has_xprof_tracks_steps_and_typed_args(small_raw, tmp_path):
     sc = names == "SparseDenseMatmulOp"
     assert (ev["ids"][sc] >= ev["unique_ids"][sc]).all()
     tables = np.array(tr.strings, dtype=object)[ev["table"][sc]]
-    assert set(tables) == {"stack_0", "tiny"}
+    assert set(tables) == {"big_mid", "tiny"}
     row_bytes = np.where(tables == "tiny", 16 * 4, 32 * 4)  # width x f32 (multiples of 32 B: no padding)
     # HBM bytes moved: each unique row read, each ID's f32 activation row written
     assert (ev["bytes"][sc] == (ev["unique_ids"][sc] + ev["ids"][sc]) * row_bytes).all()
@@ -106,7 +106,8 @@ def test_trace_has_xprof_tracks_steps_and_typed_args(small_raw, tmp_path):
 def test_record_defaults_and_summary(small_raw, tmp_path):
     path = small_file(tmp_path, small_raw)
     os.chdir(tmp_path)
-    res = record_run(path, ["sparsecore.max_ids_per_partition=8"], None, 2, None)
+    # the stack big_mid sees ~55 IDs per partition; its largest hash bucket (< 32) still fits
+    res = record_run(path, ["sparsecore.max_ids_per_partition=32"], None, 2, None)
     assert res.trace_path == os.path.join("runs", "small", "trace.sctrace")
     assert res.steps == 2 and res.run_name == "small" and res.minibatches_per_step > 1
     assert res.share_host + res.share_sc + res.share_tc + res.share_idle == pytest.approx(1.0)
@@ -121,7 +122,7 @@ def test_user_errors_are_value_errors(small_raw, tmp_path):
         record_run(path, [], None, 0, str(tmp_path / "o"))
     with pytest.raises(ConfigError, match=r"\.toml: sparsecore.bogus"):
         record_run(path, ["sparsecore.bogus=1"], None, 1, str(tmp_path / "o"))
-    with pytest.raises(PreprocessError, match="max_ids_per_partition=2"):
+    with pytest.raises(PreprocessError, match="stack 'big_mid' .*max_ids_per_partition=1 "):
         record_run(
             path,
             ["sparsecore.max_ids_per_partition=1", "sparsecore.enable_minibatching=false"],
@@ -145,10 +146,10 @@ def test_progress_callback_and_bar(small_raw, tmp_path):
 
 def test_derived_limits_close_the_loop(small_raw, tmp_path):
     """8-step procedure: derive limits, record again with them: no minibatching left."""
-    small_raw["sparsecore"].update(max_ids_per_partition=4, max_unique_ids_per_partition=4)
+    small_raw["sparsecore"].update(max_ids_per_partition=32, max_unique_ids_per_partition=16)
     path = small_file(tmp_path, small_raw)
     first = record_run(path, ["flags.xla_sparse_core_estimate_max_ids=true"], "first", None, str(tmp_path / "first"))
-    assert first.minibatches_per_step > 1 and first.limits_path
+    assert first.minibatches_per_step > 1 and first.limits_path and first.fdo_stats_path
     again = record_run(
         path, [f"flags.xla_sparse_core_max_ids_file={first.limits_path}"], "again", None, str(tmp_path / "again")
     )
@@ -185,4 +186,5 @@ def test_header_stores_the_effective_config_after_overrides(small_raw, tmp_path)
     assert config["flags"]["maximum_parallel_iterations"] == 3
     assert config["steps"] == 1 and config["run_name"] == "small"
     assert config["resolved"]["hardware"]["sparsecores_per_chip"] == 4
-    assert config["resolved"]["limits"]["big"]["max_ids_per_partition"] == 4096
+    assert config["resolved"]["limits"]["big_mid"]["max_ids_per_partition"] == 4096  # per stack
+    assert config["resolved"]["limits"]["big_mid"]["source"] == "default"

@@ -252,7 +252,7 @@ def test_stacking_pathology_and_its_one_flag_fix(name, tmp_path):
     before, after = layout_events(sick.trace_path), layout_events(fixed.trace_path)
     if name == "too_few_stacked":
         assert max(e["stack_tables"] for e in before) == 1 and len(before) == 26
-        assert {e["stack_tables"] for e in after} == {26}
+        assert {e["stack_tables"] for e in after} == {16, 10}  # 2 MiB of activations per SparseCore at most
         assert fixed.mean_step_time_ps < 0.9 * sick.mean_step_time_ps
     if name == "too_many_stacked":
         assert {e["stack_tables"] for e in before} == {120}

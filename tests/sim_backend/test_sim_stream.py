@@ -37,7 +37,7 @@ VARIANTS = {
 def variant(small_raw: dict, name: str, steps: int = 7) -> dict:
     raw = copy.deepcopy(small_raw)
     raw["steps"] = steps
-    raw["sparsecore"]["max_ids_per_partition"] = 64  # minibatching: several SC tasks per step
+    raw["sparsecore"]["max_ids_per_partition"] = 32  # minibatching: 4-6 SC tasks per step (big_mid: ~55 IDs)
     for key, value in VARIANTS[name].items():
         if isinstance(value, dict):
             raw.setdefault(key, {}).update(value)
@@ -226,7 +226,11 @@ def test_held_state_does_not_grow_with_steps(small_raw, tmp_path, monkeypatch):
 
     monkeypatch.setattr(stream._Stream, "__init__", init)
     monkeypatch.setattr(stream, "FLUSH_STEPS", 10)
-    path = small_file(tmp_path, variant(small_raw, "default", steps=91))
+    raw = variant(small_raw, "default", steps=91)
+    # one minibatch every step: the minibatch count (4-6 at the variants' limit) varies with
+    # each step's IDs, and with it what a window of steps holds
+    raw["sparsecore"]["max_ids_per_partition"] = 4096
+    path = small_file(tmp_path, raw)
     record_run(path, [], "m", None, str(tmp_path / "o"), progress=progress)
     early = np.max([sizes[d] for d in range(20, 51)], axis=0)
     late = np.max([sizes[d] for d in range(60, 91)], axis=0)
