@@ -164,7 +164,10 @@ class SparseCoreConfig:
         256, "default compiled limit of a stack: unique IDs per partition", min=1, max=MAX_IDS
     )
     stack_max_ids_per_partition: dict[str, int] | None = _f(
-        None, "per stack name: its compiled IDs-per-partition limit (jax-tpu-embedding's stack limits)", min=1, max=MAX_IDS
+        None,
+        "per stack name: its compiled IDs-per-partition limit (jax-tpu-embedding's stack limits)",
+        min=1,
+        max=MAX_IDS,
     )
     stack_max_unique_ids_per_partition: dict[str, int] | None = _f(
         None, "per stack name: its compiled unique-IDs-per-partition limit", min=1, max=MAX_IDS
@@ -220,7 +223,9 @@ class TableConfig:
         "f32", "element type (int8: 8-bit codes over the quantization range)", choices=("f32", "bf16", "int8")
     )
     optimizer: str = _f("adagrad", "optimizer (sets slot count)", choices=("sgd", "adagrad", "adam"))
-    combiner: str = _f("sum", "how a sample's rows combine; tables stack only with the same", choices=("sum", "mean", "sqrtn"))
+    combiner: str = _f(
+        "sum", "how a sample's rows combine; tables stack only with the same", choices=("sum", "mean", "sqrtn")
+    )
     max_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1, max=MAX_IDS)
     max_unique_ids_per_partition: int | None = _f(None, "compiled limit for this table", min=1, max=MAX_IDS)
     quantization_config_num_buckets: int = _f(256, "quantization levels over [low, high]", min=2, max=2**24)
@@ -423,6 +428,11 @@ def _check_cross_references(cfg: RunConfig) -> None:
             raise ConfigError(f"features[{i}].table: no table named {f.table!r}")
         if f.multi_hot_min is not None and f.multi_hot_min > f.multi_hot:
             raise ConfigError(f"features[{i}].multi_hot_min: {f.multi_hot_min} > multi_hot {f.multi_hot}")
+    for i, f in enumerate(cfg.features):
+        if f.ids_file:
+            from sim_backend.ids_file import load_ids_file  # imports config_checks: import when needed
+
+            load_ids_file(f.ids_file, f"features[{i}].ids_file")  # one line naming the key for a bad file
     unused = [t for t in tables if t not in {f.table for f in cfg.features}]
     if unused:
         raise ConfigError(f"tables: table {unused[0]!r} is read by no feature")

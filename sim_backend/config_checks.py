@@ -20,6 +20,8 @@ import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from profiler.units import format_bytes
 from sim_backend.errors import ConfigError
 from sim_backend.hardware import PRESETS
@@ -199,7 +201,7 @@ def estimate_run_memory(cfg: RunConfig) -> MemoryEstimate:
     hw = cfg.hardware
     spc = hw.sparsecores_per_chip or PRESETS.get(hw.generation, {}).get("sparsecores_per_chip", 1)
     n_sc = hw.num_chips * spc
-    ids = cfg.global_batch * sum(f.multi_hot for f in cfg.features)
+    ids = cfg.global_batch * sum(_ids_per_sample(f) for f in cfg.features)
     groups = _table_groups(cfg)
     pairs = n_sc * n_sc * groups
     return MemoryEstimate(
@@ -211,6 +213,15 @@ def estimate_run_memory(cfg: RunConfig) -> MemoryEstimate:
         pair_bytes=pairs * PEAK_BYTES_PER_SC_PAIR,
         steps=cfg.steps,
     )
+
+
+def _ids_per_sample(f: Any) -> int:
+    """A feature's IDs per sample for the estimate: `multi_hot`, or its ID file's longest sample."""
+    if not f.ids_file:
+        return f.multi_hot
+    from sim_backend.ids_file import load_ids_file  # imports this module: import when needed
+
+    return max(1, int(np.diff(load_ids_file(f.ids_file, "ids_file").offsets).max()))
 
 
 def check_run_memory(cfg: RunConfig, limit_bytes: int | None = None) -> MemoryEstimate:

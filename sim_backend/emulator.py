@@ -14,9 +14,9 @@ from sim_backend.config import RunConfig
 from sim_backend.costmodel import CostModel, make_cost_model
 from sim_backend.debug_checks import StepChecks, run_checks
 from sim_backend.dense import DenseWork, dense_work
+from sim_backend.fdo_stats import StackFdoStats, new_stats
 from sim_backend.generate import generate_step
 from sim_backend.hardware import HardwareSpec, resolve_hardware
-from sim_backend.fdo_stats import StackFdoStats, new_stats
 from sim_backend.limits import StackLimits
 from sim_backend.memory import (
     ChipMemory,

@@ -127,7 +127,9 @@ def read_fdo_stats(directory: str) -> dict[str, dict[str, np.ndarray]]:
             key, text = row
             field = next((f for f, suf in SUFFIXES.items() if key.endswith(suf) and len(key) > len(suf)), None)
             if field is None:
-                raise ConfigError(f"{path}: line {line}: key {key[:80]!r} ends in none of {', '.join(SUFFIXES.values())}")
+                raise ConfigError(
+                    f"{path}: line {line}: key {key[:80]!r} ends in none of {', '.join(SUFFIXES.values())}"
+                )
             try:
                 vals = np.array([int(v) for v in text.split()], dtype=np.int64)
             except (ValueError, OverflowError):

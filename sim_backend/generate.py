@@ -1,4 +1,5 @@
-"""Seeded generation of each step's sparse input batch (ragged multi-hot ID lists).
+"""Seeded generation of each step's sparse input batch (ragged multi-hot ID lists), or the
+samples of a feature's `ids_file` (ids_file.py).
 
 Every (seed, step, feature) has its own random stream, so a step's batch does not
 depend on which other steps or features were generated before it.
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sim_backend.config import FeatureConfig, RunConfig
+from sim_backend.ids_file import load_ids_file
 
 
 @dataclass(frozen=True)
@@ -63,11 +65,14 @@ def generate_step(cfg: RunConfig, step: int) -> list[FeatureBatch]:
     for i, f in enumerate(cfg.features):
         rng = np.random.default_rng([cfg.seed, step, i])
         b = cfg.global_batch
-        if f.multi_hot_min is None:
+        if f.ids_file:  # the user's own IDs (ids_file.py): samples [step * b, (step + 1) * b)
+            lengths, ids = load_ids_file(f.ids_file, f"features[{i}].ids_file").step(step, b)
+        elif f.multi_hot_min is None:
             lengths = np.full(b, f.multi_hot, dtype=np.int64)
         else:
             lengths = rng.integers(f.multi_hot_min, f.multi_hot + 1, b, dtype=np.int64)
-        ids = sample_ids(rng, f, vocab[f.table], int(lengths.sum()))
+        if not f.ids_file:
+            ids = sample_ids(rng, f, vocab[f.table], int(lengths.sum()))
         nan = None
         if f.oov_fraction > 0 or f.nan_fraction > 0:  # own stream: faults leave IDs unchanged
             faults = np.random.default_rng([cfg.seed, step, i, FAULT_STREAM])

@@ -256,9 +256,7 @@ def _keep_mask(seg_s: np.ndarray, new_s: np.ndarray, lim: int, ulim: int) -> np.
     return (rank < lim) & (urank <= ulim)
 
 
-def _limit_stack(
-    st: _Stack, n_buckets: int, mb_of_bucket: np.ndarray, m_count: int, ctx: _StepContext
-) -> GroupResult:
+def _limit_stack(st: _Stack, n_buckets: int, mb_of_bucket: np.ndarray, m_count: int, ctx: _StepContext) -> GroupResult:
     """Step 4 on a stack's entries: drops per (buffer, bucket), kept counts per minibatch."""
     lay, g = ctx.lay, st.group
     n_sc, spc, chips = lay.num_sc, lay.sparsecores_per_chip, lay.num_chips

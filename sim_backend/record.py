@@ -30,8 +30,8 @@ from sim_backend.errors import (
     RecordInterrupted,
     RunFailure,
 )
-from sim_backend.instrument import open_recorder
 from sim_backend.fdo_stats import write_fdo_stats
+from sim_backend.instrument import open_recorder
 from sim_backend.limits import unused_limit_sections, write_limits_file
 from sim_backend.memory import HBM_OOM, Failure
 from sim_backend.stream import stream_run

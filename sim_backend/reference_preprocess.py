@@ -85,7 +85,7 @@ class ReferenceSession:
                 "(pip install 'scprof[reference]'); use 'native'"
             )
         self._proc: subprocess.Popen | None = None
-        self._stderr = tempfile.TemporaryFile()
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the session; closed in close())
         if setup is not None:
             self.setup(setup)
 

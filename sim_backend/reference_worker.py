@@ -151,7 +151,9 @@ def decode_csr(
     rp_block = max(n_sc, ALIGN)
     segs = spc * minibatches if minibatching else spc
     coo_per_sc = embedding_ids.shape[1] // spc
-    fields: dict[str, list[np.ndarray]] = {k: [] for k in ("source_sc", "minibatch", "partition", "row", "sample", "gain")}
+    fields: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("source_sc", "minibatch", "partition", "row", "sample", "gain")
+    }
     for d in range(chips):
         ends = row_pointers[d, : segs * rp_block].reshape(segs, rp_block)[:, :n_sc].astype(np.int64)
         if minibatching:

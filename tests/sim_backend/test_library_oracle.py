@@ -65,7 +65,10 @@ def test_stacking_agrees_with_auto_stack_tables(session, seed, limit_kib):
     hw, _, groups, _ = setup(cfg)
     sc = cfg.sparsecore
     # a lone table keeps its own limits in the library: here the config's defaults
-    own = {"max_ids_per_partition": sc.max_ids_per_partition, "max_unique_ids_per_partition": sc.max_unique_ids_per_partition}
+    own = {
+        "max_ids_per_partition": sc.max_ids_per_partition,
+        "max_unique_ids_per_partition": sc.max_unique_ids_per_partition,
+    }
     theirs = session.auto_stack(
         {
             "tables": [{**t, **own} for t in raw["tables"]],

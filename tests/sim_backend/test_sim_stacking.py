@@ -84,7 +84,12 @@ def reference_stacks(raw: dict) -> list[list[str]]:
     buckets: dict[tuple, list[str]] = {}
     for n in order:
         t = tables[n]
-        key = ((t.get("width", 128) + 7) // 8 * 8, t.get("optimizer", "adagrad"), t.get("combiner", "sum"), t.get("dtype", "f32"))
+        key = (
+            (t.get("width", 128) + 7) // 8 * 8,
+            t.get("optimizer", "adagrad"),
+            t.get("combiner", "sum"),
+            t.get("dtype", "f32"),
+        )
         buckets.setdefault(key, []).append(n)
     act = {
         n: (tables[n].get("width", 128) + 7) // 8 * 8 * per_sc * 4 * sum(f["table"] == n for f in raw["features"])
