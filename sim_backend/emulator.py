@@ -85,6 +85,9 @@ class RunSetup:
     memory: StaticMemory
     resources: Resources
     failure: Failure | None
+    # sparsecore.preprocessing = "reference": the child process running jax-tpu-embedding
+    # (reference_preprocess.ReferenceSession); closed when the run ends (close_inputs)
+    reference: object | None = None
 
 
 def prepare(cfg: RunConfig) -> RunSetup:
@@ -94,6 +97,12 @@ def prepare(cfg: RunConfig) -> RunSetup:
     dense = dense_work(cfg, cost.c.activation_bytes)
     mem = static_memory(cfg, hw, groups, cost)
     res = Resources(hw.num_chips, hw.sparsecores_per_chip, cfg.host.num_threads)
+    failure = compile_failure(cfg, hw, groups, mem)
+    reference = None
+    if cfg.sparsecore.preprocessing == "reference" and failure is None:
+        from sim_backend.reference_preprocess import ReferenceSession, session_setup  # the optional extra
+
+        reference = ReferenceSession(session_setup(cfg, groups, lay))
     return RunSetup(
         cfg=cfg,
         hw=hw,
@@ -104,8 +113,15 @@ def prepare(cfg: RunConfig) -> RunSetup:
         dense=dense,
         memory=mem,
         resources=res,
-        failure=compile_failure(cfg, hw, groups, mem),
+        failure=failure,
+        reference=reference,
     )
+
+
+def close_inputs(su: RunSetup) -> None:
+    """End what a run's host preprocessing holds (the reference backend's child process)."""
+    if su.reference is not None:
+        su.reference.close()
 
 
 def run_setup(sim: Simulation) -> RunSetup:
@@ -135,7 +151,12 @@ def run_step_inputs(
     t0 = time.perf_counter()
     batches, checks = run_checks(cfg, step, generate_step(cfg, step))
     t1 = time.perf_counter()
-    sr = preprocess_step(step, batches, su.groups, su.layout, cfg.sparsecore)
+    if su.reference is not None:
+        from sim_backend.reference_preprocess import reference_step
+
+        sr = reference_step(su.reference, step, batches, su.groups, su.layout, cfg)
+    else:
+        sr = preprocess_step(step, batches, su.groups, su.layout, cfg.sparsecore)
     if timings is not None:
         timings["generate"] += t1 - t0
         timings["preprocess"] += time.perf_counter() - t1
@@ -168,6 +189,14 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     streams instead (stream.py), with the same schedule.
     """
     su = prepare(cfg)
+    try:
+        return _simulate(su, progress)
+    finally:
+        close_inputs(su)
+
+
+def _simulate(su: RunSetup, progress: Callable[[int, int], None] | None) -> Simulation:
+    cfg = su.cfg
     hw, limits, groups, cost, dense, mem = su.hw, su.limits, su.groups, su.cost, su.dense, su.memory
     failure = su.failure
     if failure is not None:  # the program does not compile: nothing runs

@@ -110,6 +110,16 @@ class ReferenceSession:
             )
         self._call({"kind": "setup", "setup": setup}, "setting up")
 
+    def fdo_load(self, directory: str) -> dict:
+        """The library's CSVFileFDOClient(directory).load(): {field: {stack: array}}."""
+        return self._call({"kind": "fdo_load", "dir": directory}, "loading FDO stats")
+
+    def fdo_publish(self, directory: str, steps: list[list[FeatureBatch]]) -> dict:
+        """Steps through the library, their stats published by its CSVFileFDOClient into
+        `directory`; returns {stack: (max IDs, max unique IDs)} as the library then sets them."""
+        msg = {"kind": "fdo_publish", "dir": directory, "steps": [_arrays(b) for b in steps]}
+        return self._call(msg, "publishing FDO stats")
+
     def auto_stack(self, request: dict) -> dict:
         """The library's auto_stack_tables on a config's tables (reference_worker.auto_stack)."""
         return self._call({"kind": "auto_stack", **request}, "stacking tables")
@@ -135,16 +145,12 @@ class ReferenceSession:
         return last[-400:]
 
     def step(self, step: int, batches: list[FeatureBatch]) -> dict:
-        msg = {
-            "kind": "step",
-            "step": step,
-            "lengths": [fb.lengths for fb in batches],
-            "ids": [fb.ids for fb in batches],
-        }
+        lengths, ids = _arrays(batches)
+        msg = {"kind": "step", "step": step, "lengths": lengths, "ids": ids}
         return self._call(msg, f"preprocessing step {step}")
 
     def close(self) -> None:
-        if self._proc is None:
+        if self._proc is None or self._stderr.closed:
             self._stderr.close()
             return
         with contextlib.suppress(OSError):
@@ -156,11 +162,19 @@ class ReferenceSession:
             self._proc.wait()
         self._stderr.close()
 
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
     def __enter__(self) -> ReferenceSession:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _arrays(batches: list[FeatureBatch]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    return [fb.lengths for fb in batches], [fb.ids for fb in batches]
 
 
 def library_entries(stack: dict, group: StackGroup, lay: Layout) -> dict[str, np.ndarray]:

@@ -252,6 +252,51 @@ def auto_stack(msg: dict) -> dict:
     return out
 
 
+def fdo_load(directory: str) -> dict:
+    """The library's `CSVFileFDOClient(directory).load()`, as plain arrays per field and stack."""
+    import dataclasses
+
+    from jax_tpu_embedding.sparsecore.lib.fdo.csv_file_fdo_client import CSVFileFDOClient
+
+    stats = CSVFileFDOClient(directory).load()
+    return {
+        f.name: {k: np.asarray(v, np.int64) for k, v in getattr(stats, f.name).items()}
+        for f in dataclasses.fields(stats)
+    }
+
+
+def fdo_publish(setup: dict, specs: list[Any], msg: dict) -> dict:
+    """Run steps through the library, record each step's stats in a `CSVFileFDOClient` and
+    publish them to `msg["dir"]`; returns the limits `update_preprocessing_parameters` then
+    gives each stack."""
+    from jax_tpu_embedding.sparsecore.lib.fdo.csv_file_fdo_client import CSVFileFDOClient
+    from jax_tpu_embedding.sparsecore.lib.nn import embedding
+
+    client = CSVFileFDOClient(msg["dir"])
+    for step, (lengths, ids) in enumerate(msg["steps"]):
+        _, stats = embedding.preprocess_sparse_dense_matmul_input(
+            library_inputs(lengths, ids),
+            None,
+            specs,
+            setup["chips"],
+            setup["chips"],
+            num_sc_per_device=setup["spc"],
+            allow_id_dropping=setup["allow_id_dropping"],
+            batch_number=step,
+            enable_minibatching=setup["enable_minibatching"],
+        )
+        client.record(stats)
+    client.publish()
+    embedding.update_preprocessing_parameters(specs, client.load(), setup["spc"])
+    return {
+        f.table_spec.stacked_table_spec.stack_name: (
+            f.table_spec.stacked_table_spec.max_ids_per_partition,
+            f.table_spec.stacked_table_spec.max_unique_ids_per_partition,
+        )
+        for f in specs
+    }
+
+
 def main() -> None:
     proto_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # the library's and jax's prints go to stderr, never into the protocol
@@ -270,6 +315,10 @@ def main() -> None:
             write_message(proto_out, run_step(setup, specs, msg["step"], msg["lengths"], msg["ids"]))
         elif msg["kind"] == "auto_stack":
             write_message(proto_out, auto_stack(msg))
+        elif msg["kind"] == "fdo_load":
+            write_message(proto_out, fdo_load(msg["dir"]))
+        elif msg["kind"] == "fdo_publish":
+            write_message(proto_out, fdo_publish(setup, specs, msg))
 
 
 if __name__ == "__main__":

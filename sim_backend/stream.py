@@ -21,7 +21,7 @@ import numpy as np
 from profiler.recorder import Recorder
 from sim_backend.check_events import first_nan, nan_failure_at
 from sim_backend.debug_checks import StepChecks
-from sim_backend.emulator import InputStats, RunSetup, run_step_inputs
+from sim_backend.emulator import InputStats, RunSetup, close_inputs, run_step_inputs
 from sim_backend.errors import ConfigError
 from sim_backend.instrument import TraceWriter
 from sim_backend.memory import Failure, MemoryTimeline, find_oom, input_buffer_bytes
@@ -136,7 +136,10 @@ def stream_run(su: RunSetup, rec: Recorder, progress: Callable[[int, int], None]
     if su.failure is not None:  # the program does not compile: nothing runs
         writer.finish(su.failure, ran=False)
         return StreamResult(0, su.failure, 0.0, {"host": 0.0, "sc": 0.0, "tc": 0.0, "idle": 1.0}, 0, 0, 0)
-    return _Stream(su, writer, progress).run()
+    try:
+        return _Stream(su, writer, progress).run()
+    finally:
+        close_inputs(su)
 
 
 class _Stream:
