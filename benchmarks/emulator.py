@@ -6,7 +6,11 @@ Figures:
 - ids_preprocessed_per_s: raw IDs through host preprocessing per wall second;
 - preprocess_to_sort_ratio: host preprocessing of a step over a bare `np.sort` of the
   same step's raw IDs (int64), both timed in this process on the same batches,
-  alternately, best of several repetitions each (target <= 3).
+  alternately, best of several repetitions each (target <= 3);
+- preprocess_to_library_ratio (with the `reference` extra): scprof's preprocessing of a
+  step over jax-tpu-embedding's own C++ preprocessing of the same IDs with the same stacks
+  (timed inside its child process, its thread pool on every core), alternately, best of
+  several repetitions each.
 
 Last line of output: one JSON object.
 """
@@ -47,6 +51,34 @@ def paired_min_times(a, b, repeat: int) -> tuple[float, float]:
     return min(ta), min(tb)
 
 
+def library_side_by_side(cfg, groups, lay, repeat: int) -> dict:
+    """Native preprocessing vs the library's, per step, alternately; {} without the library."""
+    from sim_backend.reference_preprocess import ReferenceSession, library_available, session_setup
+
+    if not library_available():
+        return {}
+    native = library = 0.0
+    ids = 0
+    with ReferenceSession(session_setup(cfg, groups, lay)) as session:
+        for step in range(cfg.steps):
+            batches = generate_step(cfg, step)
+            ids += sum(len(fb.ids) for fb in batches)
+            ours, theirs = [], []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                preprocess_step(step, batches, groups, lay, cfg.sparsecore)
+                ours.append(time.perf_counter() - t0)
+                theirs.append(session.step(step, batches)["library_s"])
+            native += min(ours)
+            library += min(theirs)
+    return {
+        "native_s_per_step": round(native / cfg.steps, 5),
+        "library_s_per_step": round(library / cfg.steps, 5),
+        "library_ids_per_s": round(ids / library),
+        "preprocess_to_library_ratio": round(native / library, 2),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default=os.path.join(REPO, "configs", "baseline.toml"))
@@ -74,6 +106,8 @@ def main() -> None:
         prep_s += p
         sort_s += q
 
+    library = library_side_by_side(cfg, groups, lay, args.repeat)
+
     figures = {
         "benchmark": "emulator",
         "config": os.path.relpath(args.config, REPO),
@@ -87,6 +121,7 @@ def main() -> None:
         "preprocess_to_sort_ratio": round(prep_s / sort_s, 2),
         "target_ratio": 3.0,
         "simulated_step_time_us": round(res.mean_step_time_ps / 1e6, 2),
+        **library,
         "machine": f"{platform.machine()} {os.cpu_count()} cpu, numpy {np.__version__}",
     }
     print(f"recorded {cfg.steps} steps of {figures['config']} in {record_s:.2f} s ({figures['steps_per_s']} steps/s)")
@@ -94,6 +129,11 @@ def main() -> None:
         f"preprocessing: {figures['ids_preprocessed_per_s']:,} IDs/s, "
         f"{figures['preprocess_to_sort_ratio']}x a bare np.sort of the same IDs"
     )
+    if library:
+        print(
+            f"side by side with jax-tpu-embedding on the same IDs: scprof {library['native_s_per_step']:.4f} s, "
+            f"library {library['library_s_per_step']:.4f} s per step ({library['preprocess_to_library_ratio']}x)"
+        )
     print(json.dumps(figures))
 
 
