@@ -3,9 +3,11 @@
 When a partition's observed IDs or unique IDs exceed `max_ids_per_partition` /
 `max_unique_ids_per_partition`, host preprocessing splits the step into several
 minibatches: more, smaller SparseCore ops than the batch implies, each paying the
-fixed per-op cost. Evidence comes from the partition statistics (minibatches,
-observed vs compiled) and from the ops themselves (forward ops per step; the
-fixed cost per op from a linear fit of op duration on IDs).
+fixed per-op cost. As in jax-tpu-embedding, the count is one for every stack of a step, so
+only the stacks over their limits get a finding (naming the stacks that ran the minibatches
+within theirs). Evidence comes from the partition statistics (minibatches, observed vs
+compiled) and from the ops themselves (forward ops per step; the fixed cost per op from a
+linear fit of op duration on IDs).
 """
 
 from __future__ import annotations
@@ -56,8 +58,12 @@ def analyze(ctx: RunContext) -> Analysis:
         return result
     step_ps = ctx.step_median_ps() or 0
     result.figures |= {"tables": len(rows), "tables_minibatched": sum((r["max_minibatches"] or 1) > 1 for r in rows)}
+    # One minibatch count for every stack of a step (jax-tpu-embedding ORs the stacks' splits):
+    # a stack within its limits runs the minibatches another stack needs. Only a stack over
+    # its limits is the cause; the others are named in its finding.
+    carried = [r["table_name"] for r in rows if (r["max_minibatches"] or 1) > 1 and not _over(r)]
     for r in rows:
-        if (r["max_minibatches"] or 1) <= 1:
+        if (r["max_minibatches"] or 1) <= 1 or not _over(r):
             continue
         # Each extra minibatch costs every SparseCore one more fixed-cost op forward and one
         # backward; the SparseCores run in parallel, so that is the step's overhead. Only
@@ -82,6 +88,11 @@ def analyze(ctx: RunContext) -> Analysis:
             )
         g = spmem.headroom(ctx).get(r["table_name"]) or {}
         fix, recommendation = _fix(r, g, advice)
+        if carried:
+            recommendation += (
+                f" The step's minibatch count is shared by every stack: {len(carried)} other stack(s) within "
+                f"their limits ({', '.join(carried[:3])}{', ...' if len(carried) > 3 else ''}) ran them too."
+            )
         result.findings.append(
             Finding(
                 rule="minibatching",
@@ -107,6 +118,7 @@ def analyze(ctx: RunContext) -> Analysis:
                     "estimated_overhead_share": share,
                     "spmem_at_observed_bytes": g.get("spmem_at_observed_bytes"),
                     "spmem_capacity_bytes": g.get("capacity_bytes"),
+                    "stacks_minibatched_within_limits": len(carried),
                 },
                 entities={"tables": [r["table_name"]]},
                 evidence_sql=(
@@ -122,6 +134,14 @@ def analyze(ctx: RunContext) -> Analysis:
     if oversized is not None:
         result.findings.append(oversized)
     return result
+
+
+def _over(r: dict) -> bool:
+    """A stack whose observed IDs or unique IDs per partition exceed its compiled limits."""
+    ids, uniq = r["observed_max_ids"] or 0, r["observed_max_unique_ids"] or 0
+    return (r["max_ids_per_partition"] is not None and ids > r["max_ids_per_partition"]) or (
+        r["max_unique_ids_per_partition"] is not None and uniq > r["max_unique_ids_per_partition"]
+    )
 
 
 def _oversized(ctx: RunContext, rows: list[dict]) -> Finding | None:

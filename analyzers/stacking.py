@@ -22,7 +22,9 @@ Rules (thresholds below):
   ops themselves own at least 25% (the step is SparseCore-bound: its path alternates between
   the lookups and their collectives; under TensorCore work the all-to-all sits on the
   TensorCore's path, and a split does not shorten it), and the run's
-  largest stack (10-100 tables) could be split in two stacks inside the recommended range:
+  largest stack (10-100 tables) could be split in two stacks inside the recommended range,
+  and the host's input threads are not saturated (then the host sets the step: measured
+  on host_bound.toml, a split changed nothing):
   one stack is one SparseCore pass, so its collectives have no other stack's lookups to hide
   behind. The fix splits it and derives the limits for the new stacks (each one's load per
   partition differs, so the old limits no longer fit it: too low, minibatches; too high,
@@ -38,7 +40,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from analyzers import spmem
+from analyzers import idle_gaps, spmem
 from analyzers.breakdown import counted_rows, shares, step_breakdown
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
@@ -304,6 +306,9 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict) -> list[Finding]:
     n = s["tables"]
     if exposed < EXPOSED_A2A_INFO or sc_ops < SC_OPS_EXPOSED or not 2 * MIN_TABLES <= n <= MAX_TABLES:
         return []  # a stack above 100 tables is too_many_stacked_tables'
+    busy = idle_gaps.host_throughput(ctx)["input_thread_busy_share"]
+    if busy is not None and busy >= idle_gaps.SATURATED:
+        return []  # the input threads are saturated: the host sets the step, a split changes nothing
     halves = math.ceil(n / 2)
     sizes = sorted({halves} | ({math.ceil(n / 4)} if math.ceil(n / 4) >= MIN_TABLES else set()))
     return [

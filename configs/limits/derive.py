@@ -6,7 +6,8 @@ Each file in configs/limits/ starts with `# derived from: CONFIG [KEY=VALUE ...]
 minibatching, which changes no observed count) and the limits it derives
 (one `[stacks.NAME]` per stack) are merged, in order, into the file. A file naming two runs
 covers both stackings (a pathology and its fix stack differently); a run ignores the
-sections of stacks it does not have, with a warning.
+sections of stacks it does not have, with a warning. `# leaves out: STACK ...` names stacks
+the file must not give limits (a lone table keeping the limits set on it).
 
     python configs/limits/derive.py configs/limits/baseline_limits.toml   # rewrite it
     python configs/limits/derive.py --check configs/limits/*.toml          # exit 1 when stale
@@ -28,6 +29,7 @@ from sim_backend.limits import toml_key  # noqa: E402
 from sim_backend.record import record_run  # noqa: E402
 
 MARK = "# derived from:"
+EXCLUDE = "# leaves out:"  # stacks the file must not name (they keep the limits set on their table)
 
 
 def sources(path: str) -> list[tuple[str, list[str]]]:
@@ -43,9 +45,15 @@ def sources(path: str) -> list[tuple[str, list[str]]]:
     return out
 
 
+def left_out(path: str) -> set[str]:
+    with open(path) as fh:
+        return {name for line in fh if line.startswith(EXCLUDE) for name in line[len(EXCLUDE) :].split()}
+
+
 def derive(path: str) -> dict[str, tuple[int, int]]:
     """Per stack, the limits the header's runs derive (later runs add their stacks)."""
     limits: dict[str, tuple[int, int]] = {}
+    skip = left_out(path)
     for config, overrides in sources(path):
         with tempfile.TemporaryDirectory() as out:
             # the observed counts do not depend on the limits; dropping instead of minibatching keeps
@@ -54,6 +62,8 @@ def derive(path: str) -> dict[str, tuple[int, int]]:
             res = record_run(config, [*overrides, *fixed, "flags.xla_sparse_core_estimate_max_ids=true"], "derive", None, out)
             with open(res.limits_path, "rb") as fh:
                 for name, entry in tomllib.load(fh)["stacks"].items():
+                    if name in skip:
+                        continue
                     limits.setdefault(name, (entry["max_ids_per_partition"], entry["max_unique_ids_per_partition"]))
     return limits
 
