@@ -14,9 +14,9 @@ Rules (thresholds below):
   fixed per-op cost the extra SparseCore ops add per step, as a share of step time.
 - `too_many_stacked_tables`: a stack of more than 100 tables. When it needed minibatches,
   the cause is told from the trace (analyzers/spmem.py): its load needs more SPMEM per tile
-  than there is (critical; split it, then derive limits), or its limits (the sum of its
-  tables' limits) are below the load SPMEM could hold (warning; derive limits, do not split:
-  a smaller stack's limit shrinks with its load). Without minibatches: split for overlap.
+  than there is (critical; split it, then derive limits), or its stack limits are below the
+  load SPMEM could hold (warning; derive limits: no extra passes, unlike a split). Without
+  minibatches: split for overlap.
 - `exposed_sc_all_to_all`: the SparseCores' all-to-all runs with nothing else busy on the
   chip for at least 5% of the counted steps (the breakdown's `sc_collective`), the SparseCore
   ops themselves own at least 25% (the step is SparseCore-bound: its path alternates between
@@ -208,10 +208,11 @@ def _stack_fix(ctx: RunContext, n_tables: int) -> dict | None:
 def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
     """Stacks above the recommended 100 tables, with what their minibatches came from.
 
-    A stacked table's limit is the sum of its tables' limits, so a smaller stack has a smaller
-    limit as well as a smaller load: splitting removes minibatches only when the stack's load
-    needs more SPMEM than a tile has (analyzers/spmem.py). Otherwise the limits are too low
-    for the load, and the fix is to raise them (derive a limits file), not to split.
+    A stack's limit is the stack's own (jax-tpu-embedding gives every stack of several tables
+    one stack-level limit), so when the stack's load needs more SPMEM than a tile has
+    (analyzers/spmem.py), only a split removes the minibatches. Otherwise the limits are too
+    low for the load: deriving them (a limits file) removes the minibatches without the
+    per-op cost of more stacks, so it is the fix, and splitting is left to explore.
     """
     out = []
     room = spmem.headroom(ctx)
@@ -255,12 +256,12 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
                 if g.get("spmem_at_observed_bytes") and g.get("capacity_bytes") else ""
             )  # fmt: skip
             advice = (
-                "Its minibatches come from its limits, not from its size: a stacked table's limit is the sum of its "
-                f"tables' limits ({g.get('limit_ids', '?'):,} IDs per partition here) and the load reaches "
-                f"{g.get('observed_ids', 0):,}, which SPMEM can hold{spmem_text}. Raise the per-table limits: derive "
-                "a limits file (--set flags.xla_sparse_core_estimate_max_ids=true, then "
-                "flags.xla_sparse_core_max_ids_file). Splitting the stack would not help: each smaller stack's limit "
-                "shrinks with its load, so the minibatches stay and the extra stacks add per-op cost."
+                "Its minibatches come from its limits, not from its size: the stack's limit "
+                f"({g.get('limit_ids', '?'):,} IDs per partition) is below its load ({g.get('observed_ids', 0):,}), "
+                f"which SPMEM can hold{spmem_text}. Raise the stack's limits: derive a limits file (--set "
+                "flags.xla_sparse_core_estimate_max_ids=true, then flags.xla_sparse_core_max_ids_file). Splitting the "
+                "stack under the same limit lowers each stack's load too, but adds a SparseCore pass and an all-to-all "
+                "per stack; derived limits remove the minibatches without them."
             )  # fmt: skip
         else:
             cause = "size"

@@ -72,7 +72,11 @@ def test_recorded_peak_lies_between_one_pass_and_both_passes(runs, name):
     store, _ = runs
     result = memory.analyze(RunContext(store, store.resolve_run(name)))
     f = result.figures
-    assert f["stack_estimate_one_pass_bytes"] <= f["stack_peak_bytes"] <= f["stack_estimate_both_passes_bytes"]
+    # at most forward and backward at once, plus the next step's backward region starting before
+    # the last group of this step's backward ends (pipelined steps on one chip's SparseCores:
+    # hbm_stack_pressure's three stacks overlap so for ~18 us of a 700 us pass)
+    one, both = f["stack_estimate_one_pass_bytes"], f["stack_estimate_both_passes_bytes"]
+    assert one <= f["stack_peak_bytes"] <= both + one
 
 
 def test_stack_finding_quotes_the_estimate(runs):
