@@ -44,7 +44,12 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     Returns the run facts (uuid, events, ...). `insert_arrow(con, sql, run_id, table)`
     is trace_to_store's helper.
     """
-    d = decode_files(files)
+    return insert_decoded(con, run_id, name, decode_files(files), files, insert_arrow)
+
+
+def insert_decoded(con, run_id: int, name: str, d: Decoded, files: list[str], insert_arrow) -> dict:
+    """Insert a capture decoded into store-shaped columns (an XSpace's, or a Chrome trace JSON's:
+    profiler/chrome_json_to_store.py) as run `run_id`: kinds and categories, steps, the rows."""
     ev = dict(d.events)
     if "start_ps" not in ev or not len(ev["start_ps"]):
         raise TraceFormatError(f"{files[0]}: XSpace holds no events")
