@@ -220,17 +220,17 @@ def _map(con, path: str, sha1: bytes, meta: dict) -> tuple[Decoded, dict, dict[s
     """The table `raw` mapped onto a Decoded."""
     for sql in (_PLANES, _THREADS, _EVENTS, _LINES):
         _sql(con, path, sql)
-    skipped = dict(_arrow(con, path, "SELECT ph, count(*) FROM raw WHERE ph NOT IN ('X', 'B', 'E', 'i', 'I', 'R', 'M', 'C') "
+    skipped = dict(_sql(con, path, "SELECT ph, count(*) FROM raw WHERE ph NOT IN ('X', 'B', 'E', 'i', 'I', 'R', 'M', 'C') "
                                    "OR ph IS NULL GROUP BY ALL").fetchall())  # fmt: skip
     skipped = {str(k): int(v) for k, v in skipped.items()}
-    n, bad = _sql(con, path, "SELECT count(*), min(i) FILTER (WHERE ts IS NULL) FROM ev").fetchone()
-    counters = _sql(con, path, "SELECT count(*) FROM raw WHERE ph = 'C'").fetchone()[0]
+    n, bad = _sql(con, path, "SELECT count(*), min(i) FILTER (WHERE ts IS NULL) FROM ev").fetchall()[0]
+    counters = _sql(con, path, "SELECT count(*) FROM raw WHERE ph = 'C'").fetchall()[0][0]
     if bad is not None:
         raise TraceFormatError(f"{path}: event {bad}: ts is missing or not a number")
     if not n and not counters:
         raise TraceFormatError(f"{path}: the trace holds no events")
     origin = _sql(con, path, "SELECT least(min(ts), (SELECT min(TRY_CAST(ts AS DECIMAL(38, 9))) FROM raw WHERE ph = 'C')) "
-                             "FROM ev").fetchone()[0]  # fmt: skip
+                             "FROM ev").fetchall()[0][0]  # fmt: skip
     _times(con, path, origin)
     d = Decoded(int(origin * 1000), [sha1])
     d.host_prefixes = [""]
@@ -254,9 +254,9 @@ def _times(con, path: str, origin) -> None:
     row = _sql(con, path, f"""
         SELECT i, start_ps, dur_ps FROM ev_ps
         WHERE dur_ps < 0 OR start_ps >= {MAX_TIME_PS} OR start_ps + dur_ps >= {MAX_TIME_PS}
-        ORDER BY i LIMIT 1""").fetchone()  # fmt: skip
+        ORDER BY i LIMIT 1""").fetchall()  # fmt: skip
     if row:
-        i, start, dur = row
+        i, start, dur = row[0]
         what = (
             f"dur = {dur / 1e6:g} us: negative"
             if dur < 0
@@ -313,8 +313,8 @@ def _strings(con, path: str, d: Decoded) -> None:
                 UNION ALL SELECT 'device_compute' UNION ALL SELECT 'host_preprocess'
             ) WHERE s IS NOT NULL AND s <> ''
         )""")  # fmt: skip
-    values = [""] + [None] * _sql(con, path, "SELECT count(*) FROM strs").fetchone()[0]
-    t = _sql(con, path, "SELECT id, s FROM strs")
+    values = [""] + [None] * _sql(con, path, "SELECT count(*) FROM strs").fetchall()[0][0]
+    t = _arrow(con, path, "SELECT id, s FROM strs")
     for i, s in zip(t.column("id").to_pylist(), t.column("s").to_pylist(), strict=True):
         values[i] = s
     d.strings = Interner(values, dict(zip(values, range(len(values)), strict=True)))
@@ -322,7 +322,7 @@ def _strings(con, path: str, d: Decoded) -> None:
 
 def _tracks(con, path: str, d: Decoded) -> dict[tuple[str, str], int]:
     """One track per (plane, line); a Kineto trace without GPUs: its op threads are the CPU device."""
-    rows = _arrow(con, path, """
+    rows = _sql(con, path, """
         SELECT e.plane, l.line, min(e.i) AS first, bool_or(e.cat = 'cpu_op') AS ops
         FROM ev e JOIN ev_lines l USING (i) GROUP BY ALL ORDER BY first""").fetchall()  # fmt: skip
     cpu_device = not any(plane_kind(p)[0] != "host" for p, *_ in rows)
@@ -356,7 +356,7 @@ def _event_columns(con, path: str, d: Decoded, tracks, typed: dict[str, str], n:
         LEFT JOIN typed y USING (i) LEFT JOIN strs sv ON sv.s = y.sval
         GROUP BY ALL ORDER BY e.i""")  # fmt: skip
     del t
-    a = _sql(con, path, "SELECT * FROM ev_cols ORDER BY i")
+    a = _arrow(con, path, "SELECT * FROM ev_cols ORDER BY i")
     col = {c: a.column(c).to_numpy(zero_copy_only=False) for c in a.column_names}
 
     def ints(c: str) -> np.ndarray:
@@ -440,7 +440,7 @@ def _args(con, path: str, d: Decoded, typed: dict[str, str]) -> None:
 
 def _counters(con, path: str, d: Decoded, origin) -> None:
     """`C` events: one counter track per (plane, name and key), a sample per event and key."""
-    _arrow(con, path, """
+    _sql(con, path, """
         CREATE TABLE samples AS
         SELECT p.plane, CASE WHEN count(*) OVER (PARTITION BY r.rowid) = 1 THEN coalesce(r.name, 'counter')
                              ELSE coalesce(r.name, 'counter') || ' ' || j.key END AS counter,
@@ -450,10 +450,10 @@ def _counters(con, path: str, d: Decoded, origin) -> None:
         WHERE r.ph = 'C' AND json_type(r.args) = 'OBJECT' AND j.type IN ('BIGINT', 'UBIGINT', 'DOUBLE')""",
          [origin])  # fmt: skip
     bad = _sql(con, path, f"SELECT min(i) FROM samples WHERE ts_ps IS NULL OR ts_ps < 0 OR ts_ps >= {MAX_TIME_PS}")
-    if (i := bad.fetchone()[0]) is not None:
+    if (i := bad.fetchall()[0][0]) is not None:
         raise TraceFormatError(f"{path}: event {i}: a counter sample's ts is missing or out of range")
     for plane, counter in _sql(con, path, "SELECT DISTINCT plane, counter FROM samples ORDER BY ALL").fetchall():
         track = d.tracks(plane, counter, "counter", plane_kind(plane)[1], -1)
-        t = _sql(con, path, "SELECT ts_ps::BIGINT AS ts, value FROM samples WHERE plane = ? AND counter = ? ORDER BY i",
+        t = _arrow(con, path, "SELECT ts_ps::BIGINT AS ts, value FROM samples WHERE plane = ? AND counter = ? ORDER BY i",
                  [plane, counter])  # fmt: skip
         d.add_counter(track, t.column("ts").to_numpy(), t.column("value").to_numpy())

@@ -150,7 +150,9 @@ def _check_magic(path: str, head: bytes) -> None:
         raise TraceFormatError(
             f"{path}: unsupported trace format version {head[-1]} (this scprof reads {FORMAT_VERSION})"
         )
-    raise TraceFormatError(f"{path}: not an scprof trace (bad magic at byte 0), XProf capture or Chrome trace JSON ({READABLE_FORMATS})")
+    raise TraceFormatError(
+        f"{path}: not an scprof trace (bad magic at byte 0), XProf capture or Chrome trace JSON ({READABLE_FORMATS})"
+    )
 
 
 def _parse_chunk(path: str, offset: int, chunk: bytes) -> RawChunk:
