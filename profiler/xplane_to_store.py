@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from profiler import xplane_checks as chk
+from profiler import xplane_source
 from profiler.errors import TraceFormatError
 from profiler.xplane_checks import NULL
 from profiler.xplane_decode import Decoded, decode_files
@@ -76,6 +77,8 @@ def insert_decoded(con, run_id: int, name: str, d: Decoded, files: list[str], in
         **{f.column: column(ev[f.name], True) for f in TYPED_FIELDS if f.name != "step"},
     })  # fmt: skip
     insert_arrow(con, "INSERT INTO events BY NAME SELECT $run AS run_id, * FROM b", run_id, table)
+    if d.kept is not None and keep.all():  # (events dropped as markers would shift the kept events' ids)
+        xplane_source.insert(con, run_id, d.kept, insert_arrow)
     if d.args:
         a = {k: np.concatenate(v) for k, v in d.args.items()}
         args = pa.table({
