@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from profiler.errors import TraceFormatError
-from profiler.trace_file import open_trace
+from profiler.trace_file import READABLE_FORMATS, open_trace
 
 CHUNK_BYTES = 16 << 20  # bytes of JSON text scanned at a time
 BLOCK_BYTES = 32 << 20  # NDJSON handed to DuckDB at a time (whole lines)
@@ -193,7 +193,7 @@ def ndjson_blocks(path: str, meta: dict, digest=None) -> Iterator[bytes]:
             if not lead:
                 continue
             if lead[:1] not in (b"{", b"["):
-                raise TraceFormatError(f"{path}: not JSON text (starts with {lead[:16]!r})")
+                raise TraceFormatError(f"{path}: not JSON text (starts with {lead[:16]!r}); {READABLE_FORMATS}")
             data = lead
             seen_any = True
         b = np.frombuffer(data, np.uint8)
@@ -230,7 +230,7 @@ def ndjson_blocks(path: str, meta: dict, digest=None) -> Iterator[bytes]:
     if not seen_any:
         raise TraceFormatError(f"{path}: empty file, not a trace")
     if st.mode == "before":
-        raise TraceFormatError(f"{path}: JSON without a traceEvents array (not a Chrome trace)")
+        raise TraceFormatError(f"{path}: JSON without a traceEvents array, not a Chrome trace; {READABLE_FORMATS}")
     if st.mode == "in" and not st.bare_array:
         raise TraceFormatError(f"{path}: cut short inside the traceEvents array")
     if st.in_str:
@@ -252,6 +252,10 @@ def _flush(path: str, out: list[bytes], final: bool) -> Iterator[bytes]:
     block, rest = text[:cut], text[cut:]
     if rest:
         out.append(rest)
+    if len(block) > MAX_EVENT_BYTES:  # a line (an event) longer than that
+        ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+        if np.diff(np.concatenate([[-1], ends, [len(block)]])).max() > MAX_EVENT_BYTES:
+            raise TraceFormatError(f"{path}: an event longer than {MAX_EVENT_BYTES:,} bytes; not read")
     if block.strip():
         yield quote_times(block if block.endswith(b"\n") else block + b"\n")
 
