@@ -281,14 +281,16 @@ def quote_times(block: bytes) -> bytes:
     n = len(b)
     s, _, depth, q = _scan(b, _State(), quotes=True)
     starts = []
+    opening = q[0::2]  # quotes that open a string (the block starts outside one)
+    opening = opening[opening < n - 4]
     for key in _TIME_KEYS:
-        hits = _find(b, key)
+        hits = opening
+        for j in range(1, len(key)):
+            hits = hits[b[hits + j] == key[j]]
         if not hits.size:
             continue
-        k = np.searchsorted(q, hits)  # an opening quote (even rank), at an event's own level (depth 1)
-        real = (k < len(q)) & (q[np.minimum(k, len(q) - 1)] == hits) & (k % 2 == 0)
-        lvl = np.searchsorted(s, hits) - 1
-        hits = hits[real & (lvl >= 0) & (depth[np.maximum(lvl, 0)] == 1)]
+        lvl = np.searchsorted(s, hits) - 1  # at an event's own level (depth 1)
+        hits = hits[(lvl >= 0) & (depth[np.maximum(lvl, 0)] == 1)]
         pos = _skip(b, hits + len(key), 1)
         colon = (pos < n) & (b[np.minimum(pos, n - 1)] == ord(":"))
         pos = _skip(b, pos[colon] + 1, 1)
@@ -301,16 +303,6 @@ def quote_times(block: bytes) -> bytes:
     end = np.where(nxt < len(s), s[np.minimum(nxt, len(s) - 1)], n)
     end = _skip(b, end - 1, -1) + 1  # before the blanks ahead of the comma or brace
     return np.insert(b, np.concatenate([start, np.maximum(end, start)]), _QUOTE).tobytes()
-
-
-def _find(b: np.ndarray, key: bytes) -> np.ndarray:
-    """Positions of `key` in `b` (the first byte's hits, filtered by the next ones)."""
-    if len(b) < len(key):
-        return np.zeros(0, np.int64)
-    hits = np.flatnonzero(b[: len(b) - len(key) + 1] == key[0])
-    for i in range(1, len(key)):
-        hits = hits[b[hits + i] == key[i]]
-    return hits
 
 
 def _skip(b: np.ndarray, pos: np.ndarray, step: int) -> np.ndarray:

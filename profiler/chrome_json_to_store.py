@@ -265,51 +265,56 @@ def _times(con, path: str, origin) -> None:
         raise TraceFormatError(f"{path}: event {i}: {what}")
 
 
-def _int_value(j: str) -> str:
-    """SQL: an arg's (json_each row `j`) value as BIGINT when it is an integer, or a string of one; else NULL."""
-    return (f"CASE WHEN {j}.type IN ('BIGINT', 'UBIGINT') THEN TRY_CAST({j}.value::VARCHAR AS BIGINT) "
-            f"WHEN {j}.type = 'VARCHAR' THEN TRY_CAST({j}.value ->> '$' AS BIGINT) END")  # fmt: skip
-
-
-def _text_value(j: str) -> str:
-    """SQL: an arg's value as text (a string unquoted; a number, array or object as its JSON)."""
-    return f"CASE WHEN {j}.type = 'VARCHAR' THEN {j}.value ->> '$' ELSE {j}.value::VARCHAR END"
-
-
 def _typed(con, path: str) -> dict[str, str]:
-    """The events' args that fill typed columns (table `typed`: i, field, int or string value); the
-    stat names read per field, later names winning. Returns field -> 'int' or 'str'."""
+    """Every arg as a row, parsed once (table `arg_rows`: i, key, int, double or text value, and
+    whether it fills a typed column), and the typed columns' values (table `typed`: i, field, int
+    or string value; the stat names read per field, later names winning, numbers written as strings
+    read too). Returns field -> 'int' or 'str'."""
     names = {s: (f.name, j) for f in TYPED_FIELDS for j, s in enumerate(f.xspace_read)}
     strings = set(STRING_COLUMNS)
     rows = [(s, f, j, f in strings) for s, (f, j) in names.items()]
     con.execute("CREATE TABLE typed_names (stat VARCHAR, field VARCHAR, rank INTEGER, is_str BOOLEAN)")
     con.executemany("INSERT INTO typed_names VALUES (?, ?, ?, ?)", rows)
-    _sql(con, path, f"""
-        CREATE TABLE typed AS
-        SELECT i, field, arg_max(ival, rank) AS ival, arg_max(sval, rank) AS sval, bool_or(stat = 'step_num') AS step_num
-        FROM (
-            SELECT e.i, n.field, n.rank, n.stat,
-                   CASE WHEN NOT n.is_str THEN {_int_value("j")} END AS ival,
-                   CASE WHEN n.is_str AND j.type = 'VARCHAR' THEN j.value ->> '$' END AS sval
-            FROM ev e, json_each(e.args) j JOIN typed_names n ON n.stat = j.key
-            WHERE e.args IS NOT NULL AND json_type(e.args) = 'OBJECT'
+    _sql(con, path, """
+        CREATE TABLE arg_rows AS
+        WITH j AS (
+            SELECT e.i, j.key, j.type, j.value,
+                   CASE WHEN j.type IN ('BIGINT', 'UBIGINT') THEN TRY_CAST(j.value::VARCHAR AS BIGINT) END AS ival
+            FROM ev e, json_each(e.args) j WHERE json_type(e.args) = 'OBJECT'
         )
-        WHERE ival IS NOT NULL AND ival > {NULL} OR sval IS NOT NULL
-        GROUP BY ALL""")  # fmt: skip
+        SELECT j.i, j.key, j.type, j.ival,
+               CASE WHEN j.type = 'DOUBLE' THEN TRY_CAST(j.value::VARCHAR AS DOUBLE) END AS dval,
+               CASE WHEN j.type = 'VARCHAR' THEN j.value ->> '$'
+                    WHEN j.type IN ('DOUBLE', 'NULL') OR j.ival IS NOT NULL THEN NULL
+                    ELSE j.value::VARCHAR END AS text,
+               n.field, n.rank, n.stat,
+               CASE WHEN n.is_str THEN NULL ELSE coalesce(j.ival, TRY_CAST(j.value ->> '$' AS BIGINT)) END AS typed_int,
+               CASE WHEN n.is_str AND j.type = 'VARCHAR' THEN j.value ->> '$' END AS typed_str
+        FROM j LEFT JOIN typed_names n ON n.stat = j.key""")  # fmt: skip
+    _sql(
+        con,
+        path,
+        f"""
+        UPDATE arg_rows SET field = NULL
+        WHERE field IS NOT NULL AND NOT (typed_int IS NOT NULL AND typed_int > {NULL} OR typed_str IS NOT NULL)""",
+    )
+    _sql(con, path, """
+        CREATE TABLE typed AS
+        SELECT i, field, arg_max(typed_int, rank) AS ival, arg_max(typed_str, rank) AS sval,
+               bool_or(stat = 'step_num') AS step_num
+        FROM arg_rows WHERE field IS NOT NULL GROUP BY ALL""")  # fmt: skip
     return {f.name: ("str" if f.name in strings else "int") for f in TYPED_FIELDS}
 
 
 def _strings(con, path: str, d: Decoded) -> None:
     """Every string the run stores, interned in SQL (table `strs`: s, id) and in d.strings."""
-    _sql(con, path, f"""
+    _sql(con, path, """
         CREATE TABLE strs AS
         SELECT s, (row_number() OVER ())::BIGINT AS id FROM (
             SELECT DISTINCT s FROM (
                 SELECT name AS s FROM ev UNION ALL SELECT plane FROM ev UNION ALL SELECT line FROM ev_lines
                 UNION ALL SELECT sval FROM typed UNION ALL SELECT 'cat' UNION ALL SELECT cat FROM ev
-                UNION ALL SELECT j.key FROM ev e, json_each(e.args) j WHERE json_type(e.args) = 'OBJECT'
-                UNION ALL SELECT {_text_value("j")}
-                          FROM ev e, json_each(e.args) j WHERE json_type(e.args) = 'OBJECT'
+                UNION ALL SELECT key FROM arg_rows UNION ALL SELECT text FROM arg_rows WHERE field IS NULL
                 UNION ALL SELECT 'device_compute' UNION ALL SELECT 'host_preprocess'
             ) WHERE s IS NOT NULL AND s <> ''
         )""")  # fmt: skip
@@ -407,21 +412,10 @@ def _categories(con, path: str, d: Decoded, ev: dict[str, np.ndarray], tracks) -
 
 def _args(con, path: str, d: Decoded, typed: dict[str, str]) -> None:
     """Every arg not read into a typed column, and `cat`, as event_args rows."""
-    t = _arrow(con, path, f"""
-        WITH a AS (
-            SELECT c.rowid AS event_id, j.key, j.type, j.value, {_int_value("j")} AS ival, {_text_value("j")} AS text
-            FROM ev_cols c JOIN ev e USING (i), json_each(e.args) j
-            WHERE json_type(e.args) = 'OBJECT'
-              AND NOT EXISTS (SELECT 1 FROM typed y JOIN typed_names n ON n.field = y.field
-                              WHERE y.i = e.i AND n.stat = j.key)
-        )
-        SELECT event_id, k.id AS key,
-               CASE WHEN type IN ('BIGINT', 'UBIGINT') THEN ival END AS int_value,
-               CASE WHEN type = 'DOUBLE' THEN TRY_CAST(text AS DOUBLE) END AS double_value,
-               CASE WHEN type IN ('BIGINT', 'UBIGINT') AND ival IS NULL OR type NOT IN ('BIGINT', 'UBIGINT', 'DOUBLE', 'NULL')
-                    THEN v.id END AS string_id
-        FROM a JOIN strs k ON k.s = a.key
-        LEFT JOIN strs v ON v.s = a.text
+    t = _arrow(con, path, """
+        SELECT c.rowid AS event_id, k.id AS key, a.ival AS int_value, a.dval AS double_value, v.id AS string_id
+        FROM arg_rows a JOIN ev_cols c USING (i) JOIN strs k ON k.s = a.key LEFT JOIN strs v ON v.s = a.text
+        WHERE a.field IS NULL
         UNION ALL
         SELECT c.rowid, (SELECT id FROM strs WHERE s = 'cat'), NULL, NULL, v.id
         FROM ev_cols c JOIN ev e USING (i) JOIN strs v ON v.s = e.cat
