@@ -62,6 +62,7 @@ _COLUMNS = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args")
 _READ = ("{ph: 'VARCHAR', name: 'VARCHAR', cat: 'VARCHAR', pid: 'JSON', tid: 'JSON', ts: 'VARCHAR', "
          "dur: 'VARCHAR', id: 'JSON', args: 'JSON'}")  # fmt: skip
 _EVENT_PHASES = ("X", "B", "i", "I", "R")  # phases stored as events (E closes a B)
+MEMORY_LIMIT = "1GB"  # the parse's DuckDB connection; its tables spill to a temporary directory past it
 
 
 def is_json_path(path: str) -> bool:
@@ -118,11 +119,14 @@ def decode_json(path: str) -> tuple[Decoded, dict, dict[str, int]]:
     the events of phases it does not store, counted by phase."""
     meta: dict = {}
     digest = hashlib.sha1()
-    con = duckdb.connect(":memory:")
-    try:
-        con.execute("SET enable_progress_bar = false")
-        con.execute(f"CREATE TABLE raw ({', '.join(f'{c} VARCHAR' for c in _COLUMNS[:-1])}, args JSON)")
-        with tempfile.TemporaryDirectory(prefix="scprof-json-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="scprof-json-") as tmp:
+        con = duckdb.connect(":memory:")
+        try:
+            con.execute("SET enable_progress_bar = false")
+            # its tables spill to the temporary directory past the limit (an in-memory database has none)
+            con.execute(f"SET temp_directory = '{os.path.join(tmp, 'spill')}'")
+            con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
+            con.execute(f"CREATE TABLE raw ({', '.join(f'{c} VARCHAR' for c in _COLUMNS[:-1])}, args JSON)")
             block_path = os.path.join(tmp, "block.ndjson")
             for block in scan.ndjson_blocks(path, meta, digest):
                 with open(block_path, "wb") as f:
@@ -135,9 +139,10 @@ def decode_json(path: str) -> tuple[Decoded, dict, dict[str, int]]:
                     )
                 except duckdb.Error as e:
                     raise TraceFormatError(f"{path}: not valid trace JSON ({_clean(one_line(e), tmp)})") from None
-        return _map(con, path, digest.digest(), meta)
-    finally:
-        con.close()
+            os.remove(block_path)
+            return _map(con, path, digest.digest(), meta)
+        finally:
+            con.close()
 
 
 def _clean(message: str, tmp: str) -> str:
