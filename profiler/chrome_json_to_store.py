@@ -139,7 +139,8 @@ def decode_json(path: str) -> tuple[Decoded, dict, dict[str, int]]:
                     )
                 except duckdb.Error as e:
                     raise TraceFormatError(f"{path}: not valid trace JSON ({_clean(one_line(e), tmp)})") from None
-            os.remove(block_path)
+            if os.path.exists(block_path):  # the blocks are in the table: free the disk for its spill
+                os.remove(block_path)
             return _map(con, path, digest.digest(), meta)
         finally:
             con.close()
