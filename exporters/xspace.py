@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from exporters.xspace_kept import export_kept, has_kept_space
 from profiler import xplane_encode as enc
 from profiler import xplane_fields as xf
 from profiler import xplane_pb2 as xp
@@ -59,7 +60,10 @@ _GROUP_ID = FIELD["step"].xspace_written  # also on step markers
 
 
 def export_run(store, run_id: int, path: str, steps: tuple[int, int] | None = None, check: bool = False) -> str:
-    """Write run `run_id` to `path` as an XSpace; returns a one-line summary."""
+    """Write run `run_id` to `path` as an XSpace; returns a one-line summary. An imported capture that
+    kept its XSpace is written as it came (exporters/xspace_kept.py)."""
+    if has_kept_space(store, run_id):
+        return export_kept(store, run_id, path, steps, check)
     owned = store_owned_paths(store)
     check_output_path(path, owned)  # before the work: a refused output costs nothing
     run = store.rows("SELECT * FROM runs WHERE run_id = ?", [run_id])[0]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from profiler.trace_fields import TYPED_FIELDS
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -253,6 +253,29 @@ TABLES: tuple[Table, ...] = (
         ),
         ("run_id", "analyzer", "name"),
     ),
+    Table(
+        "xspace_files",
+        "An imported XProf capture's XSpace, one row per file (host), less the events of its lines that are rows of `events` (xspace_events keeps those): plane stats, event and stat metadata with their stats (typed: uint64, bytes, ref), display names, line ids and timestamps, the planes without lines (/host:metadata, Task Environment), hostnames, `_counters_` lines whole. What `scprof export xspace` writes back so that XProf reads the export as the capture (profiler/xplane_source.py); none for other runs.",
+        (
+            RUN,
+            Col("host", "INTEGER", "The file's index among the run's files (its host)."),
+            Col("file", "VARCHAR", "The file's name, e.g. host0.xplane.pb."),
+            Col("space", "BLOB", "The XSpace message (protobuf) without those events."),
+        ),
+        ("run_id", "host"),
+    ),
+    Table(
+        "xspace_events",
+        "Each event of an imported XProf capture as its file encodes it (xspace_files): the XEvent message with its metadata id, offset, duration and own stats, and the line it sits on.",
+        (
+            RUN,
+            Col("event_id", "BIGINT", "events.event_id."),
+            Col("host", "INTEGER", "xspace_files.host of its file."),
+            Col("plane", "INTEGER", "Index of its plane in the file's XSpace."),
+            Col("line", "INTEGER", "Index of its line in the plane."),
+            Col("xevent", "BLOB", "The XEvent message (protobuf), as in the file."),
+        ),
+    ),
 )
 
 # Summaries: computed by ingest from each run's rows (profiler/summaries.py), never edited,
@@ -477,7 +500,8 @@ def markdown() -> str:
         "(0.3-0.45 s per 10 M events), and a read-only open of a version 2 to 4 store reads it",
         "as a TEMP view computed from the events on each query. 6 added `analysis_reports` and",
         "`analysis_report_tables` (runs analysed before it have none: their reports are computed",
-        "when asked for).",
+        "when asked for). 7 added `xspace_files` and `xspace_events` (captures imported before it",
+        "keep none: their export is written from the store's rows, as a recorded run's).",
         "Writers recreate every view on open, so a change to a view's SQL bumps the version too.",
         "A read-only open of a version 2 store (`scprof sql`, `analyze`, ...) gets the library as",
         "TEMP views on its own connection, nothing written (`step_event_extents` then computed",

@@ -80,12 +80,18 @@ def _add_reports(con: duckdb.DuckDBPyConnection) -> None:
     migrations creates (empty: runs stored before are analysed when asked for)."""
 
 
+def _add_xspace_kept(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 7 adds xspace_files and xspace_events, which the DDL run after the migrations creates
+    (empty: captures imported before keep no XSpace; their export is written from the store's rows)."""
+
+
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     1: _add_summaries,
     2: _add_stdlib,
     3: _add_whatif,
     4: _add_tile_sums,
     5: _add_reports,
+    6: _add_xspace_kept,
 }
 
 
@@ -148,8 +154,15 @@ def _temp_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _temp_reports(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 5: empty TEMP analysis_reports and analysis_report_tables (no report kept)."""
+    """Version 5: empty TEMP analysis_reports and analysis_report_tables (no report kept), and what
+    version 6 lacks."""
     _temp_tables(con, "analysis_reports", "analysis_report_tables")
+    _temp_xspace_kept(con)
+
+
+def _temp_xspace_kept(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 6: empty TEMP xspace_files and xspace_events (no capture keeps its XSpace)."""
+    _temp_tables(con, "xspace_files", "xspace_events")
 
 
 def _temp_stdlib_whatif(con: duckdb.DuckDBPyConnection) -> None:
@@ -162,6 +175,7 @@ READ_ONLY_ADAPTERS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     3: _temp_whatif,
     4: _temp_tile_sums,
     5: _temp_reports,
+    6: _temp_xspace_kept,
 }
 
 

@@ -134,6 +134,13 @@ def iter_chunks(path: str) -> Iterator[RawChunk | Cut]:
             yield _parse_chunk(path, start, chunk)
 
 
+# What `scprof ingest` reads, for the message refusing anything else.
+READABLE_FORMATS = (
+    "scprof reads .sctrace files, XProf captures (.xplane.pb files, run directories, logdirs) and Chrome "
+    "trace JSON (.json, .json.gz: PyTorch Kineto, XProf, JAX)"
+)
+
+
 def _check_magic(path: str, head: bytes) -> None:
     if not head:
         raise TraceFormatError(f"{path}: file is empty, not an scprof trace")
@@ -143,7 +150,9 @@ def _check_magic(path: str, head: bytes) -> None:
         raise TraceFormatError(
             f"{path}: unsupported trace format version {head[-1]} (this scprof reads {FORMAT_VERSION})"
         )
-    raise TraceFormatError(f"{path}: not an scprof trace (bad magic at byte 0)")
+    raise TraceFormatError(
+        f"{path}: not an scprof trace (bad magic at byte 0), XProf capture or Chrome trace JSON ({READABLE_FORMATS})"
+    )
 
 
 def _parse_chunk(path: str, offset: int, chunk: bytes) -> RawChunk:

@@ -18,8 +18,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from profiler import chrome_json_to_store, xplane_files, xplane_to_store
 from profiler import scprof_trace_pb2 as pb
-from profiler import xplane_files, xplane_to_store
 from profiler.errors import StoreError
 from profiler.reader import Batch, TraceReader, concat_batches, read_header
 from profiler.store import Store
@@ -70,6 +70,8 @@ RUN_FIGURES = """
 SELECT count(*), min(start_ps), max(start_ps + dur_ps), count(DISTINCT step)
 FROM events WHERE run_id = ?"""
 
+JSON = "json"  # ingest_traces' header of a Chrome trace JSON path
+
 EVENT_DEFAULTS = {f.name: f.null for f in TYPED_FIELDS}  # a typed column a batch lacks: all null
 
 
@@ -97,17 +99,20 @@ def ingest_traces(
 
     `progress(done_bytes, total_bytes)` is called as the files are read.
 
-    A path is a native scprof trace, or an XProf capture: a `.xplane.pb` file, a run
+    A path is a native scprof trace, an XProf capture: a `.xplane.pb` file, a run
     directory `plugins/profile/<run>/` (one file per host) or a logdir holding such
-    run directories (each becomes a run); those go to profiler/xplane_to_store.py.
+    run directories (each becomes a run), which go to profiler/xplane_to_store.py, or a
+    Chrome trace JSON file (profiler/chrome_json_to_store.py).
     """
     if name is not None and len(paths) != 1:
         raise StoreError("--name: give one trace file when naming the run")
-    headers = []  # cheap checks before any write
+    headers = []  # cheap checks before any write; None: an XProf capture, JSON: a Chrome trace
     for p in paths:
         if xplane_to_store.is_xplane_path(p):
             xplane_to_store.check_path(p)
             headers.append(None)
+        elif chrome_json_to_store.is_json_path(p):
+            headers.append(JSON)
         else:
             headers.append(read_header(p))
     _refuse_repeats(paths, headers)
@@ -121,6 +126,8 @@ def ingest_traces(
             report = None if progress is None else (lambda b, d=done: progress(d + b, sum(sizes)))
             if h is None:
                 results += _ingest_xplane(store, p, name, replace, added)
+            elif h is JSON:
+                results.append(_ingest_json(store, p, name, replace, added))
             else:
                 results.append(_ingest_one(store, p, h, name, replace, allow_truncated, report, added))
         if progress is not None:
@@ -143,7 +150,7 @@ def _refuse_repeats(paths: list[str], headers: list) -> None:
     """The same file given twice (directly, through a link, or inside a run directory) would import twice."""
     seen: dict[tuple[int, int], str] = {}
     for p, h in zip(paths, headers, strict=True):
-        for f in xplane_files.files_of(p) if h is None else [p]:
+        for f in xplane_files.files_of(p) if h is None else [p]:  # (a JSON file is one file)
             st = os.stat(f)
             key = (st.st_dev, st.st_ino)
             if key in seen:
@@ -202,23 +209,42 @@ def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool,
         facts = xplane_to_store.ingest_xplane_run(con, run_id, run_name, files, _insert_arrow)
         facts["name"] = name or facts["name"]
         _make_room(store, facts["uuid"], facts["name"], replace, path, added)
-        events, first_ps, last_ps, steps = con.execute(RUN_FIGURES, [run_id]).fetchall()[0]
-        f = facts
-        con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                run_id, f["uuid"], f["name"], "xplane", path, f["producer"], None, "ok", None,
-                f["start_time_unix_ns"], f["generation"], f["num_chips"], f["sparsecores_per_chip"],
-                f["tiles_per_sparsecore"], f["simd_width"], f["hbm_bytes"], f["hbm_bandwidth_bytes_per_s"],
-                f["tc_peak_flops"], f["ici_bandwidth_bytes_per_s"], f["spmem_bytes_per_tile"],
-                f["hardware_extra"], f["config"], f["tags"], events, first_ps, last_ps, steps,
-            ],
-        )  # fmt: skip
+        events = _insert_imported_run(con, run_id, facts, "xplane", path)
         build_summaries(con, run_id)
         if added is not None:
             added[run_id] = path
-        results.append(IngestResult(run_id, f["name"], f["uuid"], events, "ok", None))
+        results.append(IngestResult(run_id, facts["name"], facts["uuid"], events, "ok", None))
     return results
+
+
+def _ingest_json(store: Store, path: str, name: str | None, replace: bool,
+                 added: dict[int, str] | None = None) -> IngestResult:  # fmt: skip
+    """Ingest the Chrome trace JSON at `path` as one run (inside the caller's transaction)."""
+    con = store.con
+    run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
+    facts = chrome_json_to_store.ingest_json_run(con, run_id, name, path, _insert_arrow)
+    _make_room(store, facts["uuid"], facts["name"], replace, path, added)
+    events = _insert_imported_run(con, run_id, facts, chrome_json_to_store.SOURCE, path)
+    build_summaries(con, run_id)
+    if added is not None:
+        added[run_id] = path
+    return IngestResult(run_id, facts["name"], facts["uuid"], events, "ok", None)
+
+
+def _insert_imported_run(con, run_id: int, f: dict, source: str, path: str) -> int:
+    """The runs row of an imported capture (its facts `f`: xplane_facts.run_facts); returns its events."""
+    events, first_ps, last_ps, steps = con.execute(RUN_FIGURES, [run_id]).fetchall()[0]
+    con.execute(
+        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            run_id, f["uuid"], f["name"], source, path, f["producer"], None, "ok", None,
+            f["start_time_unix_ns"], f["generation"], f["num_chips"], f["sparsecores_per_chip"],
+            f["tiles_per_sparsecore"], f["simd_width"], f["hbm_bytes"], f["hbm_bandwidth_bytes_per_s"],
+            f["tc_peak_flops"], f["ici_bandwidth_bytes_per_s"], f["spmem_bytes_per_tile"],
+            f["hardware_extra"], f["config"], f["tags"], events, first_ps, last_ps, steps,
+        ],
+    )  # fmt: skip
+    return events
 
 
 def _make_room(store: Store, uuid: str, name: str, replace: bool, path: str = "",

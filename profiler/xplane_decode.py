@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from profiler import xplane_checks as chk
-from profiler import xplane_native
+from profiler import xplane_native, xplane_source
 from profiler import xplane_wire as w
 from profiler.errors import TraceFormatError
 from profiler.xplane_checks import NULL
@@ -111,6 +111,7 @@ class Decoded:
     scprof: dict = field(default_factory=dict)  # run facts from an scprof-written file, else {}
     n_events: int = 0  # events decoded so far (rows of the `events` columns)
     capacity: int = 0  # rows allocated per events column: the events of all lines (counter lines too)
+    kept: object = None  # an xplane_source.Kept: the capture's XSpace, kept for the export (None: nothing kept)
 
     def event_rows(self, name: str, dtype, n: int) -> np.ndarray:
         """Rows n_events .. n_events + n of events column `name`, to fill (the column is allocated
@@ -186,11 +187,19 @@ def decode_files(files: list[str], fast: bool = True, native: bool = True) -> De
             for job in _line_jobs(path, plane)]  # fmt: skip
     d.capacity = sum(j.events for j in jobs)
     lines = _decoded_lines(jobs, fast)
+    # A real capture keeps its XSpace for the export (profiler/xplane_source.py); one scprof wrote, not.
+    kept = None if any(p.name == SCPROF_PLANE for _, lite, _ in spaces for p in lite) else xplane_source.Kept()
     try:
-        for (path, lite, hosts), prefix in zip(spaces, prefixes, strict=True):
+        for host, ((path, lite, hosts), prefix) in enumerate(zip(spaces, prefixes, strict=True)):
             d.hostnames += hosts
-            for plane in lite:
+            for k, plane in enumerate(lite):
+                first = d.n_events
                 _decode_plane(d, path, plane, prefix, lines)
+                if kept is not None and xplane_source.keep_plane(kept, host, k, plane, first) != d.n_events - first:
+                    kept = None  # not the events the store holds: keep nothing rather than a wrong copy
+        if kept is not None:
+            xplane_source.finish(kept, files, [hosts for _, _, hosts in spaces])
+            d.kept = kept
         d.events = {k: v[: d.n_events] for k, v in d.events.items()}
         d.digests = [x.result() if isinstance(x, _Digest) else x for x in digests]
     except XSpaceWireError as e:

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from profiler import xplane_checks as chk
+from profiler import xplane_source
 from profiler.errors import TraceFormatError
 from profiler.xplane_checks import NULL
 from profiler.xplane_decode import Decoded, decode_files
@@ -44,7 +45,12 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
     Returns the run facts (uuid, events, ...). `insert_arrow(con, sql, run_id, table)`
     is trace_to_store's helper.
     """
-    d = decode_files(files)
+    return insert_decoded(con, run_id, name, decode_files(files), files, insert_arrow)
+
+
+def insert_decoded(con, run_id: int, name: str, d: Decoded, files: list[str], insert_arrow) -> dict:
+    """Insert a capture decoded into store-shaped columns (an XSpace's, or a Chrome trace JSON's:
+    profiler/chrome_json_to_store.py) as run `run_id`: kinds and categories, steps, the rows."""
     ev = dict(d.events)
     if "start_ps" not in ev or not len(ev["start_ps"]):
         raise TraceFormatError(f"{files[0]}: XSpace holds no events")
@@ -71,6 +77,8 @@ def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arro
         **{f.column: column(ev[f.name], True) for f in TYPED_FIELDS if f.name != "step"},
     })  # fmt: skip
     insert_arrow(con, "INSERT INTO events BY NAME SELECT $run AS run_id, * FROM b", run_id, table)
+    if d.kept is not None and keep.all():  # (events dropped as markers would shift the kept events' ids)
+        xplane_source.insert(con, run_id, d.kept, insert_arrow)
     if d.args:
         a = {k: np.concatenate(v) for k, v in d.args.items()}
         args = pa.table({
