@@ -1,7 +1,7 @@
 """Record every bundled config and print the figures table of docs/emulator.md.
 
-For each `configs/*.toml`: steady step time on chip 0, minibatches per table group and
-step, dropped IDs, chip 0's time shares (host / SparseCore / TensorCore / idle), events
+For each `configs/*.toml`: steady step time on chip 0, minibatches per step (every stack),
+dropped IDs, chip 0's time shares (host / SparseCore / TensorCore / idle), events
 written and the recording wall time; a config that fails to compile or runs out of HBM
 shows its failure kind instead. Prints a markdown table (to paste into docs/emulator.md
 "Bundled configs"), then one JSON line.
@@ -42,7 +42,7 @@ def record_one(config: Path, steps: int | None, out: str) -> dict:
     return {
         "config": config.name,
         "step_time_us": round(r.mean_step_time_ps / 1e6, 1),
-        "minibatches_per_group_step": round(r.minibatches_per_step, 1),
+        "minibatches_per_step": round(r.minibatches_per_step, 1),
         "dropped_ids": r.dropped_ids,
         "shares": [round(s, 2) for s in (r.share_host, r.share_sc, r.share_tc, r.share_idle)],
         "events": r.events,
@@ -55,7 +55,7 @@ def markdown_row(row: dict) -> str:
         return f"| `{row['config']}` | fails: {row['failed']} | | | | | {row['record_s']:.1f} s |"
     shares = " / ".join(f"{s:.0%}" for s in row["shares"])
     return (
-        f"| `{row['config']}` | {row['step_time_us']:,.0f} µs | {row['minibatches_per_group_step']:.1f} | "
+        f"| `{row['config']}` | {row['step_time_us']:,.0f} µs | {row['minibatches_per_step']:.1f} | "
         f"{row['dropped_ids']:,} | {shares} | {row['events']:,} | {row['record_s']:.1f} s |"
     )
 
@@ -68,7 +68,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for config in sorted((REPO / "configs").glob("*.toml")):
             rows.append(record_one(config, args.steps, os.path.join(tmp, config.stem)))
-    print("| config | step time | minibatches per group-step | dropped IDs | host / SC / TC / idle | events | record |")
+    print("| config | step time | minibatches per step | dropped IDs | host / SC / TC / idle | events | record |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         print(markdown_row(row))

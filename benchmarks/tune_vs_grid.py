@@ -58,16 +58,11 @@ PREFETCH_DEPTHS = (1, 2, 4, 8)
 
 
 def largest_stack(config_path: str) -> int:
-    """Tables in the config's largest stack (same width, dtype and optimizer stack together,
+    """Tables in the config's largest stack (as jax-tpu-embedding stacks them,
     sim_backend/stacking.py), before any cap."""
-    cfg = load_config(config_path)
-    if cfg.sparsecore.disable_table_stacking:
-        return 1
-    sizes: dict[tuple, int] = {}
-    for t in cfg.tables:
-        key = (t.width, t.dtype, t.optimizer)
-        sizes[key] = sizes.get(key, 0) + 1
-    return max(sizes.values())
+    from sim_backend.emulator import setup
+
+    return max(len(g.tables) for g in setup(load_config(config_path))[2])
 
 
 def grid_points(config_path: str) -> list[dict[str, object]]:
@@ -240,7 +235,7 @@ def _us(ps: float | None) -> str:
 
 def print_table(entry: dict) -> None:
     print(f"\n## {entry['config']}")
-    print(f"base {_us(entry['base_ps'])} ({entry['base_minibatches_per_step']} minibatches per group-step)"
+    print(f"base {_us(entry['base_ps'])} ({entry['base_minibatches_per_step']} minibatches per step)"
           + (f", FAILED {entry['base_failure']}" if entry["base_failure"] else ""))  # fmt: skip
     best = entry["grid_best_overrides"]
     print(f"grid best {_us(entry['grid_best_ps'])}: {json.dumps(best)}")

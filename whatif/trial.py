@@ -107,15 +107,21 @@ def simulate(spec: TrialSpec) -> TrialOutcome:
 
 def _derive_limits(spec: TrialSpec, config_path: str) -> str:
     """Record the config with limit estimation on (the document's procedure) and keep the
-    limits file it writes, as <out_dir>/limits.toml."""
+    limits file it writes, as <out_dir>/limits.toml, and the same stats in jax-tpu-embedding's
+    FDO format beside it (fdo_stats_0_<ns>.csv). The observed counts do not depend on the
+    limits, so the estimating run drops instead of minibatching: limits too low (one hash
+    bucket over them) cannot stop it."""
     work = os.path.join(spec.out_dir, LIMITS_RUN_DIR)
     raw = _with_flag(_with_flag(spec.raw_config, "xla_sparse_core_estimate_max_ids", True),
                      "xla_sparse_core_max_ids_file", "")  # fmt: skip
+    raw = {**raw, "sparsecore": {**raw.get("sparsecore", {}), "allow_id_dropping": True, "enable_minibatching": False}}
     write_toml(raw, config_path, f"what-if trial {spec.name}: deriving limits")
     result = record_run(config_path, [], f"{spec.name} (deriving limits)", None, work)
     assert result.limits_path is not None  # estimation on: record writes the file
     target = os.path.join(spec.out_dir, LIMITS_FILE)
     shutil.copyfile(result.limits_path, target)
+    if result.fdo_stats_path:
+        shutil.copyfile(result.fdo_stats_path, os.path.join(spec.out_dir, os.path.basename(result.fdo_stats_path)))
     shutil.rmtree(work, ignore_errors=True)  # its trace is not a trial: only the limits are kept
     return target
 
