@@ -53,9 +53,10 @@ def main() -> None:
             stopped += bool(lib_err) or bool(my_err)
             both_stopped += bool(lib_err) and bool(my_err)
             per_case: dict[str, bool] = {}
-            for key, (theirs, ours) in cmp.values.items():
+            differing = set(cmp.differing())
+            for key, (theirs, _ours) in cmp.values.items():
                 q = quantity(key)
-                same = not cmp.differing() or key not in cmp.differing()
+                same = key not in differing
                 per_case[q] = per_case.get(q, True) and same
                 if q in ("minibatches", "dropped_ids"):
                     values[q].append(int(theirs))
