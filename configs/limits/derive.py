@@ -59,7 +59,9 @@ def derive(path: str) -> dict[str, tuple[int, int]]:
             # the observed counts do not depend on the limits; dropping instead of minibatching keeps
             # a run with limits too low (or a stale limits file) from stopping
             fixed = ["sparsecore.allow_id_dropping=true", "sparsecore.enable_minibatching=false"]
-            res = record_run(config, [*overrides, *fixed, "flags.xla_sparse_core_estimate_max_ids=true"], "derive", None, out)
+            res = record_run(
+                config, [*overrides, *fixed, "flags.xla_sparse_core_estimate_max_ids=true"], "derive", None, out
+            )
             with open(res.limits_path, "rb") as fh:
                 for name, entry in tomllib.load(fh)["stacks"].items():
                     if name in skip:
@@ -79,7 +81,12 @@ def rewrite(path: str, limits: dict[str, tuple[int, int]]) -> None:
         header = [line.rstrip("\n") for line in fh if line.startswith("#")]
     body = []
     for name, (ids, uniq) in limits.items():
-        body += ["", f"[stacks.{toml_key(name)}]", f"max_ids_per_partition = {ids}", f"max_unique_ids_per_partition = {uniq}"]
+        body += [
+            "",
+            f"[stacks.{toml_key(name)}]",
+            f"max_ids_per_partition = {ids}",
+            f"max_unique_ids_per_partition = {uniq}",
+        ]
     with open(path, "w") as fh:
         fh.write("\n".join(header + body) + "\n")
 

@@ -70,7 +70,7 @@ def test_steps_read_the_files_samples_in_order_wrapping(own_ids, tmp_path):
         (lambda p: np.savez(p, lengths=np.array([2, 2]), ids=np.arange(3)), "add up to 4 IDs, the file holds 3"),
         (lambda p: np.savez(p, lengths=np.array([1]), ids=np.array([-4])), "ID -4 is outside"),
         (lambda p: np.savez(p, lengths=np.array([1]), ids=np.array([1.5])), "not integers"),
-        (lambda p: open(p, "wb").write(b"not a zip"), "not a readable .npz"),
+        (lambda p: p.write_bytes(b"not a zip"), "not a readable .npz"),
         (lambda p: os.mkfifo(p), "not a regular file"),
         (lambda p: None, "no such ID file"),
     ],
