@@ -169,6 +169,23 @@ def test_bundled_limits_file_is_what_the_baseline_derives(tmp_path):
     assert res.wall_time_s < 30
 
 
+VARIANT_LIMITS = sorted(
+    f for f in os.listdir(os.path.join(CONFIG_DIR, "limits")) if f.endswith(".toml") and f != "baseline_limits.toml"
+)
+
+
+@pytest.mark.parametrize("name", VARIANT_LIMITS)
+def test_bundled_variant_limits_files_are_fresh(name):
+    """Each configs/limits/*.toml is what the runs its header names derive (configs/limits/derive.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("derive", os.path.join(CONFIG_DIR, "limits", "derive.py"))
+    derive = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(derive)
+    path = os.path.join(CONFIG_DIR, "limits", name)
+    assert derive.derive(path) == derive.current(path), f"configs/limits/{name} is stale: re-derive it"
+
+
 def test_trace_ingests_into_the_store(small_raw, tmp_path):
     path = small_file(tmp_path, small_raw)
     res = record_run(path, [], None, 2, str(tmp_path / "o"))
