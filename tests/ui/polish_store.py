@@ -22,7 +22,7 @@ def build_polish_store(directory) -> str:
 
 # what a trial that fails to compile says (the emulator's SPMEM error, as `scprof tune` stores it)
 LONG_REASON = (
-    "the simulation failed: Fixed size allocations (175000 bytes) do not fit in TileSpmem (131072 bytes): "
+    "the simulation failed: Fixed size allocations (150512 bytes) do not fit in TileSpmem (131072 bytes): "
     "table group 't20' is compiled with max_ids_per_partition=200000 and max_unique_ids_per_partition=50000, "
     "buffered over 16 tiles per SparseCore; lower the limits (limits file or sparsecore.max_ids_per_partition "
     "/ max_unique_ids_per_partition)"

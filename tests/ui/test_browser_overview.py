@@ -84,7 +84,7 @@ def test_memory_of_a_failed_compile_shows_its_bytes(server, page, run_ids):
     settle(page)
     no_error_text(page)
     text = page.inner_text("#memory-body")
-    assert "175,000 B" in text and "131,072 B" in text
+    assert "150,512 B" in text and "131,072 B" in text
     assert "KiB" in page.inner_text("#memory-spmem")  # the axis in KiB, not GiB
     shot(page, "memory-spmem_overflow")
 

@@ -50,7 +50,7 @@ def test_spmem_is_drawn_in_kib_once_per_distinct_series(store, name):
 
 def test_a_failed_compile_shows_its_bytes_as_figures(store):
     shown = {c["label"]: c for c in cards(memory(store, "spmem_overflow"))}
-    assert shown["SPMEM per tile: needed"]["value"] == "175,000 B"
+    assert shown["SPMEM per tile: needed"]["value"] == "150,512 B"
     assert shown["SPMEM per tile: capacity"]["value"] == "131,072 B"
     assert shown["SPMEM per tile: needed"]["source"] == "failures.failures.0.requested_bytes"
 

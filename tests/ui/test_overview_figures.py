@@ -147,7 +147,7 @@ def test_a_failed_compile_shows_its_bytes_and_why_it_has_no_steps(store, analyze
     run_id, doc = analyzed["spmem_overflow"]
     body, analysis = overview(store, run_id)
     shown = {c["label"]: c["value"] for c in cards(analysis)}
-    assert shown["SPMEM per tile: needed"] == "175,000 B" and shown["SPMEM per tile: capacity"] == "131,072 B"
+    assert shown["SPMEM per tile: needed"] == "150,512 B" and shown["SPMEM per tile: capacity"] == "131,072 B"
     assert "failed (spmem overflow) before any step ran" in text(body)
     assert "internal error" not in text(body) + text(analysis)
 

@@ -31,7 +31,7 @@ def test_compares_derived_keys_are_one_text_block_with_every_key_and_both_values
         json.loads(mixed.rows("SELECT config FROM runs WHERE run_id = ?", [r])[0]["config"]) for r in (base, cand)
     ]
     derived = CD.split_config_diff(config_diff(*configs))["derived"]
-    assert len(derived) > 50 and len(lines) == len(derived) + 1
+    assert len(derived) >= 6 and len(lines) == len(derived) + 1  # per stack: limits and their source
     assert lines[0].split() == ["key", "baseline", "→", "tuned"]
     at_values = lines[0].index("baseline")  # the keys' column is as wide as the longest key
     for line, r in zip(lines[1:], derived, strict=True):

@@ -131,7 +131,7 @@ def test_every_page_of_a_failed_run_says_why_it_failed(app, ids, pathname):
     page, _ = page_for(app.scprof_access, pathname, f"?run={ids['failed']}")
     (status,) = [c for c in _components(page) if "run-status" in (getattr(c, "className", None) or "")]
     assert _text(status) == f"This run failed (spmem_overflow): {tags['error']}"
-    assert "(175000 bytes) do not fit in TileSpmem (131072 bytes)" in tags["error"]  # the compile's key fact
+    assert "(150512 bytes) do not fit in TileSpmem (131072 bytes)" in tags["error"]  # the compile's key fact
     ok, _ = page_for(app.scprof_access, pathname, f"?run={ids['emulated_ok']}")
     assert not [c for c in _components(ok) if "run-status" in (getattr(c, "className", None) or "")]
 
