@@ -12,11 +12,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml exporters/_perfetto_wire.c analyzers/_sweep.c profiler/_xplane_events.c profiler/_xplane_planes.c profiler/_xplane_wire.h | $(PY)
+$(STAMP): pyproject.toml exporters/_perfetto_wire.c analyzers/_sweep.c profiler/_xplane_events.c profiler/_xplane_planes.c profiler/_xplane_wire.h sim_backend/_highway.c | $(PY)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-$(TEST_STAMP): pyproject.toml exporters/_perfetto_wire.c analyzers/_sweep.c profiler/_xplane_events.c profiler/_xplane_planes.c profiler/_xplane_wire.h | $(PY)
+$(TEST_STAMP): pyproject.toml exporters/_perfetto_wire.c analyzers/_sweep.c profiler/_xplane_events.c profiler/_xplane_planes.c profiler/_xplane_wire.h sim_backend/_highway.c | $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@ $(STAMP)
 

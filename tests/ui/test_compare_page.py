@@ -159,7 +159,9 @@ def test_order_user_keys_first_and_derived_rows_collapsed(mixed, mixed_ids):
     user_table = text_of(find(top, "compare-config"))
     assert "flags.maximum_parallel_iterations" in user_table and "resolved." not in user_table
     summary = find(top, "compare-config-derived-details").children[0]
-    assert summary.children.startswith(f"{len(derived)} derived keys differ") and len(derived) >= 6  # per stack: limits, their source
+    assert (
+        summary.children.startswith(f"{len(derived)} derived keys differ") and len(derived) >= 6
+    )  # per stack: limits, their source
 
 
 def test_persisting_findings_show_both_sides(mixed, mixed_ids):
