@@ -137,6 +137,7 @@ class _Stack:
     kl: KeyLayout | None = None
     new_u: np.ndarray | None = None  # first entry of each distinct (buffer, ID)
     bucket: np.ndarray | None = None  # each entry's minibatching bucket, once hashed
+    segments: tuple[np.ndarray, np.ndarray] | None = None  # (order, segment) by buckets, once sorted
 
     @property
     def over(self) -> bool:
@@ -234,9 +235,13 @@ def _buckets(st: _Stack, n_buckets: int) -> np.ndarray:
 
 def _segments(st: _Stack, bucket: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
     """Entry order by (buffer, bucket, ID, row) and each entry's segment (buffer * B + bucket)."""
+    if n_buckets > 1 and st.segments is not None:
+        return st.segments
     kl = st.kl
     seg = (st.keys >> kl.buffer_shift) * n_buckets + bucket
     order = np.argsort(seg, kind="stable") if n_buckets > 1 else np.arange(len(seg))
+    if n_buckets > 1:
+        st.segments = (order, seg)
     return order, seg
 
 
