@@ -25,7 +25,7 @@ LIMITS_DIR = os.path.dirname(os.path.abspath(__file__))
 CONFIG_DIR = os.path.dirname(LIMITS_DIR)
 sys.path.insert(0, os.path.dirname(CONFIG_DIR))
 
-from sim_backend.limits import toml_key  # noqa: E402
+from sim_backend.limits import write_limits_file  # noqa: E402
 from sim_backend.record import record_run  # noqa: E402
 
 MARK = "# derived from:"
@@ -77,18 +77,10 @@ def current(path: str) -> dict[str, tuple[int, int]]:
 
 
 def rewrite(path: str, limits: dict[str, tuple[int, int]]) -> None:
+    """The file again: its header comment kept, then a [stacks.NAME] section per stack."""
     with open(path) as fh:
-        header = [line.rstrip("\n") for line in fh if line.startswith("#")]
-    body = []
-    for name, (ids, uniq) in limits.items():
-        body += [
-            "",
-            f"[stacks.{toml_key(name)}]",
-            f"max_ids_per_partition = {ids}",
-            f"max_unique_ids_per_partition = {uniq}",
-        ]
-    with open(path, "w") as fh:
-        fh.write("\n".join(header + body) + "\n")
+        header = [line.rstrip("\n")[1:].removeprefix(" ") for line in fh if line.startswith("#")]
+    write_limits_file(path, limits, "\n".join(header))
 
 
 def main() -> int:

@@ -55,6 +55,19 @@ SMALL = {
 }
 
 
+@pytest.fixture(scope="session")
+def library_session():
+    """One child process running jax-tpu-embedding for every test that asks (the `reference`
+    extra; under `make test` a missing extra fails these tests, elsewhere they skip)."""
+    from sim_backend.reference_preprocess import ReferenceSession, library_available
+    from tests.tracekit import missing_extra
+
+    if not library_available():
+        missing_extra("jax-tpu-embedding not installed (test extra `reference`; run `make install-test`)")
+    with ReferenceSession() as session:
+        yield session
+
+
 @pytest.fixture
 def small_raw() -> dict:
     """A fresh copy of the small workload (2 chips x 4 SCs, 3 tables, 4 features)."""

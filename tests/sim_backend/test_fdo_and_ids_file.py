@@ -18,9 +18,8 @@ from sim_backend.emulator import setup
 from sim_backend.errors import ConfigError
 from sim_backend.generate import generate_step
 from sim_backend.record import record_run
-from sim_backend.reference_preprocess import ReferenceSession, library_available, session_setup
+from sim_backend.reference_preprocess import session_setup
 from tests.sim_backend.test_sim_record import small_file
-from tests.tracekit import missing_extra
 
 
 def _ids(rng: np.random.Generator, samples: int, hot: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
@@ -101,11 +100,8 @@ def test_a_bad_id_file_is_exit_2_and_the_store_untouched(small_raw, tmp_path, ca
 
 
 @pytest.fixture(scope="module")
-def session():
-    if not library_available():
-        missing_extra("jax-tpu-embedding not installed (test extra `reference`; run `make install-test`)")
-    with ReferenceSession() as s:
-        yield s
+def session(library_session):
+    return library_session
 
 
 def test_the_librarys_client_loads_scprofs_stats_as_it_computes_them(session, own_ids, tmp_path):

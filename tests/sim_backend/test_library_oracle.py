@@ -25,20 +25,16 @@ from hypothesis import strategies as st
 
 from sim_backend.config import config_from_dict
 from sim_backend.emulator import setup
-from sim_backend.reference_preprocess import ReferenceSession, library_available
+from sim_backend.reference_preprocess import ReferenceSession
 from sim_backend.stacking import stack_members
 from tests.sim_backend.library_cases import compare_step, random_case
-from tests.tracekit import missing_extra
 
 CASES = 150  # drawn workloads per property (each: its stacking, and one step preprocessed)
 
 
 @pytest.fixture(scope="module")
-def session():
-    if not library_available():
-        missing_extra("jax-tpu-embedding not installed (test extra `reference`; run `make install-test`)")
-    with ReferenceSession() as s:
-        yield s
+def session(library_session):
+    return library_session
 
 
 def _assert_agree(session: ReferenceSession, raw: dict, step: int = 0) -> None:
