@@ -76,6 +76,8 @@ def event_name(name: str, display_name: str) -> str:
     if m := HLO_TEXT_RE.match(name):
         return m[1]
     return display_name or name
+
+
 COUNTER_LINE = "_counters_"  # zero-length events: samples of the counter their metadata names
 
 # --------------------------------------------------------------------------- steps
