@@ -20,7 +20,9 @@ WITH line_windows AS (
 ),
 ends AS (
     SELECT e.run_id, e.event_id, e.track_id, t.chip, t.core, t.track_kind, t.plane, n.value AS name,
-           regexp_extract(n.value, '^(.+)-(start|done)(\.[0-9]+)?$', ['op', 'side', 'suffix']) AS p,
+           regexp_extract(n.value, '^(.+)-(start|done)(\.[0-9]+)?$', 1) AS op,
+           regexp_extract(n.value, '^(.+)-(start|done)(\.[0-9]+)?$', 2) AS side,
+           regexp_extract(n.value, '^(.+)-(start|done)(\.[0-9]+)?$', 3) AS suffix,
            e.start_ps, e.start_ps + e.dur_ps AS end_ps
     FROM events e
     JOIN op_tracks t USING (run_id, track_id)
@@ -29,16 +31,16 @@ ends AS (
       AND NOT EXISTS (SELECT 1 FROM line_windows l WHERE l.run_id = e.run_id AND l.plane = t.plane)
 ),
 ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY run_id, track_id, p.op, p.suffix, p.side ORDER BY start_ps, event_id) AS k
+    SELECT *, row_number() OVER (PARTITION BY run_id, track_id, op, suffix, side ORDER BY start_ps, event_id) AS k
     FROM ends
 ),
 pair_windows AS (
     SELECT s.run_id, s.event_id, s.chip, s.core, s.track_kind, s.plane, s.name, 'start_done' AS source,
            s.start_ps, greatest(d.end_ps, s.end_ps) AS end_ps
     FROM ranked s
-    JOIN ranked d ON d.run_id = s.run_id AND d.track_id = s.track_id AND d.p.op = s.p.op
-                 AND d.p.suffix = s.p.suffix AND d.k = s.k AND d.p.side = 'done'
-    WHERE s.p.side = 'start'
+    JOIN ranked d ON d.run_id = s.run_id AND d.track_id = s.track_id AND d.op = s.op
+                 AND d.suffix = s.suffix AND d.k = s.k AND d.side = 'done'
+    WHERE s.side = 'start'
 ),
 windows AS (SELECT * FROM line_windows UNION ALL SELECT * FROM pair_windows),
 covered AS (
