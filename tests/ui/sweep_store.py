@@ -1,6 +1,7 @@
 """A store holding a run of every kind the UI must show, each named by its kind: an emulated ok
 run, a failed compile, a limits-too-low run, a GPU-like and a CPU XProf capture and a capture
-without steps; with SCPROF_SWEEP_EVENTS=N (e.g. 10000000) also a synthetic run of N events named
+without steps, then every capture of the corpus of real captures (tests/data/wild, named
+`wild_<capture>`); with SCPROF_SWEEP_EVENTS=N (e.g. 10000000) also a synthetic run of N events named
 `big` (`make test` sets 10 M: about 11 s to build, 2 min for the sweep's pages; pytest run directly
 leaves it out). Shared by the browser sweep (test_browser_sweep.py) and the
 routing tests."""
@@ -48,6 +49,10 @@ def build_sweep_store(d: Path) -> str:
         ingest_trace(store, str(CPU_CAPTURE), name="cpu_capture")
         capture_without_steps(d / "nosteps.xplane.pb")
         ingest_trace(store, str(d / "nosteps.xplane.pb"), name="no_steps")
+        from tests.xplane.test_wild_captures import CAPTURES, ingest_path
+
+        for capture in CAPTURES:
+            ingest_trace(store, ingest_path(capture), name=f"wild_{capture}")
         big = int(os.environ.get("SCPROF_SWEEP_EVENTS") or 0)
         if big:
             from profiler.synthetic import write_synthetic_trace
