@@ -28,7 +28,9 @@ FROM async_spans WHERE run_id = ? {{group}}"""
 
 def analyze(ctx: RunContext) -> Analysis:
     result = Analysis(NAME)
-    (total,) = ctx.store.rows(SUMMARY_SQL.format(keys="", group=""), [ctx.run_id])
+    total = {"count": 0}
+    if _has_async_ops(ctx):  # else async_spans is empty: its compute islands are not worth building
+        (total,) = ctx.store.rows(SUMMARY_SQL.format(keys="", group=""), [ctx.run_id])
     if not total["count"]:
         result.notes.append("no async ops (an `Async XLA Ops` line, or <op>-start / <op>-done pairs)")
         return result
@@ -62,3 +64,12 @@ def analyze(ctx: RunContext) -> Analysis:
             evidence_sql=f"SELECT * FROM async_spans WHERE run_id = {ctx.run_id} ORDER BY exposed_ps DESC",
         ))  # fmt: skip
     return result
+
+
+def _has_async_ops(ctx: RunContext) -> bool:
+    """Whether the run has an `Async XLA Ops` line or an op named like an async start or done."""
+    return bool(ctx.store.rows(
+        """SELECT EXISTS (SELECT 1 FROM tracks WHERE run_id = $run AND line = 'Async XLA Ops')
+                  OR EXISTS (SELECT 1 FROM strings WHERE run_id = $run
+                             AND regexp_matches(value, '^.+-(start|done)(\\.[0-9]+)?$')) AS has""",
+        {"run": ctx.run_id})[0]["has"])  # fmt: skip

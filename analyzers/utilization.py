@@ -13,6 +13,8 @@ devices idle more than they work.
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
 
@@ -101,8 +103,7 @@ def analyze(ctx: RunContext) -> Analysis:
     shares = idle_shares(rows, kind)
     result.figures = {"device_kind": kind, **shares, **bound_by(ctx, kind, shares),
                       "per_kind": {k: idle_shares(rows, k) for k in sorted({r["track_kind"] for r in rows})}}  # fmt: skip
-    result.tables["device_idle"] = ctx.store.query("SELECT * FROM device_idle WHERE run_id = ? ORDER BY ALL",
-                                                   [ctx.run_id])  # fmt: skip
+    result.tables["device_idle"] = pa.Table.from_pylist(rows)
     if len(ctx.step_times()) == 0 and shares["idle_share_of_span_with_ops"] > IDLE_SHARE:
         result.findings.append(_idle(ctx, kind, shares, [r for r in rows if r["track_kind"] == kind and r["busy_ps"]]))
     return result

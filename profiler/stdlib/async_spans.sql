@@ -18,17 +18,21 @@ WITH line_windows AS (
     JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
     WHERE t.line = 'Async XLA Ops'
 ),
+ends_names AS (  -- per distinct name, not per event: an async op's start or done
+    SELECT run_id, string_id, value AS name,
+           regexp_extract(value, '^(.+)-(start|done)(\.[0-9]+)?$', 1) AS op,
+           regexp_extract(value, '^(.+)-(start|done)(\.[0-9]+)?$', 2) AS side,
+           regexp_extract(value, '^(.+)-(start|done)(\.[0-9]+)?$', 3) AS suffix
+    FROM strings
+    WHERE regexp_matches(value, '^.+-(start|done)(\.[0-9]+)?$')
+),
 ends AS (
-    SELECT e.run_id, e.event_id, e.track_id, t.chip, t.core, t.track_kind, t.plane, n.value AS name,
-           regexp_extract(n.value, '^(.+)-(start|done)(\.[0-9]+)?$', 1) AS op,
-           regexp_extract(n.value, '^(.+)-(start|done)(\.[0-9]+)?$', 2) AS side,
-           regexp_extract(n.value, '^(.+)-(start|done)(\.[0-9]+)?$', 3) AS suffix,
+    SELECT e.run_id, e.event_id, e.track_id, t.chip, t.core, t.track_kind, t.plane, n.name, n.op, n.side, n.suffix,
            e.start_ps, e.start_ps + e.dur_ps AS end_ps
     FROM events e
     JOIN op_tracks t USING (run_id, track_id)
-    JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
-    WHERE regexp_matches(n.value, '^.+-(start|done)(\.[0-9]+)?$')
-      AND NOT EXISTS (SELECT 1 FROM line_windows l WHERE l.run_id = e.run_id AND l.plane = t.plane)
+    JOIN ends_names n ON n.run_id = e.run_id AND n.string_id = e.name_id
+    WHERE NOT EXISTS (SELECT 1 FROM line_windows l WHERE l.run_id = e.run_id AND l.plane = t.plane)
 ),
 ranked AS (
     SELECT *, row_number() OVER (PARTITION BY run_id, track_id, op, suffix, side ORDER BY start_ps, event_id) AS k
