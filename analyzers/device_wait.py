@@ -91,6 +91,8 @@ def awaited_input_ps(ctx: RunContext, chips: list[int]) -> int:
         o = ops.filter(pc.equal(ops.column("chip"), chip))
         g_start, g_end = free_intervals(o.column("start_ps").to_numpy(), o.column("end_ps").to_numpy(),
                                    w.column("start_ps").to_numpy(), w.column("end_ps").to_numpy())  # fmt: skip
+        if not len(g_start):  # a chip without counted step windows, or never idle in them
+            continue
         # Each input event ending inside a gap (start, end] was awaited by it.
         k = np.searchsorted(g_start, i_end, side="left") - 1
         inside = (k >= 0) & (i_end <= g_end[np.maximum(k, 0)]) & (i_end > g_start[np.maximum(k, 0)])

@@ -7,6 +7,7 @@ from types import ModuleType
 from typing import Any
 
 from analyzers import (
+    async_overlap,
     breakdown,
     debug_checks,
     failures,
@@ -18,6 +19,7 @@ from analyzers import (
     overlap,
     skew,
     stacking,
+    utilization,
 )
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, severity_rank
@@ -28,6 +30,8 @@ ANALYZERS: tuple[ModuleType, ...] = (
     failures,
     breakdown,
     idle_gaps,
+    utilization,
+    async_overlap,
     overlap,
     minibatching,
     id_dropping,

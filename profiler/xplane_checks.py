@@ -183,14 +183,12 @@ def check_repeats(path: str, data: bytes, plane_names: list[str]) -> None:
         seen[name] = i
 
 
-def check_files(files: list[str], digests: list[bytes], prefixed_planes: list[list[str]]) -> None:
-    """Files of one run: no two with the same bytes, no plane of one host given by two files."""
-    by_digest: dict[bytes, str] = {}
+def check_files(files: list[str], prefixed_planes: list[list[str]]) -> None:
+    """Files of one run: no plane of one host given by two files. Two files of the same bytes are
+    two hosts (a multi-worker logdir holds such files; XProf merges them as two hosts): the same
+    file given twice is refused before, by its inode (trace_to_store._refuse_repeats)."""
     by_plane: dict[str, str] = {}
-    for f, dg, planes in zip(files, digests, prefixed_planes, strict=True):
-        if dg in by_digest:
-            raise CaptureError(f"{f}: the same bytes as {by_digest[dg]}: one capture given twice")
-        by_digest[dg] = f
+    for f, planes in zip(files, prefixed_planes, strict=True):
         for p in planes:
             if p in by_plane:
                 raise CaptureError(f"{f}: plane {p!r} is also in {by_plane[p]}: two files of one run "

@@ -28,6 +28,7 @@ from profiler.xplane_checks import NULL
 from profiler.xplane_columns import LineEvents
 from profiler.xplane_fields import XSpaceWireError
 from profiler.xplane_files import read_capture, stem
+from profiler.xplane_kinds import DEVICE_KINDS
 from profiler.xplane_lines import (
     LineCtx,
     PlaneMeta,
@@ -44,6 +45,7 @@ from profiler.xplane_lines import (
 )
 from profiler.xplane_mapping import (
     COUNTER_LINE,
+    EMPTY_PLANE_LINE,
     MEMORY_EVENTS,
     NUM_OCCURRENCES,
     SCPROF_PLANE,
@@ -174,7 +176,7 @@ def decode_files(files: list[str], fast: bool = True, native: bool = True) -> De
     if len(set(names)) < len(names):
         names = [stem(path) for path, _, _ in spaces]
     prefixes = [f"{name} " if multi else "" for name in names]
-    chk.check_files(files, digests, [[pre + p.name for p in sp[1]] for pre, sp in zip(prefixes, spaces, strict=True)])
+    chk.check_files(files, [[pre + p.name for p in sp[1]] for pre, sp in zip(prefixes, spaces, strict=True)])
     origins = [(path, p.name, ln) for path, lite, _ in spaces for p in lite if p.name != SCPROF_PLANE
                for i, ln in enumerate(p.lines) if p.events(i)]  # fmt: skip
     if not origins:
@@ -289,7 +291,11 @@ def _decode_plane(d: Decoded, path: str, plane: xplane_native.Plane, prefix: str
     if pstats:
         d.plane_stats[prefix + plane.name] = pstats
         d.plane_kinds[prefix + plane.name] = plane_kind(plane.name)[0]
-    if not plane.lines:
+    if not any(plane.events(i) for i in range(len(plane.lines))):
+        kind, chip, core = plane_kind(plane.name)
+        if kind in DEVICE_KINDS:  # a chip with no events is still a chip: one track, no events
+            chk.check_plane_ids(f"{path}: plane {plane.name!r}", chip, core)
+            d.tracks(prefix + plane.name, EMPTY_PLANE_LINE, kind, chip, core)
         return
     meta = PlaneMeta.build(d, path, msg, prefix + plane.name, stat_names)
     for i, line in enumerate(plane.lines):

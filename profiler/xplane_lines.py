@@ -34,6 +34,7 @@ from profiler.xplane_mapping import (
     TYPED_STATS,
     UNIT_STAT,
     UNKNOWN_STAT,
+    event_name,
     plane_kind,
 )
 
@@ -93,7 +94,7 @@ class PlaneMeta:
         chk.check_plane_ids(f"{path}: plane {plane.name!r}", chip, core)
         meta_ids = np.array(sorted(plane.event_metadata), np.int64)
         metas = [plane.event_metadata[int(i)] for i in meta_ids]
-        meta_name = np.array([d.strings(m.display_name or m.name) for m in metas] + [0], np.int64)
+        meta_name = np.array([d.strings(event_name(m.name, m.display_name)) for m in metas] + [0], np.int64)
         meta_typed: dict[str, np.ndarray] = {}
         meta_args: list[tuple[int, str, object]] = []
         marker_meta: list[int] = []

@@ -60,6 +60,24 @@ def plane_kind(name: str) -> tuple[str, int, int]:
 TC_LINES = ("Steps", "XLA Modules", "XLA Ops")  # a TensorCore plane's lines
 SC_LINES = ("Sparse Core Steps", "Sparse Core Modules", "Sparse Core Ops")  # a SparseCore plane's lines
 STEP_LINES = (TC_LINES[0], SC_LINES[0])  # their events are step markers
+ASYNC_LINE = "Async XLA Ops"  # a TPU plane's async op windows (copy-start .. copy-done): spans, not ops
+EMPTY_PLANE_LINE = "(no events)"  # the one track of a device plane whose lines hold no event
+
+
+# --------------------------------------------------------------------------- event names
+# XProf names a TPU op's event metadata by its HLO text (`%copy-start.2 = (f32[..]) copy-start(..)`)
+# and gives the op in display_name (`copy-start.2`), except on the `Async XLA Ops` line, whose
+# display names are the kind (`async-copy` for each of six distinct copies).
+HLO_TEXT_RE = re.compile(r"^%([\w.\-]+) = ")
+
+
+def event_name(name: str, display_name: str) -> str:
+    """The stored name of an event metadata: the op an HLO text names, else display_name, else name."""
+    if m := HLO_TEXT_RE.match(name):
+        return m[1]
+    return display_name or name
+
+
 COUNTER_LINE = "_counters_"  # zero-length events: samples of the counter their metadata names
 
 # --------------------------------------------------------------------------- steps

@@ -44,6 +44,18 @@ FIGURE_TEXT: dict[str, tuple[str, str]] = {
     "stacking.waste_share": ("padding waste share", "of the tables' padded size"),
     "breakdown.hbm_bandwidth_share": ("HBM bandwidth used", "share of the peak, {covers}, per chip"),
     "id_dropping.dropped_ids": ("dropped IDs", "total over every step, all chips"),
+    "utilization.idle_share": (
+        "device idle, first op to last",
+        "share of the main device kind's active time, its cores summed (XProf's device idle)",
+    ),
+    "utilization.idle_share_of_span": (
+        "device idle over the capture",
+        "share of the capture's span, every core of the main device kind (empty ones too)",
+    ),
+    "utilization.idle_share_of_span_with_ops": (
+        "device idle over the capture, cores with ops",
+        "share of the capture's span, the main device kind's cores that ran ops (the device_idle finding's figure)",
+    ),
 }
 # The cards at the head of the analyzers' part, in order (those the run has).
 HEADLINE_FIGURES = (

@@ -1,8 +1,11 @@
 -- step_times: THE step time of every step, and which steps summaries count.
 --
 -- A step's time is its longest chip's step (chip_steps: the TensorCore `Steps` marker
--- where there is one): a synchronous step ends when its slowest chip does. start_ps is
--- the earliest chip's start.
+-- where there is one): a synchronous step ends when its slowest chip does (XProf's step
+-- time too: the longest step marker of any core). start_ps is that same chip's start, so
+-- a step's window [start_ps, start_ps + dur_ps) is one interval of the trace, never one
+-- chip's start with another's duration (chips of a multi-worker capture may run a step
+-- hundreds of ms apart); of chips with equal steps, the earliest.
 --
 -- counted: the steps that summaries (mean, p50, p90 step time; breakdown shares;
 -- minibatches per step) cover, one rule everywhere (scprof analyze, scprof compare,
@@ -16,7 +19,8 @@
 --   - Below 5 steps, dropping two would leave too few to summarise.
 -- Totals (dropped IDs, events) cover every step.
 WITH per_step AS (
-    SELECT run_id, step, min(start_ps) AS start_ps, max(dur_ps) AS dur_ps, arg_max(source, dur_ps) AS source
+    SELECT run_id, step, arg_max(start_ps, struct_pack(d := dur_ps, s := -start_ps)) AS start_ps, max(dur_ps) AS dur_ps,
+           arg_max(source, struct_pack(d := dur_ps, s := -start_ps)) AS source
     FROM chip_steps
     GROUP BY run_id, step
 )

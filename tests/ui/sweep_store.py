@@ -1,6 +1,8 @@
 """A store holding a run of every kind the UI must show, each named by its kind: an emulated ok
 run, a failed compile, a limits-too-low run, a GPU-like and a CPU XProf capture, a capture
-without steps, and two Chrome trace JSON runs (a PyTorch Kineto GPU trace, a CPU DataLoader-bound one); with SCPROF_SWEEP_EVENTS=N (e.g. 10000000) also a synthetic run of N events named
+without steps, two Chrome trace JSON runs (a PyTorch Kineto GPU trace, a CPU DataLoader-bound
+one), then every XSpace capture of the corpus of real captures (tests/data/wild, named
+`wild_<capture>`); with SCPROF_SWEEP_EVENTS=N (e.g. 10000000) also a synthetic run of N events named
 `big` (`make test` sets 10 M: about 11 s to build, 2 min for the sweep's pages; pytest run directly
 leaves it out). Shared by the browser sweep (test_browser_sweep.py) and the
 routing tests."""
@@ -52,6 +54,10 @@ def build_sweep_store(d: Path) -> str:
         ingest_trace(store, str(d / "nosteps.xplane.pb"), name="no_steps")
         ingest_trace(store, str(KINETO_GPU), name="kineto_gpu")
         ingest_trace(store, str(TORCH_CPU), name="torch_cpu")
+        from tests.xplane.test_wild_captures import CAPTURES, ingest_path
+
+        for capture in CAPTURES:
+            ingest_trace(store, ingest_path(capture), name=f"wild_{capture}")
         big = int(os.environ.get("SCPROF_SWEEP_EVENTS") or 0)
         if big:
             from profiler.synthetic import write_synthetic_trace
@@ -62,7 +68,9 @@ def build_sweep_store(d: Path) -> str:
             "SELECT name, status, (SELECT count(*) FROM steps s WHERE s.run_id = r.run_id) AS steps FROM runs r ORDER BY run_id")}  # fmt: skip
     # the store holds the kinds the sweep means to cover
     assert tuple(kinds)[: len(KINDS)] == KINDS and kinds["failed"][0] == "failed" and kinds["no_steps"] == ("ok", 0)
-    assert all(n > 0 for name, (_, n) in kinds.items() if name not in ("failed", "no_steps"))
+    assert all(
+        n > 0 for name, (_, n) in kinds.items() if name not in ("failed", "no_steps") and not name.startswith("wild_")
+    )
     return db
 
 

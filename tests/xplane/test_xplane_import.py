@@ -101,3 +101,57 @@ def test_synthetic_tpu_space(tmp_path):
         assert ("allocator_name", None, None, "hbm") in args
         extra = st.rows("SELECT hardware_extra FROM runs")[0]["hardware_extra"]
         assert "widget_rev" in extra
+
+
+def test_two_files_of_the_same_bytes_are_two_hosts(tmp_path):
+    """A multi-worker logdir can hold two host files with equal bytes; XProf reads two hosts (the
+    same path given twice is still refused: tests/xplane/hostile.py, same_file_twice)."""
+    run = tmp_path / "plugins" / "profile" / "run1"
+    run.mkdir(parents=True)
+    data = tpu_space(steps=2).SerializeToString()
+    for host in ("host-a", "host-b"):
+        (run / f"{host}.xplane.pb").write_bytes(data)
+    (r,) = _ingest([str(run)], db=str(tmp_path / "s.duckdb"))
+    with Store.open(str(tmp_path / "s.duckdb"), read_only=True) as st:
+        planes = {t["plane"] for t in st.rows("SELECT DISTINCT plane FROM tracks WHERE kind = 'tensorcore'")}
+        (run_row,) = st.rows("SELECT * FROM runs")
+    assert planes == {"host-a /device:TPU:0", "host-b /device:TPU:0"}
+    (one,) = _ingest([str(run / "host-a.xplane.pb")], db=str(tmp_path / "one.duckdb"))
+    assert run_row["num_chips"] == 2 and r.events == 2 * one.events
+
+
+def test_an_empty_device_plane_is_a_chip_and_hlo_text_names_the_op(tmp_path):
+    from profiler import xplane_pb2 as xp
+    from tests.xplane.synth import PlaneBuilder
+
+    space = xp.XSpace(hostnames=["h"])
+    tpu = PlaneBuilder(space, 1, "/device:TPU:0")
+    PlaneBuilder(space, 2, "/device:TPU:1")  # no lines at all
+    ops, asyncs = tpu.line(1, "XLA Ops"), tpu.line(2, "Async XLA Ops")
+    tpu.event(ops, "%copy-start.2 = (f32[8]) copy-start(f32[8] %p)", 0, 10)
+    tpu.event(ops, "%fusion.1 = f32[8] fusion(f32[8] %a)", 10, 1000)
+    tpu.event(ops, "%copy-done.2 = f32[8] copy-done((f32[8]) %copy-start.2)", 1010, 500)
+    tpu.event(asyncs, "%copy-start.2 = (f32[8]) copy-start(f32[8] %p)", 0, 1510)
+    space.planes[0].event_metadata[1].display_name = "async-copy"  # as XProf names an async line's event
+    path = str(tmp_path / "t.xplane.pb")
+    with open(path, "wb") as f:
+        f.write(space.SerializeToString())
+    _ingest([path], db=str(tmp_path / "s.duckdb"))
+    with Store.open(str(tmp_path / "s.duckdb"), read_only=True) as st:
+        names = {(r["line"], r["name"]) for r in st.rows("SELECT line, name FROM slices")}
+        chips = st.rows("SELECT chip, busy_ps, idle_share_span FROM device_idle ORDER BY chip")
+        (window,) = st.rows("SELECT name, source, dur_ps, hidden_ps, exposed_ps FROM async_spans")
+        (run_row,) = st.rows("SELECT num_chips FROM runs")
+    assert names == {("XLA Ops", "copy-start.2"), ("XLA Ops", "fusion.1"), ("XLA Ops", "copy-done.2"),
+                     ("Async XLA Ops", "copy-start.2")}  # fmt: skip
+    assert run_row["num_chips"] == 2
+    # TPU:0 busy over its ops (1510 ps, the async window not added); TPU:1 a chip with no ops
+    assert [(c["chip"], c["busy_ps"]) for c in chips] == [(0, 1510), (1, 0)] and chips[1]["idle_share_span"] == 1
+    # the window hides behind fusion.1 only (the start and done are no compute): 1000 of 1510 ps
+    assert (window["name"], window["source"], window["dur_ps"], window["hidden_ps"], window["exposed_ps"]) == (
+        "copy-start.2",
+        "async_line",
+        1510,
+        1000,
+        510,
+    )
