@@ -88,12 +88,17 @@ def test_analyze_exports_and_reingest_never_fail(store, name, capsys, tmp_path):
     assert rc == 0, err
     report = json.loads(out)
     assert report["run"]["name"] == name
+    out = tmp_path / "logdir" / "plugins" / "profile" / "export"  # XProf's logdir layout
+    out.mkdir(parents=True)
     for fmt, suffix in (("perfetto", "pftrace"), ("xspace", "xplane.pb")):
-        path = str(tmp_path / f"{name}.{suffix}")
+        path = str(out / f"{name}.{suffix}")
         rc, _, err = run(capsys, "export", fmt, name, "-o", path, "--db", store)
-        assert rc == 0 and os.path.getsize(path) > 0, err
+        assert rc == 0, err
+    # a capture of several hosts exports one file per host, named as its own (XProf names hosts by file)
+    exported = sorted(str(p) for p in out.glob("*.xplane.pb"))
+    assert exported and all(os.path.getsize(p) > 0 for p in exported) and (out / f"{name}.pftrace").stat().st_size
     again = str(tmp_path / "again.duckdb")
-    rc, _, err = run(capsys, "ingest", str(tmp_path / f"{name}.xplane.pb"), "--db", again, "--name", name)
+    rc, _, err = run(capsys, "ingest", str(tmp_path / "logdir"), "--db", again, "--name", name)
     assert rc == 0, err
     rc, _, err = run(capsys, "analyze", name, "--db", again, "--json")
     assert rc == 0, err
