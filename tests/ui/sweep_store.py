@@ -1,8 +1,8 @@
 """A store holding a run of every kind the UI must show, each named by its kind: an emulated ok
 run, a failed compile, a limits-too-low run, a GPU-like and a CPU XProf capture, a capture
-without steps, two Chrome trace JSON runs (a PyTorch Kineto GPU trace, a CPU DataLoader-bound
-one), then every XSpace capture of the corpus of real captures (tests/data/wild, named
-`wild_<capture>`); with SCPROF_SWEEP_EVENTS=N (e.g. 10000000) also a synthetic run of N events named
+without steps, a PyTorch CPU DataLoader-bound Chrome trace, then every capture of the corpus
+of real captures (tests/data/wild, named `wild_<capture>`: XSpace captures and Kineto GPU
+traces); with SCPROF_SWEEP_EVENTS=N (e.g. 10000000) also a synthetic run of N events named
 `big` (`make test` sets 10 M: about 11 s to build, 2 min for the sweep's pages; pytest run directly
 leaves it out). Shared by the browser sweep (test_browser_sweep.py) and the
 routing tests."""
@@ -17,8 +17,7 @@ import pytest
 from tests.tracekit import REPO, record_into
 
 STEPS = 3
-KINDS = ("emulated_ok", "failed", "limits_too_low", "gpu_capture", "cpu_capture", "no_steps", "kineto_gpu", "torch_cpu")
-KINETO_GPU = REPO / "tests" / "data" / "wild" / "hta_gpu_train" / "sampled_rank-0.json.gz"
+KINDS = ("emulated_ok", "failed", "limits_too_low", "gpu_capture", "cpu_capture", "no_steps", "torch_cpu")
 TORCH_CPU = REPO / "tests" / "data" / "torch_dataloader" / "dataloader_bound.pt.trace.json.gz"
 CPU_CAPTURE = REPO / "tests" / "data" / "jax_cpu_train" / "plugins" / "profile" / "run1"
 
@@ -52,7 +51,6 @@ def build_sweep_store(d: Path) -> str:
         ingest_trace(store, str(CPU_CAPTURE), name="cpu_capture")
         capture_without_steps(d / "nosteps.xplane.pb")
         ingest_trace(store, str(d / "nosteps.xplane.pb"), name="no_steps")
-        ingest_trace(store, str(KINETO_GPU), name="kineto_gpu")
         ingest_trace(store, str(TORCH_CPU), name="torch_cpu")
         from tests.xplane.test_wild_captures import CAPTURES, ingest_path
 
