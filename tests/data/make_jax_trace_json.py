@@ -24,29 +24,11 @@ import jax
 import jax.numpy as jnp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from make_jax_captures import init, train_step  # noqa: E402  (the same model and step)
+
 RUN_DIR = os.path.join(HERE, "jax_cpu_json", "plugins", "profile", "run1")
 STEPS = 5
-
-
-def init(key, sizes=(32, 64, 8)):
-    params = []
-    for a, b in zip(sizes[:-1], sizes[1:], strict=True):
-        key, sub = jax.random.split(key)
-        params.append((jax.random.normal(sub, (a, b)) * 0.1, jnp.zeros(b)))
-    return params
-
-
-def loss(params, x, y):
-    for w, b in params[:-1]:
-        x = jax.nn.relu(x @ w + b)
-    w, b = params[-1]
-    return jnp.mean((x @ w + b - y) ** 2)
-
-
-@jax.jit
-def train_step(params, x, y):
-    grads = jax.grad(loss)(params, x, y)
-    return [(w - 0.01 * gw, b - 0.01 * gb) for (w, b), (gw, gb) in zip(params, grads, strict=True)]
 
 
 def main() -> None:
