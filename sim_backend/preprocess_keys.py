@@ -1,4 +1,4 @@
-"""Host preprocessing, steps 1-3 (preprocess.py): a table group's IDs as sort keys, deduplicated
+"""Host preprocessing, steps 1-3 (preprocess.py): a stack's IDs as sort keys, deduplicated
 within each bag and sorted into (source SparseCore, target partition) buffers.
 
 Two ways, with the same buffers, counts and distinct IDs (preprocess.py chooses):
@@ -8,11 +8,14 @@ Two ways, with the same buffers, counts and distinct IDs (preprocess.py chooses)
   short runs of samples with each ID tagged by its sample, then one sort per source
   SC orders its buffers (its IDs are then distinct (ID, sample) entries, so their
   order among one ID's samples changes no count);
-- *entry path* (otherwise): one int64 key per ID (bit fields: source SC and target
-  partition, stacked ID, feature slot, sample) and one np.sort: repeats adjacent, and
-  every entry keeps its sample (for the chip cap and the decoded entries).
+- *entry path* (otherwise, and whenever a step exceeds a limit): one int64 key per ID (bit
+  fields: source SC and target partition, stacked ID, feature slot, sample) and one
+  np.sort: repeats adjacent, and every entry keeps its sample and how many times its ID
+  occurs in its bag (for the chip cap, the hash buckets, the drop counts and the decoded
+  entries).
 
-Both hand step 4 (minibatches, limits, dropping) the buffers as positions (SortedBuffers).
+Both hand step 4 the buffers as positions (SortedBuffers): when nothing exceeds its limits
+the packed path's positions are all it needs; minibatching and dropping need the entries.
 """
 
 from __future__ import annotations
