@@ -1,14 +1,12 @@
-"""HighwayHash-64 of 4-byte keys, vectorised: the hash jax-tpu-embedding buckets IDs by for minibatching.
+"""HighwayHash-64 of 4-byte keys: the hash jax-tpu-embedding buckets IDs by for minibatching.
 
 The library puts every stacked column ID into one of 64 minibatching buckets,
 `HighwayHash64(int32 col_id bytes, key) & 63`, with a fixed key of its own
-(`LIBRARY_KEY`). `minibatch_bucket` computes it with the C walk of _highway.c (one ID at a time, about
-50x the numpy version's speed); `highway_hash64_u32` is the same algorithm in numpy
-(uint64 lanes, wrapping arithmetic), written from the published HighwayHash algorithm
-(github.com/google/highwayhash, the portable C version): reset from the key, the 4-byte
-input as the remainder packet, then four permute-and-update rounds. The two are checked
-against each other and the algorithm's published test vector, and, through the minibatch
-counts the hash decides, against the library itself (tests/sim_backend/test_library_oracle.py).
+(`LIBRARY_KEY`). `highway_hash64` computes it with the C walk of _highway.c, written from
+the published HighwayHash algorithm (github.com/google/highwayhash, the portable C
+version). It is checked against the algorithm's published test vector and a numpy version
+written apart (tests/sim_backend/highway_reference.py), and, through the minibatch counts
+the hash decides, against the library itself (tests/sim_backend/test_library_oracle.py).
 """
 
 from __future__ import annotations
@@ -20,94 +18,15 @@ from sim_backend import _highway
 LIBRARY_KEY = (0x4451E30F87DB9609, 0xCA7358A1FD2737F8, 0x4B2C991FCEE4FDEA, 0x0B2658E18326F6BA)
 BUCKETS = 64  # the library's minibatching buckets (kMaxMinibatchingBuckets)
 
-_MUL0 = (0xDBE6D5D5FE4CCE2F, 0xA4093822299F31D0, 0x13198A2E03707344, 0x243F6A8885A308D3)
-_MUL1 = (0x3BD39E10CB0EF593, 0xC0ACF169B5F18A8C, 0xBE5466CF34E90C6C, 0x452821E638D01377)
-_LO32 = np.uint64(0xFFFFFFFF)
-_U32 = np.uint64(32)
 
-
-def _swap_halves(x: np.ndarray) -> np.ndarray:
-    return (x >> _U32) | (x << _U32)
-
-
-def _zipper(v1: np.ndarray, v0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The byte shuffle HighwayHash adds into the other half of the state: (add1, add0)."""
-
-    def b(x: np.ndarray, mask: int) -> np.ndarray:
-        return x & np.uint64(mask)
-
-    def sh(x: np.ndarray, n: int) -> np.ndarray:  # shift left (n > 0) or right (n < 0)
-        return x << np.uint64(n) if n > 0 else x >> np.uint64(-n)
-
-    add0 = (
-        sh(b(v0, 0xFF000000) | b(v1, 0xFF00000000), -24)
-        | sh(b(v0, 0xFF0000000000) | b(v1, 0xFF000000000000), -16)
-        | b(v0, 0xFF0000)
-        | sh(b(v0, 0xFF00), 32)
-        | sh(b(v1, 0xFF00000000000000), -8)
-        | sh(v0, 56)
-    )
-    add1 = (
-        sh(b(v1, 0xFF000000) | b(v0, 0xFF00000000), -24)
-        | b(v1, 0xFF0000)
-        | sh(b(v1, 0xFF0000000000), -16)
-        | sh(b(v1, 0xFF00), 24)
-        | sh(b(v0, 0xFF000000000000), -8)
-        | sh(b(v1, 0xFF), 48)
-        | b(v0, 0xFF00000000000000)
-    )
-    return add1, add0
-
-
-def _update(state: list[list[np.ndarray]], lanes: list[np.ndarray]) -> None:
-    v0, v1, mul0, mul1 = state
-    for i in range(4):
-        v1[i] = v1[i] + mul0[i] + lanes[i]
-        mul0[i] = mul0[i] ^ ((v1[i] & _LO32) * (v0[i] >> _U32))
-        v0[i] = v0[i] + mul1[i]
-        mul1[i] = mul1[i] ^ ((v0[i] & _LO32) * (v1[i] >> _U32))
-    for hi, lo, dst in ((1, 0, v0), (3, 2, v0)):
-        add1, add0 = _zipper(v1[hi], v1[lo])
-        dst[hi], dst[lo] = dst[hi] + add1, dst[lo] + add0
-    for hi, lo, dst in ((1, 0, v1), (3, 2, v1)):
-        add1, add0 = _zipper(v0[hi], v0[lo])
-        dst[hi], dst[lo] = dst[hi] + add1, dst[lo] + add0
-
-
-def highway_hash64_u32(values: np.ndarray, key: tuple[int, int, int, int] = LIBRARY_KEY) -> np.ndarray:
-    """HighwayHash-64 of each value's 4 little-endian bytes (uint64 array, same shape)."""
-    x = np.asarray(values).astype(np.int64).astype(np.uint32).astype(np.uint64).ravel()
-    n = len(x)
-    with np.errstate(over="ignore"):
-        mul0 = [np.full(n, m, dtype=np.uint64) for m in _MUL0]
-        mul1 = [np.full(n, m, dtype=np.uint64) for m in _MUL1]
-        v0 = [mul0[i] ^ np.uint64(key[i]) for i in range(4)]
-        v1 = [mul1[i] ^ _swap_halves(np.full(n, key[i], dtype=np.uint64)) for i in range(4)]
-        # the 4-byte input is the remainder packet: v0 += size in both halves, v1's halves
-        # rotated left by size, then the packet (the bytes in lane 0, zeros after)
-        size = np.uint64(4)
-        for i in range(4):
-            v0[i] = v0[i] + ((size << _U32) + size)
-            lo, hi = v1[i] & _LO32, v1[i] >> _U32
-            lo = ((lo << size) | (lo >> (_U32 - size))) & _LO32
-            hi = ((hi << size) | (hi >> (_U32 - size))) & _LO32
-            v1[i] = lo | (hi << _U32)
-        zero = np.zeros(n, dtype=np.uint64)
-        state = [v0, v1, mul0, mul1]
-        _update(state, [x, zero, zero, zero])
-        for _ in range(4):  # finalize: permute v0 into the lanes and update, four times
-            p = [_swap_halves(v0[2]), _swap_halves(v0[3]), _swap_halves(v0[0]), _swap_halves(v0[1])]
-            _update(state, p)
-        out = v0[0] + v1[0] + mul0[0] + mul1[0]
-    return out.reshape(np.shape(values))
+def highway_hash64(ids: np.ndarray, key: tuple[int, int, int, int] = LIBRARY_KEY) -> np.ndarray:
+    """HighwayHash-64 of each int64 ID's low 4 bytes (little-endian), uint64."""
+    ids = np.ascontiguousarray(ids, dtype=np.int64).ravel()
+    out = np.empty(len(ids), dtype=np.uint64)
+    _highway.hash_u32(ids, np.array(key, dtype=np.uint64), out)
+    return out
 
 
 def minibatch_bucket(col_ids: np.ndarray) -> np.ndarray:
     """The library's minibatching bucket of each stacked column ID (int64, 0..63)."""
-    ids = np.ascontiguousarray(col_ids, dtype=np.int64)
-    out = np.empty(len(ids), dtype=np.uint64)
-    _highway.hash_u32(ids, _KEY, out)
-    return (out & np.uint64(BUCKETS - 1)).astype(np.int64)
-
-
-_KEY = np.array(LIBRARY_KEY, dtype=np.uint64)
+    return (highway_hash64(col_ids) & np.uint64(BUCKETS - 1)).astype(np.int64)

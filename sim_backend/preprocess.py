@@ -48,7 +48,7 @@ from sim_backend.preprocess_keys import (
     packed_hots,
     sample_of,
 )
-from sim_backend.stacking import Layout, StackGroup
+from sim_backend.stacking import Layout, StackGroup, table_ids
 
 ALIGN = 8  # the library rounds each partition's share of a SparseCore's buffer up to 8 entries
 
@@ -284,7 +284,7 @@ def _limit_stack(st: _Stack, n_buckets: int, mb_of_bucket: np.ndarray, m_count: 
     cell = mb_s * nb + buf_s  # (minibatch, source, target)
     ids_msp = np.bincount(cell[keep_s], minlength=m_count * nb).reshape(m_count, n_sc, n_sc)
     unique_msp = np.bincount(cell[keep_s & new_s], minlength=m_count * nb).reshape(m_count, n_sc, n_sc)
-    cross = (np.arange(n_sc)[:, None] // spc) != (np.arange(n_sc)[None, :] // spc)  # [source, target]
+    cross = lay.cross_chip()
     cross_mc = (unique_msp * cross).sum(axis=1).reshape(m_count, chips, spc).sum(axis=2)
     result = GroupResult(
         group=g,
@@ -311,7 +311,7 @@ def _unsplit(st: _Stack, ctx: _StepContext) -> GroupResult:
     lay = ctx.lay
     n_sc, spc, chips = lay.num_sc, lay.sparsecores_per_chip, lay.num_chips
     ids, uniq = st.ids_sp.reshape(n_sc, n_sc), st.unique_sp.reshape(n_sc, n_sc)
-    cross = (np.arange(n_sc)[:, None] // spc) != (np.arange(n_sc)[None, :] // spc)
+    cross = lay.cross_chip()
     result = GroupResult(
         group=st.group,
         minibatches=1,
@@ -336,10 +336,7 @@ def _decode(st: _Stack, minibatch: np.ndarray, dropped: np.ndarray, ctx: _StepCo
     n_sc = lay.num_sc
     sp = st.keys >> kl.buffer_shift
     col = (st.keys >> kl.rbits) & ((1 << kl.vbits) - 1)
-    table = np.searchsorted(g.offsets, col, "right") - 1
-    rel = col - g.offsets[table]
-    low = rel % n_sc
-    raw = rel - low + (low - g.rotation[table]) % n_sc  # stacked_cols inverted
+    table, raw = table_ids(col, g, n_sc)
     r = st.keys & ((1 << kl.rbits) - 1)
     slot, local = np.divmod(r, lay.samples_per_sc)
     return {

@@ -27,7 +27,7 @@ from sim_backend.errors import ConfigError, PreprocessError
 from sim_backend.generate import FeatureBatch
 from sim_backend.preprocess import GroupResult, StepResult, preprocess_step
 from sim_backend.reference_worker import read_message, write_message
-from sim_backend.stacking import Layout, StackGroup, padded_width
+from sim_backend.stacking import Layout, StackGroup, padded_width, table_ids
 
 
 def library_available() -> bool:
@@ -183,16 +183,14 @@ def library_entries(stack: dict, group: StackGroup, lay: Layout) -> dict[str, np
     e = stack["entries"]
     n_sc, bs = lay.num_sc, lay.samples_per_sc
     col = e["row"] * n_sc + e["partition"]
-    table = np.searchsorted(group.offsets, col, "right") - 1
-    rel = col - group.offsets[table]
-    low = rel % n_sc
+    table, raw = table_ids(col, group, n_sc)
     slot, local = np.divmod(e["sample"], bs)
     return {
         "source_sc": e["source_sc"],
         "partition": e["partition"],
         "col": col,
         "table": table,
-        "id": rel - low + (low - group.rotation[table]) % n_sc,
+        "id": raw,
         "sample": e["source_sc"] * bs + local,
         "feature_slot": slot,
         "minibatch": e["minibatch"],

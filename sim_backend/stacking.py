@@ -59,6 +59,11 @@ class Layout:
     def samples_per_sc(self) -> int:
         return self.global_batch // self.num_sc
 
+    def cross_chip(self) -> np.ndarray:
+        """bool [source SC, target SC]: the two SparseCores are on different chips."""
+        chip = np.arange(self.num_sc) // self.sparsecores_per_chip
+        return chip[:, None] != chip[None, :]
+
 
 @dataclass(frozen=True)
 class StackGroup:
@@ -100,6 +105,14 @@ def stacked_cols(ids: np.ndarray, shift: int, offset: int, n_sc: int, out: np.nd
         out += ids - ids % n_sc
     out += offset
     return out
+
+
+def table_ids(cols: np.ndarray, group: StackGroup, n_sc: int) -> tuple[np.ndarray, np.ndarray]:
+    """stacked_cols inverted: (index of the table in the stack, raw ID) of each stacked ID."""
+    table = np.searchsorted(group.offsets, cols, "right") - 1
+    rel = cols - group.offsets[table]
+    low = rel % n_sc
+    return table, rel - low + (low - group.rotation[table]) % n_sc
 
 
 def stack_name(tables: list[str] | tuple[str, ...]) -> str:

@@ -3,8 +3,9 @@
 The reference below walks samples and IDs one by one, following jax-tpu-embedding's rules
 (sim_backend/preprocess.py docstring; the library itself is the oracle of
 test_library_oracle.py), and shares no code with the vectorised implementation beyond the
-generated input batch, the stack membership of test_sim_stacking.reference_stacks and the
-minibatching hash (highway_hash.py, checked against HighwayHash's published test vector).
+generated input batch and the stack membership of test_sim_stacking.reference_stacks; the
+minibatching hash is the tests' own numpy HighwayHash (highway_reference.py, checked against
+the algorithm's published test vector), not the emulator's C one.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from sim_backend.config import config_from_dict
 from sim_backend.emulator import setup
 from sim_backend.errors import PreprocessError
 from sim_backend.generate import FeatureBatch, generate_step
-from sim_backend.highway_hash import highway_hash64_u32
 from sim_backend.preprocess import preprocess_step
+from tests.sim_backend.highway_reference import highway_hash64_u32
 from tests.sim_backend.test_sim_stacking import reference_stacks
 
 # -- the reference --------------------------------------------------------------------------

@@ -237,8 +237,9 @@ def test_figures_agree_with_xprof(store, xprof, name):
 def test_async_windows_of_the_async_line_are_xprofs(store, tmp_path):
     """The TPU capture's `Async XLA Ops` windows (TPU:0) against XProf's analyze_async_overlap."""
     name = "tpu_v6e_inference"
-    if name not in CAPTURES or not os.path.exists(XPROF):
-        pytest.skip("the TPU v6e capture or the xprof CLI is missing")
+    assert name in CAPTURES, "the committed TPU v6e capture is missing from tests/data/wild"
+    if not os.path.exists(XPROF):
+        missing_extra("xprof CLI not installed (test extra `xprof`; run `make install-test`)")
     shutil.copyfile(ingest_path(name), tmp_path / "h.xplane.pb")  # XProf writes its cache beside the capture
     got = _xprof("analyze_async_overlap", f"--session_id={tmp_path}", "--bypass_cache=True")
     x = got["by_plane"]["/device:TPU:0"]
