@@ -1,5 +1,6 @@
 """Idle share and what bounds a run's devices, with or without steps (an inference capture, a
-capture cut mid-step): the store's device_idle view, read per device core.
+capture cut mid-step): the store's device_idle rows per device core (analyzers/core_busy.py
+computes them from the shared op scan, equal to the view's).
 
 Idle share, two ways (profiler/stdlib/device_idle.sql): over each core's active interval
 (first op to last: XProf's device idle, summed over the cores of the run's main device kind)
@@ -16,6 +17,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from analyzers.context import RunContext
+from analyzers.core_busy import device_idle_rows
 from analyzers.findings import Analysis, Finding
 
 NAME = "utilization"
@@ -32,8 +34,7 @@ COLLECTIVES = ("tc_collective", "device_collective", "all-reduce", "all-gather",
 
 def devices(ctx: RunContext) -> list[dict]:
     """The device_idle rows of the run (every device core, empty ones too), by kind, chip, core."""
-    return ctx.memo("device_idle", lambda: ctx.store.rows(
-        "SELECT * FROM device_idle WHERE run_id = ? ORDER BY track_kind, chip, core", [ctx.run_id]))  # fmt: skip
+    return ctx.memo("device_idle", lambda: device_idle_rows(ctx))
 
 
 def main_kind(rows: list[dict]) -> str | None:
