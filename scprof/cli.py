@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a config key")
     p.add_argument("--name", help="run name (default: the config's name)")
     p.add_argument("--steps", type=_steps_count, help=f"number of training steps to simulate (1..{MAX_STEPS:,})")
-    p.add_argument("--out", help="directory for the trace (default: runs/<name>/)")
+    p.add_argument("--out", metavar="DIR", help="folder for the run's folder: DIR/<name>/ (default: runs/<name>/)")
     p.add_argument(
         "--perf-tables",
         metavar="DIR",
@@ -155,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="Dask workers here (default: CPUs, at most 8)",
     )
     p.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    p.add_argument("--out", help="folder for the tuned config and the trials (default runs/tuned/<run>/)")
+    p.add_argument("--out", metavar="DIR", help="folder for the tuning's folders, as runs/ is by default: "
+                   "DIR/tuned/<run>/ (tuned.toml, trials/), DIR/whatif/<name>/ (a CONFIG's run)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON document")
     _db_arg(p)
     p.set_defaults(func=cmd_tune)
@@ -264,10 +265,11 @@ def cmd_record(args: argparse.Namespace) -> int:
             args.set,
             args.name,
             args.steps,
-            args.out,
+            None,
             progress=sys.stdout.isatty(),
             perf_tables=args.perf_tables,
             check=_record_check(db, args.replace),
+            root=args.out,  # --out DIR: the run's folder is DIR/<name>/, as runs/<name>/ by default
         )
     except RunFailure as failure:
         # A failed run is still a run: store what it recorded, then fail the command.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import Any
@@ -31,7 +32,9 @@ def verify_and_render(args: argparse.Namespace) -> int:
     from whatif.verify import verify_report
 
     simulations, not_verified = 0, None
-    with Store.open(args.db or default_path()) as store, Executor() as ex:
+    db = args.db or default_path()
+    _check_runs(db, args.run)
+    with Store.open(db) as store, Executor() as ex:
         run_id = store.resolve_run(args.run)
         report = analyze_run(store, run_id)
         try:
@@ -58,7 +61,9 @@ def attribute_and_render(args: argparse.Namespace) -> int:
     from whatif.configs import NotEmulated, origin_config
 
     result, not_attributed = None, None
-    with Store.open(args.db or default_path()) as store, Executor() as ex:
+    db = args.db or default_path()
+    _check_runs(db, args.base, args.cand)
+    with Store.open(db) as store, Executor() as ex:
         base, cand = store.resolve_run(args.base), store.resolve_run(args.cand)
         comparison = compare_runs(store, base, cand)
         try:
@@ -104,20 +109,34 @@ def render_attribution(a: dict[str, Any]) -> str:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    """`scprof tune CONFIG|RUN`."""
+    """`scprof tune CONFIG|RUN`. Everything the user gave is checked before anything is written:
+    --set (syntax, finite values, then the config with them), --out, the store and the run,
+    --scheduler; a refusal is one line and leaves the store, its file and the folders as they were."""
+    from sim_backend.config_load import load_config
+    from sim_backend.record import check_out_root
     from whatif.tune import tune
 
+    sets = _parse_sets(args.set)
+    root = check_out_root(args.out) if args.out is not None else "runs"
     db = args.db or default_path()
-    out_dir = args.out
-    with Store.open(db) as store, Executor(args.workers, args.scheduler) as ex:
-        if args.scheduler:
+    from_config = os.path.isfile(args.target)
+    if from_config:
+        load_config(args.target, args.set)  # the config with its --set: the user's one-line error
+    else:
+        _check_start(db, args.target, sets)
+    with Executor(args.workers, args.scheduler) as ex:
+        if args.scheduler is not None:
             ex.connect()  # a scheduler that cannot be reached is the user's error, said before any work
-        origin, sets = _origin(store, args)
-        name = store.rows("SELECT name FROM runs WHERE run_id = ?", [origin])[0]["name"]
-        out_dir = out_dir or os.path.join("runs", "tuned", _dir(name))
-        session = Session(store, origin, "tune", ex, root=os.path.join(out_dir, "trials"),
-                          progress=_progress("tuning"))  # fmt: skip
-        result = tune(session, Change(sets), args.budget, out_dir)
+        with Store.open(db) as store:
+            if from_config:
+                origin, sets = _record_origin(store, args.target, args.set, root), {}
+            else:
+                origin = store.resolve_run(args.target)
+            name = store.rows("SELECT name FROM runs WHERE run_id = ?", [origin])[0]["name"]
+            out_dir = os.path.join(root, "tuned", _dir(name))
+            session = Session(store, origin, "tune", ex, root=os.path.join(out_dir, "trials"),
+                              progress=_progress("tuning"))  # fmt: skip
+            result = tune(session, Change(sets), args.budget, out_dir)
     if args.json:
         print(json.dumps(result.to_dict(), default=str))
         return 0
@@ -138,24 +157,53 @@ def _trial_line(t: dict[str, Any]) -> str:
     return f"  {mark}  {ps:>9}  {Change(t['overrides'], t['derive_limits']).describe()}  [{t['reason']}]"
 
 
-def _origin(store: Store, args: argparse.Namespace) -> tuple[int, dict[str, Any]]:
-    """The run tuning starts from, and the --set changes over it. A CONFIG file is recorded
-    first (with its --set applied); a RUN is taken as stored and --set becomes the start."""
+def _parse_sets(items: list[str]) -> dict[str, Any]:
+    """--set KEY=VALUE items as dotted key -> value; a malformed item or a value that is not
+    finite (nan, inf, 1e400 inside a list too) is the user's one-line error."""
     from sim_backend.config_load import parse_value
 
     sets = {}
-    for item in args.set:
+    for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ScprofError(f"--set {item!r}: expected KEY=VALUE")
-        sets[key.strip()] = parse_value(value.strip())
-    if not os.path.isfile(args.target):
-        return store.resolve_run(args.target), sets
-    return _record_origin(store, args.target, args.set), {}
+        parsed = parse_value(value.strip())
+        if not _finite(parsed):
+            raise ScprofError(f"--set {item!r}: not a finite value (NaN and infinities are refused)")
+        sets[key.strip()] = parsed
+    return sets
 
 
-def _record_origin(store: Store, config_path: str, overrides: list[str]) -> int:
-    """Record the config (reusing an identical stored run) and return its run_id."""
+def _finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    return True
+
+
+def _check_runs(db: str, *refs: str) -> None:
+    """The store exists and holds the runs, checked read-only: a missing store or run is one
+    line, and neither a store file nor a change to one is left behind."""
+    with Store.open(db, read_only=True) as store:
+        for ref in refs:
+            store.resolve_run(ref)
+
+
+def _check_start(db: str, ref: str, sets: dict[str, Any]) -> None:
+    """`tune RUN`: the store, the run (emulated) and the config with --set applied, checked on
+    the store opened read-only, before anything is written."""
+    with Store.open(db, read_only=True) as store:
+        session = Session(store, store.resolve_run(ref), "tune", Executor())
+        if sets:
+            session.check(Change(sets))
+
+
+def _record_origin(store: Store, config_path: str, overrides: list[str], root: str) -> int:
+    """Record the config into `<root>/whatif/<name>/` (reusing an identical stored run) and
+    return its run_id."""
     from profiler.trace_to_store import ingest_trace
     from sim_backend.config_load import load_config
     from sim_backend.record import record_run
@@ -172,8 +220,9 @@ def _record_origin(store: Store, config_path: str, overrides: list[str]) -> int:
     name = cfg.name
     if store.rows("SELECT 1 FROM runs WHERE name = ?", [name]):
         name = f"{name}~start"
+    folder = os.path.join(root, os.path.basename(DEFAULT_ROOT), _dir(name))
     try:
-        result = record_run(config_path, overrides, name, None, os.path.join(DEFAULT_ROOT, _dir(name)), check=check)
+        result = record_run(config_path, overrides, name, None, folder, check=check)
     except _Reuse:
         return found["run_id"]
     return ingest_trace(store, result.trace_path, name=result.run_name, replace=True).run_id

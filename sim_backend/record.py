@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from profiler.errors import ScprofError
 from profiler.progress import TerminalProgress
 from profiler.recorder import rewrite_tags
+from profiler.safe_output import DUCKDB_MAGIC, DUCKDB_MAGIC_OFFSET
 from profiler.units import format_ps
 from sim_backend import __version__
 from sim_backend.check_events import NAN_DETECTED
@@ -41,6 +42,7 @@ TRACE_FILE = "trace.sctrace"
 PARTIAL_FILE = "trace.sctrace.partial"  # the trace while it is written (renamed when complete)
 DIR_NAME_MAX = 80  # characters of a run name kept in its default folder name
 LIMITS_FILE = "limits.toml"
+KERNEL_FILE_SYSTEMS = ("/proc", "/sys")  # never a place for --out (writes there fail or mean something else)
 
 
 @dataclass(frozen=True)
@@ -76,11 +78,13 @@ def record_run(
     perf_tables: str | None = None,
     check: Callable[[str, str, str], None] | None = None,
     tags: dict[str, str] | None = None,
+    root: str | None = None,
 ) -> RecordResult:
     """Simulate `config_path` (with --set overrides), write `<out_dir>/trace.sctrace`.
 
-    `out_dir` defaults to runs/<name>/ (the name made one safe path component,
-    `dir_name`). `progress`: a callback(done_steps, total), or True for a bar on the
+    `out_dir` defaults to `<root>/<name>/` (`root`: the user's --out, checked first by
+    `check_out_root`, else runs/; the name made one safe path component, `dir_name`), so
+    runs recorded with one --out get sibling folders. `progress`: a callback(done_steps, total), or True for a bar on the
     terminal. `perf_tables`: a performance-table directory (--perf-tables) replacing the
     config's `perf_tables`. `check(name, run_id, trace_path)`, called before anything is
     simulated or written, may refuse the run (raising). The trace is streamed to a
@@ -90,6 +94,8 @@ def record_run(
     ConfigError / PreprocessError (both ValueError, one line) for users' mistakes.
     """
     t0 = time.perf_counter()
+    if root is not None:
+        check_out_root(root)
     if progress is True:
         progress = TerminalProgress("simulating", "steps")
     elif not callable(progress):
@@ -109,7 +115,7 @@ def record_run(
     config = run_config_json(su, name)
     digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()
     run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"scprof-sim:{name}:{digest}"))
-    out_dir = out_dir or os.path.join("runs", dir_name(name))
+    out_dir = out_dir or os.path.join(root or "runs", dir_name(name))
     trace_path = os.path.join(out_dir, TRACE_FILE)
     if check is not None:
         check(name, run_id, trace_path)
@@ -203,6 +209,39 @@ def dir_name(name: str) -> str:
         return name
     stem = safe[:DIR_NAME_MAX].strip(".") or "run"
     return f"{stem}-{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
+
+
+def check_out_root(path: str) -> str:
+    """`--out DIR`, the folder that gets one folder per run: an existing folder, or one that
+    can be made (its nearest existing parent is a folder this process may write in); never a
+    file (a store, a config), nor under /proc or /sys. Checked before anything is written;
+    nothing is created here. ScprofError (one line naming --out) otherwise."""
+    if not path:
+        raise ScprofError("--out: empty path; name a folder (each run gets a folder in it)")
+    real = os.path.realpath(path)
+    for top in KERNEL_FILE_SYSTEMS:
+        if real == top or real.startswith(top + os.sep):
+            raise ScprofError(f"--out {path}: is under {top}, a kernel file system; name a folder for the runs")
+    existing = os.path.abspath(path)
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        what = "a DuckDB database" if _is_duckdb(existing) else "a file"
+        if existing == os.path.abspath(path):
+            raise ScprofError(f"--out {path}: is {what}, not a folder (each run gets a folder in --out)")
+        raise ScprofError(f"--out {path}: cannot make the folder: {existing} is {what}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ScprofError(f"--out {path}: cannot write in {existing} (permission denied or read-only)")
+    return path
+
+
+def _is_duckdb(path: str) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(DUCKDB_MAGIC_OFFSET + len(DUCKDB_MAGIC))
+    except OSError:
+        return False
+    return head[DUCKDB_MAGIC_OFFSET:] == DUCKDB_MAGIC
 
 
 def _open_partial(out_dir: str) -> str:

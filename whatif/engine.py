@@ -23,6 +23,8 @@ from profiler.errors import ScprofError
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend import __version__ as SIM_VERSION
+from sim_backend.config import config_from_dict
+from sim_backend.errors import ConfigError
 from sim_backend.record import dir_name
 from whatif.configs import apply_overrides, origin_config
 from whatif.executor import Executor, Progress
@@ -107,6 +109,15 @@ class Session:
             raise ScprofError(f"{path}: the limits file run {run_name!r} was recorded with cannot be read "
                               f"({e.strerror}); its trials need it") from None  # fmt: skip
 
+    def check(self, change: Change) -> None:
+        """The user's change (`tune RUN --set`) over the starting config must be a config the
+        emulator accepts (known keys, types, ranges): ConfigError, one line, before any trial."""
+        raw = apply_overrides(self.origin_raw, change.overrides)  # "--set KEY: ..." for a key that names nothing
+        try:
+            config_from_dict(raw)
+        except ConfigError as e:
+            raise ConfigError(f"--set: {e} (over run {self.origin['name']!r})") from None
+
     def trial_name(self, change: Change) -> str:
         """`<origin>~<digest of origin, emulator version and change>`: the same trial, the same name."""
         digest = hashlib.sha256(f"{self.origin['uuid']}|{SIM_VERSION}|{change.key()}".encode()).hexdigest()[:10]
@@ -158,7 +169,7 @@ class Session:
         self._seq += 1
         self.store.con.execute(
             "INSERT INTO whatif_trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [self.origin_run_id, self.session, self.purpose, self._seq, label, json.dumps(m.change.overrides, default=str),
+            [self.origin_run_id, self.session, self.purpose, self._seq, label, json.dumps(m.change.overrides, default=str, allow_nan=False),
              m.change.derive_limits, m.run_id, ref_run_id, m.step_time_ps, m.ref_step_time_ps, m.rel_change,
              m.ci_low, m.ci_high, m.verdict, accepted, reason, datetime.datetime.now()],
         )  # fmt: skip

@@ -5,7 +5,6 @@ Either way each trial is `trial.simulate` on the same spec, so the results are t
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +20,8 @@ class Executor:
     def __init__(self, workers: int = 1, scheduler: str | None = None):
         if workers < 1:
             raise ScprofError(f"--workers: {workers} is below the minimum 1")
+        if scheduler is not None and not scheduler.strip():
+            raise ScprofError("--scheduler: empty address; give a Dask scheduler's, e.g. tcp://10.0.0.5:8786")
         self.workers, self.scheduler = workers, scheduler
         self._client: Any = None
         self._cluster: Any = None
@@ -56,7 +57,7 @@ class Executor:
     def connect(self) -> Any:
         """The Dask client, made on first use (a LocalCluster started, or the scheduler reached)."""
         if self._client is None:
-            from distributed import Client, LocalCluster
+            from distributed import Client
 
             if self.scheduler is not None:
                 try:
@@ -66,9 +67,9 @@ class Executor:
                         f"--scheduler {self.scheduler}: cannot reach a Dask scheduler there ({e})"
                     ) from None
             else:
-                # processes, one thread each: the emulator holds the GIL; no dashboard to serve
-                self._cluster = LocalCluster(n_workers=self.workers, threads_per_worker=1, processes=True,
-                                             dashboard_address=None, silence_logs=logging.ERROR)  # fmt: skip
+                from whatif.local_cluster import local_cluster
+
+                self._cluster = local_cluster(self.workers)  # processes on 127.0.0.1, no HTTP served
                 self._client = Client(self._cluster)
         return self._client
 

@@ -127,7 +127,8 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
     current, current_run = start, origin
     if start.overrides or start.derive_limits:  # the user's --set: the baseline is that trial
         first = session.measure([start], origin)[0]
-        session.record(first, "start", origin, first.verdict != "failed", "the starting point (--set)")
+        if first.run_id is not None:  # a row for a start that ran (a config refused is no trial)
+            session.record(first, "start", origin, first.verdict != "failed", "the starting point (--set)")
         if first.verdict == "failed" or first.run_id is None:
             raise TuneError(f"--set: the starting config does not run: {first.failure}")
         current_run = first.run_id

@@ -35,39 +35,57 @@ def small(tmp_path) -> str:
 def test_a_refused_record_leaves_the_existing_trace_and_store_untouched(capsys, tmp_path, small):
     db = tmp_path / "s.duckdb"
     out = tmp_path / "x"
+    trace_path = out / "x" / TRACE_FILE  # --out DIR: the run's folder is DIR/<name>/
     assert cli(capsys, "record", small, "--name", "x", "--out", out, "--db", db).code == 0
-    trace = (out / TRACE_FILE).read_bytes()
+    trace = trace_path.read_bytes()
     before = snapshot(db)
     # same name, other settings (so another trace): refused before anything is written
     got = cli(capsys, "record", small, "--name", "x", "--steps", "2", "--out", out, "--db", db)
     assert_one_error(got, "already holds a run named 'x'", "--replace")
-    assert (out / TRACE_FILE).read_bytes() == trace
-    assert sorted(os.listdir(out)) == [TRACE_FILE]
+    assert trace_path.read_bytes() == trace
+    assert sorted(os.listdir(out)) == ["x"] and sorted(os.listdir(out / "x")) == [TRACE_FILE]
     assert snapshot(db) == before
     # with --replace it goes through: one run, the new trace
     assert cli(capsys, "record", small, "--name", "x", "--steps", "2", "--out", out, "--db", db, "--replace").code == 0
-    assert (out / TRACE_FILE).read_bytes() != trace
+    assert trace_path.read_bytes() != trace
     assert [r[2] for r in snapshot(db)["runs"]] == ["x"]
+
+
+def test_records_with_one_out_get_sibling_folders(capsys, tmp_path, small):
+    """--out is the parent of the runs' folders, as runs/ is: a sweep script that passes the same
+    --out to every point works (before: the second point was refused, its trace would have
+    overwritten the first's)."""
+    db, out = tmp_path / "s.duckdb", tmp_path / "sweep"
+    for name in ("p1", "p2"):
+        got = cli(capsys, "record", small, "--name", name, "--steps", "2", "--out", out, "--db", db)
+        assert got.code == 0, got.err
+        assert f"trace: {out / name / TRACE_FILE}" in got.out
+    assert sorted(os.listdir(out)) == ["p1", "p2"]
+    assert all(os.listdir(out / name) == [TRACE_FILE] for name in ("p1", "p2"))
+    assert [(r[2], r[4]) for r in snapshot(db)["runs"]] == [(n, str(out / n / TRACE_FILE)) for n in ("p1", "p2")]
 
 
 def test_the_trace_of_another_stored_run_is_not_overwritten(capsys, tmp_path, small):
     db = tmp_path / "s.duckdb"
     out = tmp_path / "shared"
-    assert cli(capsys, "record", small, "--name", "a", "--out", out, "--db", db).code == 0
-    trace = (out / TRACE_FILE).read_bytes()
+    # stored run 'a' (another run: 2 steps) has its trace where run 'b' recorded with this --out would write
+    other = tmp_path / "other.duckdb"
+    assert cli(capsys, "record", small, "--name", "b", "--steps", "2", "--out", out, "--db", other).code == 0
+    assert cli(capsys, "ingest", out / "b" / TRACE_FILE, "--name", "a", "--db", db).code == 0
+    trace = (out / "b" / TRACE_FILE).read_bytes()
     before = snapshot(db)
     got = cli(capsys, "record", small, "--name", "b", "--out", out, "--db", db, "--replace")
     assert_one_error(got, "is the trace of stored run 'a'")
-    assert (out / TRACE_FILE).read_bytes() == trace and snapshot(db) == before
+    assert (out / "b" / TRACE_FILE).read_bytes() == trace and snapshot(db) == before
 
 
 def test_the_store_itself_is_not_a_trace_target(capsys, tmp_path, small):
     out = tmp_path / "o"
-    out.mkdir()
-    db = out / TRACE_FILE
+    (out / "small").mkdir(parents=True)
+    db = out / "small" / TRACE_FILE
     got = cli(capsys, "record", small, "--out", out, "--db", db)
     assert_one_error(got, "would overwrite the store")
-    assert sorted(os.listdir(out)) == []
+    assert sorted(os.listdir(out / "small")) == []
 
 
 @pytest.mark.parametrize("name", ["../../../../escape/x", "..", "a/b\\c", "tab\tnew\nline\x1b[31m"])
@@ -122,8 +140,8 @@ def test_failed_runs_are_stored_as_failed_with_their_trace(capsys, tmp_path):
         ([baseline, *oom, "--name", "oom"], "hbm_oom"),
         ([os.path.join(CONFIG_DIR, "spmem_overflow.toml"), "--name", "spmem"], "spmem_overflow"),
     ):
-        out = tmp_path / kind
-        got = cli(capsys, "record", *argv, "--out", out, "--db", db)
+        out = tmp_path / kind / argv[-1]  # --out DIR: DIR/<name>/
+        got = cli(capsys, "record", *argv, "--out", out.parent, "--db", db)
         assert got.code == 2 and str(out / TRACE_FILE) in got.err
         assert sorted(os.listdir(out)) == [TRACE_FILE]
         tags = read_trace(str(out / TRACE_FILE)).header.tags
@@ -153,7 +171,7 @@ def _record_until(tmp_path, config: str, chunks: int, sig: int) -> tuple[subproc
     argv = [sys.executable, "-m", "scprof.cli", "record", config, "--steps", "5000", "--out", str(out)]
     proc = subprocess.Popen(argv + ["--db", str(tmp_path / "s.duckdb")], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)  # fmt: skip
-    partial = str(out / PARTIAL_FILE)
+    partial = str(out / "small" / PARTIAL_FILE)
     deadline = time.monotonic() + 120
     while _chunks(partial) < chunks:
         assert proc.poll() is None, proc.communicate()
@@ -169,7 +187,7 @@ def test_a_killed_record_loses_at_most_the_last_chunk(capsys, tmp_path, small):
     ops are exactly the first ops of the same run recorded without interruption."""
     proc, partial = _record_until(tmp_path, small, 12, signal.SIGKILL)
     assert proc.returncode == -signal.SIGKILL
-    assert not (tmp_path / "out" / TRACE_FILE).exists()
+    assert not (tmp_path / "out" / "small" / TRACE_FILE).exists()
     db = tmp_path / "k.duckdb"
     got = cli(capsys, "ingest", partial, "--allow-truncated", "--db", db)
     assert got.code == 0 and "truncated" in got.out
@@ -209,4 +227,4 @@ def test_ctrl_c_keeps_the_partial_trace_and_says_how_to_recover_it(capsys, tmp_p
     (line,) = err.splitlines()
     assert partial in line and "scprof ingest --allow-truncated" in line
     assert cli(capsys, "ingest", partial, "--allow-truncated", "--db", tmp_path / "c.duckdb").code == 0
-    assert not (tmp_path / "out" / TRACE_FILE).exists()
+    assert not (tmp_path / "out" / "small" / TRACE_FILE).exists()

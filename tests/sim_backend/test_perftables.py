@@ -626,15 +626,15 @@ def test_perf_tables_doubling_throughput_shortens_recorded_collectives(tmp_path,
         == 0
     )
     assert "perf tables     " + str(tmp_path / "doubled") in capsys.readouterr().out
-    a = all_reduce_durations(str(tmp_path / "a" / "trace.sctrace"))
-    b = all_reduce_durations(str(tmp_path / "b" / "trace.sctrace"))
+    a = all_reduce_durations(str(tmp_path / "a" / "bundled" / "trace.sctrace"))  # --out DIR: DIR/<name>/
+    b = all_reduce_durations(str(tmp_path / "b" / "doubled" / "trace.sctrace"))
     assert len(a) == len(b) > 0
     overhead = CostConstants().task_overhead_ps
     # the collective part halves (to the picosecond rounding); the task overhead stays
     assert np.allclose((b - overhead) / (a - overhead), 0.5, rtol=1e-6)
     resolved = {}
-    for d, src in (("a", "bundled:v5p"), ("b", str(tmp_path / "doubled"))):
-        cfg = json.loads(read_trace(str(tmp_path / d / "trace.sctrace")).header.config_json)
+    for d, name, src in (("a", "bundled", "bundled:v5p"), ("b", "doubled", str(tmp_path / "doubled"))):
+        cfg = json.loads(read_trace(str(tmp_path / d / name / "trace.sctrace")).header.config_json)
         resolved[d] = cfg
         assert cfg["resolved"]["perf_tables"] == src
     assert resolved["a"]["perf_tables"] == "" and resolved["b"]["perf_tables"] == str(tmp_path / "doubled")

@@ -260,7 +260,7 @@ def test_record_command_exits_2_with_one_line(small_raw, tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1
     assert err.startswith(f"scprof: error: {path}: {SPMEM_MESSAGE}")
-    assert os.path.exists(tmp_path / "out" / "trace.sctrace")
+    assert os.path.exists(tmp_path / "out" / "small" / "trace.sctrace")  # --out DIR: DIR/<name>/
 
 
 OOM = re.compile(

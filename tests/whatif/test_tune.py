@@ -45,7 +45,7 @@ def test_tune_finds_at_least_the_bundled_tuned_gain(tmp_path: Path, capsys: pyte
     assert [r["accepted"] for r in rows] == [t["accepted"] for t in result["trials"]]
     # the tuned config is one TOML file that records to the claimed step time (within 1%)
     config = Path(result["best"]["config"])
-    assert config == out / "tuned.toml" and "max_ids_file" not in tomllib.loads(config.read_text())["flags"].get(
+    assert config == out / "tuned" / "baseline" / "tuned.toml" and "max_ids_file" not in tomllib.loads(config.read_text())["flags"].get(
         "xla_sparse_core_max_ids_file", "max_ids_file")  # fmt: skip
     assert main(["record", str(config), "--db", db, "--out", str(tmp_path / "again")]) == 0
     capsys.readouterr()
@@ -136,6 +136,6 @@ def test_tune_refuses_a_failed_run_in_one_line(tmp_path: Path, capsys: pytest.Ca
     assert main(["tune", "spmem_overflow", "--db", db, "--workers", "1", "--out", str(tmp_path / "t")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "has no counted steps" in err and "TileSpmem" in err
-    assert not (tmp_path / "t" / "tuned.toml").exists()
+    assert not (tmp_path / "t").exists()
     with Store.open(db, read_only=True) as store:
         assert store.rows("SELECT count(*) AS n FROM whatif_trials")[0]["n"] == 0
