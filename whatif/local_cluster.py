@@ -1,5 +1,11 @@
 """The Dask cluster `tune` starts on this machine: LocalCluster's spec (processes, one thread
-each, on 127.0.0.1), but with no HTTP server anywhere.
+each, on 127.0.0.1), but with no HTTP server anywhere and its comms behind mutual TLS.
+
+Dask's own comm ports (scheduler, nannies, workers) take pickled functions from whoever
+connects: on plain TCP any user of the machine could run code as us during a `tune`. Here
+every comm is TLS with a throwaway CA and key made in memory for this cluster
+(`Security.temporary()`, which needs `cryptography`) and each side requires the other's
+certificate, so a connection without that key fails its handshake before anything is read.
 
 distributed starts an HTTP server in every scheduler and worker whatever the arguments:
 `dashboard_address=None` only moves the scheduler's to 127.0.0.1:8787 and the workers' to
@@ -19,6 +25,7 @@ import logging
 from typing import Any
 
 from distributed import Nanny, Scheduler, SpecCluster, Worker
+from distributed.security import Security
 from distributed.worker_memory import parse_memory_limit
 
 HOST = "127.0.0.1"
@@ -40,7 +47,9 @@ class NoHttpWorker(Worker):
 
 def local_cluster(workers: int) -> SpecCluster:
     """`workers` worker processes (one thread each: the emulator holds the GIL) and a scheduler,
-    all listening on 127.0.0.1 for Dask's own protocol only."""
+    all listening on 127.0.0.1 for Dask's own protocol only, over mutual TLS with credentials
+    that exist only in this process and the cluster's (the client gets them from the cluster)."""
+    security = Security.temporary()
     share = parse_memory_limit("auto", 1, workers, logger=logging.getLogger(__name__))  # LocalCluster's per worker
     worker = {
         "cls": Nanny,
@@ -52,15 +61,25 @@ def local_cluster(workers: int) -> SpecCluster:
             "silence_logs": logging.ERROR,
             "memory_limit": share,
             "worker_class": NoHttpWorker,
+            "security": security,
+            "protocol": "tls",
         },
     }
     scheduler = {
         "cls": NoHttpScheduler,
-        "options": {"host": HOST, "port": 0, "dashboard": False, "dashboard_address": None},
+        "options": {
+            "host": HOST,
+            "port": 0,
+            "dashboard": False,
+            "dashboard_address": None,
+            "security": security,
+            "protocol": "tls",
+        },  # fmt: skip
     }
     return SpecCluster(
         scheduler=scheduler,
         workers=dict.fromkeys(range(workers), worker),
         worker=worker,
         silence_logs=logging.ERROR,
+        security=security,
     )

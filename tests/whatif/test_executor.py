@@ -1,8 +1,10 @@
-"""The Dask cluster `tune` starts here listens on 127.0.0.1 for Dask's protocol only: no HTTP
-endpoint (dashboard, /health, /metrics) in the scheduler or the workers, which any user of the
-machine could reach (before issue 37: the scheduler's on 127.0.0.1:8787, each worker's on a
-random port). whatif/local_cluster.py overrides distributed's start_http_server to get there;
-this test fails if a distributed release brings an HTTP server back."""
+"""The Dask cluster `tune` starts here listens on 127.0.0.1 for Dask's protocol only, over
+mutual TLS: no HTTP endpoint (dashboard, /health, /metrics) in the scheduler or the workers,
+which any user of the machine could reach (distributed serves the scheduler's on
+127.0.0.1:8787 and each worker's on a random port whatever the arguments), and no comm that
+takes work from a client without the cluster's key. whatif/local_cluster.py overrides
+distributed's start_http_server to get there; these tests fail if a distributed release
+brings an HTTP server back or the comms open up."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ def _listening(pid: int) -> set[tuple[str, int]]:
 
 
 def _port(address: str) -> tuple[str, int]:
-    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    host, _, port = address.removeprefix("tls://").removeprefix("tcp://").rpartition(":")
     return host, int(port)
 
 
@@ -55,3 +57,25 @@ def test_the_local_cluster_serves_no_http() -> None:
 def test_an_empty_scheduler_address_is_one_line(address: str) -> None:
     with pytest.raises(ScprofError, match=r"^--scheduler: empty address"):
         Executor(scheduler=address)
+
+
+def test_the_local_cluster_runs_only_work_from_holders_of_its_key(tmp_path) -> None:
+    """Dask's comms take pickled functions: every comm is mutual TLS with a key made for the
+    cluster, so another local user's client (plain TCP, or TLS with credentials of its own)
+    cannot submit anything, while ours can."""
+    from distributed import Client
+    from distributed.security import Security
+
+    marker = tmp_path / "ran"
+    with Executor(workers=1) as ex:
+        client = ex.connect()
+        info = client.scheduler_info()
+        assert info["address"].startswith("tls://") and all(a.startswith("tls://") for a in info["workers"])
+        assert client.submit(sum, [1, 2]).result() == 3
+        host, port = _port(info["address"])
+        for address, security in ((f"tcp://{host}:{port}", None), (info["address"], Security.temporary())):
+            with pytest.raises((OSError, TimeoutError)):
+                other = Client(address, security=security, timeout="3s")
+                other.submit(marker.write_text, "x").result(timeout=3)
+                other.close()
+    assert not marker.exists()
