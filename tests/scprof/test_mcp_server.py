@@ -13,7 +13,10 @@ import hashlib
 import json
 import os
 import shutil
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -320,3 +323,133 @@ def test_agent_session_reaches_the_verified_fix_and_its_interval(two_copies, cap
 
     monkeypatch.chdir(twin.parent)  # the CLI's trials land beside its copy, as the server's did
     assert verified == cli_json(capsys, twin, "analyze", slowest, "--verify", "--json")
+
+
+def test_ingest_reads_only_inside_the_allowed_folders(store_db, tmp_path):
+    db, allowed = tmp_path / "store.duckdb", tmp_path / "captures"
+    shutil.copyfile(store_db, db)
+    allowed.mkdir()
+    shutil.copyfile(CAPTURE, allowed / "again.xplane.pb")
+    (allowed / "link.xplane.pb").symlink_to(CAPTURE)  # inside by name, outside in fact
+    script = {
+        "outside": ("ingest", {"paths": [str(CAPTURE)]}),
+        "link out": ("ingest", {"paths": [str(allowed / "link.xplane.pb")]}),
+        "dotdot": ("ingest", {"paths": [f"{allowed}/../../{CAPTURE.relative_to(CAPTURE.anchor)}"]}),
+    }
+    before = _sha256(db)
+    refused = drive(db, script, "--allow-ingest", str(allowed))
+    assert refused["tools"]["ingest"].annotations.read_only_hint is False
+    for key in script:
+        assert "outside the folders this server may ingest from" in error_line(refused[key]), key
+    assert _sha256(db) == before
+
+    inside = str(allowed / "again.xplane.pb")  # the capture the store holds (as tpu_inference_2)
+    script = {
+        "again": ("ingest", {"paths": [inside], "name": "again"}),
+        "replace": ("ingest", {"paths": [inside], "name": "again", "replace": True}),
+    }
+    done = drive(db, script, "--allow-ingest", str(allowed))
+    assert "already holds this run" in error_line(done["again"])  # the ingest's own checks, as a user's
+    (run,) = ok(done["replace"])["runs"]
+    assert run["name"] == "again" and run["events"] > 0
+    with Store.open(str(db), read_only=True) as store:
+        assert store.resolve_run("again") == run["run_id"]
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+
+def test_guide_is_printed(capsys):
+    result = cli(capsys, "mcp", "--guide")
+    assert result.code == 0 and result.out == guide_text()
+    assert "## 3. Verify before you recommend" in result.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--transport", "http", "--host", "0.0.0.0"], "give --token"),
+        (["--transport", "http", "--token", "short"], "--token: use 16 to 256 characters"),
+        (["--transport", "http", "--port", "0"], "--port: must be 1..65535"),
+        (["--token", "a" * 20], "--host and --token are for --transport http"),
+        (["--allow-ingest", "no/such/folder"], "--allow-ingest: no/such/folder is not a folder"),
+        (["--transport", "carrier-pigeon"], "invalid choice"),
+    ],
+)
+def test_bad_flags_are_one_line_before_serving(capsys, store_db, argv, needle):
+    result = cli(capsys, "mcp", "--db", store_db, *argv)
+    assert result.code == 2 and len(result.err_lines) == 1, result.err
+    assert needle in result.err
+
+
+# --- streamable HTTP ------------------------------------------------------------------------------
+
+TOKEN = "scprof-test-token-0123456789"
+
+
+@pytest.fixture(scope="module")
+def http_url(store_db):
+    """`scprof mcp --transport http --token ...` on a free loopback port; its /mcp address."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    params = _server(store_db, "--transport", "http", "--port", str(port), "--token", TOKEN)
+    proc = subprocess.Popen([params.command, *params.args], env=params.env, cwd=params.cwd,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stderr.read().decode()
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the HTTP server did not start in 60 s"
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def _http_session(url: str, calls: dict[str, tuple[str, dict]], headers: dict[str, str]) -> dict[str, Any]:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        out: dict[str, Any] = {"tools": {t.name for t in (await client.list_tools()).tools}}
+        for key, (tool, args) in calls.items():
+            out[key] = await client.call_tool(tool, args)
+        return out
+
+
+def test_http_answers_equal_stdio_and_the_cli(http_url, served, store_db, capsys):
+    before = _sha256(store_db)
+    calls = {k: CALLS[k] for k in ("runs", "analyze host_bound", "compare", "sql", "sql ddl", "verify refused")}
+    out = asyncio.run(_http_session(http_url, calls, {"Authorization": f"Bearer {TOKEN}"}))
+    assert out["tools"] == READ_TOOLS
+    assert ok(out["runs"])["runs"] == cli_json(capsys, store_db, "runs", "--json")
+    for key in ("analyze host_bound", "compare", "sql"):
+        assert ok(out[key]) == ok(served[key]), key
+    assert error_line(out["sql ddl"]) == error_line(served["sql ddl"])
+    assert error_line(out["verify refused"]) == error_line(served["verify refused"])
+    assert _sha256(store_db) == before
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({}, 401),
+        ({"Authorization": "Bearer wrong-token-0123456789"}, 401),
+        ({"Authorization": f"Bearer {TOKEN}", "Host": "evil.example"}, 421),  # DNS rebinding: the SDK's check
+    ],
+)
+def test_http_refuses_requests_without_the_token_or_a_loopback_host(http_url, headers, status):
+    import httpx2
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    response = httpx2.post(http_url, json=body, headers={**accept, **headers}, timeout=30)
+    assert response.status_code == status, response.text
