@@ -138,6 +138,34 @@ def top_ops_doc(
     })  # fmt: skip
 
 
+def find_events_doc(
+    store: Store, run: str | int, name: str, window: tuple[int, int] | None = None, limit: int = 50
+) -> dict[str, Any]:
+    """Events whose name contains `name` (case-insensitive; text, never a pattern), in the window
+    [t0, t1) or the whole run, in time order: the Timeline's find (ui/trace_queries.py's rule and
+    SQL), with each event's track (plane, line, kind, chip), step and time."""
+    from ui import trace_queries as TQ
+    from ui.store_access import sql
+    from ui.trace_api import run_facts
+
+    if not name.strip():
+        raise ScprofError("name: give some text of the events' names")
+    facts = run_facts(store, store.resolve_run(run))
+    t0, t1 = window or (facts.first_ps, facts.last_ps + 1)
+    p = dict(run=facts.run_id, q=name, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, all_tracks=True, tracks=[])
+    total = int(sql(store, TQ.FIND_COUNT, **p).column("n")[0].as_py())
+    ids = sql(store, TQ.FIND_EVENTS, limit=limit, **p).column("id").to_pylist()
+    rows = store.rows(
+        """SELECT event_id, track_id, plane, line, track_kind, chip, name, step, start_ps, dur_ps
+           FROM slices WHERE run_id = ? AND list_contains(?, event_id) ORDER BY start_ps, event_id""",
+        [facts.run_id, ids],
+    )
+    return jsonable({
+        "run": {"run_id": facts.run_id, "name": facts.name}, "name": name, "window_ps": [t0, t1],
+        "count": total, "rows": rows, "truncated": total > len(rows),
+    })  # fmt: skip
+
+
 def sql_doc(store: Store, query: str, max_rows: int, timeout_s: float, max_bytes: int) -> dict[str, Any]:
     """`scprof sql QUERY --format json`'s rows, with the cap that cut them: the same guard (one
     read-only statement), worker process, time limit and memory cap."""

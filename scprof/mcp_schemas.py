@@ -126,6 +126,16 @@ class TopOps(Truncation):
     )
 
 
+class FoundEvents(Truncation):
+    run: RunRef
+    name: str
+    window_ps: list[int] = Field(description="[t0, t1): the window searched, ps")
+    count: int = Field(description="events that match in the window (rows holds the first `limit`)")
+    rows: list[dict[str, Any]] = Field(
+        description="event_id, track_id, plane, line, track_kind, chip, name, step, start_ps, dur_ps"
+    )
+
+
 class SqlResult(Truncation):
     columns: list[str]
     rows: list[dict[str, Any]] = Field(description="`scprof sql QUERY --format json`, row for row")

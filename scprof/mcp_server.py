@@ -48,6 +48,7 @@ MAX_RESULT_BYTES = 256 * 2**10  # JSON of one structured result, at most
 SQL_DEFAULT_ROWS = 200
 SQL_MAX_ROWS = sql_guard.DEFAULT_MAX_ROWS  # 10,000: more is for `scprof sql`, not an agent's context
 TOP_OPS_MAX = 1_000
+FIND_MAX = 1_000
 DEFAULT_UI_URL = "http://127.0.0.1:8050"  # where `scprof ui` serves by default
 GUIDE = "agent_guide.md"
 NARROW = "truncated, narrow the query"
@@ -129,6 +130,17 @@ class Tools:
         with self.reading() as store:
             return answers.top_ops_doc(store, run, answers.steps_range(steps), chip, limit)
 
+    def find_events(self, run: str, name: str, t0_ps: int | None, t1_ps: int | None, limit: int) -> dict[str, Any]:
+        if not 1 <= limit <= FIND_MAX:
+            raise ScprofError(f"limit: must be 1..{FIND_MAX:,}, got {limit}")
+        with self.reading() as store:
+            doc = answers.find_events_doc(store, run, name, _window(t0_ps, t1_ps), limit)
+        if doc["truncated"]:
+            doc["note"] = (
+                f"{NARROW}: the first {len(doc['rows'])} of {doc['count']:,} events; give a window (t0_ps, t1_ps)"
+            )
+        return doc
+
     def sql(self, query: str, max_rows: int, timeout_s: float) -> dict[str, Any]:
         if isinstance(max_rows, int) and not 1 <= max_rows <= SQL_MAX_ROWS:
             raise ScprofError(f"max_rows: must be 1..{SQL_MAX_ROWS:,} here (`scprof sql` takes more), got {max_rows}")
@@ -142,9 +154,7 @@ class Tools:
     def timeline_link(self, run: str, steps: str | None, t0_ps: int | None, t1_ps: int | None) -> dict[str, Any]:
         from ui.state import encode
 
-        span = answers.steps_range(steps)
-        if (t0_ps is None) != (t1_ps is None) or (t0_ps is not None and t1_ps <= t0_ps):  # type: ignore[operator]
-            raise ScprofError("t0_ps, t1_ps: give both, with t0_ps < t1_ps (a time window in ps), or neither")
+        span, _ = answers.steps_range(steps), _window(t0_ps, t1_ps)
         with self.reading() as store:
             run_id = store.resolve_run(run)
         query = encode({"run": run_id, "steps": f"{span[0]}:{span[1]}" if span else None, "t0": t0_ps, "t1": t1_ps})
@@ -187,6 +197,12 @@ class Tools:
                 return real
         allowed = ", ".join(self.settings.allow_ingest)
         raise ScprofError(f"paths: {path} is outside the folders this server may ingest from ({allowed})")
+
+
+def _window(t0_ps: int | None, t1_ps: int | None) -> tuple[int, int] | None:
+    if (t0_ps is None) != (t1_ps is None) or (t0_ps is not None and t1_ps <= t0_ps):  # type: ignore[operator]
+        raise ScprofError("t0_ps, t1_ps: give both, with t0_ps < t1_ps (a time window in ps), or neither")
+    return None if t0_ps is None else (t0_ps, t1_ps)  # type: ignore[return-value]
 
 
 def _quote(text: str) -> str:
@@ -316,6 +332,18 @@ def build_server(settings: Settings) -> MCPServer:
         the kind's self time, FLOPs and bytes; device work first, by self time. Over the whole run these
         are analyze's `ops` figures; narrow with steps and chip."""
         return _answer(lambda: tools.top_ops(run, steps, chip, limit), "rows")
+
+    @server.tool(annotations=READ, title="Find events by name")
+    def find_events(
+        run: RunArg,
+        name: Annotated[str, Field(description="text the events' names contain (case-insensitive, not a pattern)")],
+        t0_ps: Annotated[int | None, Field(description="window start, ps (with t1_ps); null: the whole run")] = None,
+        t1_ps: Annotated[int | None, Field(description="window end, ps")] = None,
+        limit: Annotated[int, Field(description=f"events to return, 1..{FIND_MAX:,}")] = 50,
+    ) -> Annotated[CallToolResult, M.FoundEvents]:
+        """Events whose name contains the text, in time order, as the Timeline's find: each with its
+        event_id, track (plane, line, kind, chip), step, start_ps and dur_ps, and how many match in all."""
+        return _answer(lambda: tools.find_events(run, name, t0_ps, t1_ps, limit), "rows")
 
     @server.tool(annotations=READ, title="Read-only SQL over the store")
     def sql(

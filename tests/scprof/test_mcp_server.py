@@ -36,7 +36,9 @@ from tests.tracekit import REPO, cli, record_into  # noqa: E402
 
 CAPTURE = REPO / "tests" / "data" / "wild" / "tpu_v6e_inference" / "tpu_inference_2.xplane.pb"
 RUNS = ("baseline", "host_bound", "spmem_overflow", "tpu_inference_2")  # ok, ok, failed, a capture without steps
-READ_TOOLS = {"list_runs", "run_summary", "analyze", "compare", "top_ops", "sql", "timeline_link", "compare_link"}
+READ_TOOLS = {
+    "list_runs", "run_summary", "analyze", "compare", "top_ops", "find_events", "sql", "timeline_link", "compare_link",
+}  # fmt: skip
 
 # name -> (tool, arguments): every call the read-only server answers in one session
 CALLS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -48,6 +50,8 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "top_ops": ("top_ops", {"run": "baseline"}),
     "top_ops step 1 chip 0": ("top_ops", {"run": "baseline", "steps": "1:2", "chip": 0, "limit": 1000}),
     "top_ops capture": ("top_ops", {"run": "tpu_inference_2", "limit": 5}),
+    "find": ("find_events", {"run": "baseline", "name": "MATMUL", "limit": 5}),
+    "find in window": ("find_events", {"run": "baseline", "name": "matmul", "t0_ps": 0, "t1_ps": 10**9, "limit": 1000}),
     "sql": ("sql", {"query": "SELECT run_id, name, status, events FROM runs ORDER BY run_id"}),
     "sql rows cap": ("sql", {"query": "SELECT range AS i FROM range(5000)", "max_rows": 100}),
     "sql bytes cap": ("sql", {"query": "SELECT range AS i, repeat('x', 2000) AS s FROM range(2000)", "max_rows": 5000}),
@@ -64,6 +68,7 @@ CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "compare without steps": ("compare", {"base": "baseline", "cand": "tpu_inference_2"}),
     "bad steps": ("top_ops", {"run": "baseline", "steps": "3:1"}),
     "bad window": ("timeline_link", {"run": "baseline", "t0_ps": 5}),
+    "find nothing": ("find_events", {"run": "baseline", "name": " "}),
     "ingest not offered": ("ingest", {"paths": [str(CAPTURE)]}),
 }
 
@@ -218,6 +223,22 @@ def test_top_ops_over_the_run_are_analyzes_ops(served):
     assert len(capture["rows"]) == 5 and capture["truncated"] and capture["ops"] > 5
 
 
+FIND_SQL = """SELECT event_id, track_id, plane, line, track_kind, chip, name, step, start_ps, dur_ps FROM slices
+WHERE run_id = 1 AND contains(lower(name), 'matmul') AND start_ps < {t1} AND (start_ps >= {t0} OR start_ps + dur_ps > {t0})
+ORDER BY start_ps, event_id"""
+
+
+def test_find_events_equals_the_same_rule_in_sql(served, store_db, capsys):
+    every = cli_json(capsys, store_db, "sql", FIND_SQL.format(t0=0, t1=2**62), "--format", "json")
+    found = ok(served["find"])
+    assert found["rows"] == every[:5] and found["count"] == len(every) > 5
+    assert found["truncated"] and "give a window" in found["note"]
+    window = ok(served["find in window"])
+    assert window["window_ps"] == [0, 10**9] and not window["truncated"]
+    assert window["rows"] == cli_json(capsys, store_db, "sql", FIND_SQL.format(t0=0, t1=10**9), "--format", "json")
+    assert 0 < window["count"] < found["count"]
+
+
 def test_sql_equals_cli(served, store_db, capsys):
     doc = ok(served["sql"])
     query = CALLS["sql"][1]["query"]
@@ -257,6 +278,7 @@ REFUSALS = {
     "compare without steps": ["has no steps"],
     "bad steps": ["0 <= A < B"],
     "bad window": ["t0_ps, t1_ps"],
+    "find nothing": ["name: give some text"],
     "ingest not offered": ["ingest"],
 }
 
