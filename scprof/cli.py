@@ -73,6 +73,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from scprof.mcp_server import cmd_mcp as run
+
+    return run(args)
+
+
 def _db_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=None, help="store path (default: $SCPROF_DB or ./scprof.duckdb)")
 
@@ -170,6 +176,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _db_arg(p)
     p.set_defaults(func=cmd_ui)
+
+    p = sub.add_parser("mcp", help="serve the store to AI agents over the Model Context Protocol (read-only)")
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="stdio (default) or streamable HTTP")
+    p.add_argument("--host", default="127.0.0.1", help="http: address to bind (default 127.0.0.1; others need --token)")
+    p.add_argument("--port", type=int, default=8765, help="http: port (default 8765)")
+    p.add_argument("--token", help="http: access token every request must carry (Authorization: Bearer)")
+    p.add_argument("--allow-simulate", action="store_true", help="let analyze verify fixes by simulation")
+    p.add_argument("--allow-ingest", action="append", default=[], metavar="DIR", help="let agents ingest from DIR")
+    p.add_argument("--ui-url", default="http://127.0.0.1:8050", help="where `scprof ui` serves, for links")
+    p.add_argument("--guide", action="store_true", help="print the agent guide and exit")
+    _db_arg(p)
+    p.set_defaults(func=cmd_mcp)
 
     p = sub.add_parser("export", help="write a run in another tool's format")
     fmt = p.add_subparsers(dest="format", metavar="FORMAT", parser_class=_Parser)

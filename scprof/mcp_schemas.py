@@ -1,0 +1,151 @@
+"""The MCP tools' output schemas (scprof/mcp_server.py), as pydantic models the SDK publishes as each
+tool's outputSchema and checks every structured result against.
+
+They name and describe the fields an agent reads; every model allows more (`extra="allow"`): the
+documents are the CLI's `--json` (scprof/answers.py), and a field added there must not make the
+tool fail. Figures are in the store's units: times in picoseconds (`_ps`), shares as fractions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class RunRow(_Open):
+    run_id: int
+    name: str
+    source: str = Field(description="scprof-trace (emulated or recorded by scprof), xplane, chrome-json, ...")
+    status: str = Field(description="ok, or failed: a run that stopped (its failure in `failure`)")
+    steps: int = Field(description="steps the store times (0: a run without steps)")
+    counted_steps: int | None = Field(None, description="steps summaries count (warm-up and last left out at >= 5)")
+    mean_step_ps: float | None = Field(None, description="mean step time over the counted steps, ps")
+    events: int | None = None
+    failure: str | None = None
+
+
+class Truncation(_Open):
+    truncated: bool = Field(False, description="rows were left out: narrow the question (steps, chip, LIMIT)")
+    note: str | None = Field(None, description="what was cut and how to ask for less, when truncated")
+
+
+class RunList(Truncation):
+    runs: list[RunRow] = Field(description="`scprof runs --json`, row for row")
+
+
+class RunRef(_Open):
+    run_id: int
+    name: str
+
+
+class Finding(_Open):
+    rule: str
+    severity: str = Field(description="critical, warning or info")
+    title: str
+    metric: str
+    value: float | None = Field(description="the headline figure, in `unit`")
+    unit: str
+    recommendation: str
+    evidence: dict[str, Any] = Field(description="further figures by name (units in the names: _ps, _share)")
+    entities: dict[str, list[Any]] = Field(description="what is affected: chips, steps, tables, ops")
+    confidence: str = Field(description="high: measured; medium: inferred; low: data missing")
+    evidence_sql: str = Field(description="a query that reproduces the evidence (run it with the sql tool)")
+    fix: dict[str, Any] | None = Field(description="the config change (`set`: KEY -> value as `record --set`)")
+    verified: dict[str, Any] | None = Field(description="the fix simulated alone (analyze with verify=true)")
+
+
+class Analysis(_Open):
+    run: RunRef
+    figures: dict[str, Any] = Field(description="per analyzer, its figures (breakdown: step time and time split)")
+    findings: list[Finding] = Field(description="most severe first")
+    notes: dict[str, list[str]] = Field(description="per analyzer, what it could not look at (data the run lacks)")
+    simulations: int | None = Field(None, description="verify only: simulations run")
+    not_verified: str | None = Field(None, description="verify only: why the fixes could not be simulated")
+
+
+class BriefFinding(_Open):
+    rule: str
+    severity: str
+    title: str
+    metric: str
+    value: float | None
+    unit: str
+    confidence: str
+
+
+class Summary(_Open):
+    run: RunRef
+    step_time: dict[str, Any] | None = Field(
+        description="step_ps_mean / p50 / p90 over the counted steps, `steps` counted, `covers` in words; "
+        "null for a run without steps"
+    )
+    share: dict[str, float] | None = Field(description="the time split: category -> share of step time")
+    findings: int = Field(description="how many findings analyze reports")
+    top_findings: list[BriefFinding]
+    fixable: int = Field(description="findings with a config fix (verify them with analyze verify=true)")
+    notes: dict[str, list[str]]
+
+
+class StepTime(_Open):
+    base_mean_ps: float
+    cand_mean_ps: float
+    change: float = Field(description="(cand - base) / base: negative is faster")
+    ci_low: float = Field(description="95% bootstrap interval of `change`, low end")
+    ci_high: float
+    base_steps: int
+    cand_steps: int
+    verdict: str = Field(description="improved, regressed or no significant change (interval excludes 0 and >= 1%)")
+    paired: bool
+
+
+class Comparison(_Open):
+    base: dict[str, Any]
+    cand: dict[str, Any]
+    step_time: StepTime
+    breakdown: list[dict[str, Any]] = Field(description="per category: base_ps, cand_ps, delta_ps per step and chip")
+    findings: dict[str, list[dict[str, Any]]] = Field(description="resolved, new, persisting")
+    ops: list[dict[str, Any]] = Field(description="per-op changes per step, the largest with a 95% interval")
+    tables: list[dict[str, Any]]
+    config_diff: list[dict[str, Any]]
+    notes: list[str]
+
+
+class TopOps(Truncation):
+    run: RunRef
+    steps: list[int] | None = Field(description="[A, B]: the events of steps A..B-1; null: every event")
+    chip: int | None
+    ops: int = Field(description="distinct ops (kind, name, category) in the selection")
+    rows: list[dict[str, Any]] = Field(
+        description="track_kind, name, category, host_work, events, total_ps, self_ps, share (of the kind's self "
+        "time), flops, bytes; device work first, by self time"
+    )
+
+
+class FoundEvents(Truncation):
+    run: RunRef
+    name: str
+    window_ps: list[int] = Field(description="[t0, t1): the window searched, ps")
+    count: int = Field(description="events that match in the window (rows holds the first `limit`)")
+    rows: list[dict[str, Any]] = Field(
+        description="event_id, track_id, plane, line, track_kind, chip, name, step, start_ps, dur_ps"
+    )
+
+
+class SqlResult(Truncation):
+    columns: list[str]
+    rows: list[dict[str, Any]] = Field(description="`scprof sql QUERY --format json`, row for row")
+    capped_by: str | None = Field(description="rows or bytes, when the result was cut")
+
+
+class Link(_Open):
+    url: str = Field(description="a page of `scprof ui` a person can open")
+    serve: str = Field(description="the command that serves the UI at that address")
+
+
+class Ingested(_Open):
+    runs: list[dict[str, Any]] = Field(description="per stored run: run_id, name, events, cut_message")
