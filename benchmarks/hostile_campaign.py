@@ -10,7 +10,7 @@ with a wall-clock limit, and checks what must hold for it:
   no hang (the limit), and for resource cases the child's peak RSS.
 Cases are grouped in classes (docs/security.md's table): round one's here, round two's (the
 what-if commands, paths stored configs name, refusals that keep the store, outputs, damaged
-stores and full disks) in hostile_round_two.py; the harness is campaign_kit.py. Prints each
+stores and full disks) in _hostile_round_two.py; the harness is _campaign_kit.py. Prints each
 case that did not hold, a table per class, and as its last line one JSON object with the counts.
 
     python benchmarks/hostile_campaign.py [--only CLASS ...] [--keep] [--verbose]
@@ -31,7 +31,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from campaign_kit import (
+from _campaign_kit import (
     Campaign,
     _tail,
     accepted,
@@ -825,6 +825,8 @@ def _crash(c: Campaign) -> str | None:
 
 
 if __name__ == "__main__":
-    import hostile_round_two  # noqa: F401  (registers round two's cases after these)
+    import _hostile_round_two  # noqa: F401  (registers round two's cases after these)
 
-    run_campaign(__doc__.splitlines()[0])
+    counts = run_campaign(__doc__.splitlines()[0])
+    total = {"tried": sum(t["tried"] for t in counts.values()), "held": sum(t["held"] for t in counts.values())}
+    print(json.dumps({"benchmark": "hostile_campaign", "classes": counts, **total}))

@@ -2,7 +2,7 @@
 --attribute`, `tune`), paths that traces and stored configs name, refusals that must leave
 the store as it was, the folders `--out` names, damaged stores and full disks.
 
-Registered into campaign_kit's CASES on import; benchmarks/hostile_campaign.py runs them
+Registered into _campaign_kit's CASES on import; benchmarks/hostile_campaign.py runs them
 with round one's.
 """
 
@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 import psutil
-from campaign_kit import REPO, Campaign, Result, accepted, case, clean, refused, refuses_untouched
+from _campaign_kit import REPO, Campaign, Result, accepted, case, clean, refused, refuses_untouched
 
 SECRET = "SCPROF-CAMPAIGN-SECRET-7f3a"
 LIMITS = REPO / "configs" / "limits" / "baseline_limits.toml"

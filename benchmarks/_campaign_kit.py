@@ -1,7 +1,7 @@
 """The hostile campaign's harness: cases by class, a scratch folder with a store, children
 run under a time limit, and what must hold (refused in one line, accepted, store untouched).
 
-The cases are in benchmarks/hostile_campaign.py (round one) and hostile_round_two.py; run
+The cases are in benchmarks/hostile_campaign.py (round one) and _hostile_round_two.py; run
 the campaign with `python benchmarks/hostile_campaign.py`.
 """
 
@@ -11,7 +11,6 @@ import argparse
 import contextlib
 import dataclasses
 import hashlib
-import json
 import os
 import shutil
 import signal
@@ -192,7 +191,9 @@ def refuses_untouched(c: Campaign, *args: str, mention: str | None = None, timeo
 # -- the campaign -----------------------------------------------------------------------------
 
 
-def run_campaign(description: str) -> None:
+def run_campaign(description: str) -> dict[str, dict[str, int]]:
+    """Run the registered cases (those of --only's classes); print each that did not hold and the
+    table per class; the counts per class."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--only", nargs="*", help="classes to run (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
@@ -225,5 +226,4 @@ def run_campaign(description: str) -> None:
     print(f"{'class':<20} {'tried':>6} {'held':>6}")
     for cls, t in counts.items():
         print(f"{cls:<20} {t['tried']:>6} {t['held']:>6}")
-    total = {"tried": sum(t["tried"] for t in counts.values()), "held": sum(t["held"] for t in counts.values())}
-    print(json.dumps({"benchmark": "hostile_campaign", "classes": counts, **total}))
+    return counts
