@@ -111,7 +111,7 @@ def test_a_writing_open_that_changes_nothing_writes_nothing(store_path):
 
 
 def test_a_writing_open_that_commits_nothing_leaves_the_file_its_size(store_path):
-    size0, rows = store_path.stat().st_size, snapshot(store_path)
+    size0, sha0, rows = store_path.stat().st_size, _sha(store_path), snapshot(store_path)
     with Store.open(str(store_path)) as store:
         store.con.execute("BEGIN")
         # random values, enough of them that DuckDB writes row groups to new blocks before the commit
@@ -119,6 +119,7 @@ def test_a_writing_open_that_commits_nothing_leaves_the_file_its_size(store_path
         assert store_path.stat().st_size > size0
         store.con.execute("ROLLBACK")
     assert store_path.stat().st_size == size0 and snapshot(store_path) == rows
+    assert _sha(store_path) == sha0 and not _wal(store_path).exists()  # no checkpoint either
 
 
 def test_a_second_open_keeps_the_first_ones_lock(store_path):
