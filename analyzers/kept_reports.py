@@ -11,6 +11,7 @@ is kept only if it reads back exactly as computed, so the two paths cannot give 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -99,7 +100,8 @@ def keep_report(store: Store, report: RunReport) -> bool:
             )
         con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        with contextlib.suppress(duckdb.Error):  # a COMMIT that failed has ended the transaction
+            con.execute("ROLLBACK")
         raise
     return True
 

@@ -5,7 +5,8 @@
 
 `check_output_path` refuses, before anything is written, an output that is a directory, sits in
 a missing directory, is not a regular file (a FIFO, a device), is a DuckDB database or its
-write-ahead log, is an scprof trace (a recording), or is one of `protected` (the store, its WAL,
+write-ahead log, is an scprof trace (a recording), is read-only (no write permission for the user,
+or no write bit at all: root too is refused), or is one of `protected` (the store, its WAL,
 the source files of stored runs), compared by real path and by inode (`os.path.samefile`: hard
 links, symlinks). `open_output` then writes to a temporary file in the same directory and renames
 it over the output at the end, so a failed write leaves no half file and the old file unchanged.
@@ -109,9 +110,17 @@ def check_output_path(path: str, protected: dict[str, str] | Iterable[str] = ())
         try:
             mode = os.stat(path).st_mode
         except FileNotFoundError:  # a dangling symlink: the rename replaces the link itself
-            mode = stat.S_IFREG
-        if not stat.S_ISREG(mode):
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
             raise OutputRefused(f"{path}: is {_kind(mode)}; exports write regular files only")
+        if mode is not None and not (mode & 0o222 and os.access(path, os.W_OK)):
+            # The rename would replace it whatever its mode: refuse what the mode says not to write
+            # (no write bit at all counts for root too, who may write anything).
+            why = "is read-only" if not mode & 0o222 else "is not writable by this user"
+            raise OutputRefused(
+                f"{path}: {why} (mode {stat.S_IMODE(mode):o}); exports do not replace a file "
+                "without write permission (make it writable, or choose another file)"
+            )
         head = _head(path, max(len(TRACE_MAGIC), DUCKDB_MAGIC_OFFSET + len(DUCKDB_MAGIC)))
         if head[DUCKDB_MAGIC_OFFSET : DUCKDB_MAGIC_OFFSET + len(DUCKDB_MAGIC)] == DUCKDB_MAGIC:
             raise OutputRefused(f"{path}: is a DuckDB database; exports never overwrite one (choose another file)")

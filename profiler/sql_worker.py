@@ -44,6 +44,7 @@ def run(request: dict[str, Any], out: BinaryIO) -> tuple[dict[str, Any], Any, li
     import duckdb
     import pyarrow as pa
 
+    from profiler import store_faults
     from profiler.errors import ScprofError
     from profiler.store import Store
 
@@ -72,6 +73,9 @@ def run(request: dict[str, Any], out: BinaryIO) -> tuple[dict[str, Any], Any, li
         # DuckDB's Arrow conversion reports a failed allocation as OSError "Out of Memory Error: ..."
         if "out of memory" in str(e).lower():
             return {"error": memory}, None, []
+        fault = store_faults.translate(e, request["path"])  # a damaged store met by the query
+        if fault is not None:
+            return {"error": str(fault)}, None, []
         # the one line for the CLI; DuckDB's own text too, whose line breaks place its caret (the UI shows it)
         return {"error": f"query: {one_line(e)}", "detail": f"query: {str(e).strip()}"}, None, []
     except ResultTooWide as e:

@@ -3,20 +3,25 @@
     with Store.open("scprof.duckdb") as store:
         table = store.query("SELECT name, count(*) FROM slices WHERE run_id = ? GROUP BY 1", [1])
 
-Writers open it read-write (schema created or migrated on open); readers
-(`scprof sql`, the UI) open it read-only with file-system access disabled.
+Writers open it read-write (schema created or migrated on open; an open that finds it current
+writes nothing); readers (`scprof sql`, the UI) open it read-only with file-system access
+disabled. A damaged store file, and a write the disk refuses, are one StoreError line naming the
+store (profiler/store_faults.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 
+from profiler import store_faults
 from profiler.errors import StoreError
 from profiler.schema import SCHEMA_VERSION, ddl, stdlib_ddl
 from profiler.trace_fields import TYPED_FIELDS, TypedField
@@ -122,6 +127,23 @@ def stdlib_digest() -> str:
     return h.hexdigest()
 
 
+# SHA-1 of all the DDL a writing open runs (tables, views, comments), kept in scprof_meta: when it
+# and everything else is current, a writing open writes nothing.
+DDL_DIGEST_KEY = "ddl_sha1"
+
+
+def ddl_digest() -> str:
+    return hashlib.sha1("\n".join(ddl()).encode()).hexdigest()
+
+
+def _expected_objects() -> set[str]:
+    """Names of the tables and views a writing open creates."""
+    from profiler.schema import TABLES, VIEWS
+    from profiler.stdlib import STDLIB
+
+    return {t.name for t in TABLES} | {v.name for v in VIEWS} | {v.name for v in STDLIB}
+
+
 def _stored_digest(con: duckdb.DuckDBPyConnection) -> str | None:
     rows = con.execute("SELECT value FROM scprof_meta WHERE key = ?", [STDLIB_DIGEST_KEY]).fetchall()
     return rows[0][0] if rows else None
@@ -196,10 +218,16 @@ class Store:
         self.con = con
         self.path = path
         self.read_only = read_only
+        self._key: tuple[int, int] | None = None  # the file, while open() has it registered
+        self._state: tuple[int, bytes, bool] | None = None  # a writer's file at open (shrink_back)
 
     @classmethod
     def open(cls, path: str | None = None, read_only: bool = False) -> Store:
-        """Open (and for writers create or migrate) the store at `path`."""
+        """Open (and for writers create or migrate) the store at `path`.
+
+        A damaged store file is refused (StoreError, one line) before anything is written:
+        profiler/store_faults.py.
+        """
         path = path or default_path()
         if read_only and path != ":memory:" and not os.path.exists(path):
             raise StoreError(f"{path}: no store here yet (record or ingest a run first, or pass --db)")
@@ -207,23 +235,34 @@ class Store:
             # DuckDB would block on a FIFO and give a long IO error on a directory
             what = "a directory" if os.path.isdir(path) else "not a regular file (a FIFO or device?)"
             raise StoreError(f"{path}: is {what}, not a store (--db names the store file)")
-        try:
-            con = duckdb.connect(path, read_only=read_only)
-        except duckdb.IOException as e:
-            if "lock" in str(e).lower():
-                raise StoreError(f"{path}: store is locked by another process (close it and retry)") from None
-            raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
-        except duckdb.Error as e:
-            raise StoreError(f"{path}: not a DuckDB store: {_first_line(e)}") from None
+        suspect, state = None, None
+        # Reading the file while a DuckDB database of this process has it open would drop that
+        # database's lock (POSIX locks go with any close of the file): then the open one checked it.
+        if path != ":memory:" and os.path.isfile(path) and not _held(path):
+            declared = store_faults.check_file(path)
+            if declared is not None and os.path.getsize(path) < declared[0]:
+                suspect = declared[1]  # shorter than its header says: trimmed free blocks, or truncated
+            if suspect is not None and not read_only:  # checked read-only: a writing open may write
+                with contextlib.closing(_connect(path, read_only=True)) as probe:
+                    _checked(path, lambda: store_faults.check_blocks(probe, path, os.path.getsize(path), suspect))
+                suspect = None
+            if not read_only:
+                state = store_faults.file_state(path)
+        con = _connect(path, read_only)
         store = cls(con, path, read_only)
         try:
+            if suspect is not None:
+                _checked(path, lambda: store_faults.check_blocks(con, path, os.path.getsize(path), suspect))
             # DuckDB's own progress bar would write to stdout in the middle of our output.
             if not con.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0]:
                 con.execute("SET enable_progress_bar = false")
-            store._prepare()
+            _checked(path, store._prepare)
         except BaseException:
             con.close()
+            if state is not None and not state[2]:  # a migration the disk refused: not left longer
+                store_faults.shrink_back(path, state[0], state[1])
             raise
+        store._opened(state)
         return store
 
     def _prepare(self) -> None:
@@ -275,6 +314,8 @@ class Store:
                 ) from None
             self.con.execute("SET lock_configuration = true")
             return
+        if version == SCHEMA_VERSION and self._up_to_date():
+            return  # nothing to write: a writing open that changes nothing leaves the file as it was
         self.con.execute("BEGIN")
         try:
             for v in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
@@ -288,11 +329,26 @@ class Store:
 
                 fill_materialized(self.con)
                 self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES (?, ?)", [STDLIB_DIGEST_KEY, digest])
+            self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES (?, ?)", [DDL_DIGEST_KEY, ddl_digest()])
             self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
             self.con.execute("COMMIT")
         except BaseException:
-            self.con.execute("ROLLBACK")
+            with contextlib.suppress(duckdb.Error):  # a COMMIT that failed has ended the transaction
+                self.con.execute("ROLLBACK")
             raise
+
+    def _up_to_date(self) -> bool:
+        """Whether the store already has this scprof's tables, columns, views and their comments
+        (the DDL run on a writing open would change nothing)."""
+        if missing_typed_columns(self.con) or _stored_digest(self.con) != stdlib_digest():
+            return False
+        rows = self.con.execute("SELECT value FROM scprof_meta WHERE key = ?", [DDL_DIGEST_KEY]).fetchall()
+        if not rows or rows[0][0] != ddl_digest():
+            return False
+        have = {r[0] for r in self.con.execute(
+            "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal"
+        ).fetchall()}  # fmt: skip
+        return _expected_objects() <= have
 
     def schema_version(self) -> int | None:
         """The store's schema version, or None for an empty database."""
@@ -344,14 +400,77 @@ class Store:
                 raise StoreError(f"run {ref!r} is ambiguous in {self.path}; use its run_id")
         return hits[0][0]
 
+    def _opened(self, state: tuple[int, bytes, bool] | None) -> None:
+        if self.path == ":memory:":
+            return
+        with contextlib.suppress(OSError):
+            st = os.stat(self.path)
+            self._key = (st.st_dev, st.st_ino)
+            with _OPEN_LOCK:
+                _OPEN[self._key] = _OPEN.get(self._key, 0) + 1
+        self._state = state
+
     def close(self) -> None:
         self.con.close()
+        key, self._key = self._key, None
+        if key is None:
+            return
+        with _OPEN_LOCK:
+            _OPEN[key] -= 1
+            last = _OPEN[key] == 0
+            if last:
+                del _OPEN[key]
+            # A writing open that committed nothing leaves the file as it was, not longer.
+            if last and self._state is not None and not self._state[2]:
+                store_faults.shrink_back(self.path, self._state[0], self._state[1])
 
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
         self.close()
+        fault = store_faults.translate(exc, self.path) if exc is not None else None
+        if fault is not None:  # a damaged store or a refused write met mid-command: one line
+            raise fault from exc
+
+
+# The store files this process has open through Store.open, by (device, inode): open count.
+_OPEN: dict[tuple[int, int], int] = {}
+_OPEN_LOCK = threading.Lock()
+
+
+def _held(path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    with _OPEN_LOCK:
+        return (st.st_dev, st.st_ino) in _OPEN
+
+
+def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(path, read_only=read_only)
+    except duckdb.Error as e:
+        if isinstance(e, duckdb.IOException) and "lock" in str(e).lower():
+            raise StoreError(f"{path}: store is locked by another process (close it and retry)") from None
+        fault = store_faults.translate(e, path)
+        if fault is not None:
+            raise fault from None
+        if isinstance(e, duckdb.IOException):
+            raise StoreError(f"{path}: cannot open store: {_first_line(e)}") from None
+        raise StoreError(f"{path}: not a DuckDB store: {_first_line(e)}") from None
+
+
+def _checked(path: str, step: Callable[[], None]) -> None:
+    """Run one step of opening; a damaged store or a refused write it meets as one StoreError line."""
+    try:
+        step()
+    except duckdb.Error as e:
+        fault = store_faults.translate(e, path)
+        if fault is not None:
+            raise fault from None
+        raise
 
 
 def _first_line(e: BaseException) -> str:

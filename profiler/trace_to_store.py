@@ -134,7 +134,9 @@ def ingest_traces(
             progress(sum(sizes), sum(sizes))
         store.con.execute("COMMIT")
     except BaseException:
-        store.con.execute("ROLLBACK")
+        # A COMMIT the disk refused has ended the transaction already: keep its error, not ROLLBACK's.
+        with contextlib.suppress(duckdb.Error):
+            store.con.execute("ROLLBACK")
         raise
     return results
 

@@ -17,7 +17,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-from profiler import units
+from profiler import store_faults, units
 from profiler.errors import ScprofError, StoreError
 from profiler.progress import TerminalProgress
 from profiler.stdlib import RUN_LIST_SQL
@@ -467,6 +467,7 @@ def _check_text_args(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    args = None
     try:
         args = parser.parse_args(argv)
         _check_text_args(args)
@@ -485,6 +486,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - last line of defence, reported as internal
         if debug:
             traceback.print_exc()
+        fault = store_faults.translate(e, getattr(args, "db", None) or default_path()) if args is not None else None
+        if fault is not None:  # a damaged store or a full disk met outside `with Store.open(...)`
+            print(f"scprof: error: {units.escape_control(fault)}", file=sys.stderr)
+            return 2
         print(
             f"scprof: internal error: {type(e).__name__}: {units.escape_control(e)} (rerun with --debug for details)",
             file=sys.stderr,

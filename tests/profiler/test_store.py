@@ -11,7 +11,7 @@ from profiler import store as store_module
 from profiler.errors import ScprofError, StoreError
 from profiler.schema import SCHEMA_VERSION, TABLES, VIEWS
 from profiler.stdlib import STDLIB
-from profiler.store import STDLIB_DIGEST_KEY, Store, stdlib_digest
+from profiler.store import DDL_DIGEST_KEY, STDLIB_DIGEST_KEY, Store, ddl_digest, stdlib_digest
 from profiler.trace_to_store import ingest_trace
 from tests.tracekit import record_small, snapshot
 
@@ -30,7 +30,11 @@ def test_schema_version_recorded(tmp_path):
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
         views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
         comments = con.execute("SELECT count(*) FROM duckdb_columns() WHERE comment IS NOT NULL").fetchall()[0][0]
-    assert sorted(meta) == [("schema_version", str(SCHEMA_VERSION)), (STDLIB_DIGEST_KEY, stdlib_digest())]
+    assert sorted(meta) == [
+        (DDL_DIGEST_KEY, ddl_digest()),
+        ("schema_version", str(SCHEMA_VERSION)),
+        (STDLIB_DIGEST_KEY, stdlib_digest()),
+    ]
     stored = {v.name for v in STDLIB if v.materialized}  # the standard library's stored views
     assert tables == {t.name for t in TABLES} | stored and views >= {v.name for v in VIEWS}
     assert comments >= sum(len(t.columns) for t in TABLES)  # every column documented in the store itself

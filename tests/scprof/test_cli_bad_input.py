@@ -110,7 +110,7 @@ CASES = {
     "--db a directory": (["runs", "--db", "adir"], ["adir", "is a directory, not a store"]),
     "--db not a database": (
         ["analyze", "small", "--db", "small.toml"],
-        ["small.toml", "cannot open store", "not a valid DuckDB database"],
+        ["small.toml", "not a DuckDB store", "does not start with a DuckDB header"],
     ),
 }
 
