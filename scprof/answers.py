@@ -304,9 +304,9 @@ def step_breakdown_doc(
     if bounds is None:
         raise ScprofError(f"run {name!r} has no steps: it has no step breakdown (top_ops and events still work)")
     span = clamp_steps(bounds, None) if steps is None else (steps[0], steps[1] - 1)
-    from analyzers.kept_reports import report_for
+    from ui.data import analysis  # the Overview's report: kept in the store, cached by the run's content
 
-    bd = breakdown_per_step(report_for(store, run_id), span, chip)
+    bd = breakdown_per_step(analysis(store, run_id), span, chip)
     if not bd or not bd["steps"]:
         what = f"steps {steps[0]}..{steps[1] - 1}" if steps else "steps"
         raise ScprofError(f"run {name!r}: no breakdown for {what}" + (f" on chip {chip}" if chip is not None else ""))

@@ -10,6 +10,7 @@ bytes by `result` (MAX_RESULT_BYTES of JSON), marked `truncated` with a note on 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -27,7 +28,7 @@ from profiler import sql_guard
 from profiler.errors import ScprofError, one_line
 from profiler.store import Store
 from scprof import answers
-from ui.store_access import StoreAccess
+from ui.store_access import KeyedCache, StoreAccess
 
 log = logging.getLogger("scprof.mcp")
 
@@ -42,6 +43,7 @@ BREAKDOWN_STEPS_MAX = 5_000
 WRITER_WAIT_S = 60.0  # how long a read waits for a tool that writes before it says the store is busy
 DEFAULT_UI_URL = "http://127.0.0.1:8050"  # where `scprof ui` serves by default
 NARROW = "truncated, narrow the query"
+DOCS = KeyedCache(size=32)  # analyses and comparisons, by the runs' content (id, uuid, ingest time)
 
 
 @dataclass
@@ -132,20 +134,35 @@ class Tools:
 
     def analysis(self, run: str) -> dict[str, Any]:
         with self.reading() as store:
-            return answers.analysis_doc(store, run)
+            return copy.deepcopy(self._analysis(store, run))
+
+    def _analysis(self, store: Store, run: str) -> dict[str, Any]:
+        """`scprof analyze RUN --json`, computed once per run content (a replaced run is a new key)."""
+        run_id = store.resolve_run(run)
+        key = ("analysis", self.settings.db, _run_key(store, run_id))
+        return DOCS.get_or_compute(key, lambda: answers.analysis_doc(store, run_id))
 
     def run_summary(self, run: str) -> dict[str, Any]:
         with self.reading() as store:
-            return answers.summary_doc(answers.analysis_doc(store, run))
+            return copy.deepcopy(answers.summary_doc(self._analysis(store, run)))
 
     def comparison(self, base: str, cand: str) -> dict[str, Any]:
         with self.reading() as store:
-            return answers.comparison_doc(store, base, cand)
+            ids = store.resolve_run(base), store.resolve_run(cand)
+            key = ("compare", self.settings.db, _run_key(store, ids[0]), _run_key(store, ids[1]))
+            return copy.deepcopy(DOCS.get_or_compute(key, lambda: answers.comparison_doc(store, *ids)))
 
     def top_ops(self, run: str, steps: str | None, chip: int | None, limit: int) -> dict[str, Any]:
         _limit(limit, TOP_OPS_MAX)
+        span = answers.steps_range(steps)
         with self.reading() as store:
-            return answers.top_ops_doc(store, run, answers.steps_range(steps), chip, limit)
+            if span is None and chip is None:  # the whole run: analyze's `ops` figures, when they hold enough rows
+                doc = self._analysis(store, run)
+                ops = doc["figures"].get("ops") or {}
+                if ops.get("top") is not None and min(limit, ops["ops"]) <= len(ops["top"]):
+                    return copy.deepcopy({"run": doc["run"], "steps": None, "chip": None, "ops": ops["ops"],
+                                          "rows": ops["top"][:limit], "truncated": ops["ops"] > limit})  # fmt: skip
+            return answers.top_ops_doc(store, run, span, chip, limit)
 
     def events(self, run: str, steps: str | None, t0_ps: int | None, t1_ps: int | None,
                tracks: dict[str, Any], limit: int) -> dict[str, Any]:  # fmt: skip
@@ -238,6 +255,11 @@ class Tools:
                 return real
         allowed = ", ".join(folders) or "none"
         raise ScprofError(f"{arg}: {path} is outside the folders this server may {verb} ({allowed})")
+
+
+def _run_key(store: Store, run_id: int) -> tuple:
+    row = store.rows("SELECT uuid, CAST(ingested_at AS VARCHAR) AS t FROM runs WHERE run_id = ?", [run_id])[0]
+    return (run_id, row["uuid"], row["t"])
 
 
 def _limit(limit: int, most: int) -> None:
