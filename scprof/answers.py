@@ -52,9 +52,12 @@ def analysis_doc(store: Store, run: str | int) -> dict[str, Any]:
     return jsonable(report_for(store, store.resolve_run(run)).to_dict())
 
 
-def verified_analysis_doc(store: Store, run: str | int, progress: Any = None) -> dict[str, Any]:
+def verified_analysis_doc(
+    store: Store, run: str | int, progress: Any = None, root: str | None = None
+) -> dict[str, Any]:
     """`scprof analyze RUN --verify --json`: each finding's fix simulated alone (a writer's store:
-    the trials are stored as runs). A real capture's report comes back with `not_verified`."""
+    the trials are stored as runs, their folders under `root`, default runs/whatif/). A real
+    capture's report comes back with `not_verified`."""
     from analyzers.registry import analyze_run
     from whatif.configs import NotEmulated
     from whatif.engine import Session
@@ -66,7 +69,7 @@ def verified_analysis_doc(store: Store, run: str | int, progress: Any = None) ->
         run_id = store.resolve_run(run)
         report = analyze_run(store, run_id)
         try:
-            session = Session(store, run_id, "verify", ex, progress=progress)
+            session = Session(store, run_id, "verify", ex, root=root, progress=progress)
         except NotEmulated as e:
             not_verified = f"fixes not verified: {e}"
         else:
@@ -80,6 +83,32 @@ def comparison_doc(store: Store, base: str | int, cand: str | int) -> dict[str, 
     from analyzers.compare import compare_runs
 
     return jsonable(compare_runs(store, store.resolve_run(base), store.resolve_run(cand)).to_dict())
+
+
+def attribution_doc(
+    store: Store, base: str | int, cand: str | int, progress: Any = None, root: str | None = None
+) -> dict[str, Any]:
+    """`scprof compare BASE CAND --attribute --json`: the comparison, and each changed key simulated
+    alone on the base and left out of the candidate (whatif/attribute.py; a writer's store, the
+    trials' folders under `root`). Real captures come back with `not_attributed`."""
+    from analyzers.compare import compare_runs
+    from whatif.attribute import attribute
+    from whatif.configs import NotEmulated, origin_config
+    from whatif.engine import Session
+    from whatif.executor import Executor
+
+    result, not_attributed = None, None
+    base_id, cand_id = store.resolve_run(base), store.resolve_run(cand)
+    with Executor() as ex:
+        comparison = compare_runs(store, base_id, cand_id)
+        try:
+            origin_config(store.rows("SELECT * FROM runs WHERE run_id = ?", [cand_id])[0])  # both must be emulated
+            session = Session(store, base_id, "attribute", ex, root=root, progress=progress)
+        except NotEmulated as e:  # real captures: the comparison stands, its changes cannot be replayed
+            not_attributed = f"gain not attributed: {e}"
+        else:
+            result = attribute(session, cand_id)
+    return jsonable({**comparison.to_dict(), "attribution": result, "not_attributed": not_attributed})
 
 
 def summary_doc(analysis: dict[str, Any], top: int = TOP_FINDINGS) -> dict[str, Any]:
@@ -193,3 +222,100 @@ def steps_range(text: str | None) -> tuple[int, int] | None:
     if a < 0 or b <= a:
         raise ScprofError(f"steps: need 0 <= A < B, got {text!r}")
     return a, b
+
+
+def events_doc(
+    store: Store,
+    run: str | int,
+    window: tuple[int, int] | None = None,
+    steps: tuple[int, int] | None = None,
+    tracks: dict[str, Any] | None = None,
+    limit: int = 200,
+) -> dict[str, Any]:
+    """The trace viewer's data as a list: the events and step markers (event_id -1, named "step N")
+    of the Timeline's tracks (ui/trace_api.py run_tracks: every track but counters) that match
+    `tracks` (plane / line: text they contain, case-insensitive; kind, chip: equal), overlapping the
+    window [t0, t1), the steps A..B-1 (the Timeline's span of those steps, ui/data.py steps_window)
+    or the whole run; in time order, at most `limit`, with how many there are per track. The
+    filters and overlap rule are the viewer tiles' (ui/trace_queries.py WINDOW_SLICES, TILE_COUNTS)."""
+    from ui import trace_queries as TQ
+    from ui.data import steps_window
+    from ui.store_access import sql
+    from ui.trace_api import names_of, run_facts, run_tracks
+
+    if window is not None and steps is not None:
+        raise ScprofError("steps, t0_ps/t1_ps: give a step range or a time window, not both")
+    facts = run_facts(store, store.resolve_run(run))
+    if steps is not None:
+        span = steps_window(store, facts.run_id, (steps[0], steps[1] - 1))
+        if span is None:
+            raise ScprofError(f"steps: run {facts.name!r} has no steps {steps[0]}..{steps[1] - 1}")
+        window = span
+    t0, t1 = window or (facts.first_ps, facts.last_ps + 1)
+    chosen = [t for t in run_tracks(store, facts.run_id) if _track_matches(t, tracks or {})]
+    ids = [t.track_id for t in chosen]
+    p = dict(run=facts.run_id, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, maxmarker=facts.max_marker_dur_ps,
+             tracks=ids)  # fmt: skip
+    counts = dict(zip(*sql(store, TQ.TILE_COUNTS, **p).to_pydict().values(), strict=True)) if ids else {}
+    table = sql(store, TQ.WINDOW_SLICES, name_base=facts.name_base, limit=limit, **p) if ids else None
+    by_id = {t.track_id: t for t in chosen}
+    rows: list[dict[str, Any]] = []
+    if table is not None and table.num_rows:
+        names = names_of(store, facts, table.column("name").to_numpy())
+        for r in table.to_pylist():
+            t = by_id[r["track_id"]]
+            rows.append({"event_id": r["id"], "track_id": t.track_id, "plane": t.plane, "line": t.line,
+                         "track_kind": t.kind, "chip": t.chip, "name": names[str(r["name"])], "step": r["step"],
+                         "start_ps": r["start"], "dur_ps": r["dur"]})  # fmt: skip
+    total = int(sum(counts.values()))
+    track_rows = [{"track_id": t.track_id, "plane": t.plane, "line": t.line, "track_kind": t.kind, "chip": t.chip,
+                   "count": int(counts.get(t.track_id, 0))} for t in chosen if counts.get(t.track_id)]  # fmt: skip
+    return jsonable({
+        "run": {"run_id": facts.run_id, "name": facts.name}, "window_ps": [t0, t1],
+        "steps": list(steps) if steps else None, "tracks": track_rows, "count": total, "rows": rows,
+        "truncated": total > len(rows),
+    })  # fmt: skip
+
+
+TRACK_FILTERS = ("plane", "line", "kind", "chip")
+
+
+def _track_matches(track: Any, f: dict[str, Any]) -> bool:
+    """A viewer track against a filter: plane / line contain the text (case-insensitive), kind and chip equal."""
+    for key in ("plane", "line"):
+        if f.get(key) and str(f[key]).lower() not in getattr(track, key).lower():
+            return False
+    if f.get("kind") and f["kind"] != track.kind:
+        return False
+    return f.get("chip") is None or f["chip"] == track.chip
+
+
+def step_breakdown_doc(
+    store: Store, run: str | int, steps: tuple[int, int] | None = None, chip: int | None = None, limit: int = 500
+) -> dict[str, Any]:
+    """The Overview page's time split (ui/data.py breakdown_per_step over the run's report): per step,
+    each category's time (ps; the mean over chips, or one chip's), and per chip each category's mean
+    time per counted step; over steps A..B-1 (half-open) or all. Rows: the first `limit` steps."""
+    from ui.data import breakdown_per_step, clamp_steps, step_bounds
+
+    run_id = store.resolve_run(run)
+    name = store.rows("SELECT name FROM runs WHERE run_id = ?", [run_id])[0]["name"]
+    bounds = step_bounds(store, run_id)
+    if bounds is None:
+        raise ScprofError(f"run {name!r} has no steps: it has no step breakdown (top_ops and events still work)")
+    span = clamp_steps(bounds, None) if steps is None else (steps[0], steps[1] - 1)
+    from ui.data import analysis  # the Overview's report: kept in the store, cached by the run's content
+
+    bd = breakdown_per_step(analysis(store, run_id), span, chip)
+    if not bd or not bd["steps"]:
+        what = f"steps {steps[0]}..{steps[1] - 1}" if steps else "steps"
+        raise ScprofError(f"run {name!r}: no breakdown for {what}" + (f" on chip {chip}" if chip is not None else ""))
+    cats = list(bd["per_step"])
+    per_step = [{"step": s, "total_ps": sum(bd["per_step"][c][i] for c in cats),
+                 **{c: bd["per_step"][c][i] for c in cats}} for i, s in enumerate(bd["steps"])]  # fmt: skip
+    per_chip = [{"chip": ch, **{c: bd["per_chip"][c][i] for c in cats}} for i, ch in enumerate(bd["chips"])]
+    return jsonable({
+        "run": {"run_id": run_id, "name": name}, "steps": list(steps) if steps else None, "chip": chip,
+        "categories": cats, "counted_steps": bd["counted_steps"], "per_chip": per_chip,
+        "rows": per_step[:limit], "truncated": len(per_step) > limit,
+    })  # fmt: skip

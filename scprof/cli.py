@@ -182,7 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="http: address to bind (default 127.0.0.1; others need --token)")
     p.add_argument("--port", type=int, default=8765, help="http: port (default 8765)")
     p.add_argument("--token", help="http: access token every request must carry (Authorization: Bearer)")
-    p.add_argument("--allow-simulate", action="store_true", help="let analyze verify fixes by simulation")
+    p.add_argument("--allow-simulate", action="store_true",
+                   help="offer the tools that simulate: analyze verify, compare attribute, record, tune")  # fmt: skip
+    p.add_argument("--out", metavar="DIR", help="folder for simulated runs' folders (default: runs/ beside the store)")
     p.add_argument("--allow-ingest", action="append", default=[], metavar="DIR", help="let agents ingest from DIR")
     p.add_argument("--ui-url", default="http://127.0.0.1:8050", help="where `scprof ui` serves, for links")
     p.add_argument("--guide", action="store_true", help="print the agent guide and exit")

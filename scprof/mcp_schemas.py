@@ -113,6 +113,10 @@ class Comparison(_Open):
     tables: list[dict[str, Any]]
     config_diff: list[dict[str, Any]]
     notes: list[str]
+    attribution: dict[str, Any] | None = Field(
+        None, description="attribute only: per changed key its share of the gain, alone and left out"
+    )
+    not_attributed: str | None = Field(None, description="attribute only: why the gain could not be attributed")
 
 
 class TopOps(Truncation):
@@ -149,3 +153,56 @@ class Link(_Open):
 
 class Ingested(_Open):
     runs: list[dict[str, Any]] = Field(description="per stored run: run_id, name, events, cut_message")
+
+
+class Slice(_Open):
+    event_id: int = Field(description="the event's id (-1: a step marker, named `step N`)")
+    track_id: int
+    plane: str
+    line: str
+    track_kind: str
+    chip: int
+    name: str
+    step: int | None
+    start_ps: int
+    dur_ps: int
+
+
+class Events(Truncation):
+    run: RunRef
+    window_ps: list[int] = Field(description="[t0, t1): the window, ps (of the steps asked for, or the whole run)")
+    steps: list[int] | None = Field(description="[A, B]: the window is steps A..B-1's span on the Timeline")
+    tracks: list[dict[str, Any]] = Field(description="per track with slices in the window: its id, plane, line, "
+                                         "track_kind, chip and `count`")  # fmt: skip
+    count: int = Field(description="slices (events and step markers) in the window on the chosen tracks")
+    rows: list[Slice] = Field(description="the first `limit` slices in time order (ties: track, id)")
+
+
+class StepBreakdown(Truncation):
+    run: RunRef
+    steps: list[int] | None = Field(description="[A, B]: steps A..B-1; null: every step")
+    chip: int | None = Field(description="per step: this chip's time (null: the mean over chips)")
+    categories: list[str] = Field(description="the time split's categories (the Overview's)")
+    counted_steps: list[int] = Field(description="the steps per_chip averages over (warm-up and last left out)")
+    per_chip: list[dict[str, Any]] = Field(description="per chip: each category's mean time per counted step, ps")
+    rows: list[dict[str, Any]] = Field(description="per step: step, total_ps and each category's time, ps")
+
+
+class Recorded(_Open):
+    run_id: int
+    name: str
+    status: str = Field(description="ok, or failed (`failure` says why; the run is stored all the same)")
+    failure: str | None
+    trace: str = Field(description="the trace file written, under the server's runs folder")
+    events: int
+    mean_step_time_ps: float | None = Field(None, description="steady state on chip 0 (the emulator's figure)")
+    warnings: list[str]
+
+
+class Tuned(_Open):
+    baseline: dict[str, Any] = Field(description="run and step_time_ps the search started from")
+    best: dict[str, Any] = Field(description="run, step_time_ps, overrides, config (the tuned TOML), change and "
+                                 "its 95% interval (ci_low, ci_high) against the baseline")  # fmt: skip
+    trials: list[dict[str, Any]] = Field(description="every trial: overrides, step time, change, verdict, accepted")
+    simulations: int
+    stopped: str = Field(description="why the search stopped")

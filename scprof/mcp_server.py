@@ -15,56 +15,42 @@ text); the output schemas are scprof/mcp_schemas.py's. Safe by construction:
 
 from __future__ import annotations
 
-import contextlib
 import hmac
-import json
-import logging
 import os
 import sys
-import threading
-import traceback
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from profiler import sql_guard
-from profiler.errors import ScprofError, one_line
+from profiler.errors import ScprofError
 from profiler.store import Store
-from scprof import answers
 from scprof import mcp_schemas as M
-from ui.store_access import StoreAccess
+from scprof.mcp_simulate import Simulating, add_simulate_tools
+from scprof.mcp_tools import (
+    BREAKDOWN_STEPS_MAX,
+    EVENTS_DEFAULT,
+    EVENTS_MAX,
+    FIND_MAX,
+    MAX_RESULT_BYTES,
+    SQL_DEFAULT_ROWS,
+    SQL_MAX_ROWS,
+    TOP_OPS_MAX,
+    Settings,
+    Tools,
+    answer,
+    progress_of,
+)
 
-log = logging.getLogger("scprof.mcp")
+__all__ = ["MAX_RESULT_BYTES", "Settings", "build_server", "cmd_mcp", "guide_text"]
 
-MAX_RESULT_BYTES = 256 * 2**10  # JSON of one structured result, at most
-SQL_DEFAULT_ROWS = 200
-SQL_MAX_ROWS = sql_guard.DEFAULT_MAX_ROWS  # 10,000: more is for `scprof sql`, not an agent's context
-TOP_OPS_MAX = 1_000
-FIND_MAX = 1_000
-DEFAULT_UI_URL = "http://127.0.0.1:8050"  # where `scprof ui` serves by default
 GUIDE = "agent_guide.md"
-NARROW = "truncated, narrow the query"
-
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-SIMULATES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-
-
-@dataclass
-class Settings:
-    """What `scprof mcp` was started with."""
-
-    db: str
-    allow_simulate: bool = False
-    allow_ingest: list[str] = field(default_factory=list)  # folders, resolved (realpath)
-    ui_url: str = DEFAULT_UI_URL
 
 
 def guide_text() -> str:
@@ -79,186 +65,6 @@ def _analyzers_doc() -> str | None:
     return path.read_text() if path.is_file() else None
 
 
-class Tools:
-    """The tools' work, over one store; each method returns a JSON document or raises ScprofError."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.access = StoreAccess(settings.db)
-        self._writing = threading.Lock()
-
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[Store]:
-        with self.access.open() as store:
-            yield store
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[Store]:
-        """The store opened for writing, the read-only connection closed first (one writer at a time)."""
-        with self._writing:
-            self.access.close()
-            with Store.open(self.settings.db) as store:
-                yield store
-
-    def list_runs(self) -> dict[str, Any]:
-        with self.reading() as store:
-            return {"runs": answers.runs_doc(store)}
-
-    def analyze(self, run: str, verify: bool, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-        if not verify:
-            with self.reading() as store:
-                return answers.analysis_doc(store, run)
-        if not self.settings.allow_simulate:
-            raise ScprofError(
-                "verify: this server may not simulate; restart it with `scprof mcp --allow-simulate` "
-                "(each fix is simulated alone and its trial runs are stored), or call analyze without verify"
-            )
-        with self.writing() as store:
-            return answers.verified_analysis_doc(store, run, progress)
-
-    def run_summary(self, run: str) -> dict[str, Any]:
-        with self.reading() as store:
-            return answers.summary_doc(answers.analysis_doc(store, run))
-
-    def compare(self, base: str, cand: str) -> dict[str, Any]:
-        with self.reading() as store:
-            return answers.comparison_doc(store, base, cand)
-
-    def top_ops(self, run: str, steps: str | None, chip: int | None, limit: int) -> dict[str, Any]:
-        if not 1 <= limit <= TOP_OPS_MAX:
-            raise ScprofError(f"limit: must be 1..{TOP_OPS_MAX:,}, got {limit}")
-        with self.reading() as store:
-            return answers.top_ops_doc(store, run, answers.steps_range(steps), chip, limit)
-
-    def find_events(self, run: str, name: str, t0_ps: int | None, t1_ps: int | None, limit: int) -> dict[str, Any]:
-        if not 1 <= limit <= FIND_MAX:
-            raise ScprofError(f"limit: must be 1..{FIND_MAX:,}, got {limit}")
-        with self.reading() as store:
-            doc = answers.find_events_doc(store, run, name, _window(t0_ps, t1_ps), limit)
-        if doc["truncated"]:
-            doc["note"] = (
-                f"{NARROW}: the first {len(doc['rows'])} of {doc['count']:,} events; give a window (t0_ps, t1_ps)"
-            )
-        return doc
-
-    def sql(self, query: str, max_rows: int, timeout_s: float) -> dict[str, Any]:
-        if isinstance(max_rows, int) and not 1 <= max_rows <= SQL_MAX_ROWS:
-            raise ScprofError(f"max_rows: must be 1..{SQL_MAX_ROWS:,} here (`scprof sql` takes more), got {max_rows}")
-        with self.reading() as store:
-            doc = answers.sql_doc(store, query, max_rows, timeout_s, MAX_RESULT_BYTES)
-        if doc["truncated"]:
-            doc["note"] = f"{NARROW}: the first {len(doc['rows'])} rows (capped by {doc['capped_by']}); add LIMIT, "
-            doc["note"] += "aggregate, or select fewer columns"
-        return doc
-
-    def timeline_link(self, run: str, steps: str | None, t0_ps: int | None, t1_ps: int | None) -> dict[str, Any]:
-        from ui.state import encode
-
-        span, _ = answers.steps_range(steps), _window(t0_ps, t1_ps)
-        with self.reading() as store:
-            run_id = store.resolve_run(run)
-        query = encode({"run": run_id, "steps": f"{span[0]}:{span[1]}" if span else None, "t0": t0_ps, "t1": t1_ps})
-        return self._link("/timeline" + query)
-
-    def compare_link(self, base: str, cand: str) -> dict[str, Any]:
-        from ui.state import encode
-
-        with self.reading() as store:
-            ids = {"base": store.resolve_run(base), "cand": store.resolve_run(cand)}
-        return self._link("/compare" + encode(ids))
-
-    def _link(self, path: str) -> dict[str, Any]:
-        db = self.settings.db
-        return {"url": self.settings.ui_url.rstrip("/") + path, "serve": f"scprof ui --db {_quote(db)}"}
-
-    def ingest(self, paths: list[str], name: str | None, replace: bool) -> dict[str, Any]:
-        from analyzers.kept_reports import analyse_and_keep
-        from profiler.trace_to_store import ingest_traces
-
-        if not self.settings.allow_ingest:
-            raise ScprofError("ingest: this server may not ingest; restart it with `scprof mcp --allow-ingest DIR`")
-        if not paths:
-            raise ScprofError("paths: give at least one trace file or capture folder")
-        checked = [self._allowed_path(p) for p in paths]
-        with self.writing() as store:
-            results = ingest_traces(store, checked, name, replace)
-            warnings = [w for r in results if (w := analyse_and_keep(store, r.run_id))]
-        runs = [{"run_id": r.run_id, "name": r.name, "events": r.events, "status": r.status,
-                 "cut_message": r.cut_message} for r in results]  # fmt: skip
-        return {"runs": runs, "warnings": warnings}
-
-    def _allowed_path(self, path: str) -> str:
-        """`path` resolved, if it lies in a folder --allow-ingest names (links followed first)."""
-        if not isinstance(path, str) or not path or "\0" in path:
-            raise ScprofError(f"paths: {path!r} is not a path")
-        real = os.path.realpath(path)
-        for folder in self.settings.allow_ingest:
-            if real == folder or real.startswith(folder.rstrip(os.sep) + os.sep):
-                return real
-        allowed = ", ".join(self.settings.allow_ingest)
-        raise ScprofError(f"paths: {path} is outside the folders this server may ingest from ({allowed})")
-
-
-def _window(t0_ps: int | None, t1_ps: int | None) -> tuple[int, int] | None:
-    if (t0_ps is None) != (t1_ps is None) or (t0_ps is not None and t1_ps <= t0_ps):  # type: ignore[operator]
-        raise ScprofError("t0_ps, t1_ps: give both, with t0_ps < t1_ps (a time window in ps), or neither")
-    return None if t0_ps is None else (t0_ps, t1_ps)  # type: ignore[return-value]
-
-
-def _quote(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
-
-
-def _result(doc: dict[str, Any], rows_key: str | None = None) -> CallToolResult:
-    """A structured result (and its JSON text), within MAX_RESULT_BYTES: rows of `rows_key` left out
-    from the end, marked truncated, when it is over; a document without rows to cut is an error."""
-    text = json.dumps(doc)
-    if len(text.encode()) > MAX_RESULT_BYTES and rows_key:
-        rows = doc[rows_key]
-        lo, hi = 0, len(rows)  # the most rows that fit
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if len(json.dumps({**doc, rows_key: rows[:mid]}).encode()) + 200 <= MAX_RESULT_BYTES:
-                lo = mid
-            else:
-                hi = mid - 1
-        doc = {**doc, rows_key: rows[:lo], "truncated": True,
-               "note": f"{NARROW}: {lo} of {len(rows)} rows fit in {MAX_RESULT_BYTES // 1024} KiB"}  # fmt: skip
-        text = json.dumps(doc)
-    if len(text.encode()) > MAX_RESULT_BYTES:
-        raise ScprofError(
-            f"the answer is {len(text.encode()) // 1024} KiB, over the {MAX_RESULT_BYTES // 1024} KiB a tool returns; "
-            "ask for less (run_summary, top_ops, or sql with a narrower query)"
-        )
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=doc)
-
-
-def _answer(work: Callable[[], dict[str, Any]], rows_key: str | None = None) -> CallToolResult:
-    """Run a tool's work: its document as the result, a ScprofError as a one-line tool error."""
-    try:
-        return _result(work(), rows_key)
-    except ScprofError as e:
-        raise ToolError(one_line(e)) from None
-    except Exception as e:  # noqa: BLE001 - one line for the agent, the traceback in the server's log
-        log.error("tool failed:\n%s", traceback.format_exc())
-        raise ToolError(
-            f"internal error: {type(e).__name__}: {one_line(e)} (the server's log has the details)"
-        ) from None
-
-
-def _progress(ctx: Context) -> Callable[[int, int], None]:
-    """A progress(done, total) callback for work on a worker thread: MCP progress notifications."""
-    import anyio.from_thread
-
-    def report(done: int, total: int) -> None:
-        with contextlib.suppress(Exception):  # a client gone or without a progress token: the work goes on
-            anyio.from_thread.run(ctx.report_progress, done, total)
-
-    return report
-
-
 RunArg = Annotated[str, Field(description="run name, run_id, or a uuid prefix (6+ characters), as list_runs shows")]
 StepsArg = Annotated[
     str | None, Field(description="steps A:B, half-open (steps A..B-1), as `--steps` takes them; null: all")
@@ -268,6 +74,7 @@ StepsArg = Annotated[
 def build_server(settings: Settings) -> MCPServer:
     """The MCP server over `settings.db`, its tools, resources and prompts."""
     tools = Tools(settings)
+    sim = Simulating(tools)
     server = MCPServer(
         "scprof",
         title="scprof: SparseCore/TensorCore profiles",
@@ -284,13 +91,13 @@ def build_server(settings: Settings) -> MCPServer:
     def list_runs() -> Annotated[CallToolResult, M.RunList]:
         """The runs in the store, oldest first: id, name, source, status (failed runs say why), steps the
         store times and how many summaries count, mean step time (ps), events. `scprof runs --json`."""
-        return _answer(tools.list_runs, "runs")
+        return answer(tools.list_runs, "runs")
 
     @server.tool(annotations=READ, title="Summarise a run")
     def run_summary(run: RunArg) -> Annotated[CallToolResult, M.Summary]:
         """A run in brief: mean/p50/p90 step time over its counted steps, the time split by category, the
         top findings and what could not be analysed. Cut from analyze's document (the same figures)."""
-        return _answer(lambda: tools.run_summary(run))
+        return answer(lambda: tools.run_summary(run))
 
     @server.tool(annotations=READ, title="Diagnose a run")
     def analyze(
@@ -307,19 +114,32 @@ def build_server(settings: Settings) -> MCPServer:
         """What slows the run down: findings (most severe first) with evidence figures, affected entities,
         a query reproducing the evidence and the config fix; every analyzer's figures; notes on data the
         run lacks. `scprof analyze RUN --json` (with verify: `--verify --json`)."""
-        progress = _progress(ctx) if verify and ctx is not None else None
-        return _answer(lambda: tools.analyze(run, verify, progress))
+        if not verify:
+            return answer(lambda: tools.analysis(run))
+        progress = progress_of(ctx) if ctx is not None else None
+        return answer(lambda: sim.verified_analysis(run, progress))
 
     @server.tool(annotations=READ, title="Compare two runs")
     def compare(
         base: Annotated[str, Field(description="the baseline run (name, run_id or uuid prefix)")],
         cand: Annotated[str, Field(description="the candidate run")],
+        attribute: Annotated[
+            bool,
+            Field(
+                description="simulate each changed config key alone on the base and left out of the candidate: "
+                "its share of the gain (emulated runs; needs a server started with --allow-simulate)"
+            ),
+        ] = False,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, M.Comparison]:
         """Did the candidate's step time change? The verdict (improved / regressed / no significant
         change) with the relative change and its 95% bootstrap interval over the counted steps; per
         category, per op (with intervals) and per table deltas; findings resolved / new / persisting;
-        config differences. `scprof compare BASE CAND --json`."""
-        return _answer(lambda: tools.compare(base, cand))
+        config differences. `scprof compare BASE CAND --json` (with attribute: `--attribute --json`)."""
+        if not attribute:
+            return answer(lambda: tools.comparison(base, cand))
+        progress = progress_of(ctx) if ctx is not None else None
+        return answer(lambda: sim.attribution(base, cand, progress))
 
     @server.tool(annotations=READ, title="Top ops of a run")
     def top_ops(
@@ -331,7 +151,38 @@ def build_server(settings: Settings) -> MCPServer:
         """Which ops take the time: per kind of core and op, events, total and self time (ps), share of
         the kind's self time, FLOPs and bytes; device work first, by self time. Over the whole run these
         are analyze's `ops` figures; narrow with steps and chip."""
-        return _answer(lambda: tools.top_ops(run, steps, chip, limit), "rows")
+        return answer(lambda: tools.top_ops(run, steps, chip, limit), "rows")
+
+    @server.tool(annotations=READ, title="Events in a window")
+    def events(
+        run: RunArg,
+        steps: Annotated[str | None, Field(description="steps A:B: the window is their span on the Timeline")] = None,
+        t0_ps: Annotated[int | None, Field(description="window start, ps (with t1_ps); null: steps or the run")] = None,
+        t1_ps: Annotated[int | None, Field(description="window end, ps")] = None,
+        plane: Annotated[str | None, Field(description="only tracks whose plane contains this text")] = None,
+        line: Annotated[str | None, Field(description="only tracks whose line contains this text (e.g. Ops)")] = None,
+        kind: Annotated[str | None, Field(description="only tracks of this kind: tensorcore, sparsecore, host")] = None,
+        chip: Annotated[int | None, Field(description="only tracks of this chip (-1: the host)")] = None,
+        limit: Annotated[int, Field(description=f"slices to return, 1..{EVENTS_MAX:,}")] = EVENTS_DEFAULT,
+    ) -> Annotated[CallToolResult, M.Events]:
+        """What the Timeline shows in a window, as rows: the events and step markers (event_id -1) of
+        the chosen tracks that overlap [t0_ps, t1_ps) (or steps A..B-1, or the whole run), in time
+        order, each with its track (plane, line, kind, chip), name, step, start and duration (ps);
+        and per track how many there are. Capped: narrow the window or the tracks when truncated."""
+        f = {"plane": plane, "line": line, "kind": kind, "chip": chip}
+        return answer(lambda: tools.events(run, steps, t0_ps, t1_ps, f, limit), "rows")
+
+    @server.tool(annotations=READ, title="Time split per step and chip")
+    def step_breakdown(
+        run: RunArg,
+        steps: StepsArg = None,
+        chip: Annotated[int | None, Field(description="per step, this chip's time (null: mean over chips)")] = None,
+        limit: Annotated[int, Field(description=f"steps to return, 1..{BREAKDOWN_STEPS_MAX:,}")] = 500,
+    ) -> Annotated[CallToolResult, M.StepBreakdown]:
+        """The Overview page's time split: per step, each category's time in ps (SparseCore, TensorCore,
+        collectives, host wait, idle, ...; the mean over chips or one chip's), and per chip each
+        category's mean time per counted step. Shows which steps or chips are out of line."""
+        return answer(lambda: tools.step_breakdown(run, steps, chip, limit), "rows")
 
     @server.tool(annotations=READ, title="Find events by name")
     def find_events(
@@ -343,7 +194,7 @@ def build_server(settings: Settings) -> MCPServer:
     ) -> Annotated[CallToolResult, M.FoundEvents]:
         """Events whose name contains the text, in time order, as the Timeline's find: each with its
         event_id, track (plane, line, kind, chip), step, start_ps and dur_ps, and how many match in all."""
-        return _answer(lambda: tools.find_events(run, name, t0_ps, t1_ps, limit), "rows")
+        return answer(lambda: tools.find_events(run, name, t0_ps, t1_ps, limit), "rows")
 
     @server.tool(annotations=READ, title="Read-only SQL over the store")
     def sql(
@@ -355,7 +206,7 @@ def build_server(settings: Settings) -> MCPServer:
         no writes, DDL, ATTACH, COPY, PRAGMA, SET), worker process, time limit and memory cap. Bind run
         ids as literals from list_runs; times are integer picoseconds. Results over the row or byte cap
         come back truncated."""
-        return _answer(lambda: tools.sql(query, max_rows, timeout_s), "rows")
+        return answer(lambda: tools.sql(query, max_rows, timeout_s), "rows")
 
     @server.tool(annotations=READ, title="Link to a run's timeline")
     def timeline_link(
@@ -366,7 +217,7 @@ def build_server(settings: Settings) -> MCPServer:
     ) -> Annotated[CallToolResult, M.Link]:
         """A deep link into `scprof ui`'s Timeline page for a person to open: the run, its steps A..B-1
         or a time window. The UI must be serving this store (the `serve` command)."""
-        return _answer(lambda: tools.timeline_link(run, steps, t0_ps, t1_ps))
+        return answer(lambda: tools.timeline_link(run, steps, t0_ps, t1_ps))
 
     @server.tool(annotations=READ, title="Link to a comparison")
     def compare_link(
@@ -374,7 +225,7 @@ def build_server(settings: Settings) -> MCPServer:
         cand: Annotated[str, Field(description="the candidate run")],
     ) -> Annotated[CallToolResult, M.Link]:
         """A deep link into `scprof ui`'s Compare page for the two runs, for a person to open."""
-        return _answer(lambda: tools.compare_link(base, cand))
+        return answer(lambda: tools.compare_link(base, cand))
 
     if settings.allow_ingest:
 
@@ -390,8 +241,10 @@ def build_server(settings: Settings) -> MCPServer:
             """Store trace files (.sctrace), XProf captures (.xplane.pb, a run folder, a logdir) or Chrome
             trace JSON as runs, all or nothing, and analyse them. Only paths under the folders the server
             was started with (--allow-ingest DIR) are read. `scprof ingest PATH... --name --replace`."""
-            return _answer(lambda: tools.ingest(paths, name, replace))
+            return answer(lambda: tools.ingest(paths, name, replace))
 
+    if settings.allow_simulate:
+        add_simulate_tools(server, sim)
     _add_resources(server)
     _add_prompts(server)
     return server
@@ -523,6 +376,11 @@ def cmd_mcp(args: Any) -> int:
         check_can_listen(args.host, args.port)
     elif args.token is not None or args.host != "127.0.0.1":
         raise ScprofError("--host and --token are for --transport http")
-    settings = Settings(db, args.allow_simulate, folders, args.ui_url)
+    out = None
+    if args.out is not None:
+        from sim_backend.record import check_out_root
+
+        out = os.path.realpath(check_out_root(args.out))
+    settings = Settings(db, args.allow_simulate, folders, args.ui_url, out)
     serve(settings, args.transport, args.host, args.port, token)
     return 0

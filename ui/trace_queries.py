@@ -44,6 +44,18 @@ _EVENTS_IN = """run_id = $run AND list_contains($tracks, track_id) AND start_ps 
 _MARKERS_IN = """run_id = $run AND list_contains($tracks, track_id) AND start_ps < $t1
     AND start_ps >= $t0 - $maxmarker AND (start_ps >= $t0 OR start_ps + dur_ps > $t0)"""
 
+# window_slices: the events and step markers of the chosen tracks overlapping [$t0, $t1) (the
+# filters of the tiles' exact mode), in time order (ties: track, then id; markers have id -1), at
+# most $limit: what the viewer draws in the window, as a list (the MCP server's events tool).
+WINDOW_SLICES = f"""
+SELECT * FROM (
+    SELECT event_id AS id, track_id, name_id AS name, start_ps AS start, dur_ps AS dur, step FROM events
+    WHERE {_EVENTS_IN}
+    UNION ALL
+    SELECT -1, track_id, ($name_base + step)::INTEGER, start_ps, dur_ps, step FROM steps WHERE {_MARKERS_IN}
+) ORDER BY start, track_id, id LIMIT $limit
+"""
+
 # tile_counts: per chosen track, its events and step markers overlapping the tile [$t0, $t1)
 # (which decides exact or aggregated: at most exact_limit of them is exact).
 TILE_COUNTS = f"""

@@ -38,6 +38,7 @@ CAPTURE = REPO / "tests" / "data" / "wild" / "tpu_v6e_inference" / "tpu_inferenc
 RUNS = ("baseline", "host_bound", "spmem_overflow", "tpu_inference_2")  # ok, ok, failed, a capture without steps
 READ_TOOLS = {
     "list_runs", "run_summary", "analyze", "compare", "top_ops", "find_events", "sql", "timeline_link", "compare_link",
+    "events", "step_breakdown",
 }  # fmt: skip
 
 # name -> (tool, arguments): every call the read-only server answers in one session
