@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--verify", action="store_true", help="simulate each finding's fix alone (emulated runs) and say if it helps"
     )
+    p.add_argument("--trust-paths", action="store_true",
+                   help="let the re-simulation read paths the stored config names that the store does not hold "
+                        "(ID files, perf tables, a limits file of an older run); refused by default")  # fmt: skip
     _db_arg(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -147,12 +150,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--attribute", action="store_true", help="simulate each changed key alone and left out: its share of the gain"
     )
+    p.add_argument("--trust-paths", action="store_true",
+                   help="let the re-simulation read paths the stored config names that the store does not hold "
+                        "(ID files, perf tables, a limits file of an older run); refused by default")  # fmt: skip
     _db_arg(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("tune", help="search for a faster config, each step proven by simulation (emulated runs)")
     p.add_argument("target", metavar="CONFIG|RUN", help="a workload config (TOML) or a stored emulated run")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="start from this change")
+    p.add_argument("--trust-paths", action="store_true",
+                   help="let the re-simulation read paths the stored config names that the store does not hold "
+                        "(ID files, perf tables, a limits file of an older run); refused by default")  # fmt: skip
     p.add_argument("--budget", type=_budget, default=40, help="most simulations to run (default 40)")
     p.add_argument(
         "--workers",

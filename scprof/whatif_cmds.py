@@ -33,12 +33,14 @@ def verify_and_render(args: argparse.Namespace) -> int:
 
     simulations, not_verified = 0, None
     db = args.db or default_path()
-    _check_runs(db, args.run)
+    _check_sessions(db, "verify", args.run, trust=args.trust_paths)
     with Store.open(db) as store, Executor() as ex:
         run_id = store.resolve_run(args.run)
         report = analyze_run(store, run_id)
         try:
-            session = Session(store, run_id, "verify", ex, progress=_progress("verifying"))
+            session = Session(
+                store, run_id, "verify", ex, progress=_progress("verifying"), trust_paths=args.trust_paths
+            )
         except NotEmulated as e:  # a real capture: the analysis stands, its fixes cannot be simulated
             not_verified = f"fixes not verified: {e}"
         else:
@@ -62,13 +64,14 @@ def attribute_and_render(args: argparse.Namespace) -> int:
 
     result, not_attributed = None, None
     db = args.db or default_path()
-    _check_runs(db, args.base, args.cand)
+    _check_sessions(db, "attribute", args.base, args.cand, trust=args.trust_paths)
     with Store.open(db) as store, Executor() as ex:
         base, cand = store.resolve_run(args.base), store.resolve_run(args.cand)
         comparison = compare_runs(store, base, cand)
         try:
             origin_config(store.rows("SELECT * FROM runs WHERE run_id = ?", [cand])[0])  # both must be emulated
-            session = Session(store, base, "attribute", ex, progress=_progress("attributing"))
+            session = Session(store, base, "attribute", ex, progress=_progress("attributing"),
+                              trust_paths=args.trust_paths)  # fmt: skip
         except NotEmulated as e:  # real captures: the comparison stands, its changes cannot be replayed
             not_attributed = f"gain not attributed: {e}"
         else:
@@ -112,7 +115,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     """`scprof tune CONFIG|RUN`. Everything the user gave is checked before anything is written:
     --set (syntax, finite values, then the config with them), --out, the store and the run,
     --scheduler; a refusal is one line and leaves the store, its file and the folders as they were."""
-    from sim_backend.config_load import load_config
+    from sim_backend.config import effective_config
+    from sim_backend.config_load import config_paths, load_config
     from sim_backend.record import check_out_root
     from whatif.tune import tune
 
@@ -120,10 +124,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     root = check_out_root(args.out) if args.out is not None else "runs"
     db = args.db or default_path()
     from_config = os.path.isfile(args.target)
-    if from_config:
-        load_config(args.target, args.set)  # the config with its --set: the user's one-line error
+    own: frozenset[tuple[str, str]] = frozenset()
+    if from_config:  # the config with its --set: the user's one-line error; the paths it names are the user's
+        own = frozenset(
+            (k, node[n]) for k, node, n in config_paths(effective_config(load_config(args.target, args.set)))
+        )
     else:
-        _check_start(db, args.target, sets)
+        sets = _check_start(db, args.target, sets, args.trust_paths)
     with Executor(args.workers, args.scheduler) as ex:
         if args.scheduler is not None:
             ex.connect()  # a scheduler that cannot be reached is the user's error, said before any work
@@ -135,8 +142,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             name = store.rows("SELECT name FROM runs WHERE run_id = ?", [origin])[0]["name"]
             out_dir = os.path.join(root, "tuned", _dir(name))
             session = Session(store, origin, "tune", ex, root=os.path.join(out_dir, "trials"),
-                              progress=_progress("tuning"))  # fmt: skip
-            result = tune(session, Change(sets), args.budget, out_dir)
+                              progress=_progress("tuning"), trust_paths=args.trust_paths, given=sets,
+                              own_paths=own)  # fmt: skip
+            result = tune(session, Change(session.given), args.budget, out_dir)
     if args.json:
         print(json.dumps(result.to_dict(), default=str))
         return 0
@@ -184,21 +192,34 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def _check_runs(db: str, *refs: str) -> None:
-    """The store exists and holds the runs, checked read-only: a missing store or run is one
-    line, and neither a store file nor a change to one is left behind."""
+def _check_sessions(db: str, purpose: str, ref: str, cand: str | None = None, trust: bool = False) -> None:
+    """`analyze --verify`, `compare --attribute`: the store exists and holds the runs, and the
+    paths their stored configs name may be used (whatif/paths.py: a refused or unreadable one is
+    one line), checked read-only before anything is written: neither a store file nor a change
+    to one is left behind. A run that is not emulated is the command's to report."""
+    from whatif.attribute import candidate_changes
+    from whatif.configs import NotEmulated
+
     with Store.open(db, read_only=True) as store:
-        for ref in refs:
-            store.resolve_run(ref)
+        run_id = store.resolve_run(ref)
+        cand_id = store.resolve_run(cand) if cand is not None else None
+        try:
+            session = Session(store, run_id, purpose, Executor(), trust_paths=trust)
+            if cand_id is not None:
+                candidate_changes(session, store.rows("SELECT * FROM runs WHERE run_id = ?", [cand_id])[0])
+        except NotEmulated:
+            pass
 
 
-def _check_start(db: str, ref: str, sets: dict[str, Any]) -> None:
-    """`tune RUN`: the store, the run (emulated) and the config with --set applied, checked on
-    the store opened read-only, before anything is written."""
+def _check_start(db: str, ref: str, sets: dict[str, Any], trust: bool) -> dict[str, Any]:
+    """`tune RUN`: the store, the run (emulated), the paths its config names and the config
+    with --set applied, checked on the store opened read-only, before anything is written.
+    The --set with its paths made absolute against the working directory."""
     with Store.open(db, read_only=True) as store:
-        session = Session(store, store.resolve_run(ref), "tune", Executor())
+        session = Session(store, store.resolve_run(ref), "tune", Executor(), trust_paths=trust, given=sets)
         if sets:
-            session.check(Change(sets))
+            session.check(Change(session.given))
+    return session.given
 
 
 def _record_origin(store: Store, config_path: str, overrides: list[str], root: str) -> int:

@@ -199,14 +199,16 @@ class FlagsConfig:
     xla_sc_num_serialized_tables_to_optimize_hbm: int = _f(
         0, "table groups processed serially (barrier between them) to lower the HBM stack", min=0, max=MAX_TABLES
     )
-    xla_sparse_core_max_ids_file: str = _f("", "limits file (TOML) with [stacks.NAME] and [tables.NAME] limits")
+    xla_sparse_core_max_ids_file: str = _f(
+        "", "limits file (TOML) with [stacks.NAME] and [tables.NAME] limits", path="file"
+    )
     xla_sparse_core_estimate_max_ids: bool = _f(
         False,
         "derive each stack's limits from the observed IDs and write limits.toml and the FDO stats "
         "(fdo_stats_0_<ns>.csv, jax-tpu-embedding's CSVFileFDOClient format)",
     )
     fdo_stats_dir: str = _f(
-        "", "directory of FDO stats a JAX job published (CSVFileFDOClient): its stacks' limits apply"
+        "", "directory of FDO stats a JAX job published (CSVFileFDOClient): its stacks' limits apply", path="dir"
     )
     xla_sparse_core_enable_id_bound_check: bool = _f(
         False, "check every ID against its table's vocabulary; report out-of-vocabulary IDs"
@@ -248,6 +250,7 @@ class FeatureConfig:
         "",
         "your own IDs: an .npz with int arrays `lengths` (IDs per sample) and `ids` (flat), or a Parquet "
         "file with a list<int64> column `ids`; step s reads samples [s*B, (s+1)*B), wrapping (B = global_batch)",
+        path="file",
     )
     zipf_exponent: float = _f(1.05, "Zipf exponent s: P(id = k) ~ (k + 1)^-s", min=0.0, max=100.0)
     hot_set_size: int = _f(16, "hot_set: size of the hot set (IDs 0 .. size-1)", min=1, max=2**40)
@@ -266,7 +269,9 @@ class RunConfig:
     include_initialization: bool = _f(False, "record table initialisation before step 0")
     cost_model: str = _f(DEFAULT_COST_MODEL, "cost model name", choices=tuple(COST_MODELS))
     perf_tables: str = _f(
-        "", "performance-table directory for cost_model = 'tables' (empty: the bundled tables of hardware.generation)"
+        "",
+        "performance-table directory for cost_model = 'tables' (empty: the bundled tables of hardware.generation)",
+        path="dir",
     )
     hardware: HardwareConfig = _f(HardwareConfig, "simulated slice")
     host: HostConfig = _f(HostConfig, "host CPU")
@@ -490,6 +495,16 @@ def effective_config(cfg: RunConfig) -> dict:
 
 def iter_keys() -> list[tuple[str, Any, str]]:
     """Every config key as (dotted key, default, doc): for docs and their freshness test."""
+    return [(key, default, f.metadata.get("doc", "")) for key, default, f in _iter_fields()]
+
+
+def path_keys() -> list[str]:
+    """The keys whose value names a file or directory (field metadata `path`), as iter_keys
+    spells them (`features[].ids_file`): what config_load resolves and the what-if engine guards."""
+    return [key for key, _, f in _iter_fields() if f.metadata.get("path")]
+
+
+def _iter_fields() -> list[tuple[str, Any, dataclasses.Field]]:
     out = []
 
     def walk(cls: type, prefix: str) -> None:
@@ -503,7 +518,7 @@ def iter_keys() -> list[tuple[str, Any, str]]:
                 walk(_item_type(typing.get_type_hints(cls)[f.name]), f"{key}[].")
             else:
                 default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-                out.append((key, default, f.metadata.get("doc", "")))
+                out.append((key, default, f))
 
     walk(RunConfig, "")
     return out

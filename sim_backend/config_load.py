@@ -1,7 +1,9 @@
 """Workload config files: a TOML file and the files it `extends`, `--set key=value`
 overrides, then validation (config.py) into a RunConfig.
 
-Paths written in a config file are relative to that file; errors name the file first.
+Paths written in a config file are relative to that file; paths given with `--set` are
+relative to the working directory (`config_paths` lists every path a raw config names: the
+keys config.py marks `path`, and `extends`). Errors name the file first.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import os
 import tomllib
 from typing import Any
 
-from sim_backend.config import LISTS, RunConfig, config_from_dict
+from sim_backend.config import LISTS, RunConfig, config_from_dict, path_keys
 from sim_backend.config_checks import parse_toml, read_text_file
 from sim_backend.errors import ConfigError
 
@@ -26,12 +28,8 @@ def load_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> RunCo
     raw = load_raw(path)
     for item in overrides:
         apply_override(raw, item)
-    flags = raw.get("flags")
-    if isinstance(flags, dict) and isinstance(flags.get("xla_sparse_core_max_ids_file"), str):
-        f = flags["xla_sparse_core_max_ids_file"]
-        flags["xla_sparse_core_max_ids_file"] = os.path.abspath(f) if f else ""
-    if isinstance(raw.get("perf_tables"), str) and raw["perf_tables"]:
-        raw["perf_tables"] = os.path.abspath(raw["perf_tables"])
+    for _, node, name in config_paths(raw):  # the file's own are absolute already; --set's: the working directory's
+        node[name] = os.path.abspath(node[name])
     try:
         return config_from_dict(raw)
     except ConfigError as e:
@@ -90,20 +88,42 @@ def _merge(base: dict, over: dict, top: bool = True) -> dict:
 
 
 def _resolve_paths(raw: dict, base: str) -> None:
-    """Paths written in a config file are relative to that file."""
-    flags = raw.get("flags")
-    if isinstance(flags, dict):
-        for key in ("xla_sparse_core_max_ids_file", "fdo_stats_dir"):
-            f = flags.get(key)
-            if isinstance(f, str) and f and not os.path.isabs(f):
-                flags[key] = os.path.normpath(os.path.join(base, f))
-    for feature in raw.get("features") or []:
-        f = feature.get("ids_file") if isinstance(feature, dict) else None
-        if isinstance(f, str) and f and not os.path.isabs(f):
-            feature["ids_file"] = os.path.normpath(os.path.join(base, f))
-    tables = raw.get("perf_tables")
-    if isinstance(tables, str) and tables and not os.path.isabs(tables):
-        raw["perf_tables"] = os.path.normpath(os.path.join(base, tables))
+    """Paths written in a config file are relative to that file (`extends`: load_raw's)."""
+    for key, node, name in config_paths(raw):
+        if key != "extends" and not os.path.isabs(node[name]):
+            node[name] = os.path.normpath(os.path.join(base, node[name]))
+
+
+def config_paths(raw: Any) -> list[tuple[str, dict, str]]:
+    """Every path a raw (TOML-shaped) config names, non-empty strings only: (dotted key as
+    `--set` takes it, the dict holding it, its name there). The keys are config.py's `path`
+    fields (list entries named by their `name`, else their index) and `extends`."""
+    out: list[tuple[str, dict, str]] = []
+    if not isinstance(raw, dict):
+        return out
+    if isinstance(raw.get("extends"), str) and raw["extends"]:
+        out.append(("extends", raw, "extends"))
+    for pattern in path_keys():
+        _find(raw, pattern.split("."), "", out)
+    return out
+
+
+def _find(node: Any, parts: list[str], prefix: str, out: list[tuple[str, dict, str]]) -> None:
+    if not isinstance(node, dict):
+        return
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        if isinstance(node.get(head), str) and node[head]:
+            out.append((prefix + head, node, head))
+        return
+    if head.endswith("[]"):
+        entries = node.get(head[:-2])
+        for i, entry in enumerate(entries if isinstance(entries, list) else []):
+            name = entry.get("name") if isinstance(entry, dict) else None
+            part = dotted_key(name) if isinstance(name, str) and name else str(i)
+            _find(entry, rest, f"{prefix}{head[:-2]}.{part}.", out)
+    else:
+        _find(node.get(head), rest, f"{prefix}{head}.", out)
 
 
 def parse_value(text: str) -> Any:

@@ -63,6 +63,20 @@ def write_fdo_stats(out_dir: str, stats: dict[str, StackFdoStats], process_index
     """Write `fdo_stats_<process>_<ns>.csv` into `out_dir` as the library's client publishes it;
     returns its path."""
     path = os.path.join(out_dir, f"fdo_stats_{process_index}_{time.time_ns()}.csv")
+    with open(path, "w", newline="") as fh:
+        fh.write(fdo_stats_text(stats))
+    return path
+
+
+def limits_stats(limits: dict[str, tuple[int | None, int | None]]) -> dict[str, StackFdoStats]:
+    """Per-stack limits (as read_fdo_limits gives them) as stats of one step that give them back."""
+    return {stack: StackFdoStats([np.array([ids])] if ids is not None else [],
+                                 [np.array([uniq])] if uniq is not None else [], [], [])
+            for stack, (ids, uniq) in limits.items()}  # fmt: skip
+
+
+def fdo_stats_text(stats: dict[str, StackFdoStats]) -> str:
+    """The CSV text of one stats file (write_fdo_stats)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n")  # the csv module's default, as the library writes
     w.writerow(["key", "values"])
@@ -76,9 +90,7 @@ def write_fdo_stats(out_dir: str, stats: dict[str, StackFdoStats], process_index
         ):
             for row in rows:
                 w.writerow([name + SUFFIXES[field], " ".join(str(int(v)) for v in np.ravel(row))])
-    with open(path, "w", newline="") as fh:
-        fh.write(buf.getvalue())
-    return path
+    return buf.getvalue()
 
 
 def _latest_per_process(directory: str) -> list[str]:

@@ -33,12 +33,24 @@ class StackLimits:
     ignored_tables: tuple[str, ...] = ()  # its tables whose own limits were set but do not apply
 
 
-def read_limits_file(path: str) -> dict[str, dict[str, tuple[int | None, int | None]]]:
+Filed = dict[str, dict[str, tuple[int | None, int | None]]]  # {"stacks": {name: (ids, unique)}, "tables": ...}
+
+
+def read_limits_file(path: str) -> Filed:
     """Parse a limits file: `[stacks.NAME]` and `[tables.NAME]` sections, each with
     `max_ids_per_partition` and/or `max_unique_ids_per_partition`. Returns
     {"stacks": {name: (ids, unique)}, "tables": {...}}."""
     try:
-        raw = parse_toml(read_text_file(path, "limits file"), path)
+        text = read_text_file(path, "limits file")
+    except ConfigError as e:
+        raise ConfigError(f"flags.xla_sparse_core_max_ids_file: {e}") from None
+    return parse_limits(text, path)
+
+
+def parse_limits(text: str, path: str) -> Filed:
+    """A limits file's text (`path` names it in errors), checked as read_limits_file checks it."""
+    try:
+        raw = parse_toml(text, path)
     except ConfigError as e:
         raise ConfigError(f"flags.xla_sparse_core_max_ids_file: {e}") from None
     if set(raw) - {"tables", "stacks"}:
@@ -63,6 +75,14 @@ def read_limits_file(path: str) -> dict[str, dict[str, tuple[int | None, int | N
                 vals.append(v)
             out[section][name] = (vals[0], vals[1])
     return out
+
+
+def limits_sections(filed: Filed) -> dict[str, dict[str, dict[str, int]]]:
+    """Parsed limits back in the file's shape ({"stacks": {name: {key: value}}, "tables": ...}, unset
+    keys left out): what a run's header keeps (`resolved.limits_file`), so the file need not be read again."""
+    return {section: {name: {k: v for k, v in zip(LIMIT_KEYS, pair, strict=True) if v is not None}
+                      for name, pair in filed.get(section, {}).items()}
+            for section in ("stacks", "tables")}  # fmt: skip
 
 
 def resolve_stack_limits(

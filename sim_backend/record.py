@@ -20,7 +20,7 @@ from profiler.safe_output import DUCKDB_MAGIC, DUCKDB_MAGIC_OFFSET
 from profiler.units import format_ps
 from sim_backend import __version__
 from sim_backend.check_events import NAN_DETECTED
-from sim_backend.config import effective_config
+from sim_backend.config import RunConfig, effective_config
 from sim_backend.config_load import load_config
 from sim_backend.emulator import RunSetup, prepare
 from sim_backend.errors import (
@@ -31,9 +31,9 @@ from sim_backend.errors import (
     RecordInterrupted,
     RunFailure,
 )
-from sim_backend.fdo_stats import write_fdo_stats
+from sim_backend.fdo_stats import read_fdo_limits, write_fdo_stats
 from sim_backend.instrument import open_recorder
-from sim_backend.limits import unused_limit_sections, write_limits_file
+from sim_backend.limits import limits_sections, read_limits_file, unused_limit_sections, write_limits_file
 from sim_backend.memory import HBM_OOM, Failure
 from sim_backend.stream import stream_run
 
@@ -299,6 +299,20 @@ def run_config_json(sim: RunSetup, name: str) -> dict:
         "dense_params": sim.dense.params,
         "memory": memory_json(sim),
     }
+    out["resolved"].update(named_files_json(sim.cfg))
+    return out
+
+
+def named_files_json(cfg: RunConfig) -> dict:
+    """What the limits file and the FDO stats directory the config names said, kept in the header
+    (`limits_file`: its sections as the file has them; `fdo_stats`: per stack, the limits the
+    stats give), so a re-simulation of the stored run (whatif/) reproduces its limits for any
+    stacking without reading a path the store names."""
+    out: dict = {}
+    if cfg.flags.xla_sparse_core_max_ids_file:
+        out["limits_file"] = limits_sections(read_limits_file(cfg.flags.xla_sparse_core_max_ids_file))
+    if cfg.flags.fdo_stats_dir:
+        out["fdo_stats"] = limits_sections({"stacks": read_fdo_limits(cfg.flags.fdo_stats_dir)})["stacks"]
     return out
 
 

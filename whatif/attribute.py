@@ -12,10 +12,11 @@ import json
 from typing import Any
 
 from analyzers.compare import config_diff, step_time_change
+from sim_backend.config_load import config_paths
 from whatif.configs import flatten, origin_config, unreplayable_changes, user_changes
 from whatif.engine import Change, Measured, Session, counted_step_ps
+from whatif.paths import localize
 
-CAND_LIMITS_FILE = "cand_limits.toml"
 # Labels of an attribute session's rows in whatif_trials: the candidate itself against the
 # baseline (its trial_run_id names the candidate, so a session is found by its pair), and per
 # changed key its trial alone on the baseline and the candidate without it.
@@ -29,6 +30,8 @@ LIMIT_KEYS = ("max_ids_per_partition", "max_unique_ids_per_partition", "max_ids_
 # resolved.<part> follows from the user keys matching these words
 DERIVED_FROM = {
     "limits": LIMIT_KEYS,
+    "limits_file": ("xla_sparse_core_max_ids_file",),  # what the limits file said (record.named_files_json)
+    "fdo_stats": ("fdo_stats_dir",),
     "table_groups": ("stacking", "max_tables_per_stack", "width", "dtype", "optimizer") + LIMIT_KEYS,
     "hardware": ("hardware.",),
     # the static memory model follows the limits (SPMEM buffers), stacking, serialization and prefetch
@@ -36,22 +39,32 @@ DERIVED_FROM = {
 }
 
 
+def candidate_changes(session: Session, cand: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The candidate run's stored config and the changes that replay it over the baseline: a
+    changed path (the candidate's limits file, ID file, ...) as whatif/paths.py allows it (the
+    limits the header holds, written for the trials; another path refused without --trust-paths)."""
+    cand_raw = origin_config(cand)
+    changes = user_changes(session.stored_raw, cand_raw)
+    paths = {key for key, _, _ in config_paths(cand_raw)} & set(changes)
+    if paths:
+        local = localize(cand, cand_raw, "cand", session.trust_paths, keys=paths)
+        session.add_files(local.files)
+        flat = flatten(local.raw)
+        changes.update({key: flat[key] for key in paths})
+    return cand_raw, changes
+
+
 def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
     """Each change's effect alone, left out, and share of the gain from base to cand."""
     store, base_id = session.store, session.origin_run_id
     cand = store.rows("SELECT * FROM runs WHERE run_id = ?", [cand_run_id])[0]
-    cand_raw = origin_config(cand)
-    changes = user_changes(session.origin_raw, cand_raw)
-    limits = changes.get("flags.xla_sparse_core_max_ids_file")
-    if limits:  # the candidate's limits file travels with the trials
-        session.ship(CAND_LIMITS_FILE, limits, cand["name"])
-        changes["flags.xla_sparse_core_max_ids_file"] = CAND_LIMITS_FILE
+    cand_raw, changes = candidate_changes(session, cand)
     base_ps, cand_ps = counted_step_ps(store, base_id), counted_step_ps(store, cand_run_id)
     total = step_time_change(store, base_id, cand_run_id)
     out: dict[str, Any] = {
         "base": session.origin["name"], "cand": cand["name"], "total_change": total.change,
         "ci_low": total.ci_low, "ci_high": total.ci_high, "gain_ps": base_ps.mean() - cand_ps.mean(),
-        "changes": [], "interaction_ps": None, "unreplayable": unreplayable_changes(session.origin_raw, cand_raw),
+        "changes": [], "interaction_ps": None, "unreplayable": unreplayable_changes(session.stored_raw, cand_raw),
         "simulations": 0,
     }  # fmt: skip
     if not changes:
@@ -70,7 +83,7 @@ def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
             session.record(lo, LEFT_OUT + k, base_id, None, "the candidate without this change")
     shares = shares_from_rows(store.rows(SESSION_ROWS, [session.session]))
     derived = _derived(json.loads(session.origin["config"]), json.loads(cand["config"]), keys)
-    flat_base, flat_cand = flatten(session.origin_raw), flatten(cand_raw)  # user_changes' keys are in both
+    flat_base, flat_cand = flatten(session.stored_raw), flatten(cand_raw)  # user_changes' keys are in both
     for r in shares["changes"]:
         r.update(base=flat_base[r["key"]], cand=flat_cand[r["key"]], derived=derived.get(r["key"], []))
     out["changes"], out["interaction_ps"] = shares["changes"], shares["interaction_ps"]

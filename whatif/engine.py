@@ -19,7 +19,6 @@ import pyarrow.compute as pc
 
 from analyzers.compare import step_time_change
 from analyzers.context import step_times
-from profiler.errors import ScprofError
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend import __version__ as SIM_VERSION
@@ -28,10 +27,10 @@ from sim_backend.errors import ConfigError
 from sim_backend.record import dir_name
 from whatif.configs import apply_overrides, origin_config
 from whatif.executor import Executor, Progress
+from whatif.paths import localize, user_paths
 from whatif.trial import TrialSpec
 
 DEFAULT_ROOT = os.path.join("runs", "whatif")
-ORIGIN_LIMITS_FILE = "origin_limits.toml"  # a limits file the starting config names, shipped with each trial
 
 
 @dataclass(frozen=True)
@@ -73,41 +72,39 @@ class Measured:
 
 
 class Session:
-    """Trials started from one stored emulated run (`origin`)."""
+    """Trials started from one stored emulated run (`origin`).
+
+    The paths its stored config names are whatif/paths.py's to decide: the limits file and FDO
+    stats the header holds travel with each trial as files written from those numbers; any
+    other stored path is refused (UntrustedPath, one line, before anything is written) unless
+    `trust_paths` (--trust-paths), the user's `given` --set (tune RUN) replaces it, or it is one
+    of `own_paths` ((key, path) the user's own config names: tune CONFIG). `given` comes back
+    as `self.given`, its paths made absolute against the working directory."""
 
     def __init__(self, store: Store, origin_run_id: int, purpose: str, executor: Executor,
-                 root: str | None = None, progress: Progress | None = None):  # fmt: skip
+                 root: str | None = None, progress: Progress | None = None, trust_paths: bool = False,
+                 given: dict[str, Any] | None = None, own_paths: frozenset[tuple[str, str]] = frozenset()):  # fmt: skip
         self.store, self.executor, self.purpose, self.progress = store, executor, purpose, progress
         self.origin = store.rows("SELECT * FROM runs WHERE run_id = ?", [origin_run_id])[0]
-        self.origin_raw = origin_config(self.origin)
+        self.stored_raw = origin_config(self.origin)  # as stored: what the run's config says
+        self.trust_paths = trust_paths
+        self.given, given_keys = user_paths(self.stored_raw, given or {})
+        local = localize(self.origin, self.stored_raw, "origin", trust_paths, given=given_keys, own=own_paths,
+                         tune=given is not None)  # fmt: skip
+        self.origin_raw = local.raw  # what trials start from
+        self._files: dict[str, bytes] = local.files
         self.root = root or DEFAULT_ROOT
         self.session = str(uuid.uuid4())
         self.simulations = 0
         self._seq = 0
-        self._files: dict[str, bytes] = {}
-        self._ship_origin_limits()
 
     @property
     def origin_run_id(self) -> int:
         return int(self.origin["run_id"])
 
-    def _ship_origin_limits(self) -> None:
-        """A limits file the starting config names travels with each trial (workers elsewhere
-        cannot read this machine's paths)."""
-        path = self.origin_raw.get("flags", {}).get("xla_sparse_core_max_ids_file")
-        if path:
-            self.ship(ORIGIN_LIMITS_FILE, path, self.origin["name"])
-            self.origin_raw["flags"]["xla_sparse_core_max_ids_file"] = ORIGIN_LIMITS_FILE
-
-    def ship(self, name: str, path: str, run_name: str) -> None:
-        """The limits file at `path` (which run `run_name` was recorded with) goes into every
-        trial's folder as `name`; one that cannot be read is the user's one-line error."""
-        try:
-            with open(path, "rb") as fh:
-                self._files[name] = fh.read()
-        except OSError as e:
-            raise ScprofError(f"{path}: the limits file run {run_name!r} was recorded with cannot be read "
-                              f"({e.strerror}); its trials need it") from None  # fmt: skip
+    def add_files(self, files: dict[str, bytes]) -> None:
+        """Files every trial's folder gets from now on (a candidate's limits: compare --attribute)."""
+        self._files.update(files)
 
     def check(self, change: Change) -> None:
         """The user's change (`tune RUN --set`) over the starting config must be a config the

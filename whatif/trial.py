@@ -29,7 +29,7 @@ class TrialSpec:
     raw_config: dict[str, Any]
     out_dir: str
     derive_limits: bool = False  # first derive a limits file from this config, then use it
-    files: dict[str, bytes] = field(default_factory=dict)  # written into out_dir first (a limits file)
+    files: dict[str, bytes] = field(default_factory=dict)  # written into out_dir first (limits, FDO stats)
     tags: dict[str, str] = field(default_factory=dict)  # into the trace header (whatif_origin: the starting run)
 
 
@@ -83,8 +83,11 @@ def simulate(spec: TrialSpec) -> TrialOutcome:
     """Simulate `spec` into `spec.out_dir` (trace.sctrace, config.toml, limits.toml)."""
     t0 = time.perf_counter()
     os.makedirs(spec.out_dir, exist_ok=True)
-    for name, data in spec.files.items():
-        with open(os.path.join(spec.out_dir, os.path.basename(name)), "wb") as fh:
+    for name, data in spec.files.items():  # the engine's names: a file, or one in a folder (FDO stats)
+        parts = [p for p in name.split("/") if p not in ("", ".", "..")]
+        path = os.path.join(spec.out_dir, *parts)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
             fh.write(data)
     config_path = os.path.join(spec.out_dir, CONFIG_FILE)
     raw = spec.raw_config
