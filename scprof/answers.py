@@ -64,15 +64,15 @@ def verified_analysis_doc(
     from whatif.executor import Executor
     from whatif.verify import verify_report
 
-    simulations, not_verified = 0, None
+    simulations, not_verified, session = 0, None, None
     with Executor() as ex:
         run_id = store.resolve_run(run)
-        report = analyze_run(store, run_id)
-        try:
+        try:  # first: a stored path the session refuses is refused before the analysis writes its report
             session = Session(store, run_id, "verify", ex, root=root, progress=progress)
         except NotEmulated as e:
             not_verified = f"fixes not verified: {e}"
-        else:
+        report = analyze_run(store, run_id)
+        if session is not None:
             report = verify_report(session, report)
             simulations = session.simulations
     return jsonable({**report.to_dict(), "simulations": simulations, "not_verified": not_verified})
@@ -99,14 +99,15 @@ def attribution_doc(
 
     result, not_attributed = None, None
     base_id, cand_id = store.resolve_run(base), store.resolve_run(cand)
+    session = None
     with Executor() as ex:
-        comparison = compare_runs(store, base_id, cand_id)
-        try:
+        try:  # first: a stored path the session refuses is refused before the comparison writes anything
             origin_config(store.rows("SELECT * FROM runs WHERE run_id = ?", [cand_id])[0])  # both must be emulated
             session = Session(store, base_id, "attribute", ex, root=root, progress=progress)
         except NotEmulated as e:  # real captures: the comparison stands, its changes cannot be replayed
             not_attributed = f"gain not attributed: {e}"
-        else:
+        comparison = compare_runs(store, base_id, cand_id)
+        if session is not None:
             result = attribute(session, cand_id)
     return jsonable({**comparison.to_dict(), "attribution": result, "not_attributed": not_attributed})
 
