@@ -160,9 +160,11 @@ for item in BAD_SETS:
 
     @case("refusals-keep-store", f"tune small --set {item}")
     def _bad_set(c: Campaign, item: str = item) -> str | None:
+        before = {p for p in c.ws.rglob("*") if p.is_dir()}
         problem = refuses_untouched(c, "tune", "small", "--set", item, "--budget", "2", timeout=180)
-        if problem is None and (c.ws / "runs" / "tuned").exists():
-            problem = "a tuning folder was made"
+        made = sorted(str(p.relative_to(c.ws)) for p in c.ws.rglob("*") if p.is_dir() and p not in before)
+        if problem is None and made:
+            problem = f"folders were made: {made[:3]}"
         return problem
 
 

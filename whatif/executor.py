@@ -5,6 +5,7 @@ Either way each trial is `trial.simulate` on the same spec, so the results are t
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ class Executor:
         self.workers, self.scheduler = workers, scheduler
         self._client: Any = None
         self._cluster: Any = None
+        self._scratch: tempfile.TemporaryDirectory | None = None
 
     @property
     def distributed(self) -> bool:
@@ -69,7 +71,9 @@ class Executor:
             else:
                 from whatif.local_cluster import local_cluster
 
-                self._cluster = local_cluster(self.workers)  # processes on 127.0.0.1, no HTTP served
+                # the workers' scratch space (Dask's lock files, spilled data), removed at close
+                self._scratch = tempfile.TemporaryDirectory(prefix="scprof-dask-")
+                self._cluster = local_cluster(self.workers, self._scratch.name)  # 127.0.0.1, TLS, no HTTP
                 self._client = Client(self._cluster)
         return self._client
 
@@ -79,6 +83,9 @@ class Executor:
                 with contextlib.suppress(Exception):
                     thing.close()
         self._client = self._cluster = None
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
 
     def __enter__(self) -> Executor:
         return self

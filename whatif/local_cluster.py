@@ -45,10 +45,11 @@ class NoHttpWorker(Worker):
         return None
 
 
-def local_cluster(workers: int) -> SpecCluster:
+def local_cluster(workers: int, scratch_dir: str) -> SpecCluster:
     """`workers` worker processes (one thread each: the emulator holds the GIL) and a scheduler,
     all listening on 127.0.0.1 for Dask's own protocol only, over mutual TLS with credentials
-    that exist only in this process and the cluster's (the client gets them from the cluster)."""
+    that exist only in this process and the cluster's (the client gets them from the cluster).
+    The scheduler and workers keep their scratch files (Dask's locks, spilled data) in `scratch_dir`."""
     security = Security.temporary()
     share = parse_memory_limit("auto", 1, workers, logger=logging.getLogger(__name__))  # LocalCluster's per worker
     worker = {
@@ -61,6 +62,7 @@ def local_cluster(workers: int) -> SpecCluster:
             "silence_logs": logging.ERROR,
             "memory_limit": share,
             "worker_class": NoHttpWorker,
+            "local_directory": scratch_dir,
             "security": security,
             "protocol": "tls",
         },
@@ -74,7 +76,8 @@ def local_cluster(workers: int) -> SpecCluster:
             "dashboard_address": None,
             "security": security,
             "protocol": "tls",
-        },  # fmt: skip
+            "local_directory": scratch_dir,
+        },
     }
     return SpecCluster(
         scheduler=scheduler,

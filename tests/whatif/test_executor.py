@@ -79,3 +79,18 @@ def test_the_local_cluster_runs_only_work_from_holders_of_its_key(tmp_path) -> N
                 other.submit(marker.write_text, "x").result(timeout=3)
                 other.close()
     assert not marker.exists()
+
+
+def test_the_local_cluster_leaves_nothing_in_the_temporary_folder(tmp_path, monkeypatch) -> None:
+    """Dask's workers keep lock files in a scratch folder (by default `dask-scratch-space` in
+    the temporary folder, left there): the executor gives them one of its own and removes it."""
+    import tempfile
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    with Executor(workers=1) as ex:
+        assert ex.connect().submit(sum, [2, 3]).result() == 5
+        assert os.listdir(scratch)  # the workers' scratch folder, while they run
+    assert os.listdir(scratch) == []
