@@ -131,6 +131,11 @@ class Campaign:
             con.close()
         return hashlib.sha256(repr((tables, held, runs)).encode()).hexdigest()
 
+    def store_file_digest(self) -> str:
+        """sha256 of the store file's bytes, and whether a WAL file exists beside it."""
+        wal = Path(str(self.db) + ".wal")
+        return hashlib.sha256(self.db.read_bytes()).hexdigest() + ("+wal" if wal.exists() else "")
+
     def leftovers(self) -> list[str]:
         """Files in the escape folder or the private TMPDIR (emptied for the next case)."""
         found = [str(p) for d in (self.escape, self.tmp) for p in d.rglob("*")]
@@ -180,11 +185,14 @@ def _tail(text: str) -> str:
 
 
 def refuses_untouched(c: Campaign, *args: str, mention: str | None = None, timeout: float = 60) -> str | None:
-    """The command is refused and the store stays byte-identical."""
-    before = c.store_digest()
+    """The command is refused and the store stays byte-identical: what it holds, and the file's
+    sha256 (with no write-ahead log appearing)."""
+    before, file_before = c.store_digest(), c.store_file_digest()
     problem = refused(c.cli(*args, timeout=timeout), mention)
     if problem is None and c.store_digest() != before:
         problem = "the store changed"
+    if problem is None and c.store_file_digest() != file_before:
+        problem = "the store's file changed (its sha256, or a WAL appeared)"
     return problem
 
 
