@@ -37,7 +37,7 @@ def test_compares_derived_keys_are_one_text_block_with_every_key_and_both_values
     for line, r in zip(lines[1:], derived, strict=True):
         base_text, cand_text = (
             "-" if v is None else v if isinstance(v, str) else json.dumps(v) for v in (r["base"], r["cand"])
-        )  # fmt: skip  (absent on one side: "-")
+        )  # absent on one side: "-"
         cut = [t if len(t) <= 100 else t[:100] + "…" for t in (base_text, cand_text)]
         assert (line[:at_values].rstrip(), line[at_values:]) == (r["key"], f"{cut[0]} → {cut[1]}")
 
