@@ -33,8 +33,8 @@ def run(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     db = args.db or default_path()
     steps = [
-        ["record", str(CONFIGS / "baseline.toml"), "--replace", "--out", "runs/baseline"],
-        ["record", str(CONFIGS / "tuned.toml"), "--replace", "--out", "runs/tuned"],
+        ["record", str(CONFIGS / "baseline.toml"), "--replace"],
+        ["record", str(CONFIGS / "tuned.toml"), "--replace"],
         ["runs"],
         ["analyze", "baseline", "--verify"],
         ["compare", "baseline", "tuned", "--attribute"],
