@@ -6,6 +6,7 @@ so a test can put exactly the damage it wants into an otherwise valid trace.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import zlib
 from dataclasses import dataclass
@@ -142,6 +143,25 @@ def snapshot(db: Path | str) -> dict:
     finally:
         con.close()
     return {"counts": counts, "runs": runs}
+
+
+def file_sha256(path: Path | str) -> str:
+    """sha256 of a file's bytes (a store or output that a refusal must leave as it was)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def listing(root: Path) -> list[str]:
+    """Every file and folder under `root`, relative."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def trial_rows(db: Path | str) -> int:
+    """Rows of the store's whatif_trials, read without Store."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT count(*) FROM whatif_trials").fetchall()[0][0]
+    finally:
+        con.close()
 
 
 @dataclass

@@ -138,12 +138,14 @@ def tmpfs(tmp_path, store_path):
     disk = tmp_path / "disk"
     disk.mkdir()
     if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a tmpfs needs root")
+        pytest.skip("mounting a tmpfs needs root; the RLIMIT_FSIZE case tries a full disk without it")
     size = (store_path.stat().st_size >> 20) + 3  # MiB: the store and 3 MiB to spare
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}m", "tmpfs", str(disk)],
                              capture_output=True, text=True)  # fmt: skip
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({mounted.stderr.strip()}); the RLIMIT_FSIZE case tries a full disk without it"
+        )
     try:
         yield disk
     finally:

@@ -7,14 +7,12 @@ under DIR. Each case here wrote a trial row, a store, a folder or a file elsewhe
 from __future__ import annotations
 
 import copy
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from profiler.store import Store
@@ -22,7 +20,7 @@ from profiler.trace_to_store import ingest_trace
 from sim_backend.record import TRACE_FILE, record_run
 from tests.sim_backend.conftest import SMALL
 from tests.sim_backend.test_sim_record import small_file
-from tests.tracekit import REPO, CliResult, assert_one_error
+from tests.tracekit import REPO, CliResult, assert_one_error, file_sha256, listing, trial_rows
 
 STEPS = 8  # 6 counted steps: enough for tune's interval, quick to simulate
 
@@ -54,28 +52,11 @@ def scprof(cwd: Path, *argv: str, timeout_s: float = 300) -> CliResult:
     return CliResult(p.returncode, p.stdout, p.stderr)
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def listing(root: Path) -> list[str]:
-    """Every file and folder under `root`, relative."""
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
-
-
-def trial_rows(db: Path) -> int:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute("SELECT count(*) FROM whatif_trials").fetchall()[0][0]
-    finally:
-        con.close()
-
-
 def assert_refused_untouched(world: Path, argv: list[str], *needles: str) -> str:
     """Exit 2, one line holding the needles; the store's bytes and the folder's files as they were."""
-    before_sha, before_files = sha256(world / "store.duckdb"), listing(world)
+    before_sha, before_files = file_sha256(world / "store.duckdb"), listing(world)
     line = assert_one_error(scprof(world, *argv), *needles)
-    assert sha256(world / "store.duckdb") == before_sha, "the refusal changed the store file"
+    assert file_sha256(world / "store.duckdb") == before_sha, "the refusal changed the store file"
     assert trial_rows(world / "store.duckdb") == 0
     assert listing(world) == before_files, "the refusal wrote files or folders"
     return line

@@ -28,7 +28,7 @@ from profiler.trace_to_store import ingest_trace
 from sim_backend.record import record_run
 from tests.sim_backend.conftest import SMALL
 from tests.sim_backend.test_sim_record import small_file
-from tests.tracekit import REPO, CliResult, assert_one_error
+from tests.tracekit import REPO, CliResult, assert_one_error, file_sha256, listing, trial_rows
 
 STEPS = 8
 MARKER = "SCPROF-TEST-SECRET-5d1c"
@@ -100,24 +100,6 @@ def scprof(cwd: Path, *argv: str) -> CliResult:
     return CliResult(p.returncode, p.stdout, p.stderr)
 
 
-def sha256(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def listing(root: Path) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
-
-
-def trial_rows(db: Path) -> int:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute("SELECT count(*) FROM whatif_trials").fetchall()[0][0]
-    finally:
-        con.close()
-
-
 def leaked(world: Path) -> list[str]:
     """Files under the world holding the secret's bytes."""
     found = []
@@ -176,9 +158,9 @@ def point_limits(world: Path, path: Path | str, held: bool) -> None:
 
 def assert_refused_untouched(world: Path, argv: list[str], *needles: str) -> str:
     """Exit 2, one line holding the needles; the store's bytes and the folder as they were; no leak."""
-    before_sha, before_files = sha256(world / "store.duckdb"), listing(world)
+    before_sha, before_files = file_sha256(world / "store.duckdb"), listing(world)
     line = assert_one_error(scprof(world, *argv), *needles)
-    assert sha256(world / "store.duckdb") == before_sha, "the refusal changed the store file"
+    assert file_sha256(world / "store.duckdb") == before_sha, "the refusal changed the store file"
     assert trial_rows(world / "store.duckdb") == 0
     assert listing(world) == before_files, "the refusal wrote files or folders"
     assert not (world / "runs").exists()
