@@ -52,32 +52,6 @@ def analysis_doc(store: Store, run: str | int) -> dict[str, Any]:
     return jsonable(report_for(store, store.resolve_run(run)).to_dict())
 
 
-def verified_analysis_doc(
-    store: Store, run: str | int, progress: Any = None, root: str | None = None
-) -> dict[str, Any]:
-    """`scprof analyze RUN --verify --json`: each finding's fix simulated alone (a writer's store:
-    the trials are stored as runs, their folders under `root`, default runs/whatif/). A real
-    capture's report comes back with `not_verified`."""
-    from analyzers.registry import analyze_run
-    from whatif.configs import NotEmulated
-    from whatif.engine import Session
-    from whatif.executor import Executor
-    from whatif.verify import verify_report
-
-    simulations, not_verified, session = 0, None, None
-    with Executor() as ex:
-        run_id = store.resolve_run(run)
-        try:  # first: a stored path the session refuses is refused before the analysis writes its report
-            session = Session(store, run_id, "verify", ex, root=root, progress=progress)
-        except NotEmulated as e:
-            not_verified = f"fixes not verified: {e}"
-        report = analyze_run(store, run_id)
-        if session is not None:
-            report = verify_report(session, report)
-            simulations = session.simulations
-    return jsonable({**report.to_dict(), "simulations": simulations, "not_verified": not_verified})
-
-
 def comparison_doc(store: Store, base: str | int, cand: str | int) -> dict[str, Any]:
     """`scprof compare BASE CAND --json`: the verdict with its interval, per-op and per-category deltas."""
     from analyzers.compare import compare_runs
@@ -85,31 +59,89 @@ def comparison_doc(store: Store, base: str | int, cand: str | int) -> dict[str, 
     return jsonable(compare_runs(store, store.resolve_run(base), store.resolve_run(cand)).to_dict())
 
 
-def attribution_doc(
-    store: Store, base: str | int, cand: str | int, progress: Any = None, root: str | None = None
+def verified_report(
+    store: Store, run_id: int, executor: Any, progress: Any = None, root: str | None = None, trust_paths: bool = False
+) -> tuple[Any, int, str | None]:
+    """`analyze RUN --verify`'s work, for the CLI and the MCP server alike: the run's report (analysed
+    afresh and kept) with each finding's fix simulated alone (a writer's store: trials are stored as
+    runs, their folders under `root`, default runs/whatif/); the number of simulations; and, for a
+    run that is not emulated, why its fixes are not verified. The session comes first, so a stored
+    path it refuses is refused before the analysis writes its report."""
+    from analyzers.registry import analyze_run
+    from whatif.configs import NotEmulated
+    from whatif.engine import Session
+    from whatif.verify import verify_report
+
+    session, not_verified = None, None
+    try:
+        session = Session(store, run_id, "verify", executor, root=root, progress=progress, trust_paths=trust_paths)
+    except NotEmulated as e:  # a real capture: the analysis stands, its fixes cannot be simulated
+        not_verified = f"fixes not verified: {e}"
+    report = analyze_run(store, run_id)
+    if session is None:
+        return report, 0, not_verified
+    return verify_report(session, report), session.simulations, None
+
+
+def verified_doc(report: Any, simulations: int, not_verified: str | None) -> dict[str, Any]:
+    """`scprof analyze RUN --verify --json`: the verified report, its simulations and why not verified."""
+    return jsonable({**report.to_dict(), "simulations": simulations, "not_verified": not_verified})
+
+
+def verified_analysis_doc(
+    store: Store, run: str | int, progress: Any = None, root: str | None = None
 ) -> dict[str, Any]:
-    """`scprof compare BASE CAND --attribute --json`: the comparison, and each changed key simulated
-    alone on the base and left out of the candidate (whatif/attribute.py; a writer's store, the
-    trials' folders under `root`). Real captures come back with `not_attributed`."""
+    """verified_report's document, on an executor of its own."""
+    from whatif.executor import Executor
+
+    with Executor() as ex:
+        return verified_doc(*verified_report(store, store.resolve_run(run), ex, progress, root))
+
+
+def attribution(
+    store: Store,
+    base_id: int,
+    cand_id: int,
+    executor: Any,
+    progress: Any = None,
+    root: str | None = None,
+    trust_paths: bool = False,
+) -> tuple[Any, dict[str, Any] | None, str | None]:
+    """`compare BASE CAND --attribute`'s work, for the CLI and the MCP server alike: the comparison,
+    and each changed key simulated alone on the base and left out of the candidate
+    (whatif/attribute.py; a writer's store, the trials' folders under `root`); for real captures,
+    why the gain is not attributed. The session comes first, so a stored path it refuses is refused
+    before the comparison writes anything."""
     from analyzers.compare import compare_runs
     from whatif.attribute import attribute
     from whatif.configs import NotEmulated, origin_config
     from whatif.engine import Session
+
+    session, not_attributed = None, None
+    try:
+        origin_config(store.rows("SELECT * FROM runs WHERE run_id = ?", [cand_id])[0])  # both must be emulated
+        session = Session(store, base_id, "attribute", executor, root=root, progress=progress, trust_paths=trust_paths)
+    except NotEmulated as e:  # real captures: the comparison stands, its changes cannot be replayed
+        not_attributed = f"gain not attributed: {e}"
+    comparison = compare_runs(store, base_id, cand_id)
+    result = attribute(session, cand_id) if session is not None else None
+    return comparison, result, not_attributed
+
+
+def attributed_doc(comparison: Any, result: dict[str, Any] | None, not_attributed: str | None) -> dict[str, Any]:
+    """`scprof compare BASE CAND --attribute --json`: the comparison, its attribution and why not attributed."""
+    return jsonable({**comparison.to_dict(), "attribution": result, "not_attributed": not_attributed})
+
+
+def attribution_doc(
+    store: Store, base: str | int, cand: str | int, progress: Any = None, root: str | None = None
+) -> dict[str, Any]:
+    """attribution's document, on an executor of its own."""
     from whatif.executor import Executor
 
-    result, not_attributed = None, None
-    base_id, cand_id = store.resolve_run(base), store.resolve_run(cand)
-    session = None
     with Executor() as ex:
-        try:  # first: a stored path the session refuses is refused before the comparison writes anything
-            origin_config(store.rows("SELECT * FROM runs WHERE run_id = ?", [cand_id])[0])  # both must be emulated
-            session = Session(store, base_id, "attribute", ex, root=root, progress=progress)
-        except NotEmulated as e:  # real captures: the comparison stands, its changes cannot be replayed
-            not_attributed = f"gain not attributed: {e}"
-        comparison = compare_runs(store, base_id, cand_id)
-        if session is not None:
-            result = attribute(session, cand_id)
-    return jsonable({**comparison.to_dict(), "attribution": result, "not_attributed": not_attributed})
+        ids = store.resolve_run(base), store.resolve_run(cand)
+        return attributed_doc(*attribution(store, *ids, ex, progress, root))
 
 
 def summary_doc(analysis: dict[str, Any], top: int = TOP_FINDINGS) -> dict[str, Any]:
@@ -131,23 +163,37 @@ def summary_doc(analysis: dict[str, Any], top: int = TOP_FINDINGS) -> dict[str, 
 
 
 def top_ops_doc(
-    store: Store, run: str | int, steps: tuple[int, int] | None = None, chip: int | None = None, limit: int = 20
+    store: Store,
+    run: str | int,
+    steps: tuple[int, int] | None = None,
+    chip: int | None = None,
+    limit: int = 20,
+    analysis: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The run's op profile (analyzers/op_profile.py: self time, count, share of the kind's self time),
     over every event, or over the events of steps A..B-1 (`steps`, half-open) and/or one chip.
 
     Self times are each event's own in the whole run (its duration less its children's), then
-    summed over the chosen events; the whole run's rows are those of `analyze`'s `ops` figures."""
+    summed over the chosen events. The whole run's rows are `analyze`'s `ops` figures (read from
+    `analysis`, the run's analysis_doc, when given) while they hold `limit` rows."""
     from analyzers.context import RunContext
     from analyzers.op_arrays import op_arrays
     from analyzers.op_profile import profile, self_times
 
     run_id = store.resolve_run(run)
+    if steps is None and chip is None:
+        doc = analysis if analysis is not None else analysis_doc(store, run_id)
+        ops = doc["figures"].get("ops") or {}
+        if ops.get("top") is not None and min(limit, ops["ops"]) <= len(ops["top"]):
+            return jsonable({
+                "run": {"run_id": run_id, "name": doc["run"]["name"]}, "steps": None, "chip": None,
+                "ops": ops["ops"], "rows": ops["top"][:limit], "truncated": ops["ops"] > limit,
+            })  # fmt: skip
     ctx = RunContext(store, run_id)
     if steps is None and chip is None:
         table = profile(ctx)
     else:
-        a = op_arrays(ctx)
+        a = op_arrays(ctx, _steps_span(store, run_id, steps) if steps is not None else None)
         track = np.repeat(np.arange(len(a.track_id)), np.diff(a.bounds))
         keep = np.ones(len(a.start), bool)
         if steps is not None:
@@ -166,6 +212,19 @@ def top_ops_doc(
         "steps": list(steps) if steps else None, "chip": chip,
         "ops": len(rows_out), "rows": rows_out[:limit], "truncated": len(rows_out) > limit,
     })  # fmt: skip
+
+
+def _steps_span(store: Store, run_id: int, steps: tuple[int, int]) -> tuple[int, int]:
+    """A time span [lo, hi) holding every event of steps A..B-1 (and each one's direct children, which
+    lie inside it): the op arrays of the events overlapping it give those events the self times of
+    the whole run's (a child's parents overlap it too). Zero-length events at its ends included."""
+    row = store.rows(
+        "SELECT min(start_ps) AS lo, max(start_ps + dur_ps) AS hi FROM events WHERE run_id = ? AND step >= ? AND step < ?",
+        [run_id, steps[0], steps[1]],
+    )[0]
+    if row["lo"] is None:
+        return (0, 1)
+    return int(row["lo"]) - 1, int(row["hi"]) + 1
 
 
 def find_events_doc(
@@ -212,16 +271,16 @@ def sql_doc(store: Store, query: str, max_rows: int, timeout_s: float, max_bytes
     }
 
 
-def steps_range(text: str | None) -> tuple[int, int] | None:
-    """A steps argument `A:B` (half-open, as `--steps` takes it), or None."""
+def steps_range(text: str | None, arg: str = "steps") -> tuple[int, int] | None:
+    """A steps argument `A:B` (half-open, as `--steps` takes it), or None; errors name `arg`."""
     if text in (None, ""):
         return None
     try:
         a, b = (int(x) for x in str(text).split(":"))
     except ValueError:
-        raise ScprofError(f"steps: expected A:B with whole numbers (steps A..B-1), got {text!r}") from None
+        raise ScprofError(f"{arg}: expected A:B with whole numbers (steps A..B-1), got {text!r}") from None
     if a < 0 or b <= a:
-        raise ScprofError(f"steps: need 0 <= A < B, got {text!r}")
+        raise ScprofError(f"{arg}: need 0 <= A < B, got {text!r}")
     return a, b
 
 
@@ -313,10 +372,10 @@ def step_breakdown_doc(
         raise ScprofError(f"run {name!r}: no breakdown for {what}" + (f" on chip {chip}" if chip is not None else ""))
     cats = list(bd["per_step"])
     per_step = [{"step": s, "total_ps": sum(bd["per_step"][c][i] for c in cats),
-                 **{c: bd["per_step"][c][i] for c in cats}} for i, s in enumerate(bd["steps"])]  # fmt: skip
+                 **{c: bd["per_step"][c][i] for c in cats}} for i, s in enumerate(bd["steps"][:limit])]  # fmt: skip
     per_chip = [{"chip": ch, **{c: bd["per_chip"][c][i] for c in cats}} for i, ch in enumerate(bd["chips"])]
     return jsonable({
         "run": {"run_id": run_id, "name": name}, "steps": list(steps) if steps else None, "chip": chip,
-        "categories": cats, "counted_steps": bd["counted_steps"], "per_chip": per_chip,
-        "rows": per_step[:limit], "truncated": len(per_step) > limit,
+        "categories": cats, "counted_steps": len(bd["counted_steps"]), "per_chip": per_chip,
+        "steps_in_range": len(bd["steps"]), "rows": per_step, "truncated": len(bd["steps"]) > limit,
     })  # fmt: skip

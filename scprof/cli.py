@@ -22,7 +22,7 @@ from profiler.errors import ScprofError, StoreError
 from profiler.progress import TerminalProgress
 from profiler.stdlib import RUN_LIST_SQL
 from profiler.store import Store, default_path
-from scprof import formatting
+from scprof import answers, formatting, query_cmds
 from sim_backend.config_checks import MAX_STEPS
 
 
@@ -156,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     _db_arg(p)
     p.set_defaults(func=cmd_compare)
 
+    query_cmds.add_parsers(sub, _db_arg)
+
     p = sub.add_parser("tune", help="search for a faster config, each step proven by simulation (emulated runs)")
     p.add_argument("target", metavar="CONFIG|RUN", help="a workload config (TOML) or a stored emulated run")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="start from this change")
@@ -245,8 +247,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         return verify_and_render(args)
 
     with Store.open(args.db, read_only=True) as store:
+        if args.json:
+            print(json.dumps(answers.analysis_doc(store, args.run)))
+            return 0
         report = report_for(store, store.resolve_run(args.run))
-    print(json.dumps(report.to_dict(), default=str) if args.json else units.escape_lines(render_report(report)))
+    print(units.escape_lines(render_report(report)))
     return 0
 
 
@@ -260,13 +265,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return attribute_and_render(args)
 
     with Store.open(args.db, read_only=True) as store:
-        base, cand = store.resolve_run(args.base), store.resolve_run(args.cand)
-        comparison = compare_runs(store, base, cand)
-    print(
-        json.dumps(comparison.to_dict(), default=str)
-        if args.json
-        else units.escape_lines(render_comparison(comparison))
-    )
+        if args.json:
+            print(json.dumps(answers.comparison_doc(store, args.base, args.cand)))
+            return 0
+        comparison = compare_runs(store, store.resolve_run(args.base), store.resolve_run(args.cand))
+    print(units.escape_lines(render_comparison(comparison)))
     return 0
 
 
@@ -392,10 +395,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     with Store.open(args.db, read_only=True) as store:
+        if args.json:
+            print(json.dumps(answers.runs_doc(store)))
+            return 0
         table = store.query(RUN_LIST_SQL)
-    if args.json:
-        print(json.dumps(table.to_pylist(), default=str))
-    elif table.num_rows == 0:
+    if table.num_rows == 0:
         print("no runs yet: record one with `scprof record configs/baseline.toml`")
     else:
         print(formatting.runs_table(table))
@@ -459,6 +463,7 @@ _TEXT_ARGS = {
     "base": "BASE",
     "cand": "CAND",
     "query": "QUERY",
+    "text": "TEXT",
     "set": "--set",
 }
 

@@ -183,7 +183,8 @@ class StepBreakdown(Truncation):
     steps: list[int] | None = Field(description="[A, B]: steps A..B-1; null: every step")
     chip: int | None = Field(description="per step: this chip's time (null: the mean over chips)")
     categories: list[str] = Field(description="the time split's categories (the Overview's)")
-    counted_steps: list[int] = Field(description="the steps per_chip averages over (warm-up and last left out)")
+    counted_steps: int = Field(description="how many steps per_chip averages over (warm-up and last left out)")
+    steps_in_range: int = Field(description="steps in the range asked; rows holds the first `limit` of them")
     per_chip: list[dict[str, Any]] = Field(description="per chip: each category's mean time per counted step, ps")
     rows: list[dict[str, Any]] = Field(description="per step: step, total_ps and each category's time, ps")
 

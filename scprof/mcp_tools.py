@@ -156,13 +156,11 @@ class Tools:
         _limit(limit, TOP_OPS_MAX)
         span = answers.steps_range(steps)
         with self.reading() as store:
-            if span is None and chip is None:  # the whole run: analyze's `ops` figures, when they hold enough rows
-                doc = self._analysis(store, run)
-                ops = doc["figures"].get("ops") or {}
-                if ops.get("top") is not None and min(limit, ops["ops"]) <= len(ops["top"]):
-                    return copy.deepcopy({"run": doc["run"], "steps": None, "chip": None, "ops": ops["ops"],
-                                          "rows": ops["top"][:limit], "truncated": ops["ops"] > limit})  # fmt: skip
-            return answers.top_ops_doc(store, run, span, chip, limit)
+            whole_run = self._analysis(store, run) if span is None and chip is None else None
+            doc = copy.deepcopy(answers.top_ops_doc(store, run, span, chip, limit, whole_run))
+        if doc["truncated"]:
+            doc["note"] = f"{NARROW}: the top {len(doc['rows'])} of {doc['ops']:,} ops by self time; raise limit"
+        return doc
 
     def events(self, run: str, steps: str | None, t0_ps: int | None, t1_ps: int | None,
                tracks: dict[str, Any], limit: int) -> dict[str, Any]:  # fmt: skip

@@ -25,29 +25,19 @@ def _progress(label: str) -> TerminalProgress | None:
 
 
 def verify_and_render(args: argparse.Namespace) -> int:
-    """`scprof analyze RUN --verify`."""
-    from analyzers.registry import analyze_run
+    """`scprof analyze RUN --verify` (its work is scprof/answers.py's verified_report, as the MCP tool's)."""
+    from scprof.answers import verified_doc, verified_report
     from scprof.report import render_report
-    from whatif.configs import NotEmulated
-    from whatif.verify import verify_report
 
-    simulations, not_verified = 0, None
     db = args.db or default_path()
     _check_sessions(db, "verify", args.run, trust=args.trust_paths)
     with Store.open(db) as store, Executor() as ex:
         run_id = store.resolve_run(args.run)
-        report = analyze_run(store, run_id)
-        try:
-            session = Session(
-                store, run_id, "verify", ex, progress=_progress("verifying"), trust_paths=args.trust_paths
-            )
-        except NotEmulated as e:  # a real capture: the analysis stands, its fixes cannot be simulated
-            not_verified = f"fixes not verified: {e}"
-        else:
-            report = verify_report(session, report)
-            simulations = session.simulations
+        report, simulations, not_verified = verified_report(
+            store, run_id, ex, _progress("verifying"), trust_paths=args.trust_paths
+        )
     if args.json:
-        print(json.dumps({**report.to_dict(), "simulations": simulations, "not_verified": not_verified}, default=str))
+        print(json.dumps(verified_doc(report, simulations, not_verified)))
     else:
         print(units.escape_lines(render_report(report)))
         print(units.escape_control(f"\n{not_verified}") if not_verified else
@@ -56,30 +46,19 @@ def verify_and_render(args: argparse.Namespace) -> int:
 
 
 def attribute_and_render(args: argparse.Namespace) -> int:
-    """`scprof compare BASE CAND --attribute`."""
-    from analyzers.compare import compare_runs
+    """`scprof compare BASE CAND --attribute` (its work is scprof/answers.py's attribution, as the MCP tool's)."""
+    from scprof.answers import attributed_doc, attribution
     from scprof.report import render_comparison
-    from whatif.attribute import attribute
-    from whatif.configs import NotEmulated, origin_config
 
-    result, not_attributed = None, None
     db = args.db or default_path()
     _check_sessions(db, "attribute", args.base, args.cand, trust=args.trust_paths)
     with Store.open(db) as store, Executor() as ex:
-        base, cand = store.resolve_run(args.base), store.resolve_run(args.cand)
-        comparison = compare_runs(store, base, cand)
-        try:
-            origin_config(store.rows("SELECT * FROM runs WHERE run_id = ?", [cand])[0])  # both must be emulated
-            session = Session(store, base, "attribute", ex, progress=_progress("attributing"),
-                              trust_paths=args.trust_paths)  # fmt: skip
-        except NotEmulated as e:  # real captures: the comparison stands, its changes cannot be replayed
-            not_attributed = f"gain not attributed: {e}"
-        else:
-            result = attribute(session, cand)
-    if args.json:
-        print(
-            json.dumps({**comparison.to_dict(), "attribution": result, "not_attributed": not_attributed}, default=str)
+        ids = store.resolve_run(args.base), store.resolve_run(args.cand)
+        comparison, result, not_attributed = attribution(
+            store, *ids, ex, _progress("attributing"), trust_paths=args.trust_paths
         )
+    if args.json:
+        print(json.dumps(attributed_doc(comparison, result, not_attributed)))
     else:
         print(units.escape_lines(render_comparison(comparison)))
         print()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from analyzers.breakdown import step_stats
 from analyzers.kept_reports import report_for
@@ -257,15 +258,16 @@ def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | No
     chips = t.column("chip").to_numpy()
     step = t.column("step").to_numpy()
     dur = t.column("dur_ps").to_numpy().astype(np.float64)
-    cat = np.asarray(t.column("category").to_pylist(), dtype=object)
+    names, code = _codes(t.column("category"))  # category of row i: names[code[i]]; -1: none
     in_range = (step >= steps[0]) & (step <= steps[1])
     counted_steps = times.column("step").to_numpy()[times.column("counted").to_numpy(zero_copy_only=False)]
     counted = in_range & np.isin(step, counted_steps)
     from analyzers.timeline import CATEGORIES
 
-    cats = [c for c in CATEGORIES if np.any(cat[in_range] == c)]
+    present = {names[k] for k in np.unique(code[in_range]) if k >= 0}
+    cats = [c for c in CATEGORIES if c in present]
     cat_index = {c: i for i, c in enumerate(cats)}
-    ci = np.array([cat_index.get(c, -1) for c in cat.tolist()], np.int64)
+    ci = np.array([cat_index.get(n, -1) for n in names] + [-1], np.int64)[code]  # code -1 -> the appended -1
     known = ci >= 0
     sel = in_range & ((chips == chip) if chip is not None else True)
     steps_sel, step_i = np.unique(step[sel], return_inverse=True)
@@ -285,6 +287,14 @@ def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | No
         "per_chip": {c: (by_chip[i] / n_steps).tolist() for i, c in enumerate(cats)},
         "counted_steps": np.unique(step[counted]).tolist(),
     }
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """A text column as its distinct values and each row's index into them (-1 for null), without a
+    Python loop per row."""
+    arr = column.combine_chunks()
+    enc = arr if pa.types.is_dictionary(arr.type) else arr.dictionary_encode()
+    return enc.dictionary.to_pylist(), enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 # ---- SparseCore ------------------------------------------------------------------------------

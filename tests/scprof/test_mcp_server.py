@@ -451,11 +451,25 @@ async def _http_session(url: str, calls: dict[str, tuple[str, dict]], headers: d
 def test_http_answers_equal_stdio_and_the_cli(http_url, served, store_db, capsys):
     before = _sha256(store_db)
     calls = {k: CALLS[k] for k in ("runs", "analyze host_bound", "compare", "sql", "sql ddl", "verify refused")}
+    # the view tools, each against its CLI command's --json (scprof/query_cmds.py)
+    views = {
+        "summary": ("run_summary", {"run": "host_bound"}, ["summary", "host_bound"]),
+        "ops": ("top_ops", {"run": "host_bound", "steps": "1:2", "chip": 0}, ["ops", "host_bound", "--steps", "1:2",
+                                                                             "--chip", "0"]),
+        "events": ("events", {"run": "host_bound", "steps": "1:2", "chip": 0}, ["events", "host_bound", "--steps",
+                                                                               "1:2", "--chip", "0"]),
+        "find": ("find_events", {"run": "host_bound", "name": "dense"}, ["find", "host_bound", "dense"]),
+        "breakdown": ("step_breakdown", {"run": "host_bound"}, ["breakdown", "host_bound"]),
+    }  # fmt: skip
+    calls.update({k: (tool, args) for k, (tool, args, _) in views.items()})
     out = asyncio.run(_http_session(http_url, calls, {"Authorization": f"Bearer {TOKEN}"}))
     assert out["tools"] == READ_TOOLS
     assert ok(out["runs"])["runs"] == cli_json(capsys, store_db, "runs", "--json")
     for key in ("analyze host_bound", "compare", "sql"):
         assert ok(out[key]) == ok(served[key]), key
+    for key, (_, _, argv) in views.items():
+        doc = {k: v for k, v in ok(out[key]).items() if k != "note"}
+        assert doc == cli_json(capsys, store_db, *argv, "--json"), key
     assert error_line(out["sql ddl"]) == error_line(served["sql ddl"])
     assert error_line(out["verify refused"]) == error_line(served["verify refused"])
     assert _sha256(store_db) == before
