@@ -89,12 +89,12 @@ def verified_doc(report: Any, simulations: int, not_verified: str | None) -> dic
 
 
 def verified_analysis_doc(
-    store: Store, run: str | int, progress: Any = None, root: str | None = None
+    store: Store, run: str | int, progress: Any = None, root: str | None = None, workers: int = 1
 ) -> dict[str, Any]:
-    """verified_report's document, on an executor of its own."""
+    """verified_report's document, on an executor of its own (`workers` Dask workers; 1: in process)."""
     from whatif.executor import Executor
 
-    with Executor() as ex:
+    with Executor(workers) as ex:
         return verified_doc(*verified_report(store, store.resolve_run(run), ex, progress, root))
 
 
@@ -134,12 +134,12 @@ def attributed_doc(comparison: Any, result: dict[str, Any] | None, not_attribute
 
 
 def attribution_doc(
-    store: Store, base: str | int, cand: str | int, progress: Any = None, root: str | None = None
+    store: Store, base: str | int, cand: str | int, progress: Any = None, root: str | None = None, workers: int = 1
 ) -> dict[str, Any]:
-    """attribution's document, on an executor of its own."""
+    """attribution's document, on an executor of its own (`workers` Dask workers; 1: in process)."""
     from whatif.executor import Executor
 
-    with Executor() as ex:
+    with Executor(workers) as ex:
         ids = store.resolve_run(base), store.resolve_run(cand)
         return attributed_doc(*attribution(store, *ids, ex, progress, root))
 

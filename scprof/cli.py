@@ -196,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-simulate", action="store_true",
                    help="offer the tools that simulate: analyze verify, compare attribute, record, tune")  # fmt: skip
     p.add_argument("--out", metavar="DIR", help="folder for simulated runs' folders (default: runs/ beside the store)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="Dask workers that simulate trials for verify, attribute and tune (default 1: in process)")  # fmt: skip
     p.add_argument("--allow-ingest", action="append", default=[], metavar="DIR", help="let agents ingest from DIR")
     p.add_argument("--ui-url", default="http://127.0.0.1:8050", help="where `scprof ui` serves, for links")
     p.add_argument("--guide", action="store_true", help="print the agent guide and exit")

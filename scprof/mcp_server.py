@@ -41,6 +41,7 @@ from scprof.mcp_tools import (
     SQL_DEFAULT_ROWS,
     SQL_MAX_ROWS,
     TOP_OPS_MAX,
+    WORKERS_MAX,
     Settings,
     Tools,
     answer,
@@ -381,6 +382,8 @@ def cmd_mcp(args: Any) -> int:
         from sim_backend.record import check_out_root
 
         out = os.path.realpath(check_out_root(args.out))
-    settings = Settings(db, args.allow_simulate, folders, args.ui_url, out)
+    if not 1 <= args.workers <= WORKERS_MAX:
+        raise ScprofError(f"--workers: must be 1..{WORKERS_MAX}, got {args.workers}")
+    settings = Settings(db, args.allow_simulate, folders, args.ui_url, out, args.workers)
     serve(settings, args.transport, args.host, args.port, token)
     return 0

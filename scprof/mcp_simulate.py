@@ -56,12 +56,12 @@ class Simulating:
     def verified_analysis(self, run: str, progress: Callable[[int, int], None] | None) -> dict[str, Any]:
         self.allowed("verify")
         with self.tools.writing() as store:
-            return answers.verified_analysis_doc(store, run, progress, self.whatif_root())
+            return answers.verified_analysis_doc(store, run, progress, self.whatif_root(), self.settings.workers)
 
     def attribution(self, base: str, cand: str, progress: Callable[[int, int], None] | None) -> dict[str, Any]:
         self.allowed("attribute")
         with self.tools.writing() as store:
-            return answers.attribution_doc(store, base, cand, progress, self.whatif_root())
+            return answers.attribution_doc(store, base, cand, progress, self.whatif_root(), self.settings.workers)
 
     def config_path(self, config: str) -> str:
         """A bundled config by name (`host_bound`), or a TOML file in a folder the server may read."""
@@ -139,15 +139,16 @@ class Simulating:
                 if stop.is_set():
                     raise Cancelled
 
-            session = Session(store, origin, "tune", Executor(), root=trials, progress=step)
-            if change.overrides:
-                session.check(change)
-            before = set(os.listdir(trials)) if os.path.isdir(trials) else set()
-            try:
-                result = tune(session, change, budget, out_dir)
-            except Cancelled:
-                _remove_unstored(store, trials, before)
-                raise
+            with Executor(self.settings.workers) as ex:
+                session = Session(store, origin, "tune", ex, root=trials, progress=step)
+                if change.overrides:
+                    session.check(change)
+                before = set(os.listdir(trials)) if os.path.isdir(trials) else set()
+                try:
+                    result = tune(session, change, budget, out_dir)
+                except Cancelled:
+                    _remove_unstored(store, trials, before)
+                    raise
         return answers.jsonable(result.to_dict())
 
 

@@ -40,6 +40,7 @@ FIND_MAX = 1_000
 EVENTS_DEFAULT = 200
 EVENTS_MAX = 5_000
 BREAKDOWN_STEPS_MAX = 5_000
+WORKERS_MAX = 32  # `scprof mcp --workers`: trial simulations at once
 WRITER_WAIT_S = 60.0  # how long a read waits for a tool that writes before it says the store is busy
 DEFAULT_UI_URL = "http://127.0.0.1:8050"  # where `scprof ui` serves by default
 NARROW = "truncated, narrow the query"
@@ -55,6 +56,7 @@ class Settings:
     allow_ingest: list[str] = field(default_factory=list)  # folders, resolved (realpath)
     ui_url: str = DEFAULT_UI_URL
     out: str | None = None  # where simulated runs' folders go (default: runs/ beside the store)
+    workers: int = 1  # Dask workers that simulate trials (verify, attribute, tune); 1: in this process
 
     @property
     def out_root(self) -> str:

@@ -397,6 +397,7 @@ def test_guide_is_printed(capsys):
         (["--token", "a" * 20], "--host and --token are for --transport http"),
         (["--allow-ingest", "no/such/folder"], "--allow-ingest: no/such/folder is not a folder"),
         (["--transport", "carrier-pigeon"], "invalid choice"),
+        (["--workers", "0"], "--workers: must be 1..32, got 0"),
     ],
 )
 def test_bad_flags_are_one_line_before_serving(capsys, store_db, argv, needle):

@@ -154,8 +154,10 @@ async def _tune_session(params, args: dict[str, Any], cancel_at: int | None) -> 
 
 
 def test_tune_reports_progress_and_equals_the_cli(store_db, tmp_path, capsys, monkeypatch):
+    """The server's trials on 2 Dask workers (`--workers 2`), the CLI's in its process: the same tune."""
     db, twin = _copies(store_db, tmp_path, "a", "b")
-    out = asyncio.run(_tune_session(_server(db, "--allow-simulate"), {"run": "host_bound", "budget": 10}, None))
+    server = _server(db, "--allow-simulate", "--workers", "2")
+    out = asyncio.run(_tune_session(server, {"run": "host_bound", "budget": 10}, None))
     doc = ok(out["result"])
     progress = out["progress"]
     assert progress and all(total == 10 for _, total in progress)
