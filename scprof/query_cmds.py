@@ -163,7 +163,8 @@ def summary_text(doc: dict[str, Any]) -> str:
     out.append(f"findings   {doc['findings']} ({doc['fixable']} with a config fix)")
     for f in doc["top_findings"]:
         out.append(escape_control(f"  [{f['severity']}] {f['title']}"))
-    out.extend(escape_control(f"note: {n}") for n in doc["notes"])
+    for analyzer, reasons in doc["notes"].items():  # what an analyzer could not look at, and why
+        out.extend(escape_control(f"not analysed ({analyzer}): {why}") for why in reasons)
     return "\n".join(out)
 
 

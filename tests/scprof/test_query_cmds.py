@@ -137,6 +137,11 @@ def test_the_text_holds_the_documents_rows(served, store_db, capsys):
     text = cli(capsys, "summary", "baseline", "--db", store_db).out
     assert f"findings   {summary['findings']} ({summary['fixable']} with a config fix)" in text
     assert all(f["title"] in text for f in summary["top_findings"])
+    capture = ok(served["summary tpu_inference_2"])
+    text = cli(capsys, "summary", "tpu_inference_2", "--db", store_db).out
+    assert capture["notes"] and "step time  - (no steps)" in text
+    for analyzer, reasons in capture["notes"].items():
+        assert all(f"not analysed ({analyzer}): {why}" in text for why in reasons)
 
 
 @pytest.mark.parametrize(
