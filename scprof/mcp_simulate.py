@@ -112,21 +112,35 @@ class Simulating:
         doc["warnings"] = [w for w in [warning, *(result.warnings if result else [])] if w]
         return answers.jsonable(doc)
 
-    def tune(self, run: str, sets: dict[str, Any], budget: int, progress: Callable[[int, int], None] | None,
-             stop: threading.Event) -> dict[str, Any]:  # fmt: skip
+    def tune(self, run: str | None, config: str | None, sets: dict[str, Any], budget: int,
+             progress: Callable[[int, int], None] | None, stop: threading.Event) -> dict[str, Any]:  # fmt: skip
+        """`scprof tune RUN|CONFIG --json`: from a stored emulated run (with `sets` applied first), or
+        from a config (recorded with `sets` into the out folder's whatif/<name>/ first, an identical
+        stored run reused), as the CLI's tune does."""
+        from scprof.whatif_cmds import _record_origin
+        from sim_backend.config import effective_config
+        from sim_backend.config_load import load_config
         from sim_backend.record import dir_name
         from whatif.engine import Change, Session
         from whatif.executor import Executor
         from whatif.tune import tune
 
         self.allowed("tune")
+        if (run is None) == (config is None):
+            raise ScprofError("run, config: give a stored run or a config to start from, not both")
         if not 1 <= budget <= TUNE_BUDGET_MAX:
             raise ScprofError(f"budget: must be 1..{TUNE_BUDGET_MAX} simulations, got {budget}")
-        change = Change(dict(sets or {}))
+        path = self.config_path(config) if config is not None else None
+        if path is not None:  # the config with its changes: refused in one line before anything is written
+            effective_config(load_config(path, _set_items(sets)))
+        change = Change({} if path is not None else dict(sets or {}))
         with self.tools.writing() as store:
             if stop.is_set():
                 raise Cancelled
-            origin = store.resolve_run(run)
+            if path is not None:
+                origin = _record_origin(store, path, _set_items(sets), self.settings.out_root)
+            else:
+                origin = store.resolve_run(run)
             name = store.rows("SELECT name FROM runs WHERE run_id = ?", [origin])[0]["name"]
             out_dir = os.path.join(self.settings.out_root, "tuned", dir_name(name))
             trials = os.path.join(out_dir, "trials")
@@ -227,15 +241,25 @@ def add_simulate_tools(server: MCPServer, sim: Simulating) -> None:
 
     @server.tool(annotations=SIMULATES, title="Search for a faster config")
     async def tune(
-        run: RunArg,
+        run: Annotated[
+            str | None, Field(description="a stored emulated run to start from (name, run_id or uuid prefix)")
+        ] = None,
+        config: Annotated[
+            str | None,
+            Field(description="or a config to start from: a bundled config's name or a TOML file the server may read"),
+        ] = None,
         sets: SetsArg = None,
         budget: Annotated[int, Field(description=f"most simulations, 1..{TUNE_BUDGET_MAX}")] = 20,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, M.Tuned]:
-        """Greedy search from a stored emulated run (with `sets` applied first): each round simulates its
+        """Greedy search from a stored emulated run or a config (with `sets` applied first; a config is
+        recorded first, as `scprof tune CONFIG` does): each round simulates its
         findings' fixes and neighbouring values, and takes the fastest trial that is significantly faster
         (95% interval), until nothing improves or the budget is spent. `scprof tune RUN --json`: every
-        trial with its verdict, the best run with its change and interval, the tuned config's path.
+        trial with its verdict, the best run with its change and interval, the tuned config's path
+        (`scprof tune CONFIG --json` from a config).
         Sends progress (trials of the budget); a cancelled tune stores no half-finished trial."""
         progress = progress_of(ctx) if ctx is not None else None
-        return await run_cancellable(lambda stop: answer(lambda: sim.tune(run, sets or {}, budget, progress, stop)))
+        return await run_cancellable(
+            lambda stop: answer(lambda: sim.tune(run, config, sets or {}, budget, progress, stop))
+        )

@@ -174,6 +174,26 @@ def test_tune_reports_progress_and_equals_the_cli(store_db, tmp_path, capsys, mo
     assert doc == cli_doc
 
 
+def test_tune_from_a_config_equals_the_clis(store_db, tmp_path, capsys, monkeypatch):
+    """`tune` with a bundled config's name (and a change) records it into the out folder's whatif/
+    first, as `scprof tune CONFIG --set ...` does, and finds the same best config."""
+    db, twin = _copies(store_db, tmp_path, "a", "b")
+    args = {"config": "host_bound", "sets": {"flags.maximum_parallel_iterations": 1}, "budget": 4}
+    out = asyncio.run(_tune_session(_server(db, "--allow-simulate"), args, None))
+    doc = ok(out["result"])
+    assert (db.parent / "runs" / "whatif").is_dir()  # the config's run, under the out folder
+    monkeypatch.chdir(twin.parent)
+    config = str(REPO / "configs" / "host_bound.toml")
+    cli_doc = cli_json(capsys, twin, "tune", config, "--set", "flags.maximum_parallel_iterations=1", "--budget", "4",
+                       "--workers", "1", "--json")  # fmt: skip
+    for d in (doc, cli_doc):
+        d["best"].pop("config")
+    assert doc == cli_doc and doc["best"]["ci_high"] < 0
+    both = drive(db, {"both": ("tune", {"run": "host_bound", "config": "host_bound"}),
+                      "neither": ("tune", {})}, "--allow-simulate")  # fmt: skip
+    assert "not both" in error_line(both["both"]) and "not both" in error_line(both["neither"])
+
+
 def test_a_cancelled_tune_leaves_no_half_written_trial(store_db, tmp_path):
     """A longer run (30 steps, recorded through the server) so the tune is cancelled mid-way."""
     (db,) = _copies(store_db, tmp_path, "a")
