@@ -76,6 +76,28 @@ class Simulating:
             raise ScprofError(f"config: {config} is neither a bundled config ({names}) nor a file")
         return path
 
+    def readable_folders(self) -> list[str]:
+        """Where a path a simulated config names may lie: the bundled configs (their limits files), the
+        folders the server may read (--allow-ingest) and its out folder."""
+        return [str(BUNDLED_CONFIGS.resolve()), *self.settings.allow_ingest, self.settings.out_root]
+
+    def check_paths(self, sets: dict[str, Any] | None, config_path: str | None = None) -> None:
+        """Every path an agent's `sets` name, and every path the config file names (with them), lies in
+        readable_folders: checked like a user's path before anything is read or written, so a change
+        cannot make the emulator read a secret, a FIFO or a device (docs/agents.md, security)."""
+        from sim_backend.config_load import apply_override, config_paths, load_raw
+
+        folders = self.readable_folders()
+        for key, value in _named_paths(sets or {}):
+            self.tools.allowed_path(value, f"sets: {key}", folders, "read from")
+        if config_path is not None:
+            raw = load_raw(config_path)
+            for item in _set_items(sets):
+                apply_override(raw, item)
+            for key, node, name in config_paths(raw):
+                if key != "extends":
+                    self.tools.allowed_path(node[name], f"config {key}", folders, "read from")
+
     def record(self, config: str, sets: dict[str, Any], name: str | None, steps: int | None,
                replace: bool) -> dict[str, Any]:  # fmt: skip
         from analyzers.kept_reports import analyse_and_keep
@@ -85,6 +107,7 @@ class Simulating:
 
         self.allowed("record")
         path = self.config_path(config)
+        self.check_paths(sets, path)
         if steps is not None and not 1 <= steps <= RECORD_STEPS_MAX:
             raise ScprofError(f"steps: must be 1..{RECORD_STEPS_MAX:,} here, got {steps}")
         overrides = _set_items(sets)
@@ -131,6 +154,7 @@ class Simulating:
         if not 1 <= budget <= TUNE_BUDGET_MAX:
             raise ScprofError(f"budget: must be 1..{TUNE_BUDGET_MAX} simulations, got {budget}")
         path = self.config_path(config) if config is not None else None
+        self.check_paths(sets, path)
         if path is not None:  # the config with its changes: refused in one line before anything is written
             effective_config(load_config(path, _set_items(sets)))
         change = Change({} if path is not None else dict(sets or {}))
@@ -178,6 +202,32 @@ def _set_items(sets: dict[str, Any] | None) -> list[str]:
             out.append(f"{key}={json.dumps(value, allow_nan=False)}")
         except ValueError:
             raise ScprofError(f"sets: {key}: not a finite value") from None
+    return out
+
+
+def _named_paths(sets: dict[str, Any]) -> list[tuple[str, str]]:
+    """(dotted key, value) of every text value in `sets` that sits at a config key naming a path
+    (sim_backend/config.py path_keys, e.g. `features[].ids_file`; and `extends`), whether given
+    by its dotted key or inside a table or list given whole."""
+    import re
+
+    from sim_backend.config import path_keys
+
+    patterns = [re.compile(re.escape(k).replace(r"\[\]", r"\.[^.]+")) for k in [*path_keys(), "extends"]]
+    out: list[tuple[str, str]] = []
+
+    def walk(key: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{key}.{k}", v)
+        elif isinstance(value, list):
+            for i, v in enumerate(value):  # by index: a pattern's [] matches an entry's index or name
+                walk(f"{key}.{i}", v)
+        elif isinstance(value, str) and any(p.fullmatch(key) for p in patterns):
+            out.append((key, value))
+
+    for key, value in sets.items():
+        walk(str(key), value)
     return out
 
 

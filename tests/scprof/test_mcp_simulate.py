@@ -129,6 +129,46 @@ def test_record_names_never_leave_the_out_folder(store_db, tmp_path):
     assert all(f.startswith(("a/", "out/")) for f in _files(tmp_path)), _files(tmp_path)
 
 
+def test_paths_an_agent_names_in_a_config_are_checked_like_a_users(store_db, tmp_path):
+    """A path in `sets` (by its dotted key, or inside a table given whole) or in a config file from an
+    allowed folder must lie in a folder the server may read: never a secret, a FIFO, a device. Each
+    refusal is one line, before anything is read or written; the store's bytes stay as they were."""
+    (db,) = _copies(store_db, tmp_path, "a")
+    out_dir, allowed = tmp_path / "out", tmp_path / "configs"
+    allowed.mkdir()
+    secret = tmp_path / "secret.toml"
+    secret.write_text('token = "s3cret"\n')  # valid TOML: it would be read as a limits file
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    text = (REPO / "configs" / "baseline.toml").read_text()
+    assert text.count("\n[flags]\n") == 1
+    (allowed / "names_secret.toml").write_text(
+        text.replace("\n[flags]\n", f'\n[flags]\nxla_sparse_core_max_ids_file = "{secret}"\n')
+    )
+    limits = "flags.xla_sparse_core_max_ids_file"
+    bundled_limits = str(REPO / "configs" / "limits" / "baseline_limits.toml")
+    calls = {
+        "secret": ("record", {"config": "baseline", "sets": {limits: str(secret)}, "steps": 2}),
+        "fifo": ("record", {"config": "baseline", "sets": {limits: str(fifo)}, "steps": 2}),
+        "device": ("record", {"config": "baseline", "sets": {"perf_tables": "/dev"}, "steps": 2}),
+        "relative": ("record", {"config": "baseline", "sets": {limits: "../secret.toml"}, "steps": 2}),
+        "in a table": ("record", {"config": "baseline", "sets": {"flags": {"xla_sparse_core_max_ids_file": str(secret)}}}),
+        "in the file": ("record", {"config": str(allowed / "names_secret.toml"), "steps": 2}),
+        "tune run": ("tune", {"run": "host_bound", "sets": {limits: str(fifo)}, "budget": 2}),
+        "tune config": ("tune", {"config": "baseline", "sets": {limits: str(secret)}, "budget": 2}),
+        "bundled limits": ("record", {"config": "baseline", "sets": {limits: bundled_limits}, "name": "ok", "steps": 2}),
+    }  # fmt: skip
+    before = _sha256(db)
+    refusals = {k: v for k, v in calls.items() if k != "bundled limits"}
+    got = drive(db, refusals, "--allow-simulate", "--out", str(out_dir), "--allow-ingest", str(allowed))
+    for key in refusals:
+        line = error_line(got[key])
+        assert "outside the folders this server may read from" in line and "s3cret" not in line, (key, line)
+    assert _sha256(db) == before and not out_dir.exists()
+    got = drive(db, {"ok": calls["bundled limits"]}, "--allow-simulate", "--out", str(out_dir))
+    assert ok(got["ok"])["status"] == "ok"  # the bundled configs' own limits files may be read
+
+
 # --- tune -----------------------------------------------------------------------------------------
 
 
