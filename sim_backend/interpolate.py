@@ -1,6 +1,6 @@
 """Interpolation over performance tables: a rate (bytes/s, FLOP/s) at any point of a grid.
 
-DOMAIN.md §4 / seeds/003: XLA's interpolators look up a *throughput* (collectives: over
+XLA's interpolators look up a *throughput* (collectives: over
 transfer size x device count; GEMMs: over batch x m x n x k) as a weighted average of
 table points, weighted by Euclidean distance, and estimate time = work / throughput.
 XLA weights the 2^N corners of the grid cell around the query by 1 / (squared distance

@@ -1,4 +1,4 @@
-"""A page's first view in the layout Dash's renderer asks for (issue 19: every first view within 1 s).
+"""A page's first view in the layout Dash's renderer asks for (target: a first view within 1 s).
 
 Dash's renderer, once started, asks for the layout, then calls the callbacks whose inputs it
 holds. Asking the router for the page would cost a round trip and a second render after Dash's

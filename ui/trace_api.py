@@ -1,4 +1,4 @@
-"""The trace viewer's JSON API under /api/trace/ (the contract: docs of issue 18, TV_CONTRACT):
+"""The trace viewer's JSON API under /api/trace/ (docs/ui.md "Timeline"):
 meta, tile, event, area, find, highlight and flows of a run, for ui/assets/trace_viewer*.js.
 
 Registered on the Dash app's Flask server (ui/app.py create_app), so ui/auth.py's access checks

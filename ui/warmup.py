@@ -1,5 +1,5 @@
 """Analyses computed ahead, so that a first view of the Overview, the Findings or Compare need not
-wait for the analyzers (issue 19: every first view within 1 s):
+wait for the analyzers (the target: every first view within 1 s, docs/benchmarks.md):
 - warm_up: when the UI server starts, the newest runs' reports and the default Compare pair's
   comparison, in one background thread, only while the server is idle (no request in flight,
   none for IDLE_S): computed alongside a page's requests, they made the first views of other

@@ -46,7 +46,7 @@ def test_run_query_caps_rows(store_path):
     assert (exact.table.num_rows, exact.truncated) == (4, False)
 
 
-# ---- the allow-list: one read-only query, EXPLAIN [ANALYZE] only of one (issue 14) ----------------
+# ---- the allow-list: one read-only query, EXPLAIN [ANALYZE] only of one --------------------------
 
 READ_ONLY = [
     "VALUES (1), (2)", "SELECT 1 UNION ALL SELECT 2", "TABLE runs", "SUMMARIZE runs", "DESCRIBE runs",

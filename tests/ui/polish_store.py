@@ -1,4 +1,4 @@
-"""A store for the polish tests (issue 19): a skewed run (26 tables, one rule's findings repeated),
+"""A store for the UI's presentation tests: a skewed run (26 tables, one rule's findings repeated),
 an HBM-pressure run (a timestamp in the evidence), a failed compile and a run with a tuning-like
 long reason; recorded by the emulator, a few steps each."""
 

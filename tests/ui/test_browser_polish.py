@@ -1,4 +1,4 @@
-"""Issue 19's polish in headless Chromium at 1,400 and 1,600 px: a skewed run's findings grouped
+"""The UI's presentation in headless Chromium at 1,400 and 1,600 px: a skewed run's findings grouped
 into one card per rule, slider tooltips that cover nothing until dragged, the SparseCore page, the
 SQL console (an error's caret in place, Ctrl+Enter, the schema browser, numbers right-aligned) and
 the Tuning page's reasons wrapped within the page.

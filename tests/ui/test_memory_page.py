@@ -1,4 +1,4 @@
-"""The Memory page (issue 19): SPMEM drawn where a series has one sample (bars, never an empty
+"""The Memory page: SPMEM drawn where a series has one sample (bars, never an empty
 line), on a byte axis in a unit that suits it (KiB), one legend entry per distinct series; a
 failed compile's bytes shown as figures (the failures analysis'); HBM at the peak for every
 chip; contributor colours fixed by name across runs; a run without steps keeps its steps input."""

@@ -1,4 +1,4 @@
-"""The Overview's figures are the analyzers' (issue 19): every number on its cards equals the
+"""The Overview's figures are the analyzers': every number on its cards equals the
 figure `scprof analyze RUN --json` prints at the path the card names, formatted with the
 figure's unit; cards are labelled apart (no two say "tables"), the host-input wait is the
 host_bound finding's figure, the step-time split chart shows it, and a failed compile's bytes

@@ -1,4 +1,4 @@
-"""Pages stay light for Dash's renderer (issue 19's first view within 1 s): every component of a
+"""Pages stay light for Dash's renderer (the target: a first view within 1 s): every component of a
 page is re-checked by the renderer on each update of the store, about 2 ms per component per view
 on this machine (benchmarks/ui_browser.py), so long folded listings are one component of text.
 Compare's derived config keys: every key with both values, aligned, as one <pre>."""

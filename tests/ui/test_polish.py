@@ -1,4 +1,4 @@
-"""Issue 19's polish, data level: repeated findings grouped into one card, evidence labelled and
+"""The UI's presentation, data level: repeated findings grouped into one card, evidence labelled and
 formatted by its keys' units, SparseCore charts on honest scales, natural table order, the SQL
 console's error text, schema browser and number cells, times in µs."""
 

@@ -1,4 +1,4 @@
-"""Steps are whole numbers (issue 19): every axis of steps, of trials or of counts of steps has a
+"""Steps are whole numbers: every axis of steps, of trials or of counts of steps has a
 tick every 1, 2, 5, 10, ... units from 0, never Plotly's own 0.5 (seen on a run of 5 steps). Read
 from the figures the pages send (their layouts), on the Overview, SparseCore, Compare and Tuning
 pages of 5-step runs; and the tick spacing on spans from 1 to 1,000 steps."""

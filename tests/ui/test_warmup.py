@@ -1,5 +1,5 @@
 """The UI server computes the newest runs' analyses and the default Compare pair's comparison
-ahead, in the background while it is idle (ui/warmup.py; issue 19: first views within 1 s): after
+ahead, in the background while it is idle (ui/warmup.py; the target: first views within 1 s): after
 it, a page finds them cached, and they are the figures it would have computed itself (`scprof
 compare`'s); while a request is in flight it computes nothing."""
 
