@@ -25,7 +25,7 @@ from sim_backend.errors import ConfigError
 from sim_backend.hardware import HardwareSpec
 from sim_backend.perf_tables import bundled_dir
 from sim_backend.perf_tables.roofline import RooflineInputs, roofline_tables
-from sim_backend.perftables import PerfTables, load_tables
+from sim_backend.perf_tables.tables import PerfTables, load_tables
 
 if TYPE_CHECKING:  # dense.py imports config.py, which imports this module
     from sim_backend.dense import Gemm

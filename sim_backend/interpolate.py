@@ -28,7 +28,7 @@ the table's range) and choose the weights so that the estimate is exact and mono
 
 Outside the table an axis value is clamped to the measured range (XLA's ClampDim):
 beyond the largest point the rate stays at the last (saturated) value; what happens
-below the smallest point is decided by the caller (perftables.py), which knows whether
+below the smallest point is decided by the caller (perf_tables/tables.py), which knows whether
 the axis is a work size or a device count.
 """
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from exporters.perfetto import BREAKDOWN_CATEGORY, write_trace
-from exporters.perfetto_validate import read_trace
+from exporters.perfetto.validate import read_trace
 from profiler.store import Store
 from scprof.cli import main
 from ui import data as D

@@ -261,7 +261,7 @@ def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | No
     in_range = (step >= steps[0]) & (step <= steps[1])
     counted_steps = times.column("step").to_numpy()[times.column("counted").to_numpy(zero_copy_only=False)]
     counted = in_range & np.isin(step, counted_steps)
-    from analyzers.timeline import CATEGORIES
+    from analyzers.time_split import CATEGORIES
 
     cats = [c for c in CATEGORIES if np.any(cat[in_range] == c)]
     cat_index = {c: i for i, c in enumerate(cats)}

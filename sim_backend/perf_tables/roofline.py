@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from sim_backend.hardware import HardwareSpec
-from sim_backend.perftables import DTYPE_BYTES, CollectiveEntry, GemmEntry, PerfTables
+from sim_backend.perf_tables.tables import DTYPE_BYTES, CollectiveEntry, GemmEntry, PerfTables
 
 # the collector's sweep
 COLLECTIVE_SIZES = tuple(1 << e for e in range(10, 32))  # 1 KiB .. 2 GiB

@@ -236,7 +236,7 @@ def test_breakdown_per_step_sums_per_step_and_chip():
 
     import pyarrow as pa
 
-    from analyzers.timeline import CATEGORIES
+    from analyzers.time_split import CATEGORIES
 
     rng = np.random.default_rng(3)
     n = 500

@@ -13,7 +13,7 @@ from dash import dcc, html
 
 from analyzers.breakdown import step_stats
 from analyzers.findings import Finding
-from analyzers.timeline import CATEGORIES
+from analyzers.time_split import CATEGORIES
 from profiler.store import Store
 from profiler.units import MISSING, ci_text, format_delta, format_value, unit_of
 from ui import compare_data as CD
