@@ -372,7 +372,7 @@ def test_code_pointer_check_catches_each_kind():
 
 
 REPO_PATH = re.compile(
-    r"(?<![\w/.-])(?:analyzers|profiler|sim_backend|exporters|ui|scprof|benchmarks|tests|configs|proto|docs)"
+    r"(?<![\w/.-])(?:analyzers|profiler|sim_backend|exporters|ui|scprof|benchmarks|tests|tools|whatif|configs|proto|docs)"
     r"/[\w./-]*?\.(?:py|c|h|sql|toml|proto|md)\b"
 )
 
