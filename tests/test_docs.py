@@ -347,7 +347,9 @@ def _source_files() -> list[Path]:
         files += [
             f
             for f in (REPO / d).rglob("*")
-            if f.suffix in SOURCE_SUFFIXES and "vendor" not in f.parts and not f.name.endswith("_pb2.py")
+            if f.suffix in SOURCE_SUFFIXES
+            and not {"vendor", "node_modules", "__pycache__"} & set(f.parts)
+            and not f.name.endswith("_pb2.py")
         ]
     here = Path(__file__).resolve()
     return [f for f in files if f.resolve() != here and f.relative_to(REPO).as_posix() not in SOURCE_PENDING]
