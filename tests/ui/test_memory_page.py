@@ -9,7 +9,7 @@ import pytest
 
 from profiler.store import Store
 from tests.ui.test_overview_figures import cards, walk
-from ui import data as D
+from ui import data
 from ui.pages.memory import CONTRIBUTOR_COLORS, contributor_color, layout_memory, render_memory
 
 
@@ -25,7 +25,7 @@ def ids(store) -> dict[str, int]:
 
 def memory(store, name: str, chips: list[int] | None = None):
     run = ids(store)[name]
-    steps = D.clamp_steps(D.step_bounds(store, run), None)
+    steps = data.clamp_steps(data.step_bounds(store, run), None)
     return render_memory(store, {"run": run, "steps": list(steps), "chips": chips if chips is not None else [0, 1]})
 
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 from dash import dcc
 
-from ui import data as D
+from ui import data
 from ui.pages.compare import render_compare
 from ui.pages.overview import render_overview, render_overview_analysis
 from ui.pages.sparsecore import render_sparsecore
@@ -48,7 +48,7 @@ def whole_ticks(axis) -> bool:
 
 
 def steps_of(store, run):
-    return list(D.clamp_steps(D.step_bounds(store, run), None))
+    return list(data.clamp_steps(data.step_bounds(store, run), None))
 
 
 def test_every_step_axis_has_whole_ticks(ro_store):
