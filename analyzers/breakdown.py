@@ -2,7 +2,7 @@
 
 The one definition of the breakdown is `split_windows`: the store's step windows
 (profiler/stdlib/step_windows.sql) split by a sweep over the op events (analyzers/
-timeline.py: each instant of a window to the highest-priority category active, so a
+time_split.py: each instant of a window to the highest-priority category active, so a
 window's categories sum to its length). The analyzers split the whole run at once; the
 Perfetto export calls the same function span by span (the split is additive over time);
 the UI reads the analyzers' table. A second view of the same sweep, per-core-kind busy
@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from analyzers.context import RunContext
 from analyzers.findings import Analysis
 from analyzers.op_arrays import OpArrays, op_arrays
-from analyzers.timeline import CATEGORIES, split_runs
+from analyzers.time_split import CATEGORIES, split_runs
 from profiler.stdlib import steps_covered
 
 NAME = "breakdown"

@@ -35,7 +35,7 @@ BOOTSTRAP_SAMPLES = 4000
 CONFIDENCE = 0.95
 MIN_EFFECT = 0.01  # relative changes below 1% are not called a change
 SEED = 20261122  # fixed, so the same two runs always get the same interval
-BLOCK_STEPS = 2  # steps resampled together: the pipelined schedule's period (DOMAIN.md §1, i -> i+2)
+BLOCK_STEPS = 2  # steps resampled together: the pipelined schedule's period (i -> i+2)
 
 
 @dataclass

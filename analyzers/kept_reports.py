@@ -1,5 +1,5 @@
 """Run reports kept in the store, so that a run is analysed once, when it is stored, rather than at
-every `scprof analyze` and at the UI's first view of it (issue 19: first views within 1 s; the
+every `scprof analyze` and at the UI's first view of it (the target: first views within 1 s; the
 analyzers take 0.3-0.5 s a demo run alone, 1-1.6 s beside a browser starting on 2 cores).
 
 `scprof record` and `ingest` keep each stored run's report (keep_report) in the store's

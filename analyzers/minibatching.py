@@ -146,7 +146,7 @@ def _over(r: dict) -> bool:
 
 def _oversized(ctx: RunContext, rows: list[dict]) -> Finding | None:
     """Limits far above anything a partition received, over every table group that never
-    minibatched: the SparseCore still works on buffers of the compiled size (DOMAIN.md §1: lower
+    minibatched: the SparseCore still works on buffers of the compiled size (lower
     limits are faster, less data per step and less SPMEM), so limits derived from the observed
     load (the document's procedure) are the lever. One finding for the run (one fix for all)."""
     step_ps = ctx.step_median_ps()

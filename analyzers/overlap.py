@@ -4,7 +4,7 @@ With full embedding pipelining the SparseCores work on step i+1 while the
 TensorCore finishes step i; without it, SC forward -> TC forward -> TC backward
 -> SC backward run strictly in turn and the two kinds of core take turns idling.
 Busy time is the union of each kind's op events per chip (overlaps count once);
-one exact sweep (analyzers/timeline.py, sets mode) gives the time with only TC,
+one exact sweep (analyzers/time_split.py, sets mode) gives the time with only TC,
 only SC, or both busy.
 """
 

@@ -1,6 +1,6 @@
 """SPMEM headroom per table group: would buffers sized to the observed load fit a tile's SPMEM?
 
-A group's compiled limits size its SparseCore buffers statically (DOMAIN.md §1): per tile,
+A group's compiled limits size its SparseCore buffers statically: per tile,
 the ID buffer (a COO entry per ID: row id, column id and weight, 4 bytes each), the
 unique-ID buffer (the ID and its position, 4 bytes each) and the gather operand staging
 ((sample_count * feature_width) / kNumTiles activations of 4 bytes). When a group's

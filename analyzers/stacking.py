@@ -3,7 +3,7 @@
 Reads the table layout the producer recorded before step 0 (events of category
 `compile` named `table_layout`, one per table, with its stack, vocabulary, width and
 their padded sizes; `sql/stacking_layout.sql`) and what each stack costs per step on
-the SparseCores (`sql/stacking_stacks.sql`). DOMAIN.md §1: stacking tables of equal
+the SparseCores (`sql/stacking_stacks.sql`). The SparseCore guide: stacking tables of equal
 width, dtype and optimizer cuts per-op overhead and hides ICI latency, and about 5 to
 100 tables per stack are recommended; rows are padded to 32 bytes (width 1 f32 wastes
 7/8) and vocabularies to a multiple of the SparseCore count.
@@ -48,7 +48,7 @@ from analyzers.findings import Analysis, Finding, make_fix
 NAME = "stacking"
 QUESTION = "Are tables stacked in the doc's 5-100 range, and how much do padded rows and vocabularies waste?"
 
-MIN_TABLES = 5  # DOMAIN.md §1: about 5 to 100 stacked tables are recommended
+MIN_TABLES = 5  # the SparseCore guide: about 5 to 100 stacked tables are recommended
 MAX_TABLES = 100
 SPLIT_TO = 50  # tables per stack suggested when splitting a too large stack
 FEW_WARN_SHARE = 0.05  # extra per-op cost of too-small stacks, share of step time

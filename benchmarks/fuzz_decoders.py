@@ -6,7 +6,7 @@ Each decoder gets --inputs inputs (default 1,000), in five classes taken in turn
 - bytes: one to four byte flips, insertions or deletions;
 - truncation: the file cut at a random byte;
 - concatenation: the file appended to itself, to another seed, or spliced with one;
-- hostile: hand-built files (XSpace: tests/xplane/hostile.py, every class of issue 14;
+- hostile: hand-built files (XSpace: tests/xplane/hostile.py, every class of docs/security.md;
   .sctrace: crafted traces with negative durations, ends past int64, unknown ids, ...).
 
 Every input is ingested (`ingest_traces`, replace=True) into a store that already holds a run,

@@ -9,7 +9,7 @@ Measured in the browser by the viewer itself (`window.scprofTrace.stats`, ui/ass
 - exact after zoom: after a deep zoom (a window of a few hundred events per track), the time from
   the zoom until every visible track shows exact events.
 
-Targets (issue 18): first view <= 1.5 s, frame p95 <= 50 ms, exact events <= 500 ms after the zoom.
+Targets: first view <= 1.5 s, frame p95 <= 50 ms, exact events <= 500 ms after the zoom.
 
 Usage: python benchmarks/timeline_browser.py [--events 10000000] [--db PATH] [--inputs 24]
 (--db: reuse a store holding the run `ui-bench-a` of at least --events events, else it is built

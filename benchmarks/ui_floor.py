@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-import ui_browser as UB  # noqa: E402
+import ui_browser  # noqa: E402
 
 MODES = ("text", "graph", "graph_scprof")
 SHOWN_JS = """() => {
@@ -75,7 +75,7 @@ def assets_for(mode: str, workdir: str) -> str:
 
 def first_view(browser, mode: str, assets: str) -> float:
     """One first visit of the `mode` app on a fresh server: ms from navigation start."""
-    port = UB.free_port()
+    port = ui_browser.free_port()
     cmd = [sys.executable, __file__, "--serve", mode, "--port", str(port), "--assets", assets]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -91,7 +91,7 @@ def first_view(browser, mode: str, assets: str) -> float:
         context = browser.new_context(viewport={"width": 1600, "height": 1000})
         try:
             page = context.new_page()
-            page.wait_for_timeout(UB.TAB_READY_S * 1000)
+            page.wait_for_timeout(ui_browser.TAB_READY_S * 1000)
             page.goto(f"http://127.0.0.1:{port}/", wait_until="commit")
             page.wait_for_function(SHOWN_JS, timeout=60_000, polling=10)
             return float(page.evaluate("() => window.__shown_ms"))
@@ -116,13 +116,13 @@ def main() -> None:
 
     workdir = tempfile.mkdtemp(prefix="scprof-ui-floor-")
     times: dict[str, list[float]] = {m: [] for m in MODES}
-    loads = [UB.load()]
+    loads = [ui_browser.load()]
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=UB.CHROMIUM, args=UB.CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=ui_browser.CHROMIUM, args=ui_browser.CHROMIUM_ARGS)
         for _ in range(args.repeat):  # the modes alternate: the machine's load falls on each alike
             for mode in MODES:
                 times[mode].append(round(first_view(browser, mode, assets_for(mode, workdir)), 1))
-            loads.append(UB.load())
+            loads.append(ui_browser.load())
         browser.close()
     shutil.rmtree(workdir, ignore_errors=True)
     for mode, ms in times.items():
@@ -132,7 +132,7 @@ def main() -> None:
         "benchmark": "ui_floor",
         "first_view_ms": {m: {"median": round(statistics.median(v), 1), "min": min(v), "max": max(v), "all": v}
                           for m, v in times.items()},
-        "target_ms": UB.TARGET_MS,
+        "target_ms": ui_browser.TARGET_MS,
         "cpus": os.cpu_count(),
         "load": round(statistics.mean(loads), 2),
     }))  # fmt: skip

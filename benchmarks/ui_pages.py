@@ -34,8 +34,7 @@ import plotly
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_trace
-from ui import data as D
-from ui import pages as P
+from ui import data, pages
 from ui.app import create_app
 from ui.pages.compare import render_compare, render_compare_verdict
 from ui.pages.findings import render_findings
@@ -109,8 +108,8 @@ def cold(access) -> None:
     RUN_FACTS._values.clear()
     FACTS._values.clear()
     TILES._values.clear()
-    D.ANALYSES._values.clear()
-    D.COMPARISONS._values.clear()
+    data.ANALYSES._values.clear()
+    data.COMPARISONS._values.clear()
     access.close()
 
 
@@ -142,11 +141,11 @@ def main() -> None:
     with access.open() as store:
         a, b = store.resolve_run("ui-bench-a"), store.resolve_run("ui-bench-b")
         events = store.rows("SELECT events FROM runs WHERE run_id = ?", [a])[0]["events"]
-        bounds = D.step_bounds(store, a)
+        bounds = data.step_bounds(store, a)
         chips = sorted(
             {t["chip"] for t in store.rows("SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND chip >= 0", [a])}
         )
-    steps = list(D.clamp_steps(bounds, None))
+    steps = list(data.clamp_steps(bounds, None))
     client = app.server.test_client()
     meta = client.get(f"/api/trace/meta?run={a}").get_json()
     tracks = [t["id"] for t in meta["tracks"]]
@@ -169,10 +168,10 @@ def main() -> None:
     )
 
     def page(path: str, query: str, render, state, n_out: int = 1):
-        from ui import state as S
+        from ui import state as ui_state
 
         def fn(store):
-            layout = P.LAYOUTS[path](store, S.parse(query))
+            layout = pages.LAYOUTS[path](store, ui_state.parse(query))
             out = render(store, state)
             return [layout, out]
 

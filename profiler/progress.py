@@ -1,7 +1,7 @@
 """A one-line progress bar for long work on a terminal (record, ingest, export).
 
 Callers pass it as a `progress(done, total)` callback only when stdout is a
-terminal, so pipes and files stay quiet (CONVENTIONS.md).
+terminal, so pipes and files stay quiet.
 """
 
 from __future__ import annotations

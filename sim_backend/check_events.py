@@ -150,7 +150,7 @@ def nan_failure_at(
 ) -> Failure:
     """The NaN checker's error for the first NaN of the run (in step `checks.step`, table
     `table`): at the first SparseCore forward op of its table's group to finish in that
-    step (seeds/000 §12: the checker raises an error saying where the NaN was found).
+    step (the checker raises an error saying where the NaN was found).
     `cols` hold (at least) that step's tasks."""
     tc = checks.tables[table]
     gi = next(g.index for g in groups if table in g.tables)

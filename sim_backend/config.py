@@ -107,7 +107,7 @@ class ManualConfig:
 
 @dataclass(frozen=True)
 class ShardingConfig:
-    """Shardy-style sharding of the dense part (DOMAIN.md §2; checked by sharding.py)."""
+    """Shardy-style sharding of the dense part (docs/emulator.md; checked by sharding.py)."""
 
     mesh: str = _f(
         "",
@@ -132,7 +132,7 @@ class ShardingConfig:
 
 @dataclass(frozen=True)
 class SparseCoreConfig:
-    """SparsecoreConfig of DOMAIN.md §1, plus default per-partition limits."""
+    """The SparseCore guide's SparsecoreConfig, plus default per-partition limits."""
 
     disable_table_stacking: bool = _f(
         False, "do not stack tables of equal padded width (multiple of 8), optimizer, combiner and dtype"
@@ -190,7 +190,7 @@ class SparseCoreConfig:
 
 @dataclass(frozen=True)
 class FlagsConfig:
-    """XLA/TF flags of DOMAIN.md §1."""
+    """The XLA/TF flags the SparseCore guide names (docs/emulator.md "Configs")."""
 
     tf_xla_disable_full_embedding_pipelining: bool = _f(
         False, "true: SC/F_i -> TC/F_i -> TC/B_i -> SC/B_i strictly in order"

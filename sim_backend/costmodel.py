@@ -1,12 +1,13 @@
 """Cost model: how long each task takes on the simulated hardware.
 
-The one place where time is invented. Every constant lives in `CostConstants` with
-its source (DOMAIN.md section, a spec sheet, or "assumption"); a workload config can
-override any of them under `[cost]`. Other modules only call a `CostModel`; two are
-registered in `COST_MODELS`: `AnalyticCostModel` (roofline formulas for every task) and
-`TableCostModel` (the default: TensorCore GEMMs and ICI collectives from performance
-tables with XLA-style interpolation, DOMAIN.md §4; DCN collectives from an analytic
-S-curve; host and SparseCore tasks as in the analytic model).
+The one place where time is invented. Every constant lives in `CostConstants` with its
+source (the SparseCore guide, a spec sheet, or "assumption"; docs/emulator.md); a workload
+config can override any of them under `[cost]`. Other modules only call a `CostModel`; two
+are registered in `COST_MODELS`: `AnalyticCostModel` (roofline formulas for every task)
+and `TableCostModel` (the default: TensorCore GEMMs and ICI collectives from performance
+tables with XLA-style interpolation, docs/emulator.md "Cost model: performance tables";
+DCN collectives from an analytic S-curve; host and SparseCore tasks as in the analytic
+model).
 
 All functions take and return numpy arrays or ints; results are int64 picoseconds.
 """
@@ -24,7 +25,7 @@ from sim_backend.errors import ConfigError
 from sim_backend.hardware import HardwareSpec
 from sim_backend.perf_tables import bundled_dir
 from sim_backend.perf_tables.roofline import RooflineInputs, roofline_tables
-from sim_backend.perftables import PerfTables, load_tables
+from sim_backend.perf_tables.tables import PerfTables, load_tables
 
 if TYPE_CHECKING:  # dense.py imports config.py, which imports this module
     from sim_backend.dense import Gemm
@@ -36,7 +37,7 @@ PS_PER_S = 1e12
 class CostConstants:
     """Tunable constants of the analytic model (docs/emulator.md gives each source)."""
 
-    # DOMAIN.md §5: per-task overhead of a task-graph runtime is about 1-2 us.
+    # Per-task overhead of a task-graph runtime is about 1-2 us.
     task_overhead_ps: int = 1_500_000
     # Assumption: host preprocessing (COO, dedup, partitioning, limit checks) per ID on one
     # host thread, for compiled multi-threaded input code.
@@ -52,7 +53,7 @@ class CostConstants:
     # minibatching costs time beyond the IDs it moves.
     sc_pass_overhead_ps: int = 15_000_000
     # Assumption: SparseCore cycles per tile per slot of the ID buffers for sort/dedup/
-    # cross-lane work. DOMAIN.md §1: the limits size these buffers statically, and lower
+    # cross-lane work. The limits size these buffers statically, and lower
     # limits are faster ("less data must be processed"): the work runs over every slot of
     # the compiled buffers (one per source SparseCore, max_ids_per_partition slots each),
     # filled or not.
@@ -62,7 +63,7 @@ class CostConstants:
     sc_cycles_per_unique_slot: float = 1.0
     # Assumption: share of the chip's HBM bandwidth one SparseCore achieves on row gathers.
     sc_hbm_efficiency: float = 0.7
-    # DOMAIN.md §1: feature dimension is padded to 32 bytes (8 floats).
+    # The SparseCore pads the feature dimension to 32 bytes (8 floats).
     row_padding_bytes: int = 32
     # Assumption: fraction of peak FLOPs the TensorCore reaches on the dense MLP.
     tc_efficiency: float = 0.5
@@ -80,21 +81,21 @@ class CostConstants:
     # Assumption: constants the compiled program keeps in HBM per chip (DLRM-like models
     # hold only small ones); raise it to model a model with big constant tensors.
     hbm_constant_bytes: int = 0
-    # DOMAIN.md §1: the "* 4 byte" of the HBM stack formulas (f32 elements).
+    # The "* 4 byte" of the HBM stack formulas (docs/emulator.md "Memory model") (f32 elements).
     hbm_stack_bytes_per_element: int = 4
     # Assumption: SPMEM bytes per ID buffered for a partition (int32 row, int32 col, f32 gain).
     spmem_bytes_per_id: int = 12
     # Assumption: SPMEM bytes per unique ID of a partition (int32 ID + int32 position, dedup/CSR).
     spmem_bytes_per_unique_id: int = 8
     # -- debug checks (sim_backend/debug_checks.py; docs/emulator.md "Quantization and debug
-    # checks"): DOMAIN.md §1 / seeds/000 §12 say the checks cost time; how much is assumed --
+    # checks"): the checks cost time; how much is assumed --
     # Assumption: SparseCore cycles per ID per tile to compare it with its table's vocabulary
     # (xla_sparse_core_enable_id_bound_check), forward pass only.
     sc_bound_check_cycles_per_id: float = 1.0
     # Assumption: extra SIMD passes over each row an SC op produces or consumes to test it for
     # NaN (xla_sc_detect_nan): activations forward, gradients backward.
     sc_nan_check_passes: float = 1.0
-    # -- DCN S-curve (multi-slice; seeds/003 "analytic cost model - DCN": launch overhead,
+    # -- DCN S-curve (multi-slice; an analytic model as XLA's estimator: launch overhead,
     # NIC speed, RTT are its inputs; the values are ours) --
     # Assumption: fixed cost to launch one cross-slice collective.
     dcn_launch_overhead_ps: int = 20_000_000
@@ -166,7 +167,7 @@ class AnalyticCostModel:
         self.c = constants
 
     def padded_row_bytes(self, width: int, dtype_bytes: int) -> int:
-        """Bytes of one embedding row after padding the feature dimension (DOMAIN.md §1)."""
+        """Bytes of one embedding row after padding the feature dimension (to 32 bytes)."""
         pad = self.c.row_padding_bytes
         return -(-width * dtype_bytes // pad) * pad
 
@@ -181,8 +182,8 @@ class AnalyticCostModel:
         return self.hw.hbm_bandwidth_bytes_per_s / self.hw.sparsecores_per_chip * self.c.sc_hbm_efficiency
 
     def _simd_lanes(self, dtype_bytes: int) -> int:
-        """SIMD lanes for rows of this element size: bf16 rows use the bf16 width (DOMAIN.md §1
-        table: 16 on Trillium, 8 on v4 / v5p), f32 and int8 rows the f32 width."""
+        """SIMD lanes for rows of this element size: bf16 rows use the bf16 width (docs/emulator.md
+        "Hardware presets": 16 on Trillium, 8 on v4 / v5p), f32 and int8 rows the f32 width."""
         return self.hw.simd_width_bf16 if dtype_bytes == 2 else self.hw.simd_width
 
     def _sc_compute_s(
@@ -192,7 +193,7 @@ class AnalyticCostModel:
 
         `limits` = (max_ids_per_partition, max_unique_ids_per_partition) of the op's table
         group: the partition holds one statically sized buffer per source SparseCore
-        (DOMAIN.md §1, limits), and the sort/dedup/CSR work runs over all their slots. A
+        (the compiled limits), and the sort/dedup/CSR work runs over all their slots. A
         row pass takes ceil(width / lanes) vector ops, lanes by the table's element type.
         """
         hw = self.hw
@@ -204,7 +205,7 @@ class AnalyticCostModel:
 
     def sc_forward_bytes(self, ids, unique_ids, width, dtype_bytes):
         """HBM bytes a forward lookup moves: each unique row read, each ID's activation row
-        written, both padded to `row_padding_bytes` (DOMAIN.md §1: 32-byte rows)."""
+        written, both padded to `row_padding_bytes` (32-byte rows)."""
         row = self.padded_row_bytes(width, dtype_bytes)
         out_row = self.padded_row_bytes(width, self.c.activation_bytes)
         return np.asarray(unique_ids, np.int64) * row + np.asarray(ids, np.int64) * out_row
@@ -270,13 +271,13 @@ class AnalyticCostModel:
         return self.c.task_overhead_ps + _ps(np.asarray(nbytes, np.float64) / bw)
 
 
-# -- DCN: analytic S-curve (seeds/003) ---------------------------------------------------
+# -- DCN: analytic S-curve --------------------------------------------------------------
 
 
 def dcn_all_reduce_s(shard_bytes: np.ndarray, num_slices: int, c: CostConstants) -> np.ndarray:
     """Seconds to all-reduce `shard_bytes` per chip over `num_slices` slices on DCN.
 
-    The seed's S-curve model (inputs: launch overhead, NIC speed, RTT; as XLA's
+    An S-curve model (inputs: launch overhead, NIC speed, RTT; as XLA's
     analytical estimator): a ring over the slices, reduce-scatter then all-gather, each
     of `num_slices - 1` steps paying one RTT and sending shard / num_slices bytes through
     the NIC, plus one launch overhead. Achieved bandwidth = shard / time rises as a
@@ -296,7 +297,7 @@ def dcn_bus_bandwidth(num_slices: int, c: CostConstants) -> float:
     return c.dcn_nic_bytes_per_s * num_slices / (2 * (num_slices - 1))
 
 
-# -- performance tables (seeds/003) ------------------------------------------------------
+# -- performance tables -----------------------------------------------------------------
 
 # Model choice: collectives inside a slice follow the ICI torus rings.
 TRANSFER_SCHEME = "rail-aligned"

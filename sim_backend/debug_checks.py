@@ -1,6 +1,7 @@
 """Debug checks and quantization on each step's batch: what the SparseCore program would see.
 
-DOMAIN.md §1 (Debug flags, Quantization); seeds/000 §12-13:
+The SparseCore guide's debug flags and quantization (docs/emulator.md "Quantization and debug
+checks"):
 
 - `flags.xla_sparse_core_enable_id_bound_check`: every ID is compared with its table's
   vocabulary; IDs outside `[0, vocab)` are counted per table and step and reported

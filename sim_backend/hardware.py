@@ -1,7 +1,7 @@
 """Hardware presets (TPU v4, v5p, v6e) and their resolution against config overrides.
 
-SparseCore counts, tiles, SIMD width and HBM capacity come from DOMAIN.md §1 (the
-source document's table). Bandwidths and peak FLOPs are Cloud TPU spec-sheet figures;
+SparseCore counts, tiles, SIMD width and HBM capacity come from the SparseCore
+guide's table. Bandwidths and peak FLOPs are Cloud TPU spec-sheet figures;
 clock, SPMEM per tile and host-link bandwidth are assumptions (see docs/emulator.md).
 """
 
@@ -23,7 +23,7 @@ class HardwareSpec:
     sparsecores_per_chip: int
     tiles_per_sparsecore: int
     simd_width: int  # f32 lanes of a SparseCore SIMD unit
-    simd_width_bf16: int  # bf16 lanes (DOMAIN.md §1 table: 16 on Trillium, 8 on v4 / v5p)
+    simd_width_bf16: int  # bf16 lanes (16 on Trillium, 8 on v4 / v5p)
     hbm_bytes: int
     hbm_bandwidth_bytes_per_s: float
     tc_peak_flops: float

@@ -1,6 +1,6 @@
 """Interpolation over performance tables: a rate (bytes/s, FLOP/s) at any point of a grid.
 
-DOMAIN.md §4 / seeds/003: XLA's interpolators look up a *throughput* (collectives: over
+XLA's interpolators look up a *throughput* (collectives: over
 transfer size x device count; GEMMs: over batch x m x n x k) as a weighted average of
 table points, weighted by Euclidean distance, and estimate time = work / throughput.
 XLA weights the 2^N corners of the grid cell around the query by 1 / (squared distance
@@ -28,7 +28,7 @@ the table's range) and choose the weights so that the estimate is exact and mono
 
 Outside the table an axis value is clamped to the measured range (XLA's ClampDim):
 beyond the largest point the rate stays at the last (saturated) value; what happens
-below the smallest point is decided by the caller (perftables.py), which knows whether
+below the smallest point is decided by the caller (perf_tables/tables.py), which knows whether
 the axis is a work size or a device count.
 """
 

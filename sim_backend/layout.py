@@ -1,4 +1,4 @@
-"""TPU tiled layouts (DOMAIN.md §3, seeds/002): padded shapes, linear indices, byte footprints.
+"""TPU tiled layouts (docs/emulator.md): padded shapes, linear indices, byte footprints.
 
 A layout `F32[3,5]{1,0:T(2,2)}` stores a shape in minor-to-major order (here row-major)
 cut into tiles; the padding that tiling adds is real HBM footprint. The linear index
@@ -7,7 +7,7 @@ tile size, plus its index inside the tile:
 
     linear_index((2, 3), (3, 5), (2, 2)) == (1*3 + 1) * 2*2 + (0*2 + 1) == 17
 
-The common TPU formats (seeds/002, "TPU tile formats"):
+The common TPU tile formats:
 - 32-bit: (8,128); when the second-minor dimension is 1 or 2: (2,128); 3 or 4: (4,128);
 - 16-bit (bf16): (8,128)(2,1) (the second level packs two rows into one 32-bit word);
 - 8-bit: (8,128)(4,1); PRED: one byte per element, tiled as 8-bit.

@@ -1,7 +1,7 @@
 """Memory model: HBM heap and stack per chip, SPMEM per tile, and the failures they cause.
 
-DOMAIN.md §1 (memory, padding, failures) and §3 (tiled layouts); every figure is in
-docs/emulator.md "Memory model".
+Memory, padding, failures and tiled layouts as the SparseCore guide states them; every figure is
+in docs/emulator.md "Memory model".
 
 - **HBM heap** (per chip): embedding tables and their optimizer slots (rows padded to
   32 bytes, vocabularies to a multiple of the SparseCore count, mod-sharded so each
@@ -143,7 +143,7 @@ class ChipMemory:
 def stack_bytes_per_sc(
     width: int, max_unique_nz_per_row: int, logical_replica_count: int, element_bytes: int = 4
 ) -> tuple[int, int]:
-    """(forward, backward) HBM stack of one table on one SparseCore (DOMAIN.md §1)."""
+    """(forward, backward) HBM stack of one table on one SparseCore (docs/emulator.md)."""
     n = max_unique_nz_per_row * logical_replica_count * element_bytes
     return (2 * width + 1) * n, 3 * width * n
 

@@ -1,6 +1,6 @@
 """Embedding values and their quantization: clipping to [low, high], bucketing, counting.
 
-DOMAIN.md §1 (Quantization): SparseDenseMatmulOp takes f32 or integer tables and can
+SparseDenseMatmulOp takes f32 or integer tables and can
 run *simulated quantization* with `quantization_config_num_buckets` levels over
 `[quantization_config_low, quantization_config_high]`; values outside the range are
 clipped to it. The emulator holds no real embedding values, so each value is a

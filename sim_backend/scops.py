@@ -2,7 +2,7 @@
 
 The task-graph builder (stepgraph.py) places the ops; this module asks the cost model how
 long each (minibatch, partition) op takes, with the debug checks' cost added
-(debug_checks.py), for the group's compiled limits (DOMAIN.md §1: the limits size the
+(debug_checks.py), for the group's compiled limits (the limits size the
 buffers the SparseCore works on).
 """
 

@@ -1,4 +1,5 @@
-"""Sharded dense part (DOMAIN.md §2, seeds/001 Shardy): per-device work and collectives.
+"""Sharded dense part (Shardy syntax; docs/emulator.md): per-device work and
+collectives.
 
 From the mesh, the dense parameters' shardings and the activations' sharding (parsed by
 shardy.py, resolved and checked by sharding_resolve.py) this module derives, per device:

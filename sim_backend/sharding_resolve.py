@@ -1,5 +1,5 @@
-"""The config's shardings resolved and checked (DOMAIN.md §2, seeds/001 Shardy): the mesh,
-every dense parameter's sharding, sharding groups and manual computations.
+"""The config's shardings resolved and checked (Shardy; docs/emulator.md "Sharded dense
+part"): the mesh, every dense parameter's sharding, sharding groups and manual computations.
 
 From `sharding.mesh`, `sharding.weights` (by parameter-name pattern), `sharding.groups`
 (tensors that share one sharding) and `sharding.manual` this module derives the closed
@@ -88,7 +88,7 @@ def local_shape(
     key: str = "sharding.manual",
     tensor: str = "a tensor",
 ) -> tuple[int, ...]:
-    """A tensor's shape inside a manual computation over `manual_axes` (seeds/001).
+    """A tensor's shape inside a manual computation over `manual_axes` (sdy.manual_computation).
 
     Each dimension is divided by the sizes of the manual axes that shard it; free axes
     are left to the automatic partitioner (`per_device_shape` splits them afterwards).

@@ -1,5 +1,5 @@
-"""Shardy sharding syntax (DOMAIN.md §2, seeds/001): the mesh and tensor-sharding records
-and the parser of their text form.
+"""Shardy sharding syntax (docs/emulator.md "Sharded dense part"): the mesh and
+tensor-sharding records and the parser of their text form.
 
 A mesh names axes with sizes (`<["data"=2, "model"=2]>`, or `@name = <[...]>`); a tensor
 sharding lists, per dimension, the mesh axes that split it (`[{"data"}, {}]`, `{?}` = open

@@ -1,6 +1,6 @@
 """Training steps as one task graph: which tasks exist, on which resource, after what.
 
-Per step i (DOMAIN.md §1 communication and pipelining, §5 task graph). Each SparseCore
+Per step i (docs/emulator.md "Execution: task graph and scheduler"). Each SparseCore
 gathers the unique rows its partition holds for every source sub-batch; the all-to-all
 carries those rows to the source SparseCores on other chips (and their gradients back).
 
@@ -60,7 +60,7 @@ KIND_NAMES = {
     ALLREDUCE: "all-reduce.dense_gradients",
     SC_BWD: "SparseDenseMatmulGradOp",
 }
-# Collectives of the sharded dense part (sharding.py; DOMAIN.md §2), named "<kind>.<operand>".
+# Collectives of the sharded dense part (sharding.py), named "<kind>.<operand>".
 AG_WEIGHTS, RS_GRADS, AR_ACT, AG_ACT, AR_ACT_GRADS, RS_ACT_GRADS = range(10, 16)
 KIND_NAMES.update(
     {

@@ -1,4 +1,4 @@
-"""Task graph with events (DOMAIN.md §5): tasks run on resources; events count completions.
+"""Task graph with events (docs/emulator.md): tasks run on resources; events count completions.
 
 A task waits on events and, when it completes, signals others. An event fires when
 its counter reaches its threshold, which is the number of tasks that signal it (so

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from exporters.perfetto import BREAKDOWN_CATEGORY, write_trace
-from exporters.perfetto_validate import read_trace
+from exporters.perfetto.validate import read_trace
 from profiler.store import Store
 from scprof.cli import main
-from ui import data as D
+from ui import data
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((ROOT / "configs").glob("*.toml"))
@@ -132,8 +132,8 @@ def export_shares(store: Store, run_id: int, out: str, counted: set[int]) -> dic
 
 
 def kpis(store: Store, run: int) -> dict[str, float | None]:
-    steps = D.clamp_steps(D.step_bounds(store, run), None)
-    return {k.label: k.value for k in D.overview_kpis(store, run, steps)}
+    steps = data.clamp_steps(data.step_bounds(store, run), None)
+    return {k.label: k.value for k in data.overview_kpis(store, run, steps)}
 
 
 def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
@@ -144,11 +144,11 @@ def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
             run = listed["run_id"]
             report = json.loads(cli("analyze", name, "--json", "--db", db))
             figures = report["figures"]
-            ui_report = D.analysis(store, run)
+            ui_report = data.analysis(store, run)
             # findings: analyze, the UI's Findings page and its Overview
             assert len(report["findings"]) == len(ui_report.findings), name
             k = kpis(store, run)
-            hbm = D.hbm_peak(store, run)
+            hbm = data.hbm_peak(store, run)
             if "memory" in figures and "hbm_peak_bytes" in figures["memory"]:
                 assert figures["memory"]["hbm_peak_bytes"] == k["HBM peak"] == hbm["peak"], name
             else:
@@ -160,20 +160,20 @@ def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
                 assert "step_ps_mean" not in figures.get("breakdown", {}) and listed["mean_step_ps"] is None
                 continue
             bd = figures["breakdown"]
-            st = D.step_times(store, run, D.clamp_steps(D.step_bounds(store, run), None))
+            st = data.step_times(store, run, data.clamp_steps(data.step_bounds(store, run), None))
             counted = set(st["step"][st["counted"]].tolist())
             assert bd["steps"] == len(counted) == listed["counted_steps"], name
             # mean / p50 / p90: analyze, `scprof runs`, the UI's Runs page and Overview
             assert bd["step_ps_mean"] == k["step time mean"], name
             assert listed["mean_step_ps"] == pytest.approx(bd["step_ps_mean"], rel=REL), name  # DuckDB's avg
-            ui_runs = {r["run_id"]: r for r in D.runs(store)}
+            ui_runs = {r["run_id"]: r for r in data.runs(store)}
             assert ui_runs[run]["mean_step_ps"] == listed["mean_step_ps"], name
             assert (bd["step_ps_p50"], bd["step_ps_p90"]) == (k["step time p50"], k["step time p90"]), name
             # compare: the run against the baseline (the baseline against itself is refused by the UI only)
             cmp_ = json.loads(cli("compare", "baseline", name, "--json", "--db", db))
             assert cmp_["step_time"]["cand_mean_ps"] == pytest.approx(bd["step_ps_mean"], rel=REL), name
             assert cmp_["step_time"]["cand_steps"] == bd["steps"], name
-            ui_cmp, why = D.compare(store, base, run)
+            ui_cmp, why = data.compare(store, base, run)
             assert why is None and ui_cmp["step_time"] == cmp_["step_time"], name
             n_base = len(json.loads(cli("analyze", "baseline", "--json", "--db", db))["findings"])
             f = cmp_["findings"]
@@ -182,14 +182,14 @@ def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
             # the breakdown: analyze's shares, compare's mean per counted step and chip, the UI's
             # per-chip means and the Perfetto export's breakdown track
             if "share" not in bd:
-                assert not any(D.breakdown_per_step(ui_report, (0, STEPS)).get("per_chip", {}).values()), name
+                assert not any(data.breakdown_per_step(ui_report, (0, STEPS)).get("per_chip", {}).values()), name
                 continue
             share = bd["share"]
             per = {r["category"]: r["cand_ps"] for r in cmp_["breakdown"] if r["cand_ps"]}
             assert set(per) == set(share), name
             for c in share:
                 assert per[c] / sum(per.values()) == pytest.approx(share[c], rel=REL), (name, c)
-            ui_bd = D.breakdown_per_step(ui_report, D.clamp_steps(D.step_bounds(store, run), None))
+            ui_bd = data.breakdown_per_step(ui_report, data.clamp_steps(data.step_bounds(store, run), None))
             ui_chip = {c: sum(v) / len(v) for c, v in ui_bd["per_chip"].items()}
             assert set(ui_bd["counted_steps"]) == counted, name
             for c in share:
@@ -219,7 +219,7 @@ def test_a_run_without_steps_is_refused_by_name_everywhere(db, runs):
             (line,) = err.getvalue().splitlines()
             assert line.startswith(f"scprof: error: {want}"), line
             assert line.endswith("step time needs steps in both runs"), line
-            comparison, why = D.compare(store, base, runs[name]["run_id"])
+            comparison, why = data.compare(store, base, runs[name]["run_id"])
             assert comparison is None and why.startswith(want), why
             state = {"base": base, "cand": runs[name]["run_id"]}
             assert want in str(render_compare_verdict(store, state))

@@ -329,8 +329,52 @@ def test_outside_pointer_check_catches_each_kind():
         assert not _outside_pointers(doc, text), text
 
 
+# Comments and docstrings of the code state facts or cite docs/: no brief, source document or
+# work item a reader of the repository cannot open.
+SOURCE_OUTSIDE = re.compile(
+    r"\bshared/(?:seeds|tools|hooks)\b|\bseeds/\d|\b(?:DOMAIN|CONVENTIONS|STYLE)(?:\.md)?\b|\b[Ii]ssues? \d+\b"
+)
+SOURCE_DIRS = ("analyzers", "benchmarks", "configs", "exporters", "profiler", "proto", "scprof", "sim_backend", "tests")
+SOURCE_DIRS += ("tools", "ui", "whatif")
+SOURCE_SUFFIXES = {".py", ".sql", ".js", ".c", ".h", ".css", ".toml", ".proto"}
+# Files another change is rewriting; each leaves this set when its references are gone.
+SOURCE_PENDING = {"scprof/cli.py", "tests/xplane/test_real_captures.py", "tests/xplane/test_xplane_hostile.py"}
+
+
+def _source_files() -> list[Path]:
+    files = [REPO / "Makefile", REPO / "pyproject.toml"]
+    for d in SOURCE_DIRS:
+        files += [
+            f
+            for f in (REPO / d).rglob("*")
+            if f.suffix in SOURCE_SUFFIXES
+            and not {"vendor", "node_modules", "__pycache__"} & set(f.parts)
+            and not f.name.endswith("_pb2.py")
+        ]
+    here = Path(__file__).resolve()
+    return [f for f in files if f.resolve() != here and f.relative_to(REPO).as_posix() not in SOURCE_PENDING]
+
+
+def test_code_points_only_inside_the_repository():
+    """No comment or docstring cites a document or work item outside the repository."""
+    found = [
+        f"{f.relative_to(REPO)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)!r}"
+        for f in _source_files()
+        for text in [f.read_text(errors="replace")]
+        for m in SOURCE_OUTSIDE.finditer(text)
+    ]
+    assert not found, f"code points outside the repository (state the fact or cite docs/): {found}"
+
+
+def test_code_pointer_check_catches_each_kind():
+    for text in ["(DOMAIN.md §1)", "seeds/003", "(CONVENTIONS)", "issue 19: first views", "Issue 4: peak"]:
+        assert SOURCE_OUTSIDE.search(text), text
+    for text in ["the domain of", "fuzz seeds (tests/fuzzkit.py)", "_runtime_version.Domain.PUBLIC"]:
+        assert not SOURCE_OUTSIDE.search(text), text
+
+
 REPO_PATH = re.compile(
-    r"(?<![\w/.-])(?:analyzers|profiler|sim_backend|exporters|ui|scprof|benchmarks|tests|configs|proto|docs)"
+    r"(?<![\w/.-])(?:analyzers|profiler|sim_backend|exporters|ui|scprof|benchmarks|tests|tools|whatif|configs|proto|docs)"
     r"/[\w./-]*?\.(?:py|c|h|sql|toml|proto|md)\b"
 )
 

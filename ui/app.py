@@ -25,11 +25,8 @@ from flask import has_request_context, request
 from profiler.errors import ScprofError
 from profiler.sql_guard import keep_spare_worker
 from profiler.store import default_path
-from ui import auth, downloads, trace_api
-from ui import inputs as I
-from ui import pages as P
-from ui import queries as Q
-from ui import state as S
+from ui import auth, downloads, inputs, pages, queries, trace_api
+from ui import state as ui_state
 from ui.first_view import FirstViews, page_url
 from ui.routing import filled_page, finish, guarded, pending_id
 from ui.store_access import StoreAccess
@@ -84,7 +81,7 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     )
     app.scprof_access = access  # type: ignore[attr-defined]  # for tests and benchmarks
     auth.require_access(app.server, token)
-    I.guard_dispatch(app.server)
+    inputs.guard_dispatch(app.server)
     first_views = FirstViews(access)
     prefetch_pages(app.server, access, first_views)  # after the access check
     app.layout = _layout(app, path, first_views)
@@ -149,15 +146,15 @@ def _router(app: Dash, access: StoreAccess) -> None:
         prevent_initial_call=True,
     )
     def route(pathname: Any, search: Any) -> tuple[Any, Any]:
-        return filled_page(access, I.text(pathname), I.text(search))
+        return filled_page(access, inputs.text(pathname), inputs.text(search))
 
 
 def _pending_callbacks(app: Dash, access: StoreAccess) -> None:
     """A body the router or a first view left pending (its render outlasted
     routing.RENDER_BUDGET_S: the analyzers on a big run, a long query) is filled by its own
     callback, from the render left running (routing.finish)."""
-    for page, outputs, fn in P.RENDERERS:
-        render = guarded(access, len(outputs), needs=I.STATE_NEEDS.get(page, ()))(fn)
+    for page, outputs, fn in pages.RENDERERS:
+        render = guarded(access, len(outputs), needs=inputs.STATE_NEEDS.get(page, ()))(fn)
         app.callback(
             *[Output(i, prop) for i, prop in outputs],
             Input(pending_id(outputs[0][0]), "data"),
@@ -219,7 +216,7 @@ def _url_callbacks(app: Dash) -> None:
             search,
             prevent_initial_call=True,
         )
-        @I.url_callback
+        @inputs.url_callback
         def page_url(*args):
             *values, rendered, s = args
             trig = ctx.triggered_id
@@ -227,24 +224,24 @@ def _url_callbacks(app: Dash) -> None:
                 return no_update
             value = values[[i for i, _ in pairs].index(trig)]
             key = keys[trig]
-            if not I.control_value_ok(key, value) or (s is not None and I.text(s) is None):
+            if not inputs.control_value_ok(key, value) or (s is not None and inputs.text(s) is None):
                 return no_update
-            shown = I.clean_state(rendered).get(key)
+            shown = inputs.clean_state(rendered).get(key)
             if key == "desc":
                 value, shown = ("1" if value else ""), (shown or "")
             if _same(value, shown):
                 return no_update
             if key == "run":  # another run: its own steps, window and tables
-                return S.with_params(
+                return ui_state.with_params(
                     s, run=value, steps=None, t0=None, t1=None, tables=None, chips=None, **TRACE_VIEW_RESET
                 )
             if key == "steps":
-                return S.with_params(s, steps=S.steps_text(value) if value else None, t0=None, t1=None)
+                return ui_state.with_params(s, steps=ui_state.steps_text(value) if value else None, t0=None, t1=None)
             if key == "cand":  # a picked candidate replaces the run the top bar's Compare link carried
-                return S.with_params(s, cand=value, run=None)
+                return ui_state.with_params(s, cand=value, run=None)
             if isinstance(value, list):
                 value = ",".join(map(str, value)) if value or key in ("chips", "sev") else None
-            return S.with_params(s, **{key: value if value not in ("",) else None})
+            return ui_state.with_params(s, **{key: value if value not in ("",) else None})
 
     for page, pairs in controls.items():
         register(page, pairs)
@@ -259,24 +256,24 @@ def _url_callbacks(app: Dash) -> None:
         search,
         prevent_initial_call=True,
     )
-    @I.url_callback
+    @inputs.url_callback
     def sql_url(run_clicks, examples, rows, text, rendered, s):
         trig = ctx.triggered_id
-        examples_sql = list(Q.SQL_EXAMPLES.values())
-        if not (I.is_scalar(rows) and I.is_scalar(text) and I.text(s or "") is not None):
+        examples_sql = list(queries.SQL_EXAMPLES.values())
+        if not (inputs.is_scalar(rows) and inputs.is_scalar(text) and inputs.text(s or "") is not None):
             return no_update
         if isinstance(trig, dict):
             index = trig.get("index")
-            if not (isinstance(index, int) and 0 <= index < len(examples_sql)) or not I.is_scalar_list(examples):
+            if not (isinstance(index, int) and 0 <= index < len(examples_sql)) or not inputs.is_scalar_list(examples):
                 return no_update
             if not any(examples):
                 return no_update
             text = examples_sql[index]
-        elif (trig == "sql-rows" and _same(rows, I.clean_state(rendered).get("rows"))) or (
+        elif (trig == "sql-rows" and _same(rows, inputs.clean_state(rendered).get("rows"))) or (
             trig == "sql-run" and not run_clicks
         ):
             return no_update
-        return S.with_params(s, q=str(text or "").strip() or None, rows=rows or None)
+        return ui_state.with_params(s, q=str(text or "").strip() or None, rows=rows or None)
 
 
 def serve(

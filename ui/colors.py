@@ -71,8 +71,3 @@ def hsl_to_hex(hue: int, sat_pct: int, light_pct: int) -> str:
 def op_color(name: str) -> str:
     """The stable colour of an op name, '#rrggbb' (see the module docstring for the rule)."""
     return hsl_to_hex(*hsl_of(name))
-
-
-def slice_color(name: str, step_marker: bool = False) -> str:
-    """The colour a slice is drawn in: grey for a step marker, else its name's colour."""
-    return STEP_MARKER_COLOR if step_marker else op_color(name)

@@ -14,8 +14,7 @@ from typing import Any
 from analyzers.compare import config_diff, findings_delta
 from profiler.stdlib import RUN_LIST_SQL
 from profiler.store import Store
-from ui import data as D
-from ui import queries as Q
+from ui import data, queries
 from ui.store_access import sql
 
 # A stored config's keys the emulator derived or that name the run (whatif.configs' DERIVED_KEYS and
@@ -97,7 +96,7 @@ def compare_pair(store: Store, st: dict[str, str]) -> dict[str, Any]:
         ref = next((st[k] for k in keys if st.get(k) not in (None, "")), None)
         if ref is None:
             continue
-        run = D.resolve(store, ref)
+        run = data.resolve(store, ref)
         if run is None:
             out["unknown"].append(f"{'candidate' if role == 'cand' else 'baseline'}: {unknown_text(ref)}")
         out[role] = run
@@ -115,12 +114,12 @@ def compare_pair(store: Store, st: dict[str, str]) -> dict[str, Any]:
 def findings_of_pair(store: Store, base: int, cand: int) -> dict[str, list[dict[str, Any]]]:
     """Findings resolved / new / persisting (both sides) as `scprof compare` matches them, for any
     pair, steps or not."""
-    return findings_delta(D.analysis(store, base), D.analysis(store, cand))
+    return findings_delta(data.analysis(store, base), data.analysis(store, cand))
 
 
 def config_diff_of_pair(store: Store, base: int, cand: int) -> list[dict[str, Any]]:
     """`scprof compare`'s config diff of two runs (runs without a config compare as {})."""
-    cfg = [D.run_info(store, r).get("config") or {} for r in (base, cand)]
+    cfg = [data.run_info(store, r).get("config") or {} for r in (base, cand)]
     return config_diff(*cfg)
 
 
@@ -135,12 +134,12 @@ def split_config_diff(diff: list[dict[str, Any]]) -> dict[str, list[dict[str, An
 
 
 def has_config(store: Store, run: int) -> bool:
-    return bool(D.run_info(store, run).get("config"))
+    return bool(data.run_info(store, run).get("config"))
 
 
 def op_cores(store: Store, run: int) -> dict[str, int]:
     """track kind -> how many cores carry its ops (what a per-op time per step is summed over)."""
-    return {r["track_kind"]: int(r["cores"]) for r in sql(store, Q.OP_CORES, run=run).to_pylist()}
+    return {r["track_kind"]: int(r["cores"]) for r in sql(store, queries.OP_CORES, run=run).to_pylist()}
 
 
 def cores_text(cores: dict[str, int]) -> str:

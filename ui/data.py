@@ -20,7 +20,7 @@ from profiler.errors import ScprofError, StoreError
 from profiler.stdlib import HBM_COUNTERS, RUN_LIST_SQL
 from profiler.store import Store
 from profiler.units import format_bytes
-from ui import queries as Q
+from ui import queries
 from ui.store_access import KeyedCache, run_memo, sql
 
 ANALYSES = KeyedCache(size=8)
@@ -67,7 +67,7 @@ def resolve(store: Store, ref: Any) -> int | None:
 
 
 def run_info(store: Store, run_id: int) -> dict[str, Any]:
-    rows = sql(store, Q.RUN, run=run_id).to_pylist()
+    rows = sql(store, queries.RUN, run=run_id).to_pylist()
     if not rows:
         raise StoreError(f"run {run_id} not found")
     info = rows[0]
@@ -81,7 +81,7 @@ def run_info(store: Store, run_id: int) -> dict[str, Any]:
 
 def step_bounds(store: Store, run_id: int) -> tuple[int, int] | None:
     """First and last step of the run, or None when it has no steps."""
-    r = run_memo(store, run_id, "step_range", None, lambda: sql(store, Q.STEP_RANGE, run=run_id).to_pylist()[0])
+    r = run_memo(store, run_id, "step_range", None, lambda: sql(store, queries.STEP_RANGE, run=run_id).to_pylist()[0])
     return None if r["lo"] is None else (int(r["lo"]), int(r["hi"]))
 
 
@@ -101,7 +101,7 @@ def step_times(store: Store, run_id: int, steps: tuple[int, int]) -> dict[str, n
 
 
 def _step_times(store: Store, run_id: int, steps: tuple[int, int]) -> dict[str, np.ndarray]:
-    t = sql(store, Q.STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1])
+    t = sql(store, queries.STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1])
     out = {c: t.column(c).to_numpy().astype(np.int64) for c in ("step", "step_ps", "start_ps")}
     out["counted"] = t.column("counted").to_numpy(zero_copy_only=False).astype(bool)
     return out
@@ -116,7 +116,7 @@ def steps_window(store: Store, run_id: int, steps: tuple[int, int]) -> tuple[int
     """[start, end) in ps covered by the steps (their markers on device chips, else their step
     times), or None."""
     r = run_memo(store, run_id, "steps_window", tuple(steps), lambda: sql(
-        store, Q.STEPS_SPAN, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0])  # fmt: skip
+        store, queries.STEPS_SPAN, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0])  # fmt: skip
     return None if r["t0"] is None else (int(r["t0"]), int(r["t1"]))
 
 
@@ -156,7 +156,7 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
         ]
     else:
         kpis.append(Kpi("step time", None, "ps", covered if len(st["step"]) else "no steps in this run"))
-    part = sql(store, Q.STEP_MINIBATCHES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
+    part = sql(store, queries.STEP_MINIBATCHES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
     kpis.append(
         Kpi(
             "SC minibatches per step",
@@ -223,7 +223,7 @@ def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[d
         run_id,
         "chip_steps",
         tuple(steps),
-        lambda: sql(store, Q.CHIP_STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist(),
+        lambda: sql(store, queries.CHIP_STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist(),
     )
 
 
@@ -239,7 +239,7 @@ def cached_analysis(store: Store, run_id: int) -> RunReport | None:
 
 
 def _run_key(store: Store, run_id: int) -> tuple:
-    rows = sql(store, Q.RUN_KEY, run=run_id).to_pylist()
+    rows = sql(store, queries.RUN_KEY, run=run_id).to_pylist()
     if not rows:
         raise StoreError(f"run {run_id} not found")
     r = rows[0]
@@ -262,7 +262,7 @@ def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | No
     in_range = (step >= steps[0]) & (step <= steps[1])
     counted_steps = times.column("step").to_numpy()[times.column("counted").to_numpy(zero_copy_only=False)]
     counted = in_range & np.isin(step, counted_steps)
-    from analyzers.timeline import CATEGORIES
+    from analyzers.time_split import CATEGORIES
 
     present = {names[k] for k in np.unique(code[in_range]) if k >= 0}
     cats = [c for c in CATEGORIES if c in present]
@@ -306,10 +306,10 @@ def sc_tables(store: Store, run_id: int) -> tuple[list[str], bool]:
 
 
 def _sc_tables(store: Store, run_id: int) -> tuple[list[str], bool]:
-    names = sql(store, Q.SC_TABLES, run=run_id).column("table_name").to_pylist()
+    names = sql(store, queries.SC_TABLES, run=run_id).column("table_name").to_pylist()
     if names:
         return names, True
-    return sql(store, Q.SC_TABLES_FROM_EVENTS, run=run_id).column("table_name").to_pylist(), False
+    return sql(store, queries.SC_TABLES_FROM_EVENTS, run=run_id).column("table_name").to_pylist(), False
 
 
 def sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[str]) -> dict[str, Any]:
@@ -325,18 +325,18 @@ def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[
     n_steps = steps[1] - steps[0] + 1
     sb = max(1, math.ceil(n_steps / MAX_STEP_COLUMNS))
     if from_stats:
-        t = sql(store, Q.SC_CELLS, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables), sb=sb)
+        t = sql(store, queries.SC_CELLS, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables), sb=sb)
     elif not tables:  # all tables: the ingest-time summary of the same events
-        t = sql(store, Q.SC_CELLS_FROM_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], sb=sb)
+        t = sql(store, queries.SC_CELLS_FROM_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], sb=sb)
     else:
         ids = {
             r["value"]: r["string_id"]
-            for r in sql(store, Q.STRING_IDS, run=run_id, values=["sc_forward", *tables]).to_pylist()
+            for r in sql(store, queries.STRING_IDS, run=run_id, values=["sc_forward", *tables]).to_pylist()
         }
         table_ids = [ids[t] for t in tables if t in ids] or ([-1] if tables else [])
         t = sql(
             store,
-            Q.SC_CELLS_FROM_EVENTS,
+            queries.SC_CELLS_FROM_EVENTS,
             run=run_id,
             step_lo=steps[0],
             step_hi=steps[1],
@@ -362,7 +362,7 @@ def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[
     with np.errstate(invalid="ignore", divide="ignore"):
         skew = np.nanmax(ids, axis=0) / np.nanmean(ids, axis=0)
     summary = sql(
-        store, Q.SC_TABLE_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables)
+        store, queries.SC_TABLE_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables)
     ).to_pylist()
     return {
         "empty": False,
@@ -383,7 +383,7 @@ def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[
 
 def counters(store: Store, run_id: int) -> list[dict[str, Any]]:
     """The run's counter series: track_id, chip, counter, unit, samples, peak."""
-    return run_memo(store, run_id, "counters", None, lambda: sql(store, Q.COUNTER_SERIES, run=run_id).to_pylist())
+    return run_memo(store, run_id, "counters", None, lambda: sql(store, queries.COUNTER_SERIES, run=run_id).to_pylist())
 
 
 def is_hbm(c: dict[str, Any]) -> bool:
@@ -408,13 +408,13 @@ def counter_series(
     when a series has more than max_points samples), plus `bucketed` when so."""
     if not track_ids:
         return {}
-    n = sql(store, Q.COUNTER_WINDOW_COUNT, run=run_id, tracks=track_ids, t0=t0, t1=t1).column("n")[0].as_py()
+    n = sql(store, queries.COUNTER_WINDOW_COUNT, run=run_id, tracks=track_ids, t0=t0, t1=t1).column("n")[0].as_py()
     if n <= max_points * len(track_ids):
-        t = sql(store, Q.COUNTER_SAMPLES_WINDOW, run=run_id, tracks=track_ids, t0=t0, t1=t1)
+        t = sql(store, queries.COUNTER_SAMPLES_WINDOW, run=run_id, tracks=track_ids, t0=t0, t1=t1)
         value_col, bucketed = "value", False
     else:
         b = max(1, -(-(t1 - t0) // max_points))
-        t = sql(store, Q.COUNTER_BUCKETS, run=run_id, tracks=track_ids, t0=t0, t1=t1, b=b)
+        t = sql(store, queries.COUNTER_BUCKETS, run=run_id, tracks=track_ids, t0=t0, t1=t1, b=b)
         value_col, bucketed = "hi", True
     tid = t.column("track_id").to_numpy()
     ts = t.column("ts_ps").to_numpy()
@@ -437,17 +437,17 @@ def hbm_peaks(store: Store, run_id: int) -> list[dict[str, Any]]:
     """Every chip's HBM peak (the store's hbm_peaks view), highest first, each with its HBM
     counters' values then (as hbm_peak's `parts`)."""
     return run_memo(store, run_id, "hbm_peaks", None, lambda: [
-        _peak_parts(store, run_id, r) for r in sql(store, Q.HBM_PEAKS_ALL, run=run_id).to_pylist()])  # fmt: skip
+        _peak_parts(store, run_id, r) for r in sql(store, queries.HBM_PEAKS_ALL, run=run_id).to_pylist()])  # fmt: skip
 
 
 def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, Any] | None:
-    top = sql(store, Q.HBM_PEAK, run=run_id, chips=list(chips or []), all_chips=chips is None).to_pylist()
+    top = sql(store, queries.HBM_PEAK, run=run_id, chips=list(chips or []), all_chips=chips is None).to_pylist()
     return _peak_parts(store, run_id, top[0]) if top else None
 
 
 def _peak_parts(store: Store, run_id: int, row: dict[str, Any]) -> dict[str, Any]:
     best = {"chip": row["chip"], "peak": float(row["hbm_peak_bytes"]), "ts_ps": int(row["hbm_peak_ts_ps"])}
-    held = sql(store, Q.HBM_AT, run=run_id, chip=best["chip"], ts=best["ts_ps"]).to_pylist()
+    held = sql(store, queries.HBM_AT, run=run_id, chip=best["chip"], ts=best["ts_ps"]).to_pylist()
     values = {r["counter"]: float(r["value"]) for r in held}
     # the totals' values, with a total recorded with its contributors ("HBM heap: <name>") shown as those
     split = {c.split(": ", 1)[0] for c in values if ": " in c}

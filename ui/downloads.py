@@ -21,7 +21,7 @@ from flask import Flask, Response, request, send_file
 
 from profiler.errors import ScprofError, StoreError
 from profiler.sql_guard import QueryError, run_query
-from ui import state as S
+from ui import state
 from ui.store_access import StoreAccess
 
 log = logging.getLogger("scprof.ui")
@@ -44,7 +44,7 @@ def register(server: Flask, access: StoreAccess) -> None:
     @server.route("/download/sql.csv")
     def sql_csv() -> Response:
         q = request.args.get("q", "")
-        rows = max(1, min(S.int_param(request.args.get("rows"), 1000) or 1000, SQL_MAX_ROWS))
+        rows = max(1, min(state.int_param(request.args.get("rows"), 1000) or 1000, SQL_MAX_ROWS))
         try:
             with access.open() as store:
                 result = run_query(store, q, max_rows=rows, timeout_s=SQL_TIMEOUT_S, max_bytes=SQL_CSV_MAX_BYTES)
@@ -62,7 +62,7 @@ def register(server: Flask, access: StoreAccess) -> None:
             from exporters.perfetto import export_run
         except ImportError:
             return _text(501, "Perfetto export is not available in this build (exporters/perfetto/ missing)")
-        steps = S.steps_param(request.args.get("steps"))
+        steps = state.steps_param(request.args.get("steps"))
         folder = tempfile.mkdtemp(prefix="scprof-ui-")
         try:
             fd, out = tempfile.mkstemp(suffix=".perfetto-trace", dir=folder)

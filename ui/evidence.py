@@ -1,9 +1,9 @@
 """Findings' evidence for people: a readable label per key and its value formatted by the key's
 unit suffix, the one formatter every page that shows evidence uses (Findings, Overview, Compare).
 
-Keys follow the units-in-names rule (CONVENTIONS): `*_ts_ps` / `*_at_ps` are timestamps (shown
-as a time from the run's start, labelled "at"), `*_ps` durations, `*_bytes` bytes, `*_share`
-and `share_of_*` shares, `*_over_*` ratios (×); other numbers are counts with separators.
+Keys name their unit in a suffix: `*_ts_ps` / `*_at_ps` are timestamps (shown as a time from the
+run's start, labelled "at"), `*_ps` durations, `*_bytes` bytes, `*_share` and `share_of_*` shares,
+`*_over_*` ratios (×); other numbers are counts with separators.
 """
 
 from __future__ import annotations

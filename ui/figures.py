@@ -163,7 +163,7 @@ def time_split(report: RunReport) -> list[dict[str, Any]]:
     device's) time by what it waited for (idle_gaps), where a host-bound run shows. Each bar:
     {name, scope, parts: [{name, share, source}]}; a TensorCore bar's rest (busy, or gaps under
     1% of a median step) is 1 - the causes' shares."""
-    from analyzers.timeline import CATEGORIES
+    from analyzers.time_split import CATEGORIES
 
     figures = report.to_dict()["figures"]
     bd = figures.get("breakdown") or {}

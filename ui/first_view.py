@@ -1,4 +1,4 @@
-"""A page's first view in the layout Dash's renderer asks for (issue 19: every first view within 1 s).
+"""A page's first view in the layout Dash's renderer asks for (target: a first view within 1 s).
 
 Dash's renderer, once started, asks for the layout, then calls the callbacks whose inputs it
 holds. Asking the router for the page would cost a round trip and a second render after Dash's
@@ -22,8 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit
 
-from ui import inputs as I
-from ui import state as S
+from ui import inputs, state
 from ui.routing import filled_page
 from ui.store_access import StoreAccess
 
@@ -33,19 +32,19 @@ FRESH_S = 30.0  # a view rendered for a document and not asked for within this l
 def page_url(referrer: str | None, host: str) -> tuple[str, str] | None:
     """(path, query string with its '?', or '') of the UI page `referrer` names on this `host`;
     None for another host's URL or a path that is not a page (the router then renders it)."""
-    if not referrer or I.text(referrer) is None:  # the size the router accepts of a URL's parts
+    if not referrer or inputs.text(referrer) is None:  # the size the router accepts of a URL's parts
         return None
     try:
         parts = urlsplit(referrer)
     except ValueError:
         return None
-    if parts.netloc != host or (parts.path not in S.PAGES and parts.path != "/"):
+    if parts.netloc != host or (parts.path not in state.PAGES and parts.path != "/"):
         return None
     return parts.path, f"?{parts.query}" if parts.query else ""
 
 
 def _key(pathname: str | None, search: str | None) -> tuple[str | None, str]:
-    return pathname, S.encode(dict(sorted(S.parse(search).items())))  # one state, however spelled
+    return pathname, state.encode(dict(sorted(state.parse(search).items())))  # one state, however spelled
 
 
 class FirstViews:
@@ -63,7 +62,7 @@ class FirstViews:
     def start(self, pathname: str, search: str) -> None:
         """Start rendering the first view of the page at `pathname` + `search` (its document was
         asked for: its layout is asked for next)."""
-        if pathname not in S.PAGES and pathname != "/":
+        if pathname not in state.PAGES and pathname != "/":
             return
         key = _key(pathname, search)
         with self._lock:

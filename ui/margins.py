@@ -2,7 +2,7 @@
 
 Plotly draws a graph at the margins it is given, measures its axes' tick labels and titles
 (`automargin`), and, when they do not fit, draws the whole graph again at wider margins: a first
-plot cost twice its drawing (issue 19: 20-110 ms more per graph in a page's first view on 2
+plot cost twice its drawing (20-110 ms more per graph in a page's first view on 2
 cores). Here the server widens each margin ahead to what the labels need, estimated from their
 texts (category labels, or the tick labels Plotly will make of a numeric axis's range and format)
 in the graphs' font, Arial's widths (Liberation Sans on Linux, the same widths). The margins only

@@ -192,7 +192,7 @@ def _template() -> dict[str, Any]:
     # Tick labels are drawn where they fall: the margins already hold them (ui/margins.py), and
     # Plotly's default for numeric axes ("hide past div") measures every tick label in the browser
     # to hide those past the graph's edge, a forced layout per label: the Overview's first view
-    # spent ~100 ms more of the page's main thread (issue 19).
+    # spent ~100 ms more of the page's main thread.
     for axis in ("xaxis", "yaxis"):
         layout[axis] = {**layout[axis], "ticklabeloverflow": "allow"}
     return {

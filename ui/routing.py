@@ -17,10 +17,9 @@ from dash import dcc, html, no_update
 from dash.development.base_component import Component
 
 from profiler.errors import ScprofError, StoreError
-from ui import inputs as I
-from ui import pages as P
-from ui import render as R
-from ui import state as S
+from ui import inputs, pages
+from ui import render as ui_render
+from ui import state as ui_state
 from ui.pages.common import NO_RUNS, UnknownRun, unknown_run
 from ui.store_access import StoreAccess
 
@@ -36,7 +35,7 @@ def guarded(access: StoreAccess, n_outputs: int = 1, needs: tuple[str, ...] = ()
     def wrap(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def inner(state: Any) -> Any:
-            st = I.page_state(state, needs)
+            st = inputs.page_state(state, needs)
             try:
                 if st is None:
                     raise ScprofError("this page's state is malformed; reload the page")
@@ -44,13 +43,15 @@ def guarded(access: StoreAccess, n_outputs: int = 1, needs: tuple[str, ...] = ()
                     return fn(store, st)
             except StoreError as e:
                 out = (
-                    R.empty(f"{e}.", "scprof record configs/baseline.toml") if "no store" in str(e) else R.error(str(e))
+                    ui_render.empty(f"{e}.", "scprof record configs/baseline.toml")
+                    if "no store" in str(e)
+                    else ui_render.error(str(e))
                 )
             except ScprofError as e:
-                out = R.error(str(e))
+                out = ui_render.error(str(e))
             except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
                 log.error("callback %s failed:\n%s", fn.__name__, traceback.format_exc())
-                out = R.error(f"internal error in {fn.__name__}: {type(e).__name__}: {e}")
+                out = ui_render.error(f"internal error in {fn.__name__}: {type(e).__name__}: {e}")
             return out if n_outputs == 1 else (out, *([no_update] * (n_outputs - 1)))
 
         return inner
@@ -59,17 +60,17 @@ def guarded(access: StoreAccess, n_outputs: int = 1, needs: tuple[str, ...] = ()
 
 
 def nav(pathname: str, search: str) -> list[Any]:
-    st = S.parse(search)
-    keep = {k: st[k] for k in S.CARRIED if k in st}
+    st = ui_state.parse(search)
+    keep = {k: st[k] for k in ui_state.CARRIED if k in st}
     if "run" not in keep and "cand" in keep:
         keep["run"] = keep["cand"]
     links = []
-    for path, label in S.PAGES.items():
+    for path, label in ui_state.PAGES.items():
         params = {k: v for k, v in keep.items() if path == "/compare" or k == "run"}
         links.append(
             dcc.Link(
                 label,
-                href=R.href(path, **params),
+                href=ui_render.href(path, **params),
                 id=f"nav-{label.lower()}",
                 className="nav-link active" if pathname == path else "nav-link",
             )
@@ -79,23 +80,23 @@ def nav(pathname: str, search: str) -> list[Any]:
 
 def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> tuple[Any, Any]:
     """(page, navigation) for a URL: the page's controls from the query, its bodies empty."""
-    pathname = pathname if pathname in S.PAGES else ("/runs" if pathname in (None, "", "/") else pathname)
+    pathname = pathname if pathname in ui_state.PAGES else ("/runs" if pathname in (None, "", "/") else pathname)
     links = nav(pathname, search or "")
-    if pathname not in P.LAYOUTS:
-        return R.empty(f"No page at {pathname}.", "try /runs"), links
-    st = S.parse(search)
+    if pathname not in pages.LAYOUTS:
+        return ui_render.empty(f"No page at {pathname}.", "try /runs"), links
+    st = ui_state.parse(search)
     try:
         with access.open() as store:
             try:
-                page = P.LAYOUTS[pathname](store, st)
+                page = pages.LAYOUTS[pathname](store, st)
             except UnknownRun as e:  # named as unknown, never silently another run
                 page = unknown_run(store, pathname, st, e)
     except StoreError as e:
-        page = R.empty(f"{e}.", NO_RUNS[1]) if "no store" in str(e) else R.error(str(e))
+        page = ui_render.empty(f"{e}.", NO_RUNS[1]) if "no store" in str(e) else ui_render.error(str(e))
     except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
         log.error("page %s failed:\n%s", pathname, traceback.format_exc())
-        page = R.error(f"internal error rendering {pathname}: {type(e).__name__}: {e}")
-    return html.Div([html.H2(S.PAGES[pathname]), page], className=f"page page-{pathname.strip('/')}"), links
+        page = ui_render.error(f"internal error rendering {pathname}: {type(e).__name__}: {e}")
+    return html.Div([html.H2(ui_state.PAGES[pathname]), page], className=f"page page-{pathname.strip('/')}"), links
 
 
 def components(root: Any) -> Iterator[Component]:
@@ -129,8 +130,8 @@ def filled_page(
     page, links = page_for(access, pathname, search)
     by_id = {c.id: c for c in components(page) if isinstance(getattr(c, "id", None), str)}
     fills = [  # (the outputs, the page's state, their render function); not this page's: left out
-        (outputs, state.data, guarded(access, len(outputs), I.STATE_NEEDS.get(name, ()))(render))
-        for name, outputs, render in P.RENDERERS
+        (outputs, state.data, guarded(access, len(outputs), inputs.STATE_NEEDS.get(name, ()))(render))
+        for name, outputs, render in pages.RENDERERS
         if (state := by_id.get(f"{name}-state")) is not None and all(i in by_id for i, _ in outputs)
     ]
     futures = [_RENDERING.submit(render, state) for _, state, render in fills]

@@ -1,4 +1,4 @@
-"""The trace viewer's JSON API under /api/trace/ (the contract: docs of issue 18, TV_CONTRACT):
+"""The trace viewer's JSON API under /api/trace/ (docs/ui.md "Timeline"):
 meta, tile, event, area, find, highlight and flows of a run, for ui/assets/trace_viewer*.js.
 
 Registered on the Dash app's Flask server (ui/app.py create_app), so ui/auth.py's access checks
@@ -25,8 +25,7 @@ from flask import Flask, Response, request
 
 from profiler.errors import ScprofError
 from profiler.store import Store
-from ui import queries as Q
-from ui import trace_queries as TQ
+from ui import queries, trace_queries
 from ui.store_access import KeyedCache, StoreAccess, run_memo, sql
 
 log = logging.getLogger("scprof.ui")
@@ -157,7 +156,7 @@ def run_tracks(store: Store, run_id: int) -> list[Track]:
     """The run's tracks with events or step markers, in display order."""
 
     def compute() -> list[Track]:
-        rows = sql(store, Q.TIMELINE_TRACKS, run=run_id).to_pylist()
+        rows = sql(store, queries.TIMELINE_TRACKS, run=run_id).to_pylist()
         return [Track(r["track_id"], r["plane"], r["line"], r["kind"], r["chip"], r["n"]) for r in rows]
 
     return run_memo(store, run_id, "tracks", None, compute)
@@ -168,23 +167,23 @@ def run_tracks(store: Store, run_id: int) -> list[Track]:
 
 def run_facts(store: Store, run_id: int) -> RunFacts:
     """The run's facts (404 when the run is not in the store)."""
-    rows = sql(store, Q.RUN_KEY, run=run_id).to_pylist()
+    rows = sql(store, queries.RUN_KEY, run=run_id).to_pylist()
     if not rows:
         raise ApiError(404, f"run {run_id} is not in this store")
     key = (store.path, run_id, rows[0]["uuid"], rows[0]["ingested_at"])
 
     def compute() -> RunFacts:
-        r = sql(store, TQ.TRACE_RUN, run=run_id).to_pylist()[0]
+        r = sql(store, trace_queries.TRACE_RUN, run=run_id).to_pylist()[0]
         max_dur = r["max_event_dur_ps"]
         if max_dur is None:
-            max_dur = sql(store, TQ.MAX_EVENT_DUR, run=run_id).to_pylist()[0]["d"]
-        markers = frozenset(sql(store, TQ.MARKER_TRACKS, run=run_id).column("track_id").to_pylist())
+            max_dur = sql(store, trace_queries.MAX_EVENT_DUR, run=run_id).to_pylist()[0]["d"]
+        markers = frozenset(sql(store, trace_queries.MARKER_TRACKS, run=run_id).column("track_id").to_pylist())
         tracks = frozenset(
             store.con.execute("SELECT track_id FROM tracks WHERE run_id = ?", [run_id])
             .fetchnumpy()["track_id"]
             .tolist()
         )
-        tile_level = sql(store, TQ.TILE_LEVEL, run=run_id).to_pylist()[0]["level"]
+        tile_level = sql(store, trace_queries.TILE_LEVEL, run=run_id).to_pylist()[0]["level"]
         firsts = [v for v in (r["first_ps"], r["first_marker_ps"]) if v is not None]
         lasts = [v for v in (r["last_ps"], r["last_marker_ps"]) if v is not None]
         return RunFacts(
@@ -290,7 +289,9 @@ def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list
         level = facts.tile_level
         p.update(level=level, lo=t0 >> level, hi=t1 >> level, b0=i << TILE_SHIFT)
     count_sql, bucket_sql = (
-        (TQ.TILE_COUNTS_FROM_SUMS, TQ.TILE_BUCKETS_FROM_SUMS) if from_sums else (TQ.TILE_COUNTS, TQ.TILE_BUCKETS)
+        (trace_queries.TILE_COUNTS_FROM_SUMS, trace_queries.TILE_BUCKETS_FROM_SUMS)
+        if from_sums
+        else (trace_queries.TILE_COUNTS, trace_queries.TILE_BUCKETS)
     )
     counts = dict(zip(*sql(store, count_sql, tracks=track_ids, **p).to_pydict().values(), strict=True))
     exact = [t for t in track_ids if 0 < counts.get(t, 0) <= EXACT_LIMIT]
@@ -304,7 +305,7 @@ def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list
     for mode, chosen, minlen in (("exact", exact, 0), ("agg", agg, bw)):
         if not chosen:
             continue
-        rows = _split(sql(store, TQ.TILE_SLICES, tracks=chosen, minlen=minlen, **p), chosen)
+        rows = _split(sql(store, trace_queries.TILE_SLICES, tracks=chosen, minlen=minlen, **p), chosen)
         for t in chosen:
             cols = ev_cols + (("step",) if t in facts.marker_tracks else ())
             out[t] = {"mode": mode, "ev": _columns(rows[t], cols), "_names": rows[t].column("name").to_numpy()}
@@ -326,7 +327,7 @@ def names_of(store: Store, facts: RunFacts, ids: np.ndarray) -> dict[str, str]:
     strings = ids[ids < facts.name_base]
     out = {str(s): f"step {s - facts.name_base}" for s in steps.tolist()}
     if len(strings):
-        t = sql(store, TQ.NAMES_OF, run=facts.run_id, ids=strings.tolist())
+        t = sql(store, trace_queries.NAMES_OF, run=facts.run_id, ids=strings.tolist())
         out.update(zip(map(str, t.column("string_id").to_pylist()), t.column("value").to_pylist(), strict=True))
     return out
 
@@ -403,13 +404,13 @@ def register(server: Flask, access: StoreAccess) -> None:
         tracks = tracks_arg(required=True) or []
         return tile_json(store, facts, k, i, tracks)
 
-    from ui import trace_details as D
+    from ui import trace_details
 
     for name, answer in (
-        ("event", D.event_json),
-        ("area", D.area_json),
-        ("find", D.find_json),
-        ("highlight", D.highlight_json),
-        ("flows", D.flows_json),
+        ("event", trace_details.event_json),
+        ("area", trace_details.area_json),
+        ("find", trace_details.find_json),
+        ("highlight", trace_details.highlight_json),
+        ("flows", trace_details.flows_json),
     ):
         route(f"/api/trace/{name}")(answer)

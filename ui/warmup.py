@@ -1,5 +1,5 @@
 """Analyses computed ahead, so that a first view of the Overview, the Findings or Compare need not
-wait for the analyzers (issue 19: every first view within 1 s):
+wait for the analyzers (the target: every first view within 1 s, docs/benchmarks.md):
 - warm_up: when the UI server starts, the newest runs' reports and the default Compare pair's
   comparison, in one background thread, only while the server is idle (no request in flight,
   none for IDLE_S): computed alongside a page's requests, they made the first views of other
@@ -29,9 +29,7 @@ from typing import Any
 from flask import Flask, request
 
 from profiler.errors import ScprofError
-from ui import compare_data as CD
-from ui import data as D
-from ui import render as R
+from ui import compare_data, data, render
 from ui.first_view import FirstViews
 from ui.pages.common import pick_run
 from ui.store_access import StoreAccess
@@ -58,11 +56,11 @@ _primed = False
 
 def prime() -> None:
     """Pay at server start, once per process, what a page's first render would otherwise pay:
-    plotly's validators (R.prime_figures) and FIRST_USE_MODULES' imports."""
+    plotly's validators (render.prime_figures) and FIRST_USE_MODULES' imports."""
     global _primed
     if _primed:
         return
-    R.prime_figures()
+    render.prime_figures()
     for name in FIRST_USE_MODULES:
         with contextlib.suppress(ImportError):  # a build without it: its page says so
             importlib.import_module(name)
@@ -127,7 +125,7 @@ def _warm(access: StoreAccess, runs: int, wait: Callable[[], None]) -> None:
         wait()
         with access.open() as store:
             ids = [r["run_id"] for r in store.rows("SELECT run_id FROM runs ORDER BY run_id DESC LIMIT ?", [runs])]
-            pair = CD.compare_pair(store, {})
+            pair = compare_data.compare_pair(store, {})
         for run in ids:
             wait()
             _analyse(access, run)
@@ -139,15 +137,15 @@ def _warm(access: StoreAccess, runs: int, wait: Callable[[], None]) -> None:
 
 
 def _analyse(access: StoreAccess, run: int) -> None:
-    """The run's analysis into the pages' cache (D.analysis)."""
+    """The run's analysis into the pages' cache (data.analysis)."""
     with access.open() as store:
-        _quietly(lambda: D.analysis(store, run))
+        _quietly(lambda: data.analysis(store, run))
 
 
 def _compare(access: StoreAccess, base: int, cand: int) -> None:
-    """The pair's comparison into the pages' cache (D.compare)."""
+    """The pair's comparison into the pages' cache (data.compare)."""
     with access.open() as store:
-        _quietly(lambda: D.compare(store, base, cand))
+        _quietly(lambda: data.compare(store, base, cand))
 
 
 def _quietly(compute) -> None:
@@ -187,7 +185,7 @@ class Prefetch:
                 run = pick_run(store, st)
                 runs = [run] if run is not None else []
             else:
-                pair = CD.compare_pair(store, st)  # a side the URL names wrongly: the page says so
+                pair = compare_data.compare_pair(store, st)  # a side the URL names wrongly: the page says so
                 runs = [] if pair["unknown"] else [r for r in (pair["base"], pair["cand"]) if r is not None]
         for run in runs[1:]:  # each on a worker of its own: DuckDB runs the two side by side
             self._submit(lambda run=run: _analyse(self.access, run))

@@ -15,7 +15,7 @@ from analyzers.findings import Finding
 from profiler.errors import ScprofError
 from profiler.store import Store
 from profiler.units import format_ps
-from ui import queries as Q
+from ui import queries
 from ui.store_access import sql
 
 
@@ -44,7 +44,7 @@ def _overrides(value: Any) -> dict[str, Any]:
 
 def verified_fixes(store: Store, run_id: int) -> dict[tuple[str, str], dict[str, Any]]:
     """(rule, the fix's Change.key()) -> the latest verify row for that fix of the run (one query)."""
-    rows = sql(store, Q.VERIFIED_FIXES, run=run_id).to_pylist()
+    rows = sql(store, queries.VERIFIED_FIXES, run=run_id).to_pylist()
     return {(r["label"], _change(_overrides(r["overrides"]), r["derive_limits"]).key()): r for r in rows}
 
 
@@ -85,7 +85,7 @@ def tuning(store: Store, run_id: int, session: str = "") -> dict[str, Any] | Non
     """The run's latest tune session (or `session`): its trials in order, each with its change in
     words; the starting step time; the path (start, then each accepted trial); the best trial
     (the last accepted). None when the run has no tuning."""
-    rows = sql(store, Q.TUNE_TRIALS, run=run_id, session=session or "").to_pylist()
+    rows = sql(store, queries.TUNE_TRIALS, run=run_id, session=session or "").to_pylist()
     if not rows:
         return None
     for r in rows:
@@ -146,7 +146,7 @@ def attribution(store: Store, base: int, cand: int) -> dict[str, Any] | None:
         from whatif.attribute import CANDIDATE_LABEL, shares_from_rows
     except ImportError:
         return None
-    rows = sql(store, Q.ATTRIBUTION, base=base, cand=cand, candidate_label=CANDIDATE_LABEL).to_pylist()
+    rows = sql(store, queries.ATTRIBUTION, base=base, cand=cand, candidate_label=CANDIDATE_LABEL).to_pylist()
     if not rows:
         return None
     return {**shares_from_rows(rows), "session": rows[0]["session"], "created_at": rows[0]["created_at"]}

@@ -41,7 +41,7 @@ from sim_backend.errors import ConfigError
 from sim_backend.fdo_stats import MAX_LIMIT, fdo_stats_text, limits_stats, read_fdo_limits
 from sim_backend.ids_file import load_ids_file
 from sim_backend.limits import LIMIT_KEYS, parse_limits
-from sim_backend.perftables import load_tables
+from sim_backend.perf_tables.tables import load_tables
 from whatif.configs import flatten_overrides
 
 LIMITS_KEY = "flags.xla_sparse_core_max_ids_file"

@@ -1,5 +1,5 @@
 -- stack_estimate: the HBM stack of each table group (stack) per chip, recomputed from
--- the doc's formulas (DOMAIN.md §1) with trace data only:
+-- the SparseCore guide's formulas (docs/emulator.md "Memory model") with trace data only:
 --   forward  = (2 * width + 1) * max_unique_nz_per_row * logical_replica_count * 4 bytes
 --   backward = 3 * width * max_unique_nz_per_row * logical_replica_count * 4 bytes
 -- per SparseCore, times the SparseCores of a chip; logical_replica_count = every

@@ -15,7 +15,7 @@ Layout (docs/exporters.md has the full description):
 - flows from each step's SparseCore forward to the TensorCore forward that consumes
   it, and from the TensorCore backward to the SparseCore backward (FLOWS_SQL);
 - a "Step breakdown" track per chip whose slices split each step window into the
-  wall-time categories of analyzers.timeline (the analyzers' step breakdown), one
+  wall-time categories of analyzers.time_split (the analyzers' step breakdown), one
   after the other in priority order (breakdown._plan_breakdown).
 
 Perfetto timestamps are nanoseconds; scprof's are picoseconds. A slice starts at

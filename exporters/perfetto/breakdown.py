@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from analyzers.breakdown import split_windows
 from analyzers.context import RunContext
-from analyzers.timeline import CATEGORIES as TIMELINE_CATEGORIES
+from analyzers.time_split import CATEGORIES as TIMELINE_CATEGORIES
 from exporters.perfetto.context import ExportContext
 from exporters.perfetto.tracks import TrackLayout
 

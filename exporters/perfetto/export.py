@@ -54,7 +54,7 @@ def export_run(store: Store, run_id: int, path: str, steps: tuple[int, int] | No
         f"{stats.seconds:.1f} s)"
     )
     if check:
-        from exporters.perfetto_validate import validate_file
+        from exporters.perfetto.validate import validate_file
 
         problems = validate_file(path)
         if problems:

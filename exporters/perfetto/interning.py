@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
 
-from analyzers.timeline import CATEGORIES as TIMELINE_CATEGORIES
+from analyzers.time_split import CATEGORIES as TIMELINE_CATEGORIES
 from exporters.perfetto.context import ExportContext
 from profiler.trace_fields import TYPED_FIELDS, TypedField
 
@@ -45,7 +45,7 @@ CATEGORIES = (
 )
 STEP_CATEGORY = "step"
 # The per-chip track of the step-time breakdown (analyzers.breakdown): its slices split each
-# step window into the wall-time categories of analyzers.timeline, in their priority order.
+# step window into the wall-time categories of analyzers.time_split, in their priority order.
 BREAKDOWN_CATEGORY = "breakdown"
 
 

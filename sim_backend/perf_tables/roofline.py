@@ -1,6 +1,6 @@
 """Roofline-derived performance tables: what the default tables hold, since we cannot measure.
 
-The grid is the seed's (seeds/003): collectives all-reduce, all-gather, reduce-scatter
+The grid is a table collector's: collectives all-reduce, all-gather, reduce-scatter
 (plus all-to-all, which the emulator needs) x rail-aligned / non-rail-aligned, transfer
 sizes 1 KiB .. 2 GiB on a log2 scale, 2/4/8 devices; GEMMs batch {1, 2, 4} x m, n, k in
 {256, 512, 1024, 2048, 4096}, in bf16 and f32. Values (docs/emulator.md "Cost model:
@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from sim_backend.hardware import HardwareSpec
-from sim_backend.perftables import DTYPE_BYTES, CollectiveEntry, GemmEntry, PerfTables
+from sim_backend.perf_tables.tables import DTYPE_BYTES, CollectiveEntry, GemmEntry, PerfTables
 
-# seeds/003: the collector's sweep
+# the collector's sweep
 COLLECTIVE_SIZES = tuple(1 << e for e in range(10, 32))  # 1 KiB .. 2 GiB
 DEVICE_COUNTS = (2, 4, 8)
 TABLE_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")

@@ -92,3 +92,21 @@ def store_with(tmp_path: Path, *specs: RunSpec) -> Store:
         for i, spec in enumerate(specs):
             ingest_trace(store, str(record(spec, tmp_path / f"run{i}.sctrace")))
     return Store.open(str(db), read_only=True)
+
+
+def partition_stats(steps: int, scs: int, ids, unique, limit_ids, limit_unique, minibatches, dropped, table="t0"):
+    """Partition statistics columns for `steps` steps x `scs` SparseCores of chip 0."""
+    n = steps * scs
+
+    def col(v):
+        return np.resize(np.asarray(v), n)
+
+    return {"step": np.repeat(np.arange(steps), scs), "chip": np.zeros(n, int), "sc": np.tile(np.arange(scs), steps),
+            "table": [table] * n, "ids": col(ids), "unique_ids": col(unique), "max_ids_per_partition": col(limit_ids),
+            "max_unique_ids_per_partition": col(limit_unique), "minibatches": col(minibatches),
+            "dropped_ids": col(dropped)}  # fmt: skip
+
+
+def concat_stats(*parts: dict) -> dict:
+    """Partition statistics of several tables (each from partition_stats) as one set of columns."""
+    return {k: np.concatenate([np.asarray(p[k]) for p in parts]) for k in parts[0]}

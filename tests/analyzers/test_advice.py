@@ -1,4 +1,4 @@
-"""The advice defects of issue 17, on emulated runs: each finding's fix is the lever that works.
+"""The analyzers' advice on emulated runs: each finding's fix is the lever that works.
 
 Records bundled and generated configs with the emulator, analyzes them from the store, and
 re-records each config with the fix its finding names and with the lever the old advice

@@ -23,7 +23,7 @@ ONE_STACK = [
     "sparsecore.max_ids_per_partition=16384",
     "sparsecore.max_unique_ids_per_partition=4096",
 ]
-# categories ranked above sc_collective in the wall-time split (analyzers/timeline.py)
+# categories ranked above sc_collective in the wall-time split (analyzers/time_split.py)
 ABOVE = ("tc_forward", "tc_backward", "tc_collective", "tc_other", "sc_forward", "sc_backward")
 
 

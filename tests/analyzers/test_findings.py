@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from analyzers import id_dropping, idle_gaps, memory, minibatching, overlap, skew
+from analyzers import id_dropping, idle_gaps, memory, overlap
 from analyzers.context import RunContext
-from tests.analyzers.runkit import HOST, SC_OPS, TC_OPS, Ev, RunSpec, store_with
-
-
-def stats(steps: int, scs: int, ids, unique, limit_ids, limit_unique, minibatches, dropped, table="t0"):
-    """Partition statistics columns for `steps` steps x `scs` SparseCores of chip 0."""
-    n = steps * scs
-
-    def col(v):
-        return np.resize(np.asarray(v), n)
-
-    return {"step": np.repeat(np.arange(steps), scs), "chip": np.zeros(n, int), "sc": np.tile(np.arange(scs), steps),
-            "table": [table] * n, "ids": col(ids), "unique_ids": col(unique), "max_ids_per_partition": col(limit_ids),
-            "max_unique_ids_per_partition": col(limit_unique), "minibatches": col(minibatches),
-            "dropped_ids": col(dropped)}  # fmt: skip
+from tests.analyzers.runkit import HOST, SC_OPS, TC_OPS, Ev, RunSpec, partition_stats, store_with
 
 
 def test_overlap_matches_interval_reference(tmp_path):
@@ -93,44 +78,13 @@ def test_sparsecore_starved_of_input_is_host_bound_not_unpipelined(tmp_path):
         assert not overlap.analyze(ctx).findings
 
 
-def test_minibatching_finding_names_limits_to_raise(tmp_path):
-    spec = RunSpec(partition_stats=stats(4, 4, ids=[300, 310, 290, 305], unique=[150, 160, 140, 155],
-                                         limit_ids=128, limit_unique=64, minibatches=3, dropped=0))  # fmt: skip
-    with store_with(tmp_path, spec) as store:
-        (f,) = minibatching.analyze(RunContext(store, 1)).findings
-    assert f.rule == "minibatching" and f.entities == {"tables": ["t0"]} and f.value == 3
-    assert "max_ids_per_partition from 128 to 312" in f.recommendation  # 310 rounded up to a multiple of 8
-    assert "max_unique_ids_per_partition from 64 to 160" in f.recommendation
-
-
-def test_no_minibatching_no_finding(tmp_path):
-    spec = RunSpec(partition_stats=stats(4, 4, 100, 50, 128, 64, 1, 0))
-    with store_with(tmp_path, spec) as store:
-        assert not minibatching.analyze(RunContext(store, 1)).findings
-
-
 def test_dropped_share_against_processed_ids(tmp_path):
     events = [Ev(SC_OPS, 0, k, "fwd", 0, 10, step=s, category="sc_forward", table="t0", ids=100)
               for s in range(2) for k in range(4)]  # 800 IDs kept  # fmt: skip
-    spec = RunSpec(events=events, partition_stats=stats(2, 4, 100, 50, 100, 64, 1, dropped=[25, 0, 0, 0]))
+    spec = RunSpec(events=events, partition_stats=partition_stats(2, 4, 100, 50, 100, 64, 1, dropped=[25, 0, 0, 0]))
     with store_with(tmp_path, spec) as store:
         (f,) = id_dropping.analyze(RunContext(store, 1)).findings
     assert f.metric == "dropped_share" and abs(f.value - 50 / 850) < 1e-12 and f.severity == "critical"
-
-
-def test_skew_names_the_hot_partition(tmp_path):
-    spec = RunSpec(partition_stats=stats(5, 4, ids=[100, 100, 400, 100], unique=50, limit_ids=512, limit_unique=512,
-                                         minibatches=1, dropped=0))  # fmt: skip
-    with store_with(tmp_path, spec) as store:
-        (f,) = skew.analyze(RunContext(store, 1)).findings
-    assert f.entities["scs"] == [2] and f.entities["chips"] == [0]
-    assert abs(f.value - 400 / 175) < 1e-9 and f.evidence["persistence"] == 1
-
-
-def test_uniform_load_has_no_skew(tmp_path):
-    spec = RunSpec(partition_stats=stats(5, 4, 100, 50, 512, 512, 1, 0))
-    with store_with(tmp_path, spec) as store:
-        assert not skew.analyze(RunContext(store, 1)).findings
 
 
 def test_hbm_pressure_against_header_capacity(tmp_path):

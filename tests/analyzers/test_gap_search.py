@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from analyzers import gap_search, idle_gaps
+from analyzers import gap_search
 from analyzers.context import RunContext
 from analyzers.op_arrays import NO_STEP, op_arrays
 from tests.analyzers.runkit import HOST, SC_OPS, TC_OPS, Ev, RunSpec, store_with
@@ -97,22 +97,6 @@ def test_gaps_and_blockers_match_reference(tmp_path_factory, events, min_gap):
                                           b["blocker_event"], b["unrelated_ps"], strict=True)
     )  # fmt: skip
     assert got == expected
-
-
-def test_gap_closed_by_host_input_names_its_blocker(tmp_path):
-    # TensorCore idle from 10 to 30 on chip 0; the host transfer of step 1 ends at 25, preprocessing
-    # of step 3 (ahead) at 28: the transfer is the blocker, the work ahead blocks nothing.
-    events = [
-        Ev(TC_OPS, 0, 0, "fwd", 0, 10, step=0, category="tc_forward"),
-        Ev(HOST, 0, 0, "copy", 15, 10, step=1, category="host_to_device"),
-        Ev(HOST, 0, 0, "prep", 20, 8, step=3, category="host_preprocess"),
-        Ev(TC_OPS, 0, 0, "fwd", 30, 10, step=1, category="tc_forward"),
-    ]
-    with store_with(tmp_path, RunSpec(events=events, steps=[(0, 0, 0, 30), (0, 1, 30, 10)])) as store:
-        gaps = idle_gaps.gaps(RunContext(store, 1)).to_pylist()
-    assert [(g["gap_start_ps"], g["gap_end_ps"], g["blocker_name"], g["cause"]) for g in gaps] == [
-        (10, 30, "copy", "host")
-    ]
 
 
 @PROPERTY

@@ -1,4 +1,4 @@
-"""The breakdown's HBM bandwidth figures against a hand computation (DOMAIN.md §1: HBM
+"""The breakdown's HBM bandwidth figures against a hand computation (HBM
 bandwidth saturation is a bottleneck the profile must reveal)."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import math
 import duckdb
 import pytest
 
-from analyzers import kept_reports as K
+from analyzers import kept_reports
 from analyzers.registry import analyze_run
 from profiler.schema import SCHEMA_VERSION
 from profiler.store import Store
@@ -74,7 +74,7 @@ def assert_same_report(kept, fresh) -> None:
 def test_record_and_ingest_keep_a_report_equal_to_a_fresh_analysis(kept_db, run):
     with Store.open(kept_db, read_only=True) as store:
         run_id = store.resolve_run(run)
-        kept = K.kept_report(store, run_id)
+        kept = kept_reports.kept_report(store, run_id)
         assert kept is not None, f"{run}: no report kept"
         fresh = analyze_run(store, run_id)
         assert_same_report(kept, fresh)
@@ -119,8 +119,8 @@ def test_a_report_of_other_code_another_run_or_damaged_is_computed_afresh(kept_d
         con.execute(damage)
     with Store.open(db, read_only=True) as store:
         run_id = store.resolve_run("ok")
-        assert K.kept_report(store, run_id) is None
-        assert_same_report(K.report_for(store, run_id), analyze_run(store, run_id))
+        assert kept_reports.kept_report(store, run_id) is None
+        assert_same_report(kept_reports.report_for(store, run_id), analyze_run(store, run_id))
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_replacing_a_run_replaces_its_report(kept_db, tmp_path, capsys):
         rows = store.rows("SELECT k.uuid AS kept_uuid, r.uuid FROM analysis_reports k JOIN runs r USING (run_id) WHERE run_id = ?",
                           [run_id])  # fmt: skip
         assert len(rows) == 1 and rows[0]["kept_uuid"] == rows[0]["uuid"]
-        kept = K.kept_report(store, run_id)
+        kept = kept_reports.kept_report(store, run_id)
         assert kept is not None
         assert_same_report(kept, analyze_run(store, run_id))
         assert store.rows("SELECT count(*) AS n FROM runs")[0]["n"] == 4
@@ -175,17 +175,17 @@ def test_a_report_json_cannot_hold_exactly_is_not_kept(kept_db, tmp_path):
         report = analyze_run(store, run_id)
         before = store.rows("SELECT * FROM analysis_reports ORDER BY run_id")
         report.analyses["breakdown"].figures["pair"] = (1, 2)  # a tuple reads back as a list
-        assert K.keep_report(store, report) is False
+        assert kept_reports.keep_report(store, report) is False
         report.analyses["breakdown"].figures.pop("pair")
         report.analyses["overlap"].figures["by_chip"] = {0: 0.5}  # a number key reads back as text
-        assert K.keep_report(store, report) is False
+        assert kept_reports.keep_report(store, report) is False
         assert store.rows("SELECT * FROM analysis_reports ORDER BY run_id") == before  # nothing written
         report.analyses["overlap"].figures["by_chip"] = {"0": float("nan")}  # NaN reads back as NaN
-        assert K.keep_report(store, report) is True
-        assert math.isnan(K.kept_report(store, run_id).analyses["overlap"].figures["by_chip"]["0"])
+        assert kept_reports.keep_report(store, report) is True
+        assert math.isnan(kept_reports.kept_report(store, run_id).analyses["overlap"].figures["by_chip"]["0"])
         report.analyses["overlap"].figures.pop("by_chip")
-        assert K.keep_report(store, report) is True
-        assert_same_report(K.kept_report(store, run_id), report)
+        assert kept_reports.keep_report(store, report) is True
+        assert_same_report(kept_reports.kept_report(store, run_id), report)
 
 
 def test_code_sha1_follows_the_analyzers_source(monkeypatch, tmp_path):
@@ -196,9 +196,9 @@ def test_code_sha1_follows_the_analyzers_source(monkeypatch, tmp_path):
     (tmp_path / "profiler" / "notes.txt").write_text("not source\n")
 
     def sha(root) -> str:
-        monkeypatch.setattr(K, "__file__", str(root / "analyzers" / "kept_reports.py"))
-        K.code_sha1.cache_clear()
-        return K.code_sha1()
+        monkeypatch.setattr(kept_reports, "__file__", str(root / "analyzers" / "kept_reports.py"))
+        kept_reports.code_sha1.cache_clear()
+        return kept_reports.code_sha1()
 
     try:
         first = sha(tmp_path)
@@ -207,7 +207,7 @@ def test_code_sha1_follows_the_analyzers_source(monkeypatch, tmp_path):
         (tmp_path / "analyzers" / "q.sql").write_text("SELECT 2\n")
         assert sha(tmp_path) != first
     finally:
-        K.code_sha1.cache_clear()
+        kept_reports.code_sha1.cache_clear()
 
 
 def test_a_version_5_store_reads_without_reports_and_gets_the_tables_on_write(kept_db, tmp_path):
@@ -219,14 +219,14 @@ def test_a_version_5_store_reads_without_reports_and_gets_the_tables_on_write(ke
     with Store.open(db, read_only=True) as store:
         assert store.schema_version() == 5
         run_id = store.resolve_run("ok")
-        assert K.kept_report(store, run_id) is None
-        assert_same_report(K.report_for(store, run_id), analyze_run(store, run_id))
+        assert kept_reports.kept_report(store, run_id) is None
+        assert_same_report(kept_reports.report_for(store, run_id), analyze_run(store, run_id))
     with Store.open(db) as store:
         assert store.schema_version() == SCHEMA_VERSION
         assert store.rows("SELECT count(*) AS n FROM analysis_reports")[0]["n"] == 0
-        assert K.analyse_and_keep(store, store.resolve_run("ok")) is None
+        assert kept_reports.analyse_and_keep(store, store.resolve_run("ok")) is None
     with Store.open(db, read_only=True) as store:
-        assert K.kept_report(store, store.resolve_run("ok")) is not None
+        assert kept_reports.kept_report(store, store.resolve_run("ok")) is not None
 
 
 def test_memory_peak_time_is_the_earliest_sample_at_the_peak(kept_db):

@@ -16,7 +16,7 @@ from analyzers.compare import compare_runs
 from analyzers.context import RunContext
 from analyzers.findings import make_fix
 from analyzers.registry import analyze_run
-from analyzers.timeline import CATEGORIES, split_timelines
+from analyzers.time_split import CATEGORIES, split_timelines
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.errors import RunFailure

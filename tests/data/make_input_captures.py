@@ -1,4 +1,4 @@
-"""Make the committed real captures of a host-bound and a prefetched training loop (issue 16).
+"""Make the committed real captures of a host-bound and a prefetched training loop.
 
 A DLRM-like step (embedding lookups summed into an MLP, trained with SGD) on JAX's CPU
 backend, fed by a host input pipeline that reads a batch (a 12 ms wait, as on storage or

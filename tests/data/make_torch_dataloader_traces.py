@@ -1,5 +1,5 @@
 """Make the committed PyTorch traces of a DataLoader-bound training loop and of the same loop with
-DataLoader worker processes (issue 36: Chrome trace JSON import, the input-bound finding, compare).
+DataLoader worker processes (for the Chrome trace JSON import, the input-bound finding and compare).
 
 A small MLP trained with SGD on the CPU (torch.set_num_threads(1)), fed by a Dataset whose
 `__getitem__` reads a sample (a 0.5 ms wait, as on storage or the network) and decodes it in

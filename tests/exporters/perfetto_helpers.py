@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 
 from exporters.perfetto import ARGS_PREFIX, BREAKDOWN_CATEGORY, EXACT_ARGS, STEP_CATEGORY, TYPED_ARGS
-from exporters.perfetto_validate import Readback, read_trace
+from exporters.perfetto.validate import Readback, read_trace
 from profiler.recorder import Recorder
 from profiler.store import Store
 from profiler.trace_fields import BY_NAME

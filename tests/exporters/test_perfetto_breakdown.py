@@ -10,9 +10,9 @@ from perfetto_helpers import assert_round_trip, ingest_file
 
 from analyzers.breakdown import step_breakdown
 from analyzers.context import RunContext
-from analyzers.timeline import CATEGORIES as TIMELINE_CATEGORIES
+from analyzers.time_split import CATEGORIES as TIMELINE_CATEGORIES
 from exporters.perfetto import BREAKDOWN_CATEGORY, BREAKDOWN_TRACK, write_trace
-from exporters.perfetto_validate import read_trace
+from exporters.perfetto.validate import read_trace
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 
@@ -66,7 +66,7 @@ def test_breakdown_slices_split_each_step_window(db, tmp_path, kw):
     assert set(got) == set(want)
     for key, slices in got.items():
         names = [n for n, _, _ in slices]
-        # named by category, one slice each, in the priority order of analyzers.timeline.CATEGORIES
+        # named by category, one slice each, in the priority order of analyzers.time_split.CATEGORIES
         assert names == sorted(names, key=TIMELINE_CATEGORIES.index) and len(set(names)) == len(names)
         assert {n: d for n, _, d in slices} == want[key]  # the analyzer's figures
         start, end = windows[key]

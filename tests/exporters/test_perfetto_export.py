@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from perfetto_helpers import assert_round_trip, ingest_file, make_store
 
 from exporters.perfetto import FLOWS_SQL, write_trace
-from exporters.perfetto_validate import read_trace, validate_file
+from exporters.perfetto.validate import read_trace, validate_file
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 
@@ -66,7 +66,7 @@ def test_steps_filter(synthetic_db, tmp_path):
 
 def test_interning_and_sequence(synthetic_db, tmp_path):
     """One trusted sequence; the first packet clears state and interns names, categories, annotation names."""
-    from exporters.perfetto_validate import iter_packets
+    from exporters.perfetto.validate import iter_packets
 
     out = str(tmp_path / "s.pftrace")
     export(synthetic_db, out)

@@ -7,7 +7,7 @@ import copy
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pt
 
-from exporters.perfetto_validate import RULES, validate_packets
+from exporters.perfetto.validate import RULES, validate_packets
 
 P = pt.TracePacket
 TE = pt.TrackEvent

@@ -1,4 +1,4 @@
-"""An imported XProf capture exported again is the capture, for protobuf and for XProf (issue 36, point 8).
+"""An imported XProf capture exported again is the capture, for protobuf and for XProf.
 
 Over every XSpace capture of the corpus (tests/data/**: *.xplane.pb files and run directories of
 several hosts, the wild corpus included as it lands): `scprof ingest`, `scprof export xspace`,

@@ -1,4 +1,4 @@
-"""Chrome trace JSON import (profiler/chrome_json_scan.py, profiler/chrome_json_to_store.py; issue 36, point 7).
+"""Chrome trace JSON import (profiler/chrome_json_scan.py, profiler/chrome_json_to_store.py).
 
 References are independent of the import: Python's `json` module over the same files (the
 events, the ProfilerStep numbers), hand-computed picoseconds for a trace built here, the same

@@ -1,5 +1,6 @@
 """Hostile `.sctrace` files whose chunks pass their CRC but hold values the store cannot hold
-(issue 14), and special files given as traces: one line, exit 2, store unchanged, no hang."""
+(docs/security.md), and special files given as traces: one line, exit 2, store unchanged, no
+hang."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profiler import sql_guard as G
+from profiler import sql_guard
 from profiler.sql_guard import QueryError, check_read_only, run_query
 from profiler.store import Store
 from tests.tracekit import PROPERTY
@@ -46,7 +46,7 @@ def test_run_query_caps_rows(store_path):
     assert (exact.table.num_rows, exact.truncated) == (4, False)
 
 
-# ---- the allow-list: one read-only query, EXPLAIN [ANALYZE] only of one (issue 14) ----------------
+# ---- the allow-list: one read-only query, EXPLAIN [ANALYZE] only of one --------------------------
 
 READ_ONLY = [
     "VALUES (1), (2)", "SELECT 1 UNION ALL SELECT 2", "TABLE runs", "SUMMARIZE runs", "DESCRIBE runs",
@@ -123,18 +123,18 @@ def test_overlong_and_non_text_queries_are_refused():
 @pytest.mark.parametrize("timeout", [0, -1, math.inf, math.nan, 3601, "x", None, True])
 def test_bad_time_limits_are_refused(timeout):
     with pytest.raises(QueryError, match="^--timeout: "):
-        G.check_limits(10, timeout)
+        sql_guard.check_limits(10, timeout)
 
 
 @pytest.mark.parametrize("rows", [0, -5, 1_000_001, 10**30, 2.5, None, True])
 def test_bad_row_caps_are_refused(rows):
     with pytest.raises(QueryError, match="^--max-rows: "):
-        G.check_limits(rows, 30)
+        sql_guard.check_limits(rows, 30)
 
 
 def test_sane_limits_pass():
-    G.check_limits(1, 0.001)
-    G.check_limits(G.MAX_ROWS, 3600)
+    sql_guard.check_limits(1, 0.001)
+    sql_guard.check_limits(sql_guard.MAX_ROWS, 3600)
 
 
 @pytest.mark.parametrize(
@@ -142,13 +142,13 @@ def test_sane_limits_pass():
     [("1GB", 10**9), ("1gb", 10**9), ("512MiB", 512 * 2**20), ("1.5 GB", 1_500_000_000), ("2g", 2 * 10**9)],
 )
 def test_memory_cap_in_duckdbs_units(text, expected):
-    assert G.memory_cap_bytes(text) == expected
+    assert sql_guard.memory_cap_bytes(text) == expected
 
 
 @pytest.mark.parametrize("text", ["lots", "1000", "1 parsec", "1KB", ""])
 def test_memory_cap_that_is_not_a_size_is_refused(text):
     with pytest.raises(QueryError, match="SCPROF_MEMORY_LIMIT"):
-        G.memory_cap_bytes(text)
+        sql_guard.memory_cap_bytes(text)
 
 
 def test_results_are_capped_in_bytes(store_path):
@@ -195,31 +195,31 @@ def test_results_keep_their_types_across_the_worker(store_path):
 
 @pytest.fixture
 def spare_workers():
-    G.keep_spare_worker()
+    sql_guard.keep_spare_worker()
     yield
-    G.keep_spare_worker(False)
+    sql_guard.keep_spare_worker(False)
 
 
 def test_each_query_runs_in_a_spare_started_ahead_and_a_new_one_follows(store_path, spare_workers):
     """The oldest spare worker answers the next query and exits with it; a new spare is started,
     so that SPARE_WORKERS are waiting again."""
-    first = list(G._spares)
-    assert len(first) == G.SPARE_WORKERS == 2 and all(w.alive() for w in first)
+    first = list(sql_guard._spares)
+    assert len(first) == sql_guard.SPARE_WORKERS == 2 and all(w.alive() for w in first)
     with Store.open(str(store_path), read_only=True) as store:
         assert run_query(store, "SELECT 41 + 1 AS n").table.to_pylist() == [{"n": 42}]
         assert first[0].proc.returncode == 0 and first[1].alive()
-        second = list(G._spares)
+        second = list(sql_guard._spares)
         assert second[0] is first[1] and len(second) == 2 and second[1].proc.pid not in {w.proc.pid for w in first}
         assert run_query(store, "SELECT count(*) AS n FROM runs").table.to_pylist()[0]["n"] >= 1
-        assert first[1].proc.returncode == 0 and G._spares[0] is second[1] and len(G._spares) == 2
+        assert first[1].proc.returncode == 0 and sql_guard._spares[0] is second[1] and len(sql_guard._spares) == 2
 
 
 def test_queries_sent_at_once_each_take_a_spare(store_path, spare_workers):
-    started = {w.proc.pid for w in G._spares}
+    started = {w.proc.pid for w in sql_guard._spares}
     with Store.open(str(store_path), read_only=True) as store, concurrent.futures.ThreadPoolExecutor(2) as pool:
         answers = list(pool.map(lambda n: run_query(store, f"SELECT {n} AS n").table.to_pylist(), (1, 2)))
     assert answers == [[{"n": 1}], [{"n": 2}]]
-    assert not started & {w.proc.pid for w in G._spares} and len(G._spares) == 2
+    assert not started & {w.proc.pid for w in sql_guard._spares} and len(sql_guard._spares) == 2
 
 
 def test_a_spare_worker_keeps_the_memory_cap_and_time_limit_of_the_query(store_path, spare_workers, monkeypatch):
@@ -234,12 +234,12 @@ def test_a_spare_worker_keeps_the_memory_cap_and_time_limit_of_the_query(store_p
 
 
 def test_dead_spares_are_replaced_and_turning_spares_off_ends_the_ones_waiting(store_path, spare_workers):
-    for w in G._spares:
+    for w in sql_guard._spares:
         w.proc.kill()
         w.proc.wait()
     with Store.open(str(store_path), read_only=True) as store:
         assert run_query(store, "SELECT 7 AS n").table.to_pylist() == [{"n": 7}]
-    waiting = list(G._spares)
+    waiting = list(sql_guard._spares)
     assert len(waiting) == 2 and all(w.alive() for w in waiting)
-    G.keep_spare_worker(False)
-    assert G._spares == [] and all(w.proc.returncode is not None for w in waiting)
+    sql_guard.keep_spare_worker(False)
+    assert sql_guard._spares == [] and all(w.proc.returncode is not None for w in waiting)

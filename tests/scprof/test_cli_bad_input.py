@@ -1,6 +1,6 @@
 """Every user-caused failure is exit 2 with one `scprof: error:` line naming the file or argument,
 and leaves the store as it was (no new store either). Each case below was exit 1 (an internal
-error), exit 0 (accepted) or a hang before the hardening of issue 14."""
+error), exit 0 (accepted) or a hang before the hardening (docs/security.md)."""
 
 from __future__ import annotations
 

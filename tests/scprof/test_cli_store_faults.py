@@ -1,8 +1,9 @@
 """A damaged store, a full disk and a read-only output, through the CLI in child processes: exit 2,
 one `scprof: error:` line naming the store (or the output) and the cause, and the files as they
-were. Before issue 37: `internal error: IOException` (exit 1) and a store that ingest and tune
-wrote into, `internal error: TransactionException: cannot rollback` and a store 60% larger after a
-full disk, and exports that replaced a mode-444 file and exited 0."""
+were. Before the hardening (docs/security.md "A damaged store or a full disk is one line"):
+`internal error: IOException` (exit 1) and a store that ingest and tune wrote into, `internal error:
+TransactionException: cannot rollback` and a store 60% larger after a full disk, and exports that
+replaced a mode-444 file and exited 0."""
 
 from __future__ import annotations
 

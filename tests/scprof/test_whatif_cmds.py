@@ -2,7 +2,7 @@
 user gave before they write anything: a refusal is exit 2 with one line, and the store file (its
 bytes), its whatif_trials table and the folders are as they were. `tune --out DIR` writes only
 under DIR. Each case here wrote a trial row, a store, a folder or a file elsewhere (or was exit
-1) before the hardening of issue 37."""
+1) before the hardening (docs/security.md "What-if trials")."""
 
 from __future__ import annotations
 

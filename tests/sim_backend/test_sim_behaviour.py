@@ -1,4 +1,4 @@
-"""Behaviour the SparseCore doc (DOMAIN.md §1) predicts, checked on small workloads.
+"""Behaviour the SparseCore guide predicts, checked on small workloads.
 
 Times come from the simulated clock, never the wall clock.
 """

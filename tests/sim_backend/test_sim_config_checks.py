@@ -15,9 +15,7 @@ import numpy as np
 import pytest
 
 from profiler.errors import ScprofError
-from sim_backend import config as C
-from sim_backend import config_checks as K
-from sim_backend import config_load as L
+from sim_backend import config, config_checks, config_load
 from sim_backend.errors import ConfigError
 
 # -- every numeric key, found by walking the schema (new keys are covered without editing this file)
@@ -60,17 +58,17 @@ def _numeric_fields():
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             tp = hints[f.name]
-            if f.name in C.SECTIONS and cls is C.RunConfig:
-                walk(C.SECTIONS[f.name], (*path, f.name), f"{key}{f.name}.")
-            elif f.name in C.LISTS and cls is C.RunConfig:
-                walk(C.LISTS[f.name], (*path, f.name, 0), f"{key}{f.name}[0].")
+            if f.name in config.SECTIONS and cls is config.RunConfig:
+                walk(config.SECTIONS[f.name], (*path, f.name), f"{key}{f.name}.")
+            elif f.name in config.LISTS and cls is config.RunConfig:
+                walk(config.LISTS[f.name], (*path, f.name, 0), f"{key}{f.name}[0].")
             elif _numeric_kind(tp) is not None and f.name != "cost":  # cost: per constant, below
                 out.append((f"{key}{f.name}", setter_for((*path, f.name), tp), _numeric_kind(tp), dict(f.metadata)))
 
-    walk(C.RunConfig, (), "")
-    for name in C.COST_CONSTANT_NAMES:
-        kind = type(getattr(C.CostConstants(), name))
-        out.append((f"cost.{name}", setter_for(("cost", name), kind), kind, K.COST_BOUNDS[name]))
+    walk(config.RunConfig, (), "")
+    for name in config.COST_CONSTANT_NAMES:
+        kind = type(getattr(config.CostConstants(), name))
+        out.append((f"cost.{name}", setter_for(("cost", name), kind), kind, config_checks.COST_BOUNDS[name]))
     return out
 
 
@@ -93,7 +91,7 @@ def test_every_numeric_key_declares_both_bounds(key, put, kind, meta):
 
 def _expect(raw, *needles):
     with pytest.raises(ConfigError) as exc:
-        C.config_from_dict(raw)
+        config.config_from_dict(raw)
     text = str(exc.value)
     assert "\n" not in text
     for needle in needles:
@@ -139,7 +137,7 @@ def test_every_key_at_its_bounds_runs_or_is_refused_in_one_line(small_raw, small
     small_raw["steps"] = 1
     put(small_raw, meta[end])
     try:
-        sim = simulate(C.config_from_dict(small_raw))
+        sim = simulate(config.config_from_dict(small_raw))
     except ScprofError as e:
         assert "\n" not in str(e)
         return
@@ -154,11 +152,13 @@ def test_every_key_at_its_bounds_runs_or_is_refused_in_one_line(small_raw, small
 def test_memory_estimate_by_hand(small_raw):
     """SMALL: 256 samples x (8 + 4 + 2 + 3) IDs; 2 chips x 4 SCs; widths 32, 32, 16 -> 2 table groups."""
     small_raw["steps"] = 5
-    est = K.estimate_run_memory(C.config_from_dict(small_raw))
+    est = config_checks.estimate_run_memory(config.config_from_dict(small_raw))
     assert est.ids_per_step == 256 * 17
-    assert est.id_bytes == 256 * 17 * K.BYTES_PER_ID
+    assert est.id_bytes == 256 * 17 * config_checks.BYTES_PER_ID
     assert (est.sparse_cores, est.table_groups, est.sc_pairs) == (8, 2, 8 * 8 * 2)
-    assert est.total_bytes == est.id_bytes + 128 * K.PEAK_BYTES_PER_SC_PAIR  # nothing kept per step: record streams
+    assert (
+        est.total_bytes == est.id_bytes + 128 * config_checks.PEAK_BYTES_PER_SC_PAIR
+    )  # nothing kept per step: record streams
 
 
 def test_memory_estimate_bounds_the_measured_peak(small_raw):
@@ -169,14 +169,14 @@ def test_memory_estimate_bounds_the_measured_peak(small_raw):
 
     small_raw.update(steps=2, global_batch=4096)
     small_raw["features"][0]["multi_hot"] = 240  # 4096 x (240 + 9) = 1.02 M IDs per step
-    cfg = C.config_from_dict(small_raw)
+    cfg = config.config_from_dict(small_raw)
     tracemalloc.start()
     try:
         simulate(cfg)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak <= K.estimate_run_memory(cfg).total_bytes
+    assert peak <= config_checks.estimate_run_memory(cfg).total_bytes
 
 
 def test_absurd_multi_hot_names_key_value_file_and_memory(tmp_path, small_raw):
@@ -186,7 +186,7 @@ def test_absurd_multi_hot_names_key_value_file_and_memory(tmp_path, small_raw):
     base = tmp_path / "base.toml"
     base.write_text(_toml(small_raw))
     with pytest.raises(ConfigError) as exc:
-        L.load_config(str(path))
+        config_load.load_config(str(path))
     text = str(exc.value)
     assert text.startswith(f"{path}: features[0].multi_hot = 1000000000: ")
     assert "TiB" in text and "global_batch 256" in text and "more than this machine's" in text
@@ -201,12 +201,14 @@ def test_chips_are_named_when_they_drive_the_size_and_steps_cost_nothing(small_r
     raw["hardware"]["num_chips"] = 256
     raw["global_batch"] = 256 * 4
     raw["steps"] = 100_000  # record streams: more steps need no more memory
-    est = K.check_run_memory(C.config_from_dict(raw), limit_bytes=2 * 2**30)
-    assert est.total_bytes == K.estimate_run_memory(C.config_from_dict({**raw, "steps": 1})).total_bytes
+    est = config_checks.check_run_memory(config.config_from_dict(raw), limit_bytes=2 * 2**30)
+    assert (
+        est.total_bytes == config_checks.estimate_run_memory(config.config_from_dict({**raw, "steps": 1})).total_bytes
+    )
 
 
 def test_steps_bound_holds_for_replaced_configs(small_raw):
-    cfg = C.config_from_dict(small_raw)
+    cfg = config.config_from_dict(small_raw)
     with pytest.raises(ConfigError, match="steps: 100001 is above the maximum 100,000"):
         dataclasses.replace(cfg, steps=100_001)
     assert dataclasses.replace(cfg, steps=100_000).steps == 100_000
@@ -282,7 +284,7 @@ def _deep(tmp_path):
 def test_bad_config_files_are_one_line_config_errors(tmp_path, make):
     path, needle = make(tmp_path)
     with pytest.raises(ConfigError) as exc:
-        L.load_config(str(path))  # a FIFO is never opened: this would block forever
+        config_load.load_config(str(path))  # a FIFO is never opened: this would block forever
     assert needle in str(exc.value) and "\n" not in str(exc.value)
     assert str(exc.value).startswith(str(path))
 
@@ -293,15 +295,18 @@ def test_unreadable_config(tmp_path):
     path.write_text("steps = 3\n")
     path.chmod(0)
     with pytest.raises(ConfigError, match="permission denied|Permission denied"):
-        L.load_config(str(path))
+        config_load.load_config(str(path))
 
 
 @pytest.mark.parametrize(
     "key, grow",
     [
         ("dense.top_mlp", lambda r: r["dense"].update(top_mlp=[8] * 257)),
-        ("tables", lambda r: r.update(tables=[{"name": f"t{i}", "vocab": 10} for i in range(C.MAX_TABLES + 1)])),
-        ("sharding.manual", lambda r: r.setdefault("sharding", {}).update(manual=[{"name": "m"}] * (C.MAX_TABLES + 1))),
+        ("tables", lambda r: r.update(tables=[{"name": f"t{i}", "vocab": 10} for i in range(config.MAX_TABLES + 1)])),
+        (
+            "sharding.manual",
+            lambda r: r.setdefault("sharding", {}).update(manual=[{"name": "m"}] * (config.MAX_TABLES + 1)),
+        ),
     ],
 )
 def test_lists_have_a_length_limit(small_raw, key, grow):

@@ -1,4 +1,5 @@
-"""Emulator fidelity against the SparseCore guide's statements (DOMAIN.md §1, seeds/000).
+"""Emulator fidelity against the SparseCore guide's statements (docs/emulator.md, "What the doc
+says → what the emulator shows").
 
 Each test names the passage it checks and compares the emulator with a hand computation.
 """

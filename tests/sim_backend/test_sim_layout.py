@@ -1,4 +1,4 @@
-"""Tiled layouts (DOMAIN.md §3) and padding (§1): footprints computed by hand."""
+"""Tiled layouts and padding (docs/emulator.md "Memory model"): footprints computed by hand."""
 
 from __future__ import annotations
 

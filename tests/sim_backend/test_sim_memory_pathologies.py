@@ -127,7 +127,7 @@ def test_compile_failure_is_recorded_and_one_flag_fixes_it(name, kind, text, tmp
 
 
 def test_serialization_lowers_peak_stack_and_raises_sparsecore_time(tmp_path):
-    """Issue 4: peak stack goes down and SC time goes up as the flag grows (k = 0..3).
+    """Serialization: peak stack goes down and SC time goes up as the flag grows (k = 0..3).
 
     The config has three table groups, so k = 2 already runs each alone (the third waits
     for the second's barrier): k = 3 changes nothing, k = 0, 1, 2 change both strictly.

@@ -293,7 +293,7 @@ def test_fits_without_minibatching_when_limits_are_high(small_raw):
 
 
 def test_coo_and_dedup_of_the_documented_example():
-    """DOMAIN.md §1: [[A], [A,B,C], [B,B,D]] -> rows [0,1,1,1,2,2], cols [A,A,B,C,B,D]."""
+    """The guide's example: [[A], [A,B,C], [B,B,D]] -> rows [0,1,1,1,2,2], cols [A,A,B,C,B,D]."""
     raw = {
         "global_batch": 3,
         "hardware": {"num_chips": 1, "sparsecores_per_chip": 1},

@@ -1,5 +1,6 @@
-"""Sharded dense part (DOMAIN.md §2): Shardy syntax, per-device shapes, groups, invariants,
-implied collectives (hand-computed), and FSDP against data parallelism end to end.
+"""Sharded dense part (docs/emulator.md "Sharded dense part"): Shardy syntax, per-device shapes,
+groups, invariants, implied collectives (hand-computed), and FSDP against data parallelism end to
+end.
 
 The small workload's dense tensors (conftest.SMALL: 2 chips, 256 samples; interaction
 width = bottom MLP output 32 + features 32 + 32 + 32 + 16 = 144) are listed in DENSE.
@@ -402,7 +403,7 @@ def test_fsdp_shard_bytes_follow_the_tiled_layout(small_raw):
     assert dense_bytes(config_from_dict(small_raw), 4) == sum(tiled(s) for _, s in DENSE)
 
 
-# -- manual computations (sdy.manual_computation, seeds/001) -----------------------------------
+# -- manual computations (sdy.manual_computation) ---------------------------------------------
 
 MESH_DM = '<["data"=2, "model"=2]>'
 IN_DATA = ['[{"data"}, {?}]']

@@ -85,6 +85,14 @@ def overview_db(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session")
+def pages_db(tmp_path_factory) -> str:
+    """The store of tests/ui/pages_store.py (skewed, hbm, failed), shared by the page tests."""
+    from tests.ui.pages_store import build_pages_store
+
+    return build_pages_store(tmp_path_factory.mktemp("pages-store"))
+
+
+@pytest.fixture(scope="session")
 def mixed_db(ui_db, tmp_path_factory) -> str:
     """The UI store with a prefetching variant, a failed run and two real captures
     (tests/ui/compare_store.py)."""

@@ -1,4 +1,5 @@
-"""Dash's requests as the browser sends them, through the Flask test client."""
+"""Dash's requests as the browser sends them, through the Flask test client, and walks over the
+component trees the pages return."""
 
 from __future__ import annotations
 
@@ -18,3 +19,23 @@ def route(client: Any, pathname: str, search: str) -> Any:
         "changedPropIds": ["url.search"],
     }
     return client.post("/_dash-update-component", json=body)
+
+
+def walk(component):
+    """Every component of a Dash tree, depth first."""
+    if isinstance(component, list | tuple):
+        for c in component:
+            yield from walk(c)
+        return
+    if component is None or isinstance(component, str | int | float):
+        return
+    yield component
+    yield from walk(getattr(component, "children", None))
+
+
+def with_class(tree, name: str) -> list:
+    return [c for c in walk(tree) if name in (getattr(c, "className", None) or "").split()]
+
+
+def find_id(tree, id_):
+    return next(c for c in walk(tree) if getattr(c, "id", None) == id_)

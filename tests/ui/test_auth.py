@@ -1,5 +1,6 @@
-"""Who may use the UI (issue 14, exposure): loopback only by default; off loopback a warning and
-an access token checked on every request; a port in use or an unknown host is one line, exit 2."""
+"""Who may use the UI (docs/security.md "The web UI"): loopback only by default; off loopback a
+warning and an access token checked on every request; a port in use or an unknown host is one line,
+exit 2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Overview and Memory pages in headless Chromium at 1600x1000 (issue 19), on an ok, a
+"""The Overview and Memory pages in headless Chromium at 1600x1000, on an ok, a
 host-bound, a failed run (no steps) and a real capture (tests/ui/overview_store.py): no console
 error (a run without steps used to raise "A nonexistent object was used in an `Input`"), no
 error text, every Overview card's number equal to `scprof analyze --json`'s figure at the path

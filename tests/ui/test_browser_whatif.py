@@ -13,11 +13,11 @@ from tests.ui.whatif_store import PREFETCH, with_fixes
 @pytest.fixture(scope="module")
 def whatif_server(whatif_db):
     """The Dash app on the what-if store, its findings carrying the tests' fixes."""
-    from ui import data as D
+    from ui import data
 
-    real = D.analysis
+    real = data.analysis
     with pytest.MonkeyPatch.context() as mp, serve(whatif_db) as (url, app):
-        mp.setattr(D, "analysis", lambda store, run: with_fixes(real(store, run)))
+        mp.setattr(data, "analysis", lambda store, run: with_fixes(real(store, run)))
         yield url, run_ids(app)
 
 

@@ -1,4 +1,4 @@
-"""Compare's "Memory side by side" (issue 19): one horizontal bar per run (names read level, not
+"""Compare's "Memory side by side": one horizontal bar per run (names read level, not
 rotated and overlapping), split by contributor with no contributor at 0 B on both sides (it drew
 empty categories), each bar adding up to the run's HBM peak in the store's hbm_peaks view; the
 table gives each contributor's bytes on both sides. On an ok pair, an ok run against a failed

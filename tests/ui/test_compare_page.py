@@ -15,7 +15,7 @@ from profiler.store import Store
 from profiler.units import format_value, unit_of
 from tests.tracekit import REPO
 from tests.ui.test_data import data_table_of, find, text_of
-from ui import compare_data as CD
+from ui import compare_data
 from ui.pages.compare import layout_compare, render_compare, render_compare_verdict
 from ui.pages.runs import layout_runs, render_runs
 from ui.routing import guarded
@@ -80,12 +80,12 @@ def test_default_pair_rules_on_a_listing():
         {"run_id": 4, "name": "t", "status": "ok", "counted_steps": 8, "tags": {"whatif_origin": "a"}},
         {"run_id": 5, "name": "bad", "status": "failed", "counted_steps": None, "tags": {}},
     ]
-    assert CD.default_candidate(rows) == 4
-    assert CD.default_baseline(rows, 4) == 1  # its origin, not the newer b
-    assert CD.default_baseline(rows, 3) == 1  # the run without steps is skipped
-    assert CD.default_baseline(rows, 5) == 4
-    assert CD.default_baseline(rows[:2], 1) == 2  # no ok run with steps left: any other run
-    assert CD.default_candidate(rows[4:]) == 5 and CD.default_baseline(rows[4:], 5) is None
+    assert compare_data.default_candidate(rows) == 4
+    assert compare_data.default_baseline(rows, 4) == 1  # its origin, not the newer b
+    assert compare_data.default_baseline(rows, 3) == 1  # the run without steps is skipped
+    assert compare_data.default_baseline(rows, 5) == 4
+    assert compare_data.default_baseline(rows[:2], 1) == 2  # no ok run with steps left: any other run
+    assert compare_data.default_candidate(rows[4:]) == 5 and compare_data.default_baseline(rows[4:], 5) is None
 
 
 @pytest.mark.parametrize(
@@ -127,7 +127,9 @@ def test_a_failed_run_is_named_and_config_and_findings_still_compare(mixed, mixe
     assert "TileSpmem" in text_of(find(top, "compare-not-comparable"))  # the run's own error
     new = text_of(find(top, "compare-findings-new"))
     assert "failure_spmem_overflow" in new  # the failed compile's finding is the candidate's new finding
-    user = {r["key"] for r in CD.split_config_diff(CD.config_diff_of_pair(mixed, base, cand))["user"]}
+    user = {
+        r["key"] for r in compare_data.split_config_diff(compare_data.config_diff_of_pair(mixed, base, cand))["user"]
+    }
     assert user and all(k in text_of(find(top, "compare-config")) for k in user)
     sql_text = text_of(render_compare(mixed, {"base": base, "cand": cand}))
     assert f"candidate 'spmem' (run_id {cand}) has no counted steps: the run failed" in sql_text

@@ -1,7 +1,7 @@
 """Dash's renderer resets each newly rendered component's state with one store action apiece
 (RESET_COMPONENT_STATE); for a component without layout hashes the action changes nothing but the
 state's identity, and each such update re-runs every rendered component's selectors: N x N work
-for a page of N components (issue 19: first views within 1 s). ui/assets/dash_resets.js leaves
+for a page of N components (the target: first views within 1 s). ui/assets/dash_resets.js leaves
 those actions out: in the browser, no store update of a page's view changes nothing, and the pages
 still render and update (the other browser tests)."""
 

@@ -9,9 +9,7 @@ import plotly
 import pytest
 
 from scprof.cli import build_parser
-from ui import data as D
-from ui import figures as F
-from ui import state as S
+from ui import data, figures, state
 from ui.app import create_app
 from ui.pages.compare import render_compare, render_compare_verdict
 from ui.pages.findings import render_findings
@@ -38,15 +36,15 @@ def text_of(component) -> str:
     if spec is not None:
         table = json.loads(spec)
         return " ".join(table["columns"] + [t if t is not None else table["null"] for r in table["rows"] for t in r])
-    cards = getattr(component, "data-kpis", None)  # figure cards that travel as data (R.kpis)
+    cards = getattr(component, "data-kpis", None)  # figure cards that travel as data (render.kpis)
     if cards is not None:
         return " ".join(f"{c['label']} {c['value']} {c['detail']}" for c in json.loads(cards))
     return text_of(getattr(component, "children", None))
 
 
 def data_table_of(component) -> dict | None:
-    """The first table in a tree whose cells travel as data (R.table without a link column,
-    R.data_table): its spec, as ui/assets/data_views.js builds the table from it (columns, rows of
+    """The first table in a tree whose cells travel as data (render.table without a link column,
+    render.data_table): its spec, as ui/assets/data_views.js builds the table from it (columns, rows of
     cell texts, the columns' flags); None when there is none."""
     if isinstance(component, list | tuple):
         return next((t for t in (data_table_of(c) for c in component) if t is not None), None)
@@ -77,19 +75,19 @@ def runs(ro_store):
 
 
 def test_runs_listing_filters_and_sorts(ro_store):
-    rows = D.runs(ro_store)
+    rows = data.runs(ro_store)
     assert [r["name"] for r in rows] == ["baseline", "tuned"]
     assert all(r["mean_step_ps"] > 0 and r["hardware"].startswith("v5p") for r in rows)
-    assert [r["name"] for r in D.runs(ro_store, "tun")] == ["tuned"]
-    assert [r["name"] for r in D.runs(ro_store, sort="mean_step_ps", descending=True)][0] == "baseline"
+    assert [r["name"] for r in data.runs(ro_store, "tun")] == ["tuned"]
+    assert [r["name"] for r in data.runs(ro_store, sort="mean_step_ps", descending=True)][0] == "baseline"
     body = render_runs(ro_store, {"filter": "nothing-matches"})
     assert "No run matches" in text_of(body)
 
 
 def test_overview_kpis_carry_units(ro_store, runs):
     base, _ = runs
-    steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
-    kpis = {k.label: k for k in D.overview_kpis(ro_store, base, steps)}
+    steps = data.clamp_steps(data.step_bounds(ro_store, base), None)
+    kpis = {k.label: k for k in data.overview_kpis(ro_store, base, steps)}
     assert kpis["step time mean"].unit == "ps" and kpis["step time mean"].value > 0
     assert kpis["SC minibatches per step"].value > 1  # the baseline's limits are too low
     assert kpis["HBM peak"].unit == "bytes" and "capacity" in kpis["HBM peak"].detail
@@ -99,12 +97,12 @@ def test_overview_kpis_carry_units(ro_store, runs):
 
 def test_overview_analysis_shows_breakdown_and_findings(ro_store, runs):
     base, _ = runs
-    steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
+    steps = data.clamp_steps(data.step_bounds(ro_store, base), None)
     text = text_of(render_overview_analysis(ro_store, {"run": base, "steps": list(steps)}))
     assert "Top findings" in text
     assert "Step time by category" in text
     # the headline cards are figures the analyzers really produce (a renamed figure would vanish)
-    head, _ = F.analysis_kpis(D.analysis(ro_store, base))
+    head, _ = figures.analysis_kpis(data.analysis(ro_store, base))
     sources = {k.source for k in head}
     assert {"idle_gaps.tensorcore.host.share", "overlap.overlap_share_of_sc", "stacking.tables"} <= sources
     assert "All analyzer figures" in text
@@ -135,12 +133,12 @@ def test_time_units():
 
 def test_sparsecore_heatmaps_against_limits(ro_store, runs):
     base, cand = runs
-    steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
-    d = D.sparsecore(ro_store, base, steps, [])
+    steps = data.clamp_steps(data.step_bounds(ro_store, base), None)
+    d = data.sparsecore(ro_store, base, steps, [])
     assert not d["empty"] and d["from_stats"]
     assert d["matrices"]["ids"].shape == (len(d["partitions"]), len(d["steps"]))
     assert np.nanmax(d["matrices"]["ids_ratio"]) > 1  # baseline overflows its compiled limits
-    tuned = D.sparsecore(ro_store, cand, D.clamp_steps(D.step_bounds(ro_store, cand), None), [])
+    tuned = data.sparsecore(ro_store, cand, data.clamp_steps(data.step_bounds(ro_store, cand), None), [])
     assert np.nanmax(tuned["matrices"]["ids_ratio"]) <= 1
     text = text_of(render_sparsecore(ro_store, {"run": base, "steps": list(steps), "tables": [], "metric": "ids"}))
     assert "against the compiled limit" in text and "Per table" in text
@@ -148,18 +146,18 @@ def test_sparsecore_heatmaps_against_limits(ro_store, runs):
 
 def test_memory_peak_and_page(ro_store, runs):
     base, _ = runs
-    peak = D.hbm_peak(ro_store, base)
+    peak = data.hbm_peak(ro_store, base)
     assert peak is not None and peak["peak"] > 0 and peak["parts"]
     assert abs(sum(peak["parts"].values()) - peak["peak"]) < 1
-    steps = D.clamp_steps(D.step_bounds(ro_store, base), None)
+    steps = data.clamp_steps(data.step_bounds(ro_store, base), None)
     text = text_of(render_memory(ro_store, {"run": base, "steps": list(steps), "chips": [0]}))
     assert "HBM over time" in text and "of capacity" in text
 
 
 def test_findings_render_every_field_generically(ro_store, runs):
     base, _ = runs
-    report = D.analysis(ro_store, base)
-    assert D.analysis(ro_store, base) is report  # cached
+    report = data.analysis(ro_store, base)
+    assert data.analysis(ro_store, base) is report  # cached
     text = text_of(render_findings(ro_store, {"run": base, "sev": ["critical", "warning", "info"]}))
     from ui.pages.findings import group_findings
 
@@ -195,12 +193,12 @@ def test_sql_console_returns_rows_and_refuses_writes(ro_store):
 
 
 def test_state_round_trip():
-    search = S.encode({"run": 3, "steps": S.steps_text((2, 5)), "tables": ["t1", "t2"], "empty": None})
-    st = S.parse(search)
+    search = state.encode({"run": 3, "steps": state.steps_text((2, 5)), "tables": ["t1", "t2"], "empty": None})
+    st = state.parse(search)
     assert st == {"run": "3", "steps": "2:6", "tables": "t1,t2"}
-    assert S.steps_param(st["steps"]) == (2, 5)
-    assert S.str_list(st["tables"]) == ["t1", "t2"]
-    assert S.steps_param("5:2") is None and S.int_list("x") is None
+    assert state.steps_param(st["steps"]) == (2, 5)
+    assert state.str_list(st["tables"]) == ["t1", "t2"]
+    assert state.steps_param("5:2") is None and state.int_list("x") is None
 
 
 def test_empty_store_shows_how_to_record(tmp_path):
@@ -208,7 +206,7 @@ def test_empty_store_shows_how_to_record(tmp_path):
     for path in ("/runs", "/overview", "/compare"):
         page, nav = page_for(access, path, "")
         assert "scprof record" in text_of(page)
-        assert len(nav) == len(S.PAGES)
+        assert len(nav) == len(state.PAGES)
 
 
 def test_downloads(ui_db):
@@ -236,7 +234,7 @@ def test_breakdown_per_step_sums_per_step_and_chip():
 
     import pyarrow as pa
 
-    from analyzers.timeline import CATEGORIES
+    from analyzers.time_split import CATEGORIES
 
     rng = np.random.default_rng(3)
     n = 500
@@ -254,7 +252,7 @@ def test_breakdown_per_step_sums_per_step_and_chip():
     report = SimpleNamespace(analyses={"breakdown": SimpleNamespace(tables={"step_breakdown": t, "step_times": times})})
     rows = t.to_pylist()
     for steps, chip in (((2, 9), None), ((0, 11), 1)):
-        got = D.breakdown_per_step(report, steps, chip)
+        got = data.breakdown_per_step(report, steps, chip)
         in_range = [r for r in rows if steps[0] <= r["step"] <= steps[1]]
         sel = [r for r in in_range if chip is None or r["chip"] == chip]
         counted = [r for r in in_range if 0 < r["step"] < 11]  # the per-chip means cover counted steps

@@ -1,5 +1,6 @@
-"""The UI's downloads (issue 14): run names are data, never paths; nothing is left in the temporary
-folder whatever happens to the response; the SQL download refuses what the guard refuses with 400."""
+"""The UI's downloads (docs/security.md "Names are data, never paths"): run names are data, never
+paths; nothing is left in the temporary folder whatever happens to the response; the SQL download
+refuses what the guard refuses with 400."""
 
 from __future__ import annotations
 

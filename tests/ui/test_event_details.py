@@ -114,3 +114,17 @@ def test_details_panel_shows_markup_literally(db, events, page):
         # no element came from the data: the panel holds only what trace_panels.js builds
         assert page.locator(".tv-details a, .tv-details b, .tv-details i, .tv-details br").count() == 0
         shot(page, "trace/event-details-markup")
+
+
+def test_flops_read_in_si_and_times_in_micro_seconds(tmp_path):
+    from profiler.units import format_ps, format_value
+    from ui.render import time_unit
+
+    assert format_value(65_660_780_544, "flop") == "65.7 GFLOP"
+    db = record_store(tmp_path)  # an event with 65,660,780,544 FLOPs, 1.5 µs long
+    with Store.open(db, read_only=True) as store:
+        events = {r["name"]: r for r in store.rows("SELECT run_id, event_id, name FROM slices")}
+    got = event_details(db, MARKUP, events)
+    assert dict(got["fields"])["flops"] == "65.7 GFLOP" and str(BIG_FLOPS) not in str(got["fields"])
+    assert format_ps(got["dur_ps"]) == "1.5 µs"
+    assert format_ps(982_300_000) == "982 µs" and time_unit(5e8)[0] == "µs"

@@ -126,16 +126,16 @@ def test_an_unknown_run_first_view_names_it(app):
 
 
 def test_a_document_request_starts_its_first_view_once(app, run, monkeypatch):
-    import ui.first_view as F
+    from ui import first_view
 
     calls: list[tuple[str, str]] = []
-    real = F.filled_page
+    real = first_view.filled_page
 
     def counted(access, pathname, search, *asked):
         calls.append((pathname, search))
         return real(access, pathname, search, *asked)
 
-    monkeypatch.setattr(F, "filled_page", counted)
+    monkeypatch.setattr(first_view, "filled_page", counted)
     client = app.server.test_client()
     assert client.get(f"/findings?run={run}&sev=warning").status_code == 200
     # the browser's Referer may spell the same query otherwise: the same first view
@@ -147,19 +147,19 @@ def test_a_document_request_starts_its_first_view_once(app, run, monkeypatch):
 
 
 def test_first_views_not_asked_for_go_stale_and_are_bounded(app, run, monkeypatch):
-    import ui.first_view as F
+    from ui import first_view
 
     calls: list[str] = []
-    monkeypatch.setattr(F, "filled_page", lambda access, p, s, *asked: calls.append(s) or ("page", "nav"))
+    monkeypatch.setattr(first_view, "filled_page", lambda access, p, s, *asked: calls.append(s) or ("page", "nav"))
     views = FirstViews(app.scprof_access, keep=2)
     for i in range(4):
         views.start("/runs", f"?filter={i}")
     views.start("/not-a-page", "")
     views._pool.shutdown(wait=True)
     assert len(calls) == 4 and len(views._views) == 2  # the two newest kept
-    views._pool = F.ThreadPoolExecutor(max_workers=1)
+    views._pool = first_view.ThreadPoolExecutor(max_workers=1)
     assert views.take("/runs", "?filter=3") == ("page", "nav") and len(calls) == 4  # taken, not redone
-    monkeypatch.setattr(F, "FRESH_S", 0.0)
+    monkeypatch.setattr(first_view, "FRESH_S", 0.0)
     assert views.take("/runs", "?filter=2") == ("page", "nav") and len(calls) == 5  # stale: rendered anew
 
 
@@ -168,18 +168,20 @@ def test_a_slow_render_is_left_to_its_callback_and_not_run_twice(app, run, monke
     callback returns the render left running (the render function called once)."""
     import threading
 
-    import ui.pages as P
     import ui.routing as routing
+    from ui import pages
 
     calls, release = [], threading.Event()
-    name, outputs, render = next(r for r in P.RENDERERS if r[0] == "findings")
+    name, outputs, render = next(r for r in pages.RENDERERS if r[0] == "findings")
 
     def slow(store, st):
         calls.append(st["run"])
         release.wait(30)
         return render(store, st)
 
-    monkeypatch.setattr(P, "RENDERERS", tuple((n, o, slow if n == "findings" else f) for n, o, f in P.RENDERERS))
+    monkeypatch.setattr(
+        pages, "RENDERERS", tuple((n, o, slow if n == "findings" else f) for n, o, f in pages.RENDERERS)
+    )
     monkeypatch.setattr(routing, "RENDER_BUDGET_S", 0.05)
     routed = _route(app, "/findings", f"?run={run}")
     body = _find(routed["page"]["children"], "findings-body")
@@ -207,16 +209,18 @@ def test_a_slow_render_is_left_to_its_callback_and_not_run_twice(app, run, monke
 def test_a_first_view_leaves_what_is_not_rendered_when_its_layout_is_asked_for(app, run, monkeypatch):
     import threading
 
-    import ui.pages as P
+    from ui import pages
 
     release = threading.Event()
-    render = next(r for r in P.RENDERERS if r[0] == "findings")[2]
+    render = next(r for r in pages.RENDERERS if r[0] == "findings")[2]
 
     def slow(store, st):
         release.wait(30)
         return render(store, st)
 
-    monkeypatch.setattr(P, "RENDERERS", tuple((n, o, slow if n == "findings" else f) for n, o, f in P.RENDERERS))
+    monkeypatch.setattr(
+        pages, "RENDERERS", tuple((n, o, slow if n == "findings" else f) for n, o, f in pages.RENDERERS)
+    )
     client = app.server.test_client()
     client.get(f"/findings?run={run}")  # the document: its first view starts
     layout = client.get("/_dash-layout", headers={"Referer": f"http://localhost/findings?run={run}"}).get_json()

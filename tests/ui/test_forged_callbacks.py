@@ -1,6 +1,6 @@
-"""Forged callback requests: any JSON POSTed to /_dash-update-component gets an in-page message,
-no change, or a 4xx, never a 500 (issue 14, exposure). Every callback the app registers is tried,
-each input in turn as the one that changed, with values of the wrong type and size."""
+"""Forged callback requests: any JSON POSTed to /_dash-update-component gets an in-page message, no
+change, or a 4xx, never a 500 (docs/security.md "The web UI"). Every callback the app registers is
+tried, each input in turn as the one that changed, with values of the wrong type and size."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Memory page (issue 19): SPMEM drawn where a series has one sample (bars, never an empty
+"""The Memory page: SPMEM drawn where a series has one sample (bars, never an empty
 line), on a byte axis in a unit that suits it (KiB), one legend entry per distinct series; a
 failed compile's bytes shown as figures (the failures analysis'); HBM at the peak for every
 chip; contributor colours fixed by name across runs; a run without steps keeps its steps input."""
@@ -9,7 +9,7 @@ import pytest
 
 from profiler.store import Store
 from tests.ui.test_overview_figures import cards, walk
-from ui import data as D
+from ui import data
 from ui.pages.memory import CONTRIBUTOR_COLORS, contributor_color, layout_memory, render_memory
 
 
@@ -25,7 +25,7 @@ def ids(store) -> dict[str, int]:
 
 def memory(store, name: str, chips: list[int] | None = None):
     run = ids(store)[name]
-    steps = D.clamp_steps(D.step_bounds(store, run), None)
+    steps = data.clamp_steps(data.step_bounds(store, run), None)
     return render_memory(store, {"run": run, "steps": list(steps), "chips": chips if chips is not None else [0, 1]})
 
 

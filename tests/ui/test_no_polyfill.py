@@ -1,5 +1,5 @@
 """Dash's page loads @babel/polyfill (core-js 2 and regenerator-runtime, for browsers without ES2015)
-before its renderer; in chromium it is 0.1 s of script on every first view (issue 19: first view
+before its renderer; in chromium it is 0.1 s of script on every first view (the target: a first view
 within 1 s) and it replaces native functions (String.prototype.trim). The UI serves the one part
 Dash's code uses, the global regeneratorRuntime, from the vendored regenerator-runtime instead
 (ui/app.py ScprofDash); the pages work without the rest (the browser sweep, and here)."""

@@ -1,4 +1,4 @@
-"""The Overview's figures are the analyzers' (issue 19): every number on its cards equals the
+"""The Overview's figures are the analyzers': every number on its cards equals the
 figure `scprof analyze RUN --json` prints at the path the card names, formatted with the
 figure's unit; cards are labelled apart (no two say "tables"), the host-input wait is the
 host_bound finding's figure, the step-time split chart shows it, and a failed compile's bytes
@@ -14,7 +14,7 @@ from profiler.store import Store
 from profiler.units import format_value, unit_of
 from scprof.cli import main
 from tests.ui.overview_store import RUNS
-from ui import data as D
+from ui import data
 from ui.pages.overview import layout_overview, render_overview, render_overview_analysis
 
 
@@ -46,7 +46,7 @@ def _texts(component):
 
 def cards(component) -> list[dict]:
     """label, value, detail and source (data-source) of every figure card: the cards of every grid
-    that carries them as data (R.kpis, built in the browser by ui/assets/data_views.js)."""
+    that carries them as data (render.kpis, built in the browser by ui/assets/data_views.js)."""
     out = []
     for c in walk(component):
         for card in json.loads(getattr(c, "data-kpis", None) or "[]"):
@@ -100,8 +100,8 @@ def store(overview_db):
 
 
 def overview(store, run_id):
-    bounds = D.step_bounds(store, run_id)
-    st = {"run": run_id, "steps": list(D.clamp_steps(bounds, None))}
+    bounds = data.step_bounds(store, run_id)
+    st = {"run": run_id, "steps": list(data.clamp_steps(bounds, None))}
     return render_overview(store, st), render_overview_analysis(store, st)
 
 

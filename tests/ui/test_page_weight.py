@@ -1,4 +1,4 @@
-"""Pages stay light for Dash's renderer (issue 19's first view within 1 s): every component of a
+"""Pages stay light for Dash's renderer (the target: a first view within 1 s): every component of a
 page is re-checked by the renderer on each update of the store, about 2 ms per component per view
 on this machine (benchmarks/ui_browser.py), so long folded listings are one component of text.
 Compare's derived config keys: every key with both values, aligned, as one <pre>."""
@@ -9,7 +9,7 @@ import json
 
 from analyzers.compare import config_diff
 from tests.ui.test_data import find
-from ui import compare_data as CD
+from ui import compare_data
 from ui.pages.compare import render_compare_verdict
 
 
@@ -30,7 +30,7 @@ def test_compares_derived_keys_are_one_text_block_with_every_key_and_both_values
     configs = [
         json.loads(mixed.rows("SELECT config FROM runs WHERE run_id = ?", [r])[0]["config"]) for r in (base, cand)
     ]
-    derived = CD.split_config_diff(config_diff(*configs))["derived"]
+    derived = compare_data.split_config_diff(config_diff(*configs))["derived"]
     assert len(derived) >= 6 and len(lines) == len(derived) + 1  # per stack: limits and their source
     assert lines[0].split() == ["key", "baseline", "→", "tuned"]
     at_values = lines[0].index("baseline")  # the keys' column is as wide as the longest key
@@ -48,10 +48,10 @@ def test_the_figures_template_is_plotly_white_without_the_parts_no_page_draws():
     none of its geo, polar, ternary, 3-D and map parts (4.7 of its 7.2 KB, sent with every figure)."""
     import plotly.io as pio
 
-    from ui import render as R
+    from ui import render
 
     white = pio.templates["plotly_white"].to_plotly_json()
-    kept = R.TEMPLATE["layout"]
+    kept = render.TEMPLATE["layout"]
     for axis in ("xaxis", "yaxis"):
         assert kept[axis] == {**white["layout"][axis], "ticklabeloverflow": "allow"}
     assert {k: white["layout"][k] for k in kept if k not in ("xaxis", "yaxis")} == {
@@ -59,25 +59,25 @@ def test_the_figures_template_is_plotly_white_without_the_parts_no_page_draws():
     }
     assert not {"geo", "polar", "ternary", "scene", "mapbox"} & set(kept)
     assert {"xaxis", "yaxis", "colorway", "font", "plot_bgcolor", "hoverlabel"} <= set(kept)
-    assert R.TEMPLATE["data"] == {k: white["data"][k] for k in ("bar", "scatter", "heatmap", "histogram")}
-    fig = R.figure("t")
+    assert render.TEMPLATE["data"] == {k: white["data"][k] for k in ("bar", "scatter", "heatmap", "histogram")}
+    fig = render.figure("t")
     assert fig.layout.template.layout.xaxis.gridcolor == white["layout"]["xaxis"]["gridcolor"]
-    assert len(json.dumps(R.TEMPLATE)) < len(json.dumps(white)) / 2
+    assert len(json.dumps(render.TEMPLATE)) < len(json.dumps(white)) / 2
 
 
 def test_a_figure_takes_the_template_as_if_given_it():
-    """R.figure takes the template as plotly.py's default (validated once, not per figure): what it
+    """render.figure takes the template as plotly.py's default (validated once, not per figure): what it
     sends is the figure made with the template given explicitly, key for key."""
     import plotly.graph_objects as go
 
-    from ui import render as R
+    from ui import render
     from ui.margins import FONT_FAMILY
 
-    fig = R.figure("t", xaxis_title="x", barmode="stack")
+    fig = render.figure("t", xaxis_title="x", barmode="stack")
     given = go.Figure(
-        layout=dict(template=R.TEMPLATE, title="t", margin=dict(l=60, r=20, t=40, b=40),
+        layout=dict(template=render.TEMPLATE, title="t", margin=dict(l=60, r=20, t=40, b=40),
                     legend=dict(orientation="h", y=-0.2), font=dict(size=12, family=FONT_FAMILY), xaxis_title="x",
                     barmode="stack")
     )  # fmt: skip
     assert json.dumps(fig.to_plotly_json(), sort_keys=True) == json.dumps(given.to_plotly_json(), sort_keys=True)
-    assert fig.to_plotly_json()["layout"]["template"]["layout"]["colorway"] == R.TEMPLATE["layout"]["colorway"]
+    assert fig.to_plotly_json()["layout"]["template"]["layout"]["colorway"] == render.TEMPLATE["layout"]["colorway"]

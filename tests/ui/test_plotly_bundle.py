@@ -1,8 +1,9 @@
 """The UI's graphs are drawn by plotly.js built with the trace types the UI draws
 (ui/assets/vendor/plotly-scprof.min.js, 1.2 MB, built by tools/plotly_bundle/) instead of the full
-bundle (4.8 MB) that dcc.Graph loads by default (issue 19: first view within 1 s): it is the Python
-plotly package's plotly.js version, it is not loaded with every page, it is run ahead on the pages
-without graphs (not the trace viewer's), and graphs out of view are drawn after the first view."""
+bundle (4.8 MB) that dcc.Graph loads by default (the target: a first view within 1 s): it is the
+Python plotly package's plotly.js version, it is not loaded with every page, it is run ahead on the
+pages without graphs (not the trace viewer's), and graphs out of view are drawn after the first
+view."""
 
 from __future__ import annotations
 

@@ -51,8 +51,8 @@ def _text(root: Any) -> str:
 def _rendered(app, pathname: str, search: str) -> list[Any]:
     """The components a page shows in the browser: the app's frame, the page's layout and what
     its render functions fill in (as ui/routing.filled_page calls them)."""
-    from ui import inputs as I
-    from ui import pages as P
+    from ui import inputs as ui_inputs
+    from ui import pages
     from ui.routing import page_for
 
     access = app.scprof_access
@@ -60,10 +60,10 @@ def _rendered(app, pathname: str, search: str) -> list[Any]:
     shown = [*_components(page), *_components(links)]
     state_of = {getattr(c, "id", None): getattr(c, "data", None) for c in shown}
     with access.open() as store:
-        for name, outputs, fn in P.RENDERERS:
+        for name, outputs, fn in pages.RENDERERS:
             if f"{name}-state" not in state_of:
                 continue
-            st = I.page_state(state_of[f"{name}-state"], I.STATE_NEEDS.get(name, ()))
+            st = ui_inputs.page_state(state_of[f"{name}-state"], ui_inputs.STATE_NEEDS.get(name, ()))
             out = fn(store, st)
             for (_, prop), value in zip(outputs, out if len(outputs) > 1 else (out,), strict=True):
                 if prop == "children":
@@ -187,11 +187,11 @@ def test_timeline_of_a_run_at_one_instant_says_so_instead_of_a_full_width_bar(ap
 def test_compare_with_a_run_without_steps_is_an_empty_state_not_an_error(app, ids, kind):
     """No verdict without steps is what the pair is, not a failure of the page: an empty state
     naming the run and what it lacks (the words of `scprof compare`'s refusal)."""
-    from ui import data as D
+    from ui import data
     from ui.pages.compare import render_compare_verdict
 
     with app.scprof_access.open() as store:
-        comparison, why = D.compare(store, ids["emulated_ok"], ids[kind])
+        comparison, why = data.compare(store, ids["emulated_ok"], ids[kind])
         out = render_compare_verdict(store, {"base": ids["emulated_ok"], "cand": ids[kind]})
     assert comparison is None and f"candidate '{kind}' (run_id {ids[kind]}) has no steps" in why
     classes = [getattr(c, "className", None) for c in _components(out)]

@@ -1,4 +1,4 @@
-"""Steps are whole numbers (issue 19): every axis of steps, of trials or of counts of steps has a
+"""Steps are whole numbers: every axis of steps, of trials or of counts of steps has a
 tick every 1, 2, 5, 10, ... units from 0, never Plotly's own 0.5 (seen on a run of 5 steps). Read
 from the figures the pages send (their layouts), on the Overview, SparseCore, Compare and Tuning
 pages of 5-step runs; and the tick spacing on spans from 1 to 1,000 steps."""
@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 from dash import dcc
 
-from ui import data as D
+from ui import data
 from ui.pages.compare import render_compare
 from ui.pages.overview import render_overview, render_overview_analysis
 from ui.pages.sparsecore import render_sparsecore
@@ -48,7 +48,7 @@ def whole_ticks(axis) -> bool:
 
 
 def steps_of(store, run):
-    return list(D.clamp_steps(D.step_bounds(store, run), None))
+    return list(data.clamp_steps(data.step_bounds(store, run), None))
 
 
 def test_every_step_axis_has_whole_ticks(ro_store):

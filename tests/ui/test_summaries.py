@@ -15,8 +15,7 @@ from profiler.schema import SCHEMA_VERSION, SUMMARY_TABLES
 from profiler.store import Store
 from profiler.summaries import TIMELINE_BINS
 from profiler.trace_to_store import ingest_trace
-from ui import data as D
-from ui import queries as Q
+from ui import data, queries
 from ui.app import create_app
 from ui.store_access import StoreAccess, migrate_if_old, sql
 from ui.trace_api import run_tracks
@@ -272,18 +271,19 @@ def test_sparsecore_and_minibatch_fallbacks_equal_the_event_queries(mixed):
     forward = mixed.rows("SELECT string_id FROM strings WHERE run_id = 1 AND value = 'sc_forward'")[0]["string_id"]
     for lo, hi, sb in ((0, 9, 1), (2, 7, 3), (5, 5, 1)):
         kw = dict(run=1, step_lo=lo, step_hi=hi)
-        got = sql(mixed, Q.STEP_MINIBATCHES, **kw).to_pylist()[0]
+        got = sql(mixed, queries.STEP_MINIBATCHES, **kw).to_pylist()[0]
         assert {k: got[k] for k in ("minibatches_per_step", "max_minibatches", "dropped_ids")} == (
             sql(mixed, event_minibatches, **kw).to_pylist()[0]
         )
-        fast = sql(mixed, Q.SC_CELLS_FROM_SUMMARY, sb=sb, **kw).to_pylist()
+        fast = sql(mixed, queries.SC_CELLS_FROM_SUMMARY, sb=sb, **kw).to_pylist()
         assert (
             fast
-            and fast == sql(mixed, Q.SC_CELLS_FROM_EVENTS, sb=sb, table_ids=[], forward_id=forward, **kw).to_pylist()
+            and fast
+            == sql(mixed, queries.SC_CELLS_FROM_EVENTS, sb=sb, table_ids=[], forward_id=forward, **kw).to_pylist()
         )
-    tables, from_stats = D.sc_tables(mixed, 1)
+    tables, from_stats = data.sc_tables(mixed, 1)
     assert tables == TABLES and not from_stats
-    assert not D.sparsecore(mixed, 1, (0, 9), [])["empty"]
+    assert not data.sparsecore(mixed, 1, (0, 9), [])["empty"]
 
 
 def make_version_1(db: str) -> None:
@@ -325,8 +325,8 @@ def test_the_largest_minibatch_index_is_ingested_and_capped(tmp_path):
         assert store.rows("SELECT minibatches FROM sc_step_cells") == [{"minibatches": 2**31 - 1}]
         kw = dict(run=1, step_lo=0, step_hi=0, sb=1)
         assert (
-            sql(store, Q.SC_CELLS_FROM_EVENTS, table_ids=[], forward_id=-1, **kw).to_pylist()
-            == sql(store, Q.SC_CELLS_FROM_SUMMARY, **kw).to_pylist()
+            sql(store, queries.SC_CELLS_FROM_EVENTS, table_ids=[], forward_id=-1, **kw).to_pylist()
+            == sql(store, queries.SC_CELLS_FROM_SUMMARY, **kw).to_pylist()
         )
 
 
@@ -337,19 +337,19 @@ def test_version_4_store_is_read_with_tile_sums_from_the_events_and_migrated(tmp
     # the old tables.
     import shutil
 
-    from ui import trace_api as A
+    from ui import trace_api
 
     db = str(tmp_path / "v4.duckdb")
     shutil.copy(mixed_db, db)
 
     def served(store: Store) -> list:
-        A.FACTS._values.clear()
-        A.TILES._values.clear()
+        trace_api.FACTS._values.clear()
+        trace_api.TILES._values.clear()
         out = []
         for run in (1, 2):
-            facts = A.run_facts(store, run)
+            facts = trace_api.run_facts(store, run)
             top = facts.last_ps.bit_length() - 10
-            out += [A.tile_json(store, facts, k, 0, sorted(facts.track_ids)) for k in (top, top - 1)]
+            out += [trace_api.tile_json(store, facts, k, 0, sorted(facts.track_ids)) for k in (top, top - 1)]
             out.append([(t.track_id, t.n) for t in run_tracks(store, run)])
         return out
 

@@ -441,7 +441,7 @@ def test_find_bad_input(client, runs):
 
 def test_flows_equal_the_perfetto_export(client, runs, rows, db, tmp_path):
     from exporters.perfetto import write_trace
-    from exporters.perfetto_validate import read_trace
+    from exporters.perfetto.validate import read_trace
 
     run = runs["baseline"]
     slices, markers = rows(run)

@@ -1,8 +1,8 @@
-"""The Timeline page's canvas trace viewer (ui/assets/trace_*.js, issue 18) in headless Chromium,
-checked against independent references: colours against ui/colors.op_color, area totals and find
-counts against plain SQL over `slices`, flows against /api/trace/flows, deep links by reloading.
-A failed run and a real XProf capture load without console or page errors. Screenshots of each land
-in test-artifacts/screenshots/trace/ for people to look at.
+"""The Timeline page's canvas trace viewer (ui/assets/trace_*.js, docs/ui.md "Timeline") in headless
+Chromium, checked against independent references: colours against ui/colors.op_color, area totals
+and find counts against plain SQL over `slices`, flows against /api/trace/flows, deep links by
+reloading. A failed run and a real XProf capture load without console or page errors. Screenshots of
+each land in test-artifacts/screenshots/trace/ for people to look at.
 """
 
 from __future__ import annotations

@@ -11,8 +11,7 @@ import pytest
 from analyzers.findings import Finding, make_fix
 from tests.ui.test_data import find, text_of
 from tests.ui.whatif_store import PREFETCH, THREADS, with_fixes
-from ui import data as D
-from ui import whatif_data as W
+from ui import data, whatif_data
 from ui.app import create_app
 from ui.pages.compare import attribution_section
 from ui.pages.findings import render_findings
@@ -30,27 +29,29 @@ def finding(rule: str, fix: dict | None) -> Finding:
 
 
 def test_a_fix_shows_the_latest_verification_of_exactly_that_fix(whatif_store, ids):
-    verified = W.verified_fixes(whatif_store, ids["baseline"])
-    row = W.verification_of(finding("host_bound", make_fix(set={PREFETCH: 2})), verified)
+    verified = whatif_data.verified_fixes(whatif_store, ids["baseline"])
+    row = whatif_data.verification_of(finding("host_bound", make_fix(set={PREFETCH: 2})), verified)
     # the later of two sessions that tried it; the row with the same set but derived limits is another fix
     assert (row["change"], row["reason"]) == (-0.201, "faster")
-    assert W.verified_text(row) == (
+    assert whatif_data.verified_text(row) == (
         "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended"
     )
-    with_limits = W.verification_of(finding("host_bound", make_fix(set={PREFETCH: 2}, derive_limits=True)), verified)
+    with_limits = whatif_data.verification_of(
+        finding("host_bound", make_fix(set={PREFETCH: 2}, derive_limits=True)), verified
+    )
     assert with_limits["change"] == -0.6
-    assert W.verification_of(finding("host_bound", make_fix(set={PREFETCH: 3})), verified) is None
-    assert W.verification_of(finding("minibatching", make_fix(set={PREFETCH: 2})), verified) is None
-    assert W.verification_of(finding("host_bound", None), verified) is None
+    assert whatif_data.verification_of(finding("host_bound", make_fix(set={PREFETCH: 3})), verified) is None
+    assert whatif_data.verification_of(finding("minibatching", make_fix(set={PREFETCH: 2})), verified) is None
+    assert whatif_data.verification_of(finding("host_bound", None), verified) is None
     refused = {**row, "accepted": False, "reason": "slower: +3.0% (95% CI +2.0% .. +4.0%), 980 µs -> 1.01 ms"}
-    assert W.verified_text(refused) == (
+    assert whatif_data.verified_text(refused) == (
         "Verified by simulation: not recommended: slower: +3.0% (95% CI +2.0% .. +4.0%), 980 µs -> 1.01 ms"
     )
 
 
 def test_findings_page_shows_verified_and_unverified_fixes(whatif_store, ids, monkeypatch):
-    real = D.analysis
-    monkeypatch.setattr(D, "analysis", lambda store, run: with_fixes(real(store, run)))
+    real = data.analysis
+    monkeypatch.setattr(data, "analysis", lambda store, run: with_fixes(real(store, run)))
     text = " ".join(text_of(render_findings(whatif_store, {"run": ids["baseline"]})).split())
     assert f"Fix: set {PREFETCH}=2" in text
     assert "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended" in text
@@ -60,7 +61,7 @@ def test_findings_page_shows_verified_and_unverified_fixes(whatif_store, ids, mo
 
 
 def test_tuning_reads_the_latest_session_in_order(whatif_store, ids):
-    t = W.tuning(whatif_store, ids["baseline"])
+    t = whatif_data.tuning(whatif_store, ids["baseline"])
     trials = t["trials"]
     assert [r["seq"] for r in trials] == [1, 2, 3, 4, 5]
     assert [r["change_text"] for r in trials] == [
@@ -70,16 +71,16 @@ def test_tuning_reads_the_latest_session_in_order(whatif_store, ids):
     assert [r["accepted"] for r in trials] == [True, False, True, False, False]
     assert [r["failed"] for r in trials] == [False, False, False, False, True]
     # the path starts at the baseline's mean step time over its counted steps
-    st = D.step_times(whatif_store, ids["baseline"], D.step_bounds(whatif_store, ids["baseline"]))
+    st = data.step_times(whatif_store, ids["baseline"], data.step_bounds(whatif_store, ids["baseline"]))
     start = float(np.mean(st["step_ps"][st["counted"]]))
     assert t["start_step_time_ps"] == pytest.approx(start)
     assert [x for x, _ in t["path"]] == [0, 1, 3]
     assert t["path"][1][1] == trials[0]["step_time_ps"] and t["best"]["seq"] == 3
-    assert W.tuning(whatif_store, ids["tuned"]) is None
+    assert whatif_data.tuning(whatif_store, ids["tuned"]) is None
 
 
 def test_tuning_figure_marks_accepted_tried_and_failed(whatif_store, ids):
-    t = W.tuning(whatif_store, ids["baseline"])
+    t = whatif_data.tuning(whatif_store, ids["baseline"])
     fig = trial_figure(t)
     traces = {tr.name: tr for tr in fig.data}
     assert list(traces["tried"].x) == [2, 4] and list(traces["failed"].x) == [5]
@@ -96,7 +97,7 @@ def test_tuning_figure_marks_accepted_tried_and_failed(whatif_store, ids):
 def test_tuned_config_download(whatif_db, whatif_store, ids):
     from whatif.tune import tuned_toml
 
-    best = W.tuning(whatif_store, ids["baseline"])["best"]
+    best = whatif_data.tuning(whatif_store, ids["baseline"])["best"]
     expected = tuned_toml(whatif_store, best["trial_run_id"], "baseline", f"{PREFETCH}=4")
     app = create_app(whatif_db)
     client = app.server.test_client()
@@ -140,7 +141,7 @@ def test_shares_from_rows_hand_computed():
 
 
 def test_compare_shows_each_changed_keys_share(whatif_store, ids):
-    a = W.attribution(whatif_store, ids["baseline"], ids["tuned"])
+    a = whatif_data.attribution(whatif_store, ids["baseline"], ids["tuned"])
     keys = {r["key"] for r in a["changes"]}
     assert keys == {PREFETCH, "flags.xla_sparse_core_max_ids_file"}
     # two keys: alone(1) + left out(2) = baseline - candidate, so the contributions add up to the gain
@@ -150,6 +151,6 @@ def test_compare_shows_each_changed_keys_share(whatif_store, ids):
     table = text_of(find(section, "compare-attribution"))
     assert PREFETCH in table and "%" in table
     # the reverse pair has no attribution: say how to compute it
-    assert W.attribution(whatif_store, ids["tuned"], ids["baseline"]) is None
+    assert whatif_data.attribution(whatif_store, ids["tuned"], ids["baseline"]) is None
     hint = attribution_section(whatif_store, ids["tuned"], ids["baseline"], "tuned", "baseline")
     assert "scprof compare tuned baseline --attribute" in " ".join(text_of(hint).split())

@@ -1,10 +1,10 @@
-"""Paths a stored run's config names (issue 37, round two): re-simulating a run (`analyze
---verify`, `compare --attribute`, `tune RUN`) never opens such a path without --trust-paths.
-The limits file and FDO stats a run was recorded with come from its header; any other stored
-path is refused in one line (exit 2) before anything is written; a trusted or user-given path
-is read guarded (a FIFO, a device, a symlink to one: one line); a relative --set path is the
-working directory's. Before this, a FIFO hung `analyze --verify`, /dev/zero ended in a
-MemoryError and a readable file was copied into every trial folder.
+"""Paths a stored run's config names (docs/security.md "What-if trials"): re-simulating a run
+(`analyze --verify`, `compare --attribute`, `tune RUN`) never opens such a path without
+--trust-paths. The limits file and FDO stats a run was recorded with come from its header; any other
+stored path is refused in one line (exit 2) before anything is written; a trusted or user-given path
+is read guarded (a FIFO, a device, a symlink to one: one line); a relative --set path is the working
+directory's. Before this, a FIFO hung `analyze --verify`, /dev/zero ended in a MemoryError and a
+readable file was copied into every trial folder.
 
 Each CLI case runs in a child process with a time and memory limit (the harness's, not an
 assertion about speed): a hang or a runaway read shows as a failure, not a stuck suite."""

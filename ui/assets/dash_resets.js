@@ -1,7 +1,7 @@
 /* Dash's renderer (4.x) dispatches RESET_COMPONENT_STATE for every component it renders anew, one
  * action per component, and each action gives its store a new state that every rendered
  * component's selectors are run against: a page of N components costs N x N selector runs (about
- * 2 ms per component per view on a busy 2-core machine; issue 19: first views within 1 s).
+ * 2 ms per component per view on a busy 2-core machine; the target is every first view within 1 s).
  *
  * The action only drops the store's layoutHashes entries under the component's path; when there
  * is none, it changes nothing but the state's identity. Such actions are not dispatched here:

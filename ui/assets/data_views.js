@@ -4,12 +4,12 @@
  * took 3.2 s to show; built here, 1.2-1.8 s, the server's query and the browser's layout included.
  *
  * - <table data-table='{"columns": [...], "num": [...], "rows": [[...], ...], "null": "NULL"}'>
- *   (ui/render.py data_table, R.table) is given its head and body: cell texts as the server
+ *   (ui/render.py data_table, render.table) is given its head and body: cell texts as the server
  *   formatted them, a null cell as `null`'s text, a number column's cells right-aligned (class
  *   "num"). Optional: "wrap" (columns whose long text wraps, class "wrap"), "cut" (other text
  *   longer than this many characters is cut, whole on hover) and "more_after" (rows after this
  *   many get the class "more-row").
- * - <div data-kpis='[{"label", "value", "detail", "source"}, ...]'> (R.kpis) is given its cards:
+ * - <div data-kpis='[{"label", "value", "detail", "source"}, ...]'> (render.kpis) is given its cards:
  *   <div class="kpi">label<div class="kpi-value">value</div>detail</div>, with a figure's path in
  *   `scprof analyze --json` as data-source and on hover when it has one.
  * Each is rebuilt when its data changes (a new query on the same page, another run).

@@ -1,4 +1,4 @@
-// Trace viewer (issue 18), drawing: stable colours by op name, time formatting and axis ticks,
+// Trace viewer, drawing: stable colours by op name, time formatting and axis ticks,
 // and one frame of the canvas (axis, group headers, sticky track names, slices with labels and
 // nesting rows, aggregated buckets in their dominant op's colour, highlights, flows, selections).
 // Everything is drawn from the tile cache (trace_tiles.js); nothing here waits for the server.

@@ -1,4 +1,4 @@
-// Trace viewer (issue 18), the DOM around the canvas: the toolbar (tool modes, find box, zoom
+// Trace viewer, the DOM around the canvas: the toolbar (tool modes, find box, zoom
 // buttons, status), the hover tooltip, the details panel of a selected slice (GET
 // /api/trace/event) and the area selection's table per name (GET /api/trace/area). Names and
 // arguments are data: always set as text, never as markup.

@@ -1,4 +1,4 @@
-// Trace viewer (issue 18), tiles: which resolution level a view needs, the tile cache per
+// Trace viewer, tiles: which resolution level a view needs, the tile cache per
 // (level, tile, track), background fetching of /api/trace/tile with a cap on concurrent requests
 // and cancellation of tiles no longer wanted, and the lookup that draws every frame from what is
 // cached (a coarser or finer cached tile while the needed one loads). No drawing here.

@@ -1,8 +1,9 @@
-// Trace viewer (issue 18): mounts itself on every `<div class="trace-viewer" data-run=R
-// data-t0=A data-t1=B>` that Dash renders (a MutationObserver; nothing happens on other pages),
-// lays the tracks out in groups (collapsible, pinnable), turns input into view changes drawn at
-// the next animation frame from cached tiles (never waiting for the server), keeps the view in
-// the URL (history.replaceState) and exposes window.scprofTrace for tests and the benchmark.
+// Trace viewer (docs/ui.md "Timeline"): mounts itself on every `<div class="trace-viewer"
+// data-run=R data-t0=A data-t1=B>` that Dash renders (a MutationObserver; nothing happens on other
+// pages), lays the tracks out in groups (collapsible, pinnable), turns input into view changes
+// drawn at the next animation frame from cached tiles (never waiting for the server), keeps the
+// view in the URL (history.replaceState) and exposes window.scprofTrace for tests and the
+// benchmark.
 (function () {
   "use strict";
   var lib = (window.scprofTraceLib = window.scprofTraceLib || {});

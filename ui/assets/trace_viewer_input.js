@@ -1,4 +1,4 @@
-// Trace viewer (issue 18), input and what it asks the server: wheel/keys/drag to zoom and pan
+// Trace viewer, input and what it asks the server: wheel/keys/drag to zoom and pan
 // (client-side, drawn at the next frame), hover tooltip, click to select (details and flows),
 // find and highlight, area selection and the measure tool; window.scprofTrace for tests and the
 // benchmark; and the MutationObserver that mounts a viewer on each `.trace-viewer` div Dash renders.

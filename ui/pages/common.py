@@ -10,8 +10,8 @@ from dash import dcc, html
 
 from profiler.errors import ScprofError
 from profiler.store import Store
-from ui import data as D
-from ui import render as R
+from ui import data as ui_data
+from ui import render
 
 NO_RUNS = (
     "No runs in this store yet. Record one, then reload this page:",
@@ -32,11 +32,11 @@ def pick_run(store: Store, st: dict[str, str], key: str = "run", fallback: int =
     """The run named in the URL (UnknownRun when the store lacks it), else the `fallback`-th
     newest run (-1: newest); None in a store without runs."""
     ref = st.get(key)
-    run = D.resolve(store, ref)
+    run = ui_data.resolve(store, ref)
     if run is None and ref not in (None, ""):
         raise UnknownRun(key, ref)
     if run is None:
-        ids = [r["value"] for r in D.run_options(store)]
+        ids = [r["value"] for r in ui_data.run_options(store)]
         run = ids[fallback] if len(ids) >= abs(fallback) else (ids[-1] if ids else None)
     return run
 
@@ -45,7 +45,9 @@ def run_dropdown(id: str, store: Store, value: int | None, label: str = "run") -
     return html.Label(
         [
             label,
-            dcc.Dropdown(id=id, options=D.run_options(store), value=value, clearable=False, className="run-dropdown"),
+            dcc.Dropdown(
+                id=id, options=ui_data.run_options(store), value=value, clearable=False, className="run-dropdown"
+            ),
         ],
         className="control",
     )
@@ -145,8 +147,8 @@ def hardware_text(kind: str | None, chips: int | None) -> str:
 
 
 def run_header(store: Store, run: int) -> html.Div:
-    info = D.run_info(store, run)
-    names = D.chip_names(store, run)
+    info = ui_data.run_info(store, run)
+    names = ui_data.chip_names(store, run)
     kinds = sorted({name.split(":")[0] for name in names.values()} - {"TPU"})
     hw = hardware_text(info.get("generation") or "/".join(kinds), info.get("num_chips") or len(names))
     return html.Div(
@@ -165,8 +167,10 @@ def run_header(store: Store, run: int) -> html.Div:
 def unknown_run(store: Store, pathname: str, st: dict[str, str], e: UnknownRun) -> html.Div:
     """The page for a URL naming a run the store lacks: says so and links to the newest runs it
     holds in its place (Compare names its own sides: ui/compare_data.py)."""
-    runs = D.run_options(store)[-12:][::-1]
-    links = [dcc.Link(r["label"], href=R.href(pathname, **{e.key: r["value"]}), className="button small") for r in runs]
+    runs = ui_data.run_options(store)[-12:][::-1]
+    links = [
+        dcc.Link(r["label"], href=render.href(pathname, **{e.key: r["value"]}), className="button small") for r in runs
+    ]
     return html.Div(
         [
             html.P(f"{e}.", id="unknown-run"),
@@ -178,4 +182,4 @@ def unknown_run(store: Store, pathname: str, st: dict[str, str], e: UnknownRun) 
 
 
 def _no_runs() -> html.Div:
-    return R.empty(*NO_RUNS)
+    return render.empty(*NO_RUNS)

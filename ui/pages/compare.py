@@ -13,13 +13,10 @@ from dash import dcc, html
 
 from analyzers.breakdown import step_stats
 from analyzers.findings import Finding
-from analyzers.timeline import CATEGORIES
+from analyzers.time_split import CATEGORIES
 from profiler.store import Store
 from profiler.units import MISSING, ci_text, format_delta, format_value, unit_of
-from ui import compare_data as CD
-from ui import data as D
-from ui import render as R
-from ui import whatif_data as W
+from ui import compare_data, data, render, whatif_data
 from ui.pages.common import NO_RUNS, _no_runs, body, controls, run_dropdown, state_store
 from ui.pages.memory import runs_peak_figure
 from ui.render import time_unit
@@ -28,13 +25,13 @@ from ui.render import time_unit
 def layout_compare(store: Store, st: dict[str, str]) -> Any:
     """Controls for the pair the URL names (`base`/`cand`, or `run` as the candidate: the top bar's
     link) with sensible defaults (compare_data.compare_pair); a run the store lacks is named."""
-    opts = D.run_options(store)
+    opts = data.run_options(store)
     if not opts:
         return _no_runs()
-    pair = CD.compare_pair(store, st)
+    pair = compare_data.compare_pair(store, st)
     base, cand = pair["base"], pair["cand"]
     swap = (
-        dcc.Link("⇄ swap", href=R.href("/compare", base=cand, cand=base), className="button small")
+        dcc.Link("⇄ swap", href=render.href("/compare", base=cand, cand=base), className="button small")
         if base is not None and cand is not None
         else None
     )
@@ -59,7 +56,7 @@ def layout_compare(store: Store, st: dict[str, str]) -> Any:
             ]
         )
     if base is None or cand is None:
-        return html.Div([head, state, R.empty("One run in this store: record another to compare.", NO_RUNS[1])])
+        return html.Div([head, state, render.empty("One run in this store: record another to compare.", NO_RUNS[1])])
     return html.Div([head, state, body("compare", "verdict"), body("compare"), body("compare", "deltas")])
 
 
@@ -68,19 +65,19 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
     markers, SparseCore and memory side by side."""
     base, cand = st["base"], st["cand"]
     if base == cand:
-        return R.note("Baseline and candidate are the same run: pick two different runs above.")
-    bi, ci = D.run_info(store, base), D.run_info(store, cand)
+        return render.note("Baseline and candidate are the same run: pick two different runs above.")
+    bi, ci = data.run_info(store, base), data.run_info(store, cand)
     parts: list[Any] = []
-    b_all = D.step_times(store, base, D.clamp_steps(D.step_bounds(store, base), None))
-    c_all = D.step_times(store, cand, D.clamp_steps(D.step_bounds(store, cand), None))
+    b_all = data.step_times(store, base, data.clamp_steps(data.step_bounds(store, base), None))
+    c_all = data.step_times(store, cand, data.clamp_steps(data.step_bounds(store, cand), None))
     # the counted steps, as every summary (and the verdict) covers them
     bst, cst = ({"step_ps": s["step_ps"][s["counted"]]} for s in (b_all, c_all))
     if len(bst["step_ps"]) and len(cst["step_ps"]):
         unit, scale = time_unit(float(max(bst["step_ps"].max(), cst["step_ps"].max())))
-        fig = R.figure(barmode="overlay", xaxis_title=f"step time ({unit})", yaxis_title="steps")
+        fig = render.figure(barmode="overlay", xaxis_title=f"step time ({unit})", yaxis_title="steps")
         for name, s, color in (
-            (f"baseline: {bi['name']}", bst, R.BASE_COLOR),
-            (f"candidate: {ci['name']}", cst, R.CAND_COLOR),
+            (f"baseline: {bi['name']}", bst, render.BASE_COLOR),
+            (f"candidate: {ci['name']}", cst, render.CAND_COLOR),
         ):
             fig.add_trace(
                 go.Histogram(
@@ -93,7 +90,7 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                     hovertemplate=f"%{{x}} {unit}: %{{y}} steps<extra>{name}</extra>",
                 )
             )
-        R.integer_axis(fig, [0, len(bst["step_ps"]), len(cst["step_ps"])], axis="yaxis")  # counts of steps
+        render.integer_axis(fig, [0, len(bst["step_ps"]), len(cst["step_ps"])], axis="yaxis")  # counts of steps
         bs, cs = ({**step_stats(s["step_ps"]), "step_ps_min": s["step_ps"].min(), "step_ps_max": s["step_ps"].max()}
                   for s in (bst, cst))  # fmt: skip
         rows = []
@@ -103,10 +100,10 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
         parts.append(
             html.Div(
                 [
-                    R.section("Step-time distributions", R.graph(fig, id="compare-hist", height=300)),
-                    R.section(
+                    render.section("Step-time distributions", render.graph(fig, id="compare-hist", height=300)),
+                    render.section(
                         "Step time",
-                        R.table(
+                        render.table(
                             rows,
                             [
                                 ("stat", "", "text"),
@@ -115,16 +112,16 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                                 ("delta", "change", "text"),
                             ],
                         ),
-                        help_text=f"{bi['name']}: {D.steps_covered(b_all)}; {ci['name']}: {D.steps_covered(c_all)}.",
+                        help_text=f"{bi['name']}: {data.steps_covered(b_all)}; {ci['name']}: {data.steps_covered(c_all)}.",
                     ),
                 ],
                 className="grid2",
             )
         )
     else:
-        lacking = [CD.no_steps_text(info, role) for info, role, st_ in ((bi, "baseline", bst), (ci, "candidate", cst))
+        lacking = [compare_data.no_steps_text(info, role) for info, role, st_ in ((bi, "baseline", bst), (ci, "candidate", cst))
                    if not len(st_["step_ps"])]  # fmt: skip
-        parts.append(R.empty(f"No step-time distributions: {'; '.join(lacking)}.", None))
+        parts.append(render.empty(f"No step-time distributions: {'; '.join(lacking)}.", None))
     parts.append(_side_by_side_sc(store, base, cand, bi, ci))
     parts.append(_side_by_side_memory(store, base, cand, bi, ci))
     return html.Div(parts)
@@ -133,9 +130,9 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
 def attribution_section(store: Store, base: int, cand: int, bname: str, cname: str) -> Any:
     """Each changed key's share of the gain (`scprof compare --attribute`'s stored trials), or how
     to compute it."""
-    a = W.attribution(store, base, cand)
+    a = whatif_data.attribution(store, base, cand)
     if a is None or a["gain_ps"] is None:
-        return R.section(
+        return render.section(
             "What each change contributed",
             html.P(
                 [
@@ -147,7 +144,7 @@ def attribution_section(store: Store, base: int, cand: int, bname: str, cname: s
                 id="compare-attribution-hint",
             ),
         )
-    cand_config = W.flat_config(D.run_info(store, cand)["config"])
+    cand_config = whatif_data.flat_config(data.run_info(store, cand)["config"])
     rows = [
         {
             **r,
@@ -169,9 +166,9 @@ def attribution_section(store: Store, base: int, cand: int, bname: str, cname: s
             else ""
         )  # fmt: skip
     )
-    return R.section(
+    return render.section(
         "What each change contributed (scprof compare --attribute)",
-        R.table(
+        render.table(
             rows,
             [
                 ("key", "key", "text"),
@@ -186,7 +183,7 @@ def attribution_section(store: Store, base: int, cand: int, bname: str, cname: s
             id="compare-attribution",
         )
         if rows
-        else R.empty("No user-set key differs between the two runs: nothing to attribute."),
+        else render.empty("No user-set key differs between the two runs: nothing to attribute."),
         help_text=help_text if gain else None,
     )
 
@@ -194,22 +191,22 @@ def attribution_section(store: Store, base: int, cand: int, bname: str, cname: s
 def _side_by_side_sc(store: Store, base: int, cand: int, bi: dict, ci: dict) -> Any:
     cells = []
     for run, info in ((base, bi), (cand, ci)):
-        bounds = D.clamp_steps(D.step_bounds(store, run), None)
-        kp = {k.label: k for k in D.overview_kpis(store, run, bounds)}
-        summary = D.sparsecore(store, run, bounds, [])
+        bounds = data.clamp_steps(data.step_bounds(store, run), None)
+        kp = {k.label: k for k in data.overview_kpis(store, run, bounds)}
+        summary = data.sparsecore(store, run, bounds, [])
         rows = summary.get("tables", []) if not summary["empty"] else []
         cells.append(
             html.Div(
                 [
                     html.H4(info["name"]),
-                    R.kpis(
+                    render.kpis(
                         [
                             {"label": lbl, "value": format_value(kp[lbl].value, kp[lbl].unit), "detail": kp[lbl].detail}
                             for lbl in ("SC minibatches per step", "dropped IDs")
                             if lbl in kp
                         ]
                     ),
-                    R.table(
+                    render.table(
                         rows,
                         [
                             ("table_name", "table", "text"),
@@ -220,20 +217,20 @@ def _side_by_side_sc(store: Store, base: int, cand: int, bi: dict, ci: dict) -> 
                         ],
                     )
                     if rows
-                    else R.note("no partition statistics"),
+                    else render.note("no partition statistics"),
                 ]
             )
         )
-    return R.section("SparseCore side by side", html.Div(cells, className="grid2"))
+    return render.section("SparseCore side by side", html.Div(cells, className="grid2"))
 
 
 def _side_by_side_memory(store: Store, base: int, cand: int, bi: dict, ci: dict) -> Any:
     """Each run's HBM at its peak by contributor (the Memory page's chart and colours), and the
     contributors' bytes side by side with the change."""
-    bp, cp = D.hbm_peak(store, base), D.hbm_peak(store, cand)
+    bp, cp = data.hbm_peak(store, base), data.hbm_peak(store, cand)
     sides = [(f"{role}: {info['name']}", p) for role, info, p in (("baseline", bi, bp), ("candidate", ci, cp)) if p]
     if not sides:
-        return R.section("Memory side by side", R.note("Neither run records HBM counters."))
+        return render.section("Memory side by side", render.note("Neither run records HBM counters."))
     caps = {info.get("hbm_bytes") for info, p in ((bi, bp), (ci, cp)) if p and info.get("hbm_bytes")}
     names = list(dict.fromkeys(c for _, p in sides for c, v in p["parts"].items() if v))
 
@@ -246,15 +243,15 @@ def _side_by_side_memory(store: Store, base: int, cand: int, bi: dict, ci: dict)
     for r in rows:
         r["change"] = format_delta(r["base"], r["cand"], "bytes")
     figure = runs_peak_figure(sides, caps.pop() if len(caps) == 1 else None)
-    return R.section(
+    return render.section(
         "Memory side by side (HBM at each run's peak)",
         html.Div(
             [
                 html.Div(
-                    [R.graph(figure, id="compare-memory", height=230)]
-                    + [R.note(f"{i['name']} records no HBM counters.") for i, p in ((bi, bp), (ci, cp)) if not p]
+                    [render.graph(figure, id="compare-memory", height=230)]
+                    + [render.note(f"{i['name']} records no HBM counters.") for i, p in ((bi, bp), (ci, cp)) if not p]
                 ),
-                R.table(
+                render.table(
                     rows,
                     [
                         ("what", "HBM", "text"),
@@ -281,19 +278,19 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> tuple[Any, Any]:
     base, cand = st["base"], st["cand"]
     if base == cand:
         return html.Div(), html.Div()
-    bi, ci = D.run_info(store, base), D.run_info(store, cand)
+    bi, ci = data.run_info(store, base), data.run_info(store, cand)
     bn, cn = bi["name"], ci["name"]
-    c, error = D.compare(store, base, cand)  # CompareError's words for a run without steps
+    c, error = data.compare(store, base, cand)  # CompareError's words for a run without steps
     top: list[Any] = []
     if c is None:
         top.append(_not_comparable(error or "comparison unavailable", bi, ci))
     else:
         top.append(_verdict_banner(c, bn, cn))
-    diff = c["config_diff"] if c is not None else CD.config_diff_of_pair(store, base, cand)
+    diff = c["config_diff"] if c is not None else compare_data.config_diff_of_pair(store, base, cand)
     top.append(_config_diff(diff, store, base, cand, bn, cn))
     if c is not None:
         top.append(attribution_section(store, base, cand, bn, cn))
-    findings = c["findings"] if c is not None else CD.findings_of_pair(store, base, cand)
+    findings = c["findings"] if c is not None else compare_data.findings_of_pair(store, base, cand)
     top.append(_findings(findings, base, cand, bn, cn))
     if c is None:
         return html.Div(top), html.Div()
@@ -306,9 +303,9 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> tuple[Any, Any]:
         for r in tables:
             r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
         rest.append(
-            R.section(
+            render.section(
                 "Per-table deltas (SparseCore time per counted step, summed over the run's SparseCores)",
-                R.table(
+                render.table(
                     tables,
                     [
                         ("table_name", "table", "text"),
@@ -326,7 +323,7 @@ def render_compare_verdict(store: Store, st: dict[str, Any]) -> tuple[Any, Any]:
     extra = {k: v for k, v in c.items() if k not in known}
     if extra:
         rest.append(
-            html.Details([html.Summary("Further figures of `scprof compare`"), R.generic(extra)], className="card")
+            html.Details([html.Summary("Further figures of `scprof compare`"), render.generic(extra)], className="card")
         )
     return html.Div(top), html.Div(rest)
 
@@ -355,24 +352,24 @@ def _not_comparable(why: str, bi: dict[str, Any], ci: dict[str, Any]) -> html.Di
 def _config_diff(diff: list[dict[str, Any]], store: Store, base: int, cand: int, bn: str, cn: str) -> Any:
     """The config diff: the keys the user set first, labels, then what the emulator derived from
     them (resolved.*) collapsed with their count."""
-    missing = [n for r, n in ((base, bn), (cand, cn)) if not CD.has_config(store, r)]
+    missing = [n for r, n in ((base, bn), (cand, cn)) if not compare_data.has_config(store, r)]
     cols = [("key", "key", "text"), ("base", bn, "text"), ("cand", cn, "text")]
     if missing:
-        note = R.note(
+        note = render.note(
             f"No config recorded for {' and '.join(repr(n) for n in missing)} (a captured run): "
             "every key of the other run's config differs."
         )
     else:
         note = None
-    parts = CD.split_config_diff(diff)
+    parts = compare_data.split_config_diff(diff)
     user, labels, derived = parts["user"], parts["labels"], parts["derived"]
     children: list[Any] = [note]
     if user:
-        children.append(R.table(user, cols, id="compare-config"))
+        children.append(render.table(user, cols, id="compare-config"))
     elif not missing:
-        children.append(R.empty("No key you set differs between the two configs.", None))
+        children.append(render.empty("No key you set differs between the two configs.", None))
     if labels:
-        children.append(R.table(labels, cols, id="compare-config-labels", class_name="data muted"))
+        children.append(render.table(labels, cols, id="compare-config-labels", class_name="data muted"))
     if derived:
         children.append(
             html.Details(
@@ -385,17 +382,17 @@ def _config_diff(diff: list[dict[str, Any]], store: Store, base: int, cand: int,
         )
     title = f"Your changes (config diff: {len(user)} keys you set differ"
     title += f", {len(derived)} derived)" if derived else ")"
-    return R.section(title, *children)
+    return render.section(title, *children)
 
 
 def derived_text(rows: list[dict[str, Any]], bn: str, cn: str) -> html.Pre:
     """The derived keys as text, one component, a line per key: `key  base → cand` (values as in
-    R.table, cut at R.LONG_TEXT characters). A table of them was hundreds of Dash components, which
+    render.table, cut at render.LONG_TEXT characters). A table of them was hundreds of Dash components, which
     the renderer re-checks on every update (docs/benchmarks.md, UI in the browser)."""
 
     def text(v: Any) -> str:
         t = MISSING if v is None else v if isinstance(v, str) else json.dumps(v, default=str)
-        return t[: R.LONG_TEXT] + "…" if len(t) > R.LONG_TEXT else t
+        return t[: render.LONG_TEXT] + "…" if len(t) > render.LONG_TEXT else t
 
     width = max(len(str(r["key"])) for r in [{"key": "key"}, *rows])
     lines = [f"{'key':<{width}}  {bn} → {cn}"]
@@ -427,7 +424,7 @@ def _findings(fd: dict[str, list[dict[str, Any]]], base: int, cand: int, bn: str
             id="compare-findings-persisting",
         )
     )
-    return R.section(
+    return render.section(
         "Findings",
         html.Div(cols, className="grid3"),
         help_text="Matched by rule and affected tables: resolved = only in the baseline, new = only in "
@@ -466,18 +463,18 @@ def _persisting(p: dict[str, Any], cand: int, bn: str, cn: str) -> Any:
 def _op_deltas(ops: list[dict[str, Any]], store: Store, base: int, cand: int, bn: str, cn: str) -> Any:
     """Per-op time per counted step, summed over the cores of the op's kind (said in the header and
     per row), so an op's sum may exceed a step's time."""
-    bc, cc = CD.op_cores(store, base), CD.op_cores(store, cand)
+    bc, cc = compare_data.op_cores(store, base), compare_data.op_cores(store, cand)
     for r in ops:
         k = r.get("track_kind")
         nb, nc = bc.get(k), cc.get(k)
         n = str(nb or nc) if nb == nc or not (nb and nc) else f"{nb} / {nc}"
-        r["core"] = f"{k} (sum of {n} {CD.CORE_WORDS.get(k, 'cores')})"
+        r["core"] = f"{k} (sum of {n} {compare_data.CORE_WORDS.get(k, 'cores')})"
         r["delta"] = format_delta(r.get("base_ps_per_step"), r.get("cand_ps_per_step"), "ps")
         r["ci"] = ci_text(r.get("ci_low"), r.get("ci_high"))
-    return R.section(
+    return render.section(
         f"Per-op deltas (time per counted step, summed over all cores of the op's kind; {len(ops)} ops, "
         "largest changes first)",
-        R.table(
+        render.table(
             ops,
             [
                 ("core", "cores (summed)", "text"),
@@ -493,16 +490,16 @@ def _op_deltas(ops: list[dict[str, Any]], store: Store, base: int, cand: int, bn
             id="compare-ops",
             max_rows=25,
         ),
-        help_text=f"An op's time on every core of its kind added up per counted step ({bn}: {CD.cores_text(bc)}; "
-        f"{cn}: {CD.cores_text(cc)}), so it can exceed the step time; the breakdown above is per chip.",
+        help_text=f"An op's time on every core of its kind added up per counted step ({bn}: {compare_data.cores_text(bc)}; "
+        f"{cn}: {compare_data.cores_text(cc)}), so it can exceed the step time; the breakdown above is per chip.",
     )
 
 
 def _finding_from_dict(d: dict[str, Any], run: int, extra: Any = None) -> Any:
     try:
-        return R.finding_card(Finding(**d), run, compact=True, extra=extra)
+        return render.finding_card(Finding(**d), run, compact=True, extra=extra)
     except (TypeError, ValueError):
-        return R.generic(d)
+        return render.generic(d)
 
 
 def _verdict_banner(c: dict[str, Any], base_name: str, cand_name: str) -> html.Div:
@@ -537,30 +534,30 @@ def _verdict_banner(c: dict[str, Any], base_name: str, cand_name: str) -> html.D
 
 def _breakdown_deltas(rows: list[dict[str, Any]], bname: str, cname: str) -> Any:
     if not rows:
-        return R.note("No step-time breakdown for one of the runs.")
+        return render.note("No step-time breakdown for one of the runs.")
     order = {c: i for i, c in enumerate(CATEGORIES)}
     rows = sorted(rows, key=lambda r: order.get(r["category"], 99))
     unit, scale = time_unit(max(sum(r["base_ps"] or 0 for r in rows), sum(r["cand_ps"] or 0 for r in rows), 1))
-    fig = R.figure(barmode="stack", yaxis_title=f"time per step ({unit})")
+    fig = render.figure(barmode="stack", yaxis_title=f"time per step ({unit})")
     for r in rows:
         k = r["category"]
         fig.add_trace(
             go.Bar(
-                x=[R.plain(bname), R.plain(cname)],
+                x=[render.plain(bname), render.plain(cname)],
                 y=[(r["base_ps"] or 0) / scale, (r["cand_ps"] or 0) / scale],
                 name=k,
-                marker_color=R.CATEGORY_COLORS.get(k),
+                marker_color=render.CATEGORY_COLORS.get(k),
                 hovertemplate=f"{k}<br>%{{x}}: %{{y:.4g}} {unit}<extra></extra>",
             )
         )
     for r in rows:
         r["change"] = format_delta(r["base_ps"], r["cand_ps"], "ps")
-    return R.section(
+    return render.section(
         "Step-time breakdown (mean per counted step per chip)",
         html.Div(
             [
-                R.graph(fig, id="compare-breakdown", height=320),
-                R.table(
+                render.graph(fig, id="compare-breakdown", height=320),
+                render.table(
                     rows,
                     [
                         ("category", "category", "text"),

@@ -11,10 +11,7 @@ from analyzers.findings import SEVERITIES, Finding
 from analyzers.registry import ANALYZERS
 from profiler.store import Store
 from profiler.units import format_value
-from ui import data as D
-from ui import render as R
-from ui import state as S
-from ui import whatif_data as W
+from ui import data, render, state, whatif_data
 from ui.evidence import evidence_label, format_evidence
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store
 
@@ -23,7 +20,7 @@ def layout_findings(store: Store, st: dict[str, str]) -> Any:
     run = pick_run(store, st)
     if run is None:
         return _no_runs()
-    sev = [s for s in S.str_list(st.get("sev")) if s in SEVERITIES] or list(SEVERITIES)
+    sev = [s for s in state.str_list(st.get("sev")) if s in SEVERITIES] or list(SEVERITIES)
     return html.Div(
         [
             controls(
@@ -42,7 +39,7 @@ def layout_findings(store: Store, st: dict[str, str]) -> Any:
 
 def render_findings(store: Store, st: dict[str, Any]) -> Any:
     run = st["run"]
-    report = D.analysis(store, run)
+    report = data.analysis(store, run)
     sev = st.get("sev") or list(SEVERITIES)
     shown = [f for f in report.findings if f.severity in sev]
     counts = {s: sum(f.severity == s for f in report.findings) for s in SEVERITIES}
@@ -50,19 +47,19 @@ def render_findings(store: Store, st: dict[str, Any]) -> Any:
         html.P(" · ".join(f"{n} {s}" for s, n in counts.items()), className="status", id="findings-counts")
     ]
     if shown:
-        verified = W.verified_fixes(store, run) if any(f.fix for f in shown) else {}
-        info = D.run_info(store, run)
+        verified = whatif_data.verified_fixes(store, run) if any(f.fix for f in shown) else {}
+        info = data.run_info(store, run)
         name, start_ps = info["name"], info.get("first_ps") or 0
         for group in group_findings(shown):
             lead = group[0]
             extra = fix_block(lead, run, name, verified)
             if len(group) == 1:
-                parts.append(R.finding_card(lead, run, extra=extra, start_ps=start_ps))
+                parts.append(render.finding_card(lead, run, extra=extra, start_ps=start_ps))
             else:
                 parts.append(group_card(group, run, extra=extra, start_ps=start_ps))
     else:
         parts.append(
-            R.empty(
+            render.empty(
                 "No findings"
                 + (
                     " of the chosen severities."
@@ -74,10 +71,12 @@ def render_findings(store: Store, st: dict[str, Any]) -> Any:
     notes = [(name, n) for name, a in report.analyses.items() for n in a.notes]
     if notes:
         parts.append(
-            R.section("What the analyzers could not check", html.Ul([html.Li(f"{name}: {n}") for name, n in notes]))
+            render.section(
+                "What the analyzers could not check", html.Ul([html.Li(f"{name}: {n}") for name, n in notes])
+            )
         )
     parts.append(
-        R.section("Analyzers run", html.Ul([html.Li([html.B(m.NAME), f" — {m.QUESTION}"]) for m in ANALYZERS]))
+        render.section("Analyzers run", html.Ul([html.Li([html.B(m.NAME), f" — {m.QUESTION}"]) for m in ANALYZERS]))
     )
     return html.Div(parts)
 
@@ -87,17 +86,19 @@ def fix_block(f: Any, run: int, run_name: str, verified: dict) -> Any:
     how to verify it; None for a finding without a fix."""
     if not f.fix:
         return None
-    row = W.verification_of(f, verified)
-    lines: list[Any] = [html.Div(W.fix_text(f.fix), className="mono fix-set")]
+    row = whatif_data.verification_of(f, verified)
+    lines: list[Any] = [html.Div(whatif_data.fix_text(f.fix), className="mono fix-set")]
     if row is None:
-        lines.append(html.Div(["not verified yet: ", html.Code(W.verify_command(run_name))], className="muted"))
+        lines.append(
+            html.Div(["not verified yet: ", html.Code(whatif_data.verify_command(run_name))], className="muted")
+        )
     else:
         tone = "good" if row["accepted"] else "bad"
-        text: list[Any] = [html.Span(W.verified_text(row), className=f"verified {tone}")]
+        text: list[Any] = [html.Span(whatif_data.verified_text(row), className=f"verified {tone}")]
         if row["trial_run_id"] is not None:
             text += [
                 " · ",
-                dcc.Link("compare the trial →", href=R.href("/compare", base=run, cand=row["trial_run_id"])),
+                dcc.Link("compare the trial →", href=render.href("/compare", base=run, cand=row["trial_run_id"])),
             ]
         lines.append(html.Div(text))
     return html.Div(lines, className="finding-fix")
@@ -132,10 +133,10 @@ def group_card(group: list[Finding], run: int, extra: Any = None, start_ps: int 
         if values
         else ""
     )
-    label, link = R.finding_link(lead, run)
-    tables = sorted({t for f in group for t in (f.entities or {}).get("tables") or []}, key=R.natural_key)
+    label, link = render.finding_link(lead, run)
+    tables = sorted({t for f in group for t in (f.entities or {}).get("tables") or []}, key=render.natural_key)
     if label == "SparseCore" and tables:
-        link = R.href("/sparsecore", run=run, tables=tables)
+        link = render.href("/sparsecore", run=run, tables=tables)
     head = html.Div(
         [
             html.Span(lead.severity, className=f"badge sev-{lead.severity}"),
@@ -155,7 +156,7 @@ def group_card(group: list[Finding], run: int, extra: Any = None, start_ps: int 
     rows, columns = _group_rows(group, start_ps)
     # One table under one header; its rows after the first SHOWN_ROWS are hidden while the
     # "N more" toggle before it is closed (style.css; drawn below the table).
-    table = R.table(rows, columns, class_name="data group-table", shown_rows=SHOWN_ROWS)
+    table = render.table(rows, columns, class_name="data group-table", shown_rows=SHOWN_ROWS)
     table_parts: list[Any] = [table]
     if len(rows) > SHOWN_ROWS:
         more = [html.Span(f"{len(rows) - SHOWN_ROWS} more", className="when-closed"),
@@ -174,7 +175,9 @@ def group_card(group: list[Finding], run: int, extra: Any = None, start_ps: int 
                 [
                     html.Summary("evidence query (of the first row)"),
                     html.Pre(lead.evidence_sql, className="sql"),
-                    dcc.Link("open in SQL console", href=R.href("/sql", q=R._first_statement(lead.evidence_sql))),
+                    dcc.Link(
+                        "open in SQL console", href=render.href("/sql", q=render._first_statement(lead.evidence_sql))
+                    ),
                 ]
             )
         )
@@ -183,7 +186,7 @@ def group_card(group: list[Finding], run: int, extra: Any = None, start_ps: int 
 
 
 def _group_rows(group: list[Finding], start_ps: int | float) -> tuple[list[dict[str, Any]], list[tuple]]:
-    """(rows, R.table columns): severity, the entities, the headline value and scalar evidence."""
+    """(rows, render.table columns): severity, the entities, the headline value and scalar evidence."""
     entity_keys = list(dict.fromkeys(k for f in group for k in (f.entities or {})))
     evidence_keys = list(
         dict.fromkeys(k for f in group for k, v in (f.evidence or {}).items() if not isinstance(v, dict | list))
@@ -202,7 +205,7 @@ def _group_rows(group: list[Finding], start_ps: int | float) -> tuple[list[dict[
             value = format_evidence("", f.value)
         row: dict[str, Any] = {"severity": f.severity, "value": value}
         for k in entity_keys:
-            row[f"e:{k}"] = R._short_list((f.entities or {}).get(k, ""))
+            row[f"e:{k}"] = render._short_list((f.entities or {}).get(k, ""))
         for k in evidence_keys:
             row[f"v:{k}"] = format_evidence(k, (f.evidence or {}).get(k), start_ps)
         rows.append(row)

@@ -14,10 +14,8 @@ from dash import html
 from analyzers.registry import analyze_run
 from profiler.store import Store
 from profiler.units import format_value
-from ui import data as D
-from ui import figures as F
-from ui import render as R
-from ui import state as S
+from ui import data as ui_data
+from ui import figures, render, state
 from ui.pages.common import (
     _no_runs,
     body,
@@ -68,16 +66,16 @@ def layout_memory(store: Store, st: dict[str, str]) -> Any:
     run = pick_run(store, st)
     if run is None:
         return _no_runs()
-    bounds = D.step_bounds(store, run)
-    steps = D.clamp_steps(bounds, S.steps_param(st.get("steps")))
-    chips = sorted({c["chip"] for c in D.counters(store, run) if c["chip"] >= 0})
-    chosen = S.int_list(st.get("chips"))
+    bounds = ui_data.step_bounds(store, run)
+    steps = ui_data.clamp_steps(bounds, state.steps_param(st.get("steps")))
+    chips = sorted({c["chip"] for c in ui_data.counters(store, run) if c["chip"] >= 0})
+    chosen = state.int_list(st.get("chips"))
     chosen = [c for c in chosen if c in chips] if chosen is not None else chips[:1]
     return html.Div(
         [
             controls(
                 run_dropdown("memory-run", store, run),
-                chips_checklist("memory-chips", chips, chosen, D.chip_names(store, run)),
+                chips_checklist("memory-chips", chips, chosen, ui_data.chip_names(store, run)),
                 steps_slider("memory-steps", bounds, steps),
             ),
             run_header(store, run),
@@ -102,7 +100,7 @@ def series_groups(cs: list[dict[str, Any]], data: dict[int, dict[str, np.ndarray
         for m in members:
             by_chip.setdefault(m["chip"], []).append(_core(m))
         where = [
-            (D.chip_name(names, chip) if chip >= 0 else "host") + (f" {_cores(cores)}" if any(cores) else "")
+            (ui_data.chip_name(names, chip) if chip >= 0 else "host") + (f" {_cores(cores)}" if any(cores) else "")
             for chip, cores in by_chip.items()
         ]
         name = c["counter"] if where == ["host"] else f"{c['counter']} · {', '.join(where)}"
@@ -126,31 +124,34 @@ def _core(c: dict[str, Any]) -> str:
 
 def render_memory(store: Store, st: dict[str, Any]) -> Any:
     run, steps, chips = st["run"], tuple(st["steps"]), st.get("chips") or []
-    info = D.run_info(store, run)
+    info = ui_data.run_info(store, run)
     parts: list[Any] = []
     if info.get("status") == "failed":  # the failure's bytes against the room there was, as figures
         report = analyze_run(store, run, only=("failures",))
-        parts += [failure_cards(i, f) for i, f in enumerate(F.failure_facts(report))]
-    series = D.counters(store, run)
+        parts += [failure_cards(i, f) for i, f in enumerate(figures.failure_facts(report))]
+    series = ui_data.counters(store, run)
     if not series:
-        parts.append(R.empty("This run records no memory counters (HBM heap/stack, SPMEM, ...)."))
+        parts.append(render.empty("This run records no memory counters (HBM heap/stack, SPMEM, ...)."))
         return html.Div(parts)
-    names = D.chip_names(store, run)
-    window = D.steps_window(store, run, steps) if steps[1] >= steps[0] else None
+    names = ui_data.chip_names(store, run)
+    window = ui_data.steps_window(store, run, steps) if steps[1] >= steps[0] else None
     if window is None:  # no steps: the whole run, counters included (a failed compile records only them)
         lo = min([int(info["first_ps"] or 0)] + [int(c["first_ps"]) for c in series])
         hi = max([int(info["last_ps"] or 0)] + [int(c["last_ps"]) for c in series])
         window = (lo, hi + 1)
     t0, t1 = window
     unit, scale = time_unit(max(t1 - t0, 1))
-    hbm = [c for c in series if D.is_hbm(c) and c["chip"] in chips]
-    spmem = [c for c in series if D.is_spmem(c) and c["chip"] in chips]
+    hbm = [c for c in series if ui_data.is_hbm(c) and c["chip"] in chips]
+    spmem = [c for c in series if ui_data.is_spmem(c) and c["chip"] in chips]
     other = [
         c
         for c in series
-        if not D.is_hbm(c) and not D.is_hbm_part(c) and not D.is_spmem(c) and (c["chip"] in chips or c["chip"] < 0)
+        if not ui_data.is_hbm(c)
+        and not ui_data.is_hbm_part(c)
+        and not ui_data.is_spmem(c)
+        and (c["chip"] in chips or c["chip"] < 0)
     ]
-    data = D.counter_series(store, run, [c["track_id"] for c in hbm + spmem + other], t0, t1)
+    data = ui_data.counter_series(store, run, [c["track_id"] for c in hbm + spmem + other], t0, t1)
 
     def line_chart(cs: list[dict], what: str, capacity: float | None = None, cap_label: str = "") -> go.Figure:
         groups = series_groups(cs, data, names)
@@ -161,37 +162,39 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     if hbm:
         bucketed = any(data.get(c["track_id"], {}).get("bucketed") for c in hbm)
         parts.append(
-            R.section(
+            render.section(
                 "HBM over time",
-                R.graph(line_chart(hbm, "HBM in use", cap, "HBM capacity"), id="memory-hbm", height=340),
+                render.graph(line_chart(hbm, "HBM in use", cap, "HBM capacity"), id="memory-hbm", height=340),
                 help_text="Per chip (the chips chosen above). Each counter's value holds from its sample on"
                 + (" (downsampled: the highest value per pixel column)." if bucketed else "."),
             )
         )
     else:
-        parts.append(R.empty("No HBM counters recorded for the chosen chips."))
-    peaks = D.hbm_peaks(store, run)
+        parts.append(render.empty("No HBM counters recorded for the chosen chips."))
+    peaks = ui_data.hbm_peaks(store, run)
     if peaks:
         parts.append(peak_section(peaks, names, cap))
     tile = info.get("spmem_bytes_per_tile")
     if spmem:
         parts.append(
-            R.section(
+            render.section(
                 "SPMEM per tile",
-                R.graph(line_chart(spmem, "SPMEM per tile", tile, "tile scratchpad"), id="memory-spmem", height=300),
+                render.graph(
+                    line_chart(spmem, "SPMEM per tile", tile, "tile scratchpad"), id="memory-spmem", height=300
+                ),
                 help_text="What one tile's scratchpad holds, per SparseCore of the chosen chips (SparseCores with "
                 "the same samples drawn once); a compile-time figure, so often a single sample.",
             )
         )
     else:
         parts.append(
-            R.note(
+            render.note(
                 "SPMEM: this run records no SPMEM counter"
                 + (f" (tile scratchpad {format_value(tile, 'bytes')})." if tile else ".")
             )
         )
     if other:
-        parts.append(R.section("Other counters", R.graph(line_chart(other, "value"), height=260)))
+        parts.append(render.section("Other counters", render.graph(line_chart(other, "value"), height=260)))
     return html.Div(parts)
 
 
@@ -199,9 +202,9 @@ def peak_section(peaks: list[dict[str, Any]], names: dict[int, str], cap: float 
     """HBM by contributor at each chip's own peak (every chip, highest first named in the title)."""
     top = peaks[0]
     vunit, div = byte_unit(max([p["peak"] for p in peaks] + [cap or 0.0]))
-    pf = R.figure(xaxis_title=f"HBM in use at the chip's peak ({vunit})", barmode="stack", showlegend=True)
+    pf = render.figure(xaxis_title=f"HBM in use at the chip's peak ({vunit})", barmode="stack", showlegend=True)
     order = sorted(peaks, key=lambda p: p["chip"])
-    labels = [D.chip_name(names, p["chip"]) for p in order]
+    labels = [ui_data.chip_name(names, p["chip"]) for p in order]
     contributors = list(dict.fromkeys(c for p in order for c in p["parts"]))
     for name in contributors:
         short = name.split(": ", 1)[-1]
@@ -213,30 +216,30 @@ def peak_section(peaks: list[dict[str, Any]], names: dict[int, str], cap: float 
                 orientation="h",
                 marker_color=contributor_color(name),
                 customdata=[format_value(p["parts"].get(name), "bytes") for p in order],
-                hovertemplate=f"%{{y}} · {R.plain(name)}: %{{customdata}}<extra></extra>",
+                hovertemplate=f"%{{y}} · {render.plain(name)}: %{{customdata}}<extra></extra>",
             )
         )
     pf.update_yaxes(autorange="reversed")
     if cap:
         pf.add_vline(x=cap / div, line_dash="dash", line_color="#c62828", annotation_text="capacity per chip")
     share = f" = {format_value(top['peak'] / cap, 'share')} of capacity" if cap else ""
-    return R.section(
+    return render.section(
         f"HBM at each chip's peak: the highest {format_value(top['peak'], 'bytes')}{share} on "
-        f"{D.chip_name(names, top['chip'])} at {format_value(top['ts_ps'], 'ps')}",
-        R.graph(pf, id="memory-peaks", height=120 + 36 * len(peaks)),
+        f"{ui_data.chip_name(names, top['chip'])} at {format_value(top['ts_ps'], 'ps')}",
+        render.graph(pf, id="memory-peaks", height=120 + 36 * len(peaks)),
         help_text=f"Every chip ({len(peaks)}), each at the moment of its own highest total over the whole run "
         "(the store's hbm_peaks), split by contributor; the same colour for a contributor on every run.",
     )
 
 
 def runs_peak_figure(sides: list[tuple[str, dict[str, Any]]], cap: float | None) -> go.Figure:
-    """HBM by contributor at each run's peak (D.hbm_peak), one horizontal stacked bar per run
+    """HBM by contributor at each run's peak (data.hbm_peak), one horizontal stacked bar per run
     (`sides`: (label, peak)), in the Memory page's colours; contributors at 0 B on every side
     left out; the capacity per chip as a line when given."""
     vunit, div = byte_unit(max([p["peak"] for _, p in sides] + [cap or 0.0]))
-    fig = R.figure(xaxis_title=f"HBM in use at the run's peak ({vunit}, the highest chip)", barmode="stack",
+    fig = render.figure(xaxis_title=f"HBM in use at the run's peak ({vunit}, the highest chip)", barmode="stack",
                    showlegend=True)  # fmt: skip
-    labels = [R.plain(label) for label, _ in sides]
+    labels = [render.plain(label) for label, _ in sides]
     contributors = list(dict.fromkeys(c for _, p in sides for c, v in p["parts"].items() if v))
     for name in contributors:
         fig.add_trace(
@@ -247,7 +250,7 @@ def runs_peak_figure(sides: list[tuple[str, dict[str, Any]]], cap: float | None)
                 orientation="h",
                 marker_color=contributor_color(name),
                 customdata=[format_value(p["parts"].get(name, 0.0), "bytes") for _, p in sides],
-                hovertemplate=f"%{{y}} · {R.plain(name)}: %{{customdata}}<extra></extra>",
+                hovertemplate=f"%{{y}} · {render.plain(name)}: %{{customdata}}<extra></extra>",
             )
         )
     fig.update_yaxes(autorange="reversed")
@@ -272,7 +275,7 @@ def counter_chart(
     vunit, div = byte_unit(top) if bytes_axis else (value_unit, 1.0)
     ytitle = f"{what} ({vunit})" if vunit else what
     if groups and all(len(s["ts_ps"]) == 1 for _, s in groups):
-        fig = R.figure(yaxis_title=ytitle, showlegend=False, bargap=0.5)
+        fig = render.figure(yaxis_title=ytitle, showlegend=False, bargap=0.5)
         for name, s in groups:
             v = float(s["value"][0])
             fig.add_trace(
@@ -282,13 +285,13 @@ def counter_chart(
                     name=name,
                     text=[format_value(v, "bytes") if bytes_axis else f"{v:,.4g}"],
                     textposition="outside",
-                    hovertemplate=f"{R.plain(name)}<br>%{{y:,.4g}} {vunit} (one sample, at "
+                    hovertemplate=f"{render.plain(name)}<br>%{{y:,.4g}} {vunit} (one sample, at "
                     f"{format_value(int(s['ts_ps'][0]), 'ps')})<extra></extra>",
                 )
             )
     else:
         tunit, scale = time
-        fig = R.figure(xaxis_title=f"time ({tunit})", yaxis_title=ytitle, showlegend=True)
+        fig = render.figure(xaxis_title=f"time ({tunit})", yaxis_title=ytitle, showlegend=True)
         for name, s in groups:
             n = len(s["ts_ps"])  # a single sample: a marker (a line needs two)
             fig.add_trace(
@@ -299,7 +302,7 @@ def counter_chart(
                     marker=dict(size=10 if n == 1 else 5),
                     line_shape="hv",
                     name=name,
-                    hovertemplate=f"{R.plain(name)}<br>%{{x:.4g}} {tunit}<br>%{{y:,.4g}} {vunit}<extra></extra>",
+                    hovertemplate=f"{render.plain(name)}<br>%{{x:.4g}} {tunit}<br>%{{y:,.4g}} {vunit}<extra></extra>",
                 )
             )
     if bytes_axis:

@@ -12,10 +12,8 @@ from dash import dcc, html
 from profiler.stdlib import steps_covered
 from profiler.store import Store
 from profiler.units import format_value
-from ui import data as D
-from ui import figures as F
-from ui import render as R
-from ui import state as S
+from ui import data, figures, render
+from ui import state as ui_state
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store, steps_slider
 from ui.render import time_unit
 
@@ -24,8 +22,8 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
     run = pick_run(store, st)
     if run is None:
         return _no_runs()
-    bounds = D.step_bounds(store, run)
-    steps = D.clamp_steps(bounds, S.steps_param(st.get("steps")))
+    bounds = data.step_bounds(store, run)
+    steps = data.clamp_steps(bounds, ui_state.steps_param(st.get("steps")))
     state = {"run": run, "steps": list(steps)}
     return html.Div(
         [
@@ -33,7 +31,7 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
             run_header(store, run),
             state_store("overview", state),
             body("overview"),
-            R.section(
+            render.section(
                 "Step-time breakdown and findings",
                 body("overview", "analysis"),
                 help_text="From the analyzers (the same numbers as `scprof analyze`).",
@@ -42,8 +40,8 @@ def layout_overview(store: Store, st: dict[str, str]) -> Any:
     )
 
 
-def card(k: D.Kpi) -> dict[str, str]:
-    """A figure's card (R.kpis): label, value with its unit, scope; `source` names the figure's path
+def card(k: data.Kpi) -> dict[str, str]:
+    """A figure's card (render.kpis): label, value with its unit, scope; `source` names the figure's path
     in `scprof analyze --json` (shown on hover), when it is the analyzers' figure."""
     return {"label": k.label, "value": format_figure(k.value, k.unit), "detail": k.detail, "source": k.source or ""}
 
@@ -67,14 +65,14 @@ def no_steps_text(info: dict[str, Any]) -> str:
 def render_overview(store: Store, st: dict[str, Any]) -> Any:
     """KPIs from SQL, step time per step, per-chip step time (fast on any run size)."""
     run, steps = st["run"], tuple(st["steps"])
-    names = D.chip_names(store, run)
-    kpis = D.overview_kpis(store, run, steps)
+    names = data.chip_names(store, run)
+    kpis = data.overview_kpis(store, run, steps)
     tiles = [card(k) for k in kpis]
-    st_times = D.step_times(store, run, steps)
-    parts: list[Any] = [R.kpis(tiles, id="overview-kpis")]
+    st_times = data.step_times(store, run, steps)
+    parts: list[Any] = [render.kpis(tiles, id="overview-kpis")]
     if len(st_times["step"]):
         unit, scale = time_unit(float(st_times["step_ps"].max()))
-        fig = R.figure(xaxis_title="step", yaxis_title=f"step time ({unit})")
+        fig = render.figure(xaxis_title="step", yaxis_title=f"step time ({unit})")
         fig.add_trace(
             go.Scatter(
                 x=st_times["step"],
@@ -84,25 +82,25 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
                 hovertemplate=f"step %{{x}}<br>%{{y:.4g}} {unit}<extra></extra>",
             )
         )
-        R.integer_axis(fig, st_times["step"])
-        chips = D.chip_step_times(store, run, steps)
-        row: list[Any] = [R.section("Step time per step", R.graph(fig, height=280))]
+        render.integer_axis(fig, st_times["step"])
+        chips = data.chip_step_times(store, run, steps)
+        row: list[Any] = [render.section("Step time per step", render.graph(fig, height=280))]
         if chips:
-            cf = R.figure(
-                xaxis_title=f"chip (mean {D.steps_covered(st_times)})", yaxis_title=f"mean step time ({unit})"
+            cf = render.figure(
+                xaxis_title=f"chip (mean {data.steps_covered(st_times)})", yaxis_title=f"mean step time ({unit})"
             )
             cf.add_trace(
                 go.Bar(
-                    x=[D.chip_name(names, c["chip"]) for c in chips],
+                    x=[data.chip_name(names, c["chip"]) for c in chips],
                     y=[c["mean_step_ps"] / scale for c in chips],
                     hovertemplate=f"%{{x}}<br>mean %{{y:.4g}} {unit}<extra></extra>",
                     marker_color="#1e88e5",
                 )
             )
-            row.append(R.section("Per chip", R.graph(cf, height=280)))
+            row.append(render.section("Per chip", render.graph(cf, height=280)))
         parts.append(html.Div(row, className="grid2"))
     else:
-        parts.append(R.empty(no_steps_text(D.run_info(store, run))))
+        parts.append(render.empty(no_steps_text(data.run_info(store, run))))
     return html.Div(parts)
 
 
@@ -110,47 +108,47 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
     """The analyzers' part of the Overview: the failure (if any), headline figures, the step-time
     split (where a host-bound run shows), per step and chip by category, top ops and findings."""
     run, steps = st["run"], tuple(st["steps"])
-    names = D.chip_names(store, run)
-    report = D.analysis(store, run)
-    parts: list[Any] = [failure_cards(i, f) for i, f in enumerate(F.failure_facts(report))]
-    head, rest = F.analysis_kpis(report)
+    names = data.chip_names(store, run)
+    report = data.analysis(store, run)
+    parts: list[Any] = [failure_cards(i, f) for i, f in enumerate(figures.failure_facts(report))]
+    head, rest = figures.analysis_kpis(report)
     if head:
-        parts.append(R.kpis([card(k) for k in head], id="overview-figures"))
+        parts.append(render.kpis([card(k) for k in head], id="overview-figures"))
     if rest:
         parts.append(
             html.Details(
                 [
                     html.Summary(f"All analyzer figures ({len(rest)} more)"),
-                    R.kpis([card(k) for k in rest]),
+                    render.kpis([card(k) for k in rest]),
                 ]
             )
         )
-    split = F.time_split(report)
+    split = figures.time_split(report)
     if split:
         parts.append(
-            R.section(
+            render.section(
                 "Where step time goes",
-                R.graph(split_figure(split), id="overview-split", height=130 + 60 * len(split)),
+                render.graph(split_figure(split), id="overview-split", height=130 + 60 * len(split)),
                 help_text="Wall time: each instant of a step on each chip goes to the highest-priority category "
                 "running (breakdown.share). TensorCore time: what the TensorCores waited for in their idle gaps "
                 "(idle_gaps): a host-bound run shows here even when SparseCore work fills the wall time. "
                 "The same figures as `scprof analyze --json`.",
             )
         )
-    bd = D.breakdown_per_step(report, steps)
+    bd = data.breakdown_per_step(report, steps)
     if bd and bd["steps"]:
         parts.append(category_charts(bd, names))
     else:
         notes = (report.analyses["breakdown"].notes if "breakdown" in report.analyses else []) or [
             "the analyzers found no step windows"
         ]
-        parts.append(R.empty("No step-time breakdown: " + "; ".join(notes) + "."))
+        parts.append(render.empty("No step-time breakdown: " + "; ".join(notes) + "."))
     ops = report.analyses.get("ops")
     if ops and ops.figures.get("top"):
         parts.append(
-            R.section(
+            render.section(
                 "Top ops (self time)",
-                R.table(
+                render.table(
                     ops.figures["top"][:10],
                     [
                         ("track_kind", "on", "text"),
@@ -171,11 +169,11 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
     top = report.findings[:5]
     parts.append(html.H4(f"Top findings ({len(report.findings)} in all)"))
     parts.append(
-        html.Div([R.finding_card(f, run, compact=True) for f in top])
+        html.Div([render.finding_card(f, run, compact=True) for f in top])
         if top
-        else R.empty("No findings: the analyzers found nothing to flag in this run.")
+        else render.empty("No findings: the analyzers found nothing to flag in this run.")
     )
-    parts.append(dcc.Link("all findings →", href=R.href("/findings", run=run)))
+    parts.append(dcc.Link("all findings →", href=render.href("/findings", run=run)))
     return html.Div(parts)
 
 
@@ -195,17 +193,17 @@ BUSY_COLOR = "#cfd8dc"
 
 
 def split_figure(bars: list[dict[str, Any]]) -> go.Figure:
-    """Horizontal 100% bars, one per split of F.time_split, a trace per part (legend: the part)."""
-    fig = R.figure(barmode="stack", xaxis_title="share of the time named on the left", showlegend=True)
+    """Horizontal 100% bars, one per split of figures.time_split, a trace per part (legend: the part)."""
+    fig = render.figure(barmode="stack", xaxis_title="share of the time named on the left", showlegend=True)
     fig.update_xaxes(tickformat=".0%", range=[0, 1])
     fig.update_yaxes(autorange="reversed")
     for bar in bars:
-        y = f"{bar['name']}<br><span style='font-size:10px'>{R.plain(bar['scope'])}</span>"
+        y = f"{bar['name']}<br><span style='font-size:10px'>{render.plain(bar['scope'])}</span>"
         for part in bar["parts"]:
             source = part["source"]
             key = source.rsplit(".", 2)[-2] if source.startswith("idle_gaps.tensorcore.") else source.rsplit(".", 1)[-1]
             color = (
-                R.CATEGORY_COLORS.get(key) if source.startswith("breakdown.") else WAIT_COLORS.get(key)
+                render.CATEGORY_COLORS.get(key) if source.startswith("breakdown.") else WAIT_COLORS.get(key)
             ) or BUSY_COLOR
             share = part["share"]
             fig.add_trace(
@@ -218,8 +216,8 @@ def split_figure(bars: list[dict[str, Any]]) -> go.Figure:
                     text=[format_value(share, "share") if share >= 0.04 else ""],
                     textposition="inside",
                     insidetextanchor="middle",
-                    hovertemplate=f"{R.plain(part['name'])}: {format_value(share, 'share')}"
-                    f"<br>{R.plain(bar['name'])}, {R.plain(bar['scope'])}<extra></extra>",
+                    hovertemplate=f"{render.plain(part['name'])}: {format_value(share, 'share')}"
+                    f"<br>{render.plain(bar['name'])}, {render.plain(bar['scope'])}<extra></extra>",
                 )
             )
     fig.update_layout(legend=dict(orientation="h", y=-0.35), margin=dict(l=260, r=20, t=10, b=40))
@@ -230,37 +228,37 @@ def category_charts(bd: dict[str, Any], names: dict[int, str]) -> html.Div:
     """Per step and per chip, each category's time (the breakdown's table)."""
     peak = max(sum(v[i] for v in bd["per_step"].values()) for i in range(len(bd["steps"])))
     unit, scale = time_unit(peak or 1)
-    fig = R.figure(barmode="stack", xaxis_title="step", yaxis_title=f"time ({unit}, mean over chips)")
+    fig = render.figure(barmode="stack", xaxis_title="step", yaxis_title=f"time ({unit}, mean over chips)")
     for cat, vals in bd["per_step"].items():
         fig.add_trace(
-            R.step_series(
+            render.step_series(
                 bd["steps"],
                 np.asarray(vals) / scale,
                 stack="categories",
                 name=cat,
-                marker_color=R.CATEGORY_COLORS.get(cat),
+                marker_color=render.CATEGORY_COLORS.get(cat),
                 hovertemplate=f"{cat}<br>step %{{x}}: %{{y:.4g}} {unit}<extra></extra>",
             )
         )
-    R.integer_axis(fig, bd["steps"])
+    render.integer_axis(fig, bd["steps"])
     counted = set(bd["counted_steps"])
     over = steps_covered(bd["steps"], [s in counted for s in bd["steps"]])
-    cf = R.figure(barmode="stack", xaxis_title=f"chip (mean {over})", yaxis_title=f"time per step ({unit})")
+    cf = render.figure(barmode="stack", xaxis_title=f"chip (mean {over})", yaxis_title=f"time per step ({unit})")
     for cat, vals in bd["per_chip"].items():
         cf.add_trace(
             go.Bar(
-                x=[D.chip_name(names, c) for c in bd["chips"]],
+                x=[data.chip_name(names, c) for c in bd["chips"]],
                 y=np.asarray(vals) / scale,
                 name=cat,
-                marker_color=R.CATEGORY_COLORS.get(cat),
+                marker_color=render.CATEGORY_COLORS.get(cat),
                 showlegend=False,
                 hovertemplate=f"{cat}<br>%{{x}}: %{{y:.4g}} {unit}<extra></extra>",
             )
         )
     return html.Div(
         [
-            R.section("Step time by category", R.graph(fig, height=320)),
-            R.section("Per chip, by category", R.graph(cf, height=320)),
+            render.section("Step time by category", render.graph(fig, height=320)),
+            render.section("Per chip, by category", render.graph(cf, height=320)),
         ],
         className="grid2",
     )
@@ -270,16 +268,16 @@ def failure_cards(i: int, f: dict[str, Any]) -> html.Div:
     """The run's `i`-th recorded failure as figures: what it is, the bytes asked for against the room there was."""
     where = f"{f['memory']} {f['scope']}".strip()
     src = f"failures.failures.{i}"
-    cards = [D.Kpi("run failed", f["kind"], "text", "the failure recorded with the run", f"{src}.kind")]
+    cards = [data.Kpi("run failed", f["kind"], "text", "the failure recorded with the run", f"{src}.kind")]
     if f.get("requested_bytes") is not None:
-        cards.append(D.Kpi(f"{where}: needed", f["requested_bytes"], "B", format_value(f["requested_bytes"], "bytes"),
+        cards.append(data.Kpi(f"{where}: needed", f["requested_bytes"], "B", format_value(f["requested_bytes"], "bytes"),
                            f"{src}.requested_bytes"))  # fmt: skip
     if f.get("capacity_bytes") is not None:
-        cards.append(D.Kpi(f"{where}: capacity", f["capacity_bytes"], "B", format_value(f["capacity_bytes"], "bytes"),
+        cards.append(data.Kpi(f"{where}: capacity", f["capacity_bytes"], "B", format_value(f["capacity_bytes"], "bytes"),
                            f"{src}.capacity_bytes"))  # fmt: skip
     return html.Div(
         [
-            R.kpis([card(k) for k in cards]),
+            render.kpis([card(k) for k in cards]),
             html.P(f["message"], className="muted"),
         ],
         className="failure-facts",

@@ -10,18 +10,16 @@ from dash import dcc, html
 
 from profiler.stdlib import COUNTED_RULE
 from profiler.store import Store
-from ui import compare_data as CD
-from ui import data as D
-from ui import render as R
+from ui import compare_data, data, render
 from ui.pages.common import _no_runs, body, controls, run_dropdown, state_store
 
 
 def layout_runs(store: Store, st: dict[str, str]) -> Any:
-    opts = D.run_options(store)
+    opts = data.run_options(store)
     if not opts:
         return _no_runs()
     base, cand = pick_pair(store, st)
-    sort_opts = [{"label": k.replace("_ps", "").replace("_", " "), "value": k} for k in D.RUN_SORT_KEYS]
+    sort_opts = [{"label": k.replace("_ps", "").replace("_", " "), "value": k} for k in data.RUN_SORT_KEYS]
     return html.Div(
         [
             controls(
@@ -59,7 +57,7 @@ def layout_runs(store: Store, st: dict[str, str]) -> Any:
                 run_dropdown("runs-cand", store, cand, "candidate"),
                 dcc.Link(
                     "Compare →",
-                    href=R.href("/compare", base=base, cand=cand),
+                    href=render.href("/compare", base=base, cand=cand),
                     id="runs-compare-link",
                     className="button",
                 ),
@@ -73,9 +71,9 @@ def layout_runs(store: Store, st: dict[str, str]) -> Any:
 def pick_pair(store: Store, st: dict[str, Any]) -> tuple[int | None, int | None]:
     """The baseline and candidate the URL picks, each else its default (compare_data: never a failed
     run or one without steps while another exists)."""
-    rows = CD.run_list(store)
-    cand = D.resolve(store, st.get("cand")) or CD.default_candidate(rows)
-    base = D.resolve(store, st.get("base")) or CD.default_baseline(rows, cand)
+    rows = compare_data.run_list(store)
+    cand = data.resolve(store, st.get("cand")) or compare_data.default_candidate(rows)
+    base = data.resolve(store, st.get("base")) or compare_data.default_baseline(rows, cand)
     return base, cand
 
 
@@ -96,30 +94,30 @@ def tag_chips(tags: Any) -> html.Div | None:
 
 
 def render_runs(store: Store, st: dict[str, Any]) -> Any:
-    rows = D.runs(store, st.get("filter", ""), st.get("sort", "run_id"), st.get("desc") == "1")
+    rows = data.runs(store, st.get("filter", ""), st.get("sort", "run_id"), st.get("desc") == "1")
     if not rows and not st.get("filter"):
         return _no_runs()
     if not rows:
-        return R.empty(f"No run matches the filter {st.get('filter')!r}.")
+        return render.empty(f"No run matches the filter {st.get('filter')!r}.")
     base, cand = st.get("base"), st.get("cand")
     keep = {k: st.get(k) for k in ("filter", "sort", "desc") if st.get(k)}
     for r in rows:
         rid = r["run_id"]
-        r["name_link"] = dcc.Link(r["name"], href=R.href("/overview", run=rid))
+        r["name_link"] = dcc.Link(r["name"], href=render.href("/overview", run=rid))
         r["pages"] = html.Span(
             [
-                dcc.Link("timeline", href=R.href("/timeline", run=rid)),
+                dcc.Link("timeline", href=render.href("/timeline", run=rid)),
                 " · ",
-                dcc.Link("findings", href=R.href("/findings", run=rid)),
+                dcc.Link("findings", href=render.href("/findings", run=rid)),
                 " · ",
-                dcc.Link("compare", href=R.href("/compare", run=rid), title="this run against its baseline"),
+                dcc.Link("compare", href=render.href("/compare", run=rid), title="this run against its baseline"),
             ],
             className="run-links",
         )
         r["pick"] = html.Span(
             [
-                _pick("baseline", rid, rid == base, R.href("/runs", **keep, base=rid, cand=cand)),
-                _pick("candidate", rid, rid == cand, R.href("/runs", **keep, base=base, cand=rid)),
+                _pick("baseline", rid, rid == base, render.href("/runs", **keep, base=rid, cand=cand)),
+                _pick("candidate", rid, rid == cand, render.href("/runs", **keep, base=base, cand=rid)),
             ],
             className="run-pick",
         )
@@ -143,7 +141,9 @@ def render_runs(store: Store, st: dict[str, Any]) -> Any:
         f"{len(rows)} run(s). Mean step time: over each run's counted steps ({COUNTED_RULE}). "
         "Pick a baseline and a candidate in 'compare as' (or above), then Compare."
     )
-    return html.Div([R.table(rows, cols, id="runs-table", class_name="data runs"), html.P(note, className="muted")])
+    return html.Div(
+        [render.table(rows, cols, id="runs-table", class_name="data runs"), html.P(note, className="muted")]
+    )
 
 
 def _pick(role: str, run: int, on: bool, href: str) -> Any:

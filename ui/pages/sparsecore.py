@@ -10,9 +10,7 @@ import plotly.graph_objects as go
 from dash import dcc, html
 
 from profiler.store import Store
-from ui import data as D
-from ui import render as R
-from ui import state as S
+from ui import data, render, state
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store, steps_slider
 
 SC_METRICS = {
@@ -67,10 +65,10 @@ def layout_sparsecore(store: Store, st: dict[str, str]) -> Any:
     run = pick_run(store, st)
     if run is None:
         return _no_runs()
-    bounds = D.step_bounds(store, run)
-    steps = D.clamp_steps(bounds, S.steps_param(st.get("steps")))
-    tables = sorted(D.sc_tables(store, run)[0], key=R.natural_key)  # t0, t1, t2, ..., t10
-    chosen = [t for t in S.str_list(st.get("tables")) if t in tables]
+    bounds = data.step_bounds(store, run)
+    steps = data.clamp_steps(bounds, state.steps_param(st.get("steps")))
+    tables = sorted(data.sc_tables(store, run)[0], key=render.natural_key)  # t0, t1, t2, ..., t10
+    chosen = [t for t in state.str_list(st.get("tables")) if t in tables]
     metric = st.get("metric") if st.get("metric") in SC_METRICS else "ids"
     return html.Div(
         [
@@ -108,9 +106,9 @@ def layout_sparsecore(store: Store, st: dict[str, str]) -> Any:
 
 def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
     run, steps, metric = st["run"], tuple(st["steps"]), st.get("metric", "ids")
-    d = D.sparsecore(store, run, steps, st.get("tables") or [])
+    d = data.sparsecore(store, run, steps, st.get("tables") or [])
     if d["empty"]:
-        return R.empty(
+        return render.empty(
             "This run records no SparseCore partition statistics or SparseCore ops with IDs "
             "(the emulator writes them; imported XProf captures usually lack them)."
         )
@@ -118,14 +116,14 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
     parts: list[Any] = []
     if not d["from_stats"]:
         parts.append(
-            R.note(
+            render.note(
                 "No partition statistics in this run: figures come from SparseCore op events "
                 "(forward ops), and the compiled limits are unknown."
             )
         )
     bucket = f" (columns of {d['step_bucket']} steps, highest per column)" if d["step_bucket"] > 1 else ""
     h = 90 + 16 * len(d["partitions"])
-    fig = R.figure(xaxis_title="step" + bucket)
+    fig = render.figure(xaxis_title="step" + bucket)
     fig.add_trace(
         go.Heatmap(
             x=d["steps"],
@@ -138,11 +136,11 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
         )
     )
     fig.update_yaxes(autorange="reversed")
-    R.integer_axis(fig, d["steps"])
-    parts.append(R.section(f"{title} per SparseCore × step", R.graph(fig, id="sc-heatmap", height=h)))
+    render.integer_axis(fig, d["steps"])
+    parts.append(render.section(f"{title} per SparseCore × step", render.graph(fig, id="sc-heatmap", height=h)))
     if ratio_key and np.isfinite(d["matrices"][ratio_key]).any():
         ratio = d["matrices"][ratio_key]
-        rf = R.figure(xaxis_title="step" + bucket)
+        rf = render.figure(xaxis_title="step" + bucket)
         zmax = ratio_top(ratio)
         rf.add_trace(
             go.Heatmap(
@@ -162,19 +160,19 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
             )
         )
         rf.update_yaxes(autorange="reversed")
-        R.integer_axis(rf, d["steps"])
+        render.integer_axis(rf, d["steps"])
         parts.append(
-            R.section(
+            render.section(
                 f"{title} against the compiled limit ({limit_col})",
-                R.graph(rf, id="sc-ratio", height=h),
+                render.graph(rf, id="sc-ratio", height=h),
                 help_text="Highest ratio over the chosen tables, from 0 (no IDs) to 1 (at the limit, blue at its "
                 "darkest). Above 1 (red): the partition overflows its limit, so the step is split into "
                 "minibatches or IDs are dropped.",
             )
         )
     elif ratio_key:
-        parts.append(R.note("No compiled limits recorded for these tables: no comparison with the limit."))
-    sk = R.figure(xaxis_title="step" + bucket)
+        parts.append(render.note("No compiled limits recorded for these tables: no comparison with the limit."))
+    sk = render.figure(xaxis_title="step" + bucket)
     sk.add_trace(
         go.Scatter(
             x=d["steps"],
@@ -195,7 +193,7 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
         )
     )
     sk.add_trace(
-        R.step_series(
+        render.step_series(
             d["steps"],
             d["dropped_per_step"],
             name="dropped IDs",
@@ -217,14 +215,16 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
             showgrid=False,
         ),
     )
-    R.integer_axis(sk, d["steps"])
-    parts.append(R.section("Skew, minibatches and dropped IDs over time", R.graph(sk, id="sc-skew", height=300)))
+    render.integer_axis(sk, d["steps"])
+    parts.append(
+        render.section("Skew, minibatches and dropped IDs over time", render.graph(sk, id="sc-skew", height=300))
+    )
     if d["tables"]:
         parts.append(
-            R.section(
+            render.section(
                 "Per table",
-                R.table(
-                    sorted(d["tables"], key=lambda r: R.natural_key(r["table_name"])),
+                render.table(
+                    sorted(d["tables"], key=lambda r: render.natural_key(r["table_name"])),
                     [
                         ("table_name", "table", "text"),
                         ("max_ids", "max IDs / partition", "count"),

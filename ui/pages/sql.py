@@ -13,9 +13,7 @@ from dash import dcc, html
 from profiler.sql_guard import QueryError, run_query
 from profiler.store import Store
 from profiler.units import format_cell
-from ui import queries as Q
-from ui import render as R
-from ui import state as S
+from ui import queries, render, state
 from ui.downloads import SQL_MAX_ROWS, SQL_PAGE_MAX_BYTES, SQL_TIMEOUT_S
 from ui.pages.common import body, controls, state_store
 
@@ -24,14 +22,14 @@ SQL_SHOWN_ROWS, SQL_SHOWN_CHARS = 500, 1_000  # rows shown, characters shown of 
 
 def layout_sql(store: Store | None, st: dict[str, str]) -> Any:
     q = st.get("q", "")
-    rows = S.int_param(st.get("rows"), 1000) or 1000
+    rows = state.int_param(st.get("rows"), 1000) or 1000
     return html.Div(
         [
             html.Div(
                 [html.Span("Examples: ", className="muted")]
                 + [
                     html.Button(name, id={"type": "sql-example", "index": i}, className="button small", n_clicks=0)
-                    for i, name in enumerate(Q.SQL_EXAMPLES)
+                    for i, name in enumerate(queries.SQL_EXAMPLES)
                 ],
                 className="toolbar",
             ),
@@ -72,8 +70,8 @@ def layout_sql(store: Store | None, st: dict[str, str]) -> Any:
 def render_sql(store: Store, st: dict[str, Any]) -> Any:
     q = str(st.get("q") or "").strip()
     if not q:
-        return R.empty("Type a query above, or pick an example.")
-    cap = max(1, min(S.int_param(str(st.get("rows") or ""), 1000) or 1000, SQL_MAX_ROWS))
+        return render.empty("Type a query above, or pick an example.")
+    cap = max(1, min(state.int_param(str(st.get("rows") or ""), 1000) or 1000, SQL_MAX_ROWS))
     try:
         result = run_query(store, q, max_rows=cap, timeout_s=SQL_TIMEOUT_S, max_bytes=SQL_PAGE_MAX_BYTES)
     except QueryError as e:  # DuckDB's text with its line breaks: the caret under what it points at
@@ -101,7 +99,7 @@ def render_sql(store: Store, st: dict[str, Any]) -> Any:
                     " ",
                     html.A(
                         "Download CSV",
-                        href=R.href("/download/sql.csv", q=q, rows=cap),
+                        href=render.href("/download/sql.csv", q=q, rows=cap),
                         className="button small",
                         id="sql-csv",
                     ),
@@ -109,7 +107,7 @@ def render_sql(store: Store, st: dict[str, Any]) -> Any:
                 className="toolbar",
             ),
             html.Div(
-                R.data_table(t.column_names, numeric, cells, format_cell(None), id="sql-result"),
+                render.data_table(t.column_names, numeric, cells, format_cell(None), id="sql-result"),
                 className="table-wrap",
             ),
         ]
@@ -154,7 +152,7 @@ def schema(store: Store) -> list[dict[str, Any]]:
     seen: dict[str, dict[str, Any]] = {}
     for r in store.rows(SCHEMA_SQL):
         seen.setdefault(r["name"], {**r, "columns": columns.get(r["name"], [])})
-    return sorted(seen.values(), key=lambda r: (r["kind"] != "table", R.natural_key(r["name"])))
+    return sorted(seen.values(), key=lambda r: (r["kind"] != "table", render.natural_key(r["name"])))
 
 
 def schema_browser(store: Store | None) -> Any:

@@ -10,9 +10,8 @@ from dash import dcc, html
 
 from profiler.store import Store
 from profiler.units import format_value
-from ui import data as D
-from ui import render as R
-from ui import state as S
+from ui import data, render
+from ui import state as ui_state
 from ui.pages.common import (
     _no_runs,
     body,
@@ -30,16 +29,21 @@ def layout_timeline(store: Store, st: dict[str, str]) -> Any:
     run = pick_run(store, st)
     if run is None:
         return _no_runs()
-    bounds = D.step_bounds(store, run)
-    steps = D.clamp_steps(bounds, S.steps_param(st.get("steps")))
-    state = {"run": run, "steps": list(steps), "t0": S.int_param(st.get("t0")), "t1": S.int_param(st.get("t1"))}
+    bounds = data.step_bounds(store, run)
+    steps = data.clamp_steps(bounds, ui_state.steps_param(st.get("steps")))
+    state = {
+        "run": run,
+        "steps": list(steps),
+        "t0": ui_state.int_param(st.get("t0")),
+        "t1": ui_state.int_param(st.get("t1")),
+    }
     return html.Div(
         [
             controls(run_dropdown("timeline-run", store, run), steps_slider("timeline-steps", bounds, steps)),
             run_header(store, run),
             html.Div(
                 [
-                    dcc.Link("whole run", href=R.href("/timeline", run=run), className="button small"),
+                    dcc.Link("whole run", href=render.href("/timeline", run=run), className="button small"),
                     html.Span(id="timeline-perfetto"),
                 ],
                 className="toolbar",
@@ -54,9 +58,9 @@ def initial_window(store: Store, st: dict[str, Any]) -> tuple[int, int]:
     """[t0, t1) in ps the viewer opens on: the URL's window, else the chosen steps', else the run's."""
     if st.get("t0") is not None and st.get("t1") is not None and st["t1"] > st["t0"]:
         return int(st["t0"]), int(st["t1"])
-    info = D.run_info(store, st["run"])
+    info = data.run_info(store, st["run"])
     steps = st.get("steps") or [0, -1]
-    window = D.steps_window(store, st["run"], tuple(steps)) if steps[1] >= steps[0] else None
+    window = data.steps_window(store, st["run"], tuple(steps)) if steps[1] >= steps[0] else None
     return window or (int(info["first_ps"] or 0), int(info["last_ps"] or 1))
 
 
@@ -64,7 +68,7 @@ def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, Any]:
     """(body, Perfetto links): the trace viewer's mount point (ui/assets/trace_viewer*.js draws it
     from /api/trace/*), or an empty state saying why there is nothing to draw."""
     run = st["run"]
-    info = D.run_info(store, run)
+    info = data.run_info(store, run)
     tracks = run_tracks(store, run)
     t0, t1 = initial_window(store, st)
     links = _perfetto_links(store, run, t0, t1)
@@ -77,7 +81,7 @@ def render_timeline(store: Store, st: dict[str, Any]) -> tuple[Any, Any]:
                 f"{format_value(info['first_ps'], 'ps')} with no duration"
                 + (" (it failed before any step ran: see the note above)." if info["status"] == "failed" else ".")
             )
-        return html.Div([R.empty(msg)], id="timeline-empty"), links
+        return html.Div([render.empty(msg)], id="timeline-empty"), links
     viewer = html.Div(
         id="timeline-trace",
         className="trace-viewer",
@@ -100,7 +104,7 @@ def _perfetto_links(store: Store, run: int, t0: int, t1: int) -> Any:
     links: list[Any] = [
         html.A(
             "Download Perfetto trace (whole run)",
-            href=R.href("/download/perfetto", run=run),
+            href=render.href("/download/perfetto", run=run),
             className="button small",
             id="perfetto-run",
         )
@@ -109,7 +113,7 @@ def _perfetto_links(store: Store, run: int, t0: int, t1: int) -> Any:
         links.append(
             html.A(
                 f"(visible steps {st['lo']}–{st['hi']})",
-                href=R.href("/download/perfetto", run=run, steps=S.steps_text((st["lo"], st["hi"]))),
+                href=render.href("/download/perfetto", run=run, steps=ui_state.steps_text((st["lo"], st["hi"]))),
                 className="button small",
             )
         )

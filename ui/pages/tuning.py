@@ -12,9 +12,7 @@ from dash import html
 
 from profiler.store import Store
 from profiler.units import ci_text, format_ps
-from ui import data as D
-from ui import render as R
-from ui import whatif_data as W
+from ui import data, render, whatif_data
 from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store
 from ui.render import time_unit
 
@@ -37,10 +35,10 @@ def layout_tuning(store: Store, st: dict[str, str]) -> Any:
 
 def render_tuning(store: Store, st: dict[str, Any]) -> Any:
     run = st["run"]
-    name = D.run_info(store, run)["name"]
-    t = W.tuning(store, run)
+    name = data.run_info(store, run)["name"]
+    t = whatif_data.tuning(store, run)
     if t is None:
-        return R.empty(
+        return render.empty(
             f"No tuning session started from {name!r}. Search for a faster config, each step proven by "
             "simulation, with:",
             f"scprof tune {shlex.quote(name)}",
@@ -77,7 +75,7 @@ def render_tuning(store: Store, st: dict[str, Any]) -> Any:
                 [
                     html.A(
                         "download the tuned config (TOML)",
-                        href=R.href("/download/tuned.toml", run=run, session=t["session"]),
+                        href=render.href("/download/tuned.toml", run=run, session=t["session"]),
                         id="tuning-download",
                         className="button small",
                     ),
@@ -85,7 +83,7 @@ def render_tuning(store: Store, st: dict[str, Any]) -> Any:
                 ]
             )
         )
-    parts.append(R.section("Step time per trial", R.graph(trial_figure(t), id="tuning-graph", height=340),
+    parts.append(render.section("Step time per trial", render.graph(trial_figure(t), id="tuning-graph", height=340),
                            help_text="Each trial's mean step time over its counted steps; the accepted trials, "
                            "joined from the starting run, are the path the search took; failed trials sit at "
                            "the step time they were measured against."))  # fmt: skip
@@ -99,9 +97,9 @@ def render_tuning(store: Store, st: dict[str, Any]) -> Any:
         for r in trials
     ]
     parts.append(
-        R.section(
+        render.section(
             "Trials",
-            R.table(
+            render.table(
                 rows,
                 [
                     ("seq", "#", "text"),
@@ -126,7 +124,7 @@ def trial_figure(t: dict[str, Any]) -> go.Figure:
     trials = t["trials"]
     values = [r["step_time_ps"] for r in trials if r["step_time_ps"] is not None] + [t["start_step_time_ps"] or 0]
     unit, scale = time_unit(max(values))
-    fig = R.figure(xaxis_title="trial", yaxis_title=f"mean step time ({unit})")
+    fig = render.figure(xaxis_title="trial", yaxis_title=f"mean step time ({unit})")
     tried = [r for r in trials if not r["failed"] and not r["accepted"] and r["step_time_ps"] is not None]
     fig.add_trace(_markers(tried, "step_time_ps", scale, unit, "tried", TRIED, "circle"))
     failed = [r for r in trials if r["failed"]]
@@ -141,11 +139,11 @@ def trial_figure(t: dict[str, Any]) -> go.Figure:
             name="accepted path",
             line=dict(color=GOOD, width=2),
             marker=dict(color=GOOD, size=11, symbol="diamond"),
-            text=["starting run"] + [R.plain(r["change_text"]) for r in trials if r["accepted"]],
+            text=["starting run"] + [render.plain(r["change_text"]) for r in trials if r["accepted"]],
             hovertemplate=f"#%{{x}}: %{{y:.4g}} {unit}<br>%{{text}}<extra>accepted</extra>",
         )
     )
-    R.integer_axis(fig, [0, *xs, *(r["seq"] for r in trials)])
+    render.integer_axis(fig, [0, *xs, *(r["seq"] for r in trials)])
     return fig
 
 
@@ -158,6 +156,6 @@ def _markers(
         mode="markers",
         name=name,
         marker=dict(color=color, size=9, symbol=symbol),
-        text=[R.plain(f"{r['change_text']}: {r['reason'] or r['verdict']}") for r in rows],
+        text=[render.plain(f"{r['change_text']}: {r['reason'] or r['verdict']}") for r in rows],
         hovertemplate=f"#%{{x}}: %{{y:.4g}} {unit}<br>%{{text}}<extra>{name}</extra>",
     )

@@ -33,7 +33,7 @@ from sim_backend.hardware import resolve_hardware
 from sim_backend.interpolate import GridInterpolator
 from sim_backend.perf_tables import bundled_dir
 from sim_backend.perf_tables.generate import stale_files
-from sim_backend.perftables import (
+from sim_backend.perf_tables.tables import (
     COLLECTIVES_FILE,
     FORMAT,
     GEMM_FILE,

@@ -1,4 +1,4 @@
-"""Performance tables (DOMAIN.md §4, seeds/003): measured throughput of collectives and GEMMs.
+"""Performance tables: measured throughput of collectives and GEMMs.
 
 One directory holds one set of tables, two JSON files (format documented in
 docs/emulator.md "Cost model: performance tables"):
@@ -134,7 +134,7 @@ class PerfTables:
         if dtype not in DTYPE_BYTES:
             raise ConfigError(f"GEMM dtype {dtype!r} is not one of {sorted(DTYPE_BYTES)}")
         dims = [np.asarray(d, np.float64) for d in (batch, m, n, k)]
-        if dtype not in self._gemm:  # seeds/003: normalise each dimension to bytes
+        if dtype not in self._gemm:  # normalise each dimension to bytes
             ref = self.reference_dtype(dtype)
             scale = DTYPE_BYTES[dtype] / DTYPE_BYTES[ref]
             dims = [dims[0]] + [d * scale for d in dims[1:]]

@@ -1,8 +1,8 @@
 """The hostile campaign's harness: cases by class, a scratch folder with a store, children
 run under a time limit, and what must hold (refused in one line, accepted, store untouched).
 
-The cases are in benchmarks/hostile_campaign.py (round one) and _hostile_round_two.py; run
-the campaign with `python benchmarks/hostile_campaign.py`.
+The cases are in tools/hostile_campaign.py and _campaign_whatif_stores.py; run the campaign
+with `python tools/hostile_campaign.py`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""Hostile-input campaign, round two: the what-if commands (`analyze --verify`, `compare
---attribute`, `tune`), paths that traces and stored configs name, refusals that must leave
-the store as it was, the folders `--out` names, damaged stores and full disks.
+"""Hostile-input campaign, the what-if and store cases: the what-if commands (`analyze
+--verify`, `compare --attribute`, `tune`), paths that traces and stored configs name,
+refusals that must leave the store as it was, the folders `--out` names, damaged stores and
+full disks.
 
-Registered into _campaign_kit's CASES on import; benchmarks/hostile_campaign.py runs them
-with round one's.
+Registered into _campaign_kit's CASES on import; tools/hostile_campaign.py runs them
+after its own.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""Issue 19's polish in headless Chromium at 1,400 and 1,600 px: a skewed run's findings grouped
+"""The UI's presentation in headless Chromium at 1,400 and 1,600 px: a skewed run's findings grouped
 into one card per rule, slider tooltips that cover nothing until dragged, the SparseCore page, the
 SQL console (an error's caret in place, Ctrl+Enter, the schema browser, numbers right-aligned) and
 the Tuning page's reasons wrapped within the page.
 
 Fixtures as tests/ui/test_browser.py (Debian's chromium, the app served by werkzeug on loopback),
-over stores of their own (tests/ui/polish_store.py). Screenshots land in test-artifacts/screenshots/.
+over stores of their own (tests/ui/pages_store.py). Screenshots land in test-artifacts/screenshots/.
 """
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from __future__ import annotations
 import pytest
 
 from tests.ui.browserkit import run_ids, serve, settle, shot, watched_page
-from tests.ui.polish_store import LONG_REASON, build_polish_store, with_long_reason
+from tests.ui.pages_store import LONG_REASON, build_pages_store, with_long_reason
 from ui.pages.findings import SHOWN_ROWS
 
 WIDTHS = (1400, 1600)
 
 
 @pytest.fixture(scope="module")
-def polish(tmp_path_factory):
-    """(url, run ids by name) of a server over the polish store (skewed, hbm, failed)."""
-    db = build_polish_store(tmp_path_factory.mktemp("polish-browser"))
+def pages_server(tmp_path_factory):
+    """(url, run ids by name) of a server over the pages store (skewed, hbm, failed)."""
+    db = build_pages_store(tmp_path_factory.mktemp("pages-browser"))
     with serve(db) as (url, app):
         yield url, run_ids(app)
 
@@ -29,7 +29,7 @@ def polish(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tuning(whatif_db, tmp_path_factory):
     """(url, run ids by name) of a server over the what-if store with a long failed-trial reason."""
-    db = with_long_reason(whatif_db, tmp_path_factory.mktemp("polish-tuning") / "long.duckdb")
+    db = with_long_reason(whatif_db, tmp_path_factory.mktemp("pages-tuning") / "long.duckdb")
     with serve(db) as (url, app):
         yield url, run_ids(app)
 
@@ -41,8 +41,8 @@ def page(browser, request):  # noqa: F811 - the imported fixture
         yield pg
 
 
-def test_skewed_findings_are_one_card_per_rule(polish, page):
-    url, ids = polish
+def test_skewed_findings_are_one_card_per_rule(pages_server, page):
+    url, ids = pages_server
     page.goto(f"{url}/findings?run={ids['skewed']}")
     page.wait_for_selector(".finding-grouped .group-table")
     settle(page)
@@ -60,11 +60,11 @@ def test_skewed_findings_are_one_card_per_rule(polish, page):
     group.locator(".group-more summary").click()
     assert rows.evaluate_all(visible) == rows.count()
     assert group.locator("thead tr").count() == 1  # one header: the more rows do not repeat it
-    shot(page, f"polish-findings-skewed-{page.viewport_size['width']}")
+    shot(page, f"pages-findings-skewed-{page.viewport_size['width']}")
 
 
-def test_findings_evidence_reads_as_words(polish, page):
-    url, ids = polish
+def test_findings_evidence_reads_as_words(pages_server, page):
+    url, ids = pages_server
     page.goto(f"{url}/findings?run={ids['hbm']}")
     page.wait_for_selector("table.evidence")
     settle(page)
@@ -73,8 +73,8 @@ def test_findings_evidence_reads_as_words(polish, page):
     assert "HBM peak" in text and "GiB" in text
 
 
-def test_slider_tooltips_cover_nothing_until_dragged(polish, page):
-    url, ids = polish
+def test_slider_tooltips_cover_nothing_until_dragged(pages_server, page):
+    url, ids = pages_server
     page.goto(f"{url}/sparsecore?run={ids['skewed']}")
     page.wait_for_selector("#sc-heatmap .js-plotly-plot, #sc-heatmap.js-plotly-plot")
     settle(page)
@@ -89,11 +89,11 @@ def test_slider_tooltips_cover_nothing_until_dragged(polish, page):
         "() => [...document.querySelectorAll('#sparsecore-steps .dash-slider-tooltip')]"
         ".some(e => e.getBoundingClientRect().height > 0)"
     )
-    shot(page, f"polish-sparsecore-{page.viewport_size['width']}")
+    shot(page, f"pages-sparsecore-{page.viewport_size['width']}")
 
 
-def test_sparsecore_page_scales(polish, page):
-    url, ids = polish
+def test_sparsecore_page_scales(pages_server, page):
+    url, ids = pages_server
     page.goto(f"{url}/sparsecore?run={ids['skewed']}")
     page.wait_for_selector("#sc-ratio .colorbar")
     settle(page)
@@ -105,8 +105,8 @@ def test_sparsecore_page_scales(polish, page):
     assert names[:3] == ["t0", "t1", "t2"] and names.index("t10") == 10
 
 
-def test_sql_console_error_keys_schema_and_numbers(polish, page):
-    url, _ = polish
+def test_sql_console_error_keys_schema_and_numbers(pages_server, page):
+    url, _ = pages_server
     page.goto(f"{url}/sql")
     page.wait_for_selector("#sql-schema")
     settle(page)
@@ -120,7 +120,7 @@ def test_sql_console_error_keys_schema_and_numbers(polish, page):
     (i,) = [n for n, line in enumerate(lines) if line.startswith("LINE 3:")]
     caret = lines[i + 1]
     assert lines[i][caret.index("^") : caret.rindex("^") + 1] == "runs"
-    shot(page, f"polish-sql-error-{page.viewport_size['width']}")
+    shot(page, f"pages-sql-error-{page.viewport_size['width']}")
     # the schema browser: open a table, click names to write the query
     page.fill("#sql-text", "SELECT name, events FROM ")
     page.click("#sql-text")
@@ -145,7 +145,7 @@ def test_sql_console_error_keys_schema_and_numbers(polish, page):
     assert align[0] in ("left", "start") and align[1] == "right"
     events = page.locator("#sql-result tbody tr td:nth-child(2)").all_text_contents()
     assert any("," in e for e in events)  # the skewed run's thousands of events, with separators
-    shot(page, f"polish-sql-result-{page.viewport_size['width']}")
+    shot(page, f"pages-sql-result-{page.viewport_size['width']}")
     # a new query on the same page: the same table rebuilt from its new data; markup is text, a
     # null is NULL (not right-aligned)
     page.fill("#sql-text", "SELECT '<b id=\"x\">bold?</b>' AS markup, NULL::INTEGER AS n, 2 AS two")
@@ -168,14 +168,14 @@ def test_tuning_reasons_wrap_within_the_page(tuning, page):
     assert box["x"] + box["width"] <= page.viewport_size["width"]
     wrap = page.eval_on_selector("#tuning-trials", "e => [e.scrollWidth, e.clientWidth]")
     assert wrap[0] <= wrap[1]  # no horizontal scrolling inside the table either
-    shot(page, f"polish-tuning-{page.viewport_size['width']}")
+    shot(page, f"pages-tuning-{page.viewport_size['width']}")
 
 
-def test_tables_and_cards_built_from_their_data(polish, page):
+def test_tables_and_cards_built_from_their_data(pages_server, page):
     """ui/assets/data_views.js on a table and a card grid added to a page: long text cut at `cut`
     characters (whole on hover), a wrap column whole, number columns right-aligned, a null cell's
     text, rows after `more_after` folded; cards' texts and figure paths; markup shown as text."""
-    url, ids = polish
+    url, ids = pages_server
     page.goto(f"{url}/runs")
     page.wait_for_selector("#page .page-body")
     settle(page)

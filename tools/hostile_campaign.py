@@ -8,12 +8,12 @@ with a wall-clock limit, and checks what must hold for it:
   `escape/` folder that must stay empty), the store byte-identical after a refused command,
   no temporary folder left behind (children get a private TMPDIR that must end empty),
   no hang (the limit), and for resource cases the child's peak RSS.
-Cases are grouped in classes (docs/security.md's table): round one's here, round two's (the
+Cases are grouped in classes (docs/security.md's table): the first eight here, the rest (the
 what-if commands, paths stored configs name, refusals that keep the store, outputs, damaged
-stores and full disks) in _hostile_round_two.py; the harness is _campaign_kit.py. Prints each
+stores and full disks) in _campaign_whatif_stores.py; the harness is _campaign_kit.py. Prints each
 case that did not hold, a table per class, and as its last line one JSON object with the counts.
 
-    python benchmarks/hostile_campaign.py [--only CLASS ...] [--keep] [--verbose]
+    python tools/hostile_campaign.py [--only CLASS ...] [--keep] [--verbose]
 """
 
 from __future__ import annotations
@@ -825,7 +825,7 @@ def _crash(c: Campaign) -> str | None:
 
 
 if __name__ == "__main__":
-    import _hostile_round_two  # noqa: F401  (registers round two's cases after these)
+    import _campaign_whatif_stores  # noqa: F401  (registers its cases after these)
 
     counts = run_campaign(__doc__.splitlines()[0])
     total = {"tried": sum(t["tried"] for t in counts.values()), "held": sum(t["held"] for t in counts.values())}
