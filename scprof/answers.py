@@ -233,7 +233,7 @@ def find_events_doc(
     """Events whose name contains `name` (case-insensitive; text, never a pattern), in the window
     [t0, t1) or the whole run, in time order: the Timeline's find (ui/trace_queries.py's rule and
     SQL), with each event's track (plane, line, kind, chip), step and time."""
-    from ui import trace_queries as TQ
+    from ui import trace_queries
     from ui.store_access import sql
     from ui.trace_api import run_facts
 
@@ -242,8 +242,8 @@ def find_events_doc(
     facts = run_facts(store, store.resolve_run(run))
     t0, t1 = window or (facts.first_ps, facts.last_ps + 1)
     p = dict(run=facts.run_id, q=name, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, all_tracks=True, tracks=[])
-    total = int(sql(store, TQ.FIND_COUNT, **p).column("n")[0].as_py())
-    ids = sql(store, TQ.FIND_EVENTS, limit=limit, **p).column("id").to_pylist()
+    total = int(sql(store, trace_queries.FIND_COUNT, **p).column("n")[0].as_py())
+    ids = sql(store, trace_queries.FIND_EVENTS, limit=limit, **p).column("id").to_pylist()
     rows = store.rows(
         """SELECT event_id, track_id, plane, line, track_kind, chip, name, step, start_ps, dur_ps
            FROM slices WHERE run_id = ? AND list_contains(?, event_id) ORDER BY start_ps, event_id""",
@@ -298,7 +298,7 @@ def events_doc(
     window [t0, t1), the steps A..B-1 (the Timeline's span of those steps, ui/data.py steps_window)
     or the whole run; in time order, at most `limit`, with how many there are per track. The
     filters and overlap rule are the viewer tiles' (ui/trace_queries.py WINDOW_SLICES, TILE_COUNTS)."""
-    from ui import trace_queries as TQ
+    from ui import trace_queries
     from ui.data import steps_window
     from ui.store_access import sql
     from ui.trace_api import names_of, run_facts, run_tracks
@@ -316,8 +316,8 @@ def events_doc(
     ids = [t.track_id for t in chosen]
     p = dict(run=facts.run_id, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, maxmarker=facts.max_marker_dur_ps,
              tracks=ids)  # fmt: skip
-    counts = dict(zip(*sql(store, TQ.TILE_COUNTS, **p).to_pydict().values(), strict=True)) if ids else {}
-    table = sql(store, TQ.WINDOW_SLICES, name_base=facts.name_base, limit=limit, **p) if ids else None
+    counts = dict(zip(*sql(store, trace_queries.TILE_COUNTS, **p).to_pydict().values(), strict=True)) if ids else {}
+    table = sql(store, trace_queries.WINDOW_SLICES, name_base=facts.name_base, limit=limit, **p) if ids else None
     by_id = {t.track_id: t for t in chosen}
     rows: list[dict[str, Any]] = []
     if table is not None and table.num_rows:

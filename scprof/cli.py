@@ -1,6 +1,6 @@
 """`scprof` command line: record, ingest, runs, sql (and more as they land).
 
-Exit codes follow CONVENTIONS.md: 0 success; 2 usage or input error with one
+Exit codes: 0 success; 2 usage or input error with one
 line on stderr naming the argument or file; 1 internal error (traceback only
 with --debug). This package sits at the end of the data flow, so it is the one
 place allowed to import from every other.

@@ -30,7 +30,7 @@ from pydantic import Field
 from profiler import sql_guard
 from profiler.errors import ScprofError
 from profiler.store import Store
-from scprof import mcp_schemas as M
+from scprof import mcp_schemas as schemas
 from scprof.mcp_simulate import Simulating, add_simulate_tools
 from scprof.mcp_tools import (
     BREAKDOWN_STEPS_MAX,
@@ -89,13 +89,13 @@ def build_server(settings: Settings) -> MCPServer:
     )
 
     @server.tool(annotations=READ, title="List the stored runs")
-    def list_runs() -> Annotated[CallToolResult, M.RunList]:
+    def list_runs() -> Annotated[CallToolResult, schemas.RunList]:
         """The runs in the store, oldest first: id, name, source, status (failed runs say why), steps the
         store times and how many summaries count, mean step time (ps), events. `scprof runs --json`."""
         return answer(tools.list_runs, "runs")
 
     @server.tool(annotations=READ, title="Summarise a run")
-    def run_summary(run: RunArg) -> Annotated[CallToolResult, M.Summary]:
+    def run_summary(run: RunArg) -> Annotated[CallToolResult, schemas.Summary]:
         """A run in brief: mean/p50/p90 step time over its counted steps, the time split by category, the
         top findings and what could not be analysed. Cut from analyze's document (the same figures)."""
         return answer(lambda: tools.run_summary(run))
@@ -111,7 +111,7 @@ def build_server(settings: Settings) -> MCPServer:
             ),
         ] = False,
         ctx: Context | None = None,
-    ) -> Annotated[CallToolResult, M.Analysis]:
+    ) -> Annotated[CallToolResult, schemas.Analysis]:
         """What slows the run down: findings (most severe first) with evidence figures, affected entities,
         a query reproducing the evidence and the config fix; every analyzer's figures; notes on data the
         run lacks. `scprof analyze RUN --json` (with verify: `--verify --json`)."""
@@ -132,7 +132,7 @@ def build_server(settings: Settings) -> MCPServer:
             ),
         ] = False,
         ctx: Context | None = None,
-    ) -> Annotated[CallToolResult, M.Comparison]:
+    ) -> Annotated[CallToolResult, schemas.Comparison]:
         """Did the candidate's step time change? The verdict (improved / regressed / no significant
         change) with the relative change and its 95% bootstrap interval over the counted steps; per
         category, per op (with intervals) and per table deltas; findings resolved / new / persisting;
@@ -148,7 +148,7 @@ def build_server(settings: Settings) -> MCPServer:
         steps: StepsArg = None,
         chip: Annotated[int | None, Field(description="only the events of this chip (-1: the host)")] = None,
         limit: Annotated[int, Field(description=f"rows to return, 1..{TOP_OPS_MAX:,}")] = 20,
-    ) -> Annotated[CallToolResult, M.TopOps]:
+    ) -> Annotated[CallToolResult, schemas.TopOps]:
         """Which ops take the time: per kind of core and op, events, total and self time (ps), share of
         the kind's self time, FLOPs and bytes; device work first, by self time. Over the whole run these
         are analyze's `ops` figures; narrow with steps and chip."""
@@ -165,7 +165,7 @@ def build_server(settings: Settings) -> MCPServer:
         kind: Annotated[str | None, Field(description="only tracks of this kind: tensorcore, sparsecore, host")] = None,
         chip: Annotated[int | None, Field(description="only tracks of this chip (-1: the host)")] = None,
         limit: Annotated[int, Field(description=f"slices to return, 1..{EVENTS_MAX:,}")] = EVENTS_DEFAULT,
-    ) -> Annotated[CallToolResult, M.Events]:
+    ) -> Annotated[CallToolResult, schemas.Events]:
         """What the Timeline shows in a window, as rows: the events and step markers (event_id -1) of
         the chosen tracks that overlap [t0_ps, t1_ps) (or steps A..B-1, or the whole run), in time
         order, each with its track (plane, line, kind, chip), name, step, start and duration (ps);
@@ -179,7 +179,7 @@ def build_server(settings: Settings) -> MCPServer:
         steps: StepsArg = None,
         chip: Annotated[int | None, Field(description="per step, this chip's time (null: mean over chips)")] = None,
         limit: Annotated[int, Field(description=f"steps to return, 1..{BREAKDOWN_STEPS_MAX:,}")] = 500,
-    ) -> Annotated[CallToolResult, M.StepBreakdown]:
+    ) -> Annotated[CallToolResult, schemas.StepBreakdown]:
         """The Overview page's time split: per step, each category's time in ps (SparseCore, TensorCore,
         collectives, host wait, idle, ...; the mean over chips or one chip's), and per chip each
         category's mean time per counted step. Shows which steps or chips are out of line."""
@@ -192,7 +192,7 @@ def build_server(settings: Settings) -> MCPServer:
         t0_ps: Annotated[int | None, Field(description="window start, ps (with t1_ps); null: the whole run")] = None,
         t1_ps: Annotated[int | None, Field(description="window end, ps")] = None,
         limit: Annotated[int, Field(description=f"events to return, 1..{FIND_MAX:,}")] = 50,
-    ) -> Annotated[CallToolResult, M.FoundEvents]:
+    ) -> Annotated[CallToolResult, schemas.FoundEvents]:
         """Events whose name contains the text, in time order, as the Timeline's find: each with its
         event_id, track (plane, line, kind, chip), step, start_ps and dur_ps, and how many match in all."""
         return answer(lambda: tools.find_events(run, name, t0_ps, t1_ps, limit), "rows")
@@ -202,7 +202,7 @@ def build_server(settings: Settings) -> MCPServer:
         query: Annotated[str, Field(description="one read-only SELECT (tables and views: resource scprof://schema)")],
         max_rows: Annotated[int, Field(description=f"row cap, 1..{SQL_MAX_ROWS:,}")] = SQL_DEFAULT_ROWS,
         timeout_s: Annotated[float, Field(description="time limit in seconds")] = sql_guard.DEFAULT_TIMEOUT_S,
-    ) -> Annotated[CallToolResult, M.SqlResult]:
+    ) -> Annotated[CallToolResult, schemas.SqlResult]:
         """Run one read-only query, as `scprof sql QUERY --format json` does: the same guard (one SELECT;
         no writes, DDL, ATTACH, COPY, PRAGMA, SET), worker process, time limit and memory cap. Bind run
         ids as literals from list_runs; times are integer picoseconds. Results over the row or byte cap
@@ -215,7 +215,7 @@ def build_server(settings: Settings) -> MCPServer:
         steps: StepsArg = None,
         t0_ps: Annotated[int | None, Field(description="window start, ps (with t1_ps)")] = None,
         t1_ps: Annotated[int | None, Field(description="window end, ps")] = None,
-    ) -> Annotated[CallToolResult, M.Link]:
+    ) -> Annotated[CallToolResult, schemas.Link]:
         """A deep link into `scprof ui`'s Timeline page for a person to open: the run, its steps A..B-1
         or a time window. The UI must be serving this store (the `serve` command)."""
         return answer(lambda: tools.timeline_link(run, steps, t0_ps, t1_ps))
@@ -224,7 +224,7 @@ def build_server(settings: Settings) -> MCPServer:
     def compare_link(
         base: Annotated[str, Field(description="the baseline run")],
         cand: Annotated[str, Field(description="the candidate run")],
-    ) -> Annotated[CallToolResult, M.Link]:
+    ) -> Annotated[CallToolResult, schemas.Link]:
         """A deep link into `scprof ui`'s Compare page for the two runs, for a person to open."""
         return answer(lambda: tools.compare_link(base, cand))
 
@@ -238,7 +238,7 @@ def build_server(settings: Settings) -> MCPServer:
             paths: Annotated[list[str], Field(description="trace files or capture folders, under an allowed folder")],
             name: Annotated[str | None, Field(description="run name (one path only)")] = None,
             replace: Annotated[bool, Field(description="replace runs with the same id or name")] = False,
-        ) -> Annotated[CallToolResult, M.Ingested]:
+        ) -> Annotated[CallToolResult, schemas.Ingested]:
             """Store trace files (.sctrace), XProf captures (.xplane.pb, a run folder, a logdir) or Chrome
             trace JSON as runs, all or nothing, and analyse them. Only paths under the folders the server
             was started with (--allow-ingest DIR) are read. `scprof ingest PATH... --name --replace`."""

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from profiler.errors import ScprofError
 from scprof import answers
-from scprof import mcp_schemas as M
+from scprof import mcp_schemas as schemas
 from scprof.mcp_tools import Cancelled, Tools, answer, progress_of, run_cancellable
 
 BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -283,7 +283,7 @@ def add_simulate_tools(server: MCPServer, sim: Simulating) -> None:
         name: Annotated[str | None, Field(description="run name (default: the config's)")] = None,
         steps: Annotated[int | None, Field(description=f"steps to simulate, 1..{RECORD_STEPS_MAX:,}")] = None,
         replace: Annotated[bool, Field(description="replace a stored run of the same name")] = False,
-    ) -> Annotated[CallToolResult, M.Recorded]:
+    ) -> Annotated[CallToolResult, schemas.Recorded]:
         """Simulate a workload config (with changes) in the emulator and store it as a run, analysed:
         `scprof record CONFIG --set ... --name --steps`. Its folder is under the server's runs folder.
         A run that fails (compile error, out of memory) is stored too: status failed and why."""
@@ -301,7 +301,7 @@ def add_simulate_tools(server: MCPServer, sim: Simulating) -> None:
         sets: SetsArg = None,
         budget: Annotated[int, Field(description=f"most simulations, 1..{TUNE_BUDGET_MAX}")] = 20,
         ctx: Context | None = None,
-    ) -> Annotated[CallToolResult, M.Tuned]:
+    ) -> Annotated[CallToolResult, schemas.Tuned]:
         """Greedy search from a stored emulated run or a config (with `sets` applied first; a config is
         recorded first, as `scprof tune CONFIG` does): each round simulates its
         findings' fixes and neighbouring values, and takes the fastest trial that is significantly faster

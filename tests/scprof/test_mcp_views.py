@@ -87,7 +87,7 @@ def test_events_of_the_whole_run_equal_slices_in_sql(served, store_db, capsys):
 
 def test_events_equal_the_viewers_tile_rows(served, store_db):
     """The window [0, 2^(k+10)) is tile (k, 0): its exact-mode rows (TILE_SLICES, minlen 0) are the tool's."""
-    from ui import trace_queries as TQ
+    from ui import trace_queries
     from ui.store_access import sql
     from ui.trace_api import run_facts, run_tracks
 
@@ -95,7 +95,7 @@ def test_events_equal_the_viewers_tile_rows(served, store_db):
     with Store.open(str(store_db), read_only=True) as store:
         facts = run_facts(store, 1)
         tracks = [t.track_id for t in run_tracks(store, 1)]
-        tile = sql(store, TQ.TILE_SLICES, run=1, t0=10**9, t1=3 * 10**9, maxdur=facts.max_event_dur_ps,
+        tile = sql(store, trace_queries.TILE_SLICES, run=1, t0=10**9, t1=3 * 10**9, maxdur=facts.max_event_dur_ps,
                    maxmarker=facts.max_marker_dur_ps, name_base=facts.name_base, tracks=tracks, minlen=0)  # fmt: skip
     viewer = sorted((r["id"], r["track_id"], r["start"], r["dur"]) for r in tile.to_pylist())
     got = sorted((r["event_id"], r["track_id"], r["start_ps"], r["dur_ps"]) for r in doc["rows"])
