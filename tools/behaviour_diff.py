@@ -11,7 +11,14 @@ compared, key by key.
 
 What differs by construction is left out or normalized: the checkout's and the temp folder's
 paths (replaced by <checkout> and <tmp>), the time columns `ingested_at` and `created_at` (and
-`runs --json`'s `ingested`), and `code_sha1` (a hash of the source, which a refactor changes).
+`runs --json`'s / run_list's `ingested`), how long a command took ("(..., 0.2 s)" in its
+output), `code_sha1` (a hash of the source, which a refactor changes), and string ids (compared
+as the strings they stand for: `strings` without `string_id`, events' name_id, table_id and
+category_id as text). The configs are copied to one fixed folder and recorded from there (a
+recording keeps the absolute paths a config names), and every DuckDB connection runs one
+thread (the Chrome-trace import's parallel JSON reader interns strings in a varying order, so
+its exports would vary run to run). scprof_meta's `ddl_sha1` is left out: it changes whenever
+a table's or column's documentation does.
 
 Usage
     python tools/behaviour_diff.py BEFORE_CHECKOUT AFTER_CHECKOUT [--configs all|none|a,b] [--keep DIR]
@@ -32,11 +39,15 @@ import hashlib
 import io
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
 
-IGNORED_COLUMNS = ("ingested_at", "created_at", "code_sha1")
+IGNORED_COLUMNS = ("ingested_at", "created_at", "code_sha1", "ingested")
+STRING_ID_COLUMNS = ("name_id", "table_id", "category_id")  # strings.string_id: compared as their text
+_SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\)")  # "(..., 0.2 s)": how long a command took
 
 
 def captures(root: str) -> list[tuple[str, str]]:
@@ -88,6 +99,15 @@ class _Cli:
     """`scprof` commands run in this process, their output normalized."""
 
     def __init__(self, root: str, tmp: str):
+        import duckdb
+
+        connect = duckdb.connect
+
+        def one_thread(*a, **k):  # DuckDB's parallel JSON reader interns strings in a varying order
+            config = {**(k.pop("config", None) or {}), "threads": 1}
+            return connect(*a, **k, config=config)
+
+        duckdb.connect = one_thread
         from scprof.cli import main
 
         self.main, self.root, self.tmp = main, os.path.realpath(root), os.path.realpath(tmp)
@@ -95,7 +115,7 @@ class _Cli:
     def norm(self, text: str) -> str:
         for real, name in ((self.tmp, "<tmp>"), (self.root, "<checkout>")):
             text = text.replace(real, name)
-        return text
+        return _SECONDS.sub("<t> s)", text)
 
     def __call__(self, *argv: str) -> dict:
         out, err = io.StringIO(), io.StringIO()
@@ -117,10 +137,15 @@ def _tables(cli: _Cli, db: str) -> dict:
                                            "WHERE table_schema = 'main' ORDER BY 1").fetchall()]  # fmt: skip
         for t in names:
             cols = [r[0] for r in con.execute(f"DESCRIBE {t}").fetchall() if r[0] not in IGNORED_COLUMNS]
+            if t == "strings":
+                cols = [c for c in cols if c != "string_id"]
             if not cols:
                 continue
-            sel = ", ".join(f'"{c}"' for c in cols)
-            cur = con.execute(f"SELECT {sel} FROM {t} ORDER BY ALL")
+            ids = [c for c in cols if c in STRING_ID_COLUMNS and "run_id" in cols and t != "strings"]
+            sel = ", ".join(f'x."{c}"' if c not in ids else f'(SELECT value FROM strings s WHERE s.run_id = x.run_id '
+                            f'AND s.string_id = x."{c}") AS "{c}"' for c in cols)  # fmt: skip
+            where = " WHERE key <> 'ddl_sha1'" if t == "scprof_meta" else ""  # the DDL holds the docs
+            cur = con.execute(f"SELECT {sel} FROM {t} x{where} ORDER BY ALL")
             h, n = hashlib.sha256(), 0
             while rows := cur.fetchmany(100_000):
                 for r in rows:
@@ -166,7 +191,12 @@ def take(root: str, which: str, keep: str | None) -> dict:
         snap[f"ingest {name}"] = cli("ingest", path, "--db", db, "--name", name)
     _runs(cli, db, tmp, snap, "captures")
     rec_db = os.path.join(tmp, "records.duckdb")
-    for cfg in configs(root, which):
+    # Configs name other files by absolute path (limits, ids), which a recording keeps: both
+    # checkouts record from the same place (snapshots taken one after the other).
+    fixed = os.path.join(tempfile.gettempdir(), "behaviour_diff_configs")
+    shutil.rmtree(fixed, ignore_errors=True)
+    shutil.copytree(os.path.join(root, "configs"), os.path.join(fixed, "configs"))
+    for cfg in configs(fixed, which):
         name = os.path.basename(cfg).removesuffix(".toml")
         out = os.path.join(tmp, "records")
         snap[f"record {name}"] = cli("record", cfg, "--out", out, "--db", rec_db, "--name", name)
