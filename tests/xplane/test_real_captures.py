@@ -1,4 +1,4 @@
-"""Real captures get the analysis emulated runs get (issue 16): steps, breakdown, host-bound, compare.
+"""Real captures get the analysis emulated runs get: steps, breakdown, host-bound, compare.
 
 The captures are JAX CPU runs of a DLRM-like step fed by a host input pipeline
 (tests/data/make_input_captures.py): host_bound preprocesses each batch in line,

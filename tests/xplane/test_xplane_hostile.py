@@ -1,4 +1,4 @@
-"""Hostile XSpace captures (issue 14): every class is refused with one line naming the file and
+"""Hostile XSpace captures (docs/security.md): every class is refused with one line naming the file and
 where the value sits (plane, line, event, field), exit 2, the store unchanged; or, where the
 value can be kept faithfully, imported with exactly that value. Never an internal error, never
 a hang (each ingest runs under an alarm)."""
