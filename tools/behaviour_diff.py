@@ -10,15 +10,16 @@ of each store table's sorted rows. Two snapshots are then
 compared, key by key.
 
 What differs by construction is left out or normalized: the checkout's and the temp folder's
-paths (replaced by <checkout> and <tmp>), the time columns `ingested_at` and `created_at` (and
-`runs --json`'s / run_list's `ingested`), how long a command took ("(..., 0.2 s)" in its
-output), `code_sha1` (a hash of the source, which a refactor changes), and string ids (compared
-as the strings they stand for: `strings` without `string_id`, events' name_id, table_id and
-category_id as text). The configs are copied to one fixed folder and recorded from there (a
-recording keeps the absolute paths a config names), and every DuckDB connection runs one
-thread (the Chrome-trace import's parallel JSON reader interns strings in a varying order, so
-its exports would vary run to run). scprof_meta's `ddl_sha1` is left out: it changes whenever
-a table's or column's documentation does.
+paths (replaced by <checkout> and <tmp>); the time columns `ingested_at` and `created_at` (and
+`runs --json`'s / run_list's `ingested`); how long a command took ("(..., 0.2 s)" in its
+output); `code_sha1` (a hash of the source, which a refactor changes); scprof_meta's `ddl_sha1`
+(the DDL holds every table's and column's documentation); string ids, compared as the strings
+they stand for (`strings` without `string_id`, events' name_id, table_id and category_id as
+text); analysis_report_tables' Arrow IPC blobs, compared as the rows they hold (two
+serializations of one table may differ in bytes). The configs are copied to one fixed folder and
+recorded from there (a recording keeps the absolute paths a config names), so take snapshots one
+after the other; every DuckDB connection runs one thread (the Chrome-trace import's parallel
+JSON reader interns strings in a varying order, so its exports would vary run to run).
 
 Usage
     python tools/behaviour_diff.py BEFORE_CHECKOUT AFTER_CHECKOUT [--configs all|none|a,b] [--keep DIR]
@@ -129,6 +130,7 @@ class _Cli:
 
 def _tables(cli: _Cli, db: str) -> dict:
     import duckdb
+    import pyarrow as pa
 
     out = {}
     con = duckdb.connect(db, read_only=True)
@@ -146,9 +148,12 @@ def _tables(cli: _Cli, db: str) -> dict:
                             f'AND s.string_id = x."{c}") AS "{c}"' for c in cols)  # fmt: skip
             where = " WHERE key <> 'ddl_sha1'" if t == "scprof_meta" else ""  # the DDL holds the docs
             cur = con.execute(f"SELECT {sel} FROM {t} x{where} ORDER BY ALL")
+            ipc = cols.index("arrow_ipc") if "arrow_ipc" in cols else -1
             h, n = hashlib.sha256(), 0
             while rows := cur.fetchmany(100_000):
                 for r in rows:
+                    if ipc >= 0 and r[ipc] is not None:  # an Arrow table: its rows (the bytes may vary)
+                        r = (*r[:ipc], pa.ipc.open_stream(r[ipc]).read_all().to_pylist(), *r[ipc + 1 :])
                     h.update(cli.norm(repr(r)).encode())
                 n += len(rows)
             out[f"table {os.path.basename(db)} {t}"] = {"rows": n, "sha256": h.hexdigest()}
