@@ -12,11 +12,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml exporters/_perfetto_wire.c analyzers/_sweep.c profiler/_xplane_events.c profiler/_xplane_planes.c profiler/_xplane_wire.h sim_backend/_highway.c | $(PY)
+$(STAMP): pyproject.toml exporters/_perfetto_wire.c analyzers/_sweep.c profiler/xspace/_events.c profiler/xspace/_planes.c profiler/xspace/_wire.h sim_backend/_highway.c | $(PY)
 	$(PY) -m pip install --quiet -e .
 	touch $@
 
-$(TEST_STAMP): pyproject.toml exporters/_perfetto_wire.c analyzers/_sweep.c profiler/_xplane_events.c profiler/_xplane_planes.c profiler/_xplane_wire.h sim_backend/_highway.c | $(PY)
+$(TEST_STAMP): pyproject.toml exporters/_perfetto_wire.c analyzers/_sweep.c profiler/xspace/_events.c profiler/xspace/_planes.c profiler/xspace/_wire.h sim_backend/_highway.c | $(PY)
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@ $(STAMP)
 
@@ -48,7 +48,7 @@ lint: $(TEST_STAMP)
 # typed fields) after editing proto/*.proto.
 proto: $(TEST_STAMP)
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler --pyi_out=profiler proto/scprof_trace.proto
-	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler --pyi_out=profiler proto/xplane.proto
+	$(PY) -m grpc_tools.protoc -Iproto --python_out=profiler/xspace --pyi_out=profiler/xspace proto/xplane.proto
 	$(PY) -m profiler.schema > docs/schema.md
 
 # Regenerate the bundled roofline performance tables (sim_backend/perf_tables/<generation>/).

@@ -1,6 +1,6 @@
 """What a GPU, a CPU running XLA ops or another device waits for inside its steps.
 
-On these devices (profiler/xplane_kinds.py: real captures) a step is its host's step, and
+On these devices (profiler/xspace/map_kinds.py: real captures) a step is its host's step, and
 the device is idle for every instant the step breakdown (analyzers/breakdown.py) gives to no
 device category: device work outranks host work in the split, so the split's host
 categories *are* the device's idle time, classed by what the host did meanwhile:

@@ -22,7 +22,7 @@ from analyzers import _sweep
 
 # Priority order of the wall-time split (first wins), as in the PyTorch profiler's
 # split: device compute, then collectives, then SparseCore work, then the host. The device_*
-# categories are other devices' (a GPU, a CPU running XLA ops: profiler/xplane_kinds.py).
+# categories are other devices' (a GPU, a CPU running XLA ops: profiler/xspace/map_kinds.py).
 CATEGORIES = (
     "tc_forward",
     "tc_backward",

@@ -9,10 +9,10 @@ Figures (last line, JSON):
 - import_events_per_s: file -> committed DuckDB tables (`scprof ingest FILE.xplane.pb`'s path),
   file in page cache, in this process;
 - decode_events_per_s: file -> columns only, as `scprof ingest` decodes (the native decoder,
-  profiler/_xplane_events.c, one thread), no store; decode_layout_events_per_s: the numpy layout
-  decoder (profiler/xplane_layout.py, the previous fast path); decode_general_events_per_s: the
-  level-synchronous general decoder alone; all measured in the same run, alternating (best of
-  --reps); decode_speedup = decode / decode_layout (the native decoder's gain);
+  profiler/xspace/_events.c, one thread), no store; decode_python_events_per_s: its fallback,
+  the Python (numpy) decoder (profiler/xspace/decode_python.py) alone; both measured in the same
+  run, alternating (best of --reps); decode_speedup = decode / decode_python (the native
+  decoder's gain);
 - xprof_create_events_db_s: `xprof create_events_db` on the same file (XProf's converter to its
   Events DB Parquet file), run as a subprocess (its protobuf classes would clash with ours in
   one process); xprof_startup_s is the same CLI doing nothing, subtracted for
@@ -36,7 +36,7 @@ from exporters.xspace import export_run
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_traces
-from profiler.xplane_decode import decode_files
+from profiler.xspace.decode import decode_files
 
 
 def _xprof() -> str | None:
@@ -63,11 +63,11 @@ def main() -> None:
         size = os.path.getsize(xplane)
         print(f"exported {r.events:,} events, {size / 1e6:.0f} MB in {export_s:.1f} s", file=sys.stderr)
 
-        best = {"native": float("inf"), "layout": float("inf"), "general": float("inf")}
+        best = {"native": float("inf"), "python": float("inf")}
         for _ in range(args.reps):
             for kind in best:
                 t = time.perf_counter()
-                d = decode_files([xplane], fast=kind != "general", native=kind == "native")
+                d = decode_files([xplane], native=kind == "native")
                 best[kind] = min(best[kind], time.perf_counter() - t)
                 n_dec = len(d.events["start_ps"])
                 del d
@@ -85,9 +85,8 @@ def main() -> None:
             "benchmark": "xplane_ingest", "events": got.events, "file_bytes": size,
             "file_bytes_per_event": round(size / got.events, 1), "export_events_per_s": round(got.events / export_s),
             "decode_events_per_s": round(n_dec / decode_s), "decode_threads": 1,
-            "decode_layout_events_per_s": round(n_dec / best["layout"]),
-            "decode_general_events_per_s": round(n_dec / best["general"]),
-            "decode_speedup": round(best["layout"] / decode_s, 2),
+            "decode_python_events_per_s": round(n_dec / best["python"]),
+            "decode_speedup": round(best["python"] / decode_s, 2),
             "import_events_per_s": round(got.events / import_s),
         }  # fmt: skip
         exe = _xprof()

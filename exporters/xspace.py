@@ -15,8 +15,8 @@ Conventions XProf reads (see docs/trace-format.md, "XSpace mapping"):
 - a line-less `/host:scprof` plane keeps the run's own facts (uuid, name, config,
   hardware) so `scprof ingest` of the file gives the run back.
 
-Names and which stat carries which typed field are profiler/xplane_mapping.py's (shared with
-the import); events are encoded column-wise with profiler/xplane_encode.py, not one object each.
+Names and which stat carries which typed field are profiler/xspace/map_names.py's (shared with
+the import); events are encoded column-wise with profiler/xspace/encode.py, not one object each.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from exporters.xspace_kept import export_kept, has_kept_space
-from profiler import xplane_encode as enc
-from profiler import xplane_fields as xf
-from profiler import xplane_pb2 as xp
 from profiler.errors import ScprofError
 from profiler.safe_output import check_output_path, open_output, store_owned_paths
 from profiler.wire import encode_varint
-from profiler.xplane_facts import written_facts
-from profiler.xplane_mapping import (
+from profiler.xspace import encode as enc
+from profiler.xspace import wire as xf
+from profiler.xspace import xplane_pb2 as xp
+from profiler.xspace.map_facts import written_facts
+from profiler.xspace.map_names import (
     COUNTER_LINE,
     COUNTER_VALUE_STAT,
     DEVICE_TYPE_STAT,

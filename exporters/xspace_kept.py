@@ -1,4 +1,4 @@
-"""An imported XProf capture written back as XProf read it: its kept XSpace (profiler/xplane_source.py)
+"""An imported XProf capture written back as XProf read it: its kept XSpace (profiler/xspace/source.py)
 with the store's events put back into their lines.
 
     xspace_files.space (per host: planes, metadata, line headers)  +  xspace_events.xevent
@@ -19,13 +19,13 @@ import os
 import numpy as np
 import pyarrow as pa
 
-from profiler import xplane_encode as enc
-from profiler import xplane_fields as xf
-from profiler import xplane_pb2 as xp
 from profiler.errors import ScprofError
 from profiler.safe_output import check_output_path, open_output, store_owned_paths
 from profiler.wire import encode_varint
-from profiler.xplane_wire import XPlaneLite, split_space
+from profiler.xspace import encode as enc
+from profiler.xspace import wire as xf
+from profiler.xspace import xplane_pb2 as xp
+from profiler.xspace.wire import XPlaneLite, split_space
 
 SUFFIX = ".xplane.pb"
 

@@ -3,7 +3,7 @@ other Chrome traces) into the store, mapped as an XSpace capture is.
 
     file -> NDJSON blocks (profiler/chrome_json_scan.py) -> DuckDB's JSON reader -> a table of events
     -> planes, lines, times, typed fields, arguments and counters in SQL (one statement each)
-    -> a Decoded, as an XSpace import makes -> xplane_to_store.insert_decoded (kinds, steps, rows)
+    -> a Decoded, as an XSpace import makes -> xspace_store.insert_decoded (kinds, steps, rows)
 
 The parse and the mapping run in a DuckDB connection of their own (in memory, spilling to disk
 past its memory limit), in SQL: no Python object or step per event. The mapping
@@ -44,12 +44,12 @@ import numpy as np
 import pyarrow as pa
 
 from profiler import chrome_json_scan as scan
-from profiler import xplane_to_store
 from profiler.errors import TraceFormatError, one_line
-from profiler.xplane_checks import NULL
-from profiler.xplane_decode import Decoded, Interner, Tracks
-from profiler.xplane_kinds import CATEGORY_RULES
-from profiler.xplane_mapping import STRING_COLUMNS, TYPED_FIELDS, plane_kind
+from profiler.xspace import store as xspace_store
+from profiler.xspace.check import NULL
+from profiler.xspace.decode import Decoded, Interner, Tracks
+from profiler.xspace.map_kinds import CATEGORY_RULES
+from profiler.xspace.map_names import STRING_COLUMNS, TYPED_FIELDS, plane_kind
 
 JSON_SUFFIXES = (".json", ".json.gz")
 SOURCE = "chrome-json"
@@ -80,9 +80,9 @@ def run_name(path: str) -> str:
 
 def ingest_json_run(con, run_id: int, name: str | None, path: str, insert_arrow) -> dict:
     """Insert the Chrome trace at `path` as run `run_id` (inside the caller's transaction);
-    returns the run facts (as xplane_to_store's, with source, producer and start time set)."""
+    returns the run facts (as xspace_store's, with source, producer and start time set)."""
     d, meta, skipped = decode_json(path)
-    facts = xplane_to_store.insert_decoded(con, run_id, name or run_name(path), d, [path], insert_arrow)
+    facts = xspace_store.insert_decoded(con, run_id, name or run_name(path), d, [path], insert_arrow)
     facts["producer"] = _producer(meta, d)
     facts["start_time_unix_ns"] = _start_ns(meta, d.origin_ns)
     extra = {k: meta[k] for k in ("deviceProperties", "distributedInfo", "displayTimeUnit", "schemaVersion",
@@ -393,7 +393,7 @@ def _event_columns(con, path: str, d: Decoded, tracks, typed: dict[str, str], n:
 
 def _categories(con, path: str, d: Decoded, ev: dict[str, np.ndarray], tracks) -> None:
     """On a Kineto CPU device: ops are device_compute, ops inside an input span host_preprocess
-    (the rest is xplane_kinds.classify's, by name, as for any capture)."""
+    (the rest is profiler/xspace/map_kinds.py's classify, by name, as for any capture)."""
     cpu_tracks = [r["track_id"] for r in d.tracks.rows if r["kind"] == "cpu"]
     if not cpu_tracks:
         return

@@ -255,7 +255,7 @@ TABLES: tuple[Table, ...] = (
     ),
     Table(
         "xspace_files",
-        "An imported XProf capture's XSpace, one row per file (host), less the events of its lines that are rows of `events` (xspace_events keeps those): plane stats, event and stat metadata with their stats (typed: uint64, bytes, ref), display names, line ids and timestamps, the planes without lines (/host:metadata, Task Environment), hostnames, `_counters_` lines whole. What `scprof export xspace` writes back so that XProf reads the export as the capture (profiler/xplane_source.py); none for other runs.",
+        "An imported XProf capture's XSpace, one row per file (host), less the events of its lines that are rows of `events` (xspace_events keeps those): plane stats, event and stat metadata with their stats (typed: uint64, bytes, ref), display names, line ids and timestamps, the planes without lines (/host:metadata, Task Environment), hostnames, `_counters_` lines whole. What `scprof export xspace` writes back so that XProf reads the export as the capture (profiler/xspace/source.py); none for other runs.",
         (
             RUN,
             Col("host", "INTEGER", "The file's index among the run's files (its host)."),

@@ -18,7 +18,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from profiler import chrome_json_to_store, xplane_files, xplane_to_store
+from profiler import chrome_json_to_store
 from profiler import scprof_trace_pb2 as pb
 from profiler.errors import StoreError
 from profiler.reader import Batch, TraceReader, concat_batches, read_header
@@ -26,6 +26,8 @@ from profiler.store import Store
 from profiler.summaries import build_summaries
 from profiler.trace_fields import TYPED_FIELDS
 from profiler.wire import NULL_I32, NULL_I64
+from profiler.xspace import read as xspace_read
+from profiler.xspace import store as xspace_store
 
 GROUP_ROWS = 1 << 20
 
@@ -101,15 +103,15 @@ def ingest_traces(
 
     A path is a native scprof trace, an XProf capture: a `.xplane.pb` file, a run
     directory `plugins/profile/<run>/` (one file per host) or a logdir holding such
-    run directories (each becomes a run), which go to profiler/xplane_to_store.py, or a
+    run directories (each becomes a run), which go to profiler/xspace/store.py, or a
     Chrome trace JSON file (profiler/chrome_json_to_store.py).
     """
     if name is not None and len(paths) != 1:
         raise StoreError("--name: give one trace file when naming the run")
     headers = []  # cheap checks before any write; None: an XProf capture, JSON: a Chrome trace
     for p in paths:
-        if xplane_to_store.is_xplane_path(p):
-            xplane_to_store.check_path(p)
+        if xspace_store.is_xplane_path(p):
+            xspace_store.check_path(p)
             headers.append(None)
         elif chrome_json_to_store.is_json_path(p):
             headers.append(JSON)
@@ -152,7 +154,7 @@ def _refuse_repeats(paths: list[str], headers: list) -> None:
     """The same file given twice (directly, through a link, or inside a run directory) would import twice."""
     seen: dict[tuple[int, int], str] = {}
     for p, h in zip(paths, headers, strict=True):
-        for f in xplane_files.files_of(p) if h is None else [p]:  # (a JSON file is one file)
+        for f in xspace_read.files_of(p) if h is None else [p]:  # (a JSON file is one file)
             st = os.stat(f)
             key = (st.st_dev, st.st_ino)
             if key in seen:
@@ -201,14 +203,14 @@ def _ingest_one(
 def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool,
                    added: dict[int, str] | None = None) -> list[IngestResult]:  # fmt: skip
     """Ingest the XProf run(s) at `path` (inside the caller's transaction)."""
-    runs = xplane_to_store.find_runs(path)
+    runs = xspace_store.find_runs(path)
     if name is not None and len(runs) > 1:
         raise StoreError(f"--name: {path} holds {len(runs)} runs; name them one at a time")
     results = []
     for run_name, files in runs:
         con = store.con
         run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
-        facts = xplane_to_store.ingest_xplane_run(con, run_id, run_name, files, _insert_arrow)
+        facts = xspace_store.ingest_xplane_run(con, run_id, run_name, files, _insert_arrow)
         facts["name"] = name or facts["name"]
         _make_room(store, facts["uuid"], facts["name"], replace, path, added)
         events = _insert_imported_run(con, run_id, facts, "xplane", path)
@@ -234,7 +236,7 @@ def _ingest_json(store: Store, path: str, name: str | None, replace: bool,
 
 
 def _insert_imported_run(con, run_id: int, f: dict, source: str, path: str) -> int:
-    """The runs row of an imported capture (its facts `f`: xplane_facts.run_facts); returns its events."""
+    """The runs row of an imported capture (its facts `f`: profiler/xspace/map_facts.py's run_facts); returns its events."""
     events, first_ps, last_ps, steps = con.execute(RUN_FIGURES, [run_id]).fetchall()[0]
     con.execute(
         "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

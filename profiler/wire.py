@@ -6,6 +6,10 @@ and fixed-width, so its wire payload *is* the little-endian array: encoding is
 layout is read from the generated message descriptors, so the `.proto` stays the
 only definition. The official protobuf classes read and write the same bytes
 (tested); they are the fallback for encodings this fast path does not take.
+
+Every varint the Python code reads or writes goes through here: `read_varint`/`encode_varint`
+for one value, `read_varints`/`varint_len`/`write_varints` for numpy arrays of them (the XSpace
+import's field walker, profiler/xspace/wire.py, and its encoder, profiler/xspace/encode.py).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ _DTYPES = {
     FieldDescriptor.TYPE_FLOAT: np.dtype("<f4"),
 }
 _WIRETYPE_LEN = 2
+MAX_VARINT = 10  # bytes of the longest varint
 
 
 class WireError(ValueError):
@@ -77,6 +82,52 @@ def read_varint(buf: memoryview | bytes, pos: int, end: int) -> tuple[int, int]:
         if b < 0x80:
             return result, pos
         shift += 7
+
+
+def read_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Decode one varint at each position of `buf` (padded with >= 10 zero bytes).
+
+    Returns (values as uint64, positions after each varint). One-byte varints (the
+    common case for keys, ids and small values) take a single gather.
+    """
+    b = buf[pos]
+    val = (b & 0x7F).astype(np.uint64)
+    more = np.flatnonzero(b >= 0x80)
+    if not more.size:
+        return val, pos + 1
+    end = pos + 1
+    active = more
+    for k in range(1, MAX_VARINT):
+        b = buf[end[active]]
+        val[active] |= (b & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        end[active] += 1
+        active = active[b >= 0x80]
+        if not active.size:
+            return val, end
+    raise WireError("varint longer than 10 bytes")
+
+
+def varint_len(v: np.ndarray) -> np.ndarray:
+    """Bytes of the varint encoding of each uint64 value."""
+    v = v.astype(np.uint64)
+    n = np.ones(len(v), np.int64)
+    for k in range(1, MAX_VARINT):
+        n += v >= np.uint64(1) << np.uint64(7 * k)
+    return n
+
+
+def write_varints(out: np.ndarray, pos: np.ndarray, v: np.ndarray) -> None:
+    """Write the varint of each uint64 `v[i]` into the uint8 array `out` from `pos[i]` (room made
+    with varint_len); `v` is consumed."""
+    k = 0
+    live = np.arange(len(v))
+    while live.size:
+        byte = (v[live] & np.uint64(0x7F)).astype(np.uint8)
+        v[live] >>= np.uint64(7)
+        more = v[live] > 0
+        out[pos[live] + k] = byte | np.where(more, 0x80, 0).astype(np.uint8)
+        live = live[more]
+        k += 1
 
 
 def encode_batch(columns: dict[str, Column], values: dict[str, np.ndarray]) -> bytes:

@@ -86,7 +86,8 @@ def test_security_doc_states_the_limits_the_code_enforces():
     """docs/security.md quotes each limit as the code sets it (a changed limit fails here)."""
     import dataclasses
 
-    from profiler import sql_guard, xplane_checks
+    from profiler import sql_guard
+    from profiler.xspace import check as xspace_check
     from sim_backend import config, config_checks, stream
     from ui import downloads, inputs
 
@@ -104,7 +105,7 @@ def test_security_doc_states_the_limits_the_code_enforces():
         "result bytes": f"{sql_guard.DEFAULT_MAX_BYTES // 2**20} MiB for the CLI",
         "UI page bytes": f"{downloads.SQL_PAGE_MAX_BYTES // 2**20} MiB",
         "workers": f"At most {sql_guard.MAX_CONCURRENT_QUERIES} workers",
-        "lines per capture": f"At most {xplane_checks.MAX_LINES:,} lines",
+        "lines per capture": f"At most {xspace_check.MAX_LINES:,} lines",
         "steps": f"1..{config_checks.MAX_STEPS:,}",
         "config files": f"at most {config_checks.MAX_CONFIG_FILE_BYTES // 2**20} MiB",
         "callback bodies": f"bodies over {inputs.MAX_BODY_BYTES // 2**20} MiB",

@@ -42,7 +42,7 @@ from _campaign_kit import (
     run_campaign,
 )
 
-from profiler import xplane_pb2 as xp
+from profiler.xspace import xplane_pb2 as xp
 
 T0_NS = 1_700_000_000_000_000_000
 

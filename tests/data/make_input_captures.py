@@ -128,7 +128,7 @@ def save(logdir: str, dst_dir: str, host: str, walls: list[float]) -> str:
 def strip_stats(src: str, dst: str) -> None:
     """The capture as a newer XProf writes it: no hlo_op / correlation_id, program_id >= 2**31."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
-    from profiler import xplane_pb2  # the official XSpace classes, generated from XProf's proto
+    from profiler.xspace import xplane_pb2  # the official XSpace classes, generated from XProf's proto
 
     space = xplane_pb2.XSpace()
     with open(src, "rb") as f:

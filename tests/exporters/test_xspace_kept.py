@@ -25,10 +25,10 @@ import pytest
 
 from exporters.xspace import export_run
 from exporters.xspace_kept import host_paths
-from profiler import xplane_pb2 as xp
 from profiler.store import Store
 from profiler.trace_to_store import ingest_traces
-from profiler.xplane_files import find_runs
+from profiler.xspace import xplane_pb2 as xp
+from profiler.xspace.read import find_runs
 from tests.tracekit import REPO, missing_extra
 from tests.xplane.synth import T0_NS, PlaneBuilder
 

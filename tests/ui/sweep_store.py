@@ -24,7 +24,7 @@ CPU_CAPTURE = REPO / "tests" / "data" / "jax_cpu_train" / "plugins" / "profile" 
 
 def capture_without_steps(path: Path) -> None:
     """A host-only XProf capture with events but no step markers: a run without steps."""
-    from profiler import xplane_pb2 as xp
+    from profiler.xspace import xplane_pb2 as xp
     from tests.xplane.synth import PlaneBuilder
 
     space = xp.XSpace(hostnames=["nosteps"])

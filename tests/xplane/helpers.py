@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from profiler import xplane_pb2 as xp
+from profiler.xspace import xplane_pb2 as xp
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 JAX_RUN_DIR = os.path.join(DATA, "jax_cpu_train", "plugins", "profile", "run1")

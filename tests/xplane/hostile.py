@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from profiler import xplane_pb2 as xp
+from profiler.xspace import xplane_pb2 as xp
 from tests.xplane.synth import T0_NS, tpu_space
 
 I64_MAX, U64_MAX = (1 << 63) - 1, (1 << 64) - 1

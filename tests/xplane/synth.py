@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profiler import xplane_pb2 as xp
+from profiler.xspace import xplane_pb2 as xp
 
 T0_NS = 1_700_000_000_000_000_000  # a real-looking epoch origin: ns * 1000 would overflow int64 ps
 

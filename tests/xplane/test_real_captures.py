@@ -1,4 +1,4 @@
-"""Real captures get the analysis emulated runs get (issue 16): steps, breakdown, host-bound, compare.
+"""Real captures get the analysis emulated runs get: steps, breakdown, host-bound, compare.
 
 The captures are JAX CPU runs of a DLRM-like step fed by a host input pipeline
 (tests/data/make_input_captures.py): host_bound preprocesses each batch in line,
@@ -167,7 +167,7 @@ def test_a_capture_missing_stats_still_finds_its_cpu_device(store):
 
 def gpu_space(steps: int = 6, input_ps: int = 8_000_000_000, kernel_ps: int = 2_000_000_000):
     """A host loop of `steps` steps: read input for input_ps, copy it to GPU 0 (1 µs), run one kernel."""
-    from profiler import xplane_pb2 as xp
+    from profiler.xspace import xplane_pb2 as xp
 
     space = xp.XSpace(hostnames=["gpuhost"])
     host = PlaneBuilder(space, 1, "/host:CPU")

@@ -2,7 +2,7 @@
 
 The committed JAX captures come from the CPU: host planes only, steps marked by
 `StepTraceAnnotation` (step_num), XLA ops on the CPU client's threads (the CPU device,
-profiler/xplane_kinds.py), no SparseCore partition statistics, no HBM counters. Every
+profiler/xspace/map_kinds.py), no SparseCore partition statistics, no HBM counters. Every
 analyzer must run and name what is missing instead of reporting figures it never
 measured (e.g. "0 IDs dropped"); the step breakdown is measured on the CPU device.
 """

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from exporters.xspace import export_run
-from profiler import xplane_pb2 as xp
 from profiler.recorder import Recorder
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_traces
+from profiler.xspace import xplane_pb2 as xp
 from scprof.cli import main
 
 COMPARE = [

@@ -1,4 +1,4 @@
-"""Property-based fuzzing of the XSpace import (xplane_wire + xplane_to_store): mutated,
+"""Property-based fuzzing of the XSpace import (profiler/xspace/): mutated,
 truncated and concatenated captures built from valid seeds (tests/fuzzkit.py) either import
 (the run complete, its values within the import's documented limits) or are refused with a
 one-line ScprofError that leaves the store as it was; each under a hang guard."""

@@ -1,4 +1,4 @@
-"""Hostile XSpace captures (issue 14): every class is refused with one line naming the file and
+"""Hostile XSpace captures (docs/security.md): every class is refused with one line naming the file and
 where the value sits (plane, line, event, field), exit 2, the store unchanged; or, where the
 value can be kept faithfully, imported with exactly that value. Never an internal error, never
 a hang (each ingest runs under an alarm)."""
@@ -76,10 +76,10 @@ def test_capture_larger_than_memory_is_not_read(tmp_path, capsys, db, monkeypatc
     physical memory; lowered here to the size of the committed capture minus one byte)."""
     import os
 
-    from profiler import xplane_files
+    from profiler.xspace import read as xspace_read
 
     size = os.path.getsize(JAX_SMALL)
-    monkeypatch.setattr(xplane_files, "max_capture_bytes", lambda: size - 1)
+    monkeypatch.setattr(xspace_read, "max_capture_bytes", lambda: size - 1)
     before = snapshot(db)
     line = assert_one_error(cli(capsys, "ingest", JAX_SMALL, "--db", db, "--name", "big"), JAX_SMALL, f"{size:,} bytes")
     assert "memory" in line

@@ -121,7 +121,7 @@ def test_two_files_of_the_same_bytes_are_two_hosts(tmp_path):
 
 
 def test_an_empty_device_plane_is_a_chip_and_hlo_text_names_the_op(tmp_path):
-    from profiler import xplane_pb2 as xp
+    from profiler.xspace import xplane_pb2 as xp
     from tests.xplane.synth import PlaneBuilder
 
     space = xp.XSpace(hostnames=["h"])

@@ -1,4 +1,4 @@
-"""profiler/xplane_mapping.py (with the typed fields of profiler/trace_fields.py) is the one
+"""profiler/xspace/map_names.py (with the typed fields of profiler/trace_fields.py) is the one
 definition of the XSpace mapping: the import and the export spell none of its names themselves,
 and the typed fields match the store's events columns and the contract the import has always
 kept (stat -> column, which stat wins)."""
@@ -11,12 +11,12 @@ from pathlib import Path
 from exporters.xspace import export_run
 from profiler import schema
 from profiler import trace_fields as tf
-from profiler import xplane_mapping as m
-from profiler import xplane_pb2 as xp
 from profiler.recorder import Recorder
 from profiler.store import Store
 from profiler.trace_to_store import ingest_traces
 from profiler.wire import NULL_I32, NULL_I64
+from profiler.xspace import map_names as m
+from profiler.xspace import xplane_pb2 as xp
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ def _mapping_names() -> set[str]:
 def test_import_and_export_spell_no_mapping_name_themselves():
     names = _mapping_names()
     assert {"group_id", "scprof_step_marker", "/host:scprof", "_counters_", "hlo_category", "run_uuid"} <= names
-    modules = [p for p in sorted((REPO / "profiler").glob("xplane_*.py")) if p.name not in ("xplane_mapping.py",
+    modules = [p for p in sorted((REPO / "profiler" / "xspace").glob("*.py")) if p.name not in ("map_names.py",
                "xplane_pb2.py")] + [REPO / "exporters" / "xspace.py"]  # fmt: skip
     found = [
         f"{p.relative_to(REPO)}:{node.lineno}: {node.value!r}"

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from profiler import xplane_pb2 as xp
+from profiler.xspace import xplane_pb2 as xp
 from tests.tracekit import missing_extra
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,8 +23,8 @@ def test_generated_code_is_fresh(tmp_path):
         cwd=ROOT, check=True,
     )  # fmt: skip
     for name in ("xplane_pb2.py", "xplane_pb2.pyi"):
-        with open(tmp_path / name) as a, open(os.path.join(ROOT, "profiler", name)) as b:
-            assert a.read() == b.read(), f"profiler/{name} is stale: run `make proto`"
+        with open(tmp_path / name) as a, open(os.path.join(ROOT, "profiler", "xspace", name)) as b:
+            assert a.read() == b.read(), f"profiler/xspace/{name} is stale: run `make proto`"
 
 
 def test_field_numbers_match_the_public_schema():

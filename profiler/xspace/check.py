@@ -27,7 +27,7 @@ import numpy as np
 from profiler.errors import TraceFormatError
 from profiler.reader import SUM_LIMIT, abs_total
 from profiler.trace_fields import COUNT, INT32, TYPED_FIELDS
-from profiler.xplane_fields import KIND_DOUBLE, KIND_INT, KIND_UINT
+from profiler.xspace.wire import KIND_DOUBLE, KIND_INT, KIND_UINT
 
 MAX_TIME_PS = 1 << 62  # exclusive bound of event starts and ends, in ps after the run's origin
 # Lines holding events, per run: each is decoded and mapped with a fixed Python cost (~0.5-1 ms),

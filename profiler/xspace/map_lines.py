@@ -3,7 +3,7 @@
 `PlaneMeta` holds a plane's metadata as numpy lookups (built once per plane), `LineCtx` one
 decoded line with its stats resolved to names (built once per line); the functions here take
 a LineCtx and work on whole columns, no Python step per event. Which stat fills which typed
-column is xplane_mapping.TYPED_FIELDS; every other stat becomes an event_args row. XProf's
+column is map_names.TYPED_FIELDS; every other stat becomes an event_args row. XProf's
 `_counters_` lines and the memory stats of `MemoryAllocation` / `MemoryDeallocation` events
 become counter samples.
 """
@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow.compute as pc
 
-from profiler import xplane_checks as chk
-from profiler import xplane_pb2 as xp
-from profiler.xplane_checks import NULL
-from profiler.xplane_columns import LineEvents, StatColumn
-from profiler.xplane_fields import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_REF, KIND_STR, KIND_UINT
-from profiler.xplane_mapping import (
+from profiler.xspace import check as chk
+from profiler.xspace import xplane_pb2 as xp
+from profiler.xspace.check import NULL
+from profiler.xspace.columns import LineEvents, StatColumn
+from profiler.xspace.map_names import (
     ALLOCATOR_STAT,
     COUNTER_LINE,
     COUNTER_VALUE_STATS,
@@ -37,9 +36,10 @@ from profiler.xplane_mapping import (
     event_name,
     plane_kind,
 )
+from profiler.xspace.wire import KIND_BYTES, KIND_DOUBLE, KIND_INT, KIND_REF, KIND_STR, KIND_UINT
 
-if TYPE_CHECKING:  # the Decoded a line is added to (xplane_decode imports this module)
-    from profiler.xplane_decode import Decoded
+if TYPE_CHECKING:  # the Decoded a line is added to (decode.py imports this module)
+    from profiler.xspace.decode import Decoded
 
 _INT_KINDS, _STRING_KINDS = (KIND_INT, KIND_UINT), (KIND_STR, KIND_REF)
 

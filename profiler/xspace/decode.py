@@ -1,13 +1,13 @@
 """Decode the files of one XProf capture into a `Decoded`: store-shaped columns, plane by plane.
 
-    host files -> planes (xplane_wire.split_space, XPlaneLite) -> lines' events as columns
-    (xplane_native.decode_line, else xplane_wire.decode_events; each when the mapping reaches
-    it) -> per line: events, typed columns, event_args, counter samples
-    (profiler/xplane_lines.py) -> a Decoded (events: run-wide columns each line writes into)
+    host files (read.py) -> planes (wire.split_space, decode_native.parse_plane) -> lines' events
+    as columns (decode_native.decode_line, else decode_python.decode_events; each when the mapping
+    reaches it) -> per line: events, typed columns, event_args, counter samples (map_lines.py)
+    -> a Decoded (events: run-wide columns each line writes into)
 
 Strings are interned into one table per run (id 0 is the empty string); times are ps after
-`origin_ns`. Checks of the files and of each value on the way are profiler/xplane_checks.py's;
-a bad file raises TraceFormatError naming it. profiler/xplane_to_store.py inserts the result.
+`origin_ns`. Checks of the files and of each value on the way are check.py's; a bad file raises
+TraceFormatError naming it. store.py inserts the result.
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from profiler import xplane_checks as chk
-from profiler import xplane_native, xplane_source
-from profiler import xplane_wire as w
 from profiler.errors import TraceFormatError
-from profiler.xplane_checks import NULL
-from profiler.xplane_columns import LineEvents
-from profiler.xplane_fields import XSpaceWireError
-from profiler.xplane_files import read_capture, stem
-from profiler.xplane_kinds import DEVICE_KINDS
-from profiler.xplane_lines import (
+from profiler.wire import WireError
+from profiler.xspace import check as chk
+from profiler.xspace import decode_native, source
+from profiler.xspace import wire as w
+from profiler.xspace.check import NULL
+from profiler.xspace.columns import LineEvents
+from profiler.xspace.decode_python import decode_events
+from profiler.xspace.map_kinds import DEVICE_KINDS
+from profiler.xspace.map_lines import (
     LineCtx,
     PlaneMeta,
     column_args,
@@ -43,7 +43,7 @@ from profiler.xplane_lines import (
     typed_columns,
     untyped_rows,
 )
-from profiler.xplane_mapping import (
+from profiler.xspace.map_names import (
     COUNTER_LINE,
     EMPTY_PLANE_LINE,
     MEMORY_EVENTS,
@@ -52,6 +52,7 @@ from profiler.xplane_mapping import (
     STEP_LINES,
     plane_kind,
 )
+from profiler.xspace.read import read_capture, stem
 
 
 @dataclass
@@ -113,7 +114,7 @@ class Decoded:
     scprof: dict = field(default_factory=dict)  # run facts from an scprof-written file, else {}
     n_events: int = 0  # events decoded so far (rows of the `events` columns)
     capacity: int = 0  # rows allocated per events column: the events of all lines (counter lines too)
-    kept: object = None  # an xplane_source.Kept: the capture's XSpace, kept for the export (None: nothing kept)
+    kept: object = None  # a source.Kept: the capture's XSpace, kept for the export (None: nothing kept)
 
     def event_rows(self, name: str, dtype, n: int) -> np.ndarray:
         """Rows n_events .. n_events + n of events column `name`, to fill (the column is allocated
@@ -142,13 +143,12 @@ class Decoded:
         self.counters.setdefault("value", []).append(np.asarray(values, np.float64))
 
 
-def decode_files(files: list[str], fast: bool = True, native: bool = True) -> Decoded:
+def decode_files(files: list[str], native: bool = True) -> Decoded:
     """Decode the host files of one run into columns; raises TraceFormatError naming the file.
 
-    Lines' events go to the native decoder (profiler/xplane_native.py), and the lines it does
-    not take to the numpy decoders (xplane_wire.decode_events); `native=False` uses only the
-    numpy ones, `fast=False` only the general one (the references the tests and the benchmark
-    compare with). Each line is decoded, then mapped, in turn.
+    Lines' events go to the native decoder (decode_native.py), and the lines it does not take to
+    the Python one (decode_python.py); `native=False` uses only the Python one (the reference
+    the tests and the benchmark compare with). Each line is decoded, then mapped, in turn.
     """
     spaces, digests = [], []
     for path in files:
@@ -158,8 +158,8 @@ def decode_files(files: list[str], fast: bool = True, native: bool = True) -> De
             raise TraceFormatError(f"{path}: empty file, not an XSpace (.xplane.pb)")
         try:
             planes, hosts = w.split_space(data, path, raw)
-            lite = [xplane_native.parse_plane(p, fast and native) for p in planes]
-        except XSpaceWireError as e:
+            lite = [decode_native.parse_plane(p, native) for p in planes]
+        except WireError as e:  # XSpaceWireError, or an overlong varint
             raise TraceFormatError(str(e)) from None
         except Exception as e:  # protobuf DecodeError: cut short, corrupt, bad UTF-8
             raise TraceFormatError(f"{path}: not a valid XSpace ({type(e).__name__}: {e})") from None
@@ -188,23 +188,23 @@ def decode_files(files: list[str], fast: bool = True, native: bool = True) -> De
     jobs = [job for path, lite, _ in spaces for plane in lite if plane.name != SCPROF_PLANE
             for job in _line_jobs(path, plane)]  # fmt: skip
     d.capacity = sum(j.events for j in jobs)
-    lines = _decoded_lines(jobs, fast)
-    # A real capture keeps its XSpace for the export (profiler/xplane_source.py); one scprof wrote, not.
-    kept = None if any(p.name == SCPROF_PLANE for _, lite, _ in spaces for p in lite) else xplane_source.Kept()
+    lines = _decoded_lines(jobs)
+    # A real capture keeps its XSpace for the export (source.py); one scprof wrote, not.
+    kept = None if any(p.name == SCPROF_PLANE for _, lite, _ in spaces for p in lite) else source.Kept()
     try:
         for host, ((path, lite, hosts), prefix) in enumerate(zip(spaces, prefixes, strict=True)):
             d.hostnames += hosts
             for k, plane in enumerate(lite):
                 first = d.n_events
                 _decode_plane(d, path, plane, prefix, lines)
-                if kept is not None and xplane_source.keep_plane(kept, host, k, plane, first) != d.n_events - first:
+                if kept is not None and source.keep_plane(kept, host, k, plane, first) != d.n_events - first:
                     kept = None  # not the events the store holds: keep nothing rather than a wrong copy
         if kept is not None:
-            xplane_source.finish(kept, files, [hosts for _, _, hosts in spaces])
+            source.finish(kept, files, [hosts for _, _, hosts in spaces])
             d.kept = kept
         d.events = {k: v[: d.n_events] for k, v in d.events.items()}
         d.digests = [x.result() if isinstance(x, _Digest) else x for x in digests]
-    except XSpaceWireError as e:
+    except WireError as e:  # XSpaceWireError, or an overlong varint
         raise TraceFormatError(str(e)) from None
     except TraceFormatError:
         _drain(lines)  # a line that does not decode is the file's first problem, as if all were decoded first
@@ -235,7 +235,7 @@ class _LineJob:
     """Line i of a plane, to decode: natively when the plane was split natively (plane.spans)."""
 
     where: str
-    plane: xplane_native.Plane
+    plane: decode_native.Plane
     i: int
     events: int
     buf: np.ndarray | None = None  # the plane's bytes
@@ -243,32 +243,32 @@ class _LineJob:
     ranks: bool = True  # its stats are read as rows (LineEvents.as_rows): stat columns keep their ranks
 
 
-def _line_jobs(path: str, plane: xplane_native.Plane) -> list[_LineJob]:
+def _line_jobs(path: str, plane: decode_native.Plane) -> list[_LineJob]:
     """The jobs of a plane's lines that hold events."""
     native = plane.spans is not None
     buf = np.frombuffer(plane.raw, np.uint8) if native else None
-    rows = xplane_native.row_mids({k: v.name for k, v in plane.msg.stat_metadata.items()}) if native else None
+    rows = decode_native.row_mids({k: v.name for k, v in plane.msg.stat_metadata.items()}) if native else None
     memory = any(m.name in MEMORY_EVENTS for m in plane.msg.event_metadata.values())  # as LineCtx.build reads
     return [_LineJob(f"{path}: plane {plane.name!r} line {line_name(line)!r}", plane, i, plane.events(i), buf, rows,
                      memory or line_name(line) == COUNTER_LINE)
             for i, line in enumerate(plane.lines) if plane.events(i)]  # fmt: skip
 
 
-def _decode_job(job: _LineJob, fast: bool) -> LineEvents:
+def _decode_job(job: _LineJob) -> LineEvents:
     if job.buf is not None:
-        ev = xplane_native.decode_line(job.buf, job.plane.spans[job.i], job.row_mids, job.ranks)
+        ev = decode_native.decode_line(job.buf, job.plane.spans[job.i], job.row_mids, job.ranks)
         if ev is not None:
             return ev
-    return w.decode_events(job.plane.event_bytes(job.i), job.where, fast=fast)
+    return decode_events(job.plane.event_bytes(job.i), job.where)
 
 
-def _decoded_lines(jobs: list[_LineJob], fast: bool) -> Iterator[LineEvents]:
+def _decoded_lines(jobs: list[_LineJob]) -> Iterator[LineEvents]:
     """Every line's decoded events, in order, each decoded when the mapping asks for it (so one
     line's decoded columns are held at a time). In this thread: a thread decoding ahead of the
     mapping gained nothing on two cores (the mapping holds the GIL most of the time, and the
     decoder's output came back as fresh pages from the thread's own malloc arena)."""
     for job in jobs:
-        yield _decode_job(job, fast)
+        yield _decode_job(job)
 
 
 def _drain(lines: Iterator[LineEvents]) -> None:
@@ -276,11 +276,11 @@ def _drain(lines: Iterator[LineEvents]) -> None:
     try:
         for _ in lines:
             pass
-    except XSpaceWireError as e:
+    except WireError as e:  # XSpaceWireError, or an overlong varint
         raise TraceFormatError(str(e)) from None
 
 
-def _decode_plane(d: Decoded, path: str, plane: xplane_native.Plane, prefix: str, lines: Iterator[LineEvents]) -> None:
+def _decode_plane(d: Decoded, path: str, plane: decode_native.Plane, prefix: str, lines: Iterator[LineEvents]) -> None:
     """One plane into `d`; `lines` gives its lines' decoded events (those of lines holding events)."""
     msg = plane.msg
     stat_names = {k: v.name for k, v in msg.stat_metadata.items()}

@@ -16,8 +16,8 @@ import os
 import uuid as uuidlib
 
 from profiler.json_text import check_json
-from profiler.xplane_checks import I32_MAX, I64_MAX, CaptureError
-from profiler.xplane_mapping import (
+from profiler.xspace.check import I32_MAX, I64_MAX, CaptureError
+from profiler.xspace.map_names import (
     CONFIG_JSON,
     DEVICE_TYPE_STAT,
     GENERATION_RE,
@@ -103,7 +103,7 @@ def written_facts(run: dict) -> list[tuple[str, str | int]]:
 
 
 def run_facts(d, files: list[str], name: str, digests: list[bytes]) -> dict:
-    """The runs row of a decoded capture `d` (xplane_decode.Decoded); `digests`: the files' SHA-1."""
+    """The runs row of a decoded capture `d` (decode.Decoded); `digests`: the files' SHA-1."""
     s, hw = _checked_facts(files[0], d.scprof)
     h = hashlib.sha1()
     for dg in digests:

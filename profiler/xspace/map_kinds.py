@@ -2,7 +2,7 @@
 
 An XProf capture from a TPU, a GPU or a CPU (not one scprof exported: its events carry their
 categories) says what each plane is by its name and what each event is only by its name and
-stats. After decoding (profiler/xplane_decode.py), before the steps are derived, this module:
+stats. After decoding (profiler/xspace/decode.py), before the steps are derived, this module:
 
 - numbers the hosts of a multi-host capture (the plane name's prefix, one per file) and
   renumbers their device chips so chips are distinct across hosts (host 0's first, then host 1's);
@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from profiler.xplane_checks import NULL
+from profiler.xspace.check import NULL
 
 DEVICE_KINDS = ("tensorcore", "sparsecore", "gpu", "device")  # planes XProf names /device:...
 XLA_OP_STATS = ("hlo_op", "hlo_module")  # stats of an XLA op event (a kernel, a thunk, a CPU op)

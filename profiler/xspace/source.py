@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from profiler import xplane_encode as enc
-from profiler import xplane_fields as xf
 from profiler.wire import encode_varint
-from profiler.xplane_mapping import COUNTER_LINE
-from profiler.xplane_wire import XPlaneLite
+from profiler.xspace import encode as enc
+from profiler.xspace import wire as xf
+from profiler.xspace.map_names import COUNTER_LINE
+from profiler.xspace.wire import XPlaneLite
 
 
 @dataclass
@@ -55,7 +55,7 @@ def _line_name(line) -> str:
 
 
 def keep_plane(kept: Kept, host: int, index: int, plane, first_event: int) -> int:
-    """Keep plane `index` of host `host` (an xplane_native.Plane, decoded: its lines' events are
+    """Keep plane `index` of host `host` (a decode_native.Plane, decoded: its lines' events are
     store events `first_event`, ... in line order, but for `_counters_` lines). Returns the events kept."""
     lines = plane.lines
     msg = XPlaneLite()

@@ -1,4 +1,4 @@
-/* The XSpace import's native event decoder (profiler/xplane_native.py drives it).
+/* The XSpace import's native event decoder (profiler/xspace/decode_native.py drives it).
  *
  * decode(buf, starts, ends, row_mids, ranks) decodes the events buf[starts[i]:ends[i]] with
  * protobuf's rules (fields in any order, unknown fields skipped, the last of a repeated scalar
@@ -17,9 +17,9 @@
  * decoders, which name the problem. One pass over the bytes, the GIL released, fills each
  * column in the calling thread's kept working arrays; the outputs, bytearrays the caller views
  * with numpy, are then copied out at their exact sizes.
- * The module also holds plane_lines (profiler/_xplane_planes.c).
+ * The module also holds plane_lines (profiler/xspace/_planes.c).
  */
-#include "_xplane_wire.h" /* Python.h first */
+#include "_wire.h" /* Python.h first */
 
 #include <math.h>
 #include <pthread.h>
@@ -438,10 +438,10 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_xplane_events",
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_events",
                                     "The XSpace import's native event decoder.", -1, methods};
 
-PyMODINIT_FUNC PyInit__xplane_events(void) {
+PyMODINIT_FUNC PyInit__events(void) {
     static int key_made = 0;
     if (!key_made) {
         if (pthread_key_create(&scratch_key, free_scratch)) return PyErr_NoMemory();

@@ -1,8 +1,7 @@
-"""The XSpace event decoders (profiler/xplane_native.py's C decoder; profiler/xplane_wire.py's
-decode_events: xplane_layout.py, xplane_general.py) against the official generated classes, value for value.
+"""The XSpace event decoders (profiler/xspace/decode_native.py's C decoder and its fallback,
+profiler/xspace/decode_python.py) against the official generated classes, value for value.
 
-The three decoders (native, the layout-template numpy path and the level-synchronous general one)
-must give exactly what `xplane_pb2.XEvent.FromString` gives: on the committed captures,
+Both decoders must give exactly what `xplane_pb2.XEvent.FromString` gives: on the committed captures,
 on exported runs, and on random events built the awkward ways protobuf allows
 (fields out of order, repeated scalars, oneof members overriding each other, messages
 split into concatenated parts, unknown fields, cut-short bytes).
@@ -19,16 +18,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from exporters.xspace import export_run
-from profiler import xplane_fields as xf
-from profiler import xplane_layout as layout
-from profiler import xplane_native as native
-from profiler import xplane_pb2 as xp
-from profiler import xplane_wire as w
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 from profiler.trace_to_store import ingest_traces
-from profiler.wire import encode_varint
-from profiler.xplane_columns import LineEvents
+from profiler.wire import WireError, encode_varint
+from profiler.xspace import decode_native as native
+from profiler.xspace import decode_python
+from profiler.xspace import wire as xf
+from profiler.xspace import xplane_pb2 as xp
+from profiler.xspace.columns import LineEvents
+from profiler.xspace.decode_python import decode_events
 from tests.tracekit import PROPERTY
 from tests.xplane.helpers import JAX_RUN_DIR, JAX_SMALL, read_space
 from tests.xplane.synth import tpu_space
@@ -83,12 +82,6 @@ def decoded(ev: LineEvents) -> dict:
     return {"events": cols, "stats": stats}
 
 
-_RUN, _GATHER = layout._MIN_RUN, layout._MAX_GATHER
-VARIANTS = (  # (fast, _MIN_RUN, _MAX_GATHER): runs read through views, gathered in slices, general decoder
-    (True, _RUN, _GATHER), (True, 1, _GATHER), (True, _RUN, 16), (False, _RUN, _GATHER),
-)  # fmt: skip
-
-
 def native_decode(events: list[bytes], row_mids=()) -> LineEvents | None:
     """The native decoder on the events laid end to end, after a few bytes it must not read."""
     buf = np.frombuffer(b"\xff\xff" + b"".join(events) + b"\xff", np.uint8)
@@ -98,17 +91,11 @@ def native_decode(events: list[bytes], row_mids=()) -> LineEvents | None:
 
 
 def check(events: list[bytes]) -> None:
-    """Every decoder variant reads what the official classes read."""
+    """Both decoders read what the official classes read."""
     want = reference(events)
     got = native_decode(events)
     assert got is not None and decoded(got) == want, "native"
-    saved = layout._MIN_RUN, layout._MAX_GATHER
-    try:
-        for fast, layout._MIN_RUN, layout._MAX_GATHER in VARIANTS:
-            got = decoded(w.decode_events(events, "test", fast=fast))
-            assert got == want, f"fast={fast}, min_run={layout._MIN_RUN}, max_gather={layout._MAX_GATHER}"
-    finally:
-        layout._MIN_RUN, layout._MAX_GATHER = saved
+    assert decoded(decode_events(events, "test")) == want, "python"
 
 
 def _lines(space: xp.XSpace):
@@ -135,12 +122,12 @@ def test_exported_run_decodes_as_the_official_classes_read_it(tmp_path):
     columns = 0
     for events in _lines(space):
         check(events)
-        columns += len(w.decode_events(events, "test").columns)
+        columns += len(native_decode(events).columns)
     assert columns  # the exporter's regular layouts decode as stat columns, not rows
 
 
 def test_chunks_join_up(monkeypatch):
-    monkeypatch.setattr(w, "_CHUNK_EVENTS", 3)
+    monkeypatch.setattr(decode_python, "_CHUNK_EVENTS", 3)
     for events in _lines(tpu_space(steps=3)):
         check(events)
 
@@ -227,20 +214,17 @@ def test_cut_short_events_fail_or_decode_like_the_official_classes(evs, data):
     try:
         reference(evs)
     except Exception:  # DecodeError: then ours must refuse too, with its own error type
-        for fast in (True, False):
-            with pytest.raises(xf.XSpaceWireError):
-                w.decode_events(evs, "test", fast=fast)
-        assert native_decode(evs) is None  # the line then goes to the numpy decoders, which refuse it
+        with pytest.raises(WireError):  # XSpaceWireError, or an overlong varint
+            decode_events(evs, "test")
+        assert native_decode(evs) is None  # the line then goes to the Python decoder, which refuses it
         return
     check(evs)
 
 
 @pytest.mark.parametrize("kind", ["exported", "jax"])
-@pytest.mark.parametrize("use_native", [True, False])
-def test_store_columns_are_the_same_from_either_decoder(tmp_path, kind, use_native):
-    """decode_files: stat columns (native or layout decoder) and stat rows (general decoder) map to the same
-    store rows."""
-    from profiler.xplane_decode import decode_files
+def test_store_columns_are_the_same_from_either_decoder(tmp_path, kind):
+    """decode_files: stat columns (native decoder) and stat rows (Python decoder) map to the same store rows."""
+    from profiler.xspace.decode import decode_files
 
     path = JAX_SMALL
     if kind == "exported":
@@ -249,14 +233,14 @@ def test_store_columns_are_the_same_from_either_decoder(tmp_path, kind, use_nati
         with Store.open(str(tmp_path / "s.duckdb")) as st:
             (r,) = ingest_traces(st, [trace])
             export_run(st, r.run_id, path, None, False)
-    fast, general = decode_files([path], native=use_native), decode_files([path], fast=False)
-    assert fast.strings.values == general.strings.values and fast.tracks.rows == general.tracks.rows
-    assert fast.events.keys() == general.events.keys()
-    for k in fast.events:
-        assert np.array_equal(fast.events[k], general.events[k]), k
-    assert fast.counters.keys() == general.counters.keys()
-    for k in fast.counters:
-        assert np.array_equal(np.concatenate(fast.counters[k]), np.concatenate(general.counters[k])), k
+    native_d, python_d = decode_files([path]), decode_files([path], native=False)
+    assert native_d.strings.values == python_d.strings.values and native_d.tracks.rows == python_d.tracks.rows
+    assert native_d.events.keys() == python_d.events.keys()
+    for k in native_d.events:
+        assert np.array_equal(native_d.events[k], python_d.events[k]), k
+    assert native_d.counters.keys() == python_d.counters.keys()
+    for k in native_d.counters:
+        assert np.array_equal(np.concatenate(native_d.counters[k]), np.concatenate(python_d.counters[k])), k
 
     def args(d):
         if not d.args:
@@ -264,4 +248,4 @@ def test_store_columns_are_the_same_from_either_decoder(tmp_path, kind, use_nati
         cols = {k: np.concatenate(v) for k, v in d.args.items()}
         return sorted(zip(*(cols[k].tolist() for k in ("event_id", "key", "int_value", "string_id")), strict=True))
 
-    assert args(fast) == args(general)
+    assert args(native_d) == args(python_d)

@@ -1,10 +1,9 @@
 """A line's decoded events as numpy columns: what the XSpace decoders produce.
 
 `LineEvents` holds one line's events and their stats (as rows, plus as `StatColumn`s for
-stats the native decoder (profiler/xplane_native.py) found on events holding only integer
-stats, or the layout decoder on every event of a layout); `ColumnSink` collects one
-chunk's output from the layout decoder (profiler/xplane_layout.py) and the general decoder
-(profiler/xplane_general.py) and orders it by event at the end; `concat` joins chunks.
+stats the native decoder (decode_native.py) found on events holding only integer stats);
+`ColumnSink` collects one chunk's output from the Python decoder (decode_python.py) and orders
+it by event at the end; `concat` joins chunks.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ class LineEvents:
     """Events of one line as columns.
 
     Stats come two ways, disjoint: `columns` (one per metadata id and kind, from the native
-    or the layout decoder) and rows (one per stat, ordered by event, then as in the file).
+    decoder) and rows (one per stat, ordered by event, then as in the file).
     `as_rows()` gives every stat as a row.
     """
 
@@ -133,7 +132,6 @@ class ColumnSink:
         self.mid, self.off, self.dur, self.occ = (np.zeros(n, np.uint64) for _ in range(4))
         self.blocks: list[tuple] = []  # stat rows: (event, row within event, rank, mid, kind, int, dbl, pos, len)
         self.n_stats = np.zeros(n, np.int64)  # stat rows per event
-        self.columns: list[StatColumn] = []
 
     def finish(self, buf: np.ndarray) -> LineEvents:
         """The chunk's events (whose bytes are `buf`), stats ordered by event."""
@@ -147,10 +145,9 @@ class ColumnSink:
         for ev, row, rank, b_mid, b_kind, b_int, b_dbl, b_pos, b_len in self.blocks:
             dest = off[ev] + row
             smid[dest], kind[dest], ival[dest], srank[dest] = b_mid, b_kind, b_int, rank
-            if b_dbl is not None:
-                dval[dest], spos[dest], slen[dest] = b_dbl, b_pos, b_len
+            dval[dest], spos[dest], slen[dest] = b_dbl, b_pos, b_len
         event = np.repeat(np.arange(self.n), self.n_stats)
         i64 = np.int64
         return LineEvents(self.mid.view(i64), self.off.view(i64), self.dur.view(i64), self.occ.view(i64), event,
                           smid.view(i64), kind, ival.view(i64), dval, spos, slen, buf, srank,
-                          merge(self.columns))  # fmt: skip
+                          [])  # fmt: skip

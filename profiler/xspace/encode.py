@@ -1,24 +1,14 @@
-"""XSpace encoding with numpy, the mirror image of profiler/xplane_wire.py's decoders: rows of
-"pieces" (constant bytes, varints, fixed64, nested blobs) laid out with numpy, no Python step
-per row. Used by the XSpace exporter (exporters/xspace.py) and the import benchmark."""
+"""XSpace encoding with numpy, the mirror image of the decoders: rows of "pieces" (constant
+bytes, varints, fixed64, nested blobs) laid out with numpy, no Python step per row. Used by the
+XSpace exporters (exporters/xspace.py, xspace_kept.py), the import benchmark and the tests."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from profiler.wire import encode_varint
+from profiler.wire import encode_varint, varint_len, write_varints
 
 _U8 = np.uint8
-_MAX_VARINT = 10
-
-
-def varint_len(v: np.ndarray) -> np.ndarray:
-    """Bytes of the varint encoding of each uint64 value."""
-    v = v.astype(np.uint64)
-    n = np.ones(len(v), np.int64)
-    for k in range(1, _MAX_VARINT):
-        n += v >= np.uint64(1) << np.uint64(7 * k)
-    return n
 
 
 def encode_rows(n: int, pieces: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
@@ -56,15 +46,7 @@ def encode_rows(n: int, pieces: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
                 out[pos + j] = byte
         elif kind == "varint":
             v = (data.astype(np.int64).view(np.uint64) if data.dtype.kind == "i" else data.astype(np.uint64))[rows]
-            k = 0
-            live = np.arange(len(rows))
-            while live.size:
-                byte = (v[live] & np.uint64(0x7F)).astype(_U8)
-                v[live] >>= np.uint64(7)
-                more = v[live] > 0
-                out[pos[live] + k] = byte | np.where(more, 0x80, 0).astype(_U8)
-                live = live[more]
-                k += 1
+            write_varints(out, pos, v)
         elif kind == "fixed64":
             raw = np.ascontiguousarray(data[rows]).view(_U8).reshape(-1, 8)
             out[(pos[:, None] + np.arange(8)).ravel()] = raw.ravel()

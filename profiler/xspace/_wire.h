@@ -1,4 +1,4 @@
-/* What the XSpace import's C walks share (profiler/_xplane_events.c, profiler/_xplane_planes.c): the
+/* What the XSpace import's C walks share (profiler/xspace/_events.c, profiler/xspace/_planes.c): the
  * protobuf wire format (field numbers, value kinds, varints) and buffer helpers. */
 #ifndef SCPROF_XPLANE_WIRE_H
 #define SCPROF_XPLANE_WIRE_H
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Field numbers and value kinds: profiler/xplane_fields.py's (checked against FIELDS and KINDS at import). */
+/* Field numbers and value kinds: profiler/xspace/wire.py's (checked against FIELDS and KINDS at import). */
 #define PLANE_LINES 3
 #define LINE_EVENTS 4
 #define EV_METADATA_ID 1
@@ -91,7 +91,7 @@ static inline PyObject *new_bytes(Py_ssize_t n) { return PyByteArray_FromStringA
 
 #define I64(o) ((int64_t *)PyByteArray_AS_STRING(o))
 
-/* profiler/_xplane_planes.c */
+/* profiler/xspace/_planes.c */
 PyObject *xplane_plane_lines(PyObject *self, PyObject *arg);
 extern const char xplane_plane_lines_doc[];
 

@@ -1,17 +1,23 @@
-"""The general XSpace event decoder: any valid encoding, level-synchronous with numpy.
+"""The Python XSpace event decoder, the fallback beside the native one: any valid encoding,
+level-synchronous with numpy.
 
-All events advance one field per numpy step (xplane_fields.decode_fields), then all their
-stats do; protobuf's rules apply (the last of a repeated scalar wins, the last member of a
-oneof set wins). The layout decoder (profiler/xplane_layout.py) sends it the events no layout
-fits: string, bytes or double stats, unknown fields, malformed bytes (refused here).
+The native decoder (decode_native.py) takes a line's events straight from the plane's bytes and
+gives up on anything protobuf would not read the same way (a group, an invalid wire type, a
+field cut short); such lines come here as one bytes object per event, and are decoded exactly, or
+refused with a message naming what is wrong. All events advance one field per numpy step
+(wire.decode_fields), then all their stats do; protobuf's rules apply (the last of a repeated
+scalar wins, the last member of a oneof set wins). Python runs per field kind, never per event
+or per stat. `native=False` in decode.decode_files sends every line here (the reference the tests
+and the benchmark compare the native decoder with).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from profiler.xplane_columns import ColumnSink
-from profiler.xplane_fields import (
+from profiler.wire import read_varints
+from profiler.xspace.columns import ColumnSink, LineEvents, concat
+from profiler.xspace.wire import (
     EV_DURATION_PS,
     EV_METADATA_ID,
     EV_NUM_OCC,
@@ -24,6 +30,7 @@ from profiler.xplane_fields import (
     KIND_REF,
     KIND_STR,
     KIND_UINT,
+    PAD,
     ST_DOUBLE,
     ST_INT64,
     ST_METADATA_ID,
@@ -31,8 +38,32 @@ from profiler.xplane_fields import (
     ST_UINT64,
     Fields,
     decode_fields,
-    read_varints,
 )
+
+_CHUNK_EVENTS = 1 << 18  # events decoded together (bounds the index matrices' memory)
+
+
+def decode_events(events, where: str) -> LineEvents:
+    """Decode a line's events (a sequence of serialized XEvents) into columns."""
+    evs = list(events)
+    parts = [_decode_chunk(evs[i : i + _CHUNK_EVENTS], where) for i in range(0, len(evs), _CHUNK_EVENTS)]
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        parts = [_decode_chunk([], where)]
+    return concat(parts)
+
+
+def _decode_chunk(evs: list[bytes], where: str) -> LineEvents:
+    n = len(evs)
+    lens = np.fromiter(map(len, evs), np.int64, n)
+    ends = np.cumsum(lens)
+    starts = ends - lens
+    buf = np.frombuffer(b"".join(evs) + bytes(PAD), np.uint8)
+    out = ColumnSink(n)
+    if n:
+        decode_general(buf, starts, ends, np.arange(n), out, where)
+    return out.finish(buf)
 
 
 def _last_per_row(rows: np.ndarray) -> np.ndarray:
@@ -102,7 +133,7 @@ def _fast_stats(buf, start, end, smid, kind, ival, dval) -> np.ndarray:
     """Decode the common stat layout (1-byte metadata id, then one scalar value) in one pass.
 
     Fills the outputs for those rows; returns the indices of the other rows, for the
-    general decoder.
+    field walk.
     """
     simple = (buf[start] == (ST_METADATA_ID << 3)) & (buf[start + 1] < 0x80) & (end - start >= 4)
     tag = buf[start + 2]

@@ -1,23 +1,23 @@
-"""The native XSpace event decoder (profiler/_xplane_events.c): lines' events straight from the file's bytes.
+"""The native XSpace event decoder (_events.c, _planes.c): lines' events straight from the file's bytes.
 
     plane bytes -> its fields, each line's fields, each line's event spans (parse_plane)
     -> each line's events as LineEvents (decode_line)
 
-The numpy decoders (profiler/xplane_wire.py: the layout decoder, then the general one) take
-a line's events as Python bytes objects, one per event, joined into one buffer, after
-protobuf's parse of the whole plane has made an entry per event. Here the C walk splits each
+The Python decoder (decode_python.py) takes a line's events as Python bytes objects, one per
+event, joined into one buffer, after protobuf's parse of the whole plane has made an entry per
+event. Here the C walk splits each
 line into its events, left where they are in the plane's bytes, and its other fields, which
 protobuf parses alone; the events are decoded in one pass over the bytes, with the GIL
 released. decode_line returns None for anything it does not decode exactly as protobuf does
 (a group, an invalid wire type, a field cut short): the caller then decodes that line with
-the numpy decoders, which name the problem, so a malformed file is refused with the same
-message as before.
+the Python decoder, which names the problem, so a malformed file is refused with the same
+message either way.
 
-Stats come out as in the layout decoder's LineEvents: events whose stats all hold integers,
+Stats come out as LineEvents: events whose stats all hold integers,
 refs or no value give stat columns (one per metadata id and kind), the others stat rows. An
 event's stats are all columns or all rows, and stats whose metadata id shares its name with a
-lower id stay rows (`row_mids`), so the store rows are those the general decoder's rows give
-(tests/xplane/test_xplane_native.py).
+lower id stay rows (`row_mids`), so the store rows are those the Python decoder's rows give
+(tests/xplane/test_decode_native.py).
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from profiler import _xplane_events as _c
-from profiler import xplane_fields as xf
-from profiler.xplane_columns import LineEvents, StatColumn
-from profiler.xplane_wire import XLineLite, XPlaneLite
+from profiler.xspace import _events as _c
+from profiler.xspace import wire as xf
+from profiler.xspace.columns import LineEvents, StatColumn
+from profiler.xspace.wire import XLineLite, XPlaneLite
 
 _OURS = {k: getattr(xf, k) for k in _c.FIELDS} | {k: getattr(xf, k) for k in _c.KINDS}
 if _OURS != _c.FIELDS | _c.KINDS:  # the C walks' field numbers are copies of the .proto's
-    raise ImportError(f"profiler/_xplane_wire.h is out of date with proto/xplane.proto: {_c.FIELDS | _c.KINDS}")
+    raise ImportError(f"profiler/xspace/_wire.h is out of date with proto/xplane.proto: {_c.FIELDS | _c.KINDS}")
 
 MAX_COLUMNS = _c.MAX_COLUMNS  # stat columns per line; events needing more are decoded as rows
 

@@ -1,9 +1,9 @@
-"""The native XSpace event decoder (profiler/xplane_native.py, profiler/_xplane_events.c) inside the import.
+"""The native XSpace event decoder (profiler/xspace/decode_native.py, profiler/xspace/_events.c) inside the import.
 
-Value for value against the official classes: tests/xplane/test_xplane_wire.py. Here: it finds each
+Value for value against the official classes: tests/xplane/test_decoders.py. Here: it finds each
 line's events where protobuf does, it takes every line of the usual captures (no silent fallback),
-what it does not take (a group in a plane, a malformed event) goes to the numpy decoders with the
-same outcome, and its stat columns map to the store rows the general decoder's stat rows map to,
+what it does not take (a group in a plane, a malformed event) goes to the Python decoder with the
+same outcome, and its stat columns map to the store rows the Python decoder's stat rows map to,
 also where a stat name has two ids or a line has more stat columns than it keeps.
 """
 
@@ -14,11 +14,12 @@ import os
 import numpy as np
 import pytest
 
-from profiler import xplane_native as native
-from profiler import xplane_pb2 as xp
-from profiler import xplane_wire as w
 from profiler.wire import encode_varint
-from profiler.xplane_decode import decode_files
+from profiler.xspace import decode as decode_module
+from profiler.xspace import decode_native as native
+from profiler.xspace import wire as w
+from profiler.xspace import xplane_pb2 as xp
+from profiler.xspace.decode import decode_files
 from tests.tracekit import assert_one_error, cli
 from tests.xplane.helpers import JAX_RUN_DIR, JAX_SMALL
 from tests.xplane.synth import PlaneBuilder, tpu_space
@@ -85,7 +86,7 @@ def test_planes_split_as_protobuf_reads_them(path):
 
 def test_the_usual_captures_decode_natively(tmp_path, monkeypatch):
     """Every line of the committed captures, a synthetic TPU capture and an exported run goes to the
-    native decoder: the numpy decoders are not called."""
+    native decoder: the Python decoder is not called."""
     from exporters.xspace import export_run
     from profiler.store import Store
     from profiler.synthetic import write_synthetic_trace
@@ -99,14 +100,14 @@ def test_the_usual_captures_decode_natively(tmp_path, monkeypatch):
     tpu = _write(tmp_path, tpu_space(steps=3).SerializeToString(), "tpu.xplane.pb")
 
     def refuse(*_a, **_k):
-        raise AssertionError("a line went to the numpy decoders")
+        raise AssertionError("a line went to the Python decoder")
 
-    monkeypatch.setattr(w, "decode_events", refuse)
+    monkeypatch.setattr(decode_module, "decode_events", refuse)
     for path in (JAX_SMALL, JAX_HOST, tpu, exported):
         assert decode_files([path]).n_events > 0
 
 
-def test_a_group_in_a_plane_falls_back_to_the_numpy_decoders(tmp_path):
+def test_a_group_in_a_plane_falls_back_to_the_python_decoder(tmp_path):
     """An unknown group field (which protobuf skips) stops the native walk of the plane; the plane's
     lines then decode as before, with the same result."""
     space = tpu_space(steps=2)
@@ -123,7 +124,7 @@ def test_a_group_in_a_plane_falls_back_to_the_numpy_decoders(tmp_path):
     _same(decode_files([path]), decode_files([path], native=False))
 
 
-def test_a_stat_name_with_two_ids_maps_as_the_general_decoder_maps_it(tmp_path):
+def test_a_stat_name_with_two_ids_maps_as_the_python_decoder_maps_it(tmp_path):
     """group_id under a second metadata id: the import reads a name's lowest id (the second one's
     values are arguments), the same whether the events decode natively or through stat rows."""
     space = xp.XSpace(hostnames=["h"])
@@ -137,7 +138,7 @@ def test_a_stat_name_with_two_ids_maps_as_the_general_decoder_maps_it(tmp_path):
         ev.stats.add(metadata_id=dup, int64_value=77)
     path = _write(tmp_path, space.SerializeToString())
     got = decode_files([path])
-    _same(got, decode_files([path], fast=False))
+    _same(got, decode_files([path], native=False))
     assert got.events["step"].tolist() == [0, 0, 0, 1, 1, 1]  # the first id's values, not 77
 
 
@@ -154,7 +155,7 @@ def test_more_stat_columns_than_a_line_keeps_become_rows(tmp_path):
     (spans,) = native.parse_plane(raw).spans
     ev = native.decode_line(np.frombuffer(raw, np.uint8), spans, np.zeros(0, np.int64))
     assert len(ev.columns) == native.MAX_COLUMNS and len(ev.stat_event) > 0  # both kinds present
-    _same(decode_files([path]), decode_files([path], fast=False))
+    _same(decode_files([path]), decode_files([path], native=False))
 
 
 def test_an_event_that_does_not_decode_is_reported_before_a_bad_value_of_an_earlier_line(tmp_path, capsys):
@@ -175,7 +176,7 @@ def test_an_event_that_does_not_decode_is_reported_before_a_bad_value_of_an_earl
 
 def test_an_event_with_a_million_stats_imports_in_one_pass(tmp_path, capsys):
     """One event holding 10^6 stats (empty ones, 2 bytes each: a 2 MB file): every stat is an argument.
-    The layout decoder spent a quadratic time on it (a set rebuilt per token of the event's layout)."""
+    A numpy layout decoder this import once had spent a quadratic time on it."""
     from profiler.store import Store
     from tests.fuzzkit import time_limit
 

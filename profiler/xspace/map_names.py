@@ -1,7 +1,7 @@
 """scprof's store <-> XProf's XSpace: every naming convention of the mapping, defined once.
 
 Plane and line names, the stats that carry steps and typed fields, the run-facts plane: the
-import (profiler/xplane_decode.py, xplane_lines.py, xplane_facts.py, xplane_checks.py) and the
+import (decode.py, map_lines.py, map_facts.py, check.py) and the
 export (exporters/xspace.py) both read them from here, so the two directions cannot drift.
 docs/trace-format.md, "XSpace mapping", describes the same mapping in prose.
 """
@@ -37,7 +37,7 @@ def sc_plane(chip: int, core: int) -> str:
 
 def plane_number(digits: str) -> int:
     """A chip or core number of a plane name (a sentinel above int32 for an absurdly long one,
-    which xplane_checks.check_plane_ids refuses)."""
+    which check.check_plane_ids refuses)."""
     return int(digits) if len(digits) <= 12 else 1 << 62
 
 
@@ -124,7 +124,7 @@ def device_type(generation: str | None) -> str:
 
 
 # The `/host:scprof` plane's stats: string facts (in the order the export writes them), then the
-# start time (int64). xplane_facts.py maps them to and from a runs row.
+# start time (int64). map_facts.py maps them to and from a runs row.
 RUN_UUID, RUN_NAME, PRODUCER = "run_uuid", "run_name", "producer"
 CONFIG_JSON, TAGS_JSON, HARDWARE_JSON = "config_json", "tags_json", "hardware_json"
 STRING_FACTS = (RUN_UUID, RUN_NAME, PRODUCER, CONFIG_JSON, TAGS_JSON, HARDWARE_JSON)

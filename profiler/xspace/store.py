@@ -4,7 +4,7 @@
 
 Called by `trace_to_store.ingest_traces` inside its transaction, so a bad file
 leaves the store as it was. The mapping (both directions) is documented in
-docs/trace-format.md, "XSpace mapping", and its names are profiler/xplane_mapping.py's;
+docs/trace-format.md, "XSpace mapping", and its names are profiler/xspace/map_names.py's;
 in short:
 
 - each plane line is a track (plane name, line name); kind, chip and core come from
@@ -19,7 +19,7 @@ in short:
 - `_counters_` lines and `MemoryAllocation` / `MemoryDeallocation` events give
   counter tracks.
 
-Decoding (files -> columns) is profiler/xplane_decode.py's; this module derives the steps
+Decoding (files -> columns) is profiler/xspace/decode.py's; this module derives the steps
 and inserts the rows.
 """
 
@@ -28,15 +28,15 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from profiler import xplane_checks as chk
-from profiler import xplane_source
 from profiler.errors import TraceFormatError
-from profiler.xplane_checks import NULL
-from profiler.xplane_decode import Decoded, decode_files
-from profiler.xplane_facts import run_facts
-from profiler.xplane_files import check_path, find_runs, is_xplane_path  # noqa: F401 - trace_to_store's
-from profiler.xplane_kinds import classify, host_index
-from profiler.xplane_mapping import HOST_PLANE_PREFIX, TYPED_FIELDS
+from profiler.xspace import check as chk
+from profiler.xspace import source
+from profiler.xspace.check import NULL
+from profiler.xspace.decode import Decoded, decode_files
+from profiler.xspace.map_facts import run_facts
+from profiler.xspace.map_kinds import classify, host_index
+from profiler.xspace.map_names import HOST_PLANE_PREFIX, TYPED_FIELDS
+from profiler.xspace.read import check_path, find_runs, is_xplane_path  # noqa: F401 - trace_to_store's
 
 
 def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arrow) -> dict:
@@ -78,7 +78,7 @@ def insert_decoded(con, run_id: int, name: str, d: Decoded, files: list[str], in
     })  # fmt: skip
     insert_arrow(con, "INSERT INTO events BY NAME SELECT $run AS run_id, * FROM b", run_id, table)
     if d.kept is not None and keep.all():  # (events dropped as markers would shift the kept events' ids)
-        xplane_source.insert(con, run_id, d.kept, insert_arrow)
+        source.insert(con, run_id, d.kept, insert_arrow)
     if d.args:
         a = {k: np.concatenate(v) for k, v in d.args.items()}
         args = pa.table({

@@ -1,11 +1,11 @@
-/* The XSpace import's plane walk (profiler/xplane_native.py's parse_plane drives it).
+/* The XSpace import's plane walk (profiler/xspace/decode_native.py's parse_plane drives it).
  *
  * plane_lines(plane) splits one serialized XPlane into its lines' events (the byte span of each
  * `events` field of each `lines` field, in file order: what protobuf's parse gives as
  * plane.lines[i].events) and the rest, copied out for protobuf to parse: each line's other
  * fields, and the plane's fields but its lines. Two passes: count, then fill.
  */
-#include "_xplane_wire.h"
+#include "_wire.h"
 
 const char xplane_plane_lines_doc[] =
              "plane_lines(plane) -> (rest, counts, spans, headers, header_ends) | None\n\n"
