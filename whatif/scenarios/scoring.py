@@ -106,11 +106,17 @@ def score(results: list[dict[str, Any]]) -> dict[str, Any]:
         "discarded_by_cause": dict(Counter(c for r in results if r.get("status") != "ok" for c in r["causes"])),
         "micro": {"tp": stp, "fp": sfp, "fn": sfn, "precision": mp, "recall": mr, "f1": f1(mp, mr)},
         "per_rule": per_rule,
-        "healthy": {"controls": len(healthy), "with_false_finding": len(alarms),
-                    "clean_share": ratio(len(healthy) - len(alarms), len(healthy)),
-                    "false_rules": dict(Counter(rule for r in alarms for rule in reported(r)))},  # fmt: skip
+        "healthy": {
+            "controls": len(healthy),
+            "with_false_finding": len(alarms),
+            "clean_share": ratio(len(healthy) - len(alarms), len(healthy)),
+            "false_rules": dict(Counter(rule for r in alarms for rule in reported(r))),
+        },  # fmt: skip
         "confusion": {k: {"n": cause_n[k], **dict(confusion[k].most_common())} for k in sorted(confusion)},
-        "fix": {**fixes, "match_share": ratio(fixes["fix_matches"], n_fix),
-                "match_and_faster_share": ratio(fixes["fix_matches_and_faster"], n_fix),
-                "by_cause": {k: dict(v) for k, v in sorted(fix_by_cause.items())}},  # fmt: skip
+        "fix": {
+            **fixes,
+            "match_share": ratio(fixes["fix_matches"], n_fix),
+            "match_and_faster_share": ratio(fixes["fix_matches_and_faster"], n_fix),
+            "by_cause": {k: dict(v) for k, v in sorted(fix_by_cause.items())},
+        },  # fmt: skip
     }
