@@ -17,6 +17,7 @@ from typing import Any
 
 from analyzers.compare import step_time_change
 from analyzers.registry import analyze_run
+from profiler.errors import ScprofError
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.errors import RunFailure
@@ -87,7 +88,7 @@ def with_limits(raw: Raw, scale: float | None, work: str) -> Raw:
     write_toml(est, os.path.join(work, "estimate.toml"))
     try:
         result = record_run(os.path.join(work, "estimate.toml"), [], "estimate", None, os.path.join(work, "est"))
-    except RunFailure:  # out of memory before any limit matters: the run itself will fail the same way
+    except ScprofError:  # out of memory before any limit matters: the run itself will fail the same way
         return raw
     if result.limits_path is None:
         return raw
@@ -121,6 +122,8 @@ def record_into(store: Store, raw: Raw, scale: float | None, work: str, name: st
         trace, failed, minibatches, failure = result.trace_path, False, result.minibatches, ""
     except RunFailure as e:
         trace, failed, minibatches, failure = e.trace_path, True, None, str(e).splitlines()[0]
+    except ScprofError as e:  # the emulator refuses it (limits no minibatch can meet): no run
+        return Recorded(None, True, None, str(e).splitlines()[0])
     if trace is None:
         return Recorded(None, True, None, failure)
     return Recorded(ingest_trace(store, trace, name=name).run_id, failed, minibatches, failure)
@@ -154,7 +157,17 @@ def effect(store: Store, cause: Cause, with_it: Recorded, without: Recorded) -> 
 
 
 def run_scenario(spec: ScenarioSpec, verify: bool = True) -> dict[str, Any]:
-    """Record, verify the labels, analyze (and verify the fixes of) one scenario."""
+    """Record, verify the labels, analyze (and verify the fixes of) one scenario; an error in any
+    part discards it (status `error`, with the error), so one scenario never stops a run."""
+    try:
+        return _run_scenario(spec, verify)
+    except Exception as e:  # noqa: BLE001 - scored as discarded, the error kept in the result
+        return {"index": spec.index, "seed": spec.seed, "kind": spec.kind, "causes": list(spec.causes),
+                "status": "error", "reason": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+                "expected": sorted({r for c in spec.causes for r in BY_NAME[c].rules}), "effects": {}, "wall_s": 0.0}  # fmt: skip
+
+
+def _run_scenario(spec: ScenarioSpec, verify: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     base = sample_base(spec.seed)
     causes = [BY_NAME[c] for c in spec.causes]
