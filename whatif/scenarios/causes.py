@@ -1,0 +1,298 @@
+"""The causes a scenario can inject: for each, the config change that injects it, the change
+that removes only it, the effect that verifies it (measured on the two runs), the analyzer
+rules expected to report it and the config keys of the fix expected."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Raw = dict[str, Any]
+Injector = Callable[[Raw, random.Random], None]  # changes a raw config in place
+
+# how a label is verified (runner.py measures these on the cause run and the removal run)
+EFFECTS = ("minibatches", "dropped_ids", "step_time", "hbm_peak", "failed", "construction")
+DERIVE = "derive_limits"  # a fix key: the fix derives limits (the fix's derive_limits flag)
+HEALTHY_LIMITS_SCALE = 1.25  # healthy limits: the observed maximum x 1.25 (oversized only from 2x)
+LOW_LIMITS_SCALE = 0.4
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One injectable cause."""
+
+    name: str
+    group: str  # two causes of one group are never paired (they change the same keys)
+    rules: frozenset[str]  # rules expected to report it (at warning or critical)
+    fix_keys: frozenset[str]  # config keys (or DERIVE) of the fix expected
+    effect: str  # one of EFFECTS
+    inject: Injector
+    remove: Injector | None = None  # applied after `inject` for the removal run; None: leave the cause out
+    applies: Callable[[Raw], bool] = lambda raw: True
+    limits_scale: float | None = HEALTHY_LIMITS_SCALE  # derived limits x this; None: the cause sets limits
+    note: str = field(default="")
+
+
+def _sc(raw: Raw) -> dict[str, Any]:
+    return raw.setdefault("sparsecore", {})
+
+
+def _flags(raw: Raw) -> dict[str, Any]:
+    return raw.setdefault("flags", {})
+
+
+def _heaviest(raw: Raw) -> dict[str, Any]:
+    """The table read by the most IDs per sample (the first on a tie)."""
+    load: dict[str, int] = {}
+    for f in raw["features"]:
+        load[f["table"]] = load.get(f["table"], 0) + int(f.get("multi_hot", 1))
+    name = max(load, key=lambda t: (load[t], -int(t[1:])))
+    return next(t for t in raw["tables"] if t["name"] == name)
+
+
+def _drop_ids(raw: Raw, rng: random.Random) -> None:
+    _sc(raw).update(allow_id_dropping=True, enable_minibatching=False)
+
+
+def _hot_set(raw: Raw, rng: random.Random) -> None:
+    for f in raw["features"]:
+        f.update(distribution="hot_set", hot_set_size=4, hot_fraction=0.6)
+        f.pop("zipf_exponent", None)
+    _sc(raw)["shuffle_ids"] = False
+
+
+def _threads(raw: Raw, rng: random.Random) -> None:
+    raw["host"]["num_threads"] = 1
+
+
+def _prefetch1(raw: Raw, rng: random.Random) -> None:
+    _flags(raw)["maximum_parallel_iterations"] = 1
+    raw["host"]["num_threads"] = 4
+
+
+def _prefetch_removed(raw: Raw, rng: random.Random) -> None:
+    _flags(raw)["maximum_parallel_iterations"] = 2
+
+
+def _no_pipelining(raw: Raw, rng: random.Random) -> None:
+    _flags(raw)["tf_xla_disable_full_embedding_pipelining"] = True
+
+
+OPTIMIZERS = ("adagrad", "adam", "sgd")
+
+
+def _three_groups(raw: Raw, rng: random.Random) -> None:
+    for i, t in enumerate(raw["tables"]):
+        t["optimizer"] = OPTIMIZERS[i % 3]
+    limit = rng.choice((32000, 64000, 96000))  # the stack grows with the limits: some reach 85%, some not
+    _sc(raw).update(max_ids_per_partition=limit, max_unique_ids_per_partition=limit)
+
+
+def _serialize_groups(raw: Raw, rng: random.Random) -> None:
+    _flags(raw)["xla_sc_num_serialized_tables_to_optimize_hbm"] = 2
+
+
+HBM_GIB = {"v4": 32, "v5p": 96, "v6e": 32}
+
+
+def _dense_heap(raw: Raw, rng: random.Random) -> None:
+    """A top MLP of 4 square layers whose weights and Adam-like state fill ~85-95% of HBM."""
+    target_bytes = rng.uniform(0.86, 0.95) * HBM_GIB[raw["hardware"]["generation"]] * 2**30
+    width = int((target_bytes / (3 * 4 * 3)) ** 0.5) // 128 * 128  # 3 w x w layers, weights + 2 slots, 4 B
+    raw["dense"]["top_mlp"] = [width] * 4 + [1]
+
+
+def _no_stacking(raw: Raw, rng: random.Random) -> None:
+    _sc(raw)["disable_table_stacking"] = True
+
+
+def _one_stack(raw: Raw, rng: random.Random) -> None:
+    _sc(raw)["stack_activation_mem_bytes_limit"] = 1 << 30
+    width = raw["tables"][0]["width"]
+    for t in raw["tables"]:
+        t["width"] = width  # one width group, so every table lands in one stack
+
+
+def _tiny_width(raw: Raw, rng: random.Random) -> None:
+    _heaviest(raw)["width"] = rng.choice((1, 2, 4))
+
+
+def _int8(raw: Raw, rng: random.Random) -> None:
+    t = _heaviest(raw)
+    t.update(dtype="int8", quantization_config_low=-0.5, quantization_config_high=0.5)
+
+
+def _clip(raw: Raw, rng: random.Random) -> None:
+    _heaviest(raw)["quantization_config_high"] = 0.1
+
+
+def _unclip(raw: Raw, rng: random.Random) -> None:
+    _heaviest(raw)["quantization_config_high"] = 0.5
+
+
+def _bound_check(raw: Raw, rng: random.Random) -> None:
+    _flags(raw)["xla_sparse_core_enable_id_bound_check"] = True
+    raw["features"][0]["oov_fraction"] = 0.01
+
+
+def _no_oov(raw: Raw, rng: random.Random) -> None:
+    raw["features"][0]["oov_fraction"] = 0.0
+
+
+def _nan(raw: Raw, rng: random.Random) -> None:
+    _flags(raw)["xla_sc_detect_nan"] = True
+    raw["features"][0]["nan_fraction"] = 0.01
+
+
+def _no_nan(raw: Raw, rng: random.Random) -> None:
+    raw["features"][0]["nan_fraction"] = 0.0
+
+
+def _many_tables(raw: Raw) -> bool:
+    return len(raw["tables"]) >= 60
+
+
+def _some_tables(raw: Raw) -> bool:
+    return len(raw["tables"]) >= 4
+
+
+def _with_lower_limits(raw: Raw, rng: random.Random) -> None:
+    return None  # the limits themselves: limits_scale
+
+
+CAUSES: tuple[Cause, ...] = (
+    Cause(
+        "limits_too_low",
+        "limits",
+        frozenset({"minibatching"}),
+        frozenset({DERIVE}),
+        "minibatches",
+        _with_lower_limits,
+        limits_scale=LOW_LIMITS_SCALE,
+    ),
+    Cause(
+        "id_dropping",
+        "limits",
+        frozenset({"id_dropping"}),
+        frozenset({DERIVE}),
+        "dropped_ids",
+        _drop_ids,
+        limits_scale=LOW_LIMITS_SCALE,
+    ),
+    Cause(
+        "skew_without_shuffle",
+        "ids",
+        frozenset({"sc_load_skew"}),
+        frozenset({"sparsecore.shuffle_ids"}),
+        "step_time",
+        _hot_set,
+        remove=lambda raw, rng: _sc(raw).update(shuffle_ids=True),
+    ),
+    Cause(
+        "host_threads_short", "host", frozenset({"host_bound"}), frozenset({"host.num_threads"}), "step_time", _threads
+    ),
+    Cause(
+        "prefetch_too_short",
+        "host",
+        frozenset({"host_bound"}),
+        frozenset({"flags.maximum_parallel_iterations"}),
+        "step_time",
+        _prefetch1,
+        remove=_prefetch_removed,
+    ),
+    Cause(
+        "pipelining_off",
+        "pipelining",
+        frozenset({"not_pipelined"}),
+        frozenset({"flags.tf_xla_disable_full_embedding_pipelining"}),
+        "step_time",
+        _no_pipelining,
+    ),
+    Cause(
+        "hbm_stack_pressure",
+        "limits",
+        frozenset({"hbm_stack_pressure", "oversized_limits"}),
+        frozenset({"flags.xla_sc_num_serialized_tables_to_optimize_hbm"}),
+        "hbm_peak",
+        _three_groups,
+        remove=_serialize_groups,
+        limits_scale=None,
+    ),
+    Cause("heap_pressure_dense", "dense", frozenset({"hbm_heap_pressure"}), frozenset(), "hbm_peak", _dense_heap),
+    Cause(
+        "too_few_stacked",
+        "stacking",
+        frozenset({"too_few_stacked_tables"}),
+        frozenset({"sparsecore.disable_table_stacking"}),
+        "step_time",
+        _no_stacking,
+        applies=_some_tables,
+    ),
+    Cause(
+        "too_many_stacked",
+        "stacking",
+        frozenset({"too_many_stacked_tables"}),
+        frozenset({"sparsecore.max_tables_per_stack", DERIVE}),
+        "step_time",
+        _one_stack,
+        remove=lambda raw, rng: _sc(raw).update(stack_activation_mem_bytes_limit=2 << 20),
+        applies=_many_tables,
+    ),
+    Cause(
+        "tiny_widths",
+        "widths",
+        frozenset({"padding_waste"}),
+        frozenset({"tables.*.width"}),
+        "construction",
+        _tiny_width,
+        note="width < 8 pads each row to 8 lanes (32-byte rows): the waste is by construction",
+    ),
+    Cause(
+        "serialization",
+        "serialize",
+        frozenset(),
+        frozenset(),
+        "step_time",
+        _serialize_groups,
+        note="no rule reports needless serialization; scored as a cause no rule claims",
+    ),
+    Cause(
+        "quantization_clipping",
+        "widths",
+        frozenset({"quantization_clipping"}),
+        frozenset({"tables.*.quantization_config_high", "tables.*.quantization_config_low"}),
+        "construction",
+        lambda raw, rng: (_int8(raw, rng), _clip(raw, rng)),
+        remove=_unclip,
+        note="int8 range [-0.5, 0.1] against [-0.5, 0.5]: the clipped share differs by construction",
+    ),
+    Cause(
+        "out_of_vocabulary_ids",
+        "faults",
+        frozenset({"out_of_vocabulary_ids"}),
+        frozenset(),
+        "construction",
+        _bound_check,
+        remove=_no_oov,
+        note="1% of one feature's IDs replaced by IDs past the vocabulary, bound check on in both runs",
+    ),
+    Cause(
+        "nans",
+        "faults",
+        frozenset({"nan_detected", "failure_nan_detected"}),
+        frozenset(),
+        "failed",
+        _nan,
+        remove=_no_nan,
+    ),
+)
+BY_NAME = {c.name: c for c in CAUSES}
+# listed in the issue, not injected here (docs/analyzers.md says why)
+NOT_INJECTED = {
+    "heap_pressure_prefetch": "prefetched input buffers are sized by the limits, and limits large enough to fill "
+    "85% of HBM with 8 steps of prefetch overflow SPMEM first at these workload sizes (a compile failure)",
+    "exposed_sc_all_to_all": "no single config key exposes the SparseCore all-to-all alone in this emulator; "
+    "large multi-chip stacks raise it together with too_many_stacked_tables (left for a later round)",
+}
