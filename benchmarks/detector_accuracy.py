@@ -1,4 +1,4 @@
-"""Detector accuracy (issue 40): N labelled scenarios recorded, analysed, verified and scored.
+"""Detector accuracy (docs/analyzers.md, "Detector accuracy"): N labelled scenarios recorded, analysed, verified and scored.
 
 Each scenario is a random base workload (whatif/scenarios/workloads.py) with causes injected
 (none: a healthy control, one, or a pair; whatif/scenarios/causes.py); each label is verified by

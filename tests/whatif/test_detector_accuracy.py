@@ -1,4 +1,4 @@
-"""Regression guard on detector accuracy (issue 40): a fixed sample of labelled scenarios,
+"""Regression guard on detector accuracy (docs/analyzers.md): a fixed sample of labelled scenarios,
 recorded, label-verified and analysed (fixes not simulated, to keep it to a couple of minutes on
 2 cores), must score at least the floors below, set a little under what the sample measured
 with the analyzers of its commit (docs/analyzers.md, "Detector accuracy", has the full run).
@@ -11,7 +11,7 @@ from whatif.scenarios.runner import run_all, sample_scenarios
 from whatif.scenarios.scoring import score
 
 SAMPLE_N, SAMPLE_SEED = 60, 60
-# measured on this sample at 7c5d5c8, before the analyzer changes of issue 40 (160 s on 2 shared cores):
+# measured on this sample at 7c5d5c8, before any analyzer was changed to meet the accuracy targets (160 s on 2 shared cores):
 # 46 verified, micro precision 0.681 (TP 32, FP 15), recall 0.941 (FN 2), healthy controls clean 11/14
 FLOOR_VERIFIED = 42
 FLOOR_PRECISION = 0.64
