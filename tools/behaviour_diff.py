@@ -154,6 +154,8 @@ def _tables(cli: _Cli, db: str) -> dict:
                 for r in rows:
                     if ipc >= 0 and r[ipc] is not None:  # an Arrow table: its rows (the bytes may vary)
                         r = (*r[:ipc], pa.ipc.open_stream(r[ipc]).read_all().to_pylist(), *r[ipc + 1 :])
+                    # other bytes as their digest: a checkout's path inside a capture is data, not normalized
+                    r = tuple(hashlib.sha256(v).hexdigest() if isinstance(v, bytes) else v for v in r)
                     h.update(cli.norm(repr(r)).encode())
                 n += len(rows)
             out[f"table {os.path.basename(db)} {t}"] = {"rows": n, "sha256": h.hexdigest()}
