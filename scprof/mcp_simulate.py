@@ -91,7 +91,11 @@ class Simulating:
         for key, value in _named_paths(sets or {}):
             self.tools.allowed_path(value, f"sets: {key}", folders, "read from")
         if config_path is not None:
-            raw = load_raw(config_path)
+
+            def check_base(path: str) -> None:
+                self.tools.allowed_path(path, "config extends", folders, "read from")
+
+            raw = load_raw(config_path, check_base=check_base)
             for item in _set_items(sets):
                 apply_override(raw, item)
             for key, node, name in config_paths(raw):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Callable
 from typing import Any
 
 from sim_backend.config import LISTS, RunConfig, config_from_dict, path_keys
@@ -36,12 +37,13 @@ def load_config(path: str, overrides: list[str] | tuple[str, ...] = ()) -> RunCo
         raise ConfigError(f"{path}: {e}") from None
 
 
-def load_raw(path: str, _seen: tuple[str, ...] = ()) -> dict:
+def load_raw(path: str, _seen: tuple[str, ...] = (), check_base: Callable[[str], None] | None = None) -> dict:
     """The parsed TOML of `path` merged over the file it `extends` (paths made absolute).
 
     A variant sets `extends = "base.toml"` (relative to itself) and only the keys it
     changes; `[[tables]]`/`[[features]]` entries with a base entry's name update it,
-    other entries are appended.
+    other entries are appended. `check_base(path)` is called on each file `extends` names
+    before it is read (it raises to refuse one: a server's folder check).
     """
     apath = os.path.realpath(path)
     raw = parse_toml(read_text_file(path), path)
@@ -59,8 +61,10 @@ def load_raw(path: str, _seen: tuple[str, ...] = ()) -> dict:
         raise ConfigError(f"{path}: extends itself (a cycle: {names})")
     if len(chain) >= MAX_EXTENDS_DEPTH:
         raise ConfigError(f"{path}: extends: more than {MAX_EXTENDS_DEPTH} files deep")
+    if check_base is not None:
+        check_base(base_path)
     try:
-        return _merge(load_raw(base_path, chain), raw)
+        return _merge(load_raw(base_path, chain, check_base), raw)
     except ConfigError as e:
         if _seen:  # the innermost file says what is wrong; the outermost says where it was named
             raise

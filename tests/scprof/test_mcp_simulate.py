@@ -145,6 +145,8 @@ def test_paths_an_agent_names_in_a_config_are_checked_like_a_users(store_db, tmp
     (allowed / "names_secret.toml").write_text(
         text.replace("\n[flags]\n", f'\n[flags]\nxla_sparse_core_max_ids_file = "{secret}"\n')
     )
+    (allowed / "extends_secret.toml").write_text(f'extends = "{secret}"\n')
+    (allowed / "extends_fifo.toml").write_text('extends = "../fifo"\n')
     limits = "flags.xla_sparse_core_max_ids_file"
     bundled_limits = str(REPO / "configs" / "limits" / "baseline_limits.toml")
     calls = {
@@ -154,6 +156,8 @@ def test_paths_an_agent_names_in_a_config_are_checked_like_a_users(store_db, tmp
         "relative": ("record", {"config": "baseline", "sets": {limits: "../secret.toml"}, "steps": 2}),
         "in a table": ("record", {"config": "baseline", "sets": {"flags": {"xla_sparse_core_max_ids_file": str(secret)}}}),
         "in the file": ("record", {"config": str(allowed / "names_secret.toml"), "steps": 2}),
+        "extends a secret": ("record", {"config": str(allowed / "extends_secret.toml"), "steps": 2}),
+        "extends a fifo": ("tune", {"config": str(allowed / "extends_fifo.toml"), "budget": 2}),
         "tune run": ("tune", {"run": "host_bound", "sets": {limits: str(fifo)}, "budget": 2}),
         "tune config": ("tune", {"config": "baseline", "sets": {limits: str(secret)}, "budget": 2}),
         "bundled limits": ("record", {"config": "baseline", "sets": {limits: bundled_limits}, "name": "ok", "steps": 2}),
