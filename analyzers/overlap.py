@@ -75,11 +75,11 @@ def analyze(ctx: RunContext) -> Analysis:
     for_input = tc_gaps.get("host", {}).get("gap_ps", 0) / waited if waited else 0.0
     result.figures["tc_idle_share_waiting_for_input"] = for_input
     disabled = (ctx.config.get("flags") or {}).get("tf_xla_disable_full_embedding_pipelining")
-    # What the SparseCores take turns with: with pipelining off, everything else of the step's
-    # chain (TensorCore ops and the all-to-alls and dense collectives between SparseCore forward
-    # and backward), all of which the next step's SparseCore work could overlap once pipelined;
-    # with it on, the TensorCore's ops (the overlap the share measures).
-    partner = total - sc if disabled is not False else tc
+    # What the SparseCores take turns with: with pipelining off (the config says so), everything
+    # else of the step's chain (TensorCore ops and the all-to-alls and dense collectives between
+    # SparseCore forward and backward), all of which the next step's SparseCore work could overlap
+    # once pipelined; otherwise the TensorCore's ops (the overlap the share measures).
+    partner = total - sc if disabled is True else tc
     if share < LOW_OVERLAP and partner / total > BUSY_ENOUGH and sc / total > BUSY_ENOUGH and for_input < 0.5:
         low = [r["chip"] for r in chips if r["sc"] and r["ov"] / r["sc"] < LOW_OVERLAP]
         args = (ctx, share, tc, sc, ov, total, low)
