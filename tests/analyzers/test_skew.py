@@ -81,10 +81,10 @@ def test_without_a_timeline_a_skew_is_info_and_names_the_hot_partition_on_anothe
 STEPS = 6  # steps 1 .. 4 are counted (the first and last are not)
 
 
-def timed_run(step_len, sc_busy, tc_op, hot_sc=None, config=None):
+def timed_run(step_len, sc_busy, tc_op, hot_sc=None, config=None, hot_ids=400, name="run"):
     """One chip, 4 SparseCores, STEPS identical steps of `step_len`: SparseCore k busy
     [0, sc_busy[k]) of each step, the TensorCore op at tc_op = (start, dur) of each step.
-    Partition statistics: 400 IDs on the hot SparseCore (hot_sc: one per step, default
+    Partition statistics: hot_ids IDs on the hot SparseCore (hot_sc: one per step, default
     SparseCore 0 every step), 100 on the others."""
     events, windows = [], []
     for s in range(STEPS):
@@ -94,9 +94,9 @@ def timed_run(step_len, sc_busy, tc_op, hot_sc=None, config=None):
                    for k, d in enumerate(sc_busy)]  # fmt: skip
         events.append(Ev(TC_OPS, 0, 0, "dense", t + tc_op[0], tc_op[1], step=s, category="tc_forward"))
     hot = hot_sc or [0] * STEPS
-    ids = [400 if k == hot[s] else 100 for s in range(STEPS) for k in range(4)]
+    ids = [hot_ids if k == hot[s] else 100 for s in range(STEPS) for k in range(4)]
     stats = partition_stats(STEPS, 4, ids=ids, unique=50, limit_ids=1024, limit_unique=1024, minibatches=1, dropped=0)
-    return RunSpec(events=events, steps=windows, partition_stats=stats, config=config)
+    return RunSpec(events=events, steps=windows, partition_stats=stats, config=config, name=name)
 
 
 def reference_cost(step_len, sc_busy, tc_busy, tc_wait):
@@ -163,3 +163,16 @@ def test_the_fix_is_the_id_shuffle_only_where_it_is_off(tmp_path):
         (f_unset,) = skew.analyze(RunContext(store, 2)).findings
     assert f_off.fix["set"] == {"sparsecore.shuffle_ids": True} and "shuffle_ids=true" in f_off.recommendation
     assert f_unset.fix is None and "shuffle_ids" not in f_unset.recommendation
+
+
+def test_a_milder_skew_is_reported_only_where_it_costs(tmp_path):
+    """The hot partition carries 160 IDs against 100: 160 / (460 / 4) = 1.39x the mean, under
+    MAX_OVER_MEAN. Where its SparseCore paces the step (as above, 30%) it is a warning; where the
+    TensorCore is busy the whole step it costs nothing and is not reported at all."""
+    assert skew.COSTLY_MAX_OVER_MEAN <= 160 / (460 / 4) < skew.MAX_OVER_MEAN
+    paced = timed_run(100, [90, 50, 50, 50], (0, 40), hot_ids=160, name="paced")
+    hidden = timed_run(100, [90, 50, 50, 50], (0, 100), hot_ids=160, name="hidden")
+    with store_with(tmp_path, paced, hidden) as store:
+        (f,) = skew.analyze(RunContext(store, 1)).findings
+        assert not skew.analyze(RunContext(store, 2)).findings
+    assert f.severity == "critical" and abs(f.value - 160 / 115) < 1e-9
