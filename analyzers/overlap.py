@@ -74,12 +74,36 @@ def analyze(ctx: RunContext) -> Analysis:
     waited = sum(c["gap_ps"] for c in tc_gaps.values())
     for_input = tc_gaps.get("host", {}).get("gap_ps", 0) / waited if waited else 0.0
     result.figures["tc_idle_share_waiting_for_input"] = for_input
-    if share < LOW_OVERLAP and tc / total > BUSY_ENOUGH and sc / total > BUSY_ENOUGH and for_input < 0.5:
+    disabled = (ctx.config.get("flags") or {}).get("tf_xla_disable_full_embedding_pipelining")
+    # What the SparseCores take turns with: with pipelining off (the config says so), everything
+    # else of the step's chain (TensorCore ops and the all-to-alls and dense collectives between
+    # SparseCore forward and backward), all of which the next step's SparseCore work could overlap
+    # once pipelined; otherwise the TensorCore's ops (the overlap the share measures).
+    partner = total - sc if disabled is True else tc
+    if share < LOW_OVERLAP and partner / total > BUSY_ENOUGH and sc / total > BUSY_ENOUGH and for_input < 0.5:
         low = [r["chip"] for r in chips if r["sc"] and r["ov"] / r["sc"] < LOW_OVERLAP]
-        disabled = (ctx.config.get("flags") or {}).get("tf_xla_disable_full_embedding_pipelining")
         args = (ctx, share, tc, sc, ov, total, low)
-        result.findings.append(_not_pipelined(*args, disabled) if disabled is not False else _low_overlap(*args))
+        if disabled is not False:
+            result.findings.append(_not_pipelined(*args, disabled))
+        else:
+            result.findings.append(_low_overlap(*args, tensorcore_waits(ctx)))
     return result
+
+
+def tensorcore_waits(ctx: RunContext) -> dict[str, float]:
+    """TensorCore idle time inside steps (idle_gaps), by what it waited for: SparseCore work
+    (`sparsecore`: a SparseCore op or the embedding all-to-all, which waits for the slowest
+    SparseCore) or the TensorCore's own collectives (`collective`: the dense gradient
+    all-reduce and the sharded dense part's collectives)."""
+    rows = ctx.store.rows(
+        """SELECT sum(cause_ps) FILTER (WHERE blocker_category IN ('sc_forward', 'sc_backward', 'sc_collective')
+                                        AND cause IN ('other_core', 'collective'))::DOUBLE AS sparsecore,
+                  sum(cause_ps) FILTER (WHERE cause = 'collective' AND blocker_category <> 'sc_collective')::DOUBLE
+                      AS collective
+           FROM t WHERE track_kind = 'tensorcore' AND step IS NOT NULL""",
+        t=idle_gaps.gaps(ctx),
+    )[0]
+    return {"sparsecore": rows["sparsecore"] or 0.0, "collective": rows["collective"] or 0.0}
 
 
 def _evidence_sql(ctx: RunContext) -> str:
@@ -120,15 +144,33 @@ def _not_pipelined(
     )
 
 
-def _low_overlap(ctx: RunContext, share: float, tc: float, sc: float, ov: float, total: float, low: list) -> Finding:
-    """Pipelining is on, yet little SparseCore time overlaps TensorCore work: say what limits it."""
+def _low_overlap(
+    ctx: RunContext, share: float, tc: float, sc: float, ov: float, total: float, low: list, waits: dict[str, float]
+) -> Finding:
+    """Pipelining is on, yet little SparseCore time overlaps TensorCore work: say what limits it.
+
+    A warning only where the cores wait on each other: the TensorCore's idle time goes to
+    SparseCore work more than to its own collectives, and the step is not SparseCore-bound
+    (SparseCores carrying more work than the TensorCore, which then paces nothing: at most
+    tc / sc of their time can overlap, and the overlap is near that or the TensorCore work
+    left un-overlapped, all that a better overlap could hide, is under BUSY_ENOUGH of the step). Where the dense collectives keep the TensorCore waiting, the
+    step is collective-bound: the overlap is low because both cores wait on the interconnect.
+    Both are info: pipelining is on, and no overlap setting shortens such a step."""
     bound = min(tc, sc) / sc  # the most of the SparseCore time that TensorCore work could cover
-    sc_bound = sc > tc and share >= NEAR_BOUND * bound  # overlap near its ceiling: too little TC work to hide SC
+    collective_bound = waits["collective"] > waits["sparsecore"]
+    # overlap near its ceiling, or so little TensorCore work left un-overlapped (under BUSY_ENOUGH of
+    # the step, the floor the finding sets for TensorCore work) that no better overlap could save more
+    sc_bound = not collective_bound and sc > tc and (share >= NEAR_BOUND * bound or (tc - ov) / total < BUSY_ENOUGH)
     why = (
         f"the SparseCore work is {sc / tc:.1f}x the TensorCore work it could hide behind, so at most {bound:.0%} of "
         "it can overlap: the step is SparseCore-bound. Shorten the SparseCore work instead (the SparseCore findings: "
         "limits and minibatches, stacking, padding, skew)"
         if sc_bound
+        else "the TensorCore waits for its own collectives (the dense gradient all-reduce, the sharded dense part's "
+        f"collectives: {waits['collective'] / total:.0%} of the step time, against {waits['sparsecore'] / total:.0%} "
+        "waiting for SparseCore work), so both cores wait on the interconnect: the step is collective-bound. "
+        "Shrink or hide the dense collectives (the dense part's sharding, fewer or smaller dense gradients)"
+        if collective_bound
         else f"TensorCore work could cover up to {bound:.0%} of it, so the cores still wait on each other through "
         "a dependency pipelining does not relax (idle_gaps shows what each gap waited for). Look for what "
         "serializes the step: serialized table groups (xla_sc_num_serialized_tables_to_optimize_hbm), minibatches, "
@@ -136,10 +178,10 @@ def _low_overlap(ctx: RunContext, share: float, tc: float, sc: float, ov: float,
     )
     return Finding(
         rule="low_overlap",
-        severity="info" if sc_bound else "warning",
+        severity="info" if sc_bound or collective_bound else "warning",
         title=(
             f"Pipelining is on, yet only {share:.0%} of SparseCore time overlaps TensorCore work"
-            + (" (SparseCore-bound)" if sc_bound else "")
+            + (" (SparseCore-bound)" if sc_bound else " (collective-bound)" if collective_bound else "")
         ),
         metric="sc_tc_overlap_share",
         value=share,
@@ -152,6 +194,8 @@ def _low_overlap(ctx: RunContext, share: float, tc: float, sc: float, ov: float,
             "sc_busy_share": sc / total,
             "overlap_ps": ov,
             "overlap_bound_share_of_sc": bound,
+            "tc_wait_for_sc_ps": waits["sparsecore"],
+            "tc_wait_for_collectives_ps": waits["collective"],
             "pipelining_disabled": False,
         },  # fmt: skip
         entities={"chips": low},

@@ -108,3 +108,32 @@ def test_fix_match_generalises_tables_and_needs_a_faster_simulation() -> None:
                for f in (finding, wrong, slow)]  # fmt: skip
     fx = score(results)["fix"]
     assert (fx["true_findings_with_fix_expected"], fx["fix_matches"], fx["fix_matches_and_faster"]) == (3, 2, 1)
+
+
+def test_skew_injection_puts_every_tables_hot_row_where_only_the_shuffle_spreads_it(tmp_path) -> None:
+    """skew_without_shuffle makes row 0 each table's one hot ID. The library's stacking rotation
+    (i x SparseCores per chip) sends it to SparseCore 0 of some chip for every table of a stack;
+    the emulator's shuffle (sparsecore.shuffle_ids) sends table i's to floor(i x SCs / tables),
+    one per SparseCore for 8 tables on 8. A hot set of SparseCores-per-chip IDs (the earlier 4)
+    covered every SparseCore of a chip under the rotation already: nothing for the shuffle to do."""
+    from sim_backend.config_load import load_config
+    from sim_backend.hardware import resolve_hardware
+    from sim_backend.stacking import table_rotations
+    from whatif.configs import write_toml
+
+    base = sample_base(0)
+    base["hardware"] = {"generation": "v5p", "num_chips": 2}  # 4 SparseCores per chip, 8 in all
+    base["tables"] = [{"name": f"t{i}", "vocab": 1000, "width": 8} for i in range(8)]
+    base["features"] = [{"name": f"f{i}", "table": f"t{i}"} for i in range(8)]
+    raw, _ = build(base, [BY_NAME["skew_without_shuffle"]])
+    assert {(f["distribution"], f["hot_set_size"]) for f in raw["features"]} == {("hot_set", 1)}
+    removed, _ = build(base, [], removed=BY_NAME["skew_without_shuffle"])
+    sc_of_row0 = {}
+    for name, r in (("cause", raw), ("removal", removed)):
+        write_toml(r, str(tmp_path / f"{name}.toml"))
+        cfg = load_config(str(tmp_path / f"{name}.toml"))
+        hw = resolve_hardware("v5p", 2, {})
+        names = [t.name for t in cfg.tables]
+        sc_of_row0[name] = sorted({int(s) % hw.num_total_sparse_cores for s in table_rotations(cfg, names, hw)})
+    assert sc_of_row0["cause"] == [0, 4]  # SparseCore 0 of chip 0 and of chip 1
+    assert sc_of_row0["removal"] == list(range(8))
