@@ -52,6 +52,9 @@ def gaps(ctx: RunContext) -> pa.Table:
         fwd = np.flatnonzero(forward & (a.step != NO_STEP))
         fwd_chip = a.track_chip[a.track_of(fwd)]
         (f_chip, f_step), f_first = gap_search.first_by_group([fwd_chip, a.step[fwd]], a.start[fwd])
+        bwd = np.flatnonzero(a.with_category(ctx, "sc_backward") & (a.step != NO_STEP))
+        bwd_chip = a.track_chip[a.track_of(bwd)]
+        (u_chip, u_step), u_end = gap_search.first_by_group([bwd_chip, a.step[bwd]], a.end[bwd], last=True)
         tables = {
             "gaps": _table({
                 "track_id": a.track_id[g["track"]], "step": g["step"], "gap_start_ps": g["start"],
@@ -62,10 +65,19 @@ def gaps(ctx: RunContext) -> pa.Table:
                       "blocker_step", "blocker_end_ps", "unrelated_ps")),
             "inputs": _table({"step": ready_step, "ready_ps": ready}),
             "first_fwd": _table({"chip": f_chip, "step": f_step, "first_ps": f_first}),
+            "updates": _table({"chip": u_chip, "step": u_step, "end_ps": u_end}),
         }  # fmt: skip
-        return ctx.query("idle_gaps", tables, tol_ps=int(median * INPUT_TOLERANCE_SHARE))
+        return ctx.query("idle_gaps", tables, tol_ps=int(median * INPUT_TOLERANCE_SHARE), lag=update_lag(ctx))
 
     return ctx.memo("idle_gaps", compute)
+
+
+def update_lag(ctx: RunContext) -> int:
+    """How many steps back lies the embedding update a SparseCore forward waits for: 2 with the
+    embedding pipeline on (gradients visible two steps later), 1 with it off (the run's config,
+    flags.tf_xla_disable_full_embedding_pipelining; on when the run does not say)."""
+    flags = ctx.config.get("flags") or {}
+    return 1 if flags.get("tf_xla_disable_full_embedding_pipelining") else 2
 
 
 def track_time_ps(ctx: RunContext, track_kind: str) -> int:

@@ -21,6 +21,9 @@
 --   {inputs}    per step, when its input was in HBM: its last host->device transfer on any
 --               chip (a step's SparseCore programs run on every chip together)
 --   {first_fwd} per chip and step, the start of its first SparseCore forward op
+--   {updates}   per chip and step, the end of its last SparseCore backward op (the embedding
+--               update); a step's forward also waits for the update of the step $lag back
+--               (2: pipelined, 1: not), so before that update ends no input could start it
 WITH gaps AS (
     SELECT g.track_id::INTEGER AS track_id, t.chip, t.core, t.kind AS track_kind, g.step::INTEGER AS step,
            g.gap_start_ps, g.gap_end_ps,
@@ -33,15 +36,22 @@ starved AS (  -- SparseCore gaps: was the input of the next forward step on this
     SELECT g.*, i.ready_ps AS next_ready_ps, coalesce(i.ready_ps > g.gap_start_ps, false) AS input_missing
     FROM gaps g LEFT JOIN {inputs} i ON i.step = g.next_fwd_step
 ),
+ready_to_run AS (  -- each starved gap from when the forward's other dependency, the update
+    -- of the step $lag back on the chip, was done: only from then could the input have started it
+    SELECT s.*, greatest(s.gap_start_ps, coalesce(u.end_ps, s.gap_start_ps)) AS free_ps
+    FROM starved s LEFT JOIN {updates} u ON u.chip = s.chip AND u.step = s.next_fwd_step - $lag
+    WHERE s.track_kind = 'sparsecore' AND s.input_missing
+),
 input_bound_steps AS (
     -- (chip, step) whose SparseCore work the input held back, and how long a SparseCore of
-    -- the chip sat idle for want of it (wasted_ps): its first forward op started the moment
-    -- the input landed (within $tol_ps), or a SparseCore idled through a whole gap that
-    -- ended before the input landed (its chance to run ahead was lost)
+    -- the chip sat idle for want of it (wasted_ps: idle, the forward's update dependency
+    -- met, its input not yet landed): its first forward op started the moment the input
+    -- landed (within $tol_ps), or a SparseCore idled, ready to run the forward but for the
+    -- input, until a gap ended before the input landed (its chance to run ahead was lost)
     SELECT w.chip, w.step, w.wasted_ps
-    FROM (SELECT chip, next_fwd_step AS step, max(least(gap_end_ps, next_ready_ps) - gap_start_ps) AS wasted_ps,
-                 bool_or(gap_end_ps <= next_ready_ps) AS whole_gap
-          FROM starved WHERE track_kind = 'sparsecore' AND input_missing GROUP BY ALL) w
+    FROM (SELECT chip, next_fwd_step AS step, greatest(max(least(gap_end_ps, next_ready_ps) - free_ps), 0) AS wasted_ps,
+                 bool_or(gap_end_ps <= next_ready_ps AND free_ps < gap_end_ps) AS whole_gap
+          FROM ready_to_run GROUP BY ALL) w
     LEFT JOIN {first_fwd} f USING (chip, step)
     LEFT JOIN {inputs} i USING (step)
     WHERE w.whole_gap OR f.first_ps - i.ready_ps BETWEEN 0 AND $tol_ps

@@ -91,3 +91,49 @@ def test_tensorcore_waiting_for_the_host_is_a_host_bound_finding(tmp_path):
 
 def test_deeper_prefetch_depths():
     assert idle_gaps._deeper(None) == [4, 8] and idle_gaps._deeper(4) == [8] and idle_gaps._deeper(8) == [16, 32]
+
+
+def update_then_input(update_step: int, pipelined: bool = True) -> RunSpec:
+    """Chip 0, steps 1 [0,100) and 2 [100,200). SparseCore 0 runs step 1's forward [0,10), an
+    embedding update (backward) of step `update_step` [30,80), then step 2's forward [80,100);
+    step 2's input lands at 50 (its copy [40,50)). The SparseCore's gap [10,30) closes before the
+    input lands. TensorCore 0 runs [0,20) and [110,130): its gap [20,110) is closed by step 2's
+    SparseCore forward (ending at 100)."""
+    events = [
+        Ev(TC_OPS, 0, 0, "tc1", 0, 20, step=1, category="tc_forward"),
+        Ev(SC_OPS, 0, 0, "fwd1", 0, 10, step=1, category="sc_forward"),
+        Ev(SC_OPS, 0, 0, "update", 30, 50, step=update_step, category="sc_backward"),
+        Ev(HOST, 0, 0, "copy", 40, 10, step=2, category="host_to_device"),
+        Ev(SC_OPS, 0, 0, "fwd2", 80, 20, step=2, category="sc_forward"),
+        Ev(TC_OPS, 0, 0, "tc2", 110, 20, step=2, category="tc_forward"),
+    ]
+    config = {"flags": {"tf_xla_disable_full_embedding_pipelining": not pipelined}}
+    return RunSpec(events=events, steps=[(0, 1, 0, 100), (0, 2, 100, 100)], config=config)
+
+
+def tc_gap(tmp_path, spec: RunSpec) -> tuple:
+    with store_with(tmp_path, spec) as store:
+        rows = idle_gaps.gaps(RunContext(store, 1)).to_pylist()
+    (g,) = [(r["gap_start_ps"], r["gap_end_ps"], r["blocker_name"], r["cause"], r["cause_ps"])
+            for r in rows if r["track_kind"] == "tensorcore"]  # fmt: skip
+    return g
+
+
+def test_a_forward_still_waiting_for_its_update_did_not_wait_for_the_input(tmp_path):
+    """Pipelined, step 2's forward waits for step 0's embedding update, which runs [30,80): in the
+    SparseCore's gap [10,30) the forward could not have run even with its input there, so the input
+    (landing at 50) held nothing back and the TensorCore gap its forward closed is the other
+    core's, all 90 ps of it."""
+    assert tc_gap(tmp_path, update_then_input(0)) == (20, 110, "fwd2", "other_core", 90)
+
+
+def test_a_forward_ready_but_for_its_input_waited_for_it(tmp_path):
+    """The update in [30,80) is step 1's, which a pipelined step 2 does not wait for: the SparseCore
+    could have run step 2's forward in its gap [10,30) had the input been there, so the TensorCore
+    gap is the host's, for the 20 ps the SparseCore lost."""
+    assert tc_gap(tmp_path, update_then_input(1)) == (20, 110, "fwd2", "host", 20)
+
+
+def test_without_the_embedding_pipeline_a_forward_waits_for_the_previous_update(tmp_path):
+    """Pipelining off: step 2's forward waits for step 1's update, so the same gap is not the input's."""
+    assert tc_gap(tmp_path, update_then_input(1, pipelined=False)) == (20, 110, "fwd2", "other_core", 90)

@@ -137,3 +137,25 @@ def test_skew_injection_puts_every_tables_hot_row_where_only_the_shuffle_spreads
         sc_of_row0[name] = sorted({int(s) % hw.num_total_sparse_cores for s in table_rotations(cfg, names, hw)})
     assert sc_of_row0["cause"] == [0, 4]  # SparseCore 0 of chip 0 and of chip 1
     assert sc_of_row0["removal"] == list(range(8))
+
+
+@pytest.mark.parametrize("seed", [40 * 1_000_003 + i for i in (32, 82, 121, 221, 245, 350)])
+def test_memory_causes_fill_hbm_as_the_emulator_sizes_it(seed: int) -> None:
+    """heap_pressure_dense: the widest top MLP whose static heap fits 87-91% of HBM (so the cause run
+    neither stays below 85% nor runs out before step 0 whatever the embedding tables take), unless
+    the tables alone already fill it; hbm_stack_pressure: static heap plus every group's stack (both
+    passes, pipelined) at 88-94% of HBM. Sizes from the emulator's own static memory model."""
+    from whatif.scenarios.causes import _stack_per_chip, _static_memory
+
+    raw, _ = build(sample_base(seed), [BY_NAME["heap_pressure_dense"]])
+    mem, _ = _static_memory(raw)
+    width = raw["dense"]["top_mlp"][0]
+    assert mem.heap_static <= 0.91 * mem.hbm_capacity
+    if width > 128:
+        raw["dense"]["top_mlp"] = [width + 128] * 4 + [1]
+        assert _static_memory(raw)[0].heap_static > 0.87 * mem.hbm_capacity  # one step wider overshoots
+    raw, _ = build(sample_base(seed), [BY_NAME["hbm_stack_pressure"]])
+    mem, _ = _static_memory(raw)
+    if raw["sparsecore"]["max_unique_ids_per_partition"] > 256:
+        share = (mem.heap_static + _stack_per_chip(raw, mem)) / mem.hbm_capacity
+        assert 0.87 <= share <= 0.94

@@ -4,6 +4,7 @@ rules expected to report it and the config keys of the fix expected."""
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -88,10 +89,44 @@ def _no_pipelining(raw: Raw, rng: random.Random) -> None:
 OPTIMIZERS = ("adagrad", "adam", "sgd")
 
 
+def _static_memory(raw: Raw) -> Any:
+    """What the emulator's compiler knows of `raw` before step 0 (sim_backend.memory.StaticMemory:
+    the static heap by contributor, each table group's stack per SparseCore, the HBM capacity) and
+    its cost model's constants."""
+    from sim_backend.config import config_from_dict
+    from sim_backend.costmodel import make_cost_model
+    from sim_backend.emulator import setup
+    from sim_backend.memory import static_memory
+
+    cfg = config_from_dict(copy.deepcopy(raw))
+    hw, _, groups, _ = setup(cfg)
+    cost = make_cost_model(cfg.cost_model, hw, cfg.cost, cfg.perf_tables)
+    return static_memory(cfg, hw, groups, cost), cost.c
+
+
+def _stack_per_chip(raw: Raw, mem: Any) -> int:
+    """The HBM stack peak per chip the emulator's memory model gives (sim_backend/memory.py): every
+    group's stack in one region; forward and backward live at once when the embedding pipeline
+    overlaps a step's forward with the previous step's backward, else the larger pass."""
+    fwd = sum(g.stack_forward_per_sc for g in mem.groups) * mem.sparsecores_per_chip
+    bwd = sum(g.stack_backward_per_sc for g in mem.groups) * mem.sparsecores_per_chip
+    return max(fwd, bwd) if _flags(raw).get("tf_xla_disable_full_embedding_pipelining") else fwd + bwd
+
+
+STACK_PROBE_LIMIT = 32000
+
+
 def _three_groups(raw: Raw, rng: random.Random) -> None:
+    """Three optimizers (so at least three table groups, none serialized) and per-partition limits
+    sized so that the static heap plus the groups' stack fill 88-94% of HBM: the stack is linear in
+    max_unique_ids_per_partition (the doc's formulas), so one probe at STACK_PROBE_LIMIT gives it."""
     for i, t in enumerate(raw["tables"]):
         t["optimizer"] = OPTIMIZERS[i % 3]
-    limit = rng.choice((32000, 64000, 96000))  # the stack grows with the limits: some reach 85%, some not
+    target = rng.uniform(0.88, 0.94)
+    _sc(raw).update(max_ids_per_partition=STACK_PROBE_LIMIT, max_unique_ids_per_partition=STACK_PROBE_LIMIT)
+    mem, _ = _static_memory(raw)
+    room = target * mem.hbm_capacity - mem.heap_static
+    limit = max(256, int(STACK_PROBE_LIMIT * room / max(_stack_per_chip(raw, mem), 1)) // 8 * 8)
     _sc(raw).update(max_ids_per_partition=limit, max_unique_ids_per_partition=limit)
 
 
@@ -99,14 +134,24 @@ def _serialize_groups(raw: Raw, rng: random.Random) -> None:
     _flags(raw)["xla_sc_num_serialized_tables_to_optimize_hbm"] = 2
 
 
-HBM_GIB = {"v4": 32, "v5p": 96, "v6e": 32}
-
-
 def _dense_heap(raw: Raw, rng: random.Random) -> None:
-    """A top MLP of 4 square layers whose weights and Adam-like state fill ~85-95% of HBM."""
-    target_bytes = rng.uniform(0.86, 0.95) * HBM_GIB[raw["hardware"]["generation"]] * 2**30
-    width = int((target_bytes / (3 * 4 * 3)) ** 0.5) // 128 * 128  # 3 w x w layers, weights + 2 slots, 4 B
-    raw["dense"]["top_mlp"] = [width] * 4 + [1]
+    """A top MLP of 4 equal layers, as wide (a multiple of 128) as lets the static heap (the
+    emulator's: the embedding tables and their slots, the dense weights with the interaction
+    layer and their optimizer state, in its tiled layout) fill at most 87-91% of HBM; the rest is
+    left to the stack and the prefetched inputs of the running steps."""
+    target = rng.uniform(0.87, 0.91)
+
+    def heap(k: int) -> tuple[int, int]:
+        raw["dense"]["top_mlp"] = [128 * k] * 4 + [1]
+        mem, _ = _static_memory(raw)
+        return mem.heap_static, mem.hbm_capacity
+
+    lo, hi = 1, 2**13  # widths 128 .. 2^20 (the config's largest layer)
+    while lo < hi:  # the widest whose static heap fits the target (the heap grows with the width)
+        mid = (lo + hi + 1) // 2
+        used, capacity = heap(mid)
+        lo, hi = (mid, hi) if used <= target * capacity else (lo, mid - 1)
+    heap(lo)
 
 
 def _no_stacking(raw: Raw, rng: random.Random) -> None:
