@@ -61,7 +61,10 @@ MATTERS_CRITICAL = 0.10
 VOCAB_WASTE_WARN = 0.05  # vocabulary padding bytes, share of all table bytes
 EXPOSED_A2A_INFO = 0.05  # SparseCore all-to-all with nothing else busy, share of the counted steps
 EXPOSED_A2A_WARN = 0.10
-SC_OPS_EXPOSED = 0.25  # SparseCore forward + backward ops with no TensorCore work over them, share of the steps
+ACTIVATION_LIMIT = 2 << 20  # the library's default sparsecore.stack_activation_mem_bytes_limit
+ACTIVATION_BYTES = 4  # f32 activations in the library's activation-memory split
+SC_OPS_EXPOSED = 0.25
+HOST_WAIT = 0.5  # share of the SparseCores' idle time spent waiting for host input: the host sets the step  # SparseCore forward + backward ops with no TensorCore work over them, share of the steps
 
 
 def analyze(ctx: RunContext) -> Analysis:
@@ -91,8 +94,8 @@ def analyze(ctx: RunContext) -> Analysis:
     }  # fmt: skip
     result.findings += _too_few(ctx, layout, stacks, step_ps)
     result.findings += _too_many(ctx, layout, stacks)
-    result.findings += _exposed_all_to_all(ctx, layout)
-    result.findings += _padding(ctx, layout, stacks, total_padded, total_ids)
+    result.findings += _exposed_all_to_all(ctx, layout, stacks, step_ps)
+    result.findings += _padding(ctx, rows, stacks, total_padded, total_ids)
     vocab = _vocab_padding(ctx, rows, total_padded)
     if vocab is not None:
         result.findings.append(vocab)
@@ -129,11 +132,14 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
     by_key: dict[tuple, list[str]] = defaultdict(list)
     for name, s in layout.items():
         by_key[s["key"]].append(name)
+    library = _library_stacks(ctx)
     out = []
     for key, names in sorted(by_key.items()):
         small = [n for n in names if layout[n]["tables"] < MIN_TABLES]
         n_tables = sum(layout[n]["tables"] for n in names)
         ideal = math.ceil(n_tables / MAX_TABLES)
+        if library is not None:  # stacks the library's own rules keep apart cannot be merged
+            ideal = max(ideal, len({library[t] for n in names for t in layout[n]["names"] if t in library}))
         if len(small) < 2 or len(names) <= ideal:
             continue
         passes = [stacks[n]["passes_per_step"] for n in names if n in stacks and stacks[n]["passes_per_step"]]
@@ -190,6 +196,52 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
     return out
 
 
+def _library_stacks(ctx: RunContext) -> dict[str, int] | None:
+    """The stack each table lands in when stacking is on and uncapped, by the library's rules
+    (jax-tpu-embedding's `auto_stack_tables`, as sim_backend/stacking.py models them): tables of
+    equal padded width (a multiple of 8), optimizer, combiner and dtype, split first fit so that a
+    stack's activations per SparseCore (padded width x samples per SparseCore x 4 bytes, summed
+    over the features that read its tables) stay within `sparsecore.stack_activation_mem_bytes_limit`.
+
+    Stacks split by these rules cannot be merged by turning stacking on or lifting a cap: with few
+    SparseCores (one chip) each SparseCore takes a large share of the batch, so a wide table's
+    activations alone fill most of the 2 MiB and stacks hold one or two tables by design. None when
+    the run's config does not give the tables, features, batch and SparseCore count.
+    """
+    cfg = ctx.config
+    tables, features, batch = cfg.get("tables"), cfg.get("features"), cfg.get("global_batch")
+    chips, per_chip = ctx.hardware("num_chips"), ctx.hardware("sparsecores_per_chip")
+    if not tables or not features or not batch or not chips or not per_chip:
+        return None
+    sc = cfg.get("sparsecore") or {}
+    limit = sc.get("stack_activation_mem_bytes_limit") or ACTIVATION_LIMIT
+    by_name = {t["name"]: t for t in tables}
+    order = list(dict.fromkeys(f["table"] for f in features if f.get("table") in by_name))
+    samples = defaultdict(int)
+    for f in features:
+        samples[f.get("table")] += batch // (chips * per_chip)
+    act = {n: -(-by_name[n]["width"] // 8) * 8 * samples[n] * ACTIVATION_BYTES for n in order}
+    buckets: dict[tuple, list[str]] = defaultdict(list)
+    for n in order:
+        t = by_name[n]
+        key = (-(-t["width"] // 8) * 8, t.get("optimizer"), t.get("combiner"), t.get("dtype"))
+        buckets[key].append(n)
+    out: dict[str, int] = {}
+    for names in buckets.values():
+        stacks: list[list[str]] = []
+        for n in names:  # first fit
+            for cand in stacks:
+                if sum(act[c] for c in cand) + act[n] <= limit:
+                    cand.append(n)
+                    break
+            else:
+                stacks.append([n])
+        for members in stacks:
+            index = len(set(out.values()))
+            out.update(dict.fromkeys(members, index))
+    return out
+
+
 def _stack_fix(ctx: RunContext, n_tables: int) -> dict | None:
     """Turn stacking on where the config has it off (or does not say), lift a cap below the
     recommended range, and let a tuner try stack sizes inside it."""
@@ -232,6 +284,7 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
             "spmem_at_observed_bytes": g.get("spmem_at_observed_bytes"), "spmem_capacity_bytes": g.get("capacity_bytes"),
         }  # fmt: skip
         minibatched = (mb or 1) > 1
+        low_gain = False  # without minibatches: a split pays only if it hides more than it adds
         if minibatched and g.get("binding"):
             cause = "spmem"
             pieces = spmem.pieces_to_fit(g)
@@ -265,19 +318,34 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
             )  # fmt: skip
         else:
             cause = "size"
+            gain = _split_gain(ctx, stacks.get(name) or {}, ctx.step_median_ps())
+            if gain is not None:
+                evidence.update(gain)
+                net = gain["net_share_if_all_hidden"]
+                low_gain = gain["blocked_by"] is not None or (net is not None and net < EXPOSED_A2A_INFO)
             fix = make_fix(set={"sparsecore.max_tables_per_stack": split},
                            explore={"sparsecore.max_tables_per_stack": explore})  # fmt: skip
             advice = (
                 f"Split it: --set sparsecore.max_tables_per_stack={split} ({math.ceil(n / split)} stacks). One huge "
                 "stack runs as one SparseCore pass per step, so its all-to-all cannot hide behind other stacks' lookups."
             )
+            if low_gain:
+                advice += (
+                    " Here a split gains little: "
+                    + {"pipelining": "pipelining is off, so no stack's all-to-all hides behind other work",
+                       "host": "the host input sets the step, not the SparseCores"}.get(
+                        gain["blocked_by"],
+                        "the all-to-all the step waits on is shorter than the fixed cost of the passes a split adds",
+                    )
+                    + "."
+                )  # fmt: skip
         evidence["cause"] = cause
         if cause != "limits":
             evidence["suggested_tables_per_stack"] = split
         out.append(
             Finding(
                 rule="too_many_stacked_tables",
-                severity="critical" if minibatched and cause == "spmem" else "warning",
+                severity="critical" if minibatched and cause == "spmem" else "info" if low_gain else "warning",
                 title=f"Stack {name} holds {n} tables (recommended {MIN_TABLES}-{MAX_TABLES})"
                 + (f" and needed up to {mb} minibatches per step" if minibatched else "")
                 + {"spmem": " (its load overflows SPMEM)", "limits": " (from its limits, not SPMEM)", "size": ""}[
@@ -296,26 +364,60 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
     return out
 
 
-def _exposed_all_to_all(ctx: RunContext, layout: dict) -> list[Finding]:
-    """The SparseCore all-to-all exposed on the step while the largest stack runs as one pass."""
+def _split_gain(ctx: RunContext, stack: dict, step_ps: float | None) -> dict[str, Any] | None:
+    """What splitting one stack in two can gain on the step, from the run's own timeline: at most
+    the SparseCore all-to-all exposed on the step (nothing else busy on the chip: the breakdown's
+    `sc_collective`), when the step waits on it at all; at the cost of the new stack's passes
+    (forward and backward, per SparseCore and step), each paying the fixed per-op cost
+    (`stacking_stacks`' fit). When the lookups are mostly that fixed cost, a split costs what it
+    can hide. `blocked_by` names what sets the step instead of the all-to-all: pipelining off
+    (every SparseCore op runs in turn with the TensorCore's: not_pipelined's) or the host (the
+    input threads saturated, or the SparseCores' idle time mostly waiting for input). None when
+    the run has no step breakdown."""
     split = step_breakdown(ctx)
     if split.num_rows == 0:
-        return []
+        return None
     share = shares(counted_rows(split, ctx.step_times()))
-    exposed, sc_ops = share.get("sc_collective", 0.0), share.get("sc_forward", 0.0) + share.get("sc_backward", 0.0)
+    busy = idle_gaps.host_throughput(ctx)["input_thread_busy_share"]
+    waiting = idle_gaps.causes(ctx, "sparsecore").get("host", {}).get("share", 0.0)
+    blocked = (
+        "pipelining" if (ctx.config.get("flags") or {}).get("tf_xla_disable_full_embedding_pipelining") is True
+        else "host" if (busy is not None and busy >= idle_gaps.SATURATED) or waiting >= HOST_WAIT
+        else None
+    )  # fmt: skip
+    exposed = share.get("sc_collective", 0.0)
+    fixed = stack.get("fixed_ps_per_op") if (stack.get("fit_r2") or 0) >= FIT_R2 else None
+    added = fixed * (stack.get("passes_per_step") or 2.0) if fixed and fixed > 0 else None
+    return {
+        "sc_collective_share": exposed,
+        "sc_ops_share": share.get("sc_forward", 0.0) + share.get("sc_backward", 0.0),
+        "fixed_ps_per_op": fixed,
+        "added_fixed_ps_per_step": added,
+        "net_share_if_all_hidden": exposed - added / step_ps if added is not None and step_ps else None,
+        "sc_idle_waiting_for_input": waiting,
+        "blocked_by": blocked,
+    }
+
+
+def _exposed_all_to_all(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None) -> list[Finding]:
+    """The SparseCore all-to-all exposed on the step while the largest stack runs as one pass."""
     name, s = max(layout.items(), key=lambda kv: (kv[1]["tables"], kv[0]))
     n = s["tables"]
-    if exposed < EXPOSED_A2A_INFO or sc_ops < SC_OPS_EXPOSED or not 2 * MIN_TABLES <= n <= MAX_TABLES:
+    if not 2 * MIN_TABLES <= n <= MAX_TABLES:
         return []  # a stack above 100 tables is too_many_stacked_tables'
-    busy = idle_gaps.host_throughput(ctx)["input_thread_busy_share"]
-    if busy is not None and busy >= idle_gaps.SATURATED:
-        return []  # the input threads are saturated: the host sets the step, a split changes nothing
+    gain = _split_gain(ctx, stacks.get(name) or {}, step_ps)
+    if gain is None or gain["blocked_by"]:
+        return []
+    exposed, sc_ops, net = gain["sc_collective_share"], gain["sc_ops_share"], gain["net_share_if_all_hidden"]
+    if exposed < EXPOSED_A2A_INFO or sc_ops < SC_OPS_EXPOSED:
+        return []
+    warn = exposed >= EXPOSED_A2A_WARN and (net is None or net >= EXPOSED_A2A_INFO)
     halves = math.ceil(n / 2)
     sizes = sorted({halves} | ({math.ceil(n / 4)} if math.ceil(n / 4) >= MIN_TABLES else set()))
     return [
         Finding(
             rule="exposed_sc_all_to_all",
-            severity="warning" if exposed >= EXPOSED_A2A_WARN else "info",
+            severity="warning" if warn else "info",
             title=(
                 f"The SparseCore all-to-all runs exposed {exposed:.0%} of the step: stack {name}'s {n} tables "
                 + (
@@ -335,8 +437,7 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict) -> list[Finding]:
                 "share, so limits summed for the old stack give it minibatches or empty slots."
             ),
             evidence={
-                "sc_collective_share": exposed,
-                "sc_ops_share": sc_ops,
+                **{k: v for k, v in gain.items() if k != "blocked_by"},
                 "tables": n,
                 "stacks": len(layout),
                 "suggested_tables_per_stack": halves,
@@ -358,51 +459,102 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict) -> list[Finding]:
     ]
 
 
-def _padding(ctx: RunContext, layout: dict, stacks: dict, total_padded: int, total_ids: int) -> list[Finding]:
-    """Stacks of narrow rows: bytes padded to 32 B rows, in HBM and on every lookup."""
+def _own_rows(ctx: RunContext, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each table's own row: the layout records its stack's width (the widest of its tables, as the
+    SparseCores see the stack), so a narrow table stacked with wider ones (a width-2 table in a
+    width-8 stack) shows no padding there; the config gives its own width. Also its weight in its
+    stack's lookups: IDs per sample over the features that read it (the config's bag sizes, else
+    the layout's feature count)."""
+    widths = {t.get("name"): t.get("width") for t in ctx.config.get("tables") or [] if t.get("width")}
+    load: dict[str, float] = defaultdict(float)
+    for f in ctx.config.get("features") or []:
+        hi = f.get("multi_hot") or 1
+        load[f.get("table")] += (hi + (f.get("multi_hot_min") or hi)) / 2
     out = []
-    for name, s in sorted(layout.items()):
-        share = s["row_padding_share"]
-        if share < ROW_WASTE_WARN:
+    for r in rows:
+        width = min(widths.get(r["table_name"]) or r["width"], r["width"])
+        row = width * r["dtype_bytes"]
+        out.append({
+            **r, "own_width": width, "own_row_bytes": row,
+            "own_row_padding_bytes": r["vocab"] * (r["padded_row_bytes"] - row),
+            "own_row_padding_share": 1 - row / r["padded_row_bytes"],
+            "lookup_weight": load.get(r["table_name"]) or r["features"] or 1,
+        })  # fmt: skip
+    return out
+
+
+def _padding(ctx: RunContext, rows: list[dict], stacks: dict, total_padded: int, total_ids: int) -> list[Finding]:
+    """Narrow rows padded to 32 bytes, in HBM and on every lookup, per stack: its tables whose
+    own rows are at least half padding.
+
+    Who pads them decides the severity. A feature narrower than a padded f32 row (width < 8: the
+    32 bytes hold 8 f32 values) pads the table row and, as activations and gradients are f32, every
+    row a lookup moves: widening it uses bytes the model pays for anyway. A feature at least that
+    wide whose row is narrow only by its element type (int8 or bf16 at width 8-31) pads the
+    table row alone, the activations and gradients being unpadded f32 rows as wide as before: most
+    bytes a lookup moves are not padding, and a wider feature costs f32 activations the
+    quantization did not save. That is reported at info.
+    """
+    by_stack: dict[str, list[dict]] = defaultdict(list)
+    for r in _own_rows(ctx, rows):
+        by_stack[r["stack_name"]].append(r)
+    out = []
+    for name, members in sorted(by_stack.items()):
+        narrow = [r for r in members if r["own_row_padding_share"] >= ROW_WASTE_WARN]
+        if not narrow:
             continue
-        bytes_share = s["padded_bytes"] / total_padded
+        stored = sum(r["vocab"] * r["padded_row_bytes"] for r in narrow) or 1
+        pad_bytes = sum(r["own_row_padding_bytes"] for r in narrow)
+        share = pad_bytes / stored
+        bytes_share = sum(r["padded_bytes"] for r in narrow) / total_padded
         ids = (stacks.get(name) or {}).get("ids") or 0
-        lookup_share = ids / total_ids if total_ids else 0.0
+        weight = sum(r["lookup_weight"] for r in narrow) / (sum(r["lookup_weight"] for r in members) or 1)
+        lookup_share = ids / total_ids * weight if total_ids else 0.0
         matters = max(bytes_share, lookup_share)
         if matters < MATTERS_WARN:
             continue
+        by_dtype = all(r["own_width"] * ACTIVATION_BYTES >= r["padded_row_bytes"] for r in narrow)
         critical = share >= ROW_WASTE_CRITICAL and matters >= MATTERS_CRITICAL
-        width = s["key"][0]
-        example = s["names"][0]
+        names = [r["table_name"] for r in narrow]
+        widths = sorted({r["own_width"] for r in narrow})
+        padded_width = narrow[0]["padded_width"]
         out.append(
             Finding(
                 rule="padding_waste",
-                severity="critical" if critical else "warning",
+                severity="info" if by_dtype else "critical" if critical else "warning",
                 title=(
-                    f"{name}: rows of width {width} are {share:.0%} padding ({s['tables']} table"
-                    f"{'s' if s['tables'] > 1 else ''}, {bytes_share:.1%} of table bytes, {lookup_share:.1%} of lookups)"
+                    f"{name}: rows of width {'/'.join(map(str, widths))} are {share:.0%} padding ({len(names)} table"
+                    f"{'s' if len(names) > 1 else ''}, {bytes_share:.1%} of table bytes, {lookup_share:.1%} of lookups)"
+                    + (f"; {narrow[0]['dtype_bytes']}-byte elements pad only the table rows" if by_dtype else "")
                 ),
                 metric="row_padding_share",
                 value=share,
                 unit="share of each row",
                 recommendation=(
-                    f"Rows are padded to 32 bytes ({s['padded_width']} elements), so widen the features to use it, "
-                    f"e.g. --set tables.{example}.width={s['padded_width']}, or pack several narrow features into one "
+                    f"Rows are padded to 32 bytes ({padded_width} elements), so widen the features to use it, "
+                    f"e.g. --set tables.{names[0]}.width={padded_width}, or pack several narrow features into one "
                     "wider table; the padding costs HBM and bandwidth on every lookup either way."
+                    if not by_dtype
+                    else f"The rows are narrow by their {narrow[0]['dtype_bytes']}-byte elements, not by the feature "
+                    f"width: 32-byte rows hold {padded_width} of them, so below that width the quantized rows save "
+                    "less than their element size suggests; the f32 activations and gradients are not padded."
                 ),
                 evidence={
-                    "width": width,
-                    "padded_width": s["padded_width"],
-                    "row_padding_bytes": s["row_padding_bytes"],
-                    "padded_bytes": s["padded_bytes"],
+                    "width": widths[0],
+                    "padded_width": padded_width,
+                    "row_padding_bytes": pad_bytes,
+                    "padded_bytes": sum(r["padded_bytes"] for r in narrow),
                     "share_of_table_bytes": bytes_share,
                     "share_of_lookups": lookup_share,
-                    "tables": s["names"],
+                    "padded_by": "element type" if by_dtype else "feature width",
+                    "tables": names,
                 },
-                entities={"tables": sorted(s["names"])},
+                entities={"tables": sorted(names)},
                 evidence_sql=_layout_sql(ctx, f" AND e.table_name = '{name}'"),
                 # wider features change the model
-                fix=make_fix(set={f"tables.{t}.width": s["padded_width"] for t in s["names"]}, changes_numerics=True),
+                fix=None
+                if by_dtype
+                else make_fix(set={f"tables.{t}.width": padded_width for t in names}, changes_numerics=True),
             )  # fmt: skip
         )
     return out

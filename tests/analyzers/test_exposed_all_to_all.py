@@ -8,6 +8,7 @@ alone (the one stack's limit on stacks of half its load: empty slots swept) slow
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from analyzers.registry import analyze_run
@@ -36,6 +37,7 @@ def runs(tmp_path_factory):
         "base": ONE_STACK,
         "split_only": split,
         "split_derived": [*split, f"flags.xla_sparse_core_max_ids_file={est.limits_path}"],
+        "not_pipelined": [*ONE_STACK, "flags.tf_xla_disable_full_embedding_pipelining=true"],
     }
     db = str(tmp / "runs.duckdb")
     ids = {}
@@ -113,3 +115,37 @@ def test_split_with_derived_limits_is_the_lever(runs):
     assert exposed_share(store, ids["split_derived"]) < 0.5 * exposed_share(store, ids["base"])
     after = {f.rule for f in analyze_run(store, ids["split_derived"]).findings}
     assert "exposed_sc_all_to_all" not in after
+
+
+def test_the_split_must_hide_more_than_its_fixed_cost(runs):
+    """The split's gain is at most the exposed all-to-all; its cost, the new stack's forward and
+    backward passes per SparseCore and step at the fixed per-op cost (the intercept of forward-op
+    duration on IDs, by numpy here). The finding warns only while the gain is larger by 5% of the step."""
+    store, ids = runs
+    run = ids["base"]
+    (f,) = [f for f in analyze_run(store, run).findings if f.rule == "exposed_sc_all_to_all"]
+    fwd = store.rows(
+        "SELECT ids, dur_ps FROM slices WHERE run_id = ? AND category = 'sc_forward' AND step IS NOT NULL", [run]
+    )
+    slope, intercept = np.polyfit([r["ids"] for r in fwd], [r["dur_ps"] for r in fwd], 1)
+    fixed = min(intercept, min(r["dur_ps"] for r in fwd))
+    ops = store.rows(
+        "SELECT count(*) AS n, count(DISTINCT step) AS steps, count(DISTINCT chip::VARCHAR || ':' || sc::VARCHAR) AS scs "
+        "FROM slices WHERE run_id = ? AND category IN ('sc_forward', 'sc_backward') AND step IS NOT NULL",
+        [run],
+    )[0]
+    passes = ops["n"] / (ops["steps"] * ops["scs"])
+    step = float(np.median([r["dur_ps"] for r in store.rows(
+        "SELECT dur_ps FROM step_times WHERE run_id = ? AND counted", [run])]))  # fmt: skip
+    assert f.evidence["fixed_ps_per_op"] == pytest.approx(fixed, rel=1e-6)
+    assert f.evidence["added_fixed_ps_per_step"] == pytest.approx(fixed * passes, rel=1e-6)
+    net = exposed_share(store, run) - fixed * passes / step
+    assert f.evidence["net_share_if_all_hidden"] == pytest.approx(net, rel=1e-3) and net >= 0.05
+
+
+def test_not_pipelined_is_not_a_split(runs):
+    """Pipelining off, every SparseCore op runs in turn with the TensorCore's: the all-to-all is
+    as exposed as the lookups, and not_pipelined's (a split adds passes that hide nothing)."""
+    store, ids = runs
+    assert exposed_share(store, ids["not_pipelined"]) >= 0.05
+    assert "exposed_sc_all_to_all" not in {f.rule for f in analyze_run(store, ids["not_pipelined"]).findings}

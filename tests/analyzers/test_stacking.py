@@ -254,3 +254,96 @@ def test_counts_equal_an_independent_count(tmp_path):
     assert (fig["tables"], fig["stacks"]) == (sum(sizes), len(sizes))
     assert fig["tables_per_stack_max"] == max(sizes) and fig["stacks_below_5"] == sum(s < 5 for s in sizes)
     assert fig["tables_per_stack_mean"] == pytest.approx(sum(sizes) / len(sizes))
+
+
+def library_config(tables: list[tuple[str, int, str]], samples_per_sc: int, scs: int = 2) -> dict:
+    """A config of f32 adagrad tables (name, width, combiner), one one-hot feature each, with the
+    global batch that gives `samples_per_sc` samples to each of one chip's `scs` SparseCores."""
+    return {
+        "global_batch": samples_per_sc * scs,
+        "tables": [
+            {"name": n, "width": w, "combiner": c, "optimizer": "adagrad", "dtype": "f32"} for n, w, c in tables
+        ],
+        "features": [{"name": f"f{n}", "table": n, "multi_hot": 1} for n, _, _ in tables],
+        "sparsecore": {"stack_activation_mem_bytes_limit": 2 << 20},
+    }
+
+
+@pytest.mark.parametrize(
+    ("samples", "library_stacks"),
+    [
+        (1024, 1),  # 16 x 1,024 x 4 = 64 KiB of activations per table: all 6 fit one 2 MiB stack
+        (12_288, 3),  # 768 KiB per table: two fit in 2 MiB (1.5 MiB), three do not (2.25 MiB)
+        (65_536, 6),  # 4 MiB per table: each is a stack of its own, as the library stacks them
+    ],
+)
+def test_too_few_counts_the_stacks_the_library_would_make(tmp_path, samples, library_stacks):
+    """One chip's SparseCores take large shares of the batch, so the library's activation bound
+    splits stacks of wide tables: stacks it keeps apart cannot be merged by turning stacking on."""
+    run = small_stacks_run(6)
+    config = library_config([(f"t{i}", 16, "sum") for i in range(6)], samples)
+    result = analyze(tmp_path, **run, config=config, hardware={"sparsecores_per_chip": 2})
+    found = [f for f in result.findings if f.rule == "too_few_stacked_tables"]
+    if library_stacks == 6:
+        assert found == []
+        return
+    (f,) = found
+    assert f.evidence["stacks_if_stacked"] == library_stacks
+    assert f.evidence["extra_ops_per_step"] == (6 - library_stacks) * 2  # forward + backward per stack
+
+
+def test_too_few_keeps_combiners_apart(tmp_path):
+    """Tables of different combiners never stack: 3 sum + 3 mean tables make 2 stacks at best."""
+    run = small_stacks_run(6)
+    config = library_config([(f"t{i}", 16, "sum" if i < 3 else "mean") for i in range(6)], 1024)
+    (f,) = analyze(tmp_path, **run, config=config, hardware={"sparsecores_per_chip": 2}).findings
+    assert f.evidence["stacks_if_stacked"] == 2 and f.evidence["extra_ops_per_step"] == 8
+
+
+def test_narrow_table_in_a_wider_stack_is_padding(tmp_path):
+    """The layout gives a stack's width (its widest table's); a width-2 table stacked with width-8
+    ones has rows of 8 f32 (32 bytes) holding 8 bytes: 3/4 padding, by the config's own width."""
+    layout = [table(f"t{i}", "s", 4, vocab=1600, width=8) for i in range(4)]
+    config = {
+        "tables": [{"name": f"t{i}", "width": 2 if i == 0 else 8} for i in range(4)],
+        "features": [{"name": "f0", "table": "t0", "multi_hot": 8}]
+        + [{"name": f"f{i}", "table": f"t{i}", "multi_hot": 1} for i in range(1, 4)],
+    }
+    ops = [("s", "sc_forward", 0, 0, 1000, 5000)]
+    (f,) = [f for f in analyze(tmp_path, layout=layout, ops=ops, config=config).findings if f.rule == "padding_waste"]
+    assert f.entities["tables"] == ["t0"] and f.value == pytest.approx(3 / 4)
+    assert f.evidence["row_padding_bytes"] == 1600 * (32 - 8)
+    assert f.evidence["share_of_table_bytes"] == pytest.approx(1 / 4)
+    assert f.evidence["share_of_lookups"] == pytest.approx(8 / 11)  # t0's 8 of the stack's 11 IDs per sample
+    assert f.severity == "critical" and f.fix["set"] == {"tables.t0.width": 8}
+    (tmp_path / "x").mkdir()
+    assert analyze(tmp_path / "x", layout=layout, ops=ops).findings == []  # without the config: invisible
+
+
+@pytest.mark.parametrize(("width", "severity"), [(16, "info"), (8, "info"), (4, "critical")])
+def test_int8_rows_padded_by_their_element_type_are_info(tmp_path, width, severity):
+    """An int8 row of width 8-31 is narrow by its 1-byte elements: its f32 activations and
+    gradients (width x 4 >= 32 bytes) carry no padding, so the padding is the table rows' alone."""
+    layout = [table("q", "q", 1, vocab=1600, width=width, dtype_bytes=1), table("w", "w", 1, vocab=1600, width=64)]
+    (f,) = [f for f in analyze(tmp_path, layout=layout).findings if f.rule == "padding_waste"]
+    assert f.value == pytest.approx(1 - width / 32) and f.severity == severity
+    assert (f.fix is None) == (severity == "info")
+
+
+def test_too_many_without_minibatches_whose_split_hides_nothing_is_info(tmp_path):
+    """101 tables in one stack, no minibatches, and no SparseCore all-to-all on the step: a split
+    could hide nothing, and adds a forward and a backward pass at the fixed 1,000 ps each per
+    SparseCore and step (-2,000 / 20,000 ps of the step), so the finding is info."""
+    layout = [table(f"t{i}", "stack_0", 101, vocab=1600, width=32) for i in range(101)]
+    ops = [
+        ("stack_0", cat, s, sc, ids, 1000 + 2 * ids)
+        for s in range(4)
+        for sc in range(2)
+        for cat in ("sc_forward", "sc_backward")
+        for ids in [(3 * s + sc) % 11 * 10 + 10]
+    ]
+    (f,) = analyze(tmp_path, layout=layout, ops=ops, steps=4, minibatches={"stack_0": 1}).findings
+    assert f.rule == "too_many_stacked_tables" and f.evidence["cause"] == "size"
+    assert f.evidence["added_fixed_ps_per_step"] == pytest.approx(2000)
+    assert f.evidence["net_share_if_all_hidden"] == pytest.approx(-2000 / STEP_PS)
+    assert f.severity == "info" and "gains little" in f.recommendation

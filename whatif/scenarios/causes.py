@@ -158,11 +158,33 @@ def _no_stacking(raw: Raw, rng: random.Random) -> None:
     _sc(raw)["disable_table_stacking"] = True
 
 
+MAX_STACK = 100  # the SparseCore guide's recommended most tables per stack
+SPLIT_TO = 50  # tables per stack the too_many_stacked_tables fix splits to (analyzers/stacking.py)
+
+
 def _one_stack(raw: Raw, rng: random.Random) -> None:
+    """Every table in one stack of more than 100: one width, the 2 MiB activation bound lifted, and
+    (a base of 60-100 tables) copies of tables and of a feature reading each until there are more
+    than 100, so the stack is past the recommended range whatever the base."""
+    tables, features = raw["tables"], raw["features"]
+    n = len(tables)
+    reader = {f["table"]: f for f in features}
+    for k in range(max(0, MAX_STACK + 1 + rng.randrange(20) - n)):
+        src = tables[k % n]
+        copy = {**src, "name": f"t{n + k}"}
+        tables.append(copy)
+        features.append({**reader[src["name"]], "name": f"f{len(features)}", "table": copy["name"]})
     _sc(raw)["stack_activation_mem_bytes_limit"] = 1 << 30
-    width = raw["tables"][0]["width"]
-    for t in raw["tables"]:
+    width = tables[0]["width"]
+    for t in tables:
         t["width"] = width  # one width group, so every table lands in one stack
+
+
+def _split_stack(raw: Raw, rng: random.Random) -> None:
+    """The fix the label names and nothing else: the same tables split into stacks of at most 50
+    (the activation bound stays lifted; each run derives its own limits)."""
+    n = len(raw["tables"])
+    _sc(raw)["max_tables_per_stack"] = -(-n // -(-n // SPLIT_TO))
 
 
 def _tiny_width(raw: Raw, rng: random.Random) -> None:
@@ -287,7 +309,7 @@ CAUSES: tuple[Cause, ...] = (
         frozenset({"sparsecore.max_tables_per_stack", DERIVE}),
         "step_time",
         _one_stack,
-        remove=lambda raw, rng: _sc(raw).update(stack_activation_mem_bytes_limit=2 << 20),
+        remove=_split_stack,
         applies=_many_tables,
     ),
     Cause(
