@@ -145,7 +145,8 @@ def test_memory_causes_fill_hbm_as_the_emulator_sizes_it(seed: int) -> None:
     neither stays below 85% nor runs out before step 0 whatever the embedding tables take), unless
     the tables alone already fill it; hbm_stack_pressure: static heap plus every group's stack (both
     passes, pipelined) at 88-94% of HBM. Sizes from the emulator's own static memory model."""
-    from whatif.scenarios.causes import _stack_per_chip, _static_memory
+    from whatif.scenarios.causes import _stack_per_chip
+    from whatif.scenarios.workloads import static_memory as _static_memory
 
     raw, _ = build(sample_base(seed), [BY_NAME["heap_pressure_dense"]])
     mem, _ = _static_memory(raw)

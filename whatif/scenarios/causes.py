@@ -4,11 +4,13 @@ rules expected to report it and the config keys of the fix expected."""
 
 from __future__ import annotations
 
-import copy
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from whatif.scenarios.workloads import PREFETCH_DEPTH
+from whatif.scenarios.workloads import static_memory as _static_memory
 
 Raw = dict[str, Any]
 Injector = Callable[[Raw, random.Random], None]  # changes a raw config in place
@@ -79,7 +81,7 @@ def _prefetch1(raw: Raw, rng: random.Random) -> None:
 
 
 def _prefetch_removed(raw: Raw, rng: random.Random) -> None:
-    _flags(raw)["maximum_parallel_iterations"] = 2
+    _flags(raw)["maximum_parallel_iterations"] = PREFETCH_DEPTH
 
 
 def _no_pipelining(raw: Raw, rng: random.Random) -> None:
@@ -87,21 +89,6 @@ def _no_pipelining(raw: Raw, rng: random.Random) -> None:
 
 
 OPTIMIZERS = ("adagrad", "adam", "sgd")
-
-
-def _static_memory(raw: Raw) -> Any:
-    """What the emulator's compiler knows of `raw` before step 0 (sim_backend.memory.StaticMemory:
-    the static heap by contributor, each table group's stack per SparseCore, the HBM capacity) and
-    its cost model's constants."""
-    from sim_backend.config import config_from_dict
-    from sim_backend.costmodel import make_cost_model
-    from sim_backend.emulator import setup
-    from sim_backend.memory import static_memory
-
-    cfg = config_from_dict(copy.deepcopy(raw))
-    hw, _, groups, _ = setup(cfg)
-    cost = make_cost_model(cfg.cost_model, hw, cfg.cost, cfg.perf_tables)
-    return static_memory(cfg, hw, groups, cost), cost.c
 
 
 def _stack_per_chip(raw: Raw, mem: Any) -> int:
