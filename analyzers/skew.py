@@ -17,7 +17,8 @@ A skewed table is a problem only when it costs step time (docs/analyzers.md, sc_
     blocker is a SparseCore op or the embedding all-to-all that waits for the slowest
     SparseCore). cost = min(excess, max(bottleneck margin, TensorCore wait)).
 Warning from COSTLY of the step time, critical from VERY_COSTLY; a skew that costs less (or a
-run without SparseCore op events to measure it on) is reported at info, from MAX_OVER_MEAN only
+run without SparseCore op events to measure it on, or one whose IDs are shuffled already, where
+what stays hot is single rows no remapping spreads) is reported at info, from MAX_OVER_MEAN only
 (a milder one, from COSTLY_MAX_OVER_MEAN, only where it costs).
 """
 
@@ -101,6 +102,7 @@ def analyze(ctx: RunContext) -> Analysis:
     # the emulator's ID shuffle (sparsecore.shuffle_ids): each table's IDs shifted to other
     # partitions, so different tables' hot rows stop sharing a SparseCore; only where it is off
     fix = make_fix(set={"sparsecore.shuffle_ids": True}) if sc_config.get("shuffle_ids") is False else None
+    shuffled = sc_config.get("shuffle_ids") is True  # the remedy applied: what is left has none (info)
     skewed = [r for r in per_table if r["max_over_mean"] and r["max_over_mean"] >= COSTLY_MAX_OVER_MEAN]
     costs = skew_cost(ctx) if skewed else {}
     for r in skewed:
@@ -109,7 +111,7 @@ def analyze(ctx: RunContext) -> Analysis:
         share = c["cost_ps"] / c["step_ps"] if c and c["step_ps"] else None
         persistent = r["persistence"] >= PERSISTENT
         severity = "info"
-        if persistent and share is not None and share >= COSTLY:
+        if persistent and share is not None and share >= COSTLY and not shuffled:
             severity = "critical" if share >= VERY_COSTLY else "warning"
         elif r["max_over_mean"] < MAX_OVER_MEAN:
             continue  # a milder skew only where it costs
@@ -118,6 +120,9 @@ def analyze(ctx: RunContext) -> Analysis:
         else:
             cost_note = (f" It costs {share:.1%} of the step time: the SparseCore's excess load over the mean, as far as "
                          "the step waits for that SparseCore.")  # fmt: skip
+        if shuffled:
+            cost_note += (" The IDs are shuffled already (sparsecore.shuffle_ids): what stays hot is single rows, "
+                          "which no remapping of IDs to partitions spreads.")  # fmt: skip
         if not persistent:
             cost_note += (" The hottest partition moves between steps: sampling noise of small per-SparseCore "
                           "batches rather than hot IDs, which no ID shuffle spreads.")  # fmt: skip

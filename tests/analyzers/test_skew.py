@@ -132,6 +132,16 @@ def test_a_hot_sparsecore_the_tensorcore_waits_for_costs_its_excess(tmp_path):
     assert f.severity == "critical"
 
 
+def test_a_costly_skew_with_the_ids_shuffled_already_is_info(tmp_path):
+    """The same costly skew (30% of the step) in a run whose IDs are shuffled already: what stays
+    hot is single rows, which no remapping spreads; nothing in the config to change, so info."""
+    spec = timed_run(100, [90, 50, 50, 50], (0, 40), config={"sparsecore": {"shuffle_ids": True}})
+    with store_with(tmp_path, spec) as store:
+        (f,) = skew.analyze(RunContext(store, 1)).findings
+    assert abs(f.evidence["step_time_cost_share"] - 0.3) < 1e-9
+    assert f.severity == "info" and f.fix is None and "shuffled already" in f.recommendation
+
+
 def test_a_hot_sparsecore_off_the_critical_path_is_info(tmp_path):
     """The TensorCore is busy the whole step: the hot SparseCore (90 of 100) ends before it and
     no step waits for it, so the same skew costs nothing."""
