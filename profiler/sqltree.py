@@ -29,8 +29,10 @@ from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
+if TYPE_CHECKING:
+    import duckdb
 
 
 class SqlTreeError(ValueError):
@@ -135,6 +137,8 @@ def _block(module: str, path: str, lines: list[str]) -> Block:
         if not m or m[1] != name:
             raise SqlTreeError(f"{where}: a view's statement is 'CREATE VIEW {name} AS <select>;'")
         sql = m[2]
+    if materialized and not cols:
+        raise SqlTreeError(f"{where}: a materialized view declares its columns (its table's)")
     declared = tuple(_column(" ".join(p), where) for p in params)
     if kind == "view" and declared:
         raise SqlTreeError(f"{where}: a view takes no @param (views cannot bind parameters)")

@@ -175,6 +175,7 @@ def test_undeclared_dependency_fails_to_install(tmp_path):
         ("-- @module m\n\n-- @view v\n-- @column x INTEGER\nCREATE VIEW v AS SELECT 1;\n", "NAME TYPE doc"),
         ("-- @module m\n\n-- @query q\nSELECT 1; SELECT 2;\n", "one statement per block"),
         ("-- @module m\nSELECT 1;\n", "SQL before the first block tag"),
+        ("-- @module m\n\n-- @view v\n-- V.\n-- @materialized\nCREATE VIEW v AS SELECT 1;\n", "declares its columns"),
         ("-- @module m\n\n-- @query q\nSELECT 1;\n-- @query q\nSELECT 2;\n", "declared twice"),
     ],
 )
