@@ -3,7 +3,7 @@ to its done) the core's compute hides, and how much is exposed (the store's asyn
 
 A window is hidden when compute covers at least 90% of it, exposed at 10% or less, partial
 between (XProf's analyze_async_overlap thresholds). Windows are spans of their own kind: not
-op time, not device busy time (profiler/stdlib/op_tracks.sql leaves the `Async XLA Ops` line out).
+op time, not device busy time (op_tracks in profiler/sql/stdlib/ops.sql leaves the `Async XLA Ops` line out).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Step-time breakdown: where each step's time goes, per chip.
 
 The one definition of the breakdown is `split_windows`: the store's step windows
-(profiler/stdlib/step_windows.sql) split by a sweep over the op events (analyzers/
+(profiler/sql/stdlib/steps.sql: step_windows) split by a sweep over the op events (analyzers/
 time_split.py: each instant of a window to the highest-priority category active, so a
 window's categories sum to its length). The analyzers split the whole run at once; the
 Perfetto export calls the same function span by span (the split is additive over time);

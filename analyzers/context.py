@@ -2,7 +2,7 @@
 
 The definitions shared with the UI, the exporters and users' SQL (step times and which
 steps count, step windows, HBM peaks, op tracks) are the store's analysis standard
-library (profiler/stdlib); shared intermediate results (a run's step windows, the
+library (profiler/sql/stdlib); shared intermediate results (a run's step windows, the
 per-chip timeline split) are computed once per context as DuckDB temp tables named
 after the run, so every analyzer that needs them reads the same rows.
 """

@@ -1,6 +1,6 @@
 """The store's device_idle rows, with each core's busy time computed from the shared op scan.
 
-The definition is the stdlib's (profiler/stdlib/device_busy.sql, device_idle.sql): a device
+The definition is the stdlib's (profiler/sql/stdlib/ops.sql: device_busy, device_idle): a device
 core is busy during the union of its ops' intervals (ops of positive length on a device
 chip, less a CPU device's host work). In SQL that union takes window functions over every
 event (about 13 s at 10 M events); here it reuses the run's OpArrays, which the other

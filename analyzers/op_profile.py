@@ -7,7 +7,7 @@ around a CPU op), its share of the kind's self time, and the FLOPs and bytes its
 record (typed columns; NULL when none does). Device rows come first, by self time.
 
 Self time in numpy over op_arrays, per track that nests (device op lines rarely do), by
-the rule of profiler/stdlib/op_self_times.sql: events of a track in (start, longest first,
+the rule of op_self_times (profiler/sql/stdlib/ops.sql): events of a track in (start, longest first,
 event id) order, an event's parent is the last earlier event still open at its start
 (found for all events at once by binary lifting over block maxima of the ends: Python runs
 per track and per power of two, never per event). Events that overlap without nesting

@@ -2,7 +2,7 @@
 capture cut mid-step): the store's device_idle rows per device core (analyzers/core_busy.py
 computes them from the shared op scan, equal to the view's).
 
-Idle share, two ways (profiler/stdlib/device_idle.sql): over each core's active interval
+Idle share, two ways (profiler/sql/stdlib/ops.sql: device_idle): over each core's active interval
 (first op to last: XProf's device idle, summed over the cores of the run's main device kind)
 and over the capture's span. A run without steps gets the idle finding here (a run with steps
 gets its idle split per step from breakdown and idle_gaps). "Bound by" follows XProf's

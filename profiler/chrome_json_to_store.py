@@ -25,7 +25,7 @@ past its memory limit), in SQL: no Python object or step per event. The mapping
 - steps: Kineto's `ProfilerStep#N` is step N's marker on the host's `Steps` line, events with a
   `step_num` arg (jax.profiler.StepTraceAnnotation) are markers as in an XSpace; Kineto's GPU
   annotations (`gpu_user_annotation`) and profiler spans (`Trace`) go to an `Annotations` line,
-  which holds no ops (profiler/stdlib/op_tracks.sql);
+  which holds no ops (profiler/sql/stdlib/ops.sql: op_tracks);
 - a Kineto trace without GPUs ran its model on the CPU: the threads running `cpu_op` events are
   the CPU device (kind `cpu`, as JAX's XLA threads are), their ops `device_compute`, except ops
   inside a DataLoader's (input) span, which are the input pipeline's (`host_preprocess`).

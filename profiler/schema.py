@@ -1,7 +1,9 @@
 """The store's schema, declared once as data.
 
 The DDL, the DuckDB `COMMENT ON` statements and docs/schema.md are all generated
-from `TABLES` and `VIEWS` below and `profiler.stdlib.STDLIB`, so they cannot disagree.
+from `TABLES` below and the SQL tree's views (profiler/sql/, read by profiler/sqltree.py:
+`VIEWS` from schema.views, `profiler.stdlib.STDLIB` from the stdlib modules), so they cannot
+disagree.
 Times are int64 picoseconds; names carry their unit. Bump SCHEMA_VERSION and add a step to
 `MIGRATIONS` (profiler/store.py) whenever a table or a view changes (writers recreate the
 views on open; a read-only open of a version 2 store, which predates the standard library,
@@ -9,7 +11,7 @@ gets it as TEMP views on its connection, so every reader sees the current defini
 
 `profiler.stdlib.STDLIB` is the analysis standard library: the one definition of each
 shared figure (step times, step windows, HBM peaks, top ops, the runs listing), as views
-over every run keyed by run_id, their SQL in profiler/stdlib/<name>.sql. `scprof analyze`, `compare`, the UI
+over every run keyed by run_id, their SQL in profiler/sql/stdlib/*.sql. `scprof analyze`, `compare`, the UI
 and the exporters read them, and so can users' SQL (`scprof sql "SELECT * FROM step_times"`).
 """
 
@@ -360,48 +362,18 @@ SUMMARY_TABLES: tuple[Table, ...] = (
 
 TABLES = TABLES + SUMMARY_TABLES
 
-# The slices view's typed columns, from profiler/trace_fields.py: string ids resolved to text.
-_TYPED_VALUES = ",\n               ".join(
-    f"s_{f.name}.value AS {f.value_column}" if f.is_string else f"e.{f.column}" for f in TYPED_FIELDS
-)
-_STRING_JOINS = "\n        ".join(
-    f"LEFT JOIN strings s_{f.name} ON s_{f.name}.run_id = e.run_id AND s_{f.name}.string_id = e.{f.column}"
-    for f in TYPED_FIELDS
-    if f.is_string
-)
+# The schema's views (slices, counter_samples, step_markers): the SQL tree's schema.views module.
+SCHEMA_VIEW_MODULES = ("schema.views",)
 
-VIEWS: tuple[View, ...] = (
-    View(
-        "slices",
-        "Events with names resolved: plane, line, kind, chip, core, name, table_name, category, end_ps.",
-        f"""
-        SELECT e.run_id, e.event_id, t.plane, t.line, t.kind AS track_kind, t.chip, t.core, t.tile,
-               e.track_id, n.value AS name, e.start_ps, e.dur_ps, e.start_ps + e.dur_ps AS end_ps,
-               {_TYPED_VALUES}
-        FROM events e
-        JOIN tracks t USING (run_id, track_id)
-        JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
-        {_STRING_JOINS}
-        """,
-    ),
-    View(
-        "counter_samples",
-        "Counter samples with their track's plane, counter name (line), chip and unit.",
-        """
-        SELECT c.run_id, t.plane, t.line AS counter, t.chip, t.unit, c.track_id, c.ts_ps, c.value
-        FROM counters c JOIN tracks t USING (run_id, track_id)
-        """,
-    ),
-    View(
-        "step_markers",
-        "Step markers with their track's plane and chip, and end_ps.",
-        """
-        SELECT s.run_id, t.plane, t.chip, s.track_id, s.step, s.start_ps, s.dur_ps,
-               s.start_ps + s.dur_ps AS end_ps
-        FROM steps s JOIN tracks t USING (run_id, track_id)
-        """,
-    ),
-)
+
+def views() -> tuple[View, ...]:
+    """The schema's views, from the SQL tree (profiler/sql/schema/views.sql)."""
+    from profiler import sqltree
+
+    return tuple(View(b.name, b.doc, b.sql) for b in sqltree.blocks(SCHEMA_VIEW_MODULES))
+
+
+VIEWS: tuple[View, ...] = views()
 
 
 def _quote(s: str) -> str:
@@ -419,28 +391,20 @@ def table_ddl(t: Table) -> list[str]:
 
 def ddl() -> list[str]:
     """CREATE statements for every table and view, with COMMENT ON for each."""
+    from profiler import sqltree
+
     out = [stmt for t in TABLES for stmt in table_ddl(t)]
-    for v in VIEWS:
-        out.append(f"CREATE OR REPLACE VIEW {v.name} AS {v.sql.strip()}")
-        out.append(f"COMMENT ON VIEW {v.name} IS {_quote(v.doc)}")
-    return out + stdlib_ddl()
+    return out + sqltree.ddl(SCHEMA_VIEW_MODULES) + stdlib_ddl()
 
 
 def stdlib_ddl(temp: bool = False) -> list[str]:
-    """CREATE OR REPLACE VIEW for every view of the standard library, with COMMENT ON it and its
-    columns; with `temp`, TEMP views without comments (a read-only connection to an older store)."""
-    from profiler.stdlib import STDLIB
+    """CREATE OR REPLACE VIEW for every view of the standard library (a materialized one: CREATE
+    TABLE of its columns, which ingest fills), with COMMENT ON it and its columns; with `temp`,
+    TEMP views without comments (a read-only connection to an older store)."""
+    from profiler import sqltree
+    from profiler.stdlib import STDLIB_MODULES
 
-    out = []
-    for v in STDLIB:
-        if v.materialized and not temp:  # filled by ingest (profiler/summaries.py)
-            out += table_ddl(Table(v.name, v.doc, v.columns))
-            continue
-        out.append(f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW {v.name} AS\n{v.sql.strip()}")
-        if not temp:
-            out.append(f"COMMENT ON VIEW {v.name} IS {_quote(v.doc)}")
-            out += [f"COMMENT ON COLUMN {v.name}.{c.name} IS {_quote(c.doc)}" for c in v.columns]
-    return out
+    return sqltree.ddl(STDLIB_MODULES, temp)
 
 
 def table(name: str) -> Table:
@@ -533,7 +497,7 @@ def markdown() -> str:
         "runs, keyed by `run_id` (filter on it: `SELECT * FROM step_times WHERE run_id = 1`).",
         "`scprof analyze`, `scprof compare`, the UI and the exporters read them, and so can your",
         "SQL (`scprof sql`, the UI's SQL console). Each view's SQL, with its rule in the header",
-        "comment, is `profiler/stdlib/<name>.sql`; a view reads only the tables and the views",
+        "comment, is in a module of `profiler/sql/stdlib/`; a view reads only the tables and the views",
         "above it. Three are stored (`chip_steps`, `step_times`, `hbm_peaks`: what every page and",
         "analysis reads first): ingest writes each run's rows of their SQL with the summaries, and",
         "when the library's SQL changes (the store keeps its SHA-1 in `scprof_meta.stdlib_sha1`), the",
@@ -550,13 +514,14 @@ def markdown() -> str:
         "IDs, events) cover every step.",
         "",
     ]
+    from profiler import sqltree
     from profiler.stdlib import STDLIB
 
     for v in STDLIB:
         lines += [f"## `{v.name}`", "", v.doc, "", "| column | type | meaning |", "|---|---|---|"]
         lines += [f"| `{c.name}` | {c.type} | {c.doc} |" for c in v.columns]
         stored = " (a table: ingest stores each run's rows of this SQL, as it does the summaries)"
-        lines += ["", f"`profiler/stdlib/{v.name}.sql`{stored if v.materialized else ''}:", "", "```sql"]
+        lines += ["", f"`{sqltree.tree().module(v.module).path}`{stored if v.materialized else ''}:", "", "```sql"]
         lines += [v.sql.strip(), "```", ""]
     return "\n".join(lines)
 

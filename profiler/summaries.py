@@ -10,7 +10,7 @@ SQL GROUP BY over the run's rows (no Python per event), documented in docs/schem
 - `sc_step_cells` / `sc_step_totals`: per step SparseCore figures from the events (the
   SparseCore page's and Overview's figures for runs without partition statistics);
 - `step_event_extents`: per chip and step, the extent of the step's events (where the step
-  rules of profiler/stdlib fall back to when a chip has no step markers);
+  rules of profiler/sql/stdlib/steps.sql fall back to when a chip has no step markers);
 - `tile_sums`: the trace viewer's tile pyramid base: per track, power-of-two bucket, name and
   duration class, the events and step markers starting there, from which ui/trace_api.py builds
   the coarse tiles (a whole run's view) without reading every event, and counts each track's
@@ -154,7 +154,7 @@ SUMMARY_TABLES = (
 
 
 def fill_materialized(con: duckdb.DuckDBPyConnection, run_id: int | None = None) -> None:
-    """The materialized views of the analysis standard library (profiler/stdlib: chip_steps, step_times, hbm_peaks)
+    """The materialized views of the analysis standard library (profiler/sql/stdlib: chip_steps, step_times, hbm_peaks)
     for one run, else for every run afresh, from their SQL (the views they read exist)."""
     from profiler.stdlib import STDLIB
 

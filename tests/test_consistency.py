@@ -60,7 +60,7 @@ def runs(db) -> dict[str, dict]:
 
 
 def reference_step_times(store: Store, run_id: int) -> dict[int, tuple[int, int, bool]]:
-    """{step: (start_ps, dur_ps, counted)} in plain Python, from the rule in profiler/stdlib:
+    """{step: (start_ps, dur_ps, counted)} in plain Python, from the rule in profiler/sql/stdlib/steps.sql:
     each device chip's step from its TensorCore `Steps` markers, else its other step markers,
     else its host's step markers, else the extent of its events of the step; the host only in
     runs without device chips; a step's time is its longest chip's; all but the first and last

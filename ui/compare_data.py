@@ -40,7 +40,7 @@ CORE_WORDS = {
 
 
 def run_list(store: Store) -> list[dict[str, Any]]:
-    """The store's runs listing (profiler/stdlib/run_list.sql), tags parsed."""
+    """The store's runs listing (profiler/sql/stdlib/runs.sql: run_list), tags parsed."""
     rows = sql(store, RUN_LIST_SQL).to_pylist()
     for r in rows:
         try:

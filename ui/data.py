@@ -387,7 +387,7 @@ def counters(store: Store, run_id: int) -> list[dict[str, Any]]:
 
 
 def is_hbm(c: dict[str, Any]) -> bool:
-    """An HBM total whose sum is the HBM in use (the store's rule, profiler/stdlib/hbm_usage.sql:
+    """An HBM total whose sum is the HBM in use (the store's rule, profiler/sql/stdlib/memory.sql hbm_usage:
     'HBM heap' and 'HBM stack' in bytes); contributor tracks ("HBM heap: dense weights") are parts of it."""
     return c["unit"] == "bytes" and c["counter"] in HBM_COUNTERS
 

@@ -13,7 +13,7 @@ RUN = "SELECT * FROM runs WHERE run_id = $run"
 RUN_KEY = "SELECT run_id, uuid, CAST(ingested_at AS VARCHAR) AS ingested_at, events FROM runs WHERE run_id = $run"
 
 # step_times: per step of a run in [$step_lo, $step_hi]: its time and start, and whether summaries
-# count it (the store's step_times view, profiler/stdlib/step_times.sql).
+# count it (the store's step_times view, profiler/sql/stdlib/steps.sql).
 STEP_TIMES = """
 SELECT step, dur_ps AS step_ps, start_ps, counted FROM step_times
 WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi ORDER BY step

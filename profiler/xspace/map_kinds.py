@@ -12,7 +12,7 @@ stats. After decoding (profiler/xspace/decode.py), before the steps are derived,
 - gives every event without a recorded category one by its track and name (CATEGORY_RULES):
   device compute, collective, memcpy (host_to_device for host-to-device copies), host input
   work (host_preprocess), launches and dispatch of device work (host_launch), else the track's
-  default (profiler/stdlib/op_tracks.sql).
+  default (profiler/sql/stdlib/ops.sql: op_tracks).
 
 Python runs per track and per distinct event name, never per event.
 """

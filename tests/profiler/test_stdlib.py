@@ -1,4 +1,4 @@
-"""The analysis standard library (profiler/stdlib): in every store, readable by users' SQL.
+"""The analysis standard library (profiler/stdlib.py, its SQL in profiler/sql/stdlib/): in every store, readable by users' SQL.
 
 `scprof sql` reads each view on a new empty store, a store with a recorded run, one with an
 imported XSpace capture, and a store of schema version 2 (made before the library existed):
@@ -13,8 +13,9 @@ import json
 import duckdb
 import pytest
 
+from profiler import sqltree
 from profiler.schema import SCHEMA_VERSION, SUMMARY_TABLES
-from profiler.stdlib import HBM_COUNTERS, STDLIB, stdlib_sql, steps_covered
+from profiler.stdlib import HBM_COUNTERS, STDLIB, steps_covered
 from profiler.store import Store
 from tests.tracekit import REPO, cli
 
@@ -102,5 +103,5 @@ def test_steps_covered_names_the_counted_steps():
 
 def test_hbm_counters_are_the_ones_hbm_usage_adds():
     # ui/data.py picks the HBM series to show by HBM_COUNTERS; the view adds exactly these
-    text = stdlib_sql("hbm_usage")
+    text = sqltree.get("stdlib.memory.hbm_usage").sql
     assert "line IN (" + ", ".join(f"'{c}'" for c in HBM_COUNTERS) + ")" in text

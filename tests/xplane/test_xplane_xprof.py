@@ -7,7 +7,7 @@ emulator cannot record), and compares XProf's step times with `scprof analyze RU
 Step definitions (measured on this run; see docs/trace-format.md, "XSpace mapping"):
 - XProf: a step's time is the longest step-marker duration of any core that has one, the
   TensorCore's `Steps` line and every SparseCore's `Sparse Core Steps` line alike;
-- scprof (the store's step_times view, profiler/stdlib/step_times.sql): the TensorCore's
+- scprof (the store's step_times view, profiler/sql/stdlib/steps.sql): the TensorCore's
   `Steps` marker of each chip, longest chip; summaries cover the counted steps (not the
   first and last of a run of 5 or more).
 They agree on steps where the TensorCore's marker is the longest; they part where a

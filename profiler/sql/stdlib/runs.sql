@@ -1,3 +1,26 @@
+-- @module stdlib.runs
+-- The runs listing: what `scprof runs` prints and the UI's Runs page shows.
+-- @include stdlib.steps
+
+-- @view run_list
+-- The runs listing (`scprof runs`, the UI's Runs page): hardware, steps, events, span, mean step time over counted
+-- steps, status and failure.
+-- @column run_id INTEGER runs.run_id.
+-- @column name VARCHAR runs.name.
+-- @column source VARCHAR runs.source.
+-- @column status VARCHAR runs.status.
+-- @column hardware VARCHAR '<generation> x<chips>', '?' where unknown.
+-- @column generation VARCHAR runs.generation.
+-- @column num_chips INTEGER runs.num_chips.
+-- @column steps BIGINT Steps with a step time (step_times rows); 0 for a run without steps.
+-- @column events BIGINT runs.events.
+-- @column counted_steps BIGINT Steps step_times counts; NULL for a run without steps.
+-- @column mean_step_ps DOUBLE Mean step time over the counted steps; NULL without steps.
+-- @column span_ps BIGINT last_ps - first_ps.
+-- @column ingested VARCHAR When it was ingested (YYYY-MM-DD HH:MM).
+-- @column tags VARCHAR runs.tags as JSON text.
+-- @column failure VARCHAR The failure the producer recorded in the tags (failure or error); NULL if none.
+CREATE VIEW run_list AS
 -- run_list: the runs listing (`scprof runs` and the UI's Runs page): one row per run with
 -- its hardware (TPU generation, else the kind of device, x chips), steps (the steps step_times
 -- times: what analyze, compare and the UI summarise), events, span, mean step time over its
@@ -18,4 +41,8 @@ LEFT JOIN (
     SELECT run_id, count(*) AS steps, count(*) FILTER (WHERE counted) AS counted_steps,
            avg(dur_ps) FILTER (WHERE counted) AS mean_step_ps
     FROM step_times GROUP BY run_id
-) m USING (run_id)
+) m USING (run_id);
+
+-- @query runs_oldest_first
+-- The runs listing, oldest first: what `scprof runs` prints and the UI's Runs page shows.
+SELECT * FROM run_list ORDER BY run_id;

@@ -1,0 +1,201 @@
+"""The SQL tree (profiler/sql/, profiler/sqltree.py): every module stands on its declared
+includes, documents the columns DuckDB gives, binds the parameters it declares; the loader
+refuses a module that breaks the rules (its name, its includes, its tags, its parameters)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import duckdb
+import pytest
+
+from profiler import sqltree
+from profiler.schema import TABLES, table_ddl
+from profiler.sqltree import SqlTreeError, Tree
+from profiler.stdlib import STDLIB, STDLIB_MODULES
+from tests.tracekit import REPO
+
+TREE = sqltree.tree()
+MODULES = TREE.names()
+
+
+def raw_store() -> duckdb.DuckDBPyConnection:
+    """A fresh in-memory store of the tables only (no view of the tree)."""
+    con = duckdb.connect()
+    for t in TABLES:
+        for stmt in table_ddl(t):
+            con.execute(stmt)
+    return con
+
+
+def write(root, files: dict[str, str]) -> Tree:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return Tree(root)
+
+
+def test_the_tree_holds_the_schema_views_and_the_stdlib():
+    assert set(MODULES) >= {"schema.views", *STDLIB_MODULES}
+    assert [b.name for b in STDLIB] == [
+        "step_spans", "chip_steps", "step_windows", "step_times", "step_minibatches", "hbm_usage", "hbm_peaks",
+        "op_tracks", "device_busy", "device_idle", "async_spans", "op_stats", "op_self_times", "sc_table_stats",
+        "run_list",
+    ]  # fmt: skip
+    assert {b.name for b in STDLIB if b.materialized} == {"chip_steps", "step_times", "hbm_peaks"}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_name_is_its_path(name):
+    m = TREE.module(name)
+    assert m.name == name and m.path == "profiler/sql/" + name.replace(".", "/") + ".sql"
+    assert (REPO / m.path).is_file()
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_module_installs_with_only_its_include_closure(name):
+    con = raw_store()
+    TREE.install(con, [name])  # an undeclared dependency fails here: DuckDB binds a view when created
+    for b in TREE.module(name).blocks:
+        if b.kind == "query":  # prepares and runs on the empty tables, its parameters bound
+            con.execute(b.sql, {p.name: None for p in b.params}).fetchall()
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_column_list_equals_describe(name):
+    con = raw_store()
+    TREE.install(con, [name])
+    for b in TREE.module(name).blocks:
+        if b.kind == "view":
+            # the schema's views document their columns in their tables (TABLES), not here
+            assert b.columns or name == "schema.views", f"{b.name}: no @column"
+            if not b.columns:
+                continue
+            want = [(c.name, c.type) for c in b.columns]
+            assert [r[:2] for r in con.execute(f"DESCRIBE {b.name}").fetchall()] == want, b.name
+            # a materialized view is a table of its columns: its SELECT must give them too (ingest inserts BY NAME)
+            assert [r[:2] for r in con.execute(f"DESCRIBE SELECT * FROM ({b.sql})").fetchall()] == want, b.name
+        elif b.columns:
+            got = con.execute(b.sql, {p.name: None for p in b.params}).description
+            assert [d[0] for d in got] == [c.name for c in b.columns], b.name
+
+
+def test_ddl_installs_comments_from_the_tags():
+    con = raw_store()
+    TREE.install(con, ["stdlib.runs"])
+    step_times = TREE.get("stdlib.steps.step_times")
+    assert con.execute("SELECT comment FROM duckdb_tables() WHERE table_name = 'step_times'").fetchall() == [
+        (step_times.doc,)
+    ]
+    comments = con.execute(
+        "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = 'run_list' ORDER BY column_index"
+    ).fetchall()
+    assert comments == [(c.name, c.doc) for c in TREE.get("stdlib.runs.run_list").columns]
+    temp = TREE.ddl(["stdlib.steps"], temp=True)
+    assert all(s.startswith("CREATE OR REPLACE TEMP VIEW ") for s in temp) and len(temp) == 5
+
+
+def test_generated_statements_are_current():
+    spec = importlib.util.spec_from_file_location("gen_sql", REPO / "tools" / "gen_sql.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for rel, view, render in gen.GENERATED:
+        block = TREE.get(rel.removesuffix(".sql").replace("/", ".") + "." + view)
+        assert block.generated.startswith("tools/gen_sql.py")
+        assert block.sql == render(), f"profiler/sql/{rel}: {view} is stale: run python tools/gen_sql.py"
+
+
+def test_query_binds_exactly_its_declared_params(tmp_path):
+    tree = write(
+        tmp_path,
+        {
+            "q.sql": "-- @module q\n-- Queries.\n\n"
+            "-- @query pick\n-- One run's value.\n-- @param run INTEGER The run.\n-- @column v INTEGER Value.\n"
+            "SELECT $run + 1 AS v, '$not_a_param' AS s;\n"
+        },
+    )
+    con = duckdb.connect()
+    assert tree.query(con, "q.pick", run=41).fetchall() == [(42, "$not_a_param")]
+    with pytest.raises(SqlTreeError, match="missing \\['run'\\]"):
+        tree.query(con, "q.pick")
+    with pytest.raises(SqlTreeError, match="not declared \\['chip'\\]"):
+        tree.query(con, "q.pick", run=1, chip=0)
+
+
+@pytest.mark.parametrize(
+    "header, sql",
+    [
+        ("-- @param run INTEGER The run.\n-- @param chip INTEGER Unused.\n", "SELECT $run;"),  # extra @param
+        ("-- @param run INTEGER The run.\n", "SELECT $run, $chip;"),  # missing @param
+    ],
+)
+def test_params_must_match_the_sql(tmp_path, header, sql):
+    tree = write(tmp_path, {"q.sql": f"-- @module q\n\n-- @query pick\n-- Doc.\n{header}{sql}\n"})
+    with pytest.raises(SqlTreeError, match="differ from its @params"):
+        tree.module("q")
+
+
+def test_include_cycle_is_an_error(tmp_path):
+    tree = write(
+        tmp_path,
+        {
+            "a.sql": "-- @module a\n-- @include b\n\n-- @view va\n-- A.\nCREATE VIEW va AS SELECT 1 AS x;\n",
+            "b.sql": "-- @module b\n-- @include a\n\n-- @view vb\n-- B.\nCREATE VIEW vb AS SELECT * FROM va;\n",
+        },
+    )
+    with pytest.raises(SqlTreeError, match="include cycle: a -> b -> a"):
+        tree.closure(["a"])
+
+
+def test_undeclared_dependency_fails_to_install(tmp_path):
+    tree = write(
+        tmp_path,
+        {
+            "lib/a.sql": "-- @module lib.a\n\n-- @view va\n-- A.\n-- @column x INTEGER X.\nCREATE VIEW va AS SELECT 1 AS x;\n",
+            "lib/b.sql": "-- @module lib.b\n\n-- @view vb\n-- B.\nCREATE VIEW vb AS SELECT x FROM va;\n",
+            "lib/c.sql": "-- @module lib.c\n-- @include lib.a\n\n-- @view vc\n-- C.\nCREATE VIEW vc AS SELECT x FROM va;\n",
+        },
+    )
+    assert tree.names() == ("lib.a", "lib.b", "lib.c")
+    with pytest.raises(duckdb.CatalogException, match="va"):
+        tree.install(duckdb.connect(), ["lib.b"])
+    con = duckdb.connect()
+    tree.install(con, ["lib.c"])
+    assert con.execute("SELECT * FROM vc").fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("-- @module other\n", "must start with '-- @module m'"),  # name is not the path
+        ("-- @module m\n\n-- @view v\n-- V.\nCREATE VIEW w AS SELECT 1;\n", "CREATE VIEW v AS"),
+        ("-- @module m\n\n-- @view v\n-- V.\nCREATE VIEW v AS SELECT 1\n", "must end with ';'"),
+        ("-- @module m\n\n-- @view v\n-- @colum x INTEGER X.\nCREATE VIEW v AS SELECT 1;\n", "unknown tag @colum"),
+        ("-- @module m\n\n-- @view v\n-- @column x INTEGER\nCREATE VIEW v AS SELECT 1;\n", "NAME TYPE doc"),
+        ("-- @module m\n\n-- @query q\nSELECT 1; SELECT 2;\n", "one statement per block"),
+        ("-- @module m\nSELECT 1;\n", "SQL before the first block tag"),
+        ("-- @module m\n\n-- @view v\n-- V.\n-- @materialized\nCREATE VIEW v AS SELECT 1;\n", "declares its columns"),
+        ("-- @module m\n\n-- @query q\nSELECT 1;\n-- @query q\nSELECT 2;\n", "declared twice"),
+    ],
+)
+def test_broken_modules_are_refused(tmp_path, text, error):
+    tree = write(tmp_path, {"m.sql": text})
+    with pytest.raises(SqlTreeError, match=error):
+        tree.module("m")
+
+
+def test_private_blocks_stay_in_their_module(tmp_path):
+    tree = write(
+        tmp_path,
+        {
+            "m.sql": "-- @module m\n\n-- @view _base\n-- Private.\nCREATE VIEW _base AS SELECT 1 AS x;\n\n"
+            "-- @view v\n-- Public.\n-- @column x INTEGER X.\nCREATE VIEW v AS SELECT x FROM _base;\n"
+        },
+    )
+    assert [b.name for b in tree.blocks(["m"])] == ["v"]
+    with pytest.raises(SqlTreeError, match="no public block _base"):
+        tree.get("m._base")
+    con = duckdb.connect()
+    tree.install(con, ["m"])  # installed all the same: the public view reads it
+    assert con.execute("SELECT * FROM v").fetchall() == [(1,)]
