@@ -21,8 +21,8 @@ NO_RUNS = (
 
 
 class UnknownRun(ScprofError):
-    """A run the URL names (by id or name) that the store does not hold: the router says so
-    (ui/app.py) rather than showing another run under the unknown name."""
+    """A run the URL names (by id or name) that the store does not hold: the page says so
+    (ui/routing.page_for) rather than showing another run under the unknown name."""
 
     def __init__(self, key: str, ref: str):
         self.key, self.ref = key, ref
