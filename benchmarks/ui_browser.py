@@ -22,8 +22,7 @@ baseline against tuned):
 - tab_new_ms: last, the page in a new context navigated the instant its tab opened (server warm).
 The first view is there when Dash has no callback pending and nothing loading, every data body
 of the page (`.page-body`) is filled, and every graph in the 1,600 x 1,000 viewport has been drawn
-(Plotly's `.main-svg`; graphs further down are drawn when they near the viewport or the page is
-idle, ui/assets/plotly_loader.js); the time is the page's own clock (performance.now(), from
+(Plotly's `.main-svg`); the time is the page's own clock (performance.now(), from
 navigation start). Target: 1,000 ms. For the first visit, `complete_ms` is when every graph of the
 page, in view or not, has been drawn.
 

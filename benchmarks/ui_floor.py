@@ -7,10 +7,9 @@ Three minimal Dash apps, none reading a store:
 - text: a heading and 20 paragraphs (Dash's own start: React, the renderer, the component suites);
 - graph: the same and one dcc.Graph of 50 bars, Plotly loaded as dcc.Graph does by default (the
   full plotly.js bundle);
-- graph_scprof: the same graph with the UI's own Plotly bundle and loader (ui/assets: plotly.js
-  built with the four trace types the UI draws).
-graph_scprof is about the soonest a UI page can show a graph (the UI's graph pages fetch the
-bundle a little earlier, with Dash's own scripts; here it is fetched when the graph asks for it).
+- graph_scprof: the same graph with the UI's own Plotly bundle as an asset script, as the UI serves
+  it (ui/assets/vendor: plotly.js built with the four trace types the UI draws).
+graph_scprof is about the soonest a UI page can show a graph.
 
 Usage: python benchmarks/ui_floor.py [--repeat 4]
 """
@@ -64,11 +63,10 @@ def serve(mode: str, port: int, assets: str) -> None:
 
 
 def assets_for(mode: str, workdir: str) -> str:
-    """The app's assets folder: the UI's Plotly bundle and loader for graph_scprof, else none."""
+    """The app's assets folder: the UI's Plotly bundle for graph_scprof, else none."""
     folder = os.path.join(workdir, mode)
     os.makedirs(os.path.join(folder, "vendor"), exist_ok=True)
     if mode == "graph_scprof":
-        shutil.copy(REPO / "ui" / "assets" / "plotly_loader.js", folder)
         shutil.copy(REPO / "ui" / "assets" / "vendor" / "plotly-scprof.min.js", os.path.join(folder, "vendor"))
     return folder
 

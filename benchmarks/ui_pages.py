@@ -1,8 +1,8 @@
 """UI benchmark: server-side time of each page's main callback on a 10 M-event run, and the
 largest payload sent to the browser.
 
-For every page, the figure is the router's work on it: the page's controls from the URL and its
-main render function (ui/routing.filled_page; a first view's layout does the same), called as
+For every page, the figure is its layout's work (what Dash Pages' routing callback runs): the
+page's controls from the URL and its main render function (ui/routing.filled_page), called as
 the server calls them (read-only cursor of the app's connection), and the size of their JSON as
 Dash sends it. "first" is the page's first call in a freshly started
 server (the UI's caches emptied and the store reopened before it), what a user waits for;

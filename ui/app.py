@@ -1,8 +1,8 @@
-"""The Dash application: routing, callbacks wiring pages (ui/pages/) to the URL, downloads.
+"""The Dash application: the pages (ui/pages/, served with Dash Pages: ui/routing.py), the
+callbacks wiring their controls to the URL, downloads.
 
-The URL is the state: a control's change rewrites the query string and the router renders the
-page from it, data included (ui/routing.py). So every view is a link. A page's first view comes
-with the layout Dash asks for when it starts (ui/first_view.py): no callback to wait for.
+The URL is the state: a control's change rewrites the query string and Dash Pages renders the
+page from it, data included (ui/routing.filled_page). So every view is a link.
 
     scprof ui [--host 127.0.0.1] [--port 8050] [--token T] [--db PATH]
 
@@ -14,21 +14,18 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import traceback
 from collections.abc import Callable
 from typing import Any
 
+import dash
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
-from flask import has_request_context, request
 
 from profiler.errors import ScprofError
 from profiler.sql_guard import keep_spare_worker
 from profiler.store import default_path
 from ui import auth, downloads, inputs, pages, queries, trace_api
 from ui import state as ui_state
-from ui.first_view import FirstViews, page_url
-from ui.routing import filled_page, finish, guarded, pending_id
+from ui.routing import ACCESS, PATHNAME, finish, guarded, nav, pending_id, register_pages
 from ui.store_access import StoreAccess
 from ui.warmup import Activity, prefetch_pages, prime, warm_up
 
@@ -38,28 +35,8 @@ log = logging.getLogger("scprof.ui")
 TRACE_VIEW_RESET = {"sel": None, "find": None, "hl": None, "collapsed": None, "pinned": None}
 
 
-# Dash's renderer ships @babel/polyfill (core-js 2 and regenerator-runtime) for old browsers: in
-# chromium it costs 0.1 s of script per first view and replaces native String.prototype.trim.
-# Its code needs only the global regeneratorRuntime, which the vendored regenerator-runtime
-# (the version the polyfill bundles) defines in its place, at the same point of the page.
-_POLYFILL_TAG = re.compile(r'<script src="[^"]*/deps/polyfill@[^"/]*\.js[^"]*"></script>')
-REGENERATOR = "vendor/regenerator-runtime.js"
-# dash_table's loader, which Dash adds to every page since `import dash` defines its DataTable: the
-# UI draws no DataTable (its tables: ui/render.py), so the page leaves out 34 KB and ~15 ms of script.
-_DASH_TABLE_TAG = re.compile(r'<script src="[^"]*/dash_table/bundle[^"/]*\.js[^"]*"></script>')
-
-
-class ScprofDash(Dash):
-    """Dash, its page's scripts without @babel/polyfill (regenerator-runtime instead) and without
-    dash_table's."""
-
-    def interpolate_index(self, **kwargs: Any) -> str:
-        tag = f'<script src="{self.get_asset_url(REGENERATOR)}"></script>'
-        kwargs["scripts"], n = _POLYFILL_TAG.subn(lambda _: tag, kwargs.get("scripts", ""))
-        if n != 1:
-            log.warning("Dash's polyfill script tag not found (%d): serving the page's scripts as they are", n)
-        kwargs["scripts"] = _DASH_TABLE_TAG.sub("", kwargs["scripts"])
-        return super().interpolate_index(**kwargs)
+# Dash Pages' URL (dash.page_container): what the controls write, what the top bar follows
+URL = "_pages_location"
 
 
 def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
@@ -71,21 +48,25 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     # start-up (Python and DuckDB imports) overlaps prime()'s, not a first view's
     keep_spare_worker()
     prime()  # plotly's validators and the pages' optional modules: at start, not in a user's first view
-    app = ScprofDash(
+    app = Dash(
         __name__,
         title="scprof",
         suppress_callback_exceptions=True,
         update_title=None,
         assets_folder=os.path.join(os.path.dirname(__file__), "assets"),
-        assets_path_ignore=["^vendor$"],  # loaded on demand (ui/assets/plotly_loader.js), not on every page
+        use_pages=True,
+        pages_folder="",  # the pages register themselves (ui/routing.register_pages)
+        include_pages_meta=False,
+        routing_callback_inputs={PATHNAME: State(URL, "pathname")},  # for the page of an unknown path
     )
     app.scprof_access = access  # type: ignore[attr-defined]  # for tests and benchmarks
+    app.server.config[ACCESS] = access  # the pages' layouts find the store here
     auth.require_access(app.server, token)
     inputs.guard_dispatch(app.server)
-    first_views = FirstViews(access)
-    prefetch_pages(app.server, access, first_views)  # after the access check
-    app.layout = _layout(app, path, first_views)
-    _router(app, access)
+    prefetch_pages(app.server, access)  # after the access check
+    register_pages()
+    app.layout = _layout(path)
+    _nav_callback(app)
     _pending_callbacks(app, access)
     _url_callbacks(app)
     downloads.register(app.server, access)
@@ -93,39 +74,26 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     return app
 
 
-def _layout(app: Dash, store_path: str, first_views: FirstViews) -> Callable[[], Any]:
-    """The frame (the URL, the top bar, the page). Asked for by a browser opening a page, it holds
-    that page, data included (ui/first_view.py): a first view waits for no callback but those of
-    bodies still being rendered."""
-    layout_path = app.config.requests_pathname_prefix + "_dash-layout"
+def _layout(store_path: str) -> Callable[[], Any]:
+    """The frame: the top bar and the page Dash Pages renders from the URL."""
 
     def layout() -> Any:
-        url, page, links = dcc.Location(id="url", refresh=False), None, None
-        at = page_url(request.referrer, request.host) if has_request_context() and request.path == layout_path else None
-        if at is not None:
-            try:
-                page, links = first_views.take(*at)
-            except Exception:  # noqa: BLE001 - the router renders the page instead
-                log.error("first view of %s failed:\n%s", at[0], traceback.format_exc())
-            else:  # the URL as the browser has it: dcc.Location reports no change, the router is not called
-                url.pathname, url.search = at
         return html.Div(
             [
-                url,
                 html.Header(
                     [
                         html.A("scprof", href="/runs", className="brand"),
-                        html.Nav(links, id="nav"),
+                        html.Nav(id="nav"),
                         html.Span(store_path, className="store-path", title="store"),
                     ],
                     className="topbar",
                 ),
                 # a page being rendered: the one shown dimmed under a spinner (after 150 ms)
                 dcc.Loading(
-                    html.Main(page, id="page"),
+                    html.Main(dash.page_container, id="page"),
                     delay_show=150,
                     overlay_style={"visibility": "visible", "opacity": 0.5},
-                    target_components={"page": "children"},  # not a body's own callback (its spinner)
+                    target_components={"_pages_content": "children"},  # not a body's own callback (its spinner)
                 ),
             ]
         )
@@ -133,26 +101,18 @@ def _layout(app: Dash, store_path: str, first_views: FirstViews) -> Callable[[],
     return layout
 
 
-def _router(app: Dash, access: StoreAccess) -> None:
-    """The URL's page, data included (ui/routing.filled_page), whenever the URL changes: a link, a
-    control writing the URL, the browser's back button. Not called for the layout's first view;
-    without one (no Referer), dcc.Location reports the URL when it starts and so calls it."""
+def _nav_callback(app: Dash) -> None:
+    """The top bar's links, carrying the URL's runs (ui/routing.nav), whenever the URL changes."""
 
-    @app.callback(
-        Output("page", "children"),
-        Output("nav", "children"),
-        Input("url", "pathname"),
-        Input("url", "search"),
-        prevent_initial_call=True,
-    )
-    def route(pathname: Any, search: Any) -> tuple[Any, Any]:
-        return filled_page(access, inputs.text(pathname), inputs.text(search))
+    @app.callback(Output("nav", "children"), Input(URL, "pathname"), Input(URL, "search"))
+    def top_bar(pathname: Any, search: Any) -> Any:
+        return nav(inputs.text(pathname) or "/", inputs.text(search) or "")
 
 
 def _pending_callbacks(app: Dash, access: StoreAccess) -> None:
-    """A body the router or a first view left pending (its render outlasted
-    routing.RENDER_BUDGET_S: the analyzers on a big run, a long query) is filled by its own
-    callback, from the render left running (routing.finish)."""
+    """A body a page's layout left pending (its render outlasted routing.RENDER_BUDGET_S: the
+    analyzers on a big run, a long query) is filled by its own callback, from the render left
+    running (routing.finish)."""
     for page, outputs, fn in pages.RENDERERS:
         render = guarded(access, len(outputs), needs=inputs.STATE_NEEDS.get(page, ()))(fn)
         app.callback(
@@ -179,9 +139,9 @@ def _same(value: Any, rendered: Any) -> bool:
 
 
 def _url_callbacks(app: Dash) -> None:
-    """Controls write the URL (the router then renders the page from it)."""
-    out = Output("url", "search", allow_duplicate=True)
-    search = State("url", "search")
+    """Controls write the URL (Dash Pages then renders the page from it)."""
+    out = Output(URL, "search", allow_duplicate=True)
+    search = State(URL, "search")
 
     # page -> [(control id, URL/state key)]; the first control of a run page picks the run.
     controls = {

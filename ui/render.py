@@ -19,9 +19,10 @@ from dash import dcc, html
 
 from analyzers.findings import Finding
 from profiler.units import MISSING, format_value
-from ui import margins
 from ui.evidence import evidence_table, format_evidence
 
+FONT_FAMILY = "Arial, 'Liberation Sans', Helvetica, sans-serif"  # the figures' font
+FONT_PX = 12
 GRAPH_CONFIG = {"displaylogo": False, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 SEVERITY_COLORS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
 CATEGORY_COLORS = {
@@ -170,14 +171,12 @@ def plain(text: Any) -> str:
 
 
 def graph(fig: go.Figure, id: str | None = None, height: int | None = None) -> dcc.Graph:
-    """A figure as a component; its trace names (legends) shown as written (`plain`), its margins
-    wide enough for its axes' labels (ui/margins.py: Plotly then draws it once)."""
+    """A figure as a component; its trace names (legends) shown as written (`plain`)."""
     for trace in fig.data:
         if isinstance(getattr(trace, "name", None), str):
             trace.name = plain(trace.name)
     if height:
         fig.update_layout(height=height)
-    margins.fit(fig)  # Plotly draws it once, not again at margins wide enough for its labels
     kwargs = {"id": id} if id else {}
     return dcc.Graph(figure=fig, config=GRAPH_CONFIG, **kwargs)
 
@@ -189,10 +188,9 @@ def _template() -> dict[str, Any]:
     full = pio.templates["plotly_white"].to_plotly_json()
     cut = ("geo", "polar", "ternary", "scene", "mapbox", "map", "shapedefaults", "annotationdefaults")
     layout = {k: v for k, v in full["layout"].items() if k not in cut}
-    # Tick labels are drawn where they fall: the margins already hold them (ui/margins.py), and
-    # Plotly's default for numeric axes ("hide past div") measures every tick label in the browser
-    # to hide those past the graph's edge, a forced layout per label: the Overview's first view
-    # spent ~100 ms more of the page's main thread.
+    # Tick labels are drawn where they fall (the axes' automargin makes room for them): Plotly's
+    # default for numeric axes ("hide past div") measures every tick label in the browser to hide
+    # those past the graph's edge, a forced layout per label (~100 ms of the Overview's first view).
     for axis in ("xaxis", "yaxis"):
         layout[axis] = {**layout[axis], "ticklabeloverflow": "allow"}
     return {
@@ -216,7 +214,7 @@ def figure(title: str = "", **layout: Any) -> go.Figure:
             title=title or None,
             margin=dict(l=60, r=20, t=40 if title else 10, b=40),
             legend=dict(orientation="h", y=-0.2),
-            font=dict(size=margins.FONT_PX, family=margins.FONT_FAMILY),
+            font=dict(size=FONT_PX, family=FONT_FAMILY),
         )
     )
     if layout:

@@ -1,5 +1,6 @@
-"""From a URL to a page: its controls (`page_for`), its render functions run safely (`guarded`),
-and the two at once (`filled_page`: what the router and a page's first view show)."""
+"""The pages as Dash Pages (`register_pages`: dash.register_page, a path each) and what each shows:
+its controls from the URL's query (`page_for`), its render functions run safely (`guarded`), and
+the two at once (`filled_page`: a page's layout, data included)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,24 @@ import threading
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
+import dash
 from dash import dcc, html, no_update
 from dash.development.base_component import Component
+from flask import current_app
 
 from profiler.errors import ScprofError, StoreError
 from ui import inputs, pages
 from ui import render as ui_render
 from ui import state as ui_state
-from ui.pages.common import NO_RUNS, UnknownRun, unknown_run
+from ui.pages.common import NO_RUNS, NoRuns, UnknownRun, _no_runs, unknown_run
 from ui.store_access import StoreAccess
 
 log = logging.getLogger("scprof.ui")
 _RENDERING = ThreadPoolExecutor(max_workers=8, thread_name_prefix="scprof-ui-render")  # a page's renders side by side
-RENDER_BUDGET_S = 0.3  # how long the router waits for a body's render before leaving it to its callback
+RENDER_BUDGET_S = 0.3  # how long a page's layout waits for a body's render before leaving it to its callback
 
 
 def guarded(access: StoreAccess, n_outputs: int = 1, needs: tuple[str, ...] = ()) -> Callable:
@@ -78,9 +81,48 @@ def nav(pathname: str, search: str) -> list[Any]:
     return links
 
 
+def register_pages() -> None:
+    """Every page with Dash Pages, its layout `filled_page` over the URL's query (the Runs page at
+    / too), and the page for a path the UI does not have. Call after the app is made (Dash asks so);
+    the layouts find the store through the app serving the request (`ACCESS`), so every app made
+    in a process serves its own."""
+    for path, name in ui_state.PAGES.items():
+        dash.register_page(f"ui.pages.{name.lower()}", path=path, name=name, title="scprof", layout=_layout(path))
+    dash.register_page("ui.pages.home", path="/", name="Runs", title="scprof", layout=_layout("/runs"))
+    dash.register_page("ui.pages.not_found_404", path="/404", name="404", title="scprof", layout=_not_found)
+
+
+ACCESS = "scprof_access"  # the app's StoreAccess in its Flask server's config
+
+
+def _layout(path: str) -> Callable[..., Any]:
+    def layout(**query: Any) -> Any:
+        return filled_page(current_app.config[ACCESS], path, search_of(query))[0]
+
+    layout.__name__ = f"layout_{path.strip('/')}"
+    return layout
+
+
+def _not_found(**query: Any) -> Any:
+    pathname = inputs.text(query.get(PATHNAME))
+    return ui_render.empty(f"No page at {pathname}." if pathname else "No page at this address.", "try /runs")
+
+
+PATHNAME = "_pathname"  # the URL's path, given to every layout (app.py: routing_callback_inputs)
+
+
+def search_of(query: dict[str, Any]) -> str:
+    """The query string of the parameters Dash Pages gives a layout (a list for a repeated one, ''
+    for a blank one), as ui/state.py reads one: a parameter's first value, blanks left out."""
+    params = {k: (v[0] if isinstance(v, list) and v else v) for k, v in query.items() if k != PATHNAME}
+    search = ui_state.encode({k: v for k, v in params.items() if isinstance(v, str)})
+    return search if inputs.text(search) is not None else ""
+
+
 def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> tuple[Any, Any]:
-    """(page, navigation) for a URL: the page's controls from the query, its bodies empty."""
-    pathname = pathname if pathname in ui_state.PAGES else ("/runs" if pathname in (None, "", "/") else pathname)
+    """(page, navigation) for one of the UI's pages: the page's controls from the query, its bodies
+    empty."""
+    pathname = "/runs" if pathname in (None, "", "/") else pathname
     links = nav(pathname, search or "")
     if pathname not in pages.LAYOUTS:
         return ui_render.empty(f"No page at {pathname}.", "try /runs"), links
@@ -91,6 +133,8 @@ def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> t
                 page = pages.LAYOUTS[pathname](store, st)
             except UnknownRun as e:  # named as unknown, never silently another run
                 page = unknown_run(store, pathname, st, e)
+            except NoRuns:
+                page = _no_runs()
     except StoreError as e:
         page = ui_render.empty(f"{e}.", NO_RUNS[1]) if "no store" in str(e) else ui_render.error(str(e))
     except Exception as e:  # noqa: BLE001 - shown in the page, logged with its traceback
@@ -115,18 +159,13 @@ def pending_id(body: str) -> str:
 
 
 def filled_page(
-    access: StoreAccess,
-    pathname: str | None,
-    search: str | None,
-    asked: Future | None = None,
-    budget_s: float | None = None,
+    access: StoreAccess, pathname: str | None, search: str | None, budget_s: float | None = None
 ) -> tuple[Any, Any]:
     """(page, navigation) for a URL with its data bodies filled in: the page's controls
     (`page_for`), then what its render functions (P.RENDERERS) put in them, side by side. A render
-    not done within `budget_s` (default RENDER_BUDGET_S), or for a first view by the time `asked`
-    is done (the browser asked for the layout), leaves its body pending: the body holds a store
-    whose callback (ui/app.py) fills it from that render (`finish`). So a page whose analyzers take
-    seconds (a big run's first visit) shows the rest at once."""
+    not done within `budget_s` (default RENDER_BUDGET_S) leaves its body pending: the body holds a
+    store whose callback (ui/app.py) fills it from that render (`finish`). So a page whose
+    analyzers take seconds (a big run's first visit) shows the rest at once."""
     page, links = page_for(access, pathname, search)
     by_id = {c.id: c for c in components(page) if isinstance(getattr(c, "id", None), str)}
     fills = [  # (the outputs, the page's state, their render function); not this page's: left out
@@ -135,7 +174,7 @@ def filled_page(
         if (state := by_id.get(f"{name}-state")) is not None and all(i in by_id for i, _ in outputs)
     ]
     futures = [_RENDERING.submit(render, state) for _, state, render in fills]
-    _wait(futures, asked, RENDER_BUDGET_S if budget_s is None else budget_s)
+    wait(futures, timeout=RENDER_BUDGET_S if budget_s is None else budget_s)
     for (outputs, state, _), future in zip(fills, futures, strict=True):
         body = outputs[0][0]
         if future.done():
@@ -156,16 +195,6 @@ def finish(body: str, state: Any, render: Callable[[Any], Any]) -> Any:
     key = _state_key(state)
     future = _left.pop((body, key)) if key is not None else None
     return future.result() if future is not None else render(state)
-
-
-def _wait(futures: list[Future], asked: Future | None, budget_s: float) -> None:
-    """Until every render is done, or `budget_s` has passed (`asked` None) or `asked` is done."""
-    if asked is None:
-        wait(futures, timeout=budget_s)
-        return
-    running = set(futures)
-    while running and not asked.done():
-        running = wait(running | {asked}, return_when=FIRST_COMPLETED).not_done - {asked}
 
 
 def _state_key(state: Any) -> str | None:

@@ -30,7 +30,6 @@ from flask import Flask, request
 
 from profiler.errors import ScprofError
 from ui import compare_data, data, render
-from ui.first_view import FirstViews
 from ui.pages.common import pick_run
 from ui.store_access import StoreAccess
 
@@ -214,18 +213,14 @@ class Prefetch:
                 log.debug("prefetch stopped", exc_info=True)
 
 
-def prefetch_pages(server: Flask, access: StoreAccess, first_views: FirstViews | None = None) -> Prefetch:
-    """From the moment the server is asked for a page's document: the page's first view rendered
-    (`first_views`: ui/first_view.py) and the analyses it needs computed, each in threads of its own
-    (after ui/auth.py's check: register it after require_access)."""
+def prefetch_pages(server: Flask, access: StoreAccess) -> Prefetch:
+    """From the moment the server is asked for a page's document: the analyses it needs computed,
+    in threads of their own (after ui/auth.py's check: register it after require_access)."""
     prefetch = Prefetch(access)
 
     @server.before_request
     def _prefetch() -> None:
         if request.method == "GET":
             prefetch.page(request.path, request.args.to_dict())
-            if first_views is not None:
-                query = request.query_string.decode("latin-1")
-                first_views.start(request.path, f"?{query}" if query else "")
 
     return prefetch

@@ -7,16 +7,18 @@ from typing import Any
 
 
 def route(client: Any, pathname: str, search: str) -> Any:
-    """The router's answer for a URL (POST /_dash-update-component), as the browser asks for it
-    when the URL changes."""
+    """Dash Pages' answer for a URL (POST /_dash-update-component: the page for `_pages_content`),
+    as the browser asks for it when the URL changes."""
+    location = "_pages_location"
     body = {
-        "output": "..page.children...nav.children..",
-        "outputs": [{"id": "page", "property": "children"}, {"id": "nav", "property": "children"}],
+        "output": ".._pages_content.children..._pages_store.data..",
+        "outputs": [{"id": "_pages_content", "property": "children"}, {"id": "_pages_store", "property": "data"}],
         "inputs": [
-            {"id": "url", "property": "pathname", "value": pathname},
-            {"id": "url", "property": "search", "value": search},
+            {"id": location, "property": "pathname", "value": pathname},
+            {"id": location, "property": "search", "value": search},
         ],
-        "changedPropIds": ["url.search"],
+        "state": [{"id": location, "property": "pathname", "value": pathname}],
+        "changedPropIds": [f"{location}.search"],
     }
     return client.post("/_dash-update-component", json=body)
 

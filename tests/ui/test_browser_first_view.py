@@ -1,48 +1,69 @@
-"""In chromium: a page's first view needs no callback (its layout holds it, ui/first_view.py), a
-click through the top bar is one callback (the router renders the page, data included), and a
-browser sending no Referer gets the page from the router."""
+"""In chromium, the pages as Dash Pages serves them (ui/routing.register_pages): every URL opens its
+page with its data, / opens the Runs page, a path the UI lacks opens the page saying so, a click
+through the top bar renders the next page and carries the run, and bodies left to their own
+callbacks are filled."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.ui.browserkit import requests_of, settle
+from ui.state import PAGES
 
 CALLBACK = "/_dash-update-component"
 
 
-def test_a_first_view_needs_no_callback_and_a_click_needs_one(served_ui, page):
-    url, ids = served_ui
-    fetched = requests_of(page)
-    page.goto(f"{url}/overview?run={ids['baseline']}")
-    page.wait_for_selector("#page .page-body >> nth=0")
-    settle(page)
-    page.wait_for_selector("#overview-body .js-plotly-plot .main-svg")
-    assert page.locator("#overview-analysis").inner_text().strip()  # both of the page's bodies
-    assert [u for u in fetched if CALLBACK in u] == []
-    assert any(u.endswith("/_dash-layout") for u in fetched)
+def _query(path: str, ids: dict[str, int]) -> str:
+    if path == "/compare":
+        return f"?base={ids['baseline']}&cand={ids['tuned']}"
+    if path == "/sql":
+        return "?q=SELECT%2042%20AS%20answer"
+    return "" if path == "/runs" else f"?run={ids['baseline']}"
 
-    fetched.clear()
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_every_url_opens_its_page_with_its_data(served_ui, page, path):
+    url, ids = served_ui
+    page.goto(f"{url}{path}{_query(path, ids)}")
+    page.wait_for_function(
+        "(title) => { const h = document.querySelector('#page h2'); return h && h.innerText.trim() === title; }",
+        arg=PAGES[path],
+    )
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#page .page-body')].every(b => b.childElementCount > 0)"
+    )
+    settle(page)
+    assert page.title() == "scprof"
+    assert page.locator(f"#nav-{PAGES[path].lower()}").get_attribute("class") == "nav-link active"
+    assert "internal error" not in page.locator("#page").inner_text()
+
+
+def test_the_root_is_the_runs_page_and_an_unknown_path_says_so(served_ui, page):
+    url, _ = served_ui
+    page.goto(url + "/")
+    page.wait_for_selector("#runs-body table")
+    assert page.locator("#page h2").inner_text() == "Runs"
+    page.goto(url + "/no/such/page")
+    page.wait_for_selector("#page .empty-state")
+    settle(page)
+    assert "No page at /no/such/page." in page.locator("#page").inner_text()
+    assert page.locator("#nav-runs").count() == 1  # the top bar is there to leave by
+
+
+def test_a_click_through_the_top_bar_renders_the_next_page(served_ui, page):
+    url, ids = served_ui
+    page.goto(f"{url}/overview?run={ids['baseline']}")
+    page.wait_for_selector("#overview-body .js-plotly-plot .main-svg")
+    page.wait_for_function("() => document.querySelector('#overview-analysis').childElementCount > 0")
+    settle(page)
+    fetched = requests_of(page)
     page.click("#nav-findings")
     page.wait_for_selector("#findings-body .finding-head, #findings-body .empty-state")
     settle(page)
-    assert [u for u in fetched if CALLBACK in u] and page.url.endswith(f"/findings?run={ids['baseline']}")
+    assert [u for u in fetched if CALLBACK in u]
+    assert not [u for u in fetched if u.endswith("/_dash-layout")]  # no reload: the page renders in place
+    assert page.url.endswith(f"/findings?run={ids['baseline']}")
     assert page.locator("#page h2").inner_text() == "Findings"
-
-
-def test_without_a_referer_the_router_renders_the_page(served_ui, page):
-    """A document served with `Referrer-Policy: no-referrer`: the layout cannot name the page."""
-    url, ids = served_ui
-
-    def no_referrer(route):
-        response = route.fetch()
-        route.fulfill(response=response, headers={**response.headers, "referrer-policy": "no-referrer"})
-
-    page.route("**/findings*", no_referrer)
-    fetched = requests_of(page)
-    page.goto(f"{url}/findings?run={ids['tuned']}")
-    page.wait_for_selector("#findings-body .finding-head, #findings-body .empty-state")
-    settle(page)
-    assert [u for u in fetched if CALLBACK in u]  # the router's (a first view would need none)
-    assert "tuned" in page.locator("#page").inner_text()
 
 
 def test_bodies_left_to_their_callbacks_are_filled(served_ui, page, monkeypatch):
@@ -58,5 +79,5 @@ def test_bodies_left_to_their_callbacks_are_filled(served_ui, page, monkeypatch)
     page.wait_for_selector("#overview-body .js-plotly-plot .main-svg")
     page.wait_for_function("() => document.querySelector('#overview-analysis').childElementCount > 0")
     settle(page)
-    assert len([u for u in fetched if CALLBACK in u]) >= 3  # the router's, then one per body
+    assert len([u for u in fetched if CALLBACK in u]) >= 3  # the page's, then one per body
     assert not page.locator("#page [id$='-pending']").count()

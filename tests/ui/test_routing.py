@@ -73,12 +73,12 @@ def _rendered(app, pathname: str, search: str) -> list[Any]:
 
 def _missing_inputs(app, shown: list[Any]) -> list[str]:
     """Callbacks one of whose inputs is shown while another input or a state is not."""
-    present = {"url", "nav", "page"} | {c.id for c in shown if isinstance(getattr(c, "id", None), str)}
+    present = {"_pages_location", "nav", "page"} | {c.id for c in shown if isinstance(getattr(c, "id", None), str)}
     problems = []
     for key, cb in app.callback_map.items():
         inputs = [d["id"] for d in cb["inputs"] if isinstance(d["id"], str)]
         needed = inputs + [d["id"] for d in cb["state"] if isinstance(d["id"], str)]
-        if set(inputs) & (present - {"url"}) and set(needed) - present:
+        if set(inputs) & (present - {"_pages_location"}) and set(needed) - present:
             problems.append(f"{key}: {sorted(set(needed) - present)} absent")
     return problems
 

@@ -1,7 +1,8 @@
 """The pages, one module each (runs, overview, timeline_page, sparsecore, memory, findings, tuning,
 compare, sql) with their shared controls in common.py: `layout_*` builds a page's controls from its URL
 state; `render_*` fills its data bodies (store + state -> components). ui/routing.filled_page calls
-both for the router and a page's first view; the tests call them too. Here: the tables it does so by.
+both for each page's layout under Dash Pages (ui/routing.register_pages); the tests call them too.
+Here: the tables it does so by.
 
 Every render returns components, never raises for missing data: an empty state says
 what is missing and how to get it. Times and sizes carry units everywhere.

@@ -12,6 +12,7 @@ from profiler.errors import ScprofError
 from profiler.store import Store
 from ui import data as ui_data
 from ui import render
+from ui import state as ui_state
 
 NO_RUNS = (
     "No runs in this store yet. Record one, then reload this page:",
@@ -20,8 +21,8 @@ NO_RUNS = (
 
 
 class UnknownRun(ScprofError):
-    """A run the URL names (by id or name) that the store does not hold: the router says so
-    (ui/app.py) rather than showing another run under the unknown name."""
+    """A run the URL names (by id or name) that the store does not hold: the page says so
+    (ui/routing.page_for) rather than showing another run under the unknown name."""
 
     def __init__(self, key: str, ref: str):
         self.key, self.ref = key, ref
@@ -39,6 +40,47 @@ def pick_run(store: Store, st: dict[str, str], key: str = "run", fallback: int =
         ids = [r["value"] for r in ui_data.run_options(store)]
         run = ids[fallback] if len(ids) >= abs(fallback) else (ids[-1] if ids else None)
     return run
+
+
+class NoRuns(ScprofError):
+    """A run page asked of a store without runs: its page is the message saying how to record one
+    (ui/routing.page_for)."""
+
+    def __init__(self) -> None:
+        super().__init__(NO_RUNS[0])
+
+
+def page_run(store: Store, st: dict[str, str]) -> int:
+    """A run page's run: the URL's (pick_run); NoRuns in a store without runs."""
+    run = pick_run(store, st)
+    if run is None:
+        raise NoRuns()
+    return run
+
+
+def run_and_steps(store: Store, st: dict[str, str]) -> tuple[int, tuple[int, int] | None, tuple[int, int]]:
+    """A run page's preamble: (the URL's run (pick_run; NoRuns in a store without runs), its steps'
+    bounds, the URL's steps clamped to them)."""
+    run = page_run(store, st)
+    bounds = ui_data.step_bounds(store, run)
+    return run, bounds, ui_data.clamp_steps(bounds, ui_state.steps_param(st.get("steps")))
+
+
+def run_page(
+    page: str, store: Store, run: int, state: dict[str, Any], *more_controls: Any, between: Any = (), after: Any = ()
+) -> html.Div:
+    """A run page's frame: its controls (the run picker first), the run's header, `between`, its
+    state store and data body, then `after`."""
+    return html.Div(
+        [
+            controls(run_dropdown(f"{page}-run", store, run), *more_controls),
+            run_header(store, run),
+            *between,
+            state_store(page, state),
+            body(page),
+            *after,
+        ]
+    )
 
 
 def run_dropdown(id: str, store: Store, value: int | None, label: str = "run") -> html.Label:

@@ -13,28 +13,17 @@ from profiler.store import Store
 from profiler.units import format_value
 from ui import data, render, state, whatif_data
 from ui.evidence import evidence_label, format_evidence
-from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store
+from ui.pages.common import page_run, run_page
 
 
 def layout_findings(store: Store, st: dict[str, str]) -> Any:
-    run = pick_run(store, st)
-    if run is None:
-        return _no_runs()
+    run = page_run(store, st)
     sev = [s for s in state.str_list(st.get("sev")) if s in SEVERITIES] or list(SEVERITIES)
-    return html.Div(
-        [
-            controls(
-                run_dropdown("findings-run", store, run),
-                html.Label(
-                    ["severity", dcc.Checklist(id="findings-sev", options=list(SEVERITIES), value=sev, inline=True)],
-                    className="control",
-                ),
-            ),
-            run_header(store, run),
-            state_store("findings", {"run": run, "sev": sev}),
-            body("findings"),
-        ]
+    severity = html.Label(
+        ["severity", dcc.Checklist(id="findings-sev", options=list(SEVERITIES), value=sev, inline=True)],
+        className="control",
     )
+    return run_page("findings", store, run, {"run": run, "sev": sev}, severity)
 
 
 def render_findings(store: Store, st: dict[str, Any]) -> Any:

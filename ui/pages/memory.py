@@ -16,17 +16,7 @@ from profiler.store import Store
 from profiler.units import format_value
 from ui import data as ui_data
 from ui import figures, render, state
-from ui.pages.common import (
-    _no_runs,
-    body,
-    chips_checklist,
-    controls,
-    pick_run,
-    run_dropdown,
-    run_header,
-    state_store,
-    steps_slider,
-)
+from ui.pages.common import chips_checklist, run_and_steps, run_page, steps_slider
 from ui.pages.overview import failure_cards
 from ui.render import time_unit
 
@@ -63,25 +53,17 @@ def byte_unit(largest_bytes: float) -> tuple[str, float]:
 
 
 def layout_memory(store: Store, st: dict[str, str]) -> Any:
-    run = pick_run(store, st)
-    if run is None:
-        return _no_runs()
-    bounds = ui_data.step_bounds(store, run)
-    steps = ui_data.clamp_steps(bounds, state.steps_param(st.get("steps")))
+    run, bounds, steps = run_and_steps(store, st)
     chips = sorted({c["chip"] for c in ui_data.counters(store, run) if c["chip"] >= 0})
     chosen = state.int_list(st.get("chips"))
     chosen = [c for c in chosen if c in chips] if chosen is not None else chips[:1]
-    return html.Div(
-        [
-            controls(
-                run_dropdown("memory-run", store, run),
-                chips_checklist("memory-chips", chips, chosen, ui_data.chip_names(store, run)),
-                steps_slider("memory-steps", bounds, steps),
-            ),
-            run_header(store, run),
-            state_store("memory", {"run": run, "steps": list(steps), "chips": chosen}),
-            body("memory"),
-        ]
+    return run_page(
+        "memory",
+        store,
+        run,
+        {"run": run, "steps": list(steps), "chips": chosen},
+        chips_checklist("memory-chips", chips, chosen, ui_data.chip_names(store, run)),
+        steps_slider("memory-steps", bounds, steps),
     )
 
 

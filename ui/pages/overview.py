@@ -13,31 +13,19 @@ from profiler.stdlib import steps_covered
 from profiler.store import Store
 from profiler.units import format_value
 from ui import data, figures, render
-from ui import state as ui_state
-from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store, steps_slider
+from ui.pages.common import body, run_and_steps, run_page, steps_slider
 from ui.render import time_unit
 
 
 def layout_overview(store: Store, st: dict[str, str]) -> Any:
-    run = pick_run(store, st)
-    if run is None:
-        return _no_runs()
-    bounds = data.step_bounds(store, run)
-    steps = data.clamp_steps(bounds, ui_state.steps_param(st.get("steps")))
-    state = {"run": run, "steps": list(steps)}
-    return html.Div(
-        [
-            controls(run_dropdown("overview-run", store, run), steps_slider("overview-steps", bounds, steps)),
-            run_header(store, run),
-            state_store("overview", state),
-            body("overview"),
-            render.section(
-                "Step-time breakdown and findings",
-                body("overview", "analysis"),
-                help_text="From the analyzers (the same numbers as `scprof analyze`).",
-            ),
-        ]
+    run, bounds, steps = run_and_steps(store, st)
+    analysis = render.section(
+        "Step-time breakdown and findings",
+        body("overview", "analysis"),
+        help_text="From the analyzers (the same numbers as `scprof analyze`).",
     )
+    state = {"run": run, "steps": list(steps)}
+    return run_page("overview", store, run, state, steps_slider("overview-steps", bounds, steps), after=[analysis])
 
 
 def card(k: data.Kpi) -> dict[str, str]:

@@ -11,7 +11,7 @@ from dash import dcc, html
 
 from profiler.store import Store
 from ui import data, render, state
-from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store, steps_slider
+from ui.pages.common import run_and_steps, run_page, steps_slider
 
 SC_METRICS = {
     "ids": ("IDs per partition", "ids_ratio", "max_ids_per_partition"),
@@ -62,45 +62,37 @@ def count_top(*series: np.ndarray) -> float:
 
 
 def layout_sparsecore(store: Store, st: dict[str, str]) -> Any:
-    run = pick_run(store, st)
-    if run is None:
-        return _no_runs()
-    bounds = data.step_bounds(store, run)
-    steps = data.clamp_steps(bounds, state.steps_param(st.get("steps")))
+    run, bounds, steps = run_and_steps(store, st)
     tables = sorted(data.sc_tables(store, run)[0], key=render.natural_key)  # t0, t1, t2, ..., t10
     chosen = [t for t in state.str_list(st.get("tables")) if t in tables]
     metric = st.get("metric") if st.get("metric") in SC_METRICS else "ids"
-    return html.Div(
-        [
-            controls(
-                run_dropdown("sparsecore-run", store, run),
-                steps_slider("sparsecore-steps", bounds, steps),
-                html.Label(
-                    [
-                        "tables (none chosen: all)",
-                        dcc.Dropdown(
-                            id="sparsecore-tables", options=tables, value=chosen, multi=True, placeholder="all tables"
-                        ),
-                    ],
-                    className="control wide",
+    return run_page(
+        "sparsecore",
+        store,
+        run,
+        {"run": run, "steps": list(steps), "tables": chosen, "metric": metric},
+        steps_slider("sparsecore-steps", bounds, steps),
+        html.Label(
+            [
+                "tables (none chosen: all)",
+                dcc.Dropdown(
+                    id="sparsecore-tables", options=tables, value=chosen, multi=True, placeholder="all tables"
                 ),
-                html.Label(
-                    [
-                        "metric",
-                        dcc.RadioItems(
-                            id="sparsecore-metric",
-                            value=metric,
-                            inline=True,
-                            options=[{"label": v[0], "value": k} for k, v in SC_METRICS.items()],
-                        ),
-                    ],
-                    className="control",
+            ],
+            className="control wide",
+        ),
+        html.Label(
+            [
+                "metric",
+                dcc.RadioItems(
+                    id="sparsecore-metric",
+                    value=metric,
+                    inline=True,
+                    options=[{"label": v[0], "value": k} for k, v in SC_METRICS.items()],
                 ),
-            ),
-            run_header(store, run),
-            state_store("sparsecore", {"run": run, "steps": list(steps), "tables": chosen, "metric": metric}),
-            body("sparsecore"),
-        ]
+            ],
+            className="control",
+        ),
     )
 
 

@@ -12,46 +12,26 @@ from profiler.store import Store
 from profiler.units import format_value
 from ui import data, render
 from ui import state as ui_state
-from ui.pages.common import (
-    _no_runs,
-    body,
-    controls,
-    pick_run,
-    run_dropdown,
-    run_header,
-    state_store,
-    steps_slider,
-)
+from ui.pages.common import run_and_steps, run_page, steps_slider
 from ui.trace_api import run_tracks
 
 
 def layout_timeline(store: Store, st: dict[str, str]) -> Any:
-    run = pick_run(store, st)
-    if run is None:
-        return _no_runs()
-    bounds = data.step_bounds(store, run)
-    steps = data.clamp_steps(bounds, ui_state.steps_param(st.get("steps")))
+    run, bounds, steps = run_and_steps(store, st)
     state = {
         "run": run,
         "steps": list(steps),
         "t0": ui_state.int_param(st.get("t0")),
         "t1": ui_state.int_param(st.get("t1")),
     }
-    return html.Div(
+    toolbar = html.Div(
         [
-            controls(run_dropdown("timeline-run", store, run), steps_slider("timeline-steps", bounds, steps)),
-            run_header(store, run),
-            html.Div(
-                [
-                    dcc.Link("whole run", href=render.href("/timeline", run=run), className="button small"),
-                    html.Span(id="timeline-perfetto"),
-                ],
-                className="toolbar",
-            ),
-            state_store("timeline", state),
-            body("timeline"),
-        ]
+            dcc.Link("whole run", href=render.href("/timeline", run=run), className="button small"),
+            html.Span(id="timeline-perfetto"),
+        ],
+        className="toolbar",
     )
+    return run_page("timeline", store, run, state, steps_slider("timeline-steps", bounds, steps), between=[toolbar])
 
 
 def initial_window(store: Store, st: dict[str, Any]) -> tuple[int, int]:

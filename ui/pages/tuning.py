@@ -13,24 +13,15 @@ from dash import html
 from profiler.store import Store
 from profiler.units import ci_text, format_ps
 from ui import data, render, whatif_data
-from ui.pages.common import _no_runs, body, controls, pick_run, run_dropdown, run_header, state_store
+from ui.pages.common import page_run, run_page
 from ui.render import time_unit
 
 GOOD, TRIED, FAILED = "#2e7d32", "#90a4ae", "#c62828"
 
 
 def layout_tuning(store: Store, st: dict[str, str]) -> Any:
-    run = pick_run(store, st)
-    if run is None:
-        return _no_runs()
-    return html.Div(
-        [
-            controls(run_dropdown("tuning-run", store, run)),
-            run_header(store, run),
-            state_store("tuning", {"run": run}),
-            body("tuning"),
-        ]
-    )
+    run = page_run(store, st)
+    return run_page("tuning", store, run, {"run": run})
 
 
 def render_tuning(store: Store, st: dict[str, Any]) -> Any:
