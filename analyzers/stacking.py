@@ -29,9 +29,7 @@ Rules (thresholds below):
   behind. The fix splits it and derives the limits for the new stacks (each one's load per
   partition differs, so the old limits no longer fit it: too low, minibatches; too high,
   empty slots swept).
-- `padding_waste`: stacks whose rows are at least half padding, that matter (share of
-  the run's table bytes or of its lookups); critical from 3/4 padding on a big share.
-- `vocab_padding_waste`: vocabulary padding above 5% of the run's table bytes.
+- `padding_waste`, `vocab_padding_waste`: analyzers/padding.py, from the same layout.
 """
 
 from __future__ import annotations
@@ -40,10 +38,11 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from analyzers import idle_gaps, spmem
+from analyzers import idle_gaps, padding, spmem
 from analyzers.breakdown import counted_rows, shares, step_breakdown
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
+from analyzers.padding import ACTIVATION_BYTES, layout_sql
 
 NAME = "stacking"
 QUESTION = "Are tables stacked in the doc's 5-100 range, and how much do padded rows and vocabularies waste?"
@@ -54,17 +53,11 @@ SPLIT_TO = 50  # tables per stack suggested when splitting a too large stack
 FEW_WARN_SHARE = 0.05  # extra per-op cost of too-small stacks, share of step time
 FEW_CRITICAL_SHARE = 0.20
 FIT_R2 = 0.5  # the op-duration fit must explain this much to give the fixed cost
-ROW_WASTE_WARN = 0.5  # rows at least half padding (f32 width <= 4, bf16 width <= 8)
-ROW_WASTE_CRITICAL = 0.75
-MATTERS_WARN = 0.01  # the stack's share of table bytes or of lookups for a warning
-MATTERS_CRITICAL = 0.10
-VOCAB_WASTE_WARN = 0.05  # vocabulary padding bytes, share of all table bytes
 EXPOSED_A2A_INFO = 0.05  # SparseCore all-to-all with nothing else busy, share of the counted steps
 EXPOSED_A2A_WARN = 0.10
 ACTIVATION_LIMIT = 2 << 20  # the library's default sparsecore.stack_activation_mem_bytes_limit
-ACTIVATION_BYTES = 4  # f32 activations in the library's activation-memory split
-SC_OPS_EXPOSED = 0.25
-HOST_WAIT = 0.5  # share of the SparseCores' idle time spent waiting for host input: the host sets the step  # SparseCore forward + backward ops with no TensorCore work over them, share of the steps
+SC_OPS_EXPOSED = 0.25  # SparseCore forward + backward ops with no TensorCore work over them, share of the steps
+HOST_WAIT = 0.5  # share of the SparseCores' idle time spent waiting for host input: the host sets the step
 
 
 def analyze(ctx: RunContext) -> Analysis:
@@ -86,17 +79,21 @@ def analyze(ctx: RunContext) -> Analysis:
     step_ps = ctx.step_median_ps()
     sizes = [s["tables"] for s in layout.values()]
     result.figures = {
-        "tables": len(rows), "stacks": len(layout), "tables_per_stack_max": max(sizes),
+        "tables": len(rows),
+        "stacks": len(layout),
+        "tables_per_stack_max": max(sizes),
         "tables_per_stack_mean": sum(sizes) / len(sizes),
-        "stacks_below_5": sum(n < MIN_TABLES for n in sizes), "stacks_above_100": sum(n > MAX_TABLES for n in sizes),
-        "padded_bytes": total_padded, "wasted_bytes": sum(r["padded_bytes"] - r["stored_bytes"] for r in rows),
+        "stacks_below_5": sum(n < MIN_TABLES for n in sizes),
+        "stacks_above_100": sum(n > MAX_TABLES for n in sizes),
+        "padded_bytes": total_padded,
+        "wasted_bytes": sum(r["padded_bytes"] - r["stored_bytes"] for r in rows),
         "waste_share": sum(r["padded_bytes"] - r["stored_bytes"] for r in rows) / total_padded,
-    }  # fmt: skip
+    }
     result.findings += _too_few(ctx, layout, stacks, step_ps)
     result.findings += _too_many(ctx, layout, stacks)
     result.findings += _exposed_all_to_all(ctx, layout, stacks, step_ps)
-    result.findings += _padding(ctx, rows, stacks, total_padded, total_ids)
-    vocab = _vocab_padding(ctx, rows, total_padded)
+    result.findings += padding.row_padding(ctx, rows, stacks, total_padded, total_ids)
+    vocab = padding.vocab_padding(ctx, rows, total_padded)
     if vocab is not None:
         result.findings.append(vocab)
     return result
@@ -106,25 +103,23 @@ def _stacks_from_layout(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     """Per stack: its tables, key (width, dtype bytes, optimizer slots) and byte totals."""
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
-        s = out.setdefault(r["stack_name"], {
-            "tables": 0, "names": [], "key": (r["width"], r["dtype_bytes"], r["optimizer_slots"]),
-            "row_padding_share": r["row_padding_share"], "padded_width": r["padded_width"],
-            "padded_bytes": 0, "row_padding_bytes": 0,
-        })  # fmt: skip
+        s = out.setdefault(
+            r["stack_name"],
+            {
+                "tables": 0,
+                "names": [],
+                "key": (r["width"], r["dtype_bytes"], r["optimizer_slots"]),
+                "row_padding_share": r["row_padding_share"],
+                "padded_width": r["padded_width"],
+                "padded_bytes": 0,
+                "row_padding_bytes": 0,
+            },
+        )
         s["tables"] += 1
         s["names"].append(r["table_name"])
         s["padded_bytes"] += r["padded_bytes"]
         s["row_padding_bytes"] += r["row_padding_bytes"]
     return out
-
-
-def _layout_sql(ctx: RunContext, where: str = "") -> str:
-    return (
-        "-- the table layout recorded before step 0, one row per table\n"
-        "SELECT e.event_id, e.table_name AS stack, a.key, coalesce(a.int_value::VARCHAR, a.string_value) AS value "
-        f"FROM slices e JOIN event_args a USING (run_id, event_id) WHERE e.run_id = {ctx.run_id} "
-        f"AND e.category = 'compile' AND e.name = 'table_layout'{where} ORDER BY e.event_id, a.key"
-    )
 
 
 def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None) -> list[Finding]:
@@ -188,10 +183,10 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
                 entities={"tables": sorted(small)},
                 confidence="medium" if share is not None else "low",
                 fix=_stack_fix(ctx, n_tables),
-                evidence_sql=_layout_sql(
+                evidence_sql=layout_sql(
                     ctx, " AND a.key IN ('stack_tables', 'width', 'dtype_bytes', 'optimizer_slots')"
                 ),
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -277,12 +272,15 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
         split = math.ceil(n / math.ceil(n / SPLIT_TO))
         explore = sorted({math.ceil(n / k) for k in (2, 3, 4) if math.ceil(n / k) <= MAX_TABLES} | {split})
         evidence = {
-            "tables": n, "max_minibatches": mb,
-            "observed_max_ids": g.get("observed_ids"), "max_ids_per_partition": g.get("limit_ids"),
+            "tables": n,
+            "max_minibatches": mb,
+            "observed_max_ids": g.get("observed_ids"),
+            "max_ids_per_partition": g.get("limit_ids"),
             "observed_max_unique_ids": g.get("observed_unique_ids"),
             "max_unique_ids_per_partition": g.get("limit_unique_ids"),
-            "spmem_at_observed_bytes": g.get("spmem_at_observed_bytes"), "spmem_capacity_bytes": g.get("capacity_bytes"),
-        }  # fmt: skip
+            "spmem_at_observed_bytes": g.get("spmem_at_observed_bytes"),
+            "spmem_capacity_bytes": g.get("capacity_bytes"),
+        }
         minibatched = (mb or 1) > 1
         low_gain = False  # without minibatches: a split pays only if it hides more than it adds
         if minibatched and g.get("binding"):
@@ -300,14 +298,15 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
                 f"per partition ({g['observed_ids']:,} IDs, {g['observed_unique_ids']:,} unique) needs about "
                 f"{g['spmem_at_observed_bytes']:,} bytes of SPMEM per tile, more than a tile's "
                 f"{g['capacity_bytes']:,}: no limits fit this stack, so it runs in minibatches until it is smaller."
-            )  # fmt: skip
+            )
         elif minibatched:
             cause = "limits"
             fix = make_fix(derive_limits=True, explore={"sparsecore.max_tables_per_stack": explore})
             spmem_text = (
                 f" (about {g['spmem_at_observed_bytes']:,} of a tile's {g['capacity_bytes']:,} bytes of SPMEM)"
-                if g.get("spmem_at_observed_bytes") and g.get("capacity_bytes") else ""
-            )  # fmt: skip
+                if g.get("spmem_at_observed_bytes") and g.get("capacity_bytes")
+                else ""
+            )
             advice = (
                 "Its minibatches come from its limits, not from its size: the stack's limit "
                 f"({g.get('limit_ids', '?'):,} IDs per partition) is below its load ({g.get('observed_ids', 0):,}), "
@@ -315,7 +314,7 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
                 "flags.xla_sparse_core_estimate_max_ids=true, then flags.xla_sparse_core_max_ids_file). Splitting the "
                 "stack under the same limit lowers each stack's load too, but adds a SparseCore pass and an all-to-all "
                 "per stack; derived limits remove the minibatches without them."
-            )  # fmt: skip
+            )
         else:
             cause = "size"
             gain = _split_gain(ctx, stacks.get(name) or {}, ctx.step_median_ps())
@@ -323,8 +322,9 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
                 evidence.update(gain)
                 net = gain["net_share_if_all_hidden"]
                 low_gain = gain["blocked_by"] is not None or (net is not None and net < EXPOSED_A2A_INFO)
-            fix = make_fix(set={"sparsecore.max_tables_per_stack": split},
-                           explore={"sparsecore.max_tables_per_stack": explore})  # fmt: skip
+            fix = make_fix(
+                set={"sparsecore.max_tables_per_stack": split}, explore={"sparsecore.max_tables_per_stack": explore}
+            )
             advice = (
                 f"Split it: --set sparsecore.max_tables_per_stack={split} ({math.ceil(n / split)} stacks). One huge "
                 "stack runs as one SparseCore pass per step, so its all-to-all cannot hide behind other stacks' lookups."
@@ -332,13 +332,15 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
             if low_gain:
                 advice += (
                     " Here a split gains little: "
-                    + {"pipelining": "pipelining is off, so no stack's all-to-all hides behind other work",
-                       "host": "the host input sets the step, not the SparseCores"}.get(
+                    + {
+                        "pipelining": "pipelining is off, so no stack's all-to-all hides behind other work",
+                        "host": "the host input sets the step, not the SparseCores",
+                    }.get(
                         gain["blocked_by"],
                         "the all-to-all the step waits on is shorter than the fixed cost of the passes a split adds",
                     )
                     + "."
-                )  # fmt: skip
+                )
         evidence["cause"] = cause
         if cause != "limits":
             evidence["suggested_tables_per_stack"] = split
@@ -357,9 +359,9 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
                 recommendation=advice,
                 evidence=evidence,
                 entities={"tables": [name]},
-                evidence_sql=_layout_sql(ctx, f" AND e.table_name = '{name}' AND a.key = 'table_name'"),
+                evidence_sql=layout_sql(ctx, f" AND e.table_name = '{name}' AND a.key = 'table_name'"),
                 fix=fix,
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -381,10 +383,12 @@ def _split_gain(ctx: RunContext, stack: dict, step_ps: float | None) -> dict[str
     busy = idle_gaps.host_throughput(ctx)["input_thread_busy_share"]
     waiting = idle_gaps.causes(ctx, "sparsecore").get("host", {}).get("share", 0.0)
     blocked = (
-        "pipelining" if (ctx.config.get("flags") or {}).get("tf_xla_disable_full_embedding_pipelining") is True
-        else "host" if (busy is not None and busy >= idle_gaps.SATURATED) or waiting >= HOST_WAIT
+        "pipelining"
+        if (ctx.config.get("flags") or {}).get("tf_xla_disable_full_embedding_pipelining") is True
+        else "host"
+        if (busy is not None and busy >= idle_gaps.SATURATED) or waiting >= HOST_WAIT
         else None
-    )  # fmt: skip
+    )
     exposed = share.get("sc_collective", 0.0)
     fixed = stack.get("fixed_ps_per_op") if (stack.get("fit_r2") or 0) >= FIT_R2 else None
     added = fixed * (stack.get("passes_per_step") or 2.0) if fixed and fixed > 0 else None
@@ -441,7 +445,7 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict, stacks: dict, step_ps: fl
                 "tables": n,
                 "stacks": len(layout),
                 "suggested_tables_per_stack": halves,
-            },  # fmt: skip
+            },
             entities={"tables": [name]},
             confidence="medium",
             evidence_sql=(
@@ -457,126 +461,3 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict, stacks: dict, step_ps: fl
             ),
         )
     ]
-
-
-def _own_rows(ctx: RunContext, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each table's own row: the layout records its stack's width (the widest of its tables, as the
-    SparseCores see the stack), so a narrow table stacked with wider ones (a width-2 table in a
-    width-8 stack) shows no padding there; the config gives its own width. Also its weight in its
-    stack's lookups: IDs per sample over the features that read it (the config's bag sizes, else
-    the layout's feature count)."""
-    widths = {t.get("name"): t.get("width") for t in ctx.config.get("tables") or [] if t.get("width")}
-    load: dict[str, float] = defaultdict(float)
-    for f in ctx.config.get("features") or []:
-        hi = f.get("multi_hot") or 1
-        load[f.get("table")] += (hi + (f.get("multi_hot_min") or hi)) / 2
-    out = []
-    for r in rows:
-        width = min(widths.get(r["table_name"]) or r["width"], r["width"])
-        row = width * r["dtype_bytes"]
-        out.append({
-            **r, "own_width": width, "own_row_bytes": row,
-            "own_row_padding_bytes": r["vocab"] * (r["padded_row_bytes"] - row),
-            "own_row_padding_share": 1 - row / r["padded_row_bytes"],
-            "lookup_weight": load.get(r["table_name"]) or r["features"] or 1,
-        })  # fmt: skip
-    return out
-
-
-def _padding(ctx: RunContext, rows: list[dict], stacks: dict, total_padded: int, total_ids: int) -> list[Finding]:
-    """Narrow rows padded to 32 bytes, in HBM and on every lookup, per stack: its tables whose
-    own rows are at least half padding.
-
-    Who pads them decides the severity. A feature narrower than a padded f32 row (width < 8: the
-    32 bytes hold 8 f32 values) pads the table row and, as activations and gradients are f32, every
-    row a lookup moves: widening it uses bytes the model pays for anyway. A feature at least that
-    wide whose row is narrow only by its element type (int8 or bf16 at width 8-31) pads the
-    table row alone, the activations and gradients being unpadded f32 rows as wide as before: most
-    bytes a lookup moves are not padding, and a wider feature costs f32 activations the
-    quantization did not save. That is reported at info.
-    """
-    by_stack: dict[str, list[dict]] = defaultdict(list)
-    for r in _own_rows(ctx, rows):
-        by_stack[r["stack_name"]].append(r)
-    out = []
-    for name, members in sorted(by_stack.items()):
-        narrow = [r for r in members if r["own_row_padding_share"] >= ROW_WASTE_WARN]
-        if not narrow:
-            continue
-        stored = sum(r["vocab"] * r["padded_row_bytes"] for r in narrow) or 1
-        pad_bytes = sum(r["own_row_padding_bytes"] for r in narrow)
-        share = pad_bytes / stored
-        bytes_share = sum(r["padded_bytes"] for r in narrow) / total_padded
-        ids = (stacks.get(name) or {}).get("ids") or 0
-        weight = sum(r["lookup_weight"] for r in narrow) / (sum(r["lookup_weight"] for r in members) or 1)
-        lookup_share = ids / total_ids * weight if total_ids else 0.0
-        matters = max(bytes_share, lookup_share)
-        if matters < MATTERS_WARN:
-            continue
-        by_dtype = all(r["own_width"] * ACTIVATION_BYTES >= r["padded_row_bytes"] for r in narrow)
-        critical = share >= ROW_WASTE_CRITICAL and matters >= MATTERS_CRITICAL
-        names = [r["table_name"] for r in narrow]
-        widths = sorted({r["own_width"] for r in narrow})
-        padded_width = narrow[0]["padded_width"]
-        out.append(
-            Finding(
-                rule="padding_waste",
-                severity="info" if by_dtype else "critical" if critical else "warning",
-                title=(
-                    f"{name}: rows of width {'/'.join(map(str, widths))} are {share:.0%} padding ({len(names)} table"
-                    f"{'s' if len(names) > 1 else ''}, {bytes_share:.1%} of table bytes, {lookup_share:.1%} of lookups)"
-                    + (f"; {narrow[0]['dtype_bytes']}-byte elements pad only the table rows" if by_dtype else "")
-                ),
-                metric="row_padding_share",
-                value=share,
-                unit="share of each row",
-                recommendation=(
-                    f"Rows are padded to 32 bytes ({padded_width} elements), so widen the features to use it, "
-                    f"e.g. --set tables.{names[0]}.width={padded_width}, or pack several narrow features into one "
-                    "wider table; the padding costs HBM and bandwidth on every lookup either way."
-                    if not by_dtype
-                    else f"The rows are narrow by their {narrow[0]['dtype_bytes']}-byte elements, not by the feature "
-                    f"width: 32-byte rows hold {padded_width} of them, so below that width the quantized rows save "
-                    "less than their element size suggests; the f32 activations and gradients are not padded."
-                ),
-                evidence={
-                    "width": widths[0],
-                    "padded_width": padded_width,
-                    "row_padding_bytes": pad_bytes,
-                    "padded_bytes": sum(r["padded_bytes"] for r in narrow),
-                    "share_of_table_bytes": bytes_share,
-                    "share_of_lookups": lookup_share,
-                    "padded_by": "element type" if by_dtype else "feature width",
-                    "tables": names,
-                },
-                entities={"tables": sorted(names)},
-                evidence_sql=_layout_sql(ctx, f" AND e.table_name = '{name}'"),
-                # wider features change the model
-                fix=None
-                if by_dtype
-                else make_fix(set={f"tables.{t}.width": padded_width for t in names}, changes_numerics=True),
-            )  # fmt: skip
-        )
-    return out
-
-
-def _vocab_padding(ctx: RunContext, rows: list[dict], total_padded: int) -> Finding | None:
-    """Vocabularies padded to a multiple of the SparseCore count, when it adds up."""
-    wasted = sum(r["vocab_padding_bytes"] for r in rows)
-    share = wasted / total_padded
-    if share < VOCAB_WASTE_WARN:
-        return None
-    worst = sorted(rows, key=lambda r: -r["vocab_padding_bytes"])[:10]
-    return Finding(
-        rule="vocab_padding_waste",
-        severity="warning",
-        title=f"Vocabulary padding is {share:.0%} of the table bytes (tiny vocabularies padded to the SparseCore count)",
-        metric="vocab_padding_share", value=share, unit="share of table bytes",
-        recommendation=(
-            "Vocabularies are padded to a multiple of the SparseCore count: merge tiny-vocabulary features into one "
-            "table (feature stacking, an ID offset per feature) so their padding is paid once."
-        ),
-        evidence={"vocab_padding_bytes": wasted, "padded_bytes": total_padded},
-        entities={"tables": [r["table_name"] for r in worst]},
-        evidence_sql=_layout_sql(ctx, " AND a.key IN ('table_name', 'vocab', 'padded_vocab')"),
-    )  # fmt: skip
