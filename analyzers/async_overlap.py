@@ -34,8 +34,9 @@ def analyze(ctx: RunContext) -> Analysis:
     if not total["count"]:
         result.notes.append("no async ops (an `Async XLA Ops` line, or <op>-start / <op>-done pairs)")
         return result
-    by_plane = ctx.store.query(SUMMARY_SQL.format(keys="plane, source,", group="GROUP BY ALL ORDER BY plane"),
-                               [ctx.run_id])  # fmt: skip
+    by_plane = ctx.store.query(
+        SUMMARY_SQL.format(keys="plane, source,", group="GROUP BY ALL ORDER BY plane"), [ctx.run_id]
+    )
     by_op = ctx.store.rows(SUMMARY_SQL.format(keys="op,", group="GROUP BY ALL ORDER BY exposed_ps DESC"), [ctx.run_id])
     result.tables = {
         "async_by_plane": by_plane,
@@ -43,33 +44,38 @@ def analyze(ctx: RunContext) -> Analysis:
             f"SELECT plane, name, op, source, start_ps, dur_ps, exposed_ps FROM async_spans WHERE run_id = ? "
             f"ORDER BY exposed_ps DESC, start_ps LIMIT {TOP}",
             [ctx.run_id],
-        ),  # fmt: skip
+        ),
     }
     share = total["exposed_ps"] / total["span_ps"] if total["span_ps"] else 0.0
     result.figures = {**total, "exposed_share": share, "by_op": {r.pop("op"): r for r in by_op}}
     if share > EXPOSED_SHARE:
-        result.findings.append(Finding(
-            rule="exposed_async",
-            severity="warning",
-            title=f"Async ops are exposed: no compute overlaps {share:.0%} of their {total['count']} windows' time",
-            metric="exposed_share",
-            value=share,
-            unit="share of the async windows' time",
-            recommendation=(
-                "The core has nothing to compute while these copies or collectives run: start them earlier (XLA's "
-                "latency-hiding scheduler, more independent work between start and done), overlap them with the "
-                "next step's compute, or move less data (smaller copies, fewer host offloads)."
-            ),
-            evidence={k: total[k] for k in ("count", "span_ps", "exposed_ps", "hidden", "partial", "exposed")},
-            evidence_sql=f"SELECT * FROM async_spans WHERE run_id = {ctx.run_id} ORDER BY exposed_ps DESC",
-        ))  # fmt: skip
+        result.findings.append(
+            Finding(
+                rule="exposed_async",
+                severity="warning",
+                title=f"Async ops are exposed: no compute overlaps {share:.0%} of their {total['count']} windows' time",
+                metric="exposed_share",
+                value=share,
+                unit="share of the async windows' time",
+                recommendation=(
+                    "The core has nothing to compute while these copies or collectives run: start them earlier (XLA's "
+                    "latency-hiding scheduler, more independent work between start and done), overlap them with the "
+                    "next step's compute, or move less data (smaller copies, fewer host offloads)."
+                ),
+                evidence={k: total[k] for k in ("count", "span_ps", "exposed_ps", "hidden", "partial", "exposed")},
+                evidence_sql=f"SELECT * FROM async_spans WHERE run_id = {ctx.run_id} ORDER BY exposed_ps DESC",
+            )
+        )
     return result
 
 
 def _has_async_ops(ctx: RunContext) -> bool:
     """Whether the run has an `Async XLA Ops` line or an op named like an async start or done."""
-    return bool(ctx.store.rows(
-        """SELECT EXISTS (SELECT 1 FROM tracks WHERE run_id = $run AND line = 'Async XLA Ops')
+    return bool(
+        ctx.store.rows(
+            """SELECT EXISTS (SELECT 1 FROM tracks WHERE run_id = $run AND line = 'Async XLA Ops')
                   OR EXISTS (SELECT 1 FROM strings WHERE run_id = $run
                              AND regexp_matches(value, '^.+-(start|done)(\\.[0-9]+)?$')) AS has""",
-        {"run": ctx.run_id})[0]["has"])  # fmt: skip
+            {"run": ctx.run_id},
+        )[0]["has"]
+    )

@@ -55,8 +55,10 @@ def _prepare(ctx: RunContext, windows: pa.Table, span: tuple[int, int] | None, v
     kinds = ctx.store.query(f"SELECT track_id, category_id, priority, core_kind FROM {ctx.temp('timeline_kinds')}")
     a = op_arrays(ctx, span)
     tracks = np.column_stack([a.bounds[:-1], a.bounds[1:]])
-    runs = {c: tracks[(a.track_chip == c) | (a.track_chip < 0)]  # the host's work counts on every chip
-            for c in np.unique(windows.column("chip").to_numpy()).tolist()}  # fmt: skip
+    runs = {
+        c: tracks[(a.track_chip == c) | (a.track_chip < 0)]  # the host's work counts on every chip
+        for c in np.unique(windows.column("chip").to_numpy()).tolist()
+    }
     row = row_kinds(a, kinds)
     return lambda: split_runs(a.start, a.end, {v: row[v] for v in views}, runs, windows, views)
 
@@ -87,8 +89,10 @@ def row_kinds(a: OpArrays, kinds: pa.Table) -> dict[str, np.ndarray]:
     cats = np.unique(kinds.column("category_id").to_numpy())  # string ids, -1 for none
     cat_of = np.zeros(int(cats.max()) + 2 if len(cats) else 1, np.int32)
     cat_of[cats + 1] = np.arange(len(cats))
-    cell = (np.searchsorted(a.track_id, kinds.column("track_id").to_numpy()) * len(cats)
-            + cat_of[kinds.column("category_id").to_numpy() + 1])  # fmt: skip
+    cell = (
+        np.searchsorted(a.track_id, kinds.column("track_id").to_numpy()) * len(cats)
+        + cat_of[kinds.column("category_id").to_numpy() + 1]
+    )
     # per row, its cell in the (track, category) tables
     key = np.repeat(np.arange(len(a.track_id), dtype=np.int32) * len(cats), np.diff(a.bounds))
     if len(cats) > 1:
@@ -110,8 +114,11 @@ def step_stats(step_ps: np.ndarray) -> dict[str, float]:
     """THE summary of step times (pass the counted ones, step_times.counted): step_ps_mean,
     step_ps_p50 and step_ps_p90 (numpy's linear percentiles), as analyze, compare and the UI show them."""
     ps = np.asarray(step_ps, np.float64)
-    return {"step_ps_mean": float(np.mean(ps)), "step_ps_p50": float(np.percentile(ps, 50)),
-            "step_ps_p90": float(np.percentile(ps, 90))}  # fmt: skip
+    return {
+        "step_ps_mean": float(np.mean(ps)),
+        "step_ps_p50": float(np.percentile(ps, 50)),
+        "step_ps_p90": float(np.percentile(ps, 90)),
+    }
 
 
 def counted_rows(split: pa.Table, step_times: pa.Table) -> pa.Table:
@@ -137,8 +144,10 @@ def _why_no_split(ctx: RunContext) -> str:
         {"run": ctx.run_id},
     )[0]
     if not r["device"]:
-        return (f"no device tracks (a host-only capture without XLA ops; {r['steps']} steps marked on the host): "
-                "step time is the host's, and its split by category is measured on device chips only")  # fmt: skip
+        return (
+            f"no device tracks (a host-only capture without XLA ops; {r['steps']} steps marked on the host): "
+            "step time is the host's, and its split by category is measured on device chips only"
+        )
     return "the run has no steps (no step markers and no events tagged with a step)"
 
 
@@ -172,11 +181,17 @@ def hbm_bandwidth(ctx: RunContext, steps: pa.Table) -> dict[str, float | None]:
     traffic = ctx.query("hbm_traffic")
     step_ps = dict(zip(steps.column("step").to_pylist(), steps.column("step_ps").to_pylist(), strict=True))
     counted = set(pc.filter(steps.column("step"), steps.column("counted")).to_pylist())
-    rows = [(b, step_ps[s]) for s, b in zip(traffic.column("step").to_pylist(), traffic.column("hbm_bytes").to_pylist(),
-            strict=True) if s in counted and step_ps.get(s)]  # fmt: skip
+    rows = [
+        (b, step_ps[s])
+        for s, b in zip(traffic.column("step").to_pylist(), traffic.column("hbm_bytes").to_pylist(), strict=True)
+        if s in counted and step_ps.get(s)
+    ]
     if not rows:
         return {}
     bw = float(np.mean([b / (ps / 1e12) for b, ps in rows]))
     peak = ctx.hardware("hbm_bandwidth_bytes_per_s")
-    return {"hbm_bytes_per_step": float(np.mean([b for b, _ in rows])), "hbm_bandwidth_bytes_per_s": bw,
-            "hbm_bandwidth_share": bw / peak if peak else None}  # fmt: skip
+    return {
+        "hbm_bytes_per_step": float(np.mean([b for b, _ in rows])),
+        "hbm_bandwidth_bytes_per_s": bw,
+        "hbm_bandwidth_share": bw / peak if peak else None,
+    }

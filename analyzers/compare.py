@@ -101,8 +101,17 @@ def bootstrap_change(base: np.ndarray, cand: np.ndarray, seed: int = SEED, paire
         verdict = "regressed"
     else:
         verdict = "no significant change"
-    return StepTimeChange(float(base.mean()), float(cand.mean()), float(change), float(low), float(high),
-                          len(base), len(cand), verdict, paired)  # fmt: skip
+    return StepTimeChange(
+        float(base.mean()),
+        float(cand.mean()),
+        float(change),
+        float(low),
+        float(high),
+        len(base),
+        len(cand),
+        verdict,
+        paired,
+    )
 
 
 def same_input_stream(base_config: dict[str, Any], cand_config: dict[str, Any]) -> bool:
@@ -122,8 +131,12 @@ def step_time_change(store: Store, base_id: int, cand_id: int) -> StepTimeChange
     paired by step when both ran the same input stream over the same counted steps."""
     bt, ct = step_times(store, base_id), step_times(store, cand_id)
     bs, cs = _counted_ps(bt), _counted_ps(ct)
-    configs = [json.loads(r["config"] or "{}") for r in store.rows(
-        "SELECT config FROM runs WHERE run_id IN (?, ?) ORDER BY run_id = ?", [base_id, cand_id, cand_id])]  # fmt: skip
+    configs = [
+        json.loads(r["config"] or "{}")
+        for r in store.rows(
+            "SELECT config FROM runs WHERE run_id IN (?, ?) ORDER BY run_id = ?", [base_id, cand_id, cand_id]
+        )
+    ]
     paired = (
         len(configs) == 2
         and same_input_stream(*configs)
@@ -146,7 +159,8 @@ def compare_runs(
     if step_time.base_steps < 3 or step_time.cand_steps < 3:
         notes.append("fewer than 3 steady steps in a run: the interval is wide")
     return Comparison(
-        base=_run_info(base), cand=_run_info(cand),
+        base=_run_info(base),
+        cand=_run_info(cand),
         step_time=step_time,
         breakdown=_breakdown_delta(store, base, cand),
         findings=findings_delta(base, cand),
@@ -154,7 +168,7 @@ def compare_runs(
         tables=_table_delta(store, base_id, cand_id),
         config_diff=config_diff(json.loads(base.run["config"] or "{}"), json.loads(cand.run["config"] or "{}")),
         notes=notes,
-    )  # fmt: skip
+    )
 
 
 class CompareError(ScprofError):

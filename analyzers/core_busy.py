@@ -57,13 +57,22 @@ def device_idle_rows(ctx: RunContext) -> list[dict[str, Any]]:
         b, first, last = busy.get((c["chip"], c["core"], c["track_kind"]), (0, None, None))
         active = None if first is None else last - first
         span = c["span_ps"]
-        out.append({
-            "run_id": c["run_id"], "chip": c["chip"], "core": c["core"], "track_kind": c["track_kind"],
-            "plane": c["plane"], "busy_ps": b, "first_ps": first, "last_ps": last, "active_ps": active,
-            "span_ps": span,
-            "idle_share_active": (1 - b / active) if active else None,
-            "idle_share_span": (1 - b / span) if span else None,
-        })  # fmt: skip
+        out.append(
+            {
+                "run_id": c["run_id"],
+                "chip": c["chip"],
+                "core": c["core"],
+                "track_kind": c["track_kind"],
+                "plane": c["plane"],
+                "busy_ps": b,
+                "first_ps": first,
+                "last_ps": last,
+                "active_ps": active,
+                "span_ps": span,
+                "idle_share_active": (1 - b / active) if active else None,
+                "idle_share_span": (1 - b / span) if span else None,
+            }
+        )
     return out
 
 

@@ -88,9 +88,11 @@ def _oov(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
     return Finding(
         rule="out_of_vocabulary_ids",
         severity="critical",
-        title=(f"Table {r['table_name']}: the ID bound check found {r['oov_ids']:,} out-of-vocabulary IDs in "
-               f"{r['steps_flagged']} of {r['steps_checked']} steps"
-               + (f" ({share:.2%} of its IDs)" if share is not None else "")),
+        title=(
+            f"Table {r['table_name']}: the ID bound check found {r['oov_ids']:,} out-of-vocabulary IDs in "
+            f"{r['steps_flagged']} of {r['steps_checked']} steps"
+            + (f" ({share:.2%} of its IDs)" if share is not None else "")
+        ),
         metric="oov_share" if share is not None else "oov_ids",
         value=share if share is not None else r["oov_ids"],
         unit="share of IDs" if share is not None else "IDs",
@@ -101,11 +103,16 @@ def _oov(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
             "row. Keep xla_sparse_core_enable_id_bound_check on until the data is clean, then turn it off: it costs "
             "SparseCore time."
         ),
-        evidence={"oov_ids": r["oov_ids"], "ids": r["ids"], "vocab": vocab, "steps_flagged": r["steps_flagged"],
-                  "steps_checked": r["steps_checked"]},
+        evidence={
+            "oov_ids": r["oov_ids"],
+            "ids": r["ids"],
+            "vocab": vocab,
+            "steps_flagged": r["steps_flagged"],
+            "steps_checked": r["steps_checked"],
+        },
         entities={"tables": [r["table_name"]], "steps": _steps(r)},
         evidence_sql=_evidence_sql(ctx, "id_bound_check", r["table_name"], "'oov_ids', 'vocab'"),
-    )  # fmt: skip
+    )
 
 
 def _nan(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
@@ -115,8 +122,10 @@ def _nan(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
     return Finding(
         rule="nan_detected",
         severity="critical",
-        title=(f"Table {r['table_name']}: the NaN checker found {r['nan_values']:,} NaN input values in "
-               f"{r['nan_samples']:,} samples over {r['steps_flagged']} of {r['steps_checked']} steps"),
+        title=(
+            f"Table {r['table_name']}: the NaN checker found {r['nan_values']:,} NaN input values in "
+            f"{r['nan_samples']:,} samples over {r['steps_flagged']} of {r['steps_checked']} steps"
+        ),
         metric="nan_sample_share" if share is not None else "nan_values",
         value=share if share is not None else r["nan_values"],
         unit="share of samples" if share is not None else "values",
@@ -126,11 +135,15 @@ def _nan(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
             "samples. Without xla_sc_detect_nan the NaNs flow silently into activations, gradients and the table "
             "rows they update."
         ),
-        evidence={"nan_values": r["nan_values"], "nan_samples": r["nan_samples"], "samples": r["samples"],
-                  "steps_flagged": r["steps_flagged"]},
+        evidence={
+            "nan_values": r["nan_values"],
+            "nan_samples": r["nan_samples"],
+            "samples": r["samples"],
+            "steps_flagged": r["steps_flagged"],
+        },
         entities={"tables": [r["table_name"]], "steps": _steps(r)},
         evidence_sql=_evidence_sql(ctx, "nan_check", r["table_name"], "'nan_samples', 'nan_values', 'samples'"),
-    )  # fmt: skip
+    )
 
 
 def _clipping(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
@@ -143,9 +156,13 @@ def _clipping(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
     return Finding(
         rule="quantization_clipping",
         severity="critical" if share > CLIP_CRITICAL_SHARE else "warning",
-        title=(f"Table {r['table_name']}: quantization clips {share:.2%} of the embedding values looked up "
-               f"(range [{low:g}, {high:g}])"),
-        metric="clipped_share", value=share, unit="share of values",
+        title=(
+            f"Table {r['table_name']}: quantization clips {share:.2%} of the embedding values looked up "
+            f"(range [{low:g}, {high:g}])"
+        ),
+        metric="clipped_share",
+        value=share,
+        unit="share of values",
         recommendation=(
             f"Values of {r['table_name']} outside [{low:g}, {high:g}] are clipped to the range, losing the table's "
             f"tails. Widen quantization_config_low / quantization_config_high (e.g. --set "
@@ -153,13 +170,18 @@ def _clipping(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
             f"clip; a wider range coarsens the {r['quantization_config_num_buckets']} buckets, so widen only as far "
             "as the values reach."
         ),
-        evidence={"clipped_values": r["clipped_values"], "values": r["values"], "rms_error": r["rms_error"],
-                  "quantization_config_low": low, "quantization_config_high": high,
-                  "quantization_config_num_buckets": r["quantization_config_num_buckets"]},
+        evidence={
+            "clipped_values": r["clipped_values"],
+            "values": r["values"],
+            "rms_error": r["rms_error"],
+            "quantization_config_low": low,
+            "quantization_config_high": high,
+            "quantization_config_num_buckets": r["quantization_config_num_buckets"],
+        },
         entities={"tables": [r["table_name"]], "steps": _steps(r)},
         evidence_sql=_evidence_sql(ctx, "quantization", r["table_name"], "'clipped_values', 'values', 'rms_error'"),
         fix=_range_fix(r["table_name"], low, high),
-    )  # fmt: skip
+    )
 
 
 def _range_fix(table: str, low: float, high: float) -> dict | None:
@@ -171,8 +193,7 @@ def _range_fix(table: str, low: float, high: float) -> dict | None:
     if -low == high:
         reach *= 2
     keys = (f"tables.{table}.quantization_config_low", f"tables.{table}.quantization_config_high")
-    return make_fix(set={keys[0]: -reach, keys[1]: reach}, changes_numerics=True,
-                    explore={keys[1]: [reach, 2 * reach]})  # fmt: skip
+    return make_fix(set={keys[0]: -reach, keys[1]: reach}, changes_numerics=True, explore={keys[1]: [reach, 2 * reach]})
 
 
 def _enabled(ctx: RunContext, on: list[str], totals: list[dict[str, Any]]) -> Finding:
@@ -182,9 +203,13 @@ def _enabled(ctx: RunContext, on: list[str], totals: list[dict[str, Any]]) -> Fi
         rule="debug_checks_enabled",
         severity="info",
         title=f"Debug checks ran on {steps} steps: {', '.join(flags[c] for c in on)}",
-        metric="checks_enabled", value=len(on), unit="checks",
-        recommendation=("Debug checks cost SparseCore time on every step; once they find nothing, turn "
-                        f"{' and '.join(flags[c] for c in on)} off for production runs and compare step times."),
+        metric="checks_enabled",
+        value=len(on),
+        unit="checks",
+        recommendation=(
+            "Debug checks cost SparseCore time on every step; once they find nothing, turn "
+            f"{' and '.join(flags[c] for c in on)} off for production runs and compare step times."
+        ),
         evidence={"checks": on, "steps_checked": steps},
         fix=make_fix(set={f"flags.{flags[c]}": False for c in on}),
         evidence_sql=(
@@ -194,4 +219,4 @@ def _enabled(ctx: RunContext, on: list[str], totals: list[dict[str, Any]]) -> Fi
             "JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id "
             f"WHERE e.run_id = {ctx.run_id} AND c.value = 'debug_check' GROUP BY ALL"
         ),
-    )  # fmt: skip
+    )

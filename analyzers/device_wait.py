@@ -35,16 +35,22 @@ from analyzers.findings import Finding
 
 DEVICE_KINDS = ("gpu", "cpu", "device")
 DEVICE_CATEGORIES = ("device_compute", "device_collective", "device_memcpy")
-WAIT_CAUSES = {"host_preprocess": "host_input", "host_to_device": "input_transfer", "host_launch": "launch",
-               "host_other": "host_other",
-               "idle": "idle"}  # fmt: skip  # breakdown category -> cause of the device's wait
+WAIT_CAUSES = {
+    "host_preprocess": "host_input",
+    "host_to_device": "input_transfer",
+    "host_launch": "launch",
+    "host_other": "host_other",
+    "idle": "idle",
+}  # breakdown category -> cause of the device's wait
 HOST_INPUT_SHARE = 0.05  # device time spent waiting for host input above this share is a finding
 
 
 def device_chips(ctx: RunContext) -> list[int]:
     """The run's chips that are GPUs, CPUs running XLA ops or other non-TPU devices."""
-    rows = ctx.store.rows("SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND list_contains(?, kind) ORDER BY chip",
-                          [ctx.run_id, list(DEVICE_KINDS)])  # fmt: skip
+    rows = ctx.store.rows(
+        "SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND list_contains(?, kind) ORDER BY chip",
+        [ctx.run_id, list(DEVICE_KINDS)],
+    )
     return [r["chip"] for r in rows]
 
 
@@ -82,15 +88,20 @@ def awaited_input_ps(ctx: RunContext, chips: list[int]) -> int:
             WHERE chip >= 0 AND category IN ('device_compute', 'device_collective', 'device_memcpy', 'host_to_device')
             ORDER BY chip, start_ps"""
     )
-    inputs = ctx.store.query(f"SELECT start_ps, end_ps FROM {ctx.temp('op_events')} "
-                             "WHERE category = 'host_preprocess' ORDER BY end_ps")  # fmt: skip
+    inputs = ctx.store.query(
+        f"SELECT start_ps, end_ps FROM {ctx.temp('op_events')} WHERE category = 'host_preprocess' ORDER BY end_ps"
+    )
     i_start, i_end = inputs.column("start_ps").to_numpy(), inputs.column("end_ps").to_numpy()
     total = 0
     for chip in chips:
         w = windows.filter(pc.equal(windows.column("chip"), chip))
         o = ops.filter(pc.equal(ops.column("chip"), chip))
-        g_start, g_end = free_intervals(o.column("start_ps").to_numpy(), o.column("end_ps").to_numpy(),
-                                   w.column("start_ps").to_numpy(), w.column("end_ps").to_numpy())  # fmt: skip
+        g_start, g_end = free_intervals(
+            o.column("start_ps").to_numpy(),
+            o.column("end_ps").to_numpy(),
+            w.column("start_ps").to_numpy(),
+            w.column("end_ps").to_numpy(),
+        )
         if not len(g_start):  # a chip without counted step windows, or never idle in them
             continue
         # Each input event ending inside a gap (start, end] was awaited by it.

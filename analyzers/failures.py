@@ -29,8 +29,11 @@ def analyze(ctx: RunContext) -> Analysis:
     result = Analysis(NAME, tables={"failures": table})
     rows = table.to_pylist()
     if rows:  # the failures' facts as figures (a failed compile's bytes asked for against the room there was)
-        result.figures = {"failures": [{k: r[k] for k in ("kind", "start_ps", "requested_bytes", "capacity_bytes",
-                                                         "message")} for r in rows]}  # fmt: skip
+        result.figures = {
+            "failures": [
+                {k: r[k] for k in ("kind", "start_ps", "requested_bytes", "capacity_bytes", "message")} for r in rows
+            ]
+        }
     for row in rows:
         result.findings.append(
             Finding(
@@ -46,6 +49,6 @@ def analyze(ctx: RunContext) -> Analysis:
                     "-- the failure event and its message\n"
                     f"SELECT * FROM event_args WHERE run_id = {ctx.run_id} AND event_id = {row['event_id']}"
                 ),
-            )  # fmt: skip
+            )
         )
     return result

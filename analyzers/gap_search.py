@@ -58,8 +58,14 @@ def find_gaps(a: OpArrays, min_gap_ps: int, sc_forward: np.ndarray) -> dict[str,
     prev = np.concatenate(prev) if prev else np.zeros(0, np.int64)
     track = a.track_of(cur)
     step = np.where(a.step[cur] != NO_STEP, a.step[cur], a.step[prev])
-    g = {"row": cur, "track": track, "step": step, "start": a.end[prev], "end": a.start[cur],
-         "next_fwd_step": np.full(len(cur), NO_STEP, np.int64)}  # fmt: skip
+    g = {
+        "row": cur,
+        "track": track,
+        "step": step,
+        "start": a.end[prev],
+        "end": a.start[cur],
+        "next_fwd_step": np.full(len(cur), NO_STEP, np.int64),
+    }
     fwd = np.flatnonzero(sc_forward)  # rows are grouped by track, and so are these and the gaps
     for t in np.unique(track).tolist():
         f = fwd[np.searchsorted(fwd, a.bounds[t]) : np.searchsorted(fwd, a.bounds[t + 1])]
@@ -135,8 +141,7 @@ def find_blockers(a: OpArrays, ix: EndIndex, g: dict[str, np.ndarray]) -> dict[s
     def candidates(t: int) -> tuple[np.ndarray, np.ndarray]:
         """The gaps track t has a candidate blocker for, and its position in `ix`."""
         gi = np.arange(n) if a.track_chip[t] < 0 else np.flatnonzero(chip == a.track_chip[t])  # the host: every chip
-        found = last_end(ix, t, g["end"][gi], g["start"][gi],
-                         lambda s, i: (s == own[gi[i]]) | (s == before[gi[i]]))  # fmt: skip
+        found = last_end(ix, t, g["end"][gi], g["start"][gi], lambda s, i: (s == own[gi[i]]) | (s == before[gi[i]]))
         hit = found >= 0
         return gi[hit], found[hit]
 

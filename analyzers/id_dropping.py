@@ -26,8 +26,9 @@ def analyze(ctx: RunContext) -> Analysis:
     if cap is not None:
         result.findings.append(cap)
     if table.num_rows == 0:  # no dropped-ID counts at all: "0 dropped" would claim what was never measured
-        result.notes.append("the run has no SparseCore partition statistics with dropped-ID counts "
-                            "(sc_partition_stats.dropped_ids)")  # fmt: skip
+        result.notes.append(
+            "the run has no SparseCore partition statistics with dropped-ID counts (sc_partition_stats.dropped_ids)"
+        )
         return result
     totals = ctx.store.rows(
         f"""WITH d AS (SELECT table_name, sum(dropped_ids)::BIGINT AS dropped, count(DISTINCT step) AS steps,
@@ -79,7 +80,7 @@ def analyze(ctx: RunContext) -> Analysis:
                     f"WHERE run_id = {ctx.run_id} AND table_name = {sql_literal(r['table_name'])} AND dropped_ids > 0 "
                     "ORDER BY step, chip, sc"
                 ),
-            )  # fmt: skip
+            )
         )
     return result
 
@@ -146,7 +147,7 @@ def _chip_cap(ctx: RunContext) -> Finding | None:
             )
             + "(the run then computes with every ID, which changes its numerics against this run's), or keep "
             "allow_id_dropping=false so an overflow is an error, not a silent loss."
-        ),  # fmt: skip
+        ),
         evidence={
             "chip_cap_dropped_ids": cap_dropped,
             "dropped_ids": dropped,

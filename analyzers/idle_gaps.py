@@ -56,17 +56,35 @@ def gaps(ctx: RunContext) -> pa.Table:
         bwd_chip = a.track_chip[a.track_of(bwd)]
         (u_chip, u_step), u_end = gap_search.first_by_group([bwd_chip, a.step[bwd]], a.end[bwd], last=True)
         tables = {
-            "gaps": _table({
-                "track_id": a.track_id[g["track"]], "step": g["step"], "gap_start_ps": g["start"],
-                "gap_end_ps": g["end"], "next_fwd_step": g["next_fwd_step"], "blocker_track_id": b_track,
-                "blocker_category_id": b_category, "blocker_name_id": b_name, "blocker_step": b["blocker_step"],
-                "blocker_end_ps": b["blocker_end_ps"], "unrelated_ps": b["unrelated_ps"],
-            }, nulls=("step", "next_fwd_step", "blocker_track_id", "blocker_category_id", "blocker_name_id",
-                      "blocker_step", "blocker_end_ps", "unrelated_ps")),
+            "gaps": _table(
+                {
+                    "track_id": a.track_id[g["track"]],
+                    "step": g["step"],
+                    "gap_start_ps": g["start"],
+                    "gap_end_ps": g["end"],
+                    "next_fwd_step": g["next_fwd_step"],
+                    "blocker_track_id": b_track,
+                    "blocker_category_id": b_category,
+                    "blocker_name_id": b_name,
+                    "blocker_step": b["blocker_step"],
+                    "blocker_end_ps": b["blocker_end_ps"],
+                    "unrelated_ps": b["unrelated_ps"],
+                },
+                nulls=(
+                    "step",
+                    "next_fwd_step",
+                    "blocker_track_id",
+                    "blocker_category_id",
+                    "blocker_name_id",
+                    "blocker_step",
+                    "blocker_end_ps",
+                    "unrelated_ps",
+                ),
+            ),
             "inputs": _table({"step": ready_step, "ready_ps": ready}),
             "first_fwd": _table({"chip": f_chip, "step": f_step, "first_ps": f_first}),
             "updates": _table({"chip": u_chip, "step": u_step, "end_ps": u_end}),
-        }  # fmt: skip
+        }
         return ctx.query("idle_gaps", tables, tol_ps=int(median * INPUT_TOLERANCE_SHARE), lag=update_lag(ctx))
 
     return ctx.memo("idle_gaps", compute)
@@ -84,8 +102,10 @@ def track_time_ps(ctx: RunContext, track_kind: str) -> int:
     """Time the op tracks of one kind were observed: step windows x op tracks with events, per chip."""
     a = op_arrays(ctx)
     busy = (np.diff(a.bounds) > 0) & a.track_op_line & (a.track_kind == KIND_CODES[track_kind])
-    rows = ctx.store.rows(f"SELECT sum(w.end_ps - w.start_ps)::BIGINT AS t FROM {ctx.temp('step_windows')} w "
-                          "JOIN t USING (chip)", t=pa.table({"chip": a.track_chip[busy]}))  # fmt: skip
+    rows = ctx.store.rows(
+        f"SELECT sum(w.end_ps - w.start_ps)::BIGINT AS t FROM {ctx.temp('step_windows')} w JOIN t USING (chip)",
+        t=pa.table({"chip": a.track_chip[busy]}),
+    )
     return int(rows[0]["t"] or 0)
 
 
@@ -103,8 +123,10 @@ def causes(ctx: RunContext, track_kind: str) -> dict[str, dict]:
         [track_kind],
         t=gaps(ctx),
     )
-    return {r["cause"]: {"gaps": r["gaps"], "gap_ps": r["gap_ps"], "share": r["gap_ps"] / total if total else 0.0}
-            for r in rows}  # fmt: skip
+    return {
+        r["cause"]: {"gaps": r["gaps"], "gap_ps": r["gap_ps"], "share": r["gap_ps"] / total if total else 0.0}
+        for r in rows
+    }
 
 
 def analyze(ctx: RunContext) -> Analysis:
@@ -117,10 +139,14 @@ def analyze(ctx: RunContext) -> Analysis:
             "SELECT count(*) AS n FROM tracks WHERE run_id = ? AND kind IN ('tensorcore', 'sparsecore')", [ctx.run_id]
         )[0]["n"]
     ):
-        result.notes.append("no device tracks (TensorCore, SparseCore, GPU or a CPU running XLA ops): idle gaps "
-                            "are measured on devices")  # fmt: skip
-    result.figures = {"gaps": table.num_rows, "tensorcore": causes(ctx, "tensorcore"),
-                      "sparsecore": causes(ctx, "sparsecore")}  # fmt: skip
+        result.notes.append(
+            "no device tracks (TensorCore, SparseCore, GPU or a CPU running XLA ops): idle gaps are measured on devices"
+        )
+    result.figures = {
+        "gaps": table.num_rows,
+        "tensorcore": causes(ctx, "tensorcore"),
+        "sparsecore": causes(ctx, "sparsecore"),
+    }
     if waits:
         result.figures["device"] = waits
         if f := device_wait.host_bound_finding(ctx, waits):
@@ -131,8 +157,9 @@ def analyze(ctx: RunContext) -> Analysis:
     )
     host = result.figures["tensorcore"].get("host")
     if host and host["share"] > HOST_SHARE:
-        host_gaps = table.filter(pc.and_(pc.equal(table.column("cause"), "host"),
-                                         pc.equal(table.column("track_kind"), "tensorcore")))  # fmt: skip
+        host_gaps = table.filter(
+            pc.and_(pc.equal(table.column("cause"), "host"), pc.equal(table.column("track_kind"), "tensorcore"))
+        )
         steps = sorted(set(host_gaps.column("step").to_pylist()) - {None})
         chips = sorted(set(host_gaps.column("chip").to_pylist()))
         result.findings.append(_host_bound(ctx, result.figures, host, chips, steps))
@@ -179,17 +206,23 @@ def _host_bound(ctx: RunContext, figures: dict, host: dict, chips: list, steps: 
     depth = flags.get("maximum_parallel_iterations")
     threads = (ctx.config.get("host") or {}).get("num_threads") or thr["input_threads"]
     evidence = {
-        "gaps": host["gaps"], "idle_ps": host["gap_ps"],
+        "gaps": host["gaps"],
+        "idle_ps": host["gap_ps"],
         "sparsecore_input_wait_share": figures["sparsecore"].get("host", {}).get("share", 0.0),
-        **thr, "prefetch_depth": depth,
-    }  # fmt: skip
+        **thr,
+        "prefetch_depth": depth,
+    }
     if busy is not None and busy >= SATURATED and threads:
         cause = "throughput"
         more = [threads * k for k in (2, 4)]
         # the other input lever, explored second: a deeper prefetch helps once threads keep up
-        fix = make_fix(set={"host.num_threads": more[0]},
-                       explore={"host.num_threads": [-(-threads * 3 // 2), *more],
-                                "flags.maximum_parallel_iterations": _deeper(depth)})  # fmt: skip
+        fix = make_fix(
+            set={"host.num_threads": more[0]},
+            explore={
+                "host.num_threads": [-(-threads * 3 // 2), *more],
+                "flags.maximum_parallel_iterations": _deeper(depth),
+            },
+        )
         recommendation = (
             f"The host lacks throughput: its {threads} input threads are busy {busy:.0%} of the step time "
             f"(one step's preprocessing takes {thr['host_ps_per_step'] / 1e6:.0f} us of thread time per thread), so "
@@ -205,12 +238,15 @@ def _host_bound(ctx: RunContext, figures: dict, host: dict, chips: list, steps: 
         fix = make_fix(set={"flags.maximum_parallel_iterations": deeper[0]}, explore=explore)
         recommendation = (
             "The prefetch is too short: "
-            + (f"the input threads are busy only {busy:.0%} of the step time, so the host has the throughput, "
-               if busy is not None else "")
+            + (
+                f"the input threads are busy only {busy:.0%} of the step time, so the host has the throughput, "
+                if busy is not None
+                else ""
+            )
             + f"but it starts a step's preprocessing too late (maximum_parallel_iterations={depth if depth else '?'}). "
             f"Prefetch more steps (flags.maximum_parallel_iterations={deeper[0]}) so preprocessing runs ahead of the "
             "device; each prefetched step holds its inputs in HBM."
-        )  # fmt: skip
+        )
     evidence["cause"] = cause
     return Finding(
         rule="host_bound",

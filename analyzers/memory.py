@@ -56,9 +56,13 @@ def _drivers(parts: list[dict[str, Any]], capacity: float) -> tuple[str, str, st
     static_heap = (by[HEAP]["first_bytes"] or 0) if HEAP in by else sum(r["first_bytes"] or 0 for r in named)
     heap_parts = named if named else [by[HEAP]] if HEAP in by else []  # contributors, else the total
     contributors = [
-        {"name": r["contributor"] or r["counter"], "bytes": r["bytes_at_peak"] or 0, "growth_bytes": r["growth_bytes"] or 0}
+        {
+            "name": r["contributor"] or r["counter"],
+            "bytes": r["bytes_at_peak"] or 0,
+            "growth_bytes": r["growth_bytes"] or 0,
+        }
         for r in heap_parts + ([by[STACK]] if STACK in by else [])
-    ]  # fmt: skip
+    ]
     contributors.sort(key=lambda c: (-c["bytes"], c["name"]))
     if static_heap >= WARN_SHARE * capacity:  # the heap is over the threshold before any step runs
         top = max((c for c in contributors if c["name"] != STACK), key=lambda c: c["bytes"], default=None)
@@ -106,9 +110,13 @@ def analyze(ctx: RunContext) -> Analysis:
     worst = max((r for r in rows if r["hbm_peak_bytes"] is not None), key=lambda r: r["hbm_peak_bytes"])
     peak = worst["hbm_peak_bytes"]
     stack = max((r["peak_bytes"] for r in rows if r["counter"] == STACK), default=0)
-    result.figures = {"hbm_peak_bytes": peak, "hbm_capacity_bytes": capacity,
-                      "hbm_peak_share": peak / capacity if capacity else None,
-                      "stack_peak_bytes": stack, **estimate}  # fmt: skip
+    result.figures = {
+        "hbm_peak_bytes": peak,
+        "hbm_capacity_bytes": capacity,
+        "hbm_peak_share": peak / capacity if capacity else None,
+        "stack_peak_bytes": stack,
+        **estimate,
+    }
     if not capacity or peak / capacity < WARN_SHARE:
         return result
     chip, ts = worst["chip"], worst["hbm_peak_ts_ps"] or 0
@@ -131,7 +139,7 @@ def analyze(ctx: RunContext) -> Analysis:
                 f"steps overlap) with the compiled limits, against {stack / GiB:.1f} GiB recorded; with "
                 f"max_unique_ids_per_partition at the most unique IDs a partition saw, "
                 f"{e['stack_estimate_observed_one_pass_bytes']:.1f} to {e['stack_estimate_observed_both_passes_bytes']:.1f} GiB."
-            )  # fmt: skip
+            )
         cause = "the stack"
     else:
         lever = HEAP_LEVERS.get(lever_of, GENERIC_HEAP_LEVER)
@@ -168,7 +176,7 @@ def analyze(ctx: RunContext) -> Analysis:
                 "AND unit = 'bytes' AND counter LIKE 'HBM %' ORDER BY chip, counter, ts_ps"
             ),
             fix=fix,
-        )  # fmt: skip
+        )
     )
     return result
 
@@ -193,6 +201,8 @@ def _fix(ctx: RunContext, driver: str, lever_of: str) -> dict | None:
             return None
         lower = [d for d in (1, 2, 4) if depth is None or d < depth]
         # the default depth (2) keeps one step prepared ahead; 1 only when already at 2
-        return make_fix(set={"flags.maximum_parallel_iterations": 2 if 2 in lower else 1},
-                        explore={"flags.maximum_parallel_iterations": lower})  # fmt: skip
+        return make_fix(
+            set={"flags.maximum_parallel_iterations": 2 if 2 in lower else 1},
+            explore={"flags.maximum_parallel_iterations": lower},
+        )
     return None

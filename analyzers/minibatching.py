@@ -32,11 +32,16 @@ def round_up(n: float, to: int = 8) -> int:
 def step_totals(ctx: RunContext) -> dict[str, float | int | None]:
     """Minibatches per step (mean and max over the counted steps) and dropped IDs (total over
     every step), from the store's step_minibatches view; None where nothing is recorded."""
-    return ctx.memo("step_minibatches", lambda: ctx.store.rows(
-        """SELECT avg(minibatches) FILTER (WHERE counted)::DOUBLE AS minibatches_per_step_mean,
+    return ctx.memo(
+        "step_minibatches",
+        lambda: ctx.store.rows(
+            """SELECT avg(minibatches) FILTER (WHERE counted)::DOUBLE AS minibatches_per_step_mean,
                   max(minibatches) FILTER (WHERE counted) AS minibatches_per_step_max,
                   sum(dropped_ids)::BIGINT AS dropped_ids
-           FROM step_minibatches WHERE run_id = ?""", [ctx.run_id])[0])  # fmt: skip
+           FROM step_minibatches WHERE run_id = ?""",
+            [ctx.run_id],
+        )[0],
+    )
 
 
 # Limits at least this many times the largest observed load are "oversized" when the empty
@@ -50,8 +55,9 @@ def analyze(ctx: RunContext) -> Analysis:
     table = ctx.query("minibatching")
     result = Analysis(NAME, tables={"minibatching": table})
     per_step = step_totals(ctx)
-    result.figures = {k: per_step[k] for k in ("minibatches_per_step_mean", "minibatches_per_step_max")
-                      if per_step[k] is not None}  # fmt: skip
+    result.figures = {
+        k: per_step[k] for k in ("minibatches_per_step_mean", "minibatches_per_step_max") if per_step[k] is not None
+    }
     rows = table.to_pylist()
     if not rows:
         result.notes.append("the run has no SparseCore partition statistics (sc_partition_stats)")
@@ -128,7 +134,7 @@ def analyze(ctx: RunContext) -> Analysis:
                     f"AND table_name = {sql_literal(r['table_name'])} ORDER BY step, chip, sc"
                 ),
                 fix=fix,
-            )  # fmt: skip
+            )
         )
     oversized = _oversized(ctx, [r for r in rows if (r["max_minibatches"] or 1) <= 1])
     if oversized is not None:
@@ -152,9 +158,17 @@ def _oversized(ctx: RunContext, rows: list[dict]) -> Finding | None:
     step_ps = ctx.step_median_ps()
     groups = []
     for r in rows:
-        ratio = max((limit / observed for limit, observed in (
-            (r["max_ids_per_partition"], r["observed_max_ids"]),
-            (r["max_unique_ids_per_partition"], r["observed_max_unique_ids"])) if limit and observed), default=0.0)  # fmt: skip
+        ratio = max(
+            (
+                limit / observed
+                for limit, observed in (
+                    (r["max_ids_per_partition"], r["observed_max_ids"]),
+                    (r["max_unique_ids_per_partition"], r["observed_max_unique_ids"]),
+                )
+                if limit and observed
+            ),
+            default=0.0,
+        )
         slack_ps = empty_slot_ps_per_step(ctx, r) if ratio >= OVERSIZED_RATIO else None
         if slack_ps:
             groups.append((r, ratio, slack_ps))
@@ -172,7 +186,7 @@ def _oversized(ctx: RunContext, rows: list[dict]) -> Finding | None:
         title=(
             f"{which}: compiled limits up to {ratio:.1f}x the largest load a partition received; "
             f"the empty buffer slots cost up to {share:.0%} of the step"
-        ),  # fmt: skip
+        ),
         metric="empty_slot_share_of_step",
         value=share,
         unit="share of step time",
@@ -192,7 +206,7 @@ def _oversized(ctx: RunContext, rows: list[dict]) -> Finding | None:
             "observed_max_unique_ids": r["observed_max_unique_ids"],
             "max_unique_ids_per_partition": r["max_unique_ids_per_partition"],
             "empty_slot_ps_per_step": slack_ps,
-        },  # fmt: skip
+        },
         entities={"tables": names},
         evidence_sql=(
             "-- observed per-partition load vs compiled limits, per table group\n"
@@ -213,13 +227,21 @@ def empty_slot_ps_per_step(ctx: RunContext, r: dict) -> float | None:
     HBM bandwidth hides part of it. None without those facts (real captures)."""
     resolved = ctx.config.get("resolved") or {}
     c, hw = resolved.get("cost_constants") or {}, resolved.get("hardware") or {}
-    needed = (c.get("sc_cycles_per_id"), c.get("sc_cycles_per_unique_slot"), hw.get("num_chips"),
-              hw.get("sparsecores_per_chip"), hw.get("tiles_per_sparsecore"), hw.get("sc_clock_hz"))  # fmt: skip
+    needed = (
+        c.get("sc_cycles_per_id"),
+        c.get("sc_cycles_per_unique_slot"),
+        hw.get("num_chips"),
+        hw.get("sparsecores_per_chip"),
+        hw.get("tiles_per_sparsecore"),
+        hw.get("sc_clock_hz"),
+    )
     if any(v is None for v in needed) or not r["max_ids_per_partition"] or not r["max_unique_ids_per_partition"]:
         return None
     per_id, per_unique, chips, scs, tiles, clock = needed
-    empty = (max(r["max_ids_per_partition"] - r["observed_max_ids"], 0) * per_id
-             + max(r["max_unique_ids_per_partition"] - r["observed_max_unique_ids"], 0) * per_unique)  # fmt: skip
+    empty = (
+        max(r["max_ids_per_partition"] - r["observed_max_ids"], 0) * per_id
+        + max(r["max_unique_ids_per_partition"] - r["observed_max_unique_ids"], 0) * per_unique
+    )
     ops_per_step = 2  # one forward and one backward op per SparseCore, table group and step
     return ops_per_step * chips * scs * empty / tiles / clock * 1e12
 

@@ -51,8 +51,10 @@ class OpArrays:
 
     def with_category(self, ctx: RunContext, value: str) -> np.ndarray:
         """Row mask: events whose recorded category is `value`."""
-        ids = [r["string_id"] for r in ctx.store.rows(
-            "SELECT string_id FROM strings WHERE run_id = ? AND value = ?", [ctx.run_id, value])]  # fmt: skip
+        ids = [
+            r["string_id"]
+            for r in ctx.store.rows("SELECT string_id FROM strings WHERE run_id = ? AND value = ?", [ctx.run_id, value])
+        ]
         if not ids:
             return np.zeros(len(self.start), bool)
         return np.isin(self.category_scan, np.asarray(ids, np.int64))[self.source]
@@ -93,14 +95,19 @@ def _load(ctx: RunContext, span: tuple[int, int] | None = None) -> OpArrays:
             within = np.lexsort((e, s))
             source[a:z], start[a:z], end[a:z], step[a:z] = source[a:z][within], s[within], e[within], step[a:z][within]
     return OpArrays(
-        step=step.astype(np.int64), start=start, end=end, source=source,
-        event_id_scan=raw.column("event_id").to_numpy(), category_scan=raw.column("category_id").to_numpy(),
+        step=step.astype(np.int64),
+        start=start,
+        end=end,
+        source=source,
+        event_id_scan=raw.column("event_id").to_numpy(),
+        category_scan=raw.column("category_id").to_numpy(),
         name_scan=raw.column("name_id").to_numpy(),
-        track_id=track_id, track_chip=tracks.column("chip").to_numpy().astype(np.int64),
+        track_id=track_id,
+        track_chip=tracks.column("chip").to_numpy().astype(np.int64),
         track_kind=np.array([KIND_CODES.get(k, OTHER) for k in tracks.column("track_kind").to_pylist()], np.int8),
         track_op_line=np.isin(np.asarray(tracks.column("line").to_pylist(), object), OP_LINES),
         bounds=bounds,
-    )  # fmt: skip
+    )
 
 
 def _max_event_dur_ps(ctx: RunContext) -> int:
@@ -138,8 +145,12 @@ class _Grouping:
             return column[self.gather]
         if not len(self.order):
             return column[:0].copy()
-        return np.concatenate([column[f : f + n] for f, n in zip(self.first[self.order].tolist(),
-                                                                  self.length[self.order].tolist(), strict=True)])  # fmt: skip
+        return np.concatenate(
+            [
+                column[f : f + n]
+                for f, n in zip(self.first[self.order].tolist(), self.length[self.order].tolist(), strict=True)
+            ]
+        )
 
 
 def _group(scan_track: np.ndarray, lut: np.ndarray) -> _Grouping:

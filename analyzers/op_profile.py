@@ -78,10 +78,15 @@ def profile(ctx: RunContext) -> pa.Table:
 
     def compute() -> pa.Table:
         a = op_arrays(ctx)
-        rows = pa.table({
-            "track_id": np.repeat(a.track_id, np.diff(a.bounds)), "name_id": a.name_scan[a.source],
-            "category_id": a.category_scan[a.source], "dur_ps": a.end - a.start, "self_ps": self_times(a),
-        })  # fmt: skip
+        rows = pa.table(
+            {
+                "track_id": np.repeat(a.track_id, np.diff(a.bounds)),
+                "name_id": a.name_scan[a.source],
+                "category_id": a.category_scan[a.source],
+                "dur_ps": a.end - a.start,
+                "self_ps": self_times(a),
+            }
+        )
         return ctx.query("op_profile", {"rows": rows})
 
     return ctx.memo("op_profile", compute)

@@ -136,7 +136,7 @@ def _not_pipelined(
             "sc_busy_share": sc / total,
             "overlap_ps": ov,
             "pipelining_disabled": disabled,
-        },  # fmt: skip
+        },
         entities={"chips": low},
         confidence="high" if disabled else "medium",
         evidence_sql=_evidence_sql(ctx),
@@ -197,7 +197,7 @@ def _low_overlap(
             "tc_wait_for_sc_ps": waits["sparsecore"],
             "tc_wait_for_collectives_ps": waits["collective"],
             "pipelining_disabled": False,
-        },  # fmt: skip
+        },
         entities={"chips": low},
         confidence="medium",
         evidence_sql=_evidence_sql(ctx),

@@ -118,14 +118,20 @@ def analyze(ctx: RunContext) -> Analysis:
         if share is None:
             cost_note = " The run has no SparseCore op events in counted steps to measure what it costs."
         else:
-            cost_note = (f" It costs {share:.1%} of the step time: the SparseCore's excess load over the mean, as far as "
-                         "the step waits for that SparseCore.")  # fmt: skip
+            cost_note = (
+                f" It costs {share:.1%} of the step time: the SparseCore's excess load over the mean, as far as "
+                "the step waits for that SparseCore."
+            )
         if shuffled:
-            cost_note += (" The IDs are shuffled already (sparsecore.shuffle_ids): what stays hot is single rows, "
-                          "which no remapping of IDs to partitions spreads.")  # fmt: skip
+            cost_note += (
+                " The IDs are shuffled already (sparsecore.shuffle_ids): what stays hot is single rows, "
+                "which no remapping of IDs to partitions spreads."
+            )
         if not persistent:
-            cost_note += (" The hottest partition moves between steps: sampling noise of small per-SparseCore "
-                          "batches rather than hot IDs, which no ID shuffle spreads.")  # fmt: skip
+            cost_note += (
+                " The hottest partition moves between steps: sampling noise of small per-SparseCore "
+                "batches rather than hot IDs, which no ID shuffle spreads."
+            )
         result.findings.append(
             Finding(
                 rule="sc_load_skew",
@@ -159,6 +165,6 @@ def analyze(ctx: RunContext) -> Analysis:
                     f"AND table_name = {sql_literal(r['table_name'])} ORDER BY step, ids DESC"
                 ),
                 fix=fix if persistent else None,
-            )  # fmt: skip
+            )
         )
     return result

@@ -74,8 +74,13 @@ def _headroom(ctx: RunContext) -> dict[str, dict[str, Any]]:
             else None
         )
         gather = -(-samples * width // tiles) * ACTIVATION_BYTES if ok else None
-        out[r["table_name"]] = {**r, "spmem_at_limits_bytes": at_limits, "spmem_at_observed_bytes": at_observed,
-                                "gather_bytes": gather, "capacity_bytes": capacity}  # fmt: skip
+        out[r["table_name"]] = {
+            **r,
+            "spmem_at_limits_bytes": at_limits,
+            "spmem_at_observed_bytes": at_observed,
+            "gather_bytes": gather,
+            "capacity_bytes": capacity,
+        }
     computed = [g["spmem_at_limits_bytes"] for g in out.values() if g["spmem_at_limits_bytes"]]
     scale = recorded / max(computed) if recorded and computed else 1.0
     for g in out.values():

@@ -104,8 +104,12 @@ def split_runs(
         chip_runs = np.ascontiguousarray(runs.get(chip, np.zeros((0, 2), np.int64)), np.int64)
         _sweep.owned(start, end, kinds[view], chip_runs, w_start, w_end, len(cats), sets, owned)
         w_idx, cat_idx = np.nonzero(owned)
-        return _table(np.full(len(w_idx), chip, np.int32), win["step"][wmask][w_idx],
-                      np.asarray(cats, dtype=object)[cat_idx], owned[w_idx, cat_idx])  # fmt: skip
+        return _table(
+            np.full(len(w_idx), chip, np.int32),
+            win["step"][wmask][w_idx],
+            np.asarray(cats, dtype=object)[cat_idx],
+            owned[w_idx, cat_idx],
+        )
 
     tasks = [(chip, view) for chip in np.unique(win["chip"]).tolist() for view in views]
     with ThreadPoolExecutor(max_workers=max(1, min(len(tasks), os.cpu_count() or 1))) as pool:
@@ -116,7 +120,11 @@ def split_runs(
 
 def _table(chip: np.ndarray, step: np.ndarray, category: np.ndarray, dur_ps: np.ndarray) -> pa.Table:
     """The split's rows as an Arrow table (chip, step, category, dur_ps)."""
-    return pa.table({
-        "chip": pa.array(chip, pa.int32()), "step": pa.array(step, pa.int32()),
-        "category": pa.array(category, pa.string()), "dur_ps": pa.array(dur_ps, pa.int64()),
-    })  # fmt: skip
+    return pa.table(
+        {
+            "chip": pa.array(chip, pa.int32()),
+            "step": pa.array(step, pa.int32()),
+            "category": pa.array(category, pa.string()),
+            "dur_ps": pa.array(dur_ps, pa.int64()),
+        }
+    )

@@ -28,8 +28,15 @@ CRITICAL_IDLE_SHARE = 0.40
 HOST_IDLE_SHARE = 0.5  # devices idle more than they work (over their active interval): bound by the host
 COLLECTIVE_SHARE = 0.5  # collectives take more than this share of the busy time: bound by collectives
 KIND_ORDER = ("tensorcore", "gpu", "device", "cpu", "sparsecore")  # the main device kind: the first present
-COLLECTIVES = ("tc_collective", "device_collective", "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-               "collective-permute")  # fmt: skip
+COLLECTIVES = (
+    "tc_collective",
+    "device_collective",
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+)
 
 
 def devices(ctx: RunContext) -> list[dict]:
@@ -71,15 +78,16 @@ def bound_by(ctx: RunContext, kind: str, shares: dict) -> dict:
            LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id
            WHERE e.run_id = ? AND t.track_kind = ? AND t.chip >= 0""",
         [list(COLLECTIVES), ctx.run_id, kind],
-    )[0]  # fmt: skip
+    )[0]
     peak, hbm_bw = ctx.hardware("tc_peak_flops"), ctx.hardware("hbm_bandwidth_bytes_per_s")
     flops, nbytes = r["flops"] or 0.0, r["bytes"] or 0.0
     out = {
-        "flops": flops, "bytes_accessed": nbytes,
+        "flops": flops,
+        "bytes_accessed": nbytes,
         "operational_intensity_flop_per_byte": flops / nbytes if nbytes else None,
         "ridge_flop_per_byte": peak / hbm_bw if peak and hbm_bw else None,
         "collective_share": (r["coll_ps"] or 0.0) / r["op_ps"] if r["op_ps"] else 0.0,
-    }  # fmt: skip
+    }
     if shares["idle_share"] > HOST_IDLE_SHARE:
         out["bound_by"] = "host"
     elif out["collective_share"] > COLLECTIVE_SHARE:
@@ -98,12 +106,18 @@ def analyze(ctx: RunContext) -> Analysis:
     result = Analysis(NAME)
     kind = main_kind(rows)
     if kind is None:
-        result.notes.append("no device ran ops (TensorCore, SparseCore, GPU, a CPU running XLA ops): idle share and "
-                            "bound-by are measured on devices")  # fmt: skip
+        result.notes.append(
+            "no device ran ops (TensorCore, SparseCore, GPU, a CPU running XLA ops): idle share and "
+            "bound-by are measured on devices"
+        )
         return result
     shares = idle_shares(rows, kind)
-    result.figures = {"device_kind": kind, **shares, **bound_by(ctx, kind, shares),
-                      "per_kind": {k: idle_shares(rows, k) for k in sorted({r["track_kind"] for r in rows})}}  # fmt: skip
+    result.figures = {
+        "device_kind": kind,
+        **shares,
+        **bound_by(ctx, kind, shares),
+        "per_kind": {k: idle_shares(rows, k) for k in sorted({r["track_kind"] for r in rows})},
+    }
     result.tables["device_idle"] = pa.Table.from_pylist(rows)
     if len(ctx.step_times()) == 0 and shares["idle_share_of_span_with_ops"] > IDLE_SHARE:
         result.findings.append(_idle(ctx, kind, shares, [r for r in rows if r["track_kind"] == kind and r["busy_ps"]]))
@@ -131,7 +145,7 @@ def _idle(ctx: RunContext, kind: str, shares: dict, ran: list[dict]) -> Finding:
             "worst_core": worst["plane"],
             "worst_core_idle_share": worst["idle_share_span"],
             "devices": shares["devices"],
-        },  # fmt: skip
+        },
         entities={"chips": sorted({r["chip"] for r in ran})},
         evidence_sql=f"SELECT * FROM device_idle WHERE run_id = {ctx.run_id} ORDER BY idle_share_span DESC",
     )

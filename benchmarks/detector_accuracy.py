@@ -56,10 +56,20 @@ def real_captures() -> list[dict[str, Any]]:
                 raise SystemExit(f"cannot ingest {capture}")
             with Store.open(db) as store:
                 report = analyze_run(store, store.resolve_run(capture))
-            out.append({"index": i, "capture": capture, "kind": "real", "status": "ok",
-                        "causes": ["host_bound"] if rules else [], "expected": sorted(rules),
-                        "findings": [{"rule": f.rule, "severity": f.severity, "fix": f.fix, "verified": None}
-                                     for f in report.findings]})  # fmt: skip
+            out.append(
+                {
+                    "index": i,
+                    "capture": capture,
+                    "kind": "real",
+                    "status": "ok",
+                    "causes": ["host_bound"] if rules else [],
+                    "expected": sorted(rules),
+                    "findings": [
+                        {"rule": f.rule, "severity": f.severity, "fix": f.fix, "verified": None}
+                        for f in report.findings
+                    ],
+                }
+            )
     return out
 
 
@@ -92,27 +102,49 @@ def table(doc: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for rule, r in s["per_rule"].items():
-        lines.append(f"| `{rule}` | {r['positives']} | {r['tp']} | {r['fp']} | {r['fn']} | {fmt(r['precision'])} | "
-                     f"{fmt(r['recall'])} | {fmt(r['f1'])} | {r['info_only']} |")  # fmt: skip
-    lines += ["", "Confusion (healthy controls and single-cause scenarios: the rules reported at warning/critical, "
-              "with the number of scenarios):", "", "| injected | n | reported |", "|---|---|---|"]  # fmt: skip
+        lines.append(
+            f"| `{rule}` | {r['positives']} | {r['tp']} | {r['fp']} | {r['fn']} | {fmt(r['precision'])} | "
+            f"{fmt(r['recall'])} | {fmt(r['f1'])} | {r['info_only']} |"
+        )
+    lines += [
+        "",
+        "Confusion (healthy controls and single-cause scenarios: the rules reported at warning/critical, "
+        "with the number of scenarios):",
+        "",
+        "| injected | n | reported |",
+        "|---|---|---|",
+    ]
     for cause, row in s["confusion"].items():
         got = ", ".join(f"`{k}` {v}" for k, v in row.items() if k != "n")
         lines.append(f"| {cause} | {row['n']} | {got} |")
     rm, rh = real["score"]["micro"], real["score"]["healthy"]
-    lines += ["", f"Real captures (labelled pairs of the corpus): micro precision {fmt(rm['precision'])}, "
-              f"recall {fmt(rm['recall'])}; negatives clean {rh['controls'] - rh['with_false_finding']}/{rh['controls']}.",
-              "", "| capture | expected | reported (warning/critical) | info |", "|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        f"Real captures (labelled pairs of the corpus): micro precision {fmt(rm['precision'])}, "
+        f"recall {fmt(rm['recall'])}; negatives clean {rh['controls'] - rh['with_false_finding']}/{rh['controls']}.",
+        "",
+        "| capture | expected | reported (warning/critical) | info |",
+        "|---|---|---|---|",
+    ]
     for r in real["results"]:
         got = sorted({f["rule"] for f in r["findings"] if f["severity"] in COUNTED})
         info = sorted({f["rule"] for f in r["findings"] if f["severity"] == "info"})
-        lines.append(f"| `{r['capture']}` | {', '.join(r['expected']) or '(none)'} | {', '.join(got) or '(none)'} | "
-                     f"{', '.join(info) or '-'} |")  # fmt: skip
-    lines += ["", "Causes injected (effect that verifies the label; rules expected; fix expected):", "",
-              "| cause | effect | rules | fix keys | note |", "|---|---|---|---|---|"]  # fmt: skip
+        lines.append(
+            f"| `{r['capture']}` | {', '.join(r['expected']) or '(none)'} | {', '.join(got) or '(none)'} | "
+            f"{', '.join(info) or '-'} |"
+        )
+    lines += [
+        "",
+        "Causes injected (effect that verifies the label; rules expected; fix expected):",
+        "",
+        "| cause | effect | rules | fix keys | note |",
+        "|---|---|---|---|---|",
+    ]
     for c in CAUSES:
-        lines.append(f"| {c.name} | {c.effect} | {', '.join(sorted(c.rules)) or '(none)'} | "
-                     f"{', '.join(sorted(c.fix_keys)) or '(none)'} | {c.note} |")  # fmt: skip
+        lines.append(
+            f"| {c.name} | {c.effect} | {', '.join(sorted(c.rules)) or '(none)'} | "
+            f"{', '.join(sorted(c.fix_keys)) or '(none)'} | {c.note} |"
+        )
     lines += ["", "Not injected:", ""] + [f"- {k}: {v}" for k, v in NOT_INJECTED.items()]
     return "\n".join(lines)
 
@@ -127,8 +159,9 @@ def commit() -> str:
     import subprocess
 
     try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()  # fmt: skip
+        return subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -154,20 +187,42 @@ def main() -> None:
     wall_s = time.perf_counter() - t0
     print(file=sys.stderr)
     real = real_captures()
-    doc = {"n": args.n, "seed": args.seed, "workers": args.workers, "verify": not args.no_verify,
-           "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit(),
-           "wall_s": wall_s, "s_per_scenario": sum(r["wall_s"] for r in results) / max(1, len(results)),
-           "score": score(results), "real": {"results": real, "score": score(real)}}  # fmt: skip
+    doc = {
+        "n": args.n,
+        "seed": args.seed,
+        "workers": args.workers,
+        "verify": not args.no_verify,
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit(),
+        "wall_s": wall_s,
+        "s_per_scenario": sum(r["wall_s"] for r in results) / max(1, len(results)),
+        "score": score(results),
+        "real": {"results": real, "score": score(real)},
+    }
     if args.results:
         Path(args.results).write_text(json.dumps({**doc, "results": results}, indent=1))
     if args.write_docs:
         write_docs(doc)
     s = doc["score"]
-    print(json.dumps({"benchmark": "detector_accuracy", "n": args.n, "seed": args.seed, "verified": s["verified"],
-                      "micro": s["micro"], "healthy_clean": s["healthy"]["clean_share"],
-                      "fix_match": s["fix"]["match_share"], "fix_match_faster": s["fix"]["match_and_faster_share"],
-                      "real_micro": doc["real"]["score"]["micro"], "s_per_scenario": round(doc["s_per_scenario"], 2),
-                      "wall_s": round(wall_s, 1), "workers": args.workers, "cpus": os.cpu_count()}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "detector_accuracy",
+                "n": args.n,
+                "seed": args.seed,
+                "verified": s["verified"],
+                "micro": s["micro"],
+                "healthy_clean": s["healthy"]["clean_share"],
+                "fix_match": s["fix"]["match_share"],
+                "fix_match_faster": s["fix"]["match_and_faster_share"],
+                "real_micro": doc["real"]["score"]["micro"],
+                "s_per_scenario": round(doc["s_per_scenario"], 2),
+                "wall_s": round(wall_s, 1),
+                "workers": args.workers,
+                "cpus": os.cpu_count(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -57,17 +57,24 @@ def _sctrace_hostile(d: Path) -> list[Path]:
         "ragged": pb.EventBatch(track=[1, 1], name=[1], start_ps=[0], dur_ps=[1]),
         "arg_event_past": pb.EventBatch(
             track=[1], name=[1], start_ps=[0], dur_ps=[1], arg_event=[5], arg_key=[1], arg_kind=[1], arg_int=[1]
-        ),  # fmt: skip
+        ),
         "arg_key_unknown": pb.EventBatch(
             track=[1], name=[1], start_ps=[0], dur_ps=[1], arg_event=[0], arg_key=[99], arg_kind=[1], arg_int=[1]
-        ),  # fmt: skip
+        ),
         "ids_max": pb.EventBatch(
             track=[1, 1], name=[1, 1], start_ps=[0, 1], dur_ps=[1, 1], step=[0, 0], sc=[0, 0], ids=[big, big]
-        ),  # fmt: skip
+        ),
     }
     ok_event = pb.EventBatch(track=[1], name=[1], start_ps=[0], dur_ps=[1])
-    sc_track = pb.Track(id=1, plane="/device:TPU:0 SparseCore 0", line="Sparse Core Ops",
-                        kind=pb.TRACK_KIND_SPARSECORE, chip=0, core=0, tile=-1)  # fmt: skip
+    sc_track = pb.Track(
+        id=1,
+        plane="/device:TPU:0 SparseCore 0",
+        line="Sparse Core Ops",
+        kind=pb.TRACK_KIND_SPARSECORE,
+        chip=0,
+        core=0,
+        tile=-1,
+    )
     out = []
     for name, ev in cases.items():
         out.append(crafted_trace(d / f"h-{name}.sctrace", ev, tracks=(sc_track if name == "ids_max" else HOST_TRACK,)))
@@ -81,13 +88,21 @@ def _sctrace_hostile(d: Path) -> list[Path]:
     }.items():
         out.append(crafted_trace(d / f"h-header-{name}.sctrace", ok_event, header=header))
     big_track = pb.Track(id=1 << 31, plane="/host:CPU", line="main", kind=pb.TRACK_KIND_HOST)
-    out.append(crafted_trace(d / "h-track-2^31.sctrace", pb.EventBatch(track=[1 << 31], name=[1], start_ps=[0],
-                                                                       dur_ps=[1]), tracks=(big_track,)))  # fmt: skip
+    out.append(
+        crafted_trace(
+            d / "h-track-2^31.sctrace",
+            pb.EventBatch(track=[1 << 31], name=[1], start_ps=[0], dur_ps=[1]),
+            tracks=(big_track,),
+        )
+    )
     fifo = d / "h-fifo.sctrace"
     os.mkfifo(fifo)
     out.append(fifo)
-    out.append(crafted_trace(d / "h-footer.sctrace", pb.EventBatch(track=[1], name=[1], start_ps=[0], dur_ps=[1]),
-                             footer_events=5))  # fmt: skip
+    out.append(
+        crafted_trace(
+            d / "h-footer.sctrace", pb.EventBatch(track=[1], name=[1], start_ps=[0], dur_ps=[1]), footer_events=5
+        )
+    )
     out.append(crafted_trace(d / "h-dup-track.sctrace", None, tracks=(HOST_TRACK, HOST_TRACK)))
     out.append(crafted_trace(d / "h-version.sctrace", None, header=pb.Header(format_version=9, run_id="v")))
     twice = d / "h-twice.sctrace"
@@ -119,10 +134,16 @@ def _inputs(d: Path, decoder: str, n: int, rng: random.Random, seeds: list[bytes
         if cls == "hostile":
             yield cls, hostile[(i // len(CLASSES)) % len(hostile)]
             continue
-        kinds = {"mutation": ("value", "text"), "bytes": ("flip", "insert", "delete"), "truncation": ("truncate",),
-                 "concatenation": ("concat", "splice")}[cls]  # fmt: skip
-        muts = [(rng.choice(kinds), rng.getrandbits(32), rng.getrandbits(24 if rng.random() < 0.9 else 64))
-                for _ in range(rng.randint(1, 2 if cls == "mutation" else 4 if cls == "bytes" else 1))]  # fmt: skip
+        kinds = {
+            "mutation": ("value", "text"),
+            "bytes": ("flip", "insert", "delete"),
+            "truncation": ("truncate",),
+            "concatenation": ("concat", "splice"),
+        }[cls]
+        muts = [
+            (rng.choice(kinds), rng.getrandbits(32), rng.getrandbits(24 if rng.random() < 0.9 else 64))
+            for _ in range(rng.randint(1, 2 if cls == "mutation" else 4 if cls == "bytes" else 1))
+        ]
         data = apply(rng.choice(seeds), muts, rng.choice(seeds), sctrace=decoder == "sctrace")
         path = d / f"in-{i}{suffix}"
         path.write_bytes(data)
@@ -144,8 +165,7 @@ def worker(db: str, base: str) -> None:
         for line in sys.stdin:
             req = json.loads(line)
             try:
-                out = {"outcome": check_ingest(store, req["paths"], req["decoder"] == "xspace",
-                                               seconds=req["timeout"])}  # fmt: skip
+                out = {"outcome": check_ingest(store, req["paths"], req["decoder"] == "xspace", seconds=req["timeout"])}
             except Hang:
                 out = {"outcome": "hang"}
             except BaseException as e:  # a broken property or an internal error
@@ -159,8 +179,12 @@ class Worker:
 
     def ask(self, req: dict, timeout_s: float) -> dict:
         if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen([sys.executable, __file__, "--worker", self.db, self.base],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+            self.proc = subprocess.Popen(
+                [sys.executable, __file__, "--worker", self.db, self.base],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
         import selectors
@@ -224,9 +248,19 @@ def main() -> None:
                         os.remove(p)
             w.kill()
     totals = {dec: {o: sum(c[o] for c in per.values()) for o in OUTCOMES} for dec, per in counts.items()}
-    print(json.dumps({"benchmark": "fuzz_decoders", "inputs_per_decoder": args.inputs, "seed": args.seed,
-                      "totals": totals, "by_class": counts, "failures": len(failures),
-                      "seconds": round(time.perf_counter() - t0, 1)}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "fuzz_decoders",
+                "inputs_per_decoder": args.inputs,
+                "seed": args.seed,
+                "totals": totals,
+                "by_class": counts,
+                "failures": len(failures),
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

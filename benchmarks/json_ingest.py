@@ -30,19 +30,31 @@ import time
 from profiler.store import Store
 from profiler.trace_to_store import ingest_traces
 
-OPS = ("aten::linear", "aten::addmm", "aten::relu", "aten::mm", "aten::add_", "aten::copy_", "aten::empty",
-       "aten::view", "autograd::engine::evaluate_function: AddmmBackward0", "Optimizer.step#SGD.step")  # fmt: skip
+OPS = (
+    "aten::linear",
+    "aten::addmm",
+    "aten::relu",
+    "aten::mm",
+    "aten::add_",
+    "aten::copy_",
+    "aten::empty",
+    "aten::view",
+    "autograd::engine::evaluate_function: AddmmBackward0",
+    "Optimizer.step#SGD.step",
+)
 
 
 def write_trace(path: str, events: int) -> int:
     """A Kineto-shaped trace of about `events` events; returns the JSON text's size in bytes."""
     t0 = 1_700_000_000_000_000.0
-    head = ('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 85000000000}],'
-            ' "traceEvents": [\n'
-            '{"ph": "M", "name": "process_name", "pid": 77, "tid": 0, "args": {"name": "python3"}},\n'
-            '{"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},\n'
-            '{"ph": "M", "name": "thread_name", "pid": 77, "tid": 77, "args": {"name": "thread 77 (python3)"}},\n'
-            '{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7 "}}')  # fmt: skip
+    head = (
+        '{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100", "totalGlobalMem": 85000000000}],'
+        ' "traceEvents": [\n'
+        '{"ph": "M", "name": "process_name", "pid": 77, "tid": 0, "args": {"name": "python3"}},\n'
+        '{"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},\n'
+        '{"ph": "M", "name": "thread_name", "pid": 77, "tid": 77, "args": {"name": "thread 77 (python3)"}},\n'
+        '{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7 "}}'
+    )
     size = 0
     per_step = 999  # 333 (op, launch, kernel) triples and a step span
     with gzip.open(path, "wt", compresslevel=6) as f:
@@ -50,8 +62,10 @@ def write_trace(path: str, events: int) -> int:
         size += len(head)
         n, step, t = 0, 0, t0
         while n < events:
-            parts = [f',\n{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 77, '
-                     f'"tid": 77, "ts": {t:.3f}, "dur": {per_step * 10.0:.3f}, "args": {{"External id": {n}}}}}']  # fmt: skip
+            parts = [
+                f',\n{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 77, '
+                f'"tid": 77, "ts": {t:.3f}, "dur": {per_step * 10.0:.3f}, "args": {{"External id": {n}}}}}'
+            ]
             for k in range(per_step // 3):
                 ts = t + k * 30
                 parts.append(
@@ -64,7 +78,7 @@ def write_trace(path: str, events: int) -> int:
                     f'"ts": {ts + 18.5:.3f}, "dur": 9.750, "args": {{"queued": 0, "device": 0, "stream": 7, '
                     f'"correlation": {n + k}, "registers per thread": 168, "grid": [132, 1, 1], "block": [384, 1, 1], '
                     f'"est. achieved occupancy %": 12}}}}'
-                )  # fmt: skip
+                )
             text = "".join(parts)
             f.write(text)
             size += len(text)

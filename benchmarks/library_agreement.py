@@ -68,18 +68,38 @@ def main() -> None:
             stacks.append(sum(1 for k in cmp.values if k.startswith("kept_entries")))
     rows = [
         {"quantity": q, "cases": seen[q], "agree": agree[q], "span": _span(values.get(q, []))}
-        for q in ("outcome", "minibatches", "max_ids_per_partition", "max_unique_ids_per_partition",
-                  "required_buffer_size", "dropped_ids", "kept_entries", "unique_ids_per_minibatch")
-    ]  # fmt: skip
-    print(f"{args.cases} workloads (seed {args.seed}), {sum(stacks):,} stacks; {stopped} stopped on a side "
-          f"({both_stopped} on both: the library aborts where scprof raises)")  # fmt: skip
+        for q in (
+            "outcome",
+            "minibatches",
+            "max_ids_per_partition",
+            "max_unique_ids_per_partition",
+            "required_buffer_size",
+            "dropped_ids",
+            "kept_entries",
+            "unique_ids_per_minibatch",
+        )
+    ]
+    print(
+        f"{args.cases} workloads (seed {args.seed}), {sum(stacks):,} stacks; {stopped} stopped on a side "
+        f"({both_stopped} on both: the library aborts where scprof raises)"
+    )
     print("| quantity | cases | agree | values (library) |")
     print("|---|---|---|---|")
     for r in rows:
         print(f"| {r['quantity']} | {r['cases']} | {r['agree']} | {r['span']} |")
-    print(json.dumps({"benchmark": "library_agreement", "cases": args.cases, "seed": args.seed,
-                      "stacks": sum(stacks), "stopped": stopped, "stopped_on_both": both_stopped,
-                      "rows": rows}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "library_agreement",
+                "cases": args.cases,
+                "seed": args.seed,
+                "stacks": sum(stacks),
+                "stopped": stopped,
+                "stopped_on_both": both_stopped,
+                "rows": rows,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -50,8 +50,10 @@ def main() -> None:
     args = ap.parse_args()
     few, many = (record_in_child(args.config, n) for n in args.steps)
     for r in (few, many):
-        print(f"{r['steps']:6d} steps: peak RSS {r['peak_rss_mib']:7.1f} MiB, {r['wall_s']:7.1f} s, "
-              f"{r['events']:,} events, trace {r['trace_mib']} MiB")  # fmt: skip
+        print(
+            f"{r['steps']:6d} steps: peak RSS {r['peak_rss_mib']:7.1f} MiB, {r['wall_s']:7.1f} s, "
+            f"{r['events']:,} events, trace {r['trace_mib']} MiB"
+        )
     print(
         json.dumps(
             {

@@ -39,12 +39,16 @@ def main() -> None:
                     pass
             rec.flush()
             spanned_args = time.perf_counter() - t
-    print(json.dumps({
-        "benchmark": "span",
-        "spans": N,
-        "ns_per_span": round((spanned - bare) / N * 1e9),
-        "ns_per_span_with_args": round((spanned_args - bare) / N * 1e9),
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "benchmark": "span",
+                "spans": N,
+                "ns_per_span": round((spanned - bare) / N * 1e9),
+                "ns_per_span_with_args": round((spanned_args - bare) / N * 1e9),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,21 @@ def main() -> None:
         for name in ("baseline", "tuned"):
             run(["record", str(REPO / "configs" / f"{name}.toml"), "--db", db, "--out", os.path.join(work, name)])
         t0 = time.perf_counter()
-        result = json.loads(run(["tune", "baseline", "--db", db, "--workers", args.workers, "--json",
-                                 "--out", os.path.join(work, "tune")]))  # fmt: skip
+        result = json.loads(
+            run(
+                [
+                    "tune",
+                    "baseline",
+                    "--db",
+                    db,
+                    "--workers",
+                    args.workers,
+                    "--json",
+                    "--out",
+                    os.path.join(work, "tune"),
+                ]
+            )
+        )
         wall_s = time.perf_counter() - t0
         with Store.open(db, read_only=True) as store:
             base_ps = float(counted_step_ps(store, store.resolve_run("baseline")).mean())
@@ -57,18 +70,32 @@ def main() -> None:
     tune_ps = result["best"]["step_time_ps"]
     for t in result["trials"]:
         mark = "accepted" if t["accepted"] else "        "
-        print(f"{mark} {t['step_time_ps'] and t['step_time_ps'] / 1e6:>9.1f} us  {json.dumps(t['overrides'])} "
-              f"derive_limits={t['derive_limits']}  [{t['reason']}]")  # fmt: skip
-    print(f"baseline {base_ps / 1e6:.1f} us; bundled tuned {tuned_ps / 1e6:.1f} us; tune {tune_ps / 1e6:.1f} us "
-          f"with {json.dumps(result['best']['overrides'])} derive_limits={result['best']['derive_limits']}; "
-          f"{result['simulations']} simulations in {wall_s:.1f} s")  # fmt: skip
-    print(json.dumps({
-        "benchmark": "tune_bundled", "baseline_ps": base_ps, "bundled_tuned_ps": tuned_ps, "tune_ps": tune_ps,
-        "tune_change": tune_ps / base_ps - 1, "bundled_change": tuned_ps / base_ps - 1,
-        "simulations": result["simulations"], "tune_wall_s": round(wall_s, 1),
-        "at_least_bundled_gain": tune_ps <= tuned_ps * 1.001, "workers": int(args.workers),
-        "load": round(os.getloadavg()[0], 2),
-    }))  # fmt: skip
+        print(
+            f"{mark} {t['step_time_ps'] and t['step_time_ps'] / 1e6:>9.1f} us  {json.dumps(t['overrides'])} "
+            f"derive_limits={t['derive_limits']}  [{t['reason']}]"
+        )
+    print(
+        f"baseline {base_ps / 1e6:.1f} us; bundled tuned {tuned_ps / 1e6:.1f} us; tune {tune_ps / 1e6:.1f} us "
+        f"with {json.dumps(result['best']['overrides'])} derive_limits={result['best']['derive_limits']}; "
+        f"{result['simulations']} simulations in {wall_s:.1f} s"
+    )
+    print(
+        json.dumps(
+            {
+                "benchmark": "tune_bundled",
+                "baseline_ps": base_ps,
+                "bundled_tuned_ps": tuned_ps,
+                "tune_ps": tune_ps,
+                "tune_change": tune_ps / base_ps - 1,
+                "bundled_change": tuned_ps / base_ps - 1,
+                "simulations": result["simulations"],
+                "tune_wall_s": round(wall_s, 1),
+                "at_least_bundled_gain": tune_ps <= tuned_ps * 1.001,
+                "workers": int(args.workers),
+                "load": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

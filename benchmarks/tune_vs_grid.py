@@ -164,8 +164,9 @@ def summarize(config: str, points: list[dict], results: list[dict], base: dict) 
         if not candidate(res)
     ]
     # same point with pipelining on and off: where off (true) is faster
-    by_key = {json.dumps({**p["set"], PIPELINING_OFF: None, "d": p["derive_limits"]}, sort_keys=True): {}
-              for p in points}  # fmt: skip
+    by_key = {
+        json.dumps({**p["set"], PIPELINING_OFF: None, "d": p["derive_limits"]}, sort_keys=True): {} for p in points
+    }
     for p, res in zip(points, results, strict=True):
         key = json.dumps({**p["set"], PIPELINING_OFF: None, "d": p["derive_limits"]}, sort_keys=True)
         by_key[key][p["set"][PIPELINING_OFF]] = (p, res)
@@ -235,23 +236,31 @@ def _us(ps: float | None) -> str:
 
 def print_table(entry: dict) -> None:
     print(f"\n## {entry['config']}")
-    print(f"base {_us(entry['base_ps'])} ({entry['base_minibatches_per_step']} minibatches per step)"
-          + (f", FAILED {entry['base_failure']}" if entry["base_failure"] else ""))  # fmt: skip
+    print(
+        f"base {_us(entry['base_ps'])} ({entry['base_minibatches_per_step']} minibatches per step)"
+        + (f", FAILED {entry['base_failure']}" if entry["base_failure"] else "")
+    )
     best = entry["grid_best_overrides"]
     print(f"grid best {_us(entry['grid_best_ps'])}: {json.dumps(best)}")
-    print(f"grid worst {_us(entry['grid_worst_ps'])}; {entry['grid_points']} points, "
-          f"{entry['grid_simulations']} simulations; {len(entry['failures'])} excluded")  # fmt: skip
+    print(
+        f"grid worst {_us(entry['grid_worst_ps'])}; {entry['grid_points']} points, "
+        f"{entry['grid_simulations']} simulations; {len(entry['failures'])} excluded"
+    )
     for f in entry["failures"]:
         print(f"  excluded: {json.dumps(f['point'])}: {f['failure']}")
     if "tune_ps" in entry:
-        print(f"tune {_us(entry['tune_ps'])} in {entry['tune_simulations']} simulations ({entry['tune_wall_s']} s): "
-              f"{json.dumps(entry['tune_overrides'])} derive_limits={entry['tune_derive_limits']}; "
-              f"within 2% of the grid's best: {entry.get('within_2pct')}; recorded again "
-              f"{_us(entry['recorded_again_ps'])}")  # fmt: skip
+        print(
+            f"tune {_us(entry['tune_ps'])} in {entry['tune_simulations']} simulations ({entry['tune_wall_s']} s): "
+            f"{json.dumps(entry['tune_overrides'])} derive_limits={entry['tune_derive_limits']}; "
+            f"within 2% of the grid's best: {entry.get('within_2pct')}; recorded again "
+            f"{_us(entry['recorded_again_ps'])}"
+        )
     for pair in entry["pipelining_off_faster"]:
         gain = 1 - pair["off_ps"] / pair["on_ps"]
-        print(f"  pipelining off faster by {gain:.1%}: {_us(pair['on_ps'])} -> {_us(pair['off_ps'])} at "
-              f"{json.dumps(pair['set'])} derive_limits={pair['derive_limits']}")  # fmt: skip
+        print(
+            f"  pipelining off faster by {gain:.1%}: {_us(pair['on_ps'])} -> {_us(pair['off_ps'])} at "
+            f"{json.dumps(pair['set'])} derive_limits={pair['derive_limits']}"
+        )
 
 
 def main() -> None:
@@ -287,11 +296,19 @@ def main() -> None:
     entries = []
     for c in configs:
         if args.no_grid:
-            entry = {"config": os.path.relpath(c, REPO), "base_ps": results[c][-1]["step_time_ps"],
-                     "base_minibatches_per_step": results[c][-1]["minibatches_per_step"],
-                     "base_failure": results[c][-1]["failure"], "grid_best_ps": None, "grid_best_overrides": None,
-                     "grid_worst_ps": None, "grid_points": 0, "grid_simulations": 0, "failures": [],
-                     "pipelining_off_faster": []}  # fmt: skip
+            entry = {
+                "config": os.path.relpath(c, REPO),
+                "base_ps": results[c][-1]["step_time_ps"],
+                "base_minibatches_per_step": results[c][-1]["minibatches_per_step"],
+                "base_failure": results[c][-1]["failure"],
+                "grid_best_ps": None,
+                "grid_best_overrides": None,
+                "grid_worst_ps": None,
+                "grid_points": 0,
+                "grid_simulations": 0,
+                "failures": [],
+                "pipelining_off_faster": [],
+            }
         else:
             entry = summarize(c, grids[c], [results[c][i] for i in range(len(grids[c]))], results[c][-1])
         entry.update(tune_config(c, args.workers))

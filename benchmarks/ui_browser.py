@@ -53,8 +53,16 @@ TARGET_MS = 1000
 READ_S = 2.0  # nav_read: how long a user reads the page before clicking
 TAB_READY_S = 2.0  # first: how long the tab has been open before the page's address is typed
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 SQL_QUERY = "SELECT name, count(*) AS ops, sum(dur_ps) AS dur_ps FROM slices GROUP BY name ORDER BY dur_ps DESC"
 
 # True (and the settle time in the page's clock, stored once) when the page titled `title` (any
@@ -114,8 +122,16 @@ class Server:
     def __init__(self, db: str):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-c", "from scprof.cli import main; raise SystemExit(main())",
-               "ui", "--db", db, "--port", str(self.port)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-c",
+            "from scprof.cli import main; raise SystemExit(main())",
+            "ui",
+            "--db",
+            db,
+            "--port",
+            str(self.port),
+        ]
         self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -226,9 +242,14 @@ def main() -> None:
             finally:
                 context.close()
                 server.stop()
-            results[page] = {"first_ms": round(first, 1), "complete_ms": round(done, 1), "warm_ms": round(warm, 1),
-                             "nav_ms": round(nav, 1), "nav_read_ms": round(nav_read, 1),
-                             "tab_new_ms": round(tab_new, 1)}  # fmt: skip
+            results[page] = {
+                "first_ms": round(first, 1),
+                "complete_ms": round(done, 1),
+                "warm_ms": round(warm, 1),
+                "nav_ms": round(nav, 1),
+                "nav_read_ms": round(nav_read, 1),
+                "tab_new_ms": round(tab_new, 1),
+            }
             if other:
                 results[page]["other_runs_ms"] = other
             loads.append(load())
@@ -239,8 +260,10 @@ def main() -> None:
                 file=sys.stderr,
             )
         browser.close()
-    worst = max(max([r["first_ms"], r["warm_ms"], r["nav_ms"], r["nav_read_ms"], *r.get("other_runs_ms", {}).values()])
-                for r in results.values())  # fmt: skip
+    worst = max(
+        max([r["first_ms"], r["warm_ms"], r["nav_ms"], r["nav_read_ms"], *r.get("other_runs_ms", {}).values()])
+        for r in results.values()
+    )
     print(
         json.dumps(
             {

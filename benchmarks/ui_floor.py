@@ -124,16 +124,24 @@ def main() -> None:
         browser.close()
     shutil.rmtree(workdir, ignore_errors=True)
     for mode, ms in times.items():
-        print(f"{mode:13s} first view {statistics.median(ms):6.0f} ms (median; {min(ms):.0f}-{max(ms):.0f})",
-              file=sys.stderr)  # fmt: skip
-    print(json.dumps({
-        "benchmark": "ui_floor",
-        "first_view_ms": {m: {"median": round(statistics.median(v), 1), "min": min(v), "max": max(v), "all": v}
-                          for m, v in times.items()},
-        "target_ms": ui_browser.TARGET_MS,
-        "cpus": os.cpu_count(),
-        "load": round(statistics.mean(loads), 2),
-    }))  # fmt: skip
+        print(
+            f"{mode:13s} first view {statistics.median(ms):6.0f} ms (median; {min(ms):.0f}-{max(ms):.0f})",
+            file=sys.stderr,
+        )
+    print(
+        json.dumps(
+            {
+                "benchmark": "ui_floor",
+                "first_view_ms": {
+                    m: {"median": round(statistics.median(v), 1), "min": min(v), "max": max(v), "all": v}
+                    for m, v in times.items()
+                },
+                "target_ms": ui_browser.TARGET_MS,
+                "cpus": os.cpu_count(),
+                "load": round(statistics.mean(loads), 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -82,32 +82,43 @@ def main() -> None:
         print(f"import {import_s:.2f} s, decode {decode_s:.2f} s ({best})", file=sys.stderr)
 
         result = {
-            "benchmark": "xplane_ingest", "events": got.events, "file_bytes": size,
-            "file_bytes_per_event": round(size / got.events, 1), "export_events_per_s": round(got.events / export_s),
-            "decode_events_per_s": round(n_dec / decode_s), "decode_threads": 1,
+            "benchmark": "xplane_ingest",
+            "events": got.events,
+            "file_bytes": size,
+            "file_bytes_per_event": round(size / got.events, 1),
+            "export_events_per_s": round(got.events / export_s),
+            "decode_events_per_s": round(n_dec / decode_s),
+            "decode_threads": 1,
             "decode_python_events_per_s": round(n_dec / best["python"]),
             "decode_speedup": round(best["python"] / decode_s, 2),
             "import_events_per_s": round(got.events / import_s),
-        }  # fmt: skip
+        }
         exe = _xprof()
         if exe:
             t = time.perf_counter()
             subprocess.run([exe, "list_hlo_modules", "--help"], capture_output=True, check=False)
             startup = time.perf_counter() - t
             t = time.perf_counter()
-            out = subprocess.run([exe, "create_events_db", f"--session_id={xplane}", "--bypass_cache=True"],
-                                 capture_output=True, text=True)  # fmt: skip
+            out = subprocess.run(
+                [exe, "create_events_db", f"--session_id={xplane}", "--bypass_cache=True"],
+                capture_output=True,
+                text=True,
+            )
             xprof_s = time.perf_counter() - t
             ok = out.returncode == 0
             print(f"xprof create_events_db: rc={out.returncode} {xprof_s:.2f} s", file=sys.stderr)
             if not ok:
                 print(out.stderr[-2000:], file=sys.stderr)
             rate = got.events / max(xprof_s - startup, 1e-9)
-            result.update({
-                "xprof_create_events_db_s": round(xprof_s, 2), "xprof_startup_s": round(startup, 2),
-                "xprof_ok": ok, "xprof_events_per_s": round(rate) if ok else None,
-                "import_over_xprof": round(result["import_events_per_s"] / rate, 2) if ok else None,
-            })  # fmt: skip
+            result.update(
+                {
+                    "xprof_create_events_db_s": round(xprof_s, 2),
+                    "xprof_startup_s": round(startup, 2),
+                    "xprof_ok": ok,
+                    "xprof_events_per_s": round(rate) if ok else None,
+                    "import_over_xprof": round(result["import_events_per_s"] / rate, 2) if ok else None,
+                }
+            )
         else:
             result["xprof"] = "not installed (test extra)"
         result["cpus"] = os.cpu_count()

@@ -70,8 +70,10 @@ def export_run(store, run_id: int, path: str, steps: tuple[int, int] | None = No
     space = build_space(store, run_id, run, steps)
     with open_output(path, owned) as f:  # a temporary file renamed over `path` at the end
         f.write(space["bytes"])
-    line = (f"wrote {path}: {space['events']:,} events, {space['steps']:,} step markers, "
-            f"{space['counters']:,} counter samples on {space['planes']} planes")  # fmt: skip
+    line = (
+        f"wrote {path}: {space['events']:,} events, {space['steps']:,} step markers, "
+        f"{space['counters']:,} counter samples on {space['planes']} planes"
+    )
     if check:
         with open(path, "rb") as f:
             msg = xp.XSpace.FromString(f.read())
@@ -110,14 +112,22 @@ def _read_run(store, run_id: int, run: dict, steps: tuple[int, int] | None) -> _
     if steps:
         where += " AND step >= ? AND step < ?"
         params += [steps[0], steps[1]]
-    ev = _col(store, f"""
+    ev = _col(
+        store,
+        f"""
         SELECT event_id, track_id, name_id, start_ps, dur_ps,
                coalesce(step, -1) AS step, coalesce(table_id, 0) AS table_id, coalesce(category_id, 0) AS category_id,
                {", ".join(f"coalesce({c}, -1) AS {c}" for c in INT_COLUMNS)}
-        FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""", params)  # fmt: skip
-    null_mask = _col(store, f"""
+        FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""",
+        params,
+    )
+    null_mask = _col(
+        store,
+        f"""
         SELECT {", ".join(f"{c} IS NULL AS {c}" for c in (*INT_COLUMNS, "step"))}
-        FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""", params)  # fmt: skip
+        FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""",
+        params,
+    )
     args = store.rows(
         f"""
         SELECT a.event_id, a.key, a.int_value, a.double_value, a.string_value FROM event_args a
@@ -129,16 +139,19 @@ def _read_run(store, run_id: int, run: dict, steps: tuple[int, int] | None) -> _
     if steps and len(ev["start_ps"]):
         cwhere += " AND ts_ps >= ? AND ts_ps <= ?"
         cparams += [int(ev["start_ps"].min()), int((ev["start_ps"] + ev["dur_ps"]).max())]
-    counters = _col(store, f"SELECT track_id, ts_ps, value FROM counters WHERE {cwhere} ORDER BY track_id, ts_ps",
-                    cparams)  # fmt: skip
+    counters = _col(
+        store, f"SELECT track_id, ts_ps, value FROM counters WHERE {cwhere} ORDER BY track_id, ts_ps", cparams
+    )
     swhere = "run_id = ?" + (" AND step >= ? AND step < ?" if steps else "")
-    markers = _col(store, f"SELECT track_id, step, start_ps, dur_ps FROM steps WHERE {swhere} ORDER BY track_id, start_ps",
-                   [run_id, *(steps or ())])  # fmt: skip
+    markers = _col(
+        store,
+        f"SELECT track_id, step, start_ps, dur_ps FROM steps WHERE {swhere} ORDER BY track_id, start_ps",
+        [run_id, *(steps or ())],
+    )
     args_by_event: dict[int, list] = {}
     for a in args:
         args_by_event.setdefault(a["event_id"], []).append(a)
-    return _RunRows(int(run["start_time_unix_ns"] or 0), svals, tracks, ev, null_mask, args_by_event, markers,
-                    counters)  # fmt: skip
+    return _RunRows(int(run["start_time_unix_ns"] or 0), svals, tracks, ev, null_mask, args_by_event, markers, counters)
 
 
 def build_space(store, run_id: int, run: dict, steps: tuple[int, int] | None) -> dict:
@@ -270,12 +283,19 @@ class _StatRows:
         ev_row, sid, kind, ival, dval = ev_row[order], sid[order], kind[order], ival[order], dval[order]
         m = len(ev_row)
         is_int, is_dbl, is_ref = kind == xf.KIND_INT, kind == xf.KIND_DOUBLE, kind == xf.KIND_REF
-        stat = enc.encode_rows(m, [
-            ("const", enc.key(xf.ST_METADATA_ID, 0), None), ("varint", sid, None),
-            ("const", enc.key(xf.ST_INT64, 0), is_int), ("varint", ival, is_int),
-            ("const", enc.key(xf.ST_DOUBLE, 1), is_dbl), ("fixed64", dval, is_dbl),
-            ("const", enc.key(xf.ST_REF, 0), is_ref), ("varint", ival, is_ref),
-        ])  # fmt: skip
+        stat = enc.encode_rows(
+            m,
+            [
+                ("const", enc.key(xf.ST_METADATA_ID, 0), None),
+                ("varint", sid, None),
+                ("const", enc.key(xf.ST_INT64, 0), is_int),
+                ("varint", ival, is_int),
+                ("const", enc.key(xf.ST_DOUBLE, 1), is_dbl),
+                ("fixed64", dval, is_dbl),
+                ("const", enc.key(xf.ST_REF, 0), is_ref),
+                ("varint", ival, is_ref),
+            ],
+        )
         buf, offs = enc.encode_rows(m, enc.message_pieces(xf.EV_STATS, stat))
         counts = np.bincount(ev_row, minlength=n)
         return buf, offs[np.concatenate([[0], np.cumsum(counts)])]
@@ -357,12 +377,18 @@ def _line(ctx: _PlaneCtx, rows: _RunRows, line_id: int, name: str, sel: np.ndarr
     order = np.argsort(start, kind="stable")  # XProf expects a line's events in time order
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n)
-    events = enc.encode_rows(n, [
-        ("const", enc.key(xf.EV_METADATA_ID, 0), None), ("varint", meta[order], None),
-        ("const", enc.key(xf.EV_OFFSET_PS, 0), None), ("varint", start[order], None),
-        ("const", enc.key(xf.EV_DURATION_PS, 0), dur[order] != 0), ("varint", dur[order], dur[order] != 0),
-        ("blob", stats.encode(rank, n)),
-    ])  # fmt: skip
+    events = enc.encode_rows(
+        n,
+        [
+            ("const", enc.key(xf.EV_METADATA_ID, 0), None),
+            ("varint", meta[order], None),
+            ("const", enc.key(xf.EV_OFFSET_PS, 0), None),
+            ("varint", start[order], None),
+            ("const", enc.key(xf.EV_DURATION_PS, 0), dur[order] != 0),
+            ("varint", dur[order], dur[order] != 0),
+            ("blob", stats.encode(rank, n)),
+        ],
+    )
     region = enc.encode_rows(n, enc.message_pieces(xf.LINE_EVENTS, events))[0]
     return _wrap_line(_line_header(line_id, name, rows.origin_ns) + region.tobytes())
 
@@ -388,12 +414,23 @@ def _counter_line(ctx: _PlaneCtx, rows: _RunRows, line_id: int, ctracks: list[di
     order = np.argsort(ts, kind="stable")
     val = counters["value"][sel].astype(np.float64)[order]
     cid = ctx.stat_id(COUNTER_VALUE_STAT)
-    stat = enc.encode_rows(n, [("const", enc.key(xf.ST_METADATA_ID, 0) + encode_varint(cid), None),
-                             ("const", enc.key(xf.ST_DOUBLE, 1), None), ("fixed64", val, None)])  # fmt: skip
-    events = enc.encode_rows(n, [
-        ("const", enc.key(xf.EV_METADATA_ID, 0), None), ("varint", meta[order], None),
-        ("const", enc.key(xf.EV_OFFSET_PS, 0), None), ("varint", ts[order], None),
-        *enc.message_pieces(xf.EV_STATS, stat),
-    ])  # fmt: skip
+    stat = enc.encode_rows(
+        n,
+        [
+            ("const", enc.key(xf.ST_METADATA_ID, 0) + encode_varint(cid), None),
+            ("const", enc.key(xf.ST_DOUBLE, 1), None),
+            ("fixed64", val, None),
+        ],
+    )
+    events = enc.encode_rows(
+        n,
+        [
+            ("const", enc.key(xf.EV_METADATA_ID, 0), None),
+            ("varint", meta[order], None),
+            ("const", enc.key(xf.EV_OFFSET_PS, 0), None),
+            ("varint", ts[order], None),
+            *enc.message_pieces(xf.EV_STATS, stat),
+        ],
+    )
     region = enc.encode_rows(n, enc.message_pieces(xf.LINE_EVENTS, events))[0]
     return _wrap_line(_line_header(line_id, COUNTER_LINE, rows.origin_ns) + region.tobytes())

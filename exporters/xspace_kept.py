@@ -65,15 +65,18 @@ def export_kept(store, run_id: int, path: str, steps: tuple[int, int] | None = N
         for k in total:
             total[k] += counts[k]
     where = paths[0] if len(paths) == 1 else f"{len(paths)} host files in {os.path.dirname(paths[0]) or '.'}"
-    line = (f"wrote {where}: {total['events']:,} events of the capture, {total['kept']:,} counter samples "
-            f"kept, on {total['planes']} planes (its own XSpace)")  # fmt: skip
+    line = (
+        f"wrote {where}: {total['events']:,} events of the capture, {total['kept']:,} counter samples "
+        f"kept, on {total['planes']} planes (its own XSpace)"
+    )
     return line + (" (checked)" if check else "")
 
 
 def build_host(store, run_id: int, host: int, steps: tuple[int, int] | None) -> tuple[bytes, dict]:
     """One host's XSpace: its kept space with the events of the chosen steps back in their lines."""
-    (space,) = [r["space"] for r in store.rows(
-        "SELECT space FROM xspace_files WHERE run_id = ? AND host = ?", [run_id, host])]  # fmt: skip
+    (space,) = [
+        r["space"] for r in store.rows("SELECT space FROM xspace_files WHERE run_id = ? AND host = ?", [run_id, host])
+    ]
     where, params = "x.run_id = ? AND x.host = ?", [run_id, host]
     if steps:
         where += " AND x.event_id IN (SELECT event_id FROM events WHERE run_id = ? AND step >= ? AND step < ?)"

@@ -59,8 +59,10 @@ STEPS_LINE = "Steps"
 _INPUT_RE = dict(CATEGORY_RULES["host"])["host_preprocess"]
 _STEP_RE = r"^ProfilerStep#(\d+)$"
 _COLUMNS = ("ph", "name", "cat", "pid", "tid", "ts", "dur", "id", "args")
-_READ = ("{ph: 'VARCHAR', name: 'VARCHAR', cat: 'VARCHAR', pid: 'JSON', tid: 'JSON', ts: 'VARCHAR', "
-         "dur: 'VARCHAR', id: 'JSON', args: 'JSON'}")  # fmt: skip
+_READ = (
+    "{ph: 'VARCHAR', name: 'VARCHAR', cat: 'VARCHAR', pid: 'JSON', tid: 'JSON', ts: 'VARCHAR', "
+    "dur: 'VARCHAR', id: 'JSON', args: 'JSON'}"
+)
 _EVENT_PHASES = ("X", "B", "i", "I", "R")  # phases stored as events (E closes a B)
 MEMORY_LIMIT = "1GB"  # the parse's DuckDB connection; its tables spill to a temporary directory past it
 
@@ -85,8 +87,19 @@ def ingest_json_run(con, run_id: int, name: str | None, path: str, insert_arrow)
     facts = xspace_store.insert_decoded(con, run_id, name or run_name(path), d, [path], insert_arrow)
     facts["producer"] = _producer(meta, d)
     facts["start_time_unix_ns"] = _start_ns(meta, d.origin_ns)
-    extra = {k: meta[k] for k in ("deviceProperties", "distributedInfo", "displayTimeUnit", "schemaVersion",
-                                  "traceName", "baseTimeNanoseconds", "metadata") if k in meta}  # fmt: skip
+    extra = {
+        k: meta[k]
+        for k in (
+            "deviceProperties",
+            "distributedInfo",
+            "displayTimeUnit",
+            "schemaVersion",
+            "traceName",
+            "baseTimeNanoseconds",
+            "metadata",
+        )
+        if k in meta
+    }
     facts["hardware_extra"] = json.dumps({"chrome_trace": extra}, default=str, sort_keys=True)
     tags = json.loads(facts["tags"])
     if skipped:
@@ -226,8 +239,14 @@ def _map(con, path: str, sha1: bytes, meta: dict) -> tuple[Decoded, dict, dict[s
     """The table `raw` mapped onto a Decoded."""
     for sql in (_PLANES, _THREADS, _EVENTS, _LINES):
         _sql(con, path, sql)
-    skipped = dict(_sql(con, path, "SELECT ph, count(*) FROM raw WHERE ph NOT IN ('X', 'B', 'E', 'i', 'I', 'R', 'M', 'C') "
-                                   "OR ph IS NULL GROUP BY ALL").fetchall())  # fmt: skip
+    skipped = dict(
+        _sql(
+            con,
+            path,
+            "SELECT ph, count(*) FROM raw WHERE ph NOT IN ('X', 'B', 'E', 'i', 'I', 'R', 'M', 'C') "
+            "OR ph IS NULL GROUP BY ALL",
+        ).fetchall()
+    )
     skipped = {str(k): int(v) for k, v in skipped.items()}
     n, bad = _sql(con, path, "SELECT count(*), min(i) FILTER (WHERE ts IS NULL) FROM ev").fetchall()[0]
     counters = _sql(con, path, "SELECT count(*) FROM raw WHERE ph = 'C'").fetchall()[0][0]
@@ -235,8 +254,9 @@ def _map(con, path: str, sha1: bytes, meta: dict) -> tuple[Decoded, dict, dict[s
         raise TraceFormatError(f"{path}: event {bad}: ts is missing or not a number")
     if not n and not counters:
         raise TraceFormatError(f"{path}: the trace holds no events")
-    origin = _sql(con, path, "SELECT least(min(ts), (SELECT min(TRY_CAST(ts AS DECIMAL(38, 9))) FROM raw WHERE ph = 'C')) "
-                             "FROM ev").fetchall()[0][0]  # fmt: skip
+    origin = _sql(
+        con, path, "SELECT least(min(ts), (SELECT min(TRY_CAST(ts AS DECIMAL(38, 9))) FROM raw WHERE ph = 'C')) FROM ev"
+    ).fetchall()[0][0]
     _times(con, path, origin)
     d = Decoded(int(origin * 1000), [sha1])
     d.host_prefixes = [""]
@@ -253,14 +273,23 @@ def _map(con, path: str, sha1: bytes, meta: dict) -> tuple[Decoded, dict, dict[s
 
 def _times(con, path: str, origin) -> None:
     """Start and duration in ps after the origin, checked (as the XSpace import's limits)."""
-    _sql(con, path, """
+    _sql(
+        con,
+        path,
+        """
         CREATE TABLE ev_ps AS
         SELECT i, CAST(round((ts - ?::DECIMAL(38, 9)) * 1000000) AS HUGEINT) AS start_ps,
-               CAST(round(dur * 1000000) AS HUGEINT) AS dur_ps FROM ev""", [origin])  # fmt: skip
-    row = _sql(con, path, f"""
+               CAST(round(dur * 1000000) AS HUGEINT) AS dur_ps FROM ev""",
+        [origin],
+    )
+    row = _sql(
+        con,
+        path,
+        f"""
         SELECT i, start_ps, dur_ps FROM ev_ps
         WHERE dur_ps < 0 OR start_ps >= {MAX_TIME_PS} OR start_ps + dur_ps >= {MAX_TIME_PS}
-        ORDER BY i LIMIT 1""").fetchall()  # fmt: skip
+        ORDER BY i LIMIT 1""",
+    ).fetchall()
     if row:
         i, start, dur = row[0]
         what = (
@@ -281,7 +310,10 @@ def _typed(con, path: str) -> dict[str, str]:
     rows = [(s, f, j, f in strings) for s, (f, j) in names.items()]
     con.execute("CREATE TABLE typed_names (stat VARCHAR, field VARCHAR, rank INTEGER, is_str BOOLEAN)")
     con.executemany("INSERT INTO typed_names VALUES (?, ?, ?, ?)", rows)
-    _sql(con, path, """
+    _sql(
+        con,
+        path,
+        """
         CREATE TABLE arg_rows AS
         WITH j AS (
             SELECT e.i, j.key, j.type, j.value,
@@ -296,7 +328,8 @@ def _typed(con, path: str) -> dict[str, str]:
                n.field, n.rank, n.stat,
                CASE WHEN n.is_str THEN NULL ELSE coalesce(j.ival, TRY_CAST(j.value ->> '$' AS BIGINT)) END AS typed_int,
                CASE WHEN n.is_str AND j.type = 'VARCHAR' THEN j.value ->> '$' END AS typed_str
-        FROM j LEFT JOIN typed_names n ON n.stat = j.key""")  # fmt: skip
+        FROM j LEFT JOIN typed_names n ON n.stat = j.key""",
+    )
     _sql(
         con,
         path,
@@ -304,17 +337,24 @@ def _typed(con, path: str) -> dict[str, str]:
         UPDATE arg_rows SET field = NULL
         WHERE field IS NOT NULL AND NOT (typed_int IS NOT NULL AND typed_int > {NULL} OR typed_str IS NOT NULL)""",
     )
-    _sql(con, path, """
+    _sql(
+        con,
+        path,
+        """
         CREATE TABLE typed AS
         SELECT i, field, arg_max(typed_int, rank) AS ival, arg_max(typed_str, rank) AS sval,
                bool_or(stat = 'step_num') AS step_num
-        FROM arg_rows WHERE field IS NOT NULL GROUP BY ALL""")  # fmt: skip
+        FROM arg_rows WHERE field IS NOT NULL GROUP BY ALL""",
+    )
     return {f.name: ("str" if f.name in strings else "int") for f in TYPED_FIELDS}
 
 
 def _strings(con, path: str, d: Decoded) -> None:
     """Every string the run stores, interned in SQL (table `strs`: s, id) and in d.strings."""
-    _sql(con, path, """
+    _sql(
+        con,
+        path,
+        """
         CREATE TABLE strs AS
         SELECT s, (row_number() OVER ())::BIGINT AS id FROM (
             SELECT DISTINCT s FROM (
@@ -323,7 +363,8 @@ def _strings(con, path: str, d: Decoded) -> None:
                 UNION ALL SELECT key FROM arg_rows UNION ALL SELECT text FROM arg_rows WHERE field IS NULL
                 UNION ALL SELECT 'device_compute' UNION ALL SELECT 'host_preprocess'
             ) WHERE s IS NOT NULL AND s <> ''
-        )""")  # fmt: skip
+        )""",
+    )
     values = [""] + [None] * _sql(con, path, "SELECT count(*) FROM strs").fetchall()[0][0]
     t = _arrow(con, path, "SELECT id, s FROM strs")
     for i, s in zip(t.column("id").to_pylist(), t.column("s").to_pylist(), strict=True):
@@ -333,9 +374,13 @@ def _strings(con, path: str, d: Decoded) -> None:
 
 def _tracks(con, path: str, d: Decoded) -> dict[tuple[str, str], int]:
     """One track per (plane, line); a Kineto trace without GPUs: its op threads are the CPU device."""
-    rows = _sql(con, path, """
+    rows = _sql(
+        con,
+        path,
+        """
         SELECT e.plane, l.line, min(e.i) AS first, bool_or(e.cat = 'cpu_op') AS ops
-        FROM ev e JOIN ev_lines l USING (i) GROUP BY ALL ORDER BY first""").fetchall()  # fmt: skip
+        FROM ev e JOIN ev_lines l USING (i) GROUP BY ALL ORDER BY first""",
+    ).fetchall()
     cpu_device = not any(plane_kind(p)[0] != "host" for p, *_ in rows)
     d.tracks = Tracks()
     for plane, line, _, ops in rows:
@@ -355,7 +400,10 @@ def _event_columns(con, path: str, d: Decoded, tracks, typed: dict[str, str], n:
         f"max(CASE WHEN y.field = '{f}' THEN {'sv.id' if kind == 'str' else 'y.ival'} END) AS f_{f}"
         for f, kind in typed.items()
     )
-    t = _sql(con, path, f"""
+    t = _sql(
+        con,
+        path,
+        f"""
         CREATE TABLE ev_cols AS
         SELECT e.i, k.track, n.id AS name, p.start_ps::BIGINT AS start_ps, p.dur_ps::BIGINT AS dur_ps,
                pl.id AS plane_id, l.line = '{STEPS_LINE}' AS is_step_line,
@@ -365,7 +413,8 @@ def _event_columns(con, path: str, d: Decoded, tracks, typed: dict[str, str], n:
         JOIN track_ids k ON k.plane = e.plane AND k.line = l.line
         LEFT JOIN strs n ON n.s = e.name JOIN strs pl ON pl.s = e.plane
         LEFT JOIN typed y USING (i) LEFT JOIN strs sv ON sv.s = y.sval
-        GROUP BY ALL ORDER BY e.i""")  # fmt: skip
+        GROUP BY ALL ORDER BY e.i""",
+    )
     del t
     a = _arrow(con, path, "SELECT * FROM ev_cols ORDER BY i")
     col = {c: a.column(c).to_numpy(zero_copy_only=False) for c in a.column_names}
@@ -375,14 +424,15 @@ def _event_columns(con, path: str, d: Decoded, tracks, typed: dict[str, str], n:
 
     ev = {
         "track": col["track"].astype(np.int32),
-        "name": np.where(a.column("name").is_null().to_numpy(zero_copy_only=False), 0,
-                         a.column("name").fill_null(0).to_numpy()).astype(np.int64),
+        "name": np.where(
+            a.column("name").is_null().to_numpy(zero_copy_only=False), 0, a.column("name").fill_null(0).to_numpy()
+        ).astype(np.int64),
         "start_ps": col["start_ps"].astype(np.int64),
         "dur_ps": col["dur_ps"].astype(np.int64),
         "plane_id": col["plane_id"].astype(np.int64),
         "is_step_line": col["is_step_line"].astype(bool),
         "only_marker": np.zeros(n, bool),
-    }  # fmt: skip
+    }
     for f in typed:
         ev[f] = ints(f"f_{f}")
     prof = ints("profiler_step")
@@ -418,14 +468,18 @@ def _categories(con, path: str, d: Decoded, ev: dict[str, np.ndarray], tracks) -
 
 def _args(con, path: str, d: Decoded, typed: dict[str, str]) -> None:
     """Every arg not read into a typed column, and `cat`, as event_args rows."""
-    t = _arrow(con, path, """
+    t = _arrow(
+        con,
+        path,
+        """
         SELECT c.rowid AS event_id, k.id AS key, a.ival AS int_value, a.dval AS double_value, v.id AS string_id
         FROM arg_rows a JOIN ev_cols c USING (i) JOIN strs k ON k.s = a.key LEFT JOIN strs v ON v.s = a.text
         WHERE a.field IS NULL
         UNION ALL
         SELECT c.rowid, (SELECT id FROM strs WHERE s = 'cat'), NULL, NULL, v.id
         FROM ev_cols c JOIN ev e USING (i) JOIN strs v ON v.s = e.cat
-        ORDER BY event_id""")  # fmt: skip
+        ORDER BY event_id""",
+    )
     if not len(t):
         return
     iv = t.column("int_value")
@@ -440,7 +494,10 @@ def _args(con, path: str, d: Decoded, typed: dict[str, str]) -> None:
 
 def _counters(con, path: str, d: Decoded, origin) -> None:
     """`C` events: one counter track per (plane, name and key), a sample per event and key."""
-    _sql(con, path, """
+    _sql(
+        con,
+        path,
+        """
         CREATE TABLE samples AS
         SELECT p.plane, CASE WHEN count(*) OVER (PARTITION BY r.rowid) = 1 THEN coalesce(r.name, 'counter')
                              ELSE coalesce(r.name, 'counter') || ' ' || j.key END AS counter,
@@ -448,12 +505,17 @@ def _counters(con, path: str, d: Decoded, origin) -> None:
                TRY_CAST(j.value::VARCHAR AS DOUBLE) AS value, r.rowid AS i
         FROM raw r JOIN planes p USING (pid), json_each(r.args) j
         WHERE r.ph = 'C' AND json_type(r.args) = 'OBJECT' AND j.type IN ('BIGINT', 'UBIGINT', 'DOUBLE')""",
-         [origin])  # fmt: skip
+        [origin],
+    )
     bad = _sql(con, path, f"SELECT min(i) FROM samples WHERE ts_ps IS NULL OR ts_ps < 0 OR ts_ps >= {MAX_TIME_PS}")
     if (i := bad.fetchall()[0][0]) is not None:
         raise TraceFormatError(f"{path}: event {i}: a counter sample's ts is missing or out of range")
     for plane, counter in _sql(con, path, "SELECT DISTINCT plane, counter FROM samples ORDER BY ALL").fetchall():
         track = d.tracks(plane, counter, "counter", plane_kind(plane)[1], -1)
-        t = _arrow(con, path, "SELECT ts_ps::BIGINT AS ts, value FROM samples WHERE plane = ? AND counter = ? ORDER BY i",
-                 [plane, counter])  # fmt: skip
+        t = _arrow(
+            con,
+            path,
+            "SELECT ts_ps::BIGINT AS ts, value FROM samples WHERE plane = ? AND counter = ? ORDER BY i",
+            [plane, counter],
+        )
         d.add_counter(track, t.column("ts").to_numpy(), t.column("value").to_numpy())

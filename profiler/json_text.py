@@ -8,8 +8,15 @@ import json
 
 from profiler.errors import TraceFormatError
 
-_JSON_TYPE = {dict: "object", list: "array", str: "string", int: "number", float: "number", bool: "true/false",
-              type(None): "null"}  # fmt: skip
+_JSON_TYPE = {
+    dict: "object",
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "true/false",
+    type(None): "null",
+}
 
 
 def _no_constant(name: str):

@@ -205,8 +205,10 @@ class TraceReader:
             if v is not None and len(v):
                 self.sums[name] += abs_total(v)
                 if self.sums[name] >= SUM_LIMIT:
-                    raise TraceFormatError(f"{where}: the {name} of the trace's events sum past int64 "
-                                           "(the store sums them per step and timeline bin)")  # fmt: skip
+                    raise TraceFormatError(
+                        f"{where}: the {name} of the trace's events sum past int64 "
+                        "(the store sums them per step and timeline bin)"
+                    )
 
 
 SUM_LIMIT = float(I64_MAX - (1 << 40))  # a float total this close to int64's end counts as past it

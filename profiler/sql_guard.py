@@ -54,10 +54,23 @@ MAX_CONCURRENT_QUERIES = 2  # workers of one process at a time (each may use the
 
 _SLOTS = threading.BoundedSemaphore(MAX_CONCURRENT_QUERIES)
 _UNITS = {
-    "": None, "b": 1, "byte": 1, "bytes": 1,
-    "k": 1e3, "kb": 1e3, "kib": 2**10, "m": 1e6, "mb": 1e6, "mib": 2**20,
-    "g": 1e9, "gb": 1e9, "gib": 2**30, "t": 1e12, "tb": 1e12, "tib": 2**40,
-}  # fmt: skip
+    "": None,
+    "b": 1,
+    "byte": 1,
+    "bytes": 1,
+    "k": 1e3,
+    "kb": 1e3,
+    "kib": 2**10,
+    "m": 1e6,
+    "mb": 1e6,
+    "mib": 2**20,
+    "g": 1e9,
+    "gb": 1e9,
+    "gib": 2**30,
+    "t": 1e12,
+    "tb": 1e12,
+    "tib": 2**40,
+}
 
 
 class QueryError(ScprofError):

@@ -54,8 +54,12 @@ def _add_stdlib(con: duckdb.DuckDBPyConnection) -> None:
 
 def missing_typed_columns(con: duckdb.DuckDBPyConnection) -> list[TypedField]:
     """Typed fields (profiler/trace_fields.py) the store's events table has no column for."""
-    have = {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'events'").fetchall()}  # fmt: skip
+    have = {
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'events'"
+        ).fetchall()
+    }
     return [f for f in TYPED_FIELDS if have and f.column not in have]
 
 
@@ -345,9 +349,12 @@ class Store:
         rows = self.con.execute("SELECT value FROM scprof_meta WHERE key = ?", [DDL_DIGEST_KEY]).fetchall()
         if not rows or rows[0][0] != ddl_digest():
             return False
-        have = {r[0] for r in self.con.execute(
-            "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal"
-        ).fetchall()}  # fmt: skip
+        have = {
+            r[0]
+            for r in self.con.execute(
+                "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal"
+            ).fetchall()
+        }
         return _expected_objects() <= have
 
     def schema_version(self) -> int | None:

@@ -148,9 +148,15 @@ GROUP BY ALL
 ALL_STEP_EVENT_EXTENTS_SQL = "INSERT INTO step_event_extents" + ALL_STEP_EVENT_EXTENTS_SELECT
 
 SUMMARY_TABLES = (
-    "run_summaries", "sc_step_cells", "sc_step_totals", "step_event_extents",
-    "tile_sums", "chip_steps", "step_times", "hbm_peaks",
-)  # fmt: skip
+    "run_summaries",
+    "sc_step_cells",
+    "sc_step_totals",
+    "step_event_extents",
+    "tile_sums",
+    "chip_steps",
+    "step_times",
+    "hbm_peaks",
+)
 
 
 def fill_materialized(con: duckdb.DuckDBPyConnection, run_id: int | None = None) -> None:

@@ -196,12 +196,12 @@ def _ingest_one(
     if added is not None:
         added[run_id] = path
     cut = reader.cut
-    return IngestResult(run_id, name, header.run_id, progress.rows, run_status(reader),
-                        cut.message() if cut else None)  # fmt: skip
+    return IngestResult(run_id, name, header.run_id, progress.rows, run_status(reader), cut.message() if cut else None)
 
 
-def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool,
-                   added: dict[int, str] | None = None) -> list[IngestResult]:  # fmt: skip
+def _ingest_xplane(
+    store: Store, path: str, name: str | None, replace: bool, added: dict[int, str] | None = None
+) -> list[IngestResult]:
     """Ingest the XProf run(s) at `path` (inside the caller's transaction)."""
     runs = xspace_store.find_runs(path)
     if name is not None and len(runs) > 1:
@@ -221,8 +221,9 @@ def _ingest_xplane(store: Store, path: str, name: str | None, replace: bool,
     return results
 
 
-def _ingest_json(store: Store, path: str, name: str | None, replace: bool,
-                 added: dict[int, str] | None = None) -> IngestResult:  # fmt: skip
+def _ingest_json(
+    store: Store, path: str, name: str | None, replace: bool, added: dict[int, str] | None = None
+) -> IngestResult:
     """Ingest the Chrome trace JSON at `path` as one run (inside the caller's transaction)."""
     con = store.con
     run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
@@ -241,18 +242,41 @@ def _insert_imported_run(con, run_id: int, f: dict, source: str, path: str) -> i
     con.execute(
         "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            run_id, f["uuid"], f["name"], source, path, f["producer"], None, "ok", None,
-            f["start_time_unix_ns"], f["generation"], f["num_chips"], f["sparsecores_per_chip"],
-            f["tiles_per_sparsecore"], f["simd_width"], f["hbm_bytes"], f["hbm_bandwidth_bytes_per_s"],
-            f["tc_peak_flops"], f["ici_bandwidth_bytes_per_s"], f["spmem_bytes_per_tile"],
-            f["hardware_extra"], f["config"], f["tags"], events, first_ps, last_ps, steps,
+            run_id,
+            f["uuid"],
+            f["name"],
+            source,
+            path,
+            f["producer"],
+            None,
+            "ok",
+            None,
+            f["start_time_unix_ns"],
+            f["generation"],
+            f["num_chips"],
+            f["sparsecores_per_chip"],
+            f["tiles_per_sparsecore"],
+            f["simd_width"],
+            f["hbm_bytes"],
+            f["hbm_bandwidth_bytes_per_s"],
+            f["tc_peak_flops"],
+            f["ici_bandwidth_bytes_per_s"],
+            f["spmem_bytes_per_tile"],
+            f["hardware_extra"],
+            f["config"],
+            f["tags"],
+            events,
+            first_ps,
+            last_ps,
+            steps,
         ],
-    )  # fmt: skip
+    )
     return events
 
 
-def _make_room(store: Store, uuid: str, name: str, replace: bool, path: str = "",
-               added: dict[int, str] | None = None) -> None:  # fmt: skip
+def _make_room(
+    store: Store, uuid: str, name: str, replace: bool, path: str = "", added: dict[int, str] | None = None
+) -> None:
     """Refuse (or with replace, delete) runs with the same uuid or name; a run of this same call
     (`added`: run_id -> path) is never replaced: two paths of one command hold the same run."""
     clash = store.con.execute("SELECT run_id, name, uuid FROM runs WHERE uuid = ? OR name = ?", [uuid, name]).fetchall()
@@ -262,8 +286,10 @@ def _make_room(store: Store, uuid: str, name: str, replace: bool, path: str = ""
         if added and run_id in added:
             if old_uuid == uuid:
                 raise StoreError(f"{path}: the same run as {added[run_id]}, given on the same command")
-            raise StoreError(f"{path}: run name {name!r} is also that of {added[run_id]}, given on the same "
-                             "command; ingest them one at a time (with --name)")  # fmt: skip
+            raise StoreError(
+                f"{path}: run name {name!r} is also that of {added[run_id]}, given on the same "
+                "command; ingest them one at a time (with --name)"
+            )
     if not replace:
         run_id, old_name, old_uuid = clash[0]
         if old_uuid == uuid:
@@ -341,8 +367,9 @@ def _flush(con, run_id: int, kind: str, pending: dict[str, list[Batch]], progres
         }
         for col, null in EVENT_DEFAULTS.items():
             key = _ARROW_NAME.get(col, col)
-            data[key] = (grouped(cols[col]) if col in cols
-                         else pa.nulls(n, pa.int64()) if null else pa.nulls(n, pa.uint32()))  # fmt: skip
+            data[key] = (
+                grouped(cols[col]) if col in cols else pa.nulls(n, pa.int64()) if null else pa.nulls(n, pa.uint32())
+            )
         _insert_arrow(con, INSERT_EVENTS, run_id, pa.table(data))
         if "arg_event" in cols:
             progress.deferred["args"].append(
@@ -355,7 +382,7 @@ def _flush(con, run_id: int, kind: str, pending: dict[str, list[Batch]], progres
                         "double_value": cols["arg_double"],
                         "string_id": cols["arg_string"],
                     }
-                )  # fmt: skip
+                )
             )
         progress.rows += n
     elif kind == "counters":
@@ -375,9 +402,17 @@ def _partition_table(batch: Batch) -> pa.Table:
     cols = concat_batches("partition_stats", [batch])
     n = batch.rows
     names = (
-        "step", "chip", "sc", "table", "ids", "unique_ids", "max_ids_per_partition",
-        "max_unique_ids_per_partition", "minibatches", "dropped_ids",
-    )  # fmt: skip
+        "step",
+        "chip",
+        "sc",
+        "table",
+        "ids",
+        "unique_ids",
+        "max_ids_per_partition",
+        "max_unique_ids_per_partition",
+        "minibatches",
+        "dropped_ids",
+    )
     data = {}
     for name in names:
         key = "tbl" if name == "table" else name
@@ -398,12 +433,18 @@ def _insert_arrow(con, sql: str, run_id: int, table: pa.Table) -> None:
 
 
 def _insert_tracks(con, run_id: int, tracks: list[pb.Track]) -> None:
-    table = pa.table({
-        "track_id": [t.id for t in tracks], "plane": [t.plane for t in tracks],
-        "line": [t.line for t in tracks], "kind": [TRACK_KIND_NAMES.get(t.kind, "unknown") for t in tracks],
-        "chip": [t.chip for t in tracks], "core": [t.core for t in tracks],
-        "tile": [t.tile for t in tracks], "unit": [t.unit for t in tracks],
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "track_id": [t.id for t in tracks],
+            "plane": [t.plane for t in tracks],
+            "line": [t.line for t in tracks],
+            "kind": [TRACK_KIND_NAMES.get(t.kind, "unknown") for t in tracks],
+            "chip": [t.chip for t in tracks],
+            "core": [t.core for t in tracks],
+            "tile": [t.tile for t in tracks],
+            "unit": [t.unit for t in tracks],
+        }
+    )
     _insert_arrow(
         con,
         "INSERT INTO tracks SELECT $run, track_id, plane, line, kind, chip, core, tile, unit FROM b",
@@ -430,12 +471,32 @@ def _insert_run(con, run_id: int, name: str, path: str, reader: TraceReader) -> 
     con.execute(
         "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
-            run_id, h.run_id, name, "scprof-trace", path, h.producer, h.format_version,
-            run_status(reader), reader.cut.offset if reader.cut else None,
-            h.start_time_unix_ns, known(hw.generation), known(hw.num_chips), known(hw.sparsecores_per_chip),
-            known(hw.tiles_per_sparsecore), known(hw.simd_width), known(hw.hbm_bytes),
-            known(hw.hbm_bandwidth_bytes_per_s), known(hw.tc_peak_flops), known(hw.ici_bandwidth_bytes_per_s),
-            known(hw.spmem_bytes_per_tile), hw.extra_json or "{}", h.config_json or "{}",
-            json.dumps(dict(h.tags), sort_keys=True), events, first_ps, last_ps, steps,
+            run_id,
+            h.run_id,
+            name,
+            "scprof-trace",
+            path,
+            h.producer,
+            h.format_version,
+            run_status(reader),
+            reader.cut.offset if reader.cut else None,
+            h.start_time_unix_ns,
+            known(hw.generation),
+            known(hw.num_chips),
+            known(hw.sparsecores_per_chip),
+            known(hw.tiles_per_sparsecore),
+            known(hw.simd_width),
+            known(hw.hbm_bytes),
+            known(hw.hbm_bandwidth_bytes_per_s),
+            known(hw.tc_peak_flops),
+            known(hw.ici_bandwidth_bytes_per_s),
+            known(hw.spmem_bytes_per_tile),
+            hw.extra_json or "{}",
+            h.config_json or "{}",
+            json.dumps(dict(h.tags), sort_keys=True),
+            events,
+            first_ps,
+            last_ps,
+            steps,
         ],
-    )  # fmt: skip
+    )

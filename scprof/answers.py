@@ -185,10 +185,16 @@ def top_ops_doc(
         doc = analysis if analysis is not None else analysis_doc(store, run_id)
         ops = doc["figures"].get("ops") or {}
         if ops.get("top") is not None and min(limit, ops["ops"]) <= len(ops["top"]):
-            return jsonable({
-                "run": {"run_id": run_id, "name": doc["run"]["name"]}, "steps": None, "chip": None,
-                "ops": ops["ops"], "rows": ops["top"][:limit], "truncated": ops["ops"] > limit,
-            })  # fmt: skip
+            return jsonable(
+                {
+                    "run": {"run_id": run_id, "name": doc["run"]["name"]},
+                    "steps": None,
+                    "chip": None,
+                    "ops": ops["ops"],
+                    "rows": ops["top"][:limit],
+                    "truncated": ops["ops"] > limit,
+                }
+            )
     ctx = RunContext(store, run_id)
     if steps is None and chip is None:
         table = profile(ctx)
@@ -200,18 +206,27 @@ def top_ops_doc(
             keep &= (a.step >= steps[0]) & (a.step < steps[1])
         if chip is not None:
             keep &= a.track_chip[track] == chip
-        rows = pa.table({
-            "track_id": a.track_id[track][keep], "name_id": a.name_scan[a.source][keep],
-            "category_id": a.category_scan[a.source][keep], "dur_ps": (a.end - a.start)[keep],
-            "self_ps": self_times(a)[keep],
-        })  # fmt: skip
+        rows = pa.table(
+            {
+                "track_id": a.track_id[track][keep],
+                "name_id": a.name_scan[a.source][keep],
+                "category_id": a.category_scan[a.source][keep],
+                "dur_ps": (a.end - a.start)[keep],
+                "self_ps": self_times(a)[keep],
+            }
+        )
         table = ctx.query("op_profile", {"rows": rows})
     rows_out = table.to_pylist()
-    return jsonable({
-        "run": {"run_id": run_id, "name": ctx.run["name"]},
-        "steps": list(steps) if steps else None, "chip": chip,
-        "ops": len(rows_out), "rows": rows_out[:limit], "truncated": len(rows_out) > limit,
-    })  # fmt: skip
+    return jsonable(
+        {
+            "run": {"run_id": run_id, "name": ctx.run["name"]},
+            "steps": list(steps) if steps else None,
+            "chip": chip,
+            "ops": len(rows_out),
+            "rows": rows_out[:limit],
+            "truncated": len(rows_out) > limit,
+        }
+    )
 
 
 def _steps_span(store: Store, run_id: int, steps: tuple[int, int]) -> tuple[int, int]:
@@ -249,10 +264,16 @@ def find_events_doc(
            FROM slices WHERE run_id = ? AND list_contains(?, event_id) ORDER BY start_ps, event_id""",
         [facts.run_id, ids],
     )
-    return jsonable({
-        "run": {"run_id": facts.run_id, "name": facts.name}, "name": name, "window_ps": [t0, t1],
-        "count": total, "rows": rows, "truncated": total > len(rows),
-    })  # fmt: skip
+    return jsonable(
+        {
+            "run": {"run_id": facts.run_id, "name": facts.name},
+            "name": name,
+            "window_ps": [t0, t1],
+            "count": total,
+            "rows": rows,
+            "truncated": total > len(rows),
+        }
+    )
 
 
 def sql_doc(store: Store, query: str, max_rows: int, timeout_s: float, max_bytes: int) -> dict[str, Any]:
@@ -314,8 +335,9 @@ def events_doc(
     t0, t1 = window or (facts.first_ps, facts.last_ps + 1)
     chosen = [t for t in run_tracks(store, facts.run_id) if _track_matches(t, tracks or {})]
     ids = [t.track_id for t in chosen]
-    p = dict(run=facts.run_id, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, maxmarker=facts.max_marker_dur_ps,
-             tracks=ids)  # fmt: skip
+    p = dict(
+        run=facts.run_id, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, maxmarker=facts.max_marker_dur_ps, tracks=ids
+    )
     counts = dict(zip(*sql(store, trace_queries.TILE_COUNTS, **p).to_pydict().values(), strict=True)) if ids else {}
     table = sql(store, trace_queries.WINDOW_SLICES, name_base=facts.name_base, limit=limit, **p) if ids else None
     by_id = {t.track_id: t for t in chosen}
@@ -324,17 +346,44 @@ def events_doc(
         names = names_of(store, facts, table.column("name").to_numpy())
         for r in table.to_pylist():
             t = by_id[r["track_id"]]
-            rows.append({"event_id": r["id"], "track_id": t.track_id, "plane": t.plane, "line": t.line,
-                         "track_kind": t.kind, "chip": t.chip, "name": names[str(r["name"])], "step": r["step"],
-                         "start_ps": r["start"], "dur_ps": r["dur"]})  # fmt: skip
+            rows.append(
+                {
+                    "event_id": r["id"],
+                    "track_id": t.track_id,
+                    "plane": t.plane,
+                    "line": t.line,
+                    "track_kind": t.kind,
+                    "chip": t.chip,
+                    "name": names[str(r["name"])],
+                    "step": r["step"],
+                    "start_ps": r["start"],
+                    "dur_ps": r["dur"],
+                }
+            )
     total = int(sum(counts.values()))
-    track_rows = [{"track_id": t.track_id, "plane": t.plane, "line": t.line, "track_kind": t.kind, "chip": t.chip,
-                   "count": int(counts.get(t.track_id, 0))} for t in chosen if counts.get(t.track_id)]  # fmt: skip
-    return jsonable({
-        "run": {"run_id": facts.run_id, "name": facts.name}, "window_ps": [t0, t1],
-        "steps": list(steps) if steps else None, "tracks": track_rows, "count": total, "rows": rows,
-        "truncated": total > len(rows),
-    })  # fmt: skip
+    track_rows = [
+        {
+            "track_id": t.track_id,
+            "plane": t.plane,
+            "line": t.line,
+            "track_kind": t.kind,
+            "chip": t.chip,
+            "count": int(counts.get(t.track_id, 0)),
+        }
+        for t in chosen
+        if counts.get(t.track_id)
+    ]
+    return jsonable(
+        {
+            "run": {"run_id": facts.run_id, "name": facts.name},
+            "window_ps": [t0, t1],
+            "steps": list(steps) if steps else None,
+            "tracks": track_rows,
+            "count": total,
+            "rows": rows,
+            "truncated": total > len(rows),
+        }
+    )
 
 
 TRACK_FILTERS = ("plane", "line", "kind", "chip")
@@ -371,11 +420,21 @@ def step_breakdown_doc(
         what = f"steps {steps[0]}..{steps[1] - 1}" if steps else "steps"
         raise ScprofError(f"run {name!r}: no breakdown for {what}" + (f" on chip {chip}" if chip is not None else ""))
     cats = list(bd["per_step"])
-    per_step = [{"step": s, "total_ps": sum(bd["per_step"][c][i] for c in cats),
-                 **{c: bd["per_step"][c][i] for c in cats}} for i, s in enumerate(bd["steps"][:limit])]  # fmt: skip
+    per_step = [
+        {"step": s, "total_ps": sum(bd["per_step"][c][i] for c in cats), **{c: bd["per_step"][c][i] for c in cats}}
+        for i, s in enumerate(bd["steps"][:limit])
+    ]
     per_chip = [{"chip": ch, **{c: bd["per_chip"][c][i] for c in cats}} for i, ch in enumerate(bd["chips"])]
-    return jsonable({
-        "run": {"run_id": run_id, "name": name}, "steps": list(steps) if steps else None, "chip": chip,
-        "categories": cats, "counted_steps": len(bd["counted_steps"]), "per_chip": per_chip,
-        "steps_in_range": len(bd["steps"]), "rows": per_step, "truncated": len(bd["steps"]) > limit,
-    })  # fmt: skip
+    return jsonable(
+        {
+            "run": {"run_id": run_id, "name": name},
+            "steps": list(steps) if steps else None,
+            "chip": chip,
+            "categories": cats,
+            "counted_steps": len(bd["counted_steps"]),
+            "per_chip": per_chip,
+            "steps_in_range": len(bd["steps"]),
+            "rows": per_step,
+            "truncated": len(bd["steps"]) > limit,
+        }
+    )

@@ -137,9 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--verify", action="store_true", help="simulate each finding's fix alone (emulated runs) and say if it helps"
     )
-    p.add_argument("--trust-paths", action="store_true",
-                   help="let the re-simulation read paths the stored config names that the store does not hold "
-                        "(ID files, perf tables, a limits file of an older run); refused by default")  # fmt: skip
+    p.add_argument(
+        "--trust-paths",
+        action="store_true",
+        help="let the re-simulation read paths the stored config names that the store does not hold "
+        "(ID files, perf tables, a limits file of an older run); refused by default",
+    )
     _db_arg(p)
     p.set_defaults(func=cmd_analyze)
 
@@ -150,9 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--attribute", action="store_true", help="simulate each changed key alone and left out: its share of the gain"
     )
-    p.add_argument("--trust-paths", action="store_true",
-                   help="let the re-simulation read paths the stored config names that the store does not hold "
-                        "(ID files, perf tables, a limits file of an older run); refused by default")  # fmt: skip
+    p.add_argument(
+        "--trust-paths",
+        action="store_true",
+        help="let the re-simulation read paths the stored config names that the store does not hold "
+        "(ID files, perf tables, a limits file of an older run); refused by default",
+    )
     _db_arg(p)
     p.set_defaults(func=cmd_compare)
 
@@ -161,9 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("tune", help="search for a faster config, each step proven by simulation (emulated runs)")
     p.add_argument("target", metavar="CONFIG|RUN", help="a workload config (TOML) or a stored emulated run")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="start from this change")
-    p.add_argument("--trust-paths", action="store_true",
-                   help="let the re-simulation read paths the stored config names that the store does not hold "
-                        "(ID files, perf tables, a limits file of an older run); refused by default")  # fmt: skip
+    p.add_argument(
+        "--trust-paths",
+        action="store_true",
+        help="let the re-simulation read paths the stored config names that the store does not hold "
+        "(ID files, perf tables, a limits file of an older run); refused by default",
+    )
     p.add_argument("--budget", type=_budget, default=40, help="most simulations to run (default 40)")
     p.add_argument(
         "--workers",
@@ -172,8 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="Dask workers here (default: CPUs, at most 8)",
     )
     p.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://10.0.0.5:8786")
-    p.add_argument("--out", metavar="DIR", help="folder for the tuning's folders, as runs/ is by default: "
-                   "DIR/tuned/<run>/ (tuned.toml, trials/), DIR/whatif/<name>/ (a CONFIG's run)")  # fmt: skip
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="folder for the tuning's folders, as runs/ is by default: "
+        "DIR/tuned/<run>/ (tuned.toml, trials/), DIR/whatif/<name>/ (a CONFIG's run)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     _db_arg(p)
     p.set_defaults(func=cmd_tune)
@@ -193,11 +206,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="http: address to bind (default 127.0.0.1; others need --token)")
     p.add_argument("--port", type=int, default=8765, help="http: port (default 8765)")
     p.add_argument("--token", help="http: access token every request must carry (Authorization: Bearer)")
-    p.add_argument("--allow-simulate", action="store_true",
-                   help="offer the tools that simulate: analyze verify, compare attribute, record, tune")  # fmt: skip
+    p.add_argument(
+        "--allow-simulate",
+        action="store_true",
+        help="offer the tools that simulate: analyze verify, compare attribute, record, tune",
+    )
     p.add_argument("--out", metavar="DIR", help="folder for simulated runs' folders (default: runs/ beside the store)")
-    p.add_argument("--workers", type=int, default=1,
-                   help="Dask workers that simulate trials for verify, attribute and tune (default 1: in process)")  # fmt: skip
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="Dask workers that simulate trials for verify, attribute and tune (default 1: in process)",
+    )
     p.add_argument("--allow-ingest", action="append", default=[], metavar="DIR", help="let agents ingest from DIR")
     p.add_argument("--ui-url", default="http://127.0.0.1:8050", help="where `scprof ui` serves, for links")
     p.add_argument("--guide", action="store_true", help="print the agent guide and exit")

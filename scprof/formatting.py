@@ -51,9 +51,19 @@ def runs_table(table: pa.Table) -> str:
     """The `scprof runs` listing with human units."""
     rows = []
     for r in table.to_pylist():
-        rows.append([
-            str(r["run_id"]), r["name"], r["source"], r["status"], r["hardware"], str(r["steps"]),
-            f"{r['events']:,}", format_ps(r["span_ps"]), format_ps(r["mean_step_ps"]), r["ingested"],
-        ])  # fmt: skip
+        rows.append(
+            [
+                str(r["run_id"]),
+                r["name"],
+                r["source"],
+                r["status"],
+                r["hardware"],
+                str(r["steps"]),
+                f"{r['events']:,}",
+                format_ps(r["span_ps"]),
+                format_ps(r["mean_step_ps"]),
+                r["ingested"],
+            ]
+        )
     header = ["id", "name", "source", "status", "hardware", "steps", "events", "span", "mean step", "ingested"]
     return text_table(header, rows)

@@ -172,8 +172,9 @@ class Events(Truncation):
     run: RunRef
     window_ps: list[int] = Field(description="[t0, t1): the window, ps (of the steps asked for, or the whole run)")
     steps: list[int] | None = Field(description="[A, B]: the window is steps A..B-1's span on the Timeline")
-    tracks: list[dict[str, Any]] = Field(description="per track with slices in the window: its id, plane, line, "
-                                         "track_kind, chip and `count`")  # fmt: skip
+    tracks: list[dict[str, Any]] = Field(
+        description="per track with slices in the window: its id, plane, line, track_kind, chip and `count`"
+    )
     count: int = Field(description="slices (events and step markers) in the window on the chosen tracks")
     rows: list[Slice] = Field(description="the first `limit` slices in time order (ties: track, id)")
 
@@ -202,8 +203,10 @@ class Recorded(_Open):
 
 class Tuned(_Open):
     baseline: dict[str, Any] = Field(description="run and step_time_ps the search started from")
-    best: dict[str, Any] = Field(description="run, step_time_ps, overrides, config (the tuned TOML), change and "
-                                 "its 95% interval (ci_low, ci_high) against the baseline")  # fmt: skip
+    best: dict[str, Any] = Field(
+        description="run, step_time_ps, overrides, config (the tuned TOML), change and "
+        "its 95% interval (ci_low, ci_high) against the baseline"
+    )
     trials: list[dict[str, Any]] = Field(description="every trial: overrides, step time, change, verdict, accepted")
     simulations: int
     stopped: str = Field(description="why the search stopped")

@@ -336,8 +336,9 @@ def require_token(app: Any, token: str) -> Any:
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, expected):
                 body = b'{"error": "access token needed: send Authorization: Bearer <token>"}'
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json")]})  # fmt: skip
+                await send(
+                    {"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"application/json")]}
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await app(scope, receive, send)

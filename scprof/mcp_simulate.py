@@ -102,8 +102,9 @@ class Simulating:
                 if key != "extends":
                     self.tools.allowed_path(node[name], f"config {key}", folders, "read from")
 
-    def record(self, config: str, sets: dict[str, Any], name: str | None, steps: int | None,
-               replace: bool) -> dict[str, Any]:  # fmt: skip
+    def record(
+        self, config: str, sets: dict[str, Any], name: str | None, steps: int | None, replace: bool
+    ) -> dict[str, Any]:
         from analyzers.kept_reports import analyse_and_keep
         from profiler.trace_to_store import ingest_trace
         from sim_backend.errors import RunFailure
@@ -129,18 +130,38 @@ class Simulating:
                 trace, failure = e.trace_path, str(e).splitlines()[0]
             stored = ingest_trace(store, trace, name=name if failure else result.run_name, replace=replace)
             warning = analyse_and_keep(store, stored.run_id)
-        doc: dict[str, Any] = {"run_id": stored.run_id, "name": stored.name, "status": stored.status,
-                               "failure": failure, "trace": trace, "events": stored.events}  # fmt: skip
+        doc: dict[str, Any] = {
+            "run_id": stored.run_id,
+            "name": stored.name,
+            "status": stored.status,
+            "failure": failure,
+            "trace": trace,
+            "events": stored.events,
+        }
         if result is not None:
-            doc.update(steps=result.steps, mean_step_time_ps=result.mean_step_time_ps,
-                       share={"host": result.share_host, "sparsecore": result.share_sc,
-                              "tensorcore": result.share_tc, "idle": result.share_idle},
-                       dropped_ids=result.dropped_ids)  # fmt: skip
+            doc.update(
+                steps=result.steps,
+                mean_step_time_ps=result.mean_step_time_ps,
+                share={
+                    "host": result.share_host,
+                    "sparsecore": result.share_sc,
+                    "tensorcore": result.share_tc,
+                    "idle": result.share_idle,
+                },
+                dropped_ids=result.dropped_ids,
+            )
         doc["warnings"] = [w for w in [warning, *(result.warnings if result else [])] if w]
         return answers.jsonable(doc)
 
-    def tune(self, run: str | None, config: str | None, sets: dict[str, Any], budget: int,
-             progress: Callable[[int, int], None] | None, stop: threading.Event) -> dict[str, Any]:  # fmt: skip
+    def tune(
+        self,
+        run: str | None,
+        config: str | None,
+        sets: dict[str, Any],
+        budget: int,
+        progress: Callable[[int, int], None] | None,
+        stop: threading.Event,
+    ) -> dict[str, Any]:
         """`scprof tune RUN|CONFIG --json`: from a stored emulated run (with `sets` applied first), or
         from a config (recorded with `sets` into the out folder's whatif/<name>/ first, an identical
         stored run reused), as the CLI's tune does."""
@@ -282,7 +303,7 @@ def add_simulate_tools(server: MCPServer, sim: Simulating) -> None:
                 description="a bundled config's name (baseline, host_bound, ...) or a TOML "
                 "file in a folder the server may read"
             ),
-        ],  # fmt: skip
+        ],
         sets: SetsArg = None,
         name: Annotated[str | None, Field(description="run name (default: the config's)")] = None,
         steps: Annotated[int | None, Field(description=f"steps to simulate, 1..{RECORD_STEPS_MAX:,}")] = None,

@@ -164,8 +164,9 @@ class Tools:
             doc["note"] = f"{NARROW}: the top {len(doc['rows'])} of {doc['ops']:,} ops by self time; raise limit"
         return doc
 
-    def events(self, run: str, steps: str | None, t0_ps: int | None, t1_ps: int | None,
-               tracks: dict[str, Any], limit: int) -> dict[str, Any]:  # fmt: skip
+    def events(
+        self, run: str, steps: str | None, t0_ps: int | None, t1_ps: int | None, tracks: dict[str, Any], limit: int
+    ) -> dict[str, Any]:
         _limit(limit, EVENTS_MAX)
         span, window = answers.steps_range(steps), _window(t0_ps, t1_ps)
         with self.reading() as store:
@@ -239,8 +240,10 @@ class Tools:
         with self.writing() as store:
             results = ingest_traces(store, checked, name, replace)
             warnings = [w for r in results if (w := analyse_and_keep(store, r.run_id))]
-        runs = [{"run_id": r.run_id, "name": r.name, "events": r.events, "status": r.status,
-                 "cut_message": r.cut_message} for r in results]  # fmt: skip
+        runs = [
+            {"run_id": r.run_id, "name": r.name, "events": r.events, "status": r.status, "cut_message": r.cut_message}
+            for r in results
+        ]
         return {"runs": runs, "warnings": warnings}
 
     def allowed_path(self, path: str, arg: str, folders: list[str] | None = None, verb: str = "ingest from") -> str:
@@ -286,8 +289,12 @@ def result(doc: dict[str, Any], rows_key: str | None = None) -> CallToolResult:
                 lo = mid
             else:
                 hi = mid - 1
-        doc = {**doc, rows_key: rows[:lo], "truncated": True,
-               "note": f"{NARROW}: {lo} of {len(rows)} rows fit in {MAX_RESULT_BYTES // 1024} KiB"}  # fmt: skip
+        doc = {
+            **doc,
+            rows_key: rows[:lo],
+            "truncated": True,
+            "note": f"{NARROW}: {lo} of {len(rows)} rows fit in {MAX_RESULT_BYTES // 1024} KiB",
+        }
         text = json.dumps(doc)
     if len(text.encode()) > MAX_RESULT_BYTES:
         raise ScprofError(

@@ -153,8 +153,10 @@ def summary_text(doc: dict[str, Any]) -> str:
     out = [_run_line(doc)]
     st = doc["step_time"]
     if st:
-        out.append(f"step time  mean {format_ps(st['step_ps_mean'])}  p50 {format_ps(st['step_ps_p50'])}  "
-                   f"p90 {format_ps(st['step_ps_p90'])}  {st.get('covers', '')}".rstrip())  # fmt: skip
+        out.append(
+            f"step time  mean {format_ps(st['step_ps_mean'])}  p50 {format_ps(st['step_ps_p50'])}  "
+            f"p90 {format_ps(st['step_ps_p90'])}  {st.get('covers', '')}".rstrip()
+        )
     else:
         out.append("step time  - (no steps)")
     if doc["share"]:
@@ -175,16 +177,34 @@ def ops_text(doc: dict[str, Any]) -> str:
     if doc["chip"] is not None:
         where.append(f"chip {doc['chip']}")
     head = _run_line(doc) + (f", {', '.join(where)}" if where else "")
-    rows = [[r["track_kind"], r["name"], f"{r['events']:,}", format_ps(r["self_ps"]), format_ps(r["total_ps"]),
-             f"{r['share']:.1%}", format_si(r.get("flops"), "FLOP"), format_si(r.get("bytes"), "B")]
-            for r in doc["rows"]]  # fmt: skip
+    rows = [
+        [
+            r["track_kind"],
+            r["name"],
+            f"{r['events']:,}",
+            format_ps(r["self_ps"]),
+            format_ps(r["total_ps"]),
+            f"{r['share']:.1%}",
+            format_si(r.get("flops"), "FLOP"),
+            format_si(r.get("bytes"), "B"),
+        ]
+        for r in doc["rows"]
+    ]
     table = text_table(["kind", "op", "events", "self", "total", "share", "flops", "bytes"], rows)
     return "\n".join([head, table, _shown(doc, "ops")])
 
 
 def events_text(doc: dict[str, Any]) -> str:
-    rows = [[str(r["start_ps"]), format_ps(r["dur_ps"]), "-" if r["step"] is None else str(r["step"]),
-             f"{r['plane']} / {r['line']}", r["name"]] for r in doc["rows"]]  # fmt: skip
+    rows = [
+        [
+            str(r["start_ps"]),
+            format_ps(r["dur_ps"]),
+            "-" if r["step"] is None else str(r["step"]),
+            f"{r['plane']} / {r['line']}",
+            r["name"],
+        ]
+        for r in doc["rows"]
+    ]
     table = text_table(["start_ps", "dur", "step", "track", "name"], rows)
     return "\n".join([_run_line(doc), table, _shown(doc, "events")])
 
@@ -196,7 +216,13 @@ def breakdown_text(doc: dict[str, Any]) -> str:
     chips = [[str(r["chip"]), *(format_ps(r[c]) for c in cats)] for r in doc["per_chip"]]
     per_chip = text_table(["chip", *cats], chips)
     who = "mean over chips" if doc["chip"] is None else f"chip {doc['chip']}"
-    return "\n".join([
-        _run_line(doc), f"per step ({who}):", per_step, _shown(doc, "steps"),
-        f"per chip (mean per counted step, {doc['counted_steps']} counted steps):", per_chip,
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            _run_line(doc),
+            f"per step ({who}):",
+            per_step,
+            _shown(doc, "steps"),
+            f"per chip (mean per counted step, {doc['counted_steps']} counted steps):",
+            per_chip,
+        ]
+    )

@@ -60,15 +60,23 @@ def render_report(report: RunReport) -> str:
     if device_ops:  # each op's share of its kind's device self time
         top = device_ops[:5]
         kinds = {r["track_kind"] for r in top}
-        out.append("top ops    " + "  ".join(
-            f"{escape_control(r['name'])} {r['share']:.1%}" + (f" of {r['track_kind']}" if len(kinds) > 1 else "")
-            for r in top) + (f"  (share of {top[0]['track_kind']} self time)" if len(kinds) == 1 else ""))  # fmt: skip
+        out.append(
+            "top ops    "
+            + "  ".join(
+                f"{escape_control(r['name'])} {r['share']:.1%}" + (f" of {r['track_kind']}" if len(kinds) > 1 else "")
+                for r in top
+            )
+            + (f"  (share of {top[0]['track_kind']} self time)" if len(kinds) == 1 else "")
+        )
     out.append("")
     if not report.findings:
         lacking = sum(1 for a in report.analyses.values() if a.notes)
-        out.append("No problems found: every analyzer ran and none flagged this run." if not lacking else
-                   f"No problems found by the analyzers that had their data; {lacking} of {len(report.analyses)} "
-                   "lacked some (listed below).")  # fmt: skip
+        out.append(
+            "No problems found: every analyzer ran and none flagged this run."
+            if not lacking
+            else f"No problems found by the analyzers that had their data; {lacking} of {len(report.analyses)} "
+            "lacked some (listed below)."
+        )
     else:
         out.append(f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}, most severe first:")
         for f in report.findings:
@@ -98,7 +106,7 @@ def render_comparison(c: Comparison) -> str:
                 [r["category"], format_ps(r["base_ps"]), format_ps(r["cand_ps"]), _signed_ps(r["delta_ps"])]
                 for r in c.breakdown
             ],
-        ),  # fmt: skip
+        ),
         "",
     ]
     for kind in ("resolved", "new", "persisting"):
@@ -125,7 +133,7 @@ def render_comparison(c: Comparison) -> str:
                     ]
                     for r in c.ops[:10]
                 ],
-            )  # fmt: skip
+            )
         )
         out.append("")
     if c.tables:
@@ -144,7 +152,7 @@ def render_comparison(c: Comparison) -> str:
                     ]
                     for r in c.tables[:10]
                 ],
-            )  # fmt: skip
+            )
         )
         out.append("")
     if c.config_diff:

@@ -40,8 +40,11 @@ def verify_and_render(args: argparse.Namespace) -> int:
         print(json.dumps(verified_doc(report, simulations, not_verified)))
     else:
         print(units.escape_lines(render_report(report)))
-        print(units.escape_control(f"\n{not_verified}") if not_verified else
-              f"\n{simulations} simulation{'s' if simulations != 1 else ''} run to verify the fixes")  # fmt: skip
+        print(
+            units.escape_control(f"\n{not_verified}")
+            if not_verified
+            else f"\n{simulations} simulation{'s' if simulations != 1 else ''} run to verify the fixes"
+        )
     return 0
 
 
@@ -70,19 +73,25 @@ def attribute_and_render(args: argparse.Namespace) -> int:
 
 def render_attribution(a: dict[str, Any]) -> str:
     gain = a["gain_ps"]
-    out = [f"Attribution of the change {a['total_change']:+.1%} ({'faster' if gain > 0 else 'slower'} by "
-           f"{format_ps(abs(gain))} per step) to the changed keys ({a['simulations']} new simulations; "
-           "trials the store held are reused):"]  # fmt: skip
+    out = [
+        f"Attribution of the change {a['total_change']:+.1%} ({'faster' if gain > 0 else 'slower'} by "
+        f"{format_ps(abs(gain))} per step) to the changed keys ({a['simulations']} new simulations; "
+        "trials the store held are reused):"
+    ]
     if not a["changes"]:
         out.append("  no user-set key differs: nothing to attribute")
     for r in a["changes"]:
         share = "-" if r["share"] is None else f"{r['share']:.0%}"
         alone = "-" if r["alone_change"] is None else f"{r['alone_change']:+.1%}"
-        out.append(f"  {share:>5} of the gain  {r['key']}: {_short(r['base'])} -> {_short(r['cand'])}  "
-                   f"(alone {alone}, left out costs {_ps(r['left_out_gain_ps'])})")  # fmt: skip
+        out.append(
+            f"  {share:>5} of the gain  {r['key']}: {_short(r['base'])} -> {_short(r['cand'])}  "
+            f"(alone {alone}, left out costs {_ps(r['left_out_gain_ps'])})"
+        )
         if r["derived"]:
-            out.append(f"         with {len(r['derived'])} derived key{'s' if len(r['derived']) != 1 else ''} "
-                       f"({', '.join(r['derived'][:3])}{', ...' if len(r['derived']) > 3 else ''})")  # fmt: skip
+            out.append(
+                f"         with {len(r['derived'])} derived key{'s' if len(r['derived']) != 1 else ''} "
+                f"({', '.join(r['derived'][:3])}{', ...' if len(r['derived']) > 3 else ''})"
+            )
     if a["interaction_ps"] is not None and len(a["changes"]) > 1:
         out.append(f"  interaction (the gain not explained by the changes alone): {_ps(a['interaction_ps'])}")
     if a["unreplayable"]:
@@ -120,21 +129,40 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 origin = store.resolve_run(args.target)
             name = store.rows("SELECT name FROM runs WHERE run_id = ?", [origin])[0]["name"]
             out_dir = os.path.join(root, "tuned", _dir(name))
-            session = Session(store, origin, "tune", ex, root=os.path.join(out_dir, "trials"),
-                              progress=_progress("tuning"), trust_paths=args.trust_paths, given=sets,
-                              own_paths=own)  # fmt: skip
+            session = Session(
+                store,
+                origin,
+                "tune",
+                ex,
+                root=os.path.join(out_dir, "trials"),
+                progress=_progress("tuning"),
+                trust_paths=args.trust_paths,
+                given=sets,
+                own_paths=own,
+            )
             result = tune(session, Change(session.given), args.budget, out_dir)
     if args.json:
         print(json.dumps(result.to_dict(), default=str))
         return 0
     b, best = result.baseline, result.best
-    print(units.escape_lines("\n".join(
-        [f"tuning {b['run']!r}: {len(result.trials)} trials, {result.simulations} simulations; stopped: {result.stopped}", ""]
-        + [_trial_line(t) for t in result.trials]
-        + ["", f"best: {best['run']!r} {format_ps(b['step_time_ps'])} -> {format_ps(best['step_time_ps'])} "
-               f"({best['change']:+.1%}, 95% CI {best['ci_low']:+.1%} .. {best['ci_high']:+.1%})",
-           f"changes: {Change(best['overrides'], best['derive_limits']).describe()}",
-           f"tuned config: {best['config']} (scprof record {best['config']})"])))  # fmt: skip
+    print(
+        units.escape_lines(
+            "\n".join(
+                [
+                    f"tuning {b['run']!r}: {len(result.trials)} trials, {result.simulations} simulations; stopped: {result.stopped}",
+                    "",
+                ]
+                + [_trial_line(t) for t in result.trials]
+                + [
+                    "",
+                    f"best: {best['run']!r} {format_ps(b['step_time_ps'])} -> {format_ps(best['step_time_ps'])} "
+                    f"({best['change']:+.1%}, 95% CI {best['ci_low']:+.1%} .. {best['ci_high']:+.1%})",
+                    f"changes: {Change(best['overrides'], best['derive_limits']).describe()}",
+                    f"tuned config: {best['config']} (scprof record {best['config']})",
+                ]
+            )
+        )
+    )
     return 0
 
 

@@ -235,12 +235,19 @@ def check_run_memory(cfg: RunConfig, limit_bytes: int | None = None) -> MemoryEs
     if est.id_bytes >= est.pair_bytes:
         per_sample = sum(f.multi_hot for f in cfg.features)
         i, top = max(enumerate(cfg.features), key=lambda e: e[1].multi_hot)
-        key = f"features[{i}].multi_hot = {top.multi_hot}" if 2 * top.multi_hot >= per_sample else (
-            f"global_batch = {cfg.global_batch}")  # fmt: skip
-        why = (f"{need} for a step's IDs (global_batch {cfg.global_batch:,} x {per_sample:,} IDs per sample "
-               f"over {len(cfg.features)} feature{'s' if len(cfg.features) != 1 else ''} x {BYTES_PER_ID} B per ID)")  # fmt: skip
+        key = (
+            f"features[{i}].multi_hot = {top.multi_hot}"
+            if 2 * top.multi_hot >= per_sample
+            else (f"global_batch = {cfg.global_batch}")
+        )
+        why = (
+            f"{need} for a step's IDs (global_batch {cfg.global_batch:,} x {per_sample:,} IDs per sample "
+            f"over {len(cfg.features)} feature{'s' if len(cfg.features) != 1 else ''} x {BYTES_PER_ID} B per ID)"
+        )
     else:
         key = f"hardware.num_chips = {cfg.hardware.num_chips}"
-        why = (f"{need}, mostly for SparseCore-pair matrices ({est.sparse_cores:,}^2 pairs of SparseCores x "
-               f"{est.table_groups} table groups x {PEAK_BYTES_PER_SC_PAIR} B per step)")  # fmt: skip
+        why = (
+            f"{need}, mostly for SparseCore-pair matrices ({est.sparse_cores:,}^2 pairs of SparseCores x "
+            f"{est.table_groups} table groups x {PEAK_BYTES_PER_SC_PAIR} B per step)"
+        )
     raise ConfigError(f"{key}: {why}, more than this machine's {format_bytes(limit)}")

@@ -70,9 +70,12 @@ def write_fdo_stats(out_dir: str, stats: dict[str, StackFdoStats], process_index
 
 def limits_stats(limits: dict[str, tuple[int | None, int | None]]) -> dict[str, StackFdoStats]:
     """Per-stack limits (as read_fdo_limits gives them) as stats of one step that give them back."""
-    return {stack: StackFdoStats([np.array([ids])] if ids is not None else [],
-                                 [np.array([uniq])] if uniq is not None else [], [], [])
-            for stack, (ids, uniq) in limits.items()}  # fmt: skip
+    return {
+        stack: StackFdoStats(
+            [np.array([ids])] if ids is not None else [], [np.array([uniq])] if uniq is not None else [], [], []
+        )
+        for stack, (ids, uniq) in limits.items()
+    }
 
 
 def fdo_stats_text(stats: dict[str, StackFdoStats]) -> str:

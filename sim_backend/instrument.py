@@ -153,9 +153,13 @@ class TraceWriter:
         self.checks = CheckEvents(su.cfg, su.groups, HOST_PLANE)
         self.events = 0  # op and module events written
         self._marker_tracks = np.array(
-            [t for c in range(len(tr.tc_steps)) for t in [tr.tc_steps[c], *(tr.sc_steps[c, k] for k in range(
-                su.resources.sparsecores_per_chip))]], np.uint32
-        )  # fmt: skip
+            [
+                t
+                for c in range(len(tr.tc_steps))
+                for t in [tr.tc_steps[c], *(tr.sc_steps[c, k] for k in range(su.resources.sparsecores_per_chip))]
+            ],
+            np.uint32,
+        )
         if compiled:
             _emit_table_layout(rec, su)
         zero = np.zeros(1, np.int64)
@@ -181,14 +185,20 @@ class TraceWriter:
         rows = []
         for gr in sr.groups:
             g = gr.group
-            rows.append({
-                "step": np.full(n_sc, sr.step, np.int32), "chip": (part // spc).astype(np.int32),
-                "sc": (part % spc).astype(np.int32), "table": np.full(n_sc, self.group_names[g.index + 1], np.uint32),
-                "ids": gr.partition_ids, "unique_ids": gr.partition_unique_ids,
-                "max_ids_per_partition": np.full(n_sc, g.max_ids_per_partition),
-                "max_unique_ids_per_partition": np.full(n_sc, g.max_unique_ids_per_partition),
-                "minibatches": np.full(n_sc, gr.minibatches, np.int32), "dropped_ids": gr.partition_dropped,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "step": np.full(n_sc, sr.step, np.int32),
+                    "chip": (part // spc).astype(np.int32),
+                    "sc": (part % spc).astype(np.int32),
+                    "table": np.full(n_sc, self.group_names[g.index + 1], np.uint32),
+                    "ids": gr.partition_ids,
+                    "unique_ids": gr.partition_unique_ids,
+                    "max_ids_per_partition": np.full(n_sc, g.max_ids_per_partition),
+                    "max_unique_ids_per_partition": np.full(n_sc, g.max_unique_ids_per_partition),
+                    "minibatches": np.full(n_sc, gr.minibatches, np.int32),
+                    "dropped_ids": gr.partition_dropped,
+                }
+            )
         self.rec.partition_stats(**{k: np.concatenate([r[k] for r in rows]) for k in rows[0]})
         self._dropped[sr.step] = sr.dropped_ids
 
@@ -228,14 +238,20 @@ class TraceWriter:
         op = self._open
         held = np.flatnonzero(op["module"] >= 0)  # resources with an open module: one row each
         res, start, end, step, module, task = (
-            held, op["start"][held], op["end"][held], op["step"][held], op["module"][held], np.full(len(held), -1)
-        )  # fmt: skip
+            held,
+            op["start"][held],
+            op["end"][held],
+            op["step"][held],
+            op["module"][held],
+            np.full(len(held), -1),
+        )
         if cols is not None:
             kind = cols["kind"]
             idx = np.flatnonzero(np.isin(kind, (TC_FWD, TC_BWD, SC_FWD, SC_BWD)))
             mod = np.where(np.isin(kind[idx], (TC_FWD, TC_BWD)), 0, np.where(kind[idx] == SC_FWD, 1, 2))
-            res, start, end = (np.concatenate([a, cols[k][idx]]) for a, k in (
-                (res, "resource"), (start, "start_ps"), (end, "end_ps")))  # fmt: skip
+            res, start, end = (
+                np.concatenate([a, cols[k][idx]]) for a, k in ((res, "resource"), (start, "start_ps"), (end, "end_ps"))
+            )
             step, module = np.concatenate([step, cols["step"][idx]]), np.concatenate([module, mod])
             task = np.concatenate([task, cols["task"][idx]])
         order = np.lexsort((task, start, res))
@@ -278,15 +294,19 @@ class TraceWriter:
         anchor = (kind == TC_FWD) | (kind == SC_FWD)
         first = np.full(len(self.tr.resource_track), NO_TIME)  # per resource, its first op of the step
         np.minimum.at(first, res[anchor], start[anchor])
-        marker_res = [r for c in range(res_.num_chips) for r in [res_.tc(c), *(
-            res_.sc(c, k) for k in range(res_.sparsecores_per_chip))]]  # fmt: skip
+        marker_res = [
+            r
+            for c in range(res_.num_chips)
+            for r in [res_.tc(c), *(res_.sc(c, k) for k in range(res_.sparsecores_per_chip))]
+        ]
         self._anchors[step] = first[marker_res]
         if step == self.su.cfg.steps - 1:  # the last marker ends with the last op on its core
             last = np.zeros(len(self.tr.resource_track), np.int64)
             np.maximum.at(last, res, cols["end_ps"])
             ici = [res_.ici(c) for c in range(res_.num_chips)]
-            last[[res_.tc(c) for c in range(res_.num_chips)]] = np.maximum(last[[res_.tc(c) for c in range(
-                res_.num_chips)]], last[ici])  # fmt: skip
+            last[[res_.tc(c) for c in range(res_.num_chips)]] = np.maximum(
+                last[[res_.tc(c) for c in range(res_.num_chips)]], last[ici]
+            )
             self._anchors[step + 1] = last[marker_res]
         for s in (step - 1, step):
             if s in self._anchors and s + 1 in self._anchors:

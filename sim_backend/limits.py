@@ -80,9 +80,13 @@ def parse_limits(text: str, path: str) -> Filed:
 def limits_sections(filed: Filed) -> dict[str, dict[str, dict[str, int]]]:
     """Parsed limits back in the file's shape ({"stacks": {name: {key: value}}, "tables": ...}, unset
     keys left out): what a run's header keeps (`resolved.limits_file`), so the file need not be read again."""
-    return {section: {name: {k: v for k, v in zip(LIMIT_KEYS, pair, strict=True) if v is not None}
-                      for name, pair in filed.get(section, {}).items()}
-            for section in ("stacks", "tables")}  # fmt: skip
+    return {
+        section: {
+            name: {k: v for k, v in zip(LIMIT_KEYS, pair, strict=True) if v is not None}
+            for name, pair in filed.get(section, {}).items()
+        }
+        for section in ("stacks", "tables")
+    }
 
 
 def resolve_stack_limits(

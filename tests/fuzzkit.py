@@ -28,13 +28,51 @@ from profiler.trace_file import PAYLOAD_FIELDS, frame_chunk
 from tests.tracekit import chunk_spans, record_small
 
 MUTATIONS = ("flip", "insert", "delete", "value", "text", "truncate", "concat", "splice")
-HOSTILE_INTS = (0, 1, 127, 128, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, (1 << 53) + 1, 1 << 62, (1 << 63) - 1,
-                1 << 63, (1 << 64) - 1, (1 << 64) - 5, 1_000_000_007)  # fmt: skip
-HOSTILE_TEXT = (b"", b"\xff\xfe\xfd", "²".encode(), b"9" * 30, b"{", b"[1, 2]", b'{"num_chips": 1e999}', b"NaN",
-                b"x" * 10_000, b"\x00", b"../../x", b"/device:TPU:99999999999",
-                b"/device:TPU:0 SparseCore 4294967296", b"Steps", b"Sparse Core Steps", b"_counters_",
-                b"MemoryAllocation", b"group_id", b"step_num", b"ids", b"flops", b"sc", b"bytes_allocated",
-                b"hardware_json", b"scprof_step_marker", b"/host:scprof", b"\x08\x01")  # fmt: skip
+HOSTILE_INTS = (
+    0,
+    1,
+    127,
+    128,
+    (1 << 31) - 1,
+    1 << 31,
+    (1 << 32) - 1,
+    (1 << 53) + 1,
+    1 << 62,
+    (1 << 63) - 1,
+    1 << 63,
+    (1 << 64) - 1,
+    (1 << 64) - 5,
+    1_000_000_007,
+)
+HOSTILE_TEXT = (
+    b"",
+    b"\xff\xfe\xfd",
+    "²".encode(),
+    b"9" * 30,
+    b"{",
+    b"[1, 2]",
+    b'{"num_chips": 1e999}',
+    b"NaN",
+    b"x" * 10_000,
+    b"\x00",
+    b"../../x",
+    b"/device:TPU:99999999999",
+    b"/device:TPU:0 SparseCore 4294967296",
+    b"Steps",
+    b"Sparse Core Steps",
+    b"_counters_",
+    b"MemoryAllocation",
+    b"group_id",
+    b"step_num",
+    b"ids",
+    b"flops",
+    b"sc",
+    b"bytes_allocated",
+    b"hardware_json",
+    b"scprof_step_marker",
+    b"/host:scprof",
+    b"\x08\x01",
+)
 
 
 class Hang(Exception):

@@ -90,8 +90,9 @@ def reference_step_times(store: Store, run_id: int) -> dict[int, tuple[int, int,
         if t["chip"] >= 0 and t["kind"] != "counter":
             for step, start, end in host_marks.get(host(t["plane"]), []):
                 widen((t["chip"], 3), step, start, end)
-    for e in store.rows("SELECT track_id, step, start_ps, dur_ps FROM events WHERE run_id = ? AND step IS NOT NULL",
-                        [run_id]):  # fmt: skip
+    for e in store.rows(
+        "SELECT track_id, step, start_ps, dur_ps FROM events WHERE run_id = ? AND step IS NOT NULL", [run_id]
+    ):
         chip = chip_of[e["track_id"]]["chip"]
         widen((chip, 5 if chip < 0 else 3.5), e["step"], e["start_ps"], e["start_ps"] + e["dur_ps"])
     chips = {chip for chip, _ in spans}

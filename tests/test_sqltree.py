@@ -39,10 +39,22 @@ def write(root, files: dict[str, str]) -> Tree:
 def test_the_tree_holds_the_schema_views_and_the_stdlib():
     assert set(MODULES) >= {"schema.views", *STDLIB_MODULES}
     assert [b.name for b in STDLIB] == [
-        "step_spans", "chip_steps", "step_windows", "step_times", "step_minibatches", "hbm_usage", "hbm_peaks",
-        "op_tracks", "device_busy", "device_idle", "async_spans", "op_stats", "op_self_times", "sc_table_stats",
+        "step_spans",
+        "chip_steps",
+        "step_windows",
+        "step_times",
+        "step_minibatches",
+        "hbm_usage",
+        "hbm_peaks",
+        "op_tracks",
+        "device_busy",
+        "device_idle",
+        "async_spans",
+        "op_stats",
+        "op_self_times",
+        "sc_table_stats",
         "run_list",
-    ]  # fmt: skip
+    ]
     assert {b.name for b in STDLIB if b.materialized} == {"chip_steps", "step_times", "hbm_peaks"}
 
 

@@ -196,20 +196,42 @@ def assert_one_error(result: CliResult, *needles: str) -> str:
 
 def record_small(path, run_name="small", run_id=None, chunk_rows=65536):
     """A small trace with known contents: 4 events (2 with args), counters, steps, stats."""
-    with Recorder(str(path), run_name=run_name, run_id=run_id or f"uuid-{run_name}",
-                  start_time_unix_ns=1_700_000_000_000_000_000, chunk_rows=chunk_rows,
-                  hardware={"generation": "v5p", "num_chips": 2, "vendor_note": "x"},
-                  config={"max_ids_per_partition": 256}, tags={"team": "emb"}) as rec:  # fmt: skip
+    with Recorder(
+        str(path),
+        run_name=run_name,
+        run_id=run_id or f"uuid-{run_name}",
+        start_time_unix_ns=1_700_000_000_000_000_000,
+        chunk_rows=chunk_rows,
+        hardware={"generation": "v5p", "num_chips": 2, "vendor_note": "x"},
+        config={"max_ids_per_partition": 256},
+        tags={"team": "emb"},
+    ) as rec:
         tc = rec.track("/device:TPU:0", "XLA Ops", "tensorcore", chip=0, core=0)
         sc = rec.track("/device:TPU:0 SparseCore 1", "Sparse Core Ops", "sparsecore", chip=0, core=1)
         heap = rec.track("/device:TPU:0", "HBM heap", "counter", chip=0, unit="bytes")
-        rec.emit(track=[tc, tc], name=["fusion.1", "dot.2"], start_ps=[0, 2_000_000],
-                 dur_ps=[1_500_000, 900_000], step=[0, 0], flops=[1000, None])  # fmt: skip
-        rec.emit(track=[sc, sc], name=["gather", "gather"], start_ps=[100, 5_000], dur_ps=[4_000, 4_000],
-                 step=[0, 1], table=["table_a", "table_b"], sc=[1, 1], ids=[64, 80], unique_ids=[40, 50],
-                 args={"note": ["first", None], "ratio": [0.5, 1.25]})  # fmt: skip
+        rec.emit(
+            track=[tc, tc],
+            name=["fusion.1", "dot.2"],
+            start_ps=[0, 2_000_000],
+            dur_ps=[1_500_000, 900_000],
+            step=[0, 0],
+            flops=[1000, None],
+        )
+        rec.emit(
+            track=[sc, sc],
+            name=["gather", "gather"],
+            start_ps=[100, 5_000],
+            dur_ps=[4_000, 4_000],
+            step=[0, 1],
+            table=["table_a", "table_b"],
+            sc=[1, 1],
+            ids=[64, 80],
+            unique_ids=[40, 50],
+            args={"note": ["first", None], "ratio": [0.5, 1.25]},
+        )
         rec.counters(track=[heap, heap], ts_ps=[0, 2_000_000], value=[1024.0, 4096.0])
         rec.steps(track=[tc, tc], step=[0, 1], start_ps=[0, 3_000_000], dur_ps=[3_000_000, 3_000_000])
-        rec.partition_stats(step=[0], chip=[0], sc=[1], table=["table_a"], ids=[64], unique_ids=[40],
-                            max_ids_per_partition=[256])  # fmt: skip
+        rec.partition_stats(
+            step=[0], chip=[0], sc=[1], table=["table_a"], ids=[64], unique_ids=[40], max_ids_per_partition=[256]
+        )
     return path

@@ -85,16 +85,29 @@ class Campaign:
         env.pop("SCPROF_MEMORY_LIMIT", None)
         return env
 
-    def run(self, argv: list[str], timeout: float = 60, stdin: bytes | None = None,
-            preexec: Callable[[], None] | None = None) -> Result:  # fmt: skip
+    def run(
+        self,
+        argv: list[str],
+        timeout: float = 60,
+        stdin: bytes | None = None,
+        preexec: Callable[[], None] | None = None,
+    ) -> Result:
         """A child in its own session, its peak RSS from wait4; killed (the whole group) at `timeout`;
         `preexec` runs in the child before it starts (a resource limit)."""
         t0 = time.perf_counter()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
             inp.write(stdin or b"")
             inp.seek(0)
-            p = subprocess.Popen(argv, cwd=self.ws, env=self.env(), stdin=inp, stdout=out, stderr=err,
-                                 start_new_session=True, preexec_fn=preexec)  # fmt: skip
+            p = subprocess.Popen(
+                argv,
+                cwd=self.ws,
+                env=self.env(),
+                stdin=inp,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
             rc: int | None = None
             while True:
                 pid, status, usage = os.wait4(p.pid, os.WNOHANG)

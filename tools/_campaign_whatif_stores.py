@@ -36,8 +36,15 @@ def limited_run(c: Campaign) -> Path:
     if not getattr(c, "has_limited", False):
         path.parent.mkdir(exist_ok=True)
         shutil.copyfile(LIMITS, path)
-        res = c.cli("record", str(c.small), "--name", "limited", "--set",
-                    f"flags.xla_sparse_core_max_ids_file={path}", timeout=180)  # fmt: skip
+        res = c.cli(
+            "record",
+            str(c.small),
+            "--name",
+            "limited",
+            "--set",
+            f"flags.xla_sparse_core_max_ids_file={path}",
+            timeout=180,
+        )
         if res.rc != 0:
             raise RuntimeError(f"recording the limited run failed: {res.err.strip()[-200:]}")
         c.pristine[c.db] = c.db.read_bytes()
@@ -218,8 +225,11 @@ def _tune_config_out(c: Campaign) -> str | None:
     out = c.ws / "tuned-here"
     res = c.cli("tune", str(c.small), "--out", str(out), "--budget", "1", timeout=600)
     after = {p for p in c.ws.rglob("*") if p.is_file()}
-    outside = sorted(str(p.relative_to(c.ws)) for p in after - before if not p.is_relative_to(out)
-                     and p.name not in ("scprof.duckdb", "scprof.duckdb.wal"))  # fmt: skip
+    outside = sorted(
+        str(p.relative_to(c.ws))
+        for p in after - before
+        if not p.is_relative_to(out) and p.name not in ("scprof.duckdb", "scprof.duckdb.wal")
+    )
     shutil.rmtree(out, ignore_errors=True)
     for p in outside:
         with contextlib.suppress(OSError):
@@ -264,8 +274,17 @@ for fmt in ("perfetto", "xspace"):
 def _relative_set(c: Campaign) -> str | None:
     shutil.copyfile(LIMITS, c.ws / "rel_limits.toml")
     try:
-        res = c.cli("tune", "small", "--set", "flags.xla_sparse_core_max_ids_file=rel_limits.toml", "--budget", "1",
-                    "--out", str(c.ws / "rel-tune"), timeout=600)  # fmt: skip
+        res = c.cli(
+            "tune",
+            "small",
+            "--set",
+            "flags.xla_sparse_core_max_ids_file=rel_limits.toml",
+            "--budget",
+            "1",
+            "--out",
+            str(c.ws / "rel-tune"),
+            timeout=600,
+        )
         return accepted(res)
     finally:
         shutil.rmtree(c.ws / "rel-tune", ignore_errors=True)
@@ -274,9 +293,26 @@ def _relative_set(c: Campaign) -> str | None:
 
 @case("outputs", "tune --workers 2 serves no HTTP endpoint")
 def _dask_http(c: Campaign) -> str | None:
-    p = subprocess.Popen([sys.executable, "-m", "scprof.cli", "tune", "small", "--workers", "2", "--budget", "2",
-                          "--out", str(c.ws / "dask-tune")], cwd=c.ws, env=c.env(), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scprof.cli",
+            "tune",
+            "small",
+            "--workers",
+            "2",
+            "--budget",
+            "2",
+            "--out",
+            str(c.ws / "dask-tune"),
+        ],
+        cwd=c.ws,
+        env=c.env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     answered: set[str] = set()
     try:
         t0 = time.perf_counter()

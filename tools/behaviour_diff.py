@@ -68,8 +68,10 @@ def captures(root: str) -> list[tuple[str, str]]:
             out.append((f"wild_{name}", folder))
         else:
             files = [f for f in sorted(os.listdir(folder)) if f != "PROVENANCE.md"]
-            out += [(f"wild_{name}" + (f"_{i}" if len(files) > 1 else ""), os.path.join(folder, f))
-                    for i, f in enumerate(files)]  # fmt: skip
+            out += [
+                (f"wild_{name}" + (f"_{i}" if len(files) > 1 else ""), os.path.join(folder, f))
+                for i, f in enumerate(files)
+            ]
     for path in sorted(glob.glob(os.path.join(data, "**", "*"), recursive=True)):
         rel = os.path.relpath(path, data)
         if rel.startswith("wild" + os.sep):
@@ -139,8 +141,12 @@ def _tables(cli: _Cli, db: str) -> dict:
     out = {}
     con = duckdb.connect(db, read_only=True)
     try:
-        names = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables "
-                                           "WHERE table_schema = 'main' ORDER BY 1").fetchall()]  # fmt: skip
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
+            ).fetchall()
+        ]
         for t in names:
             cols = [r[0] for r in con.execute(f"DESCRIBE {t}").fetchall() if r[0] not in IGNORED_COLUMNS]
             if t == "strings":
@@ -148,8 +154,12 @@ def _tables(cli: _Cli, db: str) -> dict:
             if not cols:
                 continue
             ids = [c for c in cols if c in STRING_ID_COLUMNS and "run_id" in cols and t != "strings"]
-            sel = ", ".join(f'x."{c}"' if c not in ids else f'(SELECT value FROM strings s WHERE s.run_id = x.run_id '
-                            f'AND s.string_id = x."{c}") AS "{c}"' for c in cols)  # fmt: skip
+            sel = ", ".join(
+                f'x."{c}"'
+                if c not in ids
+                else f'(SELECT value FROM strings s WHERE s.run_id = x.run_id AND s.string_id = x."{c}") AS "{c}"'
+                for c in cols
+            )
             where = " WHERE key <> 'ddl_sha1'" if t == "scprof_meta" else ""  # the DDL holds the docs
             cur = con.execute(f"SELECT {sel} FROM {t} x{where} ORDER BY ALL")
             ipc = cols.index("arrow_ipc") if "arrow_ipc" in cols else -1
@@ -248,8 +258,14 @@ def _runs(cli: _Cli, db: str, tmp: str, snap: dict, label: str) -> None:
         snap[f"{label} compare {base} {cand}"] = cli("compare", base, cand, "--json", "--db", db)
     for name in names:
         snap[f"{label} analyze {name}"] = cli("analyze", name, "--json", "--db", db)
-        for argv in (["summary"], ["ops", "--limit", "50"], ["ops", "--steps", "1:3", "--chip", "0"],
-                     ["breakdown", "--limit", "100"], ["events", "--steps", "1:2", "--limit", "200"], ["events", "--limit", "200"]):  # fmt: skip
+        for argv in (
+            ["summary"],
+            ["ops", "--limit", "50"],
+            ["ops", "--steps", "1:3", "--chip", "0"],
+            ["breakdown", "--limit", "100"],
+            ["events", "--steps", "1:2", "--limit", "200"],
+            ["events", "--limit", "200"],
+        ):
             snap[f"{label} {' '.join(argv)} {name}"] = cli(*argv, name, "--json", "--db", db)
         ops = snap[f"{label} ops --limit 50 {name}"]
         top = json.loads(ops["stdout"]).get("rows", []) if ops["rc"] == 0 else []
@@ -306,8 +322,16 @@ def take(root: str, which: str, keep: str | None) -> dict:
 def snapshot(checkout: str, which: str, out: str, keep: str | None) -> None:
     """Take a snapshot of `checkout` in a fresh process running its code."""
     env = dict(os.environ, PYTHONPATH=os.path.abspath(checkout))
-    cmd = [sys.executable, os.path.abspath(__file__), "--inner", os.path.abspath(checkout), "-o", out,
-           "--configs", which] + (["--keep", keep] if keep else [])  # fmt: skip
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--inner",
+        os.path.abspath(checkout),
+        "-o",
+        out,
+        "--configs",
+        which,
+    ] + (["--keep", keep] if keep else [])
     subprocess.run(cmd, check=True, cwd=checkout, env=env)
 
 
@@ -319,8 +343,11 @@ def compare(a: dict, b: dict) -> list[str]:
         elif a[k] != b[k]:
             va, vb = a[k], b[k]
             if isinstance(va, dict) and isinstance(vb, dict):
-                parts = [f"{f}: {str(va.get(f))[:300]!r} -> {str(vb.get(f))[:300]!r}"
-                         for f in sorted(set(va) | set(vb)) if va.get(f) != vb.get(f)]  # fmt: skip
+                parts = [
+                    f"{f}: {str(va.get(f))[:300]!r} -> {str(vb.get(f))[:300]!r}"
+                    for f in sorted(set(va) | set(vb))
+                    if va.get(f) != vb.get(f)
+                ]
                 diffs.append(f"{k}: " + "; ".join(parts))
             else:
                 diffs.append(f"{k}: {str(va)[:300]!r} -> {str(vb)[:300]!r}")
@@ -335,8 +362,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--out", help="snapshot file to write")
     ap.add_argument("--configs", default="all", help="configs to record: all, none, or names (a,b)")
     ap.add_argument("--keep", metavar="DIR", help="work in DIR (stores, exports, recordings) and keep it")
-    ap.add_argument("--expect-changed", metavar="T1,T2", help="store tables a change alters by design: their "
-                    "differences are printed as expected and do not count")  # fmt: skip
+    ap.add_argument(
+        "--expect-changed",
+        metavar="T1,T2",
+        help="store tables a change alters by design: their differences are printed as expected and do not count",
+    )
     args = ap.parse_args(argv)
     if args.inner:
         with open(args.out, "w") as f:
@@ -367,8 +397,17 @@ def main(argv: list[str] | None = None) -> int:
     for d in diffs:
         print(d)
     failed = sorted(k for k, v in snaps[1].items() if isinstance(v, dict) and v.get("rc") not in (None, 0))
-    print(json.dumps({"identical": not diffs, "keys": len(set(snaps[0]) | set(snaps[1])), "differences": len(diffs),
-                      "expected_differences": len(allowed), "nonzero_exit_after": failed}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "identical": not diffs,
+                "keys": len(set(snaps[0]) | set(snaps[1])),
+                "differences": len(diffs),
+                "expected_differences": len(allowed),
+                "nonzero_exit_after": failed,
+            }
+        )
+    )
     return 0 if not diffs else 1
 
 

@@ -115,8 +115,13 @@ def steps_covered(st: dict[str, np.ndarray]) -> str:
 def steps_window(store: Store, run_id: int, steps: tuple[int, int]) -> tuple[int, int] | None:
     """[start, end) in ps covered by the steps (their markers on device chips, else their step
     times), or None."""
-    r = run_memo(store, run_id, "steps_window", tuple(steps), lambda: sql(
-        store, queries.STEPS_SPAN, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0])  # fmt: skip
+    r = run_memo(
+        store,
+        run_id,
+        "steps_window",
+        tuple(steps),
+        lambda: sql(store, queries.STEPS_SPAN, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0],
+    )
     return None if r["t0"] is None else (int(r["t0"]), int(r["t1"]))
 
 
@@ -205,8 +210,11 @@ def chip_names(store: Store, run_id: int) -> dict[int, str]:
     """Each device chip's label by its kind: TPU:0, GPU:1, CPU:0 (a CPU running XLA ops), device:2."""
 
     def compute() -> dict[int, str]:
-        rows = store.rows("SELECT chip, min(kind) AS kind FROM tracks WHERE run_id = ? AND chip >= 0 "
-                          "AND kind <> 'counter' GROUP BY chip", [run_id])  # fmt: skip
+        rows = store.rows(
+            "SELECT chip, min(kind) AS kind FROM tracks WHERE run_id = ? AND chip >= 0 "
+            "AND kind <> 'counter' GROUP BY chip",
+            [run_id],
+        )
         return {r["chip"]: f"{CHIP_PREFIX.get(r['kind'], 'TPU')}:{r['chip']}" for r in rows}
 
     return run_memo(store, run_id, "chip_names", (), compute)
@@ -436,8 +444,13 @@ def hbm_peak(store: Store, run_id: int, chips: list[int] | None = None) -> dict[
 def hbm_peaks(store: Store, run_id: int) -> list[dict[str, Any]]:
     """Every chip's HBM peak (the store's hbm_peaks view), highest first, each with its HBM
     counters' values then (as hbm_peak's `parts`)."""
-    return run_memo(store, run_id, "hbm_peaks", None, lambda: [
-        _peak_parts(store, run_id, r) for r in sql(store, queries.HBM_PEAKS_ALL, run=run_id).to_pylist()])  # fmt: skip
+    return run_memo(
+        store,
+        run_id,
+        "hbm_peaks",
+        None,
+        lambda: [_peak_parts(store, run_id, r) for r in sql(store, queries.HBM_PEAKS_ALL, run=run_id).to_pylist()],
+    )
 
 
 def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, Any] | None:

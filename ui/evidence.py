@@ -18,10 +18,23 @@ from profiler.units import MISSING, format_bytes, format_ps, format_value, unit_
 
 # words shown in their usual spelling
 _WORDS = {
-    "hbm": "HBM", "ids": "IDs", "id": "ID", "sc": "SC", "scs": "SCs", "tc": "TC", "spmem": "SPMEM",
-    "oov": "OOV", "nan": "NaN", "rms": "RMS", "cv": "CV", "sparsecore": "SparseCore",
-    "sparsecores": "SparseCores", "tensorcore": "TensorCore", "ici": "ICI", "vocab": "vocabulary",
-}  # fmt: skip
+    "hbm": "HBM",
+    "ids": "IDs",
+    "id": "ID",
+    "sc": "SC",
+    "scs": "SCs",
+    "tc": "TC",
+    "spmem": "SPMEM",
+    "oov": "OOV",
+    "nan": "NaN",
+    "rms": "RMS",
+    "cv": "CV",
+    "sparsecore": "SparseCore",
+    "sparsecores": "SparseCores",
+    "tensorcore": "TensorCore",
+    "ici": "ICI",
+    "vocab": "vocabulary",
+}
 # keys whose words alone do not say what they are
 _LABELS = {
     "cv": "coefficient of variation (CV)",

@@ -171,25 +171,37 @@ def time_split(report: RunReport) -> list[dict[str, Any]]:
     share = bd.get("share") or {}
     if share:
         order = [c for c in CATEGORIES if c in share] + sorted(c for c in share if c not in CATEGORIES)
-        bars.append({
-            "name": "wall time",
-            "scope": f"by category, {str(bd.get('covers', '')).removeprefix('over ')}, all chips",
-            "parts": [{"name": c, "share": float(share[c]), "source": f"breakdown.share.{c}"} for c in order],
-        })  # fmt: skip
+        bars.append(
+            {
+                "name": "wall time",
+                "scope": f"by category, {str(bd.get('covers', '')).removeprefix('over ')}, all chips",
+                "parts": [{"name": c, "share": float(share[c]), "source": f"breakdown.share.{c}"} for c in order],
+            }
+        )
     gaps = figures.get("idle_gaps") or {}
     tc = gaps.get("tensorcore") or {}
     if tc:
-        parts = [{"name": f"TensorCore {WAIT_CAUSES.get(c, c)}", "share": float(v["share"]),
-                  "source": f"idle_gaps.tensorcore.{c}.share"} for c, v in tc.items()]  # fmt: skip
+        parts = [
+            {
+                "name": f"TensorCore {WAIT_CAUSES.get(c, c)}",
+                "share": float(v["share"]),
+                "source": f"idle_gaps.tensorcore.{c}.share",
+            }
+            for c, v in tc.items()
+        ]
         rest = max(0.0, 1.0 - sum(p["share"] for p in parts))
         parts.insert(0, {"name": "TensorCore busy (or gaps under 1% of a step)", "share": rest, "source": ""})
-        bars.append({"name": "TensorCore time", "scope": "by what it waited for, every step, all chips",
-                     "parts": parts})  # fmt: skip
+        bars.append(
+            {"name": "TensorCore time", "scope": "by what it waited for, every step, all chips", "parts": parts}
+        )
     device = gaps.get("device") or {}
     if device.get("wait_share"):
         parts = [{"name": "device busy", "share": float(device["busy_share"]), "source": "idle_gaps.device.busy_share"}]
-        parts += [{"name": f"device {WAIT_CAUSES.get(c, c)}", "share": float(v),
-                   "source": f"idle_gaps.device.wait_share.{c}"} for c, v in device["wait_share"].items() if v]  # fmt: skip
+        parts += [
+            {"name": f"device {WAIT_CAUSES.get(c, c)}", "share": float(v), "source": f"idle_gaps.device.wait_share.{c}"}
+            for c, v in device["wait_share"].items()
+            if v
+        ]
         bars.append({"name": "device time", "scope": "by what it waited for, all chips", "parts": parts})
     return bars
 
@@ -207,5 +219,6 @@ def failure_facts(report: RunReport) -> list[dict[str, Any]]:
     requested_bytes against capacity_bytes (None when the failure records none), with `memory`
     and `scope` saying what the bytes measure."""
     rows = ((report.to_dict()["figures"].get("failures") or {}).get("failures")) or []
-    return [r | dict(zip(("memory", "scope"), FAILURE_MEMORY.get(r["kind"], ("memory", "")), strict=True))
-            for r in rows]  # fmt: skip
+    return [
+        r | dict(zip(("memory", "scope"), FAILURE_MEMORY.get(r["kind"], ("memory", "")), strict=True)) for r in rows
+    ]

@@ -25,8 +25,13 @@ ALONE, LEFT_OUT = "alone: ", "left out: "
 # One session's rows, in order (the input of shares_from_rows).
 SESSION_ROWS = """SELECT label, overrides, derive_limits, trial_run_id, step_time_ps, ref_step_time_ps, change, ci_low,
                          ci_high, verdict FROM whatif_trials WHERE session = ? ORDER BY seq"""
-LIMIT_KEYS = ("max_ids_per_partition", "max_unique_ids_per_partition", "max_ids_per_table", "max_unique_ids_per_table",
-              "xla_sparse_core_max_ids_file")  # fmt: skip
+LIMIT_KEYS = (
+    "max_ids_per_partition",
+    "max_unique_ids_per_partition",
+    "max_ids_per_table",
+    "max_unique_ids_per_table",
+    "xla_sparse_core_max_ids_file",
+)
 # resolved.<part> follows from the user keys matching these words
 DERIVED_FROM = {
     "limits": LIMIT_KEYS,
@@ -62,16 +67,34 @@ def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
     base_ps, cand_ps = counted_step_ps(store, base_id), counted_step_ps(store, cand_run_id)
     total = step_time_change(store, base_id, cand_run_id)
     out: dict[str, Any] = {
-        "base": session.origin["name"], "cand": cand["name"], "total_change": total.change,
-        "ci_low": total.ci_low, "ci_high": total.ci_high, "gain_ps": base_ps.mean() - cand_ps.mean(),
-        "changes": [], "interaction_ps": None, "unreplayable": unreplayable_changes(session.stored_raw, cand_raw),
+        "base": session.origin["name"],
+        "cand": cand["name"],
+        "total_change": total.change,
+        "ci_low": total.ci_low,
+        "ci_high": total.ci_high,
+        "gain_ps": base_ps.mean() - cand_ps.mean(),
+        "changes": [],
+        "interaction_ps": None,
+        "unreplayable": unreplayable_changes(session.stored_raw, cand_raw),
         "simulations": 0,
-    }  # fmt: skip
+    }
     if not changes:
         return out
     keys = list(changes)
-    whole = Measured(Change(changes), cand_run_id, cand["name"], total.cand_mean_ps, total.base_mean_ps,
-                     total.change, total.ci_low, total.ci_high, total.verdict, None, 0, False)  # fmt: skip
+    whole = Measured(
+        Change(changes),
+        cand_run_id,
+        cand["name"],
+        total.cand_mean_ps,
+        total.base_mean_ps,
+        total.change,
+        total.ci_low,
+        total.ci_high,
+        total.verdict,
+        None,
+        0,
+        False,
+    )
     session.record(whole, CANDIDATE_LABEL, base_id, None, "the candidate against the baseline")
     if len(keys) == 1:  # the change alone on the baseline is the candidate
         session.record(whole, ALONE + keys[0], base_id, None, "this change alone on the baseline")
@@ -119,17 +142,33 @@ def shares_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
         contribution = sum(effects) / len(effects) if effects else None
         overrides = a["overrides"]
         value = (json.loads(overrides) if isinstance(overrides, str) else overrides or {}).get(k)
-        out.append({
-            "key": k, "value": value, "alone_gain_ps": alone_ps, "alone_change": a["change"],
-            "alone_ci_low": a["ci_low"], "alone_ci_high": a["ci_high"], "alone_verdict": a["verdict"],
-            "left_out_gain_ps": loo_ps, "contribution_ps": contribution,
-            "share": contribution / gain if contribution is not None and gain else None,
-        })  # fmt: skip
+        out.append(
+            {
+                "key": k,
+                "value": value,
+                "alone_gain_ps": alone_ps,
+                "alone_change": a["change"],
+                "alone_ci_low": a["ci_low"],
+                "alone_ci_high": a["ci_high"],
+                "alone_verdict": a["verdict"],
+                "left_out_gain_ps": loo_ps,
+                "contribution_ps": contribution,
+                "share": contribution / gain if contribution is not None and gain else None,
+            }
+        )
     out.sort(key=lambda r: -(r["contribution_ps"] or 0))
     known = [r["alone_gain_ps"] for r in out if r["alone_gain_ps"] is not None]
     interaction = gain - sum(known) if len(known) == len(out) and out else None
-    return {"gain_ps": gain, "base_step_time_ps": base_ps, "cand_step_time_ps": cand_ps, "change": whole["change"],
-            "ci_low": whole["ci_low"], "ci_high": whole["ci_high"], "changes": out, "interaction_ps": interaction}  # fmt: skip
+    return {
+        "gain_ps": gain,
+        "base_step_time_ps": base_ps,
+        "cand_step_time_ps": cand_ps,
+        "change": whole["change"],
+        "ci_low": whole["ci_low"],
+        "ci_high": whole["ci_high"],
+        "changes": out,
+        "interaction_ps": interaction,
+    }
 
 
 def _derived(base_cfg: dict[str, Any], cand_cfg: dict[str, Any], keys: list[str]) -> dict[str, list[str]]:

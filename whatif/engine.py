@@ -81,16 +81,26 @@ class Session:
     of `own_paths` ((key, path) the user's own config names: tune CONFIG). `given` comes back
     as `self.given`, its paths made absolute against the working directory."""
 
-    def __init__(self, store: Store, origin_run_id: int, purpose: str, executor: Executor,
-                 root: str | None = None, progress: Progress | None = None, trust_paths: bool = False,
-                 given: dict[str, Any] | None = None, own_paths: frozenset[tuple[str, str]] = frozenset()):  # fmt: skip
+    def __init__(
+        self,
+        store: Store,
+        origin_run_id: int,
+        purpose: str,
+        executor: Executor,
+        root: str | None = None,
+        progress: Progress | None = None,
+        trust_paths: bool = False,
+        given: dict[str, Any] | None = None,
+        own_paths: frozenset[tuple[str, str]] = frozenset(),
+    ):
         self.store, self.executor, self.purpose, self.progress = store, executor, purpose, progress
         self.origin = store.rows("SELECT * FROM runs WHERE run_id = ?", [origin_run_id])[0]
         self.stored_raw = origin_config(self.origin)  # as stored: what the run's config says
         self.trust_paths = trust_paths
         self.given, given_keys = user_paths(self.stored_raw, given or {})
-        local = localize(self.origin, self.stored_raw, "origin", trust_paths, given=given_keys, own=own_paths,
-                         tune=given is not None)  # fmt: skip
+        local = localize(
+            self.origin, self.stored_raw, "origin", trust_paths, given=given_keys, own=own_paths, tune=given is not None
+        )
         self.origin_raw = local.raw  # what trials start from
         self._files: dict[str, bytes] = local.files
         self.root = root or DEFAULT_ROOT
@@ -124,7 +134,10 @@ class Session:
         """Simulate the changes not yet in the store (in parallel), ingest them, and measure
         each against `ref_run_id` (in the order given)."""
         names = [self.trial_name(c) for c in changes]
-        known = {r["name"]: r["run_id"] for r in self.store.rows("SELECT name, run_id FROM runs WHERE name IN (SELECT unnest(?))", [names])}  # fmt: skip
+        known = {
+            r["name"]: r["run_id"]
+            for r in self.store.rows("SELECT name, run_id FROM runs WHERE name IN (SELECT unnest(?))", [names])
+        }
         todo = {n: c for n, c in zip(names, changes, strict=True) if n not in known}
         specs = [self._spec(n, c) for n, c in todo.items()]
         outcomes = {o.name: o for o in self.executor.map(specs, self.progress)}
@@ -135,8 +148,10 @@ class Session:
             failures[name] = out.failure
             if out.trace_path:
                 known[name] = ingest_trace(self.store, out.trace_path, name=name, replace=True).run_id
-        return [self._measured(c, n, known.get(n), failures.get(n), ref_run_id, n in todo)
-                for n, c in zip(names, changes, strict=True)]  # fmt: skip
+        return [
+            self._measured(c, n, known.get(n), failures.get(n), ref_run_id, n in todo)
+            for n, c in zip(names, changes, strict=True)
+        ]
 
     def _spec(self, name: str, change: Change) -> TrialSpec:
         raw = apply_overrides(self.origin_raw, change.overrides)
@@ -144,8 +159,9 @@ class Session:
         tags = {"whatif_origin": str(self.origin["name"]), "whatif_change": change.describe()}
         return TrialSpec(name, raw, os.path.join(self.root, folder), change.derive_limits, dict(self._files), tags)
 
-    def _measured(self, change: Change, name: str, run_id: int | None, failure: str | None,
-                  ref_run_id: int, simulated: bool) -> Measured:  # fmt: skip
+    def _measured(
+        self, change: Change, name: str, run_id: int | None, failure: str | None, ref_run_id: int, simulated: bool
+    ) -> Measured:
         ref = counted_step_ps(self.store, ref_run_id)
         if run_id is not None and failure is None:
             status = self.store.rows("SELECT status, tags FROM runs WHERE run_id = ?", [run_id])[0]
@@ -154,22 +170,62 @@ class Session:
         got = counted_step_ps(self.store, run_id) if run_id is not None else np.empty(0)
         dropped = dropped_ids(self.store, run_id) if run_id is not None else 0
         if failure is not None or len(got) == 0 or len(ref) == 0:
-            return Measured(change, run_id, name, float(got.mean()) if len(got) else None,
-                            float(ref.mean()) if len(ref) else None, None, None, None, "failed",
-                            failure or "no counted steps to measure", dropped, simulated)  # fmt: skip
+            return Measured(
+                change,
+                run_id,
+                name,
+                float(got.mean()) if len(got) else None,
+                float(ref.mean()) if len(ref) else None,
+                None,
+                None,
+                None,
+                "failed",
+                failure or "no counted steps to measure",
+                dropped,
+                simulated,
+            )
         c = step_time_change(self.store, ref_run_id, run_id)
-        return Measured(change, run_id, name, c.cand_mean_ps, c.base_mean_ps, c.change, c.ci_low, c.ci_high,
-                        c.verdict, None, dropped, simulated)  # fmt: skip
+        return Measured(
+            change,
+            run_id,
+            name,
+            c.cand_mean_ps,
+            c.base_mean_ps,
+            c.change,
+            c.ci_low,
+            c.ci_high,
+            c.verdict,
+            None,
+            dropped,
+            simulated,
+        )
 
     def record(self, m: Measured, label: str, ref_run_id: int, accepted: bool | None, reason: str) -> None:
         """One row of whatif_trials for a measured trial."""
         self._seq += 1
         self.store.con.execute(
             "INSERT INTO whatif_trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [self.origin_run_id, self.session, self.purpose, self._seq, label, json.dumps(m.change.overrides, default=str, allow_nan=False),
-             m.change.derive_limits, m.run_id, ref_run_id, m.step_time_ps, m.ref_step_time_ps, m.rel_change,
-             m.ci_low, m.ci_high, m.verdict, accepted, reason, datetime.datetime.now()],
-        )  # fmt: skip
+            [
+                self.origin_run_id,
+                self.session,
+                self.purpose,
+                self._seq,
+                label,
+                json.dumps(m.change.overrides, default=str, allow_nan=False),
+                m.change.derive_limits,
+                m.run_id,
+                ref_run_id,
+                m.step_time_ps,
+                m.ref_step_time_ps,
+                m.rel_change,
+                m.ci_low,
+                m.ci_high,
+                m.verdict,
+                accepted,
+                reason,
+                datetime.datetime.now(),
+            ],
+        )
 
 
 def counted_step_ps(store: Store, run_id: int) -> np.ndarray:

@@ -73,9 +73,16 @@ class Localized:
     files: dict[str, bytes] = field(default_factory=dict)  # name (relative to the trial folder) -> bytes
 
 
-def localize(run: dict[str, Any], raw: dict[str, Any], prefix: str, trust: bool, keys: set[str] | None = None,
-             given: set[str] = frozenset(), own: frozenset[tuple[str, str]] = frozenset(),
-             tune: bool = False) -> Localized:  # fmt: skip
+def localize(
+    run: dict[str, Any],
+    raw: dict[str, Any],
+    prefix: str,
+    trust: bool,
+    keys: set[str] | None = None,
+    given: set[str] = frozenset(),
+    own: frozenset[tuple[str, str]] = frozenset(),
+    tune: bool = False,
+) -> Localized:
     """`raw` (run's stored config) with every path it names (only `keys`, when given; none of
     `given`, the keys the user's --set replaces) replaced by what the header holds, made
     absolute and checked (`trust`, or a (key, path) of `own`), or refused (UntrustedPath, one line)."""
@@ -107,8 +114,10 @@ def localize(run: dict[str, Any], raw: dict[str, Any], prefix: str, trust: bool,
         more = f" (and {len(refused) - 1} more: {', '.join(k for k, _ in refused[1:4])})" if len(refused) > 1 else ""
         held = ", whose limits the store does not hold" if key in (LIMITS_KEY, FDO_KEY) else ""
         allow = f"add {TRUST_FLAG} to read it" + (f", or give {key} with --set" if tune else "")
-        raise UntrustedPath(f"run {run['name']!r} names {key} = {path!r}{held}{more}: scprof opens no path a store "
-                            f"or trace names unless told; {allow}")  # fmt: skip
+        raise UntrustedPath(
+            f"run {run['name']!r} names {key} = {path!r}{held}{more}: scprof opens no path a store "
+            f"or trace names unless told; {allow}"
+        )
     return out
 
 
@@ -195,8 +204,9 @@ def _fdo_text(stacks: Any, run_name: str) -> str:
         if not isinstance(entry, dict) or set(entry) - set(LIMIT_KEYS):
             raise ConfigError(f"{where}.{dotted_key(stack)}: expected {' and/or '.join(LIMIT_KEYS)}")
         pair = tuple(entry.get(k) for k in LIMIT_KEYS)
-        if any(v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_LIMIT)
-               for v in pair):  # fmt: skip
+        if any(
+            v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_LIMIT) for v in pair
+        ):
             raise ConfigError(f"{where}.{dotted_key(stack)}: a limit that is not an integer in 1..{MAX_LIMIT:,}")
         limits[stack] = pair
     return fdo_stats_text(limits_stats(limits))

@@ -75,8 +75,13 @@ def materialize(outcome: TrialOutcome, out_dir: str) -> TrialOutcome:
     def moved(path: str | None) -> str | None:
         return os.path.join(out_dir, os.path.basename(path)) if path else None
 
-    return dataclasses.replace(outcome, trace_path=moved(outcome.trace_path), limits_path=moved(outcome.limits_path),
-                               config_path=moved(outcome.config_path), files={})  # fmt: skip
+    return dataclasses.replace(
+        outcome,
+        trace_path=moved(outcome.trace_path),
+        limits_path=moved(outcome.limits_path),
+        config_path=moved(outcome.config_path),
+        files={},
+    )
 
 
 def simulate(spec: TrialSpec) -> TrialOutcome:
@@ -104,8 +109,7 @@ def simulate(spec: TrialSpec) -> TrialOutcome:
         trace, failure = e.trace_path, str(e).splitlines()[0]
     except ScprofError as e:  # a change the config refuses (a value out of range, limits too small)
         trace, failure = None, str(e).splitlines()[0].removeprefix(f"{config_path}: ")
-    return TrialOutcome(spec.name, trace, simulations + 1, failure, limits_path, config_path,
-                        time.perf_counter() - t0)  # fmt: skip
+    return TrialOutcome(spec.name, trace, simulations + 1, failure, limits_path, config_path, time.perf_counter() - t0)
 
 
 def _derive_limits(spec: TrialSpec, config_path: str) -> str:
@@ -115,8 +119,9 @@ def _derive_limits(spec: TrialSpec, config_path: str) -> str:
     limits, so the estimating run drops instead of minibatching: limits too low (one hash
     bucket over them) cannot stop it."""
     work = os.path.join(spec.out_dir, LIMITS_RUN_DIR)
-    raw = _with_flag(_with_flag(spec.raw_config, "xla_sparse_core_estimate_max_ids", True),
-                     "xla_sparse_core_max_ids_file", "")  # fmt: skip
+    raw = _with_flag(
+        _with_flag(spec.raw_config, "xla_sparse_core_estimate_max_ids", True), "xla_sparse_core_max_ids_file", ""
+    )
     raw = {**raw, "sparsecore": {**raw.get("sparsecore", {}), "allow_id_dropping": True, "enable_minibatching": False}}
     write_toml(raw, config_path, f"what-if trial {spec.name}: deriving limits")
     result = record_run(config_path, [], f"{spec.name} (deriving limits)", None, work)

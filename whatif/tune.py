@@ -38,8 +38,13 @@ class TuneResult:
     stopped: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"baseline": self.baseline, "best": self.best, "trials": self.trials,
-                "simulations": self.simulations, "stopped": self.stopped}  # fmt: skip
+        return {
+            "baseline": self.baseline,
+            "best": self.best,
+            "trials": self.trials,
+            "simulations": self.simulations,
+            "stopped": self.stopped,
+        }
 
 
 def candidates(session: Session, current: Change, run_id: int, knobs: dict[str, list[Any]]) -> list[Change]:
@@ -72,8 +77,10 @@ def combined(current: Change, wins: list[Measured]) -> list[Change]:
     best = sorted(wins, key=lambda m: m.rel_change)[:4]
 
     def own(m: Measured) -> Change:  # what the trial changed over the current config
-        return Change({k: v for k, v in m.change.overrides.items() if current.overrides.get(k) != v},
-                      m.change.derive_limits and not current.derive_limits)  # fmt: skip
+        return Change(
+            {k: v for k, v in m.change.overrides.items() if current.overrides.get(k) != v},
+            m.change.derive_limits and not current.derive_limits,
+        )
 
     def knobs_of(c: Change) -> set[str]:
         return set(c.overrides) | ({"derive_limits"} if c.derive_limits else set())
@@ -136,9 +143,11 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
     if not len(base_ps):  # a failed run, or one without steps: nothing to improve on
         run = session.store.rows("SELECT name, status, tags FROM runs WHERE run_id = ?", [base_run])[0]
         failure = json.loads(run["tags"] or "{}").get("error") if run["status"] == "failed" else None
-        raise TuneError(f"run {run['name']!r} has no counted steps to measure"
-                        + (f" (the run failed: {failure})" if failure else "")
-                        + "; tune starts from a run that ran: fix what failed first (scprof analyze shows it)")  # fmt: skip
+        raise TuneError(
+            f"run {run['name']!r} has no counted steps to measure"
+            + (f" (the run failed: {failure})" if failure else "")
+            + "; tune starts from a run that ran: fix what failed first (scprof analyze shows it)"
+        )
     allow = bool(apply_overrides(session.origin_raw, start.overrides).get("sparsecore", {}).get("allow_id_dropping"))
     base_dropped = dropped_ids(session.store, current_run)
     tried: set[str] = {start.key()}
@@ -189,7 +198,7 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
             "change": c.change,
             "ci_low": c.ci_low,
             "ci_high": c.ci_high,
-        },  # fmt: skip
+        },
         trials=trials,
         simulations=session.simulations,
         stopped=stopped,
@@ -222,9 +231,16 @@ def _within_budget(changes: list[Change], left: int) -> list[Change]:
 
 
 def _trial(m: Measured) -> dict[str, Any]:
-    return {"run": m.run_name, "overrides": m.change.overrides, "derive_limits": m.change.derive_limits,
-            "step_time_ps": m.step_time_ps, "change": m.rel_change, "ci_low": m.ci_low, "ci_high": m.ci_high,
-            "verdict": m.verdict}  # fmt: skip
+    return {
+        "run": m.run_name,
+        "overrides": m.change.overrides,
+        "derive_limits": m.change.derive_limits,
+        "step_time_ps": m.step_time_ps,
+        "change": m.rel_change,
+        "ci_low": m.ci_low,
+        "ci_high": m.ci_high,
+        "verdict": m.verdict,
+    }
 
 
 def _name(session: Session, run_id: int) -> str:

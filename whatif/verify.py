@@ -48,7 +48,14 @@ def verify_report(session: Session, report: RunReport) -> RunReport:
     for f, m in zip(fixed, measured, strict=True):
         ok, reason = judge(m, origin_dropped, allow, bool(f.fix.get("changes_numerics")))
         session.record(m, f.rule, origin, ok, reason)
-        verified[id(f)] = {"change": m.rel_change, "ci_low": m.ci_low, "ci_high": m.ci_high, "recommended": ok,
-                           "step_time_ps": m.step_time_ps, "run": m.run_name, "reason": reason}  # fmt: skip
+        verified[id(f)] = {
+            "change": m.rel_change,
+            "ci_low": m.ci_low,
+            "ci_high": m.ci_high,
+            "recommended": ok,
+            "step_time_ps": m.step_time_ps,
+            "run": m.run_name,
+            "reason": reason,
+        }
     findings = [dataclasses.replace(f, verified=verified[id(f)]) if id(f) in verified else f for f in report.findings]
     return dataclasses.replace(report, findings=findings)

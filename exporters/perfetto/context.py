@@ -23,11 +23,11 @@ _NO_BREAKDOWN = (
 _FILTERS_ALL = {"event_filter": "TRUE", "marker_filter": "TRUE", "counter_filter": "TRUE", "breakdown": _NO_BREAKDOWN}
 _FILTERS_STEPS = {
     "event_filter": "((e.step >= $step_a AND e.step < $step_b)"
-                    " OR (e.step IS NULL AND e.start_ps >= $span_a AND e.start_ps < $span_b))",
+    " OR (e.step IS NULL AND e.start_ps >= $span_a AND e.start_ps < $span_b))",
     "marker_filter": "(step >= $step_a AND step < $step_b)",
     "counter_filter": "(ts_ps >= $span_a AND ts_ps <= $span_b)",
     "breakdown": _NO_BREAKDOWN,
-}  # fmt: skip
+}
 
 
 @dataclass

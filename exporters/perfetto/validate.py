@@ -28,19 +28,19 @@ from profiler.wire import WireError, read_varint
 
 RULES = {
     "packet-sequence": "every packet has a trusted_packet_sequence_id and a timestamp; "
-                       "track events come in timestamp order",
+    "track events come in timestamp order",
     "incremental-state": "the first packet of a sequence clears incremental state "
-                         "(SEQ_INCREMENTAL_STATE_CLEARED); packets using interned data or packet "
-                         "defaults set SEQ_NEEDS_INCREMENTAL_STATE",
+    "(SEQ_INCREMENTAL_STATE_CLEARED); packets using interned data or packet "
+    "defaults set SEQ_NEEDS_INCREMENTAL_STATE",
     "interned-ids": "every interned id is non-zero and defined on its sequence before use",
     "track-descriptors": "every track is described once before its first event, with a unique "
-                         "uuid and a known parent, and no cycles",
+    "uuid and a known parent, and no cycles",
     "slice-nesting": "slices on one track nest strictly: every END closes an open slice, every "
-                     "slice ends, and at one timestamp ENDs precede BEGINs",
+    "slice ends, and at one timestamp ENDs precede BEGINs",
     "counter-values": "counter events carry a value and sit on counter tracks; slices do not",
     "flows": "every flow has a direction (starts before it is terminated, never both on one "
-             "event) and an end (every started flow is terminated)",
-}  # fmt: skip
+    "event) and an end (every started flow is terminated)",
+}
 
 _BEGIN, _END, _INSTANT, _COUNTER = (
     pt.TrackEvent.TYPE_SLICE_BEGIN,

@@ -71,8 +71,9 @@ def line_base_ps(where: str, timestamp_ns: int, origin_ns: int) -> int:
     return base
 
 
-def event_starts(where: str, timestamp_ns: int, origin_ns: int, offset_ps: np.ndarray,
-                 duration_ps: np.ndarray) -> np.ndarray:  # fmt: skip
+def event_starts(
+    where: str, timestamp_ns: int, origin_ns: int, offset_ps: np.ndarray, duration_ps: np.ndarray
+) -> np.ndarray:
     """Start of each event of a line in ps after the run's origin, once every start and end fits."""
     base = line_base_ps(where, timestamp_ns, origin_ns)
     room = MAX_TIME_PS - base  # > 0
@@ -82,19 +83,24 @@ def event_starts(where: str, timestamp_ns: int, origin_ns: int, offset_ps: np.nd
             raise CaptureError(f"{where} event {i}: {name} = {int(col[i])}: negative")
     if len(offset_ps) and int(offset_ps.max()) >= room:
         i = int(np.argmax(offset_ps >= room))
-        raise CaptureError(f"{where} event {i}: offset_ps = {int(offset_ps[i])}: starts beyond {MAX_TIME_PS} ps "
-                           "after the capture's first line")  # fmt: skip
+        raise CaptureError(
+            f"{where} event {i}: offset_ps = {int(offset_ps[i])}: starts beyond {MAX_TIME_PS} ps "
+            "after the capture's first line"
+        )
     start = offset_ps + base
     late = duration_ps >= MAX_TIME_PS - start
     if late.any():
         i = int(np.argmax(late))
-        raise CaptureError(f"{where} event {i}: duration_ps = {int(duration_ps[i])}: ends beyond {MAX_TIME_PS} ps "
-                           "after the capture's first line")  # fmt: skip
+        raise CaptureError(
+            f"{where} event {i}: duration_ps = {int(duration_ps[i])}: ends beyond {MAX_TIME_PS} ps "
+            "after the capture's first line"
+        )
     return start
 
 
-def check_stat_values(where: str, name: str, column: str, events: np.ndarray | slice, kinds: np.ndarray | int,
-                      ints: np.ndarray) -> None:  # fmt: skip
+def check_stat_values(
+    where: str, name: str, column: str, events: np.ndarray | slice, kinds: np.ndarray | int, ints: np.ndarray
+) -> None:
     """Integer stats (`kinds` KIND_INT/KIND_UINT, values as int64 bits) filling `column`: within its range
     (`events`: their events, indices or a slice)."""
     if column not in COLUMN_RANGE or not len(ints):
@@ -120,14 +126,17 @@ def check_meta_value(where: str, name: str, column: str, value: int) -> None:
             raise CaptureError(f"{where}: {name} = {_show(value)}: outside {lo}..{hi} (events.{column})")
 
 
-def numeric_values(where: str, name: str, events: np.ndarray, kinds: np.ndarray, ints: np.ndarray,
-                   doubles: np.ndarray) -> np.ndarray:  # fmt: skip
+def numeric_values(
+    where: str, name: str, events: np.ndarray, kinds: np.ndarray, ints: np.ndarray, doubles: np.ndarray
+) -> np.ndarray:
     """Float values of stats read as numbers (counter and memory samples); other kinds are refused."""
     ok = (kinds == KIND_INT) | (kinds == KIND_UINT) | (kinds == KIND_DOUBLE)
     if not ok.all():
         i = int(np.argmax(~ok))
-        raise CaptureError(f"{where} event {int(events[i])}: {name}: a number is expected, the stat holds "
-                           f"a {'string' if kinds[i] > KIND_DOUBLE else 'no value'}")  # fmt: skip
+        raise CaptureError(
+            f"{where} event {int(events[i])}: {name}: a number is expected, the stat holds "
+            f"a {'string' if kinds[i] > KIND_DOUBLE else 'no value'}"
+        )
     as_uint = ints.view(np.uint64).astype(np.float64)
     return np.where(kinds == KIND_DOUBLE, doubles, np.where(kinds == KIND_UINT, as_uint, ints.astype(np.float64)))
 
@@ -145,8 +154,10 @@ def check_totals(where: str, ev: dict[str, np.ndarray]) -> None:
         v = ev.get(col)
         if v is not None and len(v) and (total := abs_total(v)) >= SUM_LIMIT:
             field = "duration_ps" if col == "dur_ps" else col  # named as in the XSpace
-            raise CaptureError(f"{where}: the {field} of the run's events sum to {total:.4g}, beyond int64 "
-                               "(the store sums them per step and timeline bin)")  # fmt: skip
+            raise CaptureError(
+                f"{where}: the {field} of the run's events sum to {total:.4g}, beyond int64 "
+                "(the store sums them per step and timeline bin)"
+            )
 
 
 def step_numbers(names: list[str], where_of) -> np.ndarray:
@@ -164,8 +175,10 @@ def step_numbers(names: list[str], where_of) -> np.ndarray:
 def check_line_count(where: str, lines: int) -> None:
     """At most MAX_LINES lines with events in a run (a bound on the import's time)."""
     if lines > MAX_LINES:
-        raise CaptureError(f"{where}: {lines:,} lines hold events; scprof imports at most {MAX_LINES:,} "
-                           "per capture (each costs a fixed time to map)")  # fmt: skip
+        raise CaptureError(
+            f"{where}: {lines:,} lines hold events; scprof imports at most {MAX_LINES:,} "
+            "per capture (each costs a fixed time to map)"
+        )
 
 
 def check_repeats(path: str, data: bytes, plane_names: list[str]) -> None:
@@ -176,10 +189,14 @@ def check_repeats(path: str, data: bytes, plane_names: list[str]) -> None:
         if name in seen:
             half = len(data) // 2
             if len(data) % 2 == 0 and data[:half] == data[half:]:
-                raise CaptureError(f"{path}: the file is the same XSpace twice (appended to itself); "
-                                   "refused rather than import every event twice")  # fmt: skip
-            raise CaptureError(f"{path}: plane {name!r} appears twice (planes {seen[name]} and {i}): two "
-                               "captures concatenated into one file? refused rather than merge them")  # fmt: skip
+                raise CaptureError(
+                    f"{path}: the file is the same XSpace twice (appended to itself); "
+                    "refused rather than import every event twice"
+                )
+            raise CaptureError(
+                f"{path}: plane {name!r} appears twice (planes {seen[name]} and {i}): two "
+                "captures concatenated into one file? refused rather than merge them"
+            )
         seen[name] = i
 
 
@@ -191,8 +208,7 @@ def check_files(files: list[str], prefixed_planes: list[list[str]]) -> None:
     for f, planes in zip(files, prefixed_planes, strict=True):
         for p in planes:
             if p in by_plane:
-                raise CaptureError(f"{f}: plane {p!r} is also in {by_plane[p]}: two files of one run "
-                                   "for the same host")  # fmt: skip
+                raise CaptureError(f"{f}: plane {p!r} is also in {by_plane[p]}: two files of one run for the same host")
             by_plane[p] = f
 
 

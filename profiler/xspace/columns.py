@@ -92,8 +92,9 @@ class LineEvents:
         within = np.arange(total) - np.repeat(offsets[:-1], ln)
         data = self.buf[np.repeat(pos, ln) + within]
         validity = pa.py_buffer(np.packbits(has, bitorder="little"))
-        return pa.Array.from_buffers(pa.large_binary(), len(rows),
-                                     [validity, pa.py_buffer(offsets), pa.py_buffer(data)])  # fmt: skip
+        return pa.Array.from_buffers(
+            pa.large_binary(), len(rows), [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
 
 
 def concat(parts: list[LineEvents]) -> LineEvents:
@@ -102,16 +103,27 @@ def concat(parts: list[LineEvents]) -> LineEvents:
     buf_base = np.cumsum([0] + [len(p.buf) for p in parts[:-1]])
     cat = np.concatenate
     return LineEvents(
-        cat([p.metadata_id for p in parts]), cat([p.offset_ps for p in parts]),
-        cat([p.duration_ps for p in parts]), cat([p.num_occurrences for p in parts]),
+        cat([p.metadata_id for p in parts]),
+        cat([p.offset_ps for p in parts]),
+        cat([p.duration_ps for p in parts]),
+        cat([p.num_occurrences for p in parts]),
         cat([p.stat_event + b for p, b in zip(parts, ev_base, strict=True)]),
-        cat([p.stat_metadata_id for p in parts]), cat([p.stat_kind for p in parts]),
-        cat([p.stat_int for p in parts]), cat([p.stat_double for p in parts]),
+        cat([p.stat_metadata_id for p in parts]),
+        cat([p.stat_kind for p in parts]),
+        cat([p.stat_int for p in parts]),
+        cat([p.stat_double for p in parts]),
         cat([np.where(p.stat_str_pos >= 0, p.stat_str_pos + b, -1) for p, b in zip(parts, buf_base, strict=True)]),
-        cat([p.stat_str_len for p in parts]), cat([p.buf for p in parts]), cat([p.stat_rank for p in parts]),
-        merge([StatColumn(c.metadata_id, c.kind, c.events + b, c.ints, c.ranks)
-               for p, b in zip(parts, ev_base, strict=True) for c in p.columns]),
-    )  # fmt: skip
+        cat([p.stat_str_len for p in parts]),
+        cat([p.buf for p in parts]),
+        cat([p.stat_rank for p in parts]),
+        merge(
+            [
+                StatColumn(c.metadata_id, c.kind, c.events + b, c.ints, c.ranks)
+                for p, b in zip(parts, ev_base, strict=True)
+                for c in p.columns
+            ]
+        ),
+    )
 
 
 def merge(columns: list[StatColumn]) -> list[StatColumn]:
@@ -119,9 +131,12 @@ def merge(columns: list[StatColumn]) -> list[StatColumn]:
     by: dict[tuple[int, int], list[StatColumn]] = {}
     for c in columns:
         by.setdefault((c.metadata_id, c.kind), []).append(c)
-    return [cs[0] if len(cs) == 1 else
-            StatColumn(*key, *(np.concatenate([getattr(c, a) for c in cs]) for a in ("events", "ints", "ranks")))
-            for key, cs in by.items()]  # fmt: skip
+    return [
+        cs[0]
+        if len(cs) == 1
+        else StatColumn(*key, *(np.concatenate([getattr(c, a) for c in cs]) for a in ("events", "ints", "ranks")))
+        for key, cs in by.items()
+    ]
 
 
 class ColumnSink:
@@ -148,6 +163,19 @@ class ColumnSink:
             dval[dest], spos[dest], slen[dest] = b_dbl, b_pos, b_len
         event = np.repeat(np.arange(self.n), self.n_stats)
         i64 = np.int64
-        return LineEvents(self.mid.view(i64), self.off.view(i64), self.dur.view(i64), self.occ.view(i64), event,
-                          smid.view(i64), kind, ival.view(i64), dval, spos, slen, buf, srank,
-                          [])  # fmt: skip
+        return LineEvents(
+            self.mid.view(i64),
+            self.off.view(i64),
+            self.dur.view(i64),
+            self.occ.view(i64),
+            event,
+            smid.view(i64),
+            kind,
+            ival.view(i64),
+            dval,
+            spos,
+            slen,
+            buf,
+            srank,
+            [],
+        )

@@ -131,10 +131,10 @@ class Decoded:
         a.setdefault("event_id", []).append(np.asarray(event_ids, np.int64))
         a.setdefault("key", []).append(np.full(n, self.strings(key), np.int64) if isinstance(key, str) else key)
         a.setdefault("int_value", []).append(np.asarray(ints, np.int64) if ints is not None else np.full(n, NULL))
-        a.setdefault("double_value", []).append(np.asarray(doubles, np.float64) if doubles is not None
-                                                else np.full(n, np.nan))  # fmt: skip
-        a.setdefault("string_id", []).append(np.asarray(strs, np.int64) if strs is not None
-                                             else np.zeros(n, np.int64))  # fmt: skip
+        a.setdefault("double_value", []).append(
+            np.asarray(doubles, np.float64) if doubles is not None else np.full(n, np.nan)
+        )
+        a.setdefault("string_id", []).append(np.asarray(strs, np.int64) if strs is not None else np.zeros(n, np.int64))
 
     def add_counter(self, track: int, ts, values) -> None:
         """Append samples of one counter track."""
@@ -177,16 +177,27 @@ def decode_files(files: list[str], native: bool = True) -> Decoded:
         names = [stem(path) for path, _, _ in spaces]
     prefixes = [f"{name} " if multi else "" for name in names]
     chk.check_files(files, [[pre + p.name for p in sp[1]] for pre, sp in zip(prefixes, spaces, strict=True)])
-    origins = [(path, p.name, ln) for path, lite, _ in spaces for p in lite if p.name != SCPROF_PLANE
-               for i, ln in enumerate(p.lines) if p.events(i)]  # fmt: skip
+    origins = [
+        (path, p.name, ln)
+        for path, lite, _ in spaces
+        for p in lite
+        if p.name != SCPROF_PLANE
+        for i, ln in enumerate(p.lines)
+        if p.events(i)
+    ]
     if not origins:
         raise TraceFormatError(f"{files[0]}: XSpace holds no events")
     chk.check_line_count(files[0] if len(files) == 1 else os.path.dirname(files[0]), len(origins))
     for path, pname, ln in origins:
         chk.check_timestamp(f"{path}: plane {pname!r} line {line_name(ln)!r}", ln.timestamp_ns)
     d = Decoded(min(ln.timestamp_ns for _, _, ln in origins), digests, host_prefixes=prefixes)
-    jobs = [job for path, lite, _ in spaces for plane in lite if plane.name != SCPROF_PLANE
-            for job in _line_jobs(path, plane)]  # fmt: skip
+    jobs = [
+        job
+        for path, lite, _ in spaces
+        for plane in lite
+        if plane.name != SCPROF_PLANE
+        for job in _line_jobs(path, plane)
+    ]
     d.capacity = sum(j.events for j in jobs)
     lines = _decoded_lines(jobs)
     # A real capture keeps its XSpace for the export (source.py); one scprof wrote, not.
@@ -249,9 +260,19 @@ def _line_jobs(path: str, plane: decode_native.Plane) -> list[_LineJob]:
     buf = np.frombuffer(plane.raw, np.uint8) if native else None
     rows = decode_native.row_mids({k: v.name for k, v in plane.msg.stat_metadata.items()}) if native else None
     memory = any(m.name in MEMORY_EVENTS for m in plane.msg.event_metadata.values())  # as LineCtx.build reads
-    return [_LineJob(f"{path}: plane {plane.name!r} line {line_name(line)!r}", plane, i, plane.events(i), buf, rows,
-                     memory or line_name(line) == COUNTER_LINE)
-            for i, line in enumerate(plane.lines) if plane.events(i)]  # fmt: skip
+    return [
+        _LineJob(
+            f"{path}: plane {plane.name!r} line {line_name(line)!r}",
+            plane,
+            i,
+            plane.events(i),
+            buf,
+            rows,
+            memory or line_name(line) == COUNTER_LINE,
+        )
+        for i, line in enumerate(plane.lines)
+        if plane.events(i)
+    ]
 
 
 def _decode_job(job: _LineJob) -> LineEvents:
@@ -328,7 +349,10 @@ def _decode_line(line: LineCtx) -> None:
     if p.meta_args:
         meta_args(line)
     if ev.num_occurrences.any():
-        d.add_args(line.base + np.flatnonzero(ev.num_occurrences), NUM_OCCURRENCES,
-                   ints=ev.num_occurrences[ev.num_occurrences != 0])  # fmt: skip
+        d.add_args(
+            line.base + np.flatnonzero(ev.num_occurrences),
+            NUM_OCCURRENCES,
+            ints=ev.num_occurrences[ev.num_occurrences != 0],
+        )
     if p.has_memory:
         memory_counters(line)

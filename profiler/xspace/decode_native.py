@@ -123,5 +123,19 @@ def decode_line(buf: np.ndarray, spans: np.ndarray, rows: np.ndarray, ranks: boo
         end = keys[c + 1][2] if c + 1 < len(keys) else len(ints)
         where = slice(0, n) if ev_at < 0 else index[ev_at : ev_at + end - at]
         columns.append(StatColumn(mid, kind, where, ints[at:end], None if rank is None else rank[at:end]))
-    return LineEvents(ev[0], ev[1], ev[2], ev[3], r[0], r[1], np.frombuffer(kind_b, np.int8), r[2],
-                      np.frombuffer(dbl_b, np.float64), r[3], r[4], buf, r[5], columns)  # fmt: skip
+    return LineEvents(
+        ev[0],
+        ev[1],
+        ev[2],
+        ev[3],
+        r[0],
+        r[1],
+        np.frombuffer(kind_b, np.int8),
+        r[2],
+        np.frombuffer(dbl_b, np.float64),
+        r[3],
+        r[4],
+        buf,
+        r[5],
+        columns,
+    )

@@ -96,9 +96,14 @@ def written_facts(run: dict) -> list[tuple[str, str | int]]:
     the string facts in STRING_FACTS order, then the start time."""
     hw = {k: run[k] for k in HARDWARE_FACTS if run[k] is not None}
     hw[HARDWARE_EXTRA] = json.loads(run["hardware_extra"] or "{}")
-    value = {RUN_UUID: run["uuid"], RUN_NAME: run["name"], PRODUCER: run["producer"] or "",
-             CONFIG_JSON: run["config"] or "{}", TAGS_JSON: run["tags"] or "{}",
-             HARDWARE_JSON: json.dumps(hw, sort_keys=True)}  # fmt: skip
+    value = {
+        RUN_UUID: run["uuid"],
+        RUN_NAME: run["name"],
+        PRODUCER: run["producer"] or "",
+        CONFIG_JSON: run["config"] or "{}",
+        TAGS_JSON: run["tags"] or "{}",
+        HARDWARE_JSON: json.dumps(hw, sort_keys=True),
+    }
     return [(k, str(value[k])) for k in STRING_FACTS] + [(START_TIME_FACT, int(run["start_time_unix_ns"] or 0))]
 
 
@@ -138,7 +143,7 @@ def run_facts(d, files: list[str], name: str, digests: list[bytes]) -> dict:
             hw.get(HARDWARE_EXTRA) or {"xplane_plane_stats": extra, "hostnames": d.hostnames},
             default=str,
             sort_keys=True,
-        ),  # fmt: skip
+        ),
         "config": s.get(CONFIG_JSON) or "{}",
         "tags": s.get(TAGS_JSON) or json.dumps({"source_files": ", ".join(os.path.basename(f) for f in files)}),
     }

@@ -105,8 +105,14 @@ def _categories(d, ev: dict[str, np.ndarray], xla_op: np.ndarray) -> None:
     cat = ev["category"]
     kind_of = {r["track_id"]: r["kind"] for r in d.tracks.rows}
     groups = list(CATEGORY_RULES)  # per event its rule group's index, -1 for none (int8: 1 byte per event)
-    code = np.array([-1] + [groups.index(g) if (g := _rule_group(kind_of.get(t, ""))) in groups else -1
-                            for t in range(1, len(d.tracks.rows) + 1)], np.int8)  # fmt: skip
+    code = np.array(
+        [-1]
+        + [
+            groups.index(g) if (g := _rule_group(kind_of.get(t, ""))) in groups else -1
+            for t in range(1, len(d.tracks.rows) + 1)
+        ],
+        np.int8,
+    )
     ev_group = code[ev["track"]]
     on_cpu = np.isin(ev["track"], [t for t, k in kind_of.items() if k == "cpu"])
     ev_group[on_cpu & ~xla_op] = groups.index("host")  # the executor's own runtime work on a CPU device's threads

@@ -109,8 +109,7 @@ class PlaneMeta:
                 is_str = col in STRING_COLUMNS
                 if col and (isinstance(val, str) if is_str else isinstance(val, int)):
                     if not is_str:
-                        chk.check_meta_value(f"{path}: plane {plane.name!r} event metadata {m.name!r}", sname, col,
-                                             val)  # fmt: skip
+                        chk.check_meta_value(f"{path}: plane {plane.name!r} event metadata {m.name!r}", sname, col, val)
                     arr = meta_typed.setdefault(sname, np.full(len(metas) + 1, NULL, np.int64))
                     arr[i] = d.strings(val) if is_str else val
                 elif val is not None:
@@ -119,9 +118,26 @@ class PlaneMeta:
         stat_name_list = [stat_names[int(i)] for i in stat_ids]
         stat_str = np.array([d.strings(nm) for nm in stat_name_list], np.int64)
         raw = [m.name for m in metas]
-        return cls(path, plane.name, stored_name, kind, chip, core, stat_names, stat_ids, stat_name_list, stat_str,
-                   meta_ids, metas, meta_name, raw, meta_typed, meta_args, marker_meta,
-                   any(name in MEMORY_EVENTS for name in raw))  # fmt: skip
+        return cls(
+            path,
+            plane.name,
+            stored_name,
+            kind,
+            chip,
+            core,
+            stat_names,
+            stat_ids,
+            stat_name_list,
+            stat_str,
+            meta_ids,
+            metas,
+            meta_name,
+            raw,
+            meta_typed,
+            meta_args,
+            marker_meta,
+            any(name in MEMORY_EVENTS for name in raw),
+        )
 
     def ref_ids(self, refs: np.ndarray) -> np.ndarray:
         """String ids of ref_value stats: the name of the stat metadata each points at (0 if none)."""
@@ -158,14 +174,22 @@ class LineCtx:
             by_name.setdefault(plane.stat_names.get(c.metadata_id, UNKNOWN_STAT.format(c.metadata_id)), []).append(c)
         meta_ids, n_meta = plane.meta_ids, len(plane.metas)
         midx = np.searchsorted(meta_ids, ev.metadata_id)
-        midx = np.where((midx < len(meta_ids)) & (meta_ids[np.minimum(midx, len(meta_ids) - 1)] == ev.metadata_id)
-                        if len(meta_ids) else False, midx, n_meta)  # fmt: skip
+        midx = np.where(
+            (midx < len(meta_ids)) & (meta_ids[np.minimum(midx, len(meta_ids) - 1)] == ev.metadata_id)
+            if len(meta_ids)
+            else False,
+            midx,
+            n_meta,
+        )
         where = f"{plane.path}: plane {plane.name!r} line {name!r}"
         start = chk.event_starts(where, line.timestamp_ns, d.origin_ns, ev.offset_ps, ev.duration_ps)
         stat_ids = plane.stat_ids
         sidx = np.searchsorted(stat_ids, ev.stat_metadata_id) if len(stat_ids) else np.zeros(len(ev.stat_event), int)
-        known = (sidx < len(stat_ids)) & (stat_ids[np.minimum(sidx, max(len(stat_ids) - 1, 0))] == ev.stat_metadata_id) \
-            if len(stat_ids) else np.zeros(len(sidx), bool)  # fmt: skip
+        known = (
+            (sidx < len(stat_ids)) & (stat_ids[np.minimum(sidx, max(len(stat_ids) - 1, 0))] == ev.stat_metadata_id)
+            if len(stat_ids)
+            else np.zeros(len(sidx), bool)
+        )
         return cls(d, plane, ev, name, where, midx, start, sidx, known, by_name)
 
     @property
@@ -341,8 +365,9 @@ def counter_line(line: LineCtx) -> None:
         if line.has_stat(sname):
             sel = line.stat_rows(sname)
             rows = ev.stat_event[sel]
-            value[rows] = chk.numeric_values(line.where, sname, rows, ev.stat_kind[sel], ev.stat_int[sel],
-                                             ev.stat_double[sel])  # fmt: skip
+            value[rows] = chk.numeric_values(
+                line.where, sname, rows, ev.stat_kind[sel], ev.stat_int[sel], ev.stat_double[sel]
+            )
     for i in np.unique(line.midx).tolist():
         name = p.meta_raw_name[i] if i < len(p.meta_raw_name) else "counter"
         unit = ""

@@ -104,10 +104,14 @@ COUNTER_VALUE_STATS = (COUNTER_VALUE_STAT, "value", "Scaled Value", "Raw Value")
 MEMORY_EVENTS = ("MemoryAllocation", "MemoryDeallocation")  # their memory stats become counters
 ALLOCATOR_STAT = "allocator_name"
 MEMORY_STATS = {
-    "bytes_allocated": "bytes", "bytes_reserved": "bytes", "bytes_available": "bytes",
-    "peak_bytes_in_use": "bytes", "requested_bytes": "bytes", "allocation_bytes": "bytes",
+    "bytes_allocated": "bytes",
+    "bytes_reserved": "bytes",
+    "bytes_available": "bytes",
+    "peak_bytes_in_use": "bytes",
+    "requested_bytes": "bytes",
+    "allocation_bytes": "bytes",
     "fragmentation": "ratio",
-}  # fmt: skip  # stat -> counter unit
+}  # stat -> counter unit
 
 # --------------------------------------------------------------------------- run facts
 # TensorCore plane stats (XProf's) <-> runs' hardware columns.
@@ -131,8 +135,15 @@ STRING_FACTS = (RUN_UUID, RUN_NAME, PRODUCER, CONFIG_JSON, TAGS_JSON, HARDWARE_J
 START_TIME_FACT = "start_time_unix_ns"
 # hardware_json key (a runs column) -> kind: int32 / int64 counts, finite non-negative doubles, a string.
 HARDWARE_FACTS = {
-    "num_chips": "i32", "sparsecores_per_chip": "i32", "tiles_per_sparsecore": "i32", "simd_width": "i32",
-    "hbm_bytes": "i64", "spmem_bytes_per_tile": "i64", "hbm_bandwidth_bytes_per_s": "f",
-    "tc_peak_flops": "f", "ici_bandwidth_bytes_per_s": "f", "generation": "s",
-}  # fmt: skip
+    "num_chips": "i32",
+    "sparsecores_per_chip": "i32",
+    "tiles_per_sparsecore": "i32",
+    "simd_width": "i32",
+    "hbm_bytes": "i64",
+    "spmem_bytes_per_tile": "i64",
+    "hbm_bandwidth_bytes_per_s": "f",
+    "tc_peak_flops": "f",
+    "ici_bandwidth_bytes_per_s": "f",
+    "generation": "s",
+}
 HARDWARE_EXTRA = "extra"  # hardware_json key holding runs.hardware_extra

@@ -73,12 +73,19 @@ def keep_plane(kept: Kept, host: int, index: int, plane, first_event: int) -> in
             body += b"".join(_field(xf.LINE_EVENTS, e) for e in plane.event_bytes(i))
         elif n:
             data, offsets = _event_bytes(plane, i)
-            kept.events.append(pa.table({
-                "event_id": np.arange(next_id, next_id + n, dtype=np.int64),
-                "host": np.full(n, host, np.int32), "plane": np.full(n, index, np.int32),
-                "line": np.full(n, i, np.int32),
-                "xevent": pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]),
-            }))  # fmt: skip
+            kept.events.append(
+                pa.table(
+                    {
+                        "event_id": np.arange(next_id, next_id + n, dtype=np.int64),
+                        "host": np.full(n, host, np.int32),
+                        "plane": np.full(n, index, np.int32),
+                        "line": np.full(n, i, np.int32),
+                        "xevent": pa.Array.from_buffers(
+                            pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+                        ),
+                    }
+                )
+            )
             next_id += n
         out += _field(xf.PLANE_LINES, body)
     kept.spaces.setdefault(host, bytearray()).extend(_field(xf.SPACE_PLANES, bytes(out)))
@@ -119,10 +126,13 @@ def insert(con, run_id: int, kept: Kept, insert_arrow) -> None:
     """The kept space of each file and bytes of each event, into xspace_files and xspace_events."""
     if not kept.files:
         return
-    files = pa.table({
-        "host": [h for h, _, _ in kept.files], "file": [f for _, f, _ in kept.files],
-        "space": pa.array([s for _, _, s in kept.files], pa.large_binary()),
-    })  # fmt: skip
+    files = pa.table(
+        {
+            "host": [h for h, _, _ in kept.files],
+            "file": [f for _, f, _ in kept.files],
+            "space": pa.array([s for _, _, s in kept.files], pa.large_binary()),
+        }
+    )
     insert_arrow(con, "INSERT INTO xspace_files SELECT $run, host, file, space FROM b", run_id, files)
     for t in kept.events:
         insert_arrow(

@@ -71,21 +71,31 @@ def insert_decoded(con, run_id: int, name: str, d: Decoded, files: list[str], in
             d.args = {k: [np.concatenate(v)[ok]] for k, v in d.args.items()}
             d.args["event_id"] = [new_id[old[ok]]]
     column = _kept_rows(keep)
-    table = pa.table({
-        "event_id": np.arange(n, dtype=np.int64), "track_id": column(ev["track"]), "name_id": column(ev["name"]),
-        "start_ps": column(ev["start_ps"]), "dur_ps": column(ev["dur_ps"]), "step": column(step, True),
-        **{f.column: column(ev[f.name], True) for f in TYPED_FIELDS if f.name != "step"},
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "event_id": np.arange(n, dtype=np.int64),
+            "track_id": column(ev["track"]),
+            "name_id": column(ev["name"]),
+            "start_ps": column(ev["start_ps"]),
+            "dur_ps": column(ev["dur_ps"]),
+            "step": column(step, True),
+            **{f.column: column(ev[f.name], True) for f in TYPED_FIELDS if f.name != "step"},
+        }
+    )
     insert_arrow(con, "INSERT INTO events BY NAME SELECT $run AS run_id, * FROM b", run_id, table)
     if d.kept is not None and keep.all():  # (events dropped as markers would shift the kept events' ids)
         source.insert(con, run_id, d.kept, insert_arrow)
     if d.args:
         a = {k: np.concatenate(v) for k, v in d.args.items()}
-        args = pa.table({
-            "event_id": a["event_id"], "key": a["key"], "int_value": _nullable(a["int_value"]),
-            "double_value": pa.array(a["double_value"], mask=np.isnan(a["double_value"])),
-            "string_id": a["string_id"],
-        })  # fmt: skip
+        args = pa.table(
+            {
+                "event_id": a["event_id"],
+                "key": a["key"],
+                "int_value": _nullable(a["int_value"]),
+                "double_value": pa.array(a["double_value"], mask=np.isnan(a["double_value"])),
+                "string_id": a["string_id"],
+            }
+        )
     if d.counters:
         c = {k: np.concatenate(v) for k, v in d.counters.items()}
         insert_arrow(con, "INSERT INTO counters SELECT $run, track, ts_ps, value FROM b", run_id, pa.table(c))
@@ -107,8 +117,12 @@ def insert_decoded(con, run_id: int, name: str, d: Decoded, files: list[str], in
             args,
         )
     tracks = pa.Table.from_pylist(d.tracks.rows)
-    insert_arrow(con, "INSERT INTO tracks SELECT $run, track_id, plane, line, kind, chip, core, tile, unit FROM b",
-                 run_id, tracks)  # fmt: skip
+    insert_arrow(
+        con,
+        "INSERT INTO tracks SELECT $run, track_id, plane, line, kind, chip, core, tile, unit FROM b",
+        run_id,
+        tracks,
+    )
     return run_facts(d, files, name, d.digests)
 
 
@@ -134,8 +148,9 @@ def _kept_rows(keep: np.ndarray):
     runs = list(zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True))
     if len(runs) > _MAX_RUNS:
         return lambda a, nulls=False: arrow(a[keep], nulls)
-    return lambda a, nulls=False: pa.chunked_array([arrow(a[lo:hi], nulls) for lo, hi in runs],
-                                                   pa.int64() if nulls else pa.from_numpy_dtype(a.dtype))  # fmt: skip
+    return lambda a, nulls=False: pa.chunked_array(
+        [arrow(a[lo:hi], nulls) for lo, hi in runs], pa.int64() if nulls else pa.from_numpy_dtype(a.dtype)
+    )
 
 
 def _step_num_markers(d: Decoded, ev: dict[str, np.ndarray], n: int) -> np.ndarray:
@@ -165,8 +180,13 @@ def _steps(d: Decoded, ev: dict[str, np.ndarray], files_hint: str) -> tuple[np.n
         num = chk.step_numbers([d.strings.values[i] for i in uniq.tolist()], where)[inv.ravel()]
         m_step[missing] = np.where(num >= 0, num, missing)
         step[mk] = m_step
-    markers = {"track": ev["track"][mk], "step": m_step, "start_ps": ev["start_ps"][mk], "dur_ps": ev["dur_ps"][mk],
-               "plane": ev["plane_id"][mk]}  # fmt: skip
+    markers = {
+        "track": ev["track"][mk],
+        "step": m_step,
+        "start_ps": ev["start_ps"][mk],
+        "dur_ps": ev["dur_ps"][mk],
+        "plane": ev["plane_id"][mk],
+    }
     if not mk.size and (step != NULL).any():
         # Only group_id stats: one marker per plane and step, spanning its events.
         sel = np.flatnonzero(step != NULL)
@@ -189,8 +209,9 @@ def _steps(d: Decoded, ev: dict[str, np.ndarray], files_hint: str) -> tuple[np.n
     return step, markers
 
 
-def _contain(ev: dict[str, np.ndarray], step: np.ndarray, sel: np.ndarray, markers: dict[str, np.ndarray],
-             chosen: np.ndarray) -> None:  # fmt: skip
+def _contain(
+    ev: dict[str, np.ndarray], step: np.ndarray, sel: np.ndarray, markers: dict[str, np.ndarray], chosen: np.ndarray
+) -> None:
     """Events `sel` take the step of the `chosen` marker whose span contains their start, if any."""
     order = np.argsort(markers["start_ps"][chosen], kind="stable")
     ms, mstep = markers["start_ps"][chosen][order], markers["step"][chosen][order]

@@ -47,8 +47,14 @@ ST_STR, ST_BYTES, ST_REF = _num(xp.XStat, "str_value"), _num(xp.XStat, "bytes_va
 
 # Stat value kinds in decoded columns.
 KIND_INT, KIND_UINT, KIND_DOUBLE, KIND_STR, KIND_BYTES, KIND_REF = 1, 2, 3, 4, 5, 6
-KIND_OF_FIELD = {ST_INT64: KIND_INT, ST_UINT64: KIND_UINT, ST_DOUBLE: KIND_DOUBLE,
-                 ST_STR: KIND_STR, ST_BYTES: KIND_BYTES, ST_REF: KIND_REF}  # fmt: skip
+KIND_OF_FIELD = {
+    ST_INT64: KIND_INT,
+    ST_UINT64: KIND_UINT,
+    ST_DOUBLE: KIND_DOUBLE,
+    ST_STR: KIND_STR,
+    ST_BYTES: KIND_BYTES,
+    ST_REF: KIND_REF,
+}
 
 
 @dataclass

@@ -101,10 +101,18 @@ def partition_stats(steps: int, scs: int, ids, unique, limit_ids, limit_unique, 
     def col(v):
         return np.resize(np.asarray(v), n)
 
-    return {"step": np.repeat(np.arange(steps), scs), "chip": np.zeros(n, int), "sc": np.tile(np.arange(scs), steps),
-            "table": [table] * n, "ids": col(ids), "unique_ids": col(unique), "max_ids_per_partition": col(limit_ids),
-            "max_unique_ids_per_partition": col(limit_unique), "minibatches": col(minibatches),
-            "dropped_ids": col(dropped)}  # fmt: skip
+    return {
+        "step": np.repeat(np.arange(steps), scs),
+        "chip": np.zeros(n, int),
+        "sc": np.tile(np.arange(scs), steps),
+        "table": [table] * n,
+        "ids": col(ids),
+        "unique_ids": col(unique),
+        "max_ids_per_partition": col(limit_ids),
+        "max_unique_ids_per_partition": col(limit_unique),
+        "minibatches": col(minibatches),
+        "dropped_ids": col(dropped),
+    }
 
 
 def concat_stats(*parts: dict) -> dict:

@@ -23,12 +23,28 @@ STEPS = 8
 def zipf_tables_toml(n: int = 200) -> str:
     """An untuned config: n narrow zipf tables on a 2-chip v6e in one stack (the 2 MiB activation
     bound raised), one hand-set stack limit (4096 / 2048) below the stack's load."""
-    lines = ['name = "zipf200"', "seed = 0", "global_batch = 4096", "[hardware]", 'generation = "v6e"',
-             "num_chips = 2", "[host]", "num_threads = 32", "[dense]", "bottom_mlp = [256, 128, 16]",
-             "top_mlp = [256, 64, 1]", "cross_layers = 1", "cross_low_rank = 64", "[sparsecore]",
-             "max_ids_per_chip_per_sample = 1024", "stack_activation_mem_bytes_limit = 67108864",
-             "max_ids_per_partition = 4096", "max_unique_ids_per_partition = 2048",
-             "[flags]", "maximum_parallel_iterations = 4"]  # fmt: skip
+    lines = [
+        'name = "zipf200"',
+        "seed = 0",
+        "global_batch = 4096",
+        "[hardware]",
+        'generation = "v6e"',
+        "num_chips = 2",
+        "[host]",
+        "num_threads = 32",
+        "[dense]",
+        "bottom_mlp = [256, 128, 16]",
+        "top_mlp = [256, 64, 1]",
+        "cross_layers = 1",
+        "cross_low_rank = 64",
+        "[sparsecore]",
+        "max_ids_per_chip_per_sample = 1024",
+        "stack_activation_mem_bytes_limit = 67108864",
+        "max_ids_per_partition = 4096",
+        "max_unique_ids_per_partition = 2048",
+        "[flags]",
+        "maximum_parallel_iterations = 4",
+    ]
     for i in range(n):
         lines += ["[[tables]]", f'name = "t{i}"', "vocab = 100000", "width = 16"]
     for i in range(n):
@@ -120,8 +136,12 @@ def test_ids_dropped_by_the_chip_cap_are_reported(runs):
     with open(REPO / "configs" / "baseline.toml", "rb") as fh:  # tuned extends it: same features
         per_sample = sum(feat["multi_hot"] for feat in tomllib.load(fh)["features"])
     assert f.evidence["max_ids_per_sample"] == per_sample and f.evidence["max_ids_per_chip_per_sample"] == 195
-    assert f.fix == {"set": {"sparsecore.max_ids_per_chip_per_sample": per_sample}, "derive_limits": False,
-                     "changes_numerics": True, "explore": {}}  # fmt: skip
+    assert f.fix == {
+        "set": {"sparsecore.max_ids_per_chip_per_sample": per_sample},
+        "derive_limits": False,
+        "changes_numerics": True,
+        "explore": {},
+    }
     assert 0 < f.value < 1 and "train nothing" in f.recommendation
 
 

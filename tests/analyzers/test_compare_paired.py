@@ -45,8 +45,13 @@ def test_paired_interval_matches_a_plain_python_block_bootstrap() -> None:
 
 
 def test_same_input_stream_follows_what_the_batches_are_drawn_from() -> None:
-    cfg = {"seed": 1, "global_batch": 64, "features": [{"name": "f", "table": "t", "multi_hot": 3}],
-           "tables": [{"name": "t", "vocab": 100, "width": 8}], "flags": {"maximum_parallel_iterations": 1}}  # fmt: skip
+    cfg = {
+        "seed": 1,
+        "global_batch": 64,
+        "features": [{"name": "f", "table": "t", "multi_hot": 3}],
+        "tables": [{"name": "t", "vocab": 100, "width": 8}],
+        "flags": {"maximum_parallel_iterations": 1},
+    }
     assert same_input_stream(cfg, {**cfg, "flags": {"maximum_parallel_iterations": 4}, "host": {"num_threads": 9}})
     assert same_input_stream(cfg, {**cfg, "tables": [{"name": "t", "vocab": 100, "width": 64}]})  # width: not data
     assert not same_input_stream(cfg, {**cfg, "seed": 2})

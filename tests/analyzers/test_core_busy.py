@@ -83,8 +83,11 @@ def wild_store(tmp_path_factory) -> str:
     db = str(tmp_path_factory.mktemp("wild") / "s.duckdb")
     for name in WILD_RUNS:
         folder = os.path.join(DATA, "wild", name)
-        target = folder if os.path.isdir(os.path.join(folder, "plugins")) else next(
-            os.path.join(folder, f) for f in sorted(os.listdir(folder)) if f != "PROVENANCE.md")  # fmt: skip
+        target = (
+            folder
+            if os.path.isdir(os.path.join(folder, "plugins"))
+            else next(os.path.join(folder, f) for f in sorted(os.listdir(folder)) if f != "PROVENANCE.md")
+        )
         with contextlib.redirect_stderr(io.StringIO()):
             assert main(["ingest", target, "--db", db, "--name", name]) == 0
     return db

@@ -79,10 +79,16 @@ def exposed_share(store: Store, run: int) -> float:
     )
     exposed = total = 0
     for w in windows:
-        a2a = _union([(e["start_ps"], e["end_ps"]) for e in events
-                      if e["chip"] == w["chip"] and e["category"] == "sc_collective"])  # fmt: skip
-        above = _union([(e["start_ps"], e["end_ps"]) for e in events
-                        if e["chip"] == w["chip"] and e["category"] in ABOVE])  # fmt: skip
+        a2a = _union(
+            [
+                (e["start_ps"], e["end_ps"])
+                for e in events
+                if e["chip"] == w["chip"] and e["category"] == "sc_collective"
+            ]
+        )
+        above = _union(
+            [(e["start_ps"], e["end_ps"]) for e in events if e["chip"] == w["chip"] and e["category"] in ABOVE]
+        )
         a2a, above = _clip(a2a, w["start_ps"], w["end_ps"]), _clip(above, w["start_ps"], w["end_ps"])
         # |A - B| = |A u B| - |B|
         exposed += _length(_union(a2a + above)) - _length(above)
@@ -135,8 +141,11 @@ def test_the_split_must_hide_more_than_its_fixed_cost(runs):
         [run],
     )[0]
     passes = ops["n"] / (ops["steps"] * ops["scs"])
-    step = float(np.median([r["dur_ps"] for r in store.rows(
-        "SELECT dur_ps FROM step_times WHERE run_id = ? AND counted", [run])]))  # fmt: skip
+    step = float(
+        np.median(
+            [r["dur_ps"] for r in store.rows("SELECT dur_ps FROM step_times WHERE run_id = ? AND counted", [run])]
+        )
+    )
     assert f.evidence["fixed_ps_per_op"] == pytest.approx(fixed, rel=1e-6)
     assert f.evidence["added_fixed_ps_per_step"] == pytest.approx(fixed * passes, rel=1e-6)
     net = exposed_share(store, run) - fixed * passes / step

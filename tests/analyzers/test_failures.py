@@ -11,8 +11,18 @@ OOM = ["--set", "dense.top_mlp=[32768,32768,32768,1]", "--steps", "3"]  # heap p
 
 def test_failed_record_is_stored_and_reported(tmp_path, capsys):
     db = str(tmp_path / "f.duckdb")
-    result = cli(capsys, "record", REPO / "configs" / "hbm_pressure.toml", *OOM, "--name", "oom", "--db", db,
-                 "--out", tmp_path / "oom")  # fmt: skip
+    result = cli(
+        capsys,
+        "record",
+        REPO / "configs" / "hbm_pressure.toml",
+        *OOM,
+        "--name",
+        "oom",
+        "--db",
+        db,
+        "--out",
+        tmp_path / "oom",
+    )
     line = assert_one_error(result, "Ran out of memory in memory space hbm", "hbm_pressure.toml")
     assert "recorded in" in line
     with Store.open(db, read_only=True) as store:

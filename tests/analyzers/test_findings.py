@@ -9,8 +9,12 @@ from tests.analyzers.runkit import HOST, SC_OPS, TC_OPS, Ev, RunSpec, partition_
 
 def test_overlap_matches_interval_reference(tmp_path):
     # TC busy [0,40) and [60,80); SC busy [30,70) on two cores overlapping each other.
-    events = [Ev(TC_OPS, 0, 0, "f", 0, 40, category="tc_forward"), Ev(TC_OPS, 0, 0, "b", 60, 20, category="tc_backward"),
-              Ev(SC_OPS, 0, 0, "s", 30, 30, category="sc_forward"), Ev(SC_OPS, 0, 1, "s", 40, 30, category="sc_forward")]  # fmt: skip
+    events = [
+        Ev(TC_OPS, 0, 0, "f", 0, 40, category="tc_forward"),
+        Ev(TC_OPS, 0, 0, "b", 60, 20, category="tc_backward"),
+        Ev(SC_OPS, 0, 0, "s", 30, 30, category="sc_forward"),
+        Ev(SC_OPS, 0, 1, "s", 40, 30, category="sc_forward"),
+    ]
     tc = {t for e in events[:2] for t in range(e.start, e.start + e.dur)}
     sc = {t for e in events[2:] for t in range(e.start, e.start + e.dur)}
     with store_with(tmp_path, RunSpec(events=events, steps=[(0, 0, 0, 100)])) as store:
@@ -24,10 +28,12 @@ def alternating(steps: int, pipelined: bool) -> RunSpec:
     for s in range(steps):
         events.append(Ev(HOST, -1, 0, "transfer", max(t - 300, 0), 10, step=s, category="host_to_device"))
         sc0 = t if not pipelined or s == 0 else t - 40
-        events += [Ev(SC_OPS, 0, 0, "fwd", sc0, 40, step=s, category="sc_forward"),
-                   Ev(TC_OPS, 0, 0, "tcf", t + 40, 30, step=s, category="tc_forward"),
-                   Ev(TC_OPS, 0, 0, "tcb", t + 70, 30, step=s, category="tc_backward"),
-                   Ev(SC_OPS, 0, 0, "bwd", t + 100, 40, step=s, category="sc_backward")]  # fmt: skip
+        events += [
+            Ev(SC_OPS, 0, 0, "fwd", sc0, 40, step=s, category="sc_forward"),
+            Ev(TC_OPS, 0, 0, "tcf", t + 40, 30, step=s, category="tc_forward"),
+            Ev(TC_OPS, 0, 0, "tcb", t + 70, 30, step=s, category="tc_backward"),
+            Ev(SC_OPS, 0, 0, "bwd", t + 100, 40, step=s, category="sc_backward"),
+        ]
         windows.append((0, s, t, 140))
         t += 140
     return RunSpec(events=events, steps=windows)
@@ -79,8 +85,11 @@ def test_sparsecore_starved_of_input_is_host_bound_not_unpipelined(tmp_path):
 
 
 def test_dropped_share_against_processed_ids(tmp_path):
-    events = [Ev(SC_OPS, 0, k, "fwd", 0, 10, step=s, category="sc_forward", table="t0", ids=100)
-              for s in range(2) for k in range(4)]  # 800 IDs kept  # fmt: skip
+    events = [
+        Ev(SC_OPS, 0, k, "fwd", 0, 10, step=s, category="sc_forward", table="t0", ids=100)
+        for s in range(2)
+        for k in range(4)
+    ]  # 800 IDs kept
     spec = RunSpec(events=events, partition_stats=partition_stats(2, 4, 100, 50, 100, 64, 1, dropped=[25, 0, 0, 0]))
     with store_with(tmp_path, spec) as store:
         (f,) = id_dropping.analyze(RunContext(store, 1)).findings
@@ -89,8 +98,10 @@ def test_dropped_share_against_processed_ids(tmp_path):
 
 def test_hbm_pressure_against_header_capacity(tmp_path):
     cap = 1000
-    spec = RunSpec(counters=[(0, "HBM heap", 0, 500.0), (0, "HBM stack", 10, 460.0), (0, "HBM stack", 20, 100.0)],
-                   hardware={"num_chips": 1, "hbm_bytes": cap})  # fmt: skip
+    spec = RunSpec(
+        counters=[(0, "HBM heap", 0, 500.0), (0, "HBM stack", 10, 460.0), (0, "HBM stack", 20, 100.0)],
+        hardware={"num_chips": 1, "hbm_bytes": cap},
+    )
     with store_with(tmp_path, spec) as store:
         (f,) = memory.analyze(RunContext(store, 1)).findings
     # the heap (50%) is static; the stack is what grows past the threshold, so it drives the peak

@@ -14,10 +14,14 @@ from tests.tracekit import PROPERTY
 
 event = st.builds(
     lambda where, chip, core, start, dur, step, cat: Ev(where, chip, core, "op", start, dur, step=step, category=cat),
-    st.sampled_from([TC_OPS, SC_OPS, SC_OPS, HOST]), st.integers(0, 1), st.integers(0, 1), st.integers(0, 60),
-    st.integers(0, 12), st.one_of(st.none(), st.integers(0, 3)),
+    st.sampled_from([TC_OPS, SC_OPS, SC_OPS, HOST]),
+    st.integers(0, 1),
+    st.integers(0, 1),
+    st.integers(0, 60),
+    st.integers(0, 12),
+    st.one_of(st.none(), st.integers(0, 3)),
     st.sampled_from([None, None, "sc_forward", "host_to_device", "sc_collective"]),
-)  # fmt: skip
+)
 
 
 def track_of(e: Ev) -> tuple:
@@ -57,8 +61,11 @@ def reference(events: list[dict], min_gap: int) -> list[tuple]:
             nxt = min(fwd, key=lambda e: (e["s"], e["e"]))["step"] if fwd else None
             work = [e for e in events if e["e"] > e["s"] and (e["chip"] == chip or e["chip"] < 0) and gs < e["e"] <= ge]
             cands = [e for e in work if (-1 if e["step"] is None else e["step"]) in ok_steps]
-            best = max(cands, key=lambda e: (e["e"], (-1 if e["step"] is None else e["step"]) == own, e["event_id"]),
-                       default=None)  # fmt: skip
+            best = max(
+                cands,
+                key=lambda e: (e["e"], (-1 if e["step"] is None else e["step"]) == own, e["event_id"]),
+                default=None,
+            )
             unrelated = None
             if best is not None and ops[0]["kind"] == "tensorcore":
                 b = -1 if best["step"] is None else best["step"]
@@ -75,10 +82,15 @@ def reference(events: list[dict], min_gap: int) -> list[tuple]:
     min_gap=st.integers(1, 6),
 )
 @example(  # two ops of one track end together, both without a step: the higher event id is the blocker
-    events=[Ev(TC_OPS, 0, 0, "op", 0, 0), Ev(TC_OPS, 1, 0, "op", 34, 11), Ev(SC_OPS, 1, 0, "op", 0, 0),
-            Ev(SC_OPS, 1, 0, "op", 45, 0), Ev(TC_OPS, 1, 0, "op", 33, 12)],
+    events=[
+        Ev(TC_OPS, 0, 0, "op", 0, 0),
+        Ev(TC_OPS, 1, 0, "op", 34, 11),
+        Ev(SC_OPS, 1, 0, "op", 0, 0),
+        Ev(SC_OPS, 1, 0, "op", 45, 0),
+        Ev(TC_OPS, 1, 0, "op", 33, 12),
+    ],
     min_gap=1,
-)  # fmt: skip
+)
 def test_gaps_and_blockers_match_reference(tmp_path_factory, events, min_gap):
     with store_with(tmp_path_factory.mktemp("gaps"), RunSpec(events=events, hardware={"num_chips": 2})) as store:
         ctx = RunContext(store, 1)
@@ -91,11 +103,26 @@ def test_gaps_and_blockers_match_reference(tmp_path_factory, events, min_gap):
         return None if v == NO_STEP else v
 
     got = sorted(
-        (int(a.track_id[t]), int(s), int(e), none(int(st_)), none(int(n)), None if ev < 0 else int(ev),
-         None if u < 0 else int(u))
-        for t, s, e, st_, n, ev, u in zip(g["track"], g["start"], g["end"], g["step"], g["next_fwd_step"],
-                                          b["blocker_event"], b["unrelated_ps"], strict=True)
-    )  # fmt: skip
+        (
+            int(a.track_id[t]),
+            int(s),
+            int(e),
+            none(int(st_)),
+            none(int(n)),
+            None if ev < 0 else int(ev),
+            None if u < 0 else int(u),
+        )
+        for t, s, e, st_, n, ev, u in zip(
+            g["track"],
+            g["start"],
+            g["end"],
+            g["step"],
+            g["next_fwd_step"],
+            b["blocker_event"],
+            b["unrelated_ps"],
+            strict=True,
+        )
+    )
     assert got == expected
 
 

@@ -114,8 +114,11 @@ def update_then_input(update_step: int, pipelined: bool = True) -> RunSpec:
 def tc_gap(tmp_path, spec: RunSpec) -> tuple:
     with store_with(tmp_path, spec) as store:
         rows = idle_gaps.gaps(RunContext(store, 1)).to_pylist()
-    (g,) = [(r["gap_start_ps"], r["gap_end_ps"], r["blocker_name"], r["cause"], r["cause_ps"])
-            for r in rows if r["track_kind"] == "tensorcore"]  # fmt: skip
+    (g,) = [
+        (r["gap_start_ps"], r["gap_end_ps"], r["blocker_name"], r["cause"], r["cause_ps"])
+        for r in rows
+        if r["track_kind"] == "tensorcore"
+    ]
     return g
 
 

@@ -26,10 +26,38 @@ def kept_db(tmp_path_factory):
     the CLI."""
     d = tmp_path_factory.mktemp("kept")
     db = str(d / "s.duckdb")
-    assert main(["record", str(REPO / "configs" / "baseline.toml"), "--steps", "4", "--name", "ok", "--db", db,
-                 "--out", str(d / "ok")]) == 0  # fmt: skip
-    assert main(["record", str(REPO / "configs" / "spmem_overflow.toml"), "--name", "failed", "--db", db,
-                 "--out", str(d / "f")]) == 2  # fmt: skip  # stored as a failed run
+    assert (
+        main(
+            [
+                "record",
+                str(REPO / "configs" / "baseline.toml"),
+                "--steps",
+                "4",
+                "--name",
+                "ok",
+                "--db",
+                db,
+                "--out",
+                str(d / "ok"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "record",
+                str(REPO / "configs" / "spmem_overflow.toml"),
+                "--name",
+                "failed",
+                "--db",
+                db,
+                "--out",
+                str(d / "f"),
+            ]
+        )
+        == 2
+    )  # stored as a failed run
     assert main(["ingest", str(DATA / "jax_cpu_small.xplane.pb"), "--name", "cpu", "--db", db]) == 0
     # 4 events, SparseCore ops without minibatch counts (minibatching's figures once failed on it)
     assert main(["ingest", str(record_small(d / "small.sctrace")), "--name", "tiny", "--db", db]) == 0
@@ -38,11 +66,18 @@ def kept_db(tmp_path_factory):
 
 def as_json(report) -> dict:
     """Everything a report holds but its tables, as `analyze --json` would write it (and more)."""
-    return json.loads(json.dumps({
-        "report": report.to_dict(),
-        "analyses": {n: {"findings": [f.to_dict() for f in a.findings], "figures": a.figures, "notes": a.notes}
-                     for n, a in report.analyses.items()},
-    }, default=str))  # fmt: skip
+    return json.loads(
+        json.dumps(
+            {
+                "report": report.to_dict(),
+                "analyses": {
+                    n: {"findings": [f.to_dict() for f in a.findings], "figures": a.figures, "notes": a.notes}
+                    for n, a in report.analyses.items()
+                },
+            },
+            default=str,
+        )
+    )
 
 
 def close(a, b) -> bool:
@@ -140,10 +175,21 @@ def test_a_damaged_report_costs_the_user_one_warning_line_not_a_traceback(kept_d
     with duckdb.connect(db) as con:
         con.execute(damage)
     done = subprocess.run(
-        [sys.executable, "-c", "from scprof.cli import main; raise SystemExit(main())", "analyze", "ok", "--json",
-         "--db", db],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "from scprof.cli import main; raise SystemExit(main())",
+            "analyze",
+            "ok",
+            "--json",
+            "--db",
+            db,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and f"kept report unreadable ({problem}: " in lines[0], done.stderr
@@ -155,12 +201,30 @@ def test_a_damaged_report_costs_the_user_one_warning_line_not_a_traceback(kept_d
 
 def test_replacing_a_run_replaces_its_report(kept_db, tmp_path, capsys):
     db = copy_of(kept_db, tmp_path)
-    assert main(["record", str(REPO / "configs" / "baseline.toml"), "--steps", "3", "--name", "ok", "--db", db,
-                 "--out", str(tmp_path / "again"), "--replace"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "record",
+                str(REPO / "configs" / "baseline.toml"),
+                "--steps",
+                "3",
+                "--name",
+                "ok",
+                "--db",
+                db,
+                "--out",
+                str(tmp_path / "again"),
+                "--replace",
+            ]
+        )
+        == 0
+    )
     with Store.open(db, read_only=True) as store:
         run_id = store.resolve_run("ok")
-        rows = store.rows("SELECT k.uuid AS kept_uuid, r.uuid FROM analysis_reports k JOIN runs r USING (run_id) WHERE run_id = ?",
-                          [run_id])  # fmt: skip
+        rows = store.rows(
+            "SELECT k.uuid AS kept_uuid, r.uuid FROM analysis_reports k JOIN runs r USING (run_id) WHERE run_id = ?",
+            [run_id],
+        )
         assert len(rows) == 1 and rows[0]["kept_uuid"] == rows[0]["uuid"]
         kept = kept_reports.kept_report(store, run_id)
         assert kept is not None
@@ -247,8 +311,9 @@ def test_memory_peak_time_is_the_earliest_sample_at_the_peak(kept_db):
             want[key] = (s["value"], s["ts_ps"])
     got = {(r["chip"], r["counter"]): (r["peak_bytes"], r["peak_ts_ps"]) for r in table.to_pylist()}
     assert got == want
-    repeated = sum(sum(1 for s in samples if (s["chip"], s["counter"]) == k and s["value"] == v[0]) > 1
-                   for k, v in want.items())  # fmt: skip
+    repeated = sum(
+        sum(1 for s in samples if (s["chip"], s["counter"]) == k and s["value"] == v[0]) > 1 for k, v in want.items()
+    )
     assert repeated > 0  # the case that was ambiguous occurs in this run
 
 

@@ -10,8 +10,18 @@ from tests.analyzers.runkit import SC_OPS, Ev, RunSpec, concat_stats, partition_
 
 
 def test_minibatching_finding_names_limits_to_raise(tmp_path):
-    spec = RunSpec(partition_stats=partition_stats(4, 4, ids=[300, 310, 290, 305], unique=[150, 160, 140, 155],
-                                                   limit_ids=128, limit_unique=64, minibatches=3, dropped=0))  # fmt: skip
+    spec = RunSpec(
+        partition_stats=partition_stats(
+            4,
+            4,
+            ids=[300, 310, 290, 305],
+            unique=[150, 160, 140, 155],
+            limit_ids=128,
+            limit_unique=64,
+            minibatches=3,
+            dropped=0,
+        )
+    )
     with store_with(tmp_path, spec) as store:
         (f,) = minibatching.analyze(RunContext(store, 1)).findings
     assert f.rule == "minibatching" and f.entities == {"tables": ["t0"]} and f.value == 3

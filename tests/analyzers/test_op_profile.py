@@ -19,10 +19,14 @@ from tests.xplane.helpers import DATA
 def test_nested_host_scopes_get_their_self_time(tmp_path):
     # host: outer [0, 100) holds a [10, 40) (which holds b [20, 30)) and c [50, 60); device ops do not nest
     events = [
-        Ev(HOST, 0, 0, "outer", 0, 100), Ev(HOST, 0, 0, "a", 10, 30), Ev(HOST, 0, 0, "b", 20, 10),
-        Ev(HOST, 0, 0, "c", 50, 10), Ev(TC_OPS, 0, 0, "fusion", 0, 40),
-        Ev(TC_OPS, 0, 0, "fusion", 50, 20), Ev(TC_OPS, 0, 0, "dot", 80, 20),
-    ]  # fmt: skip
+        Ev(HOST, 0, 0, "outer", 0, 100),
+        Ev(HOST, 0, 0, "a", 10, 30),
+        Ev(HOST, 0, 0, "b", 20, 10),
+        Ev(HOST, 0, 0, "c", 50, 10),
+        Ev(TC_OPS, 0, 0, "fusion", 0, 40),
+        Ev(TC_OPS, 0, 0, "fusion", 50, 20),
+        Ev(TC_OPS, 0, 0, "dot", 80, 20),
+    ]
     with store_with(tmp_path, RunSpec(events=events)) as store:
         rows = {(r["track_kind"], r["name"]): r for r in op_profile.profile(RunContext(store, 1)).to_pylist()}
     self_ps = {k[1]: r["self_ps"] for k, r in rows.items()}
@@ -75,10 +79,16 @@ def test_flops_and_bytes_are_the_events_sums(tmp_path):
     write_synthetic_trace(trace, 20_000)
     with Store.open(str(tmp_path / "s.duckdb")) as store:
         ingest_traces(store, [trace])
-        got = {(r["track_kind"], r["name"]): (r["flops"], r["bytes"], r["events"])
-               for r in op_profile.profile(RunContext(store, 1)).to_pylist()}  # fmt: skip
-        want = {(r["track_kind"], r["name"]): (r["f"], r["b"], r["n"]) for r in store.rows(
-            """SELECT track_kind, name, sum(flops) AS f, sum(bytes) AS b, count(*) AS n FROM slices
+        got = {
+            (r["track_kind"], r["name"]): (r["flops"], r["bytes"], r["events"])
+            for r in op_profile.profile(RunContext(store, 1)).to_pylist()
+        }
+        want = {
+            (r["track_kind"], r["name"]): (r["f"], r["b"], r["n"])
+            for r in store.rows(
+                """SELECT track_kind, name, sum(flops) AS f, sum(bytes) AS b, count(*) AS n FROM slices
                WHERE run_id = 1 AND dur_ps > 0 AND line NOT IN ('Steps', 'XLA Modules', 'Sparse Core Steps',
-               'Sparse Core Modules') AND track_kind <> 'counter' GROUP BY ALL""")}  # fmt: skip
+               'Sparse Core Modules') AND track_kind <> 'counter' GROUP BY ALL"""
+            )
+        }
     assert got == want and any(f for f, _, _ in got.values()) and any(b for _, b, _ in got.values())

@@ -21,8 +21,10 @@ def run(step_len: int, per_step, config: dict) -> RunSpec:
     for s in range(STEPS):
         t = step_len * s + 100
         events.append(Ev(HOST, -1, 0, "transfer", 0, 10, step=s, category="host_to_device"))
-        events += [Ev(where, 0, core, name, t + start, dur, step=s, category=cat)
-                   for where, core, name, start, dur, cat in per_step]  # fmt: skip
+        events += [
+            Ev(where, 0, core, name, t + start, dur, step=s, category=cat)
+            for where, core, name, start, dur, cat in per_step
+        ]
         windows.append((0, s, t - 50, step_len))
     return RunSpec(events=events, steps=windows, config=config)
 
@@ -32,9 +34,13 @@ def test_pipelining_off_with_the_chain_in_collectives_is_not_pipelined(tmp_path)
     TensorCore 20 (10%: under the 15% a TensorCore-only partner would need), the gradients'
     all-to-all 10, SparseCore backward 60. The SparseCores idle 80 of 200 (40%) while the rest
     of the chain runs: what pipelining lets the next step's SparseCore work overlap."""
-    chain = [(SC_OPS, 0, "fwd", -50, 60, "sc_forward"), (ICI, -1, "all-to-all", 10, 50, "sc_collective"),
-             (TC_OPS, 0, "dense", 60, 20, "tc_forward"), (ICI, -1, "all-to-all", 80, 10, "sc_collective"),
-             (SC_OPS, 0, "bwd", 90, 60, "sc_backward")]  # fmt: skip
+    chain = [
+        (SC_OPS, 0, "fwd", -50, 60, "sc_forward"),
+        (ICI, -1, "all-to-all", 10, 50, "sc_collective"),
+        (TC_OPS, 0, "dense", 60, 20, "tc_forward"),
+        (ICI, -1, "all-to-all", 80, 10, "sc_collective"),
+        (SC_OPS, 0, "bwd", 90, 60, "sc_backward"),
+    ]
     with store_with(tmp_path, run(200, chain, OFF)) as store:
         result = overlap.analyze(RunContext(store, 1))
     (f,) = result.findings
@@ -48,8 +54,12 @@ def test_low_overlap_while_the_tensorcore_waits_for_its_collectives_is_collectiv
     """Pipelining on; per 200: TensorCore 60, then the dense all-reduce 135 it waits for before the
     next step; the SparseCores (forward 40 ahead of the step, backward 40 after the TensorCore)
     never overlap it. The TensorCore waits for the interconnect, not the SparseCores: info."""
-    steps = [(SC_OPS, 0, "fwd", -50, 40, "sc_forward"), (TC_OPS, 0, "dense", 0, 60, "tc_forward"),
-             (SC_OPS, 0, "bwd", 60, 40, "sc_backward"), (ICI, -1, "all-reduce", 60, 135, "tc_collective")]  # fmt: skip
+    steps = [
+        (SC_OPS, 0, "fwd", -50, 40, "sc_forward"),
+        (TC_OPS, 0, "dense", 0, 60, "tc_forward"),
+        (SC_OPS, 0, "bwd", 60, 40, "sc_backward"),
+        (ICI, -1, "all-reduce", 60, 135, "tc_collective"),
+    ]
     with store_with(tmp_path, run(200, steps, ON)) as store:
         (f,) = overlap.analyze(RunContext(store, 1)).findings
     assert f.rule == "low_overlap" and f.severity == "info" and "collective-bound" in f.title
@@ -61,8 +71,11 @@ def test_low_overlap_with_little_tensorcore_work_left_alone_is_sparsecore_bound(
     overlap the backward: overlap 8/80 = 10% of SparseCore time, far below its ceiling 20/80, but
     the TensorCore work left alone is 12% of the step (under BUSY_ENOUGH): nothing a better
     overlap could save, the SparseCores pace the step: info."""
-    steps = [(SC_OPS, 0, "fwd", -49, 40, "sc_forward"), (TC_OPS, 0, "dense", -8, 20, "tc_forward"),
-             (SC_OPS, 0, "bwd", 4, 40, "sc_backward")]  # fmt: skip
+    steps = [
+        (SC_OPS, 0, "fwd", -49, 40, "sc_forward"),
+        (TC_OPS, 0, "dense", -8, 20, "tc_forward"),
+        (SC_OPS, 0, "bwd", 4, 40, "sc_backward"),
+    ]
     with store_with(tmp_path, run(100, steps, ON)) as store:
         result = overlap.analyze(RunContext(store, 1))
     (f,) = result.findings

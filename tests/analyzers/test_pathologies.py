@@ -210,12 +210,18 @@ def test_split_from_op_arrays_matches_a_plain_sql_selection(store):
 # pathology -> (its rule, whether its documented fix is a limits file): the documented one-flag
 # fix of each config whose lever is a config key is the structured fix its finding carries
 FIX_RULES = {
-    "host_bound": "host_bound", "pipelining_off": "not_pipelined", "too_few_stacked": "too_few_stacked_tables",
-    "skewed_ids": "too_few_stacked_tables", "too_many_stacked": "too_many_stacked_tables",
-    "hbm_stack_pressure": "hbm_stack_pressure", "deep_prefetch": "hbm_heap_pressure",
-    "quantized": "quantization_clipping", "tiny_widths": "padding_waste", "id_dropping": "id_dropping",
+    "host_bound": "host_bound",
+    "pipelining_off": "not_pipelined",
+    "too_few_stacked": "too_few_stacked_tables",
+    "skewed_ids": "too_few_stacked_tables",
+    "too_many_stacked": "too_many_stacked_tables",
+    "hbm_stack_pressure": "hbm_stack_pressure",
+    "deep_prefetch": "hbm_heap_pressure",
+    "quantized": "quantization_clipping",
+    "tiny_widths": "padding_waste",
+    "id_dropping": "id_dropping",
     "limits_too_low": "minibatching",
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("config", sorted(FIX_RULES))

@@ -14,8 +14,11 @@ from tests.analyzers.runkit import SC_OPS, TC_OPS, Ev, RunSpec, concat_stats, pa
 
 
 def test_skew_names_the_hot_partition(tmp_path):
-    spec = RunSpec(partition_stats=partition_stats(5, 4, ids=[100, 100, 400, 100], unique=50, limit_ids=512, limit_unique=512,
-                                                   minibatches=1, dropped=0))  # fmt: skip
+    spec = RunSpec(
+        partition_stats=partition_stats(
+            5, 4, ids=[100, 100, 400, 100], unique=50, limit_ids=512, limit_unique=512, minibatches=1, dropped=0
+        )
+    )
     with store_with(tmp_path, spec) as store:
         (f,) = skew.analyze(RunContext(store, 1)).findings
     assert f.entities["scs"] == [2] and f.entities["chips"] == [0]
@@ -90,8 +93,10 @@ def timed_run(step_len, sc_busy, tc_op, hot_sc=None, config=None, hot_ids=400, n
     for s in range(STEPS):
         t = s * step_len
         windows.append((0, s, t, step_len))
-        events += [Ev(SC_OPS, 0, k, "SparseDenseMatmulOp", t, d, step=s, category="sc_forward", table="t0")
-                   for k, d in enumerate(sc_busy)]  # fmt: skip
+        events += [
+            Ev(SC_OPS, 0, k, "SparseDenseMatmulOp", t, d, step=s, category="sc_forward", table="t0")
+            for k, d in enumerate(sc_busy)
+        ]
         events.append(Ev(TC_OPS, 0, 0, "dense", t + tc_op[0], tc_op[1], step=s, category="tc_forward"))
     hot = hot_sc or [0] * STEPS
     ids = [hot_ids if k == hot[s] else 100 for s in range(STEPS) for k in range(4)]
@@ -155,8 +160,9 @@ def test_a_hot_sparsecore_off_the_critical_path_is_info(tmp_path):
 def test_a_hot_partition_that_moves_is_sampling_noise_info_without_the_shuffle(tmp_path):
     """The hottest partition changes every step (0, 1, 2, 3, 0, 1): not hot IDs but noise; however
     its SparseCore's time costs, the ID shuffle does not spread it."""
-    spec = timed_run(100, [90, 50, 50, 50], (0, 40), hot_sc=[0, 1, 2, 3, 0, 1],
-                     config={"sparsecore": {"shuffle_ids": False}})  # fmt: skip
+    spec = timed_run(
+        100, [90, 50, 50, 50], (0, 40), hot_sc=[0, 1, 2, 3, 0, 1], config={"sparsecore": {"shuffle_ids": False}}
+    )
     with store_with(tmp_path, spec) as store:
         (f,) = skew.analyze(RunContext(store, 1)).findings
     assert f.evidence["persistence"] < skew.PERSISTENT and f.severity == "info" and f.fix is None

@@ -195,8 +195,11 @@ def test_too_many_stacked_tables(tmp_path, n, minibatches, expected):
 # v5p chip's 4 SparseCores). SPMEM per tile at the observed load, by hand:
 # ceil(76800/16) * 12 + ceil(40000/16) * 8 + ceil(1024 * 32 / 16) * 4 = 57,600 + 20,000 + 8,192
 NEED_BYTES = 85_792
-BIG_STACK = {"loads": {"stack_0": (76_800, 40_000, 38_400, 38_400)}, "config": {"global_batch": 4096},
-             "minibatches": {"stack_0": 3}}  # fmt: skip
+BIG_STACK = {
+    "loads": {"stack_0": (76_800, 40_000, 38_400, 38_400)},
+    "config": {"global_batch": 4096},
+    "minibatches": {"stack_0": 3},
+}
 
 
 def test_big_stack_minibatched_by_its_limits_is_not_split(tmp_path):

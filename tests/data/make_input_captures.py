@@ -162,8 +162,10 @@ def main() -> None:
         walls = run_loop(mode, logdir)
         save(logdir, os.path.join(OUT, mode, "plugins", "profile", "run1"), "host0", walls)
         shutil.rmtree(logdir)
-    strip_stats(os.path.join(OUT, "prefetched", "plugins", "profile", "run1", "host0.xplane.pb"),
-                os.path.join(OUT, "missing_stats.xplane.pb"))  # fmt: skip
+    strip_stats(
+        os.path.join(OUT, "prefetched", "plugins", "profile", "run1", "host0.xplane.pb"),
+        os.path.join(OUT, "missing_stats.xplane.pb"),
+    )
     logdirs = [tempfile.mkdtemp(prefix=f"jaxcap-host{h}-") for h in range(2)]
     procs = [subprocess.Popen([sys.executable, __file__, "child", d], stdout=subprocess.PIPE) for d in logdirs]
     for h, (p, d) in enumerate(zip(procs, logdirs, strict=True)):

@@ -48,8 +48,11 @@ def main() -> None:
     shutil.rmtree(os.path.join(HERE, "jax_cpu_json"), ignore_errors=True)
     os.makedirs(RUN_DIR)
     for suffix in (".xplane.pb", ".trace.json.gz"):
-        (src,) = [p for p in glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*" + suffix))
-                  if not os.path.basename(p).startswith("perfetto")]  # fmt: skip
+        (src,) = [
+            p
+            for p in glob.glob(os.path.join(logdir, "plugins", "profile", "*", "*" + suffix))
+            if not os.path.basename(p).startswith("perfetto")
+        ]
         dst = os.path.join(RUN_DIR, "jaxhost" + suffix)
         shutil.copyfile(src, dst)
         print(f"{dst}: {os.path.getsize(dst):,} bytes", file=sys.stderr)

@@ -63,9 +63,12 @@ def train(name: str, workers: int) -> None:
     torch.manual_seed(0)
     torch.set_num_threads(1)
     model = torch.nn.Sequential(
-        torch.nn.Linear(FEATURES, HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, HIDDEN), torch.nn.ReLU(),
+        torch.nn.Linear(FEATURES, HIDDEN),
+        torch.nn.ReLU(),
+        torch.nn.Linear(HIDDEN, HIDDEN),
+        torch.nn.ReLU(),
         torch.nn.Linear(HIDDEN, CLASSES),
-    )  # fmt: skip
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loader = DataLoader(SlowDataset(), batch_size=BATCH, num_workers=workers, prefetch_factor=2 if workers else None)
     tmp = tempfile.mkdtemp(prefix="torchtrace-")
@@ -75,8 +78,11 @@ def train(name: str, workers: int) -> None:
         prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
 
     it = iter(loader)
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
-                 on_trace_ready=save) as prof:  # fmt: skip
+    with profile(
+        activities=[ProfilerActivity.CPU],
+        schedule=schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE),
+        on_trace_ready=save,
+    ) as prof:
         for _ in range(WAIT + WARMUP + ACTIVE):
             t0 = time.perf_counter()
             x, y = next(it)

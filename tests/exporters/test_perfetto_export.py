@@ -192,10 +192,13 @@ def test_bundled_runs_round_trip(tmp_path, config):
 
 # -- property-based: random runs, overlapping events included ----------------------------------
 
-LINES = [("/device:TPU:0", "XLA Ops", "tensorcore", 0, 0), ("/device:TPU:0 SparseCore 0", "Sparse Core Ops",
-         "sparsecore", 0, 0), ("/device:TPU:1 SparseCore 1", "Sparse Core Ops", "sparsecore", 1, 1),
-         ("/host:CPU", "Input Pipeline Thread 0", "host", -1, 0), ("/device:TPU:0 SparseCore 0", "Tile 3",
-         "sc_tile", 0, 0)]  # fmt: skip
+LINES = [
+    ("/device:TPU:0", "XLA Ops", "tensorcore", 0, 0),
+    ("/device:TPU:0 SparseCore 0", "Sparse Core Ops", "sparsecore", 0, 0),
+    ("/device:TPU:1 SparseCore 1", "Sparse Core Ops", "sparsecore", 1, 1),
+    ("/host:CPU", "Input Pipeline Thread 0", "host", -1, 0),
+    ("/device:TPU:0 SparseCore 0", "Tile 3", "sc_tile", 0, 0),
+]
 
 event = st.tuples(
     st.integers(0, len(LINES) - 1),  # track

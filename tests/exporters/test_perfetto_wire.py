@@ -29,17 +29,19 @@ TABLE_IID = [0, 7, 130, 1]
 STEP_CAT, BD_CAT, DEFAULT_UUID = 7, 8, 3
 I64 = st.one_of(st.integers(0, 300), st.integers(-(1 << 63), (1 << 63) - 1), st.sampled_from([-1, 127, 128]))
 
-row = st.fixed_dictionaries({
-    "kind": st.integers(0, 3),
-    "id": st.integers(0, 12),
-    "track_id": st.integers(0, 4),
-    "name_id": st.integers(0, 4),
-    "start_ps": st.integers(0, 40_000),
-    "dur_ps": st.one_of(st.integers(0, 20_000), st.sampled_from([0, 1000, 999])),
-    "args": st.lists(st.one_of(st.none(), I64), min_size=N_TYPED, max_size=N_TYPED),
-    "value": st.floats(allow_nan=False),
-    "uuid": st.one_of(st.just(DEFAULT_UUID), st.integers(1, 40), st.integers(0, (1 << 64) - 1)),
-})  # fmt: skip
+row = st.fixed_dictionaries(
+    {
+        "kind": st.integers(0, 3),
+        "id": st.integers(0, 12),
+        "track_id": st.integers(0, 4),
+        "name_id": st.integers(0, 4),
+        "start_ps": st.integers(0, 40_000),
+        "dur_ps": st.one_of(st.integers(0, 20_000), st.sampled_from([0, 1000, 999])),
+        "args": st.lists(st.one_of(st.none(), I64), min_size=N_TYPED, max_size=N_TYPED),
+        "value": st.floats(allow_nan=False),
+        "uuid": st.one_of(st.just(DEFAULT_UUID), st.integers(1, 40), st.integers(0, (1 << 64) - 1)),
+    }
+)
 
 # event_args per event id: (key iid, int | float | str | None); key iids follow ANN_IIDS
 K = len(ANN_IIDS) + 1

@@ -70,8 +70,9 @@ def v6e_space() -> xp.XSpace:
             base = s * 2_000_000_000
             tc.event(modules, "jit_infer(77)", base, 1_500_000_000, run_id=1000 + s)
             for k in range(3):
-                ev = ops.events.add(metadata_id=tc.meta(f"fusion.{k}"), offset_ps=base + k * 400_000_000,
-                                    duration_ps=300_000_000)  # fmt: skip
+                ev = ops.events.add(
+                    metadata_id=tc.meta(f"fusion.{k}"), offset_ps=base + k * 400_000_000, duration_ps=300_000_000
+                )
                 ev.stats.add(metadata_id=tc.stat("run_id"), uint64_value=1000 + s)
     host = PlaneBuilder(space, 100, "/host:CPU")
     th = host.line(5, "XLA TraceMe")
@@ -121,8 +122,13 @@ def test_typed_metadata_stats_and_metadata_planes_survive(tmp_path):
     tc = next(p for p in got.planes if p.name == "/device:TPU:0")
     names = {m.id: m.name for m in tc.stat_metadata.values()}
     kinds = {names[s.metadata_id]: s.WhichOneof("value") for md in tc.event_metadata.values() for s in md.stats}
-    assert kinds == {"hlo_category": "ref_value", "flops": "uint64_value", "bytes_accessed": "uint64_value",
-                     "memory_access_breakdown": "bytes_value", "program_id": "uint64_value"}  # fmt: skip
+    assert kinds == {
+        "hlo_category": "ref_value",
+        "flops": "uint64_value",
+        "bytes_accessed": "uint64_value",
+        "memory_access_breakdown": "bytes_value",
+        "program_id": "uint64_value",
+    }
     assert {p.name for p in got.planes} >= {"/host:metadata", "Task Environment"}
     assert list(got.hostnames) == ["t1v-n-test-w-0"]
 
@@ -154,15 +160,23 @@ def test_a_capture_without_a_kept_space_exports_from_the_store(tmp_path):
 
 
 def _overview(run_dir: str) -> dict:
-    out = subprocess.run([XPROF, "get_overview", f"--session_id={run_dir}", "--bypass_cache=True"],
-                         capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+    out = subprocess.run(
+        [XPROF, "get_overview", f"--session_id={run_dir}", "--bypass_cache=True"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     got = json.loads(out.stdout[out.stdout.index("{") :])
     assert "performance_summary" in got, got
     return got
 
 
-@pytest.mark.parametrize("capture", ["v6e", *corpus_captures()],
-                         ids=lambda p: p if p == "v6e" else os.path.relpath(p, REPO / "tests" / "data"))  # fmt: skip
+@pytest.mark.parametrize(
+    "capture",
+    ["v6e", *corpus_captures()],
+    ids=lambda p: p if p == "v6e" else os.path.relpath(p, REPO / "tests" / "data"),
+)
 def test_xprof_overview_of_the_export_is_the_original_s(tmp_path, capture):
     if not os.path.exists(XPROF):
         missing_extra("xprof CLI not installed (test extra `xprof`; run `make install-test`)")

@@ -92,18 +92,64 @@ def _kineto_like() -> dict:
     for s in (3, 4):
         b = t0 + (s - 3) * 1000
         ev += [
-            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s}", "pid": 9, "tid": 9, "ts": b, "dur": 1000},
-            {"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
-             "pid": 9, "tid": 9, "ts": b + 1, "dur": 600},
-            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 9, "tid": 9, "ts": b + 700, "dur": 5,
-             "args": {"correlation": 11, "External id": 18446744073709551615}},
-            {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7,
-             "ts": f"{b + 610}.250", "dur": 20, "args": {"bytes": 4096, "device": 0}},
-            {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": b + 710, "dur": 250.5,
-             "args": {"grid": [2, 1, 1], "device": 0}},
-            {"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{s}", "pid": 0, "tid": 7, "ts": b + 610,
-             "dur": 360},
-        ]  # fmt: skip
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": f"ProfilerStep#{s}",
+                "pid": 9,
+                "tid": 9,
+                "ts": b,
+                "dur": 1000,
+            },
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                "pid": 9,
+                "tid": 9,
+                "ts": b + 1,
+                "dur": 600,
+            },
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 9,
+                "tid": 9,
+                "ts": b + 700,
+                "dur": 5,
+                "args": {"correlation": 11, "External id": 18446744073709551615},
+            },
+            {
+                "ph": "X",
+                "cat": "gpu_memcpy",
+                "name": "Memcpy HtoD (Pageable -> Device)",
+                "pid": 0,
+                "tid": 7,
+                "ts": f"{b + 610}.250",
+                "dur": 20,
+                "args": {"bytes": 4096, "device": 0},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "gemm",
+                "pid": 0,
+                "tid": 7,
+                "ts": b + 710,
+                "dur": 250.5,
+                "args": {"grid": [2, 1, 1], "device": 0},
+            },
+            {
+                "ph": "X",
+                "cat": "gpu_user_annotation",
+                "name": f"ProfilerStep#{s}",
+                "pid": 0,
+                "tid": 7,
+                "ts": b + 610,
+                "dur": 360,
+            },
+        ]
     return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}], "traceEvents": ev}
 
 
@@ -121,12 +167,15 @@ def test_a_kineto_trace_maps_like_an_xspace_capture(tmp_path):
     with Store.open(db) as st:
         (r,) = ingest_traces(st, [str(p)])
     assert r.name == "run" and r.events == 12
-    rows = _table(db, """
+    rows = _table(
+        db,
+        """
         SELECT n.value AS name, e.start_ps, e.dur_ps, e.step, e.bytes, t.plane, t.line, t.kind, t.chip,
                c.value AS category
         FROM events e JOIN tracks t USING (run_id, track_id)
         JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id
-        LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id ORDER BY e.event_id""")  # fmt: skip
+        LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id ORDER BY e.event_id""",
+    )
     by = {(x["name"], x["step"], x["line"]): x for x in rows}
     # times: microseconds after the first event, in ps, digits kept (610.25 us at epoch scale)
     memcpy = by[("Memcpy HtoD (Pageable -> Device)", 4, "stream 7")]
@@ -169,12 +218,17 @@ def test_begin_end_pairs_instants_and_counters(tmp_path):
         "ON n.run_id = e.run_id AND n.string_id = e.name_id ORDER BY start_ps",
     )
     assert [(x["name"], x["start_ps"], x["dur_ps"]) for x in rows] == [
-        ("outer", 0, 9_000_000), ("inner", 1_000_000, 3_000_000), ("tick", 2_000_000, 0)]  # fmt: skip
+        ("outer", 0, 9_000_000),
+        ("inner", 1_000_000, 3_000_000),
+        ("tick", 2_000_000, 0),
+    ]
     counters = _table(
         db, "SELECT t.line, c.ts_ps, c.value FROM counters c JOIN tracks t USING (run_id, track_id) ORDER BY 1"
     )
-    assert counters == [{"line": "mem free", "ts_ps": 3_000_000, "value": 7.5},
-                        {"line": "mem used", "ts_ps": 3_000_000, "value": 5.0}]  # fmt: skip
+    assert counters == [
+        {"line": "mem free", "ts_ps": 3_000_000, "value": 7.5},
+        {"line": "mem used", "ts_ps": 3_000_000, "value": 5.0},
+    ]
     assert json.loads(_table(db, "SELECT tags FROM runs")[0]["tags"])["json_skipped_events"] == "s: 1"
 
 
@@ -190,8 +244,11 @@ def test_wild_traces_import_every_event_and_step(tmp_path, path):
     with Store.open(db) as st:
         (r,) = ingest_traces(st, [path])
     assert r.events == len(stored)
-    host_steps = {int(e["name"].split("#")[1]) for e in stored
-                  if e.get("name", "").startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"}  # fmt: skip
+    host_steps = {
+        int(e["name"].split("#")[1])
+        for e in stored
+        if e.get("name", "").startswith("ProfilerStep#") and e.get("cat") != "gpu_user_annotation"
+    }
     got = {x["step"] for x in _table(db, "SELECT DISTINCT step FROM steps")}
     assert got == host_steps
     total = sum(round(float(e.get("dur", 0)) * 1e6) for e in stored if e["ph"] == "X")
@@ -203,9 +260,12 @@ def test_jax_json_and_xspace_of_one_capture_give_the_same_run(tmp_path):
     with Store.open(db) as st:
         ingest_traces(st, [str(JAX_RUN / "jaxhost.xplane.pb")], name="xspace")
         ingest_traces(st, [str(JAX_RUN / "jaxhost.trace.json.gz")], name="json")
-    per_track = _table(db, """
+    per_track = _table(
+        db,
+        """
         SELECT r.name AS run, t.line, t.kind, count(*) AS n, sum(e.dur_ps) AS ps
-        FROM events e JOIN tracks t USING (run_id, track_id) JOIN runs r USING (run_id) GROUP BY ALL""")  # fmt: skip
+        FROM events e JOIN tracks t USING (run_id, track_id) JOIN runs r USING (run_id) GROUP BY ALL""",
+    )
     x = {(a["line"], a["kind"]): a for a in per_track if a["run"] == "xspace"}
     j = {(a["line"], a["kind"]): a for a in per_track if a["run"] == "json"}
     assert x.keys() == j.keys() and any(k == "cpu" for _, k in x)
@@ -248,11 +308,15 @@ BAD = {
     "notobject.json": (b'{"traceEvents": [5]}', "not valid trace JSON"),
     "negative.json": (b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "ts": 1, "dur": -2}]}', "negative"),
     "nots.json": (b'{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "dur": 2}]}', "ts is missing"),
-    "far.json": (b'{"traceEvents": [{"ph":"X","name":"a","pid":1,"ts":0},{"ph":"X","name":"b","pid":1,"ts":1e15}]}',
-                 "over 2^62 ps"),
-    "cutgz.json.gz": (gzip.compress(b'{"traceEvents": [' + b'{"ph":"X","name":"a","pid":1,"ts":1},' * 500)[:300],
-                      "cut short"),
-}  # fmt: skip
+    "far.json": (
+        b'{"traceEvents": [{"ph":"X","name":"a","pid":1,"ts":0},{"ph":"X","name":"b","pid":1,"ts":1e15}]}',
+        "over 2^62 ps",
+    ),
+    "cutgz.json.gz": (
+        gzip.compress(b'{"traceEvents": [' + b'{"ph":"X","name":"a","pid":1,"ts":1},' * 500)[:300],
+        "cut short",
+    ),
+}
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

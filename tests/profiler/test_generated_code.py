@@ -14,10 +14,19 @@ from tests.tracekit import REPO
 def generated(tmp_path_factory):
     out = tmp_path_factory.mktemp("gen")
     proc = subprocess.run(
-        [sys.executable, "-m", "grpc_tools.protoc", "-Iproto", f"--python_out={out}", f"--pyi_out={out}",
-         "proto/scprof_trace.proto"],
-        cwd=REPO, capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "grpc_tools.protoc",
+            "-Iproto",
+            f"--python_out={out}",
+            f"--pyi_out={out}",
+            "proto/scprof_trace.proto",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, f"protoc failed (is grpcio-tools installed? `make install-test`):\n{proc.stderr}"
     return out
 

@@ -27,8 +27,12 @@ def env(tmp_path_factory):
 
 
 @settings(PROPERTY, max_examples=100)
-@given(seed=st.integers(0, 1), other=st.integers(0, 1), mutations=st.lists(MUTATION, min_size=1, max_size=3),
-       allow_truncated=st.booleans())  # fmt: skip
+@given(
+    seed=st.integers(0, 1),
+    other=st.integers(0, 1),
+    mutations=st.lists(MUTATION, min_size=1, max_size=3),
+    allow_truncated=st.booleans(),
+)
 def test_mutated_trace_ingests_or_is_refused(env, seed, other, mutations, allow_truncated):
     d, inputs, store = env.d, env.inputs, env.store
     path = d / "mutant.sctrace"

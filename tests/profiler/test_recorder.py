@@ -20,11 +20,16 @@ def events_of(path):
     ev = {k: v.tolist() for k, v in tr.data["events"].items()}
     rows = []
     for i in range(len(ev.get("track", []))):
-        rows.append({
-            "name": tr.strings[ev["name"][i]], "track": ev["track"][i], "start_ps": ev["start_ps"][i],
-            "dur_ps": ev["dur_ps"][i], "step": ev["step"][i] if "step" in ev else None,
-            "ids": ev["ids"][i] if "ids" in ev else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": tr.strings[ev["name"][i]],
+                "track": ev["track"][i],
+                "start_ps": ev["start_ps"][i],
+                "dur_ps": ev["dur_ps"][i],
+                "step": ev["step"][i] if "step" in ev else None,
+                "ids": ev["ids"][i] if "ids" in ev else None,
+            }
+        )
     args = {}
     for i in range(len(ev.get("arg_event", []))):
         args[(ev["arg_event"][i], tr.strings[ev["arg_key"][i]])] = (
@@ -96,7 +101,7 @@ def test_spans_flush_in_chunks(tmp_path):
         "unknown-column",
         "ragged-args",
         "unknown-string-id",
-    ],  # fmt: skip
+    ],
 )
 def test_emit_rejects_bad_columns_and_keeps_the_file_valid(tmp_path, columns, match):
     path = tmp_path / "bad.sctrace"
@@ -128,8 +133,7 @@ def test_names_as_strings_or_interned_ids(tmp_path):
         hello = rec.intern("hello")
         rec.emit(track=[t], name=[hello], start_ps=[0], dur_ps=[1])
         rec.emit(track=np.array([t]), name=np.array([hello], np.uint32), start_ps=[1], dur_ps=[1])
-        rec.emit(track=[t, t], name=["tail\x00", "ünï 😀"], start_ps=[2, 3], dur_ps=[1, 1],
-                 args={"s": ["v\x00", ""]})  # fmt: skip
+        rec.emit(track=[t, t], name=["tail\x00", "ünï 😀"], start_ps=[2, 3], dur_ps=[1, 1], args={"s": ["v\x00", ""]})
     rows, args = events_of(path)
     assert [r["name"] for r in rows] == ["hello", "hello", "tail\x00", "ünï 😀"]
     assert args == {(2, "s"): (0, 0.0, "v\x00"), (3, "s"): (0, 0.0, "")}
@@ -183,13 +187,26 @@ def test_crash_inside_the_context_leaves_a_file_without_footer(tmp_path):
 
 def test_header_fields(tmp_path):
     path = tmp_path / "h.sctrace"
-    with Recorder(str(path), run_name="base", producer="scprof-sim 0.1.0", run_id="r-1", start_time_unix_ns=7,
-                  hardware={"generation": "v6e", "num_chips": 4, "hbm_bytes": 32 << 30, "board": "b1"},
-                  config={"b": 1, "a": [1, 2]}, tags={"z": "1", "a": "2"}):  # fmt: skip
+    with Recorder(
+        str(path),
+        run_name="base",
+        producer="scprof-sim 0.1.0",
+        run_id="r-1",
+        start_time_unix_ns=7,
+        hardware={"generation": "v6e", "num_chips": 4, "hbm_bytes": 32 << 30, "board": "b1"},
+        config={"b": 1, "a": [1, 2]},
+        tags={"z": "1", "a": "2"},
+    ):
         pass
     h = read_header(str(path))
     assert (h.format_version, h.run_id, h.run_name, h.producer, h.clock_unit, h.start_time_unix_ns) == (
-        1, "r-1", "base", "scprof-sim 0.1.0", "ps", 7)  # fmt: skip
+        1,
+        "r-1",
+        "base",
+        "scprof-sim 0.1.0",
+        "ps",
+        7,
+    )
     assert (h.hardware.generation, h.hardware.num_chips, h.hardware.hbm_bytes) == ("v6e", 4, 32 << 30)
     assert h.hardware.extra_json == '{"board": "b1"}'
     assert h.config_json == '{"a": [1, 2], "b": 1}'

@@ -38,18 +38,31 @@ FLOAT = st.floats(allow_nan=False)  # NaN means "no value" for generic args
 SMALL = st.integers(-1, 8)
 
 KIND_NAMES = {  # what the store calls each recorder track kind
-    "host": "host", "tensorcore": "tensorcore", "sparsecore": "sparsecore",
-    "sc_tile": "sc_tile", "counter": "counter",
-}  # fmt: skip
+    "host": "host",
+    "tensorcore": "tensorcore",
+    "sparsecore": "sparsecore",
+    "sc_tile": "sc_tile",
+    "counter": "counter",
+}
 # Optional event columns and their value strategies.
 EVENT_OPTIONAL = {
-    "step": I32, "category": TEXT, "table": TEXT, "sc": I32, "minibatch": I32, "ids": SUMMED,
-    "unique_ids": SUMMED, "dropped_ids": SUMMED, "bytes": I64, "flops": I64,
-}  # fmt: skip
+    "step": I32,
+    "category": TEXT,
+    "table": TEXT,
+    "sc": I32,
+    "minibatch": I32,
+    "ids": SUMMED,
+    "unique_ids": SUMMED,
+    "dropped_ids": SUMMED,
+    "bytes": I64,
+    "flops": I64,
+}
 PARTITION_OPTIONAL = {
-    "max_ids_per_partition": I64, "max_unique_ids_per_partition": I64, "minibatches": I32,
+    "max_ids_per_partition": I64,
+    "max_unique_ids_per_partition": I64,
+    "minibatches": I32,
     "dropped_ids": I64,
-}  # fmt: skip
+}
 ARG_VALUES = {"int": I64, "float": FLOAT, "str": TEXT}
 
 
@@ -84,11 +97,21 @@ def rows_op(draw, kind, n_tracks):
     if kind == "counters":
         op = {"track": col(track), "ts_ps": col(TIME), "value": col(FLOAT)}
     elif kind == "steps":
-        op = {"track": col(track), "step": col(st.integers(-(2**31), 2**31 - 1)), "start_ps": col(TIME),
-              "dur_ps": col(DUR)}  # fmt: skip
+        op = {
+            "track": col(track),
+            "step": col(st.integers(-(2**31), 2**31 - 1)),
+            "start_ps": col(TIME),
+            "dur_ps": col(DUR),
+        }
     else:
-        op = {"step": col(I32), "chip": col(SMALL), "sc": col(SMALL), "table": col(TEXT), "ids": col(I64),
-              "unique_ids": col(I64)}  # fmt: skip
+        op = {
+            "step": col(I32),
+            "chip": col(SMALL),
+            "sc": col(SMALL),
+            "table": col(TEXT),
+            "ids": col(I64),
+            "unique_ids": col(I64),
+        }
         for name in draw(st.sets(st.sampled_from(sorted(PARTITION_OPTIONAL)))):
             op[name] = col(nullable(PARTITION_OPTIONAL[name]))
     return (kind, op, None)
@@ -98,13 +121,25 @@ def rows_op(draw, kind, n_tracks):
 def recordings(draw):
     keys = draw(st.lists(st.tuples(TEXT, TEXT), min_size=1, max_size=4, unique=True))
     tracks = [
-        {"plane": p, "line": ln, "kind": draw(st.sampled_from(sorted(TRACK_KINDS))), "chip": draw(SMALL),
-         "core": draw(SMALL), "tile": draw(SMALL), "unit": draw(TEXT)}
+        {
+            "plane": p,
+            "line": ln,
+            "kind": draw(st.sampled_from(sorted(TRACK_KINDS))),
+            "chip": draw(SMALL),
+            "core": draw(SMALL),
+            "tile": draw(SMALL),
+            "unit": draw(TEXT),
+        }
         for p, ln in keys
-    ]  # fmt: skip
+    ]
     n = len(tracks)
-    ops = draw(st.lists(st.one_of(event_op(n), *(rows_op(k, n) for k in ("counters", "steps", "partition_stats"))),
-                        min_size=1, max_size=6))  # fmt: skip
+    ops = draw(
+        st.lists(
+            st.one_of(event_op(n), *(rows_op(k, n) for k in ("counters", "steps", "partition_stats"))),
+            min_size=1,
+            max_size=6,
+        )
+    )
     return {
         "tracks": tracks,
         "ops": ops,
@@ -133,20 +168,43 @@ def expected_rows(rec_plan):
                 t = tracks[op["track"][i]]
                 get = partial(cell, op, i)
                 start, dur = op["start_ps"][i], op["dur_ps"][i]
-                out["slices"].append((
-                    event_id, t["plane"], t["line"], KIND_NAMES[t["kind"]], t["chip"], t["core"], t["tile"],
-                    op["name"][i], start, dur, start + dur, get("step"),
-                    get("table") or None, get("category") or None,  # "" and None both mean none
-                    get("sc"), get("minibatch"), get("ids"), get("unique_ids"), get("dropped_ids"),
-                    get("bytes"), get("flops"),
-                ))  # fmt: skip
+                out["slices"].append(
+                    (
+                        event_id,
+                        t["plane"],
+                        t["line"],
+                        KIND_NAMES[t["kind"]],
+                        t["chip"],
+                        t["core"],
+                        t["tile"],
+                        op["name"][i],
+                        start,
+                        dur,
+                        start + dur,
+                        get("step"),
+                        get("table") or None,
+                        get("category") or None,  # "" and None both mean none
+                        get("sc"),
+                        get("minibatch"),
+                        get("ids"),
+                        get("unique_ids"),
+                        get("dropped_ids"),
+                        get("bytes"),
+                        get("flops"),
+                    )
+                )
                 for key, (arg_kind, values) in args.items():
                     v = values[i]
                     if v is not None:
-                        out["args"].append((
-                            event_id, key, v if arg_kind == "int" else None,
-                            v if arg_kind == "float" else None, v if arg_kind == "str" else None,
-                        ))  # fmt: skip
+                        out["args"].append(
+                            (
+                                event_id,
+                                key,
+                                v if arg_kind == "int" else None,
+                                v if arg_kind == "float" else None,
+                                v if arg_kind == "str" else None,
+                            )
+                        )
         elif kind == "counters":
             for t, ts, v in zip(op["track"], op["ts_ps"], op["value"], strict=True):
                 tr = tracks[t]
@@ -158,20 +216,32 @@ def expected_rows(rec_plan):
         else:
             for i in range(len(op["step"])):
                 get = partial(cell, op, i)
-                out["partition_stats"].append((
-                    op["step"][i], op["chip"][i], op["sc"][i], op["table"][i], op["ids"][i],
-                    op["unique_ids"][i], get("max_ids_per_partition"), get("max_unique_ids_per_partition"),
-                    get("minibatches"), get("dropped_ids"),
-                ))  # fmt: skip
+                out["partition_stats"].append(
+                    (
+                        op["step"][i],
+                        op["chip"][i],
+                        op["sc"][i],
+                        op["table"][i],
+                        op["ids"][i],
+                        op["unique_ids"][i],
+                        get("max_ids_per_partition"),
+                        get("max_unique_ids_per_partition"),
+                        get("minibatches"),
+                        get("dropped_ids"),
+                    )
+                )
     return out
 
 
 def record(path: Path, plan) -> list[int]:
     """Record the plan with the Recorder; returns the track ids it handed out."""
-    with Recorder(str(path), run_name=plan["run_name"], run_id="rt-run", start_time_unix_ns=42,
-                  chunk_rows=plan["chunk_rows"]) as rec:  # fmt: skip
-        ids = [rec.track(t["plane"], t["line"], t["kind"], t["chip"], t["core"], t["tile"], t["unit"])
-               for t in plan["tracks"]]  # fmt: skip
+    with Recorder(
+        str(path), run_name=plan["run_name"], run_id="rt-run", start_time_unix_ns=42, chunk_rows=plan["chunk_rows"]
+    ) as rec:
+        ids = [
+            rec.track(t["plane"], t["line"], t["kind"], t["chip"], t["core"], t["tile"], t["unit"])
+            for t in plan["tracks"]
+        ]
         for kind, op, args in plan["ops"]:
             cols = dict(op)
             if "track" in cols:
@@ -207,13 +277,27 @@ def resolve(strings, tracks, kind, cols, n):
         if kind == "events":
             t = by_id[cols["track"][i]]
             start, dur = cols["start_ps"][i], cols["dur_ps"][i]
-            rows.append((
-                i, t.plane, t.line, KIND_NAMES[_KIND_OF[t.kind]], t.chip, t.core, t.tile,
-                strings[cols["name"][i]], start, dur, start + dur, opt("step", i, -(2**31)),
-                text("table", i), text("category", i), opt("sc", i, -(2**31)),
-                opt("minibatch", i, -(2**31)), *(opt(c, i, -(2**63)) for c in
-                                                 ("ids", "unique_ids", "dropped_ids", "bytes", "flops")),
-            ))  # fmt: skip
+            rows.append(
+                (
+                    i,
+                    t.plane,
+                    t.line,
+                    KIND_NAMES[_KIND_OF[t.kind]],
+                    t.chip,
+                    t.core,
+                    t.tile,
+                    strings[cols["name"][i]],
+                    start,
+                    dur,
+                    start + dur,
+                    opt("step", i, -(2**31)),
+                    text("table", i),
+                    text("category", i),
+                    opt("sc", i, -(2**31)),
+                    opt("minibatch", i, -(2**31)),
+                    *(opt(c, i, -(2**63)) for c in ("ids", "unique_ids", "dropped_ids", "bytes", "flops")),
+                )
+            )
         elif kind == "counters":
             t = by_id[cols["track"][i]]
             rows.append((t.plane, t.line, t.chip, t.unit, cols["ts_ps"][i], cols["value"][i]))
@@ -222,12 +306,20 @@ def resolve(strings, tracks, kind, cols, n):
             start, dur = cols["start_ps"][i], cols["dur_ps"][i]
             rows.append((t.plane, t.chip, cols["step"][i], start, dur, start + dur))
         else:
-            rows.append((
-                cols["step"][i], cols["chip"][i], cols["sc"][i], strings[cols["table"][i]], cols["ids"][i],
-                cols["unique_ids"][i], opt("max_ids_per_partition", i, -(2**63)),
-                opt("max_unique_ids_per_partition", i, -(2**63)), opt("minibatches", i, -(2**31)),
-                opt("dropped_ids", i, -(2**63)),
-            ))  # fmt: skip
+            rows.append(
+                (
+                    cols["step"][i],
+                    cols["chip"][i],
+                    cols["sc"][i],
+                    strings[cols["table"][i]],
+                    cols["ids"][i],
+                    cols["unique_ids"][i],
+                    opt("max_ids_per_partition", i, -(2**63)),
+                    opt("max_unique_ids_per_partition", i, -(2**63)),
+                    opt("minibatches", i, -(2**31)),
+                    opt("dropped_ids", i, -(2**63)),
+                )
+            )
     return rows
 
 
@@ -238,12 +330,15 @@ def arg_rows(strings, cols, offset=0):
     rows = []
     for i in range(len(cols.get("arg_event", []))):
         kind = cols["arg_kind"][i]
-        rows.append((
-            int(cols["arg_event"][i]) + offset, strings[cols["arg_key"][i]],
-            int(cols["arg_int"][i]) if kind == 1 else None,
-            float(cols["arg_double"][i]) if kind == 2 else None,
-            strings[cols["arg_string"][i]] if kind == 3 else None,
-        ))  # fmt: skip
+        rows.append(
+            (
+                int(cols["arg_event"][i]) + offset,
+                strings[cols["arg_key"][i]],
+                int(cols["arg_int"][i]) if kind == 1 else None,
+                float(cols["arg_double"][i]) if kind == 2 else None,
+                strings[cols["arg_string"][i]] if kind == 3 else None,
+            )
+        )
     return rows
 
 
@@ -292,7 +387,7 @@ def store_rows(store: Store, run_id: int):
         "partition_stats": q("""SELECT step, chip, sc, table_name, ids, unique_ids, max_ids_per_partition,
                                        max_unique_ids_per_partition, minibatches, dropped_ids
                                 FROM sc_partition_stats WHERE run_id = ?"""),
-    }  # fmt: skip
+    }
 
 
 def assert_same(kind, got, want):
@@ -337,13 +432,16 @@ def test_recorded_equals_read_equals_stored(plan):
         # 2. profiler.reader gives the same rows.
         tr = read_trace(str(path))
         assert tr.cut is None
-        for kind, key in (("events", "slices"), ("counters", "counters"), ("steps", "steps"),
-                          ("partition_stats", "partition_stats")):  # fmt: skip
+        for kind, key in (
+            ("events", "slices"),
+            ("counters", "counters"),
+            ("steps", "steps"),
+            ("partition_stats", "partition_stats"),
+        ):
             cols = {k: v.tolist() for k, v in tr.data[kind].items()}
             n = len(cols.get("track", cols.get("step", [])))
             assert_same(key, resolve(tr.strings, tr.tracks, kind, cols, n), want[key])
-        assert_same("args", arg_rows(tr.strings, {k: v.tolist() for k, v in tr.data["events"].items()}),
-                    want["args"])  # fmt: skip
+        assert_same("args", arg_rows(tr.strings, {k: v.tolist() for k, v in tr.data["events"].items()}), want["args"])
 
         # 3. The store returns exactly what was recorded.
         with Store.open(str(Path(d) / "s.duckdb")) as store:
@@ -369,13 +467,22 @@ def test_header_round_trip(small_trace, tmp_path):
         run = store.rows("""SELECT name, uuid, producer, format_version, generation, num_chips,
                                    hbm_bytes, hardware_extra::VARCHAR AS extra, config::VARCHAR AS config,
                                    tags::VARCHAR AS tags, start_time_unix_ns, source, source_path
-                            FROM runs""")[0]  # fmt: skip
+                            FROM runs""")[0]
     assert run == {
-        "name": "small", "uuid": "uuid-small", "producer": "scprof", "format_version": 1,
-        "generation": "v5p", "num_chips": 2, "hbm_bytes": None, "extra": '{"vendor_note": "x"}',
-        "config": '{"max_ids_per_partition": 256}', "tags": '{"team": "emb"}',
-        "start_time_unix_ns": 1_700_000_000_000_000_000, "source": "scprof-trace", "source_path": str(small_trace),
-    }  # fmt: skip
+        "name": "small",
+        "uuid": "uuid-small",
+        "producer": "scprof",
+        "format_version": 1,
+        "generation": "v5p",
+        "num_chips": 2,
+        "hbm_bytes": None,
+        "extra": '{"vendor_note": "x"}',
+        "config": '{"max_ids_per_partition": 256}',
+        "tags": '{"team": "emb"}',
+        "start_time_unix_ns": 1_700_000_000_000_000_000,
+        "source": "scprof-trace",
+        "source_path": str(small_trace),
+    }
 
 
 def test_small_trace_golden_rows(store_path):

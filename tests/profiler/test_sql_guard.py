@@ -15,18 +15,34 @@ from profiler.store import Store
 from tests.tracekit import PROPERTY
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT 1", "  select 1 ;", "WITH a AS (SELECT 1 AS x) SELECT x FROM a", "FROM runs SELECT run_id",
-    "EXPLAIN SELECT 1", "SELECT ';' AS semicolon_in_a_string",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1",
+        "  select 1 ;",
+        "WITH a AS (SELECT 1 AS x) SELECT x FROM a",
+        "FROM runs SELECT run_id",
+        "EXPLAIN SELECT 1",
+        "SELECT ';' AS semicolon_in_a_string",
+    ],
+)
 def test_read_only_statements_pass(sql):
     assert check_read_only(sql) == sql
 
 
-@pytest.mark.parametrize("sql", [
-    "INSERT INTO t VALUES (1)", "WITH a AS (SELECT 1) INSERT INTO t SELECT * FROM a", "CHECKPOINT",
-    "DETACH x", "USE memory", "SELECT 1; SELECT 2", "", "-- only a comment",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT INTO t VALUES (1)",
+        "WITH a AS (SELECT 1) INSERT INTO t SELECT * FROM a",
+        "CHECKPOINT",
+        "DETACH x",
+        "USE memory",
+        "SELECT 1; SELECT 2",
+        "",
+        "-- only a comment",
+    ],
+)
 def test_other_statements_are_refused(sql):
     with pytest.raises(QueryError, match="query"):
         check_read_only(sql)
@@ -49,12 +65,22 @@ def test_run_query_caps_rows(store_path):
 # ---- the allow-list: one read-only query, EXPLAIN [ANALYZE] only of one --------------------------
 
 READ_ONLY = [
-    "VALUES (1), (2)", "SELECT 1 UNION ALL SELECT 2", "TABLE runs", "SUMMARIZE runs", "DESCRIBE runs",
-    "SHOW TABLES", "SHOW ALL TABLES", "UNPIVOT (SELECT 1 AS a, 2 AS b) ON a, b INTO NAME k VALUE v",
-    "PIVOT (SELECT 1 AS a, 2 AS b) ON a IN (1) USING sum(b)", "EXPLAIN ANALYZE SELECT 1",
-    "explain analyse (select 1)", "EXPLAIN (FORMAT json) SELECT 1", "EXPLAIN (ANALYZE) (SELECT ')')",
-    "/* c */ -- d\n EXPLAIN /* e */ ANALYZE SELECT count(*) FROM runs", "EXPLAIN DESCRIBE runs",
-]  # fmt: skip
+    "VALUES (1), (2)",
+    "SELECT 1 UNION ALL SELECT 2",
+    "TABLE runs",
+    "SUMMARIZE runs",
+    "DESCRIBE runs",
+    "SHOW TABLES",
+    "SHOW ALL TABLES",
+    "UNPIVOT (SELECT 1 AS a, 2 AS b) ON a, b INTO NAME k VALUE v",
+    "PIVOT (SELECT 1 AS a, 2 AS b) ON a IN (1) USING sum(b)",
+    "EXPLAIN ANALYZE SELECT 1",
+    "explain analyse (select 1)",
+    "EXPLAIN (FORMAT json) SELECT 1",
+    "EXPLAIN (ANALYZE) (SELECT ')')",
+    "/* c */ -- d\n EXPLAIN /* e */ ANALYZE SELECT count(*) FROM runs",
+    "EXPLAIN DESCRIBE runs",
+]
 
 
 @pytest.mark.parametrize("sql", READ_ONLY)
@@ -63,10 +89,17 @@ def test_read_only_queries_and_their_explains_pass(sql):
 
 
 WRITES = [
-    "CREATE TEMP TABLE t AS SELECT 1", "INSERT INTO t VALUES (1)", "UPDATE EXTENSIONS", "PRAGMA version",
-    "CALL pragma_version()", "UPDATE runs SET name = 'x'", "ATTACH 'x.duckdb'", "SET threads = 1",
-    "CREATE MACRO m(a) AS a", "PRAGMA database_list",
-]  # fmt: skip
+    "CREATE TEMP TABLE t AS SELECT 1",
+    "INSERT INTO t VALUES (1)",
+    "UPDATE EXTENSIONS",
+    "PRAGMA version",
+    "CALL pragma_version()",
+    "UPDATE runs SET name = 'x'",
+    "ATTACH 'x.duckdb'",
+    "SET threads = 1",
+    "CREATE MACRO m(a) AS a",
+    "PRAGMA database_list",
+]
 
 
 @pytest.mark.parametrize(

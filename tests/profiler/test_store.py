@@ -59,8 +59,11 @@ def test_older_schema_is_migrated_on_write_and_refused_read_only(store_path, mon
     with pytest.raises(StoreError, match="migrate"):
         Store.open(str(store_path), read_only=True)
     calls = []
-    monkeypatch.setitem(store_module.MIGRATIONS, SCHEMA_VERSION, lambda con: calls.append(
-        con.execute("ALTER TABLE runs ADD COLUMN note VARCHAR")))  # fmt: skip
+    monkeypatch.setitem(
+        store_module.MIGRATIONS,
+        SCHEMA_VERSION,
+        lambda con: calls.append(con.execute("ALTER TABLE runs ADD COLUMN note VARCHAR")),
+    )
     with Store.open(str(store_path)) as store:
         assert store.schema_version() == next_version
         assert "note" in store.query("SELECT * FROM runs").column_names

@@ -91,8 +91,10 @@ def test_a_store_trimmed_of_free_blocks_is_not_taken_for_truncated(store_path):
 
 def test_a_write_ahead_log_left_by_a_crash_is_replayed_not_refused(store_path):
     # A writer that died before its checkpoint: its committed change is in the WAL only.
-    crash = ("import duckdb, os, sys; con = duckdb.connect(sys.argv[1]); "
-             "con.execute(\"UPDATE runs SET name = 'renamed'\"); os._exit(0)")  # fmt: skip
+    crash = (
+        "import duckdb, os, sys; con = duckdb.connect(sys.argv[1]); "
+        "con.execute(\"UPDATE runs SET name = 'renamed'\"); os._exit(0)"
+    )
     subprocess.run([sys.executable, "-c", crash, str(store_path)], check=True, cwd=REPO)
     assert _wal(store_path).stat().st_size > 0
     before = (_sha(store_path), _sha(_wal(store_path)))
@@ -125,8 +127,10 @@ def test_a_writing_open_that_commits_nothing_leaves_the_file_its_size(store_path
 def test_a_second_open_keeps_the_first_ones_lock(store_path):
     # POSIX locks go with any close of the file in the process: a second open in this process must
     # not read the file (its checks) while the first holds DuckDB's lock on it.
-    writer = ("import duckdb, sys\ntry:\n    duckdb.connect(sys.argv[1])\nexcept duckdb.IOException as e:\n"
-              "    print('locked' if 'lock' in str(e).lower() else e)\nelse:\n    print('opened')")  # fmt: skip
+    writer = (
+        "import duckdb, sys\ntry:\n    duckdb.connect(sys.argv[1])\nexcept duckdb.IOException as e:\n"
+        "    print('locked' if 'lock' in str(e).lower() else e)\nelse:\n    print('opened')"
+    )
     with Store.open(str(store_path), read_only=True) as reader:
         with Store.open(str(store_path), read_only=True):
             pass
@@ -138,11 +142,18 @@ def test_a_second_open_keeps_the_first_ones_lock(store_path):
 def test_shrink_back_leaves_a_file_a_connection_holds(tmp_path):
     db = tmp_path / "held.duckdb"
     held = subprocess.Popen(
-        [sys.executable, "-c", "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
-         "c.execute('CREATE TABLE t AS SELECT range i FROM range(1000)'); c.execute('CHECKPOINT'); "
-         "print('open', flush=True); sys.stdin.read()", str(db)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys; c = duckdb.connect(sys.argv[1]); "
+            "c.execute('CREATE TABLE t AS SELECT range i FROM range(1000)'); c.execute('CHECKPOINT'); "
+            "print('open', flush=True); sys.stdin.read()",
+            str(db),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert held.stdout.readline().strip() == "open"
         size = db.stat().st_size
@@ -157,17 +168,28 @@ def test_shrink_back_leaves_a_file_a_connection_holds(tmp_path):
 @pytest.mark.parametrize(
     "message, words",
     [
-        ('IO Error: Could not write file "/d/s.duckdb.wal": No space left on device',
-         "/d/s.duckdb: cannot write its write-ahead log: no space left on device; the unfinished change was"),
-        ('IO Error: Could not write file "/d/s.duckdb": File too large', "/d/s.duckdb: cannot write the store: file too large"),
-        ('IO Error: Could not write file "/tmp/x/duckdb_temp_block-1.block": No space left on device',
-         "/d/s.duckdb: cannot write /tmp/x/duckdb_temp_block-1.block: no space left on device"),
-        ("Corrupt database file: computed checksum 1 does not match stored checksum 2 in block at location 274432",
-         "/d/s.duckdb: the store is damaged (truncated or corrupt): the block at byte 274,432 fails its checksum"),
-        ('IO Error: Could not read enough bytes from file "/d/s.duckdb": attempted to read 262144 bytes from location 1060864',
-         "reading 262,144 bytes at byte 1,060,864 runs past the end of the file"),
+        (
+            'IO Error: Could not write file "/d/s.duckdb.wal": No space left on device',
+            "/d/s.duckdb: cannot write its write-ahead log: no space left on device; the unfinished change was",
+        ),
+        (
+            'IO Error: Could not write file "/d/s.duckdb": File too large',
+            "/d/s.duckdb: cannot write the store: file too large",
+        ),
+        (
+            'IO Error: Could not write file "/tmp/x/duckdb_temp_block-1.block": No space left on device',
+            "/d/s.duckdb: cannot write /tmp/x/duckdb_temp_block-1.block: no space left on device",
+        ),
+        (
+            "Corrupt database file: computed checksum 1 does not match stored checksum 2 in block at location 274432",
+            "/d/s.duckdb: the store is damaged (truncated or corrupt): the block at byte 274,432 fails its checksum",
+        ),
+        (
+            'IO Error: Could not read enough bytes from file "/d/s.duckdb": attempted to read 262144 bytes from location 1060864',
+            "reading 262,144 bytes at byte 1,060,864 runs past the end of the file",
+        ),
     ],
-)  # fmt: skip
+)
 def test_duckdb_errors_become_one_line(message, words):
     fault = store_faults.translate(duckdb.IOException(message), "/d/s.duckdb")
     assert fault is not None and words in str(fault) and "\n" not in str(fault)

@@ -60,8 +60,12 @@ def test_every_field_goes_from_recorder_to_store(tmp_path):
         rec.emit(track=[tr, tr], name=["a", "b"], start_ps=[0, 10], dur_ps=[5, 5], **cols)
     with Store.open(str(tmp_path / "s.duckdb")) as store:
         run = ingest_trace(store, str(path)).run_id
-        names = ", ".join(f"(SELECT value FROM strings s WHERE s.run_id = e.run_id AND s.string_id = e.{f.column})"
-                          if f.is_string else f.column for f in TYPED_FIELDS)  # fmt: skip
+        names = ", ".join(
+            f"(SELECT value FROM strings s WHERE s.run_id = e.run_id AND s.string_id = e.{f.column})"
+            if f.is_string
+            else f.column
+            for f in TYPED_FIELDS
+        )
         rows = store.query(f"SELECT {names} FROM events e WHERE run_id = $r ORDER BY event_id", {"r": run}).to_pylist()
     first, second = (list(r.values()) for r in rows)
     assert first == ["tbl_a" if f.is_string else 7 + f.number for f in TYPED_FIELDS]

@@ -7,10 +7,20 @@ import pytest
 from profiler.units import format_bytes, format_delta, format_ps, format_value, unit_of
 
 
-@pytest.mark.parametrize("ps, text", [
-    (None, "-"), (0, "0 ps"), (999, "999 ps"), (1_000, "1 ns"), (1_500_000, "1.5 µs"), (2_900_000_000, "2.9 ms"),
-    (1_160_000_000_000, "1.16 s"), (-2_000, "-2 ns"), (float("nan"), "-"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "ps, text",
+    [
+        (None, "-"),
+        (0, "0 ps"),
+        (999, "999 ps"),
+        (1_000, "1 ns"),
+        (1_500_000, "1.5 µs"),
+        (2_900_000_000, "2.9 ms"),
+        (1_160_000_000_000, "1.16 s"),
+        (-2_000, "-2 ns"),
+        (float("nan"), "-"),
+    ],
+)
 def test_format_ps(ps, text):
     assert format_ps(ps) == text
 
@@ -20,27 +30,51 @@ def test_format_bytes(n, text):
     assert format_bytes(n) == text
 
 
-@pytest.mark.parametrize("value, unit, text", [
-    (None, "ps", "-"), (float("nan"), "count", "-"), (982_300_000, "ps", "982 µs"), (1_200_000, "step_ps", "1.2 µs"),
-    (3 << 30, "bytes", "3 GiB"), (0.4213, "share", "42.1%"), (0.5, "share of step time", "50.0%"),
-    (1234, "count", "1,234"), (1234.5, "count", "1,234.50"), (12345.678, "IDs/s", "1.235e+04 IDs/s"),
-    (7, "steps", "7 steps"), ("fused", "text", "fused"), (12345, "index", "12345"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "value, unit, text",
+    [
+        (None, "ps", "-"),
+        (float("nan"), "count", "-"),
+        (982_300_000, "ps", "982 µs"),
+        (1_200_000, "step_ps", "1.2 µs"),
+        (3 << 30, "bytes", "3 GiB"),
+        (0.4213, "share", "42.1%"),
+        (0.5, "share of step time", "50.0%"),
+        (1234, "count", "1,234"),
+        (1234.5, "count", "1,234.50"),
+        (12345.678, "IDs/s", "1.235e+04 IDs/s"),
+        (7, "steps", "7 steps"),
+        ("fused", "text", "fused"),
+        (12345, "index", "12345"),
+    ],
+)
 def test_format_value(value, unit, text):
     assert format_value(value, unit) == text
 
 
-@pytest.mark.parametrize("base, cand, unit, text", [
-    (1_000_000, 800_000, "ps", "−200 ns (-20.0%)"), (0.25, 0.30, "share", "+5.0 pp"), (0, 0, "count", "±0"),
-    (None, 3, "count", "-"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "base, cand, unit, text",
+    [
+        (1_000_000, 800_000, "ps", "−200 ns (-20.0%)"),
+        (0.25, 0.30, "share", "+5.0 pp"),
+        (0, 0, "count", "±0"),
+        (None, 3, "count", "-"),
+    ],
+)
 def test_format_delta(base, cand, unit, text):
     assert format_delta(base, cand, unit) == text
 
 
-@pytest.mark.parametrize("name, unit", [
-    ("step_ps_mean", "ps"), ("idle_ps_per_step", "ps"), ("hbm_peak_bytes", "bytes"), ("tc_share", "share"),
-    ("skew_ratio", "share"), ("dropped_ids", "count"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, unit",
+    [
+        ("step_ps_mean", "ps"),
+        ("idle_ps_per_step", "ps"),
+        ("hbm_peak_bytes", "bytes"),
+        ("tc_share", "share"),
+        ("skew_ratio", "share"),
+        ("dropped_ids", "count"),
+    ],
+)
 def test_unit_of_reads_the_unit_in_the_name(name, unit):
     assert unit_of(name) == unit

@@ -117,8 +117,11 @@ def test_unknown_fields_are_skipped_and_repeats_concatenate():
     unknown = b"\xa0\x06\x07" + b"\xaa\x06\x03abc" + b"\xad\x06\x00\x00\x00\x00"  # fields 100 (varint), 101, 101
     data = part1 + unknown + part2  # protobuf merges: repeated fields concatenate
     official = pb.CounterBatch.FromString(data)
-    assert as_lists(decode_batch(spec, data)) == fields_of(official) == {
-        "track": [1, 2], "ts_ps": [5, 6], "value": [0.5, 1.5]}  # fmt: skip
+    assert (
+        as_lists(decode_batch(spec, data))
+        == fields_of(official)
+        == {"track": [1, 2], "ts_ps": [5, 6], "value": [0.5, 1.5]}
+    )
 
 
 @pytest.mark.parametrize(

@@ -123,8 +123,9 @@ RAN_FOREVER = {"--steps 10**20", "--set steps=1000000"}
 def cli_child(cwd, *argv: str, timeout_s: float = 120) -> CliResult:
     """`scprof argv...` in a child process, killed after `timeout_s`."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    p = subprocess.run([sys.executable, "-m", "scprof.cli", *argv], cwd=cwd, env=env, capture_output=True,
-                       text=True, timeout=timeout_s)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "scprof.cli", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s
+    )
     return CliResult(p.returncode, p.stdout, p.stderr)
 
 

@@ -165,11 +165,31 @@ def _directory(p):
 
 BAD_INPUTS = {
     f.__name__.lstrip("_").replace("_", "-"): f
-    for f in (_empty, _wrong_magic, _wrong_version, _header_version, _cut_mid_chunk, _no_footer, _flipped_bytes,
-              _negative_duration, _unknown_track, _unknown_string, _unknown_string_in_arg, _ragged_columns,
-              _end_overflows, _footer_mismatch, _chunk_after_footer, _not_header_first, _random_bytes,
-              _text_file, _magic_then_garbage, _bad_header_message, _missing, _directory)
-}  # fmt: skip
+    for f in (
+        _empty,
+        _wrong_magic,
+        _wrong_version,
+        _header_version,
+        _cut_mid_chunk,
+        _no_footer,
+        _flipped_bytes,
+        _negative_duration,
+        _unknown_track,
+        _unknown_string,
+        _unknown_string_in_arg,
+        _ragged_columns,
+        _end_overflows,
+        _footer_mismatch,
+        _chunk_after_footer,
+        _not_header_first,
+        _random_bytes,
+        _text_file,
+        _magic_then_garbage,
+        _bad_header_message,
+        _missing,
+        _directory,
+    )
+}
 
 
 @pytest.mark.parametrize("make", BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
@@ -226,8 +246,9 @@ def test_same_name_other_run_needs_name_or_replace(capsys, tmp_path, store_path)
     assert [row[2] for row in snapshot(store_path)["runs"]] == ["small", "small-2"]
 
 
-@pytest.mark.parametrize("make_last", [_flipped_bytes, _missing, _negative_duration],
-                         ids=["corrupt", "missing", "negative-duration"])  # fmt: skip
+@pytest.mark.parametrize(
+    "make_last", [_flipped_bytes, _missing, _negative_duration], ids=["corrupt", "missing", "negative-duration"]
+)
 def test_several_files_all_or_nothing(capsys, tmp_path, store_path, make_last):
     good1 = record_small(tmp_path / "g1.sctrace", run_name="g1")
     good2 = record_small(tmp_path / "g2.sctrace", run_name="g2")
@@ -254,11 +275,15 @@ def test_locked_store(capsys, tmp_path, store_path, argv):
     before = snapshot(store_path)
     other = record_small(tmp_path / "other.sctrace", run_name="other")
     proc = subprocess.Popen(
-        [sys.executable, "-c",
-         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); time.sleep(30)",
-         str(store_path)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); time.sleep(30)",
+            str(store_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "ready"
         r = cli(capsys, *[other if a == "TRACE" else a for a in argv], "--db", store_path)
@@ -297,11 +322,14 @@ def test_default_store_comes_from_environment(capsys, tmp_path, monkeypatch, sma
     assert [row[2] for row in snapshot(db)["runs"]] == ["small"]
 
 
-@pytest.mark.parametrize("argv, words", [
-    ([], ["COMMAND"]),
-    (["frobnicate"], ["frobnicate"]),
-    (["ingest"], ["PATH"]),
-    (["sql", "SELECT 1", "--format", "xml"], ["--format", "xml"]),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        ([], ["COMMAND"]),
+        (["frobnicate"], ["frobnicate"]),
+        (["ingest"], ["PATH"]),
+        (["sql", "SELECT 1", "--format", "xml"], ["--format", "xml"]),
+    ],
+)
 def test_usage_errors_are_one_line(capsys, argv, words):
     assert_one_error(cli(capsys, *argv), *words)

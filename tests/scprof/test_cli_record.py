@@ -169,8 +169,14 @@ def _record_until(tmp_path, config: str, chunks: int, sig: int) -> tuple[subproc
     holds at least `chunks` complete chunks."""
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "scprof.cli", "record", config, "--steps", "5000", "--out", str(out)]
-    proc = subprocess.Popen(argv + ["--db", str(tmp_path / "s.duckdb")], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)  # fmt: skip
+    proc = subprocess.Popen(
+        argv + ["--db", str(tmp_path / "s.duckdb")],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     partial = str(out / "small" / PARTIAL_FILE)
     deadline = time.monotonic() + 120
     while _chunks(partial) < chunks:
@@ -212,8 +218,14 @@ def _ops(tr) -> list[tuple]:
     ev = tr.data["events"]
     tracks = {t.id: (t.plane, t.line) for t in tr.tracks}
     names = np.array(tr.strings, dtype=object)
-    rows = zip(ev["track"].tolist(), ev["name"].tolist(), ev["start_ps"].tolist(), ev["dur_ps"].tolist(),
-               ev["step"].tolist(), strict=True)  # fmt: skip
+    rows = zip(
+        ev["track"].tolist(),
+        ev["name"].tolist(),
+        ev["start_ps"].tolist(),
+        ev["dur_ps"].tolist(),
+        ev["step"].tolist(),
+        strict=True,
+    )
     return [
         (*tracks[t], names[n], s, d, st) for t, n, s, d, st in rows if tracks[t][1] in ("XLA Ops", "Sparse Core Ops")
     ]

@@ -136,8 +136,11 @@ def test_timeout_interrupts_a_long_query(store_path):
     q = "SELECT count(*) FROM range(1000000000) a, range(1000000000) b WHERE a.range + b.range = -1"
     proc = subprocess.run(
         [sys.executable, "-m", "scprof.cli", "sql", q, "--timeout", "0.2", "--db", str(store_path)],
-        capture_output=True, text=True, timeout=120, cwd=REPO,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("scprof: error: ")
     assert "time limit" in proc.stderr and "0.2" in proc.stderr

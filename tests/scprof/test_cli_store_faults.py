@@ -35,8 +35,15 @@ def cli_child(cwd, *argv: str, fsize: int | None = None, timeout_s: float = 180)
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
-    p = subprocess.run([sys.executable, "-m", "scprof.cli", *argv], cwd=cwd, env=env, capture_output=True,
-                       text=True, timeout=timeout_s, preexec_fn=limit)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "scprof.cli", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        preexec_fn=limit,
+    )
     return CliResult(p.returncode, p.stdout, p.stderr)
 
 
@@ -141,8 +148,9 @@ def tmpfs(tmp_path, store_path):
     if os.geteuid() != 0 or not shutil.which("mount"):
         pytest.skip("mounting a tmpfs needs root; the RLIMIT_FSIZE case tries a full disk without it")
     size = (store_path.stat().st_size >> 20) + 3  # MiB: the store and 3 MiB to spare
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}m", "tmpfs", str(disk)],
-                             capture_output=True, text=True)  # fmt: skip
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}m", "tmpfs", str(disk)], capture_output=True, text=True
+    )
     if mounted.returncode != 0:
         pytest.skip(
             f"cannot mount a tmpfs here ({mounted.stderr.strip()}); the RLIMIT_FSIZE case tries a full disk without it"

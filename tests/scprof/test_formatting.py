@@ -15,13 +15,19 @@ TABLE = pa.table({"name": ["a,b", 'say "hi"', None], "n": [1, None, 3], "x": [0.
 
 def test_render_csv_quotes_and_nulls():
     assert list(csv.reader(io.StringIO(render(TABLE, "csv")))) == [
-        ["name", "n", "x"], ["a,b", "1", "0.5"], ['say "hi"', "", "1e-09"], ["", "3", ""]]  # fmt: skip
+        ["name", "n", "x"],
+        ["a,b", "1", "0.5"],
+        ['say "hi"', "", "1e-09"],
+        ["", "3", ""],
+    ]
 
 
 def test_render_json():
     assert json.loads(render(TABLE, "json")) == [
-        {"name": "a,b", "n": 1, "x": 0.5}, {"name": 'say "hi"', "n": None, "x": 1e-9},
-        {"name": None, "n": 3, "x": None}]  # fmt: skip
+        {"name": "a,b", "n": 1, "x": 0.5},
+        {"name": 'say "hi"', "n": None, "x": 1e-9},
+        {"name": None, "n": 3, "x": None},
+    ]
 
 
 def test_render_table():

@@ -37,9 +37,18 @@ from tests.tracekit import REPO, cli, record_into  # noqa: E402
 CAPTURE = REPO / "tests" / "data" / "wild" / "tpu_v6e_inference" / "tpu_inference_2.xplane.pb"
 RUNS = ("baseline", "host_bound", "spmem_overflow", "tpu_inference_2")  # ok, ok, failed, a capture without steps
 READ_TOOLS = {
-    "list_runs", "run_summary", "analyze", "compare", "top_ops", "find_events", "sql", "timeline_link", "compare_link",
-    "events", "step_breakdown",
-}  # fmt: skip
+    "list_runs",
+    "run_summary",
+    "analyze",
+    "compare",
+    "top_ops",
+    "find_events",
+    "sql",
+    "timeline_link",
+    "compare_link",
+    "events",
+    "step_breakdown",
+}
 
 # name -> (tool, arguments): every call the read-only server answers in one session
 CALLS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -418,8 +427,13 @@ def http_url(store_db):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     params = _server(store_db, "--transport", "http", "--port", str(port), "--token", TOKEN)
-    proc = subprocess.Popen([params.command, *params.args], env=params.env, cwd=params.cwd,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen(
+        [params.command, *params.args],
+        env=params.env,
+        cwd=params.cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -455,13 +469,19 @@ def test_http_answers_equal_stdio_and_the_cli(http_url, served, store_db, capsys
     # the view tools, each against its CLI command's --json (scprof/query_cmds.py)
     views = {
         "summary": ("run_summary", {"run": "host_bound"}, ["summary", "host_bound"]),
-        "ops": ("top_ops", {"run": "host_bound", "steps": "1:2", "chip": 0}, ["ops", "host_bound", "--steps", "1:2",
-                                                                             "--chip", "0"]),
-        "events": ("events", {"run": "host_bound", "steps": "1:2", "chip": 0}, ["events", "host_bound", "--steps",
-                                                                               "1:2", "--chip", "0"]),
+        "ops": (
+            "top_ops",
+            {"run": "host_bound", "steps": "1:2", "chip": 0},
+            ["ops", "host_bound", "--steps", "1:2", "--chip", "0"],
+        ),
+        "events": (
+            "events",
+            {"run": "host_bound", "steps": "1:2", "chip": 0},
+            ["events", "host_bound", "--steps", "1:2", "--chip", "0"],
+        ),
         "find": ("find_events", {"run": "host_bound", "name": "dense"}, ["find", "host_bound", "dense"]),
         "breakdown": ("step_breakdown", {"run": "host_bound"}, ["breakdown", "host_bound"]),
-    }  # fmt: skip
+    }
     calls.update({k: (tool, args) for k, (tool, args, _) in views.items()})
     out = asyncio.run(_http_session(http_url, calls, {"Authorization": f"Bearer {TOKEN}"}))
     assert out["tools"] == READ_TOOLS

@@ -46,8 +46,11 @@ def _files(folder: Path) -> set[str]:
 
 
 def test_simulating_is_refused_without_the_flag(store_db):
-    calls = {"attribute": ("compare", {"base": "baseline", "cand": "host_bound", "attribute": True}),
-             "record": ("record", {"config": "baseline"}), "tune": ("tune", {"run": "host_bound"})}  # fmt: skip
+    calls = {
+        "attribute": ("compare", {"base": "baseline", "cand": "host_bound", "attribute": True}),
+        "record": ("record", {"config": "baseline"}),
+        "tune": ("tune", {"run": "host_bound"}),
+    }
     before = _sha256(store_db)
     out = drive(store_db, calls)
     assert "attribute: this server may not simulate" in error_line(out["attribute"])
@@ -62,8 +65,9 @@ def test_simulating_is_refused_without_the_flag(store_db):
 
 def test_compare_attribute_equals_the_cli(store_db, tmp_path, capsys, monkeypatch):
     db, twin = _copies(store_db, tmp_path, "a", "b")
-    out = drive(db, {"attr": ("compare", {"base": "baseline", "cand": "host_bound", "attribute": True})},
-                "--allow-simulate")  # fmt: skip
+    out = drive(
+        db, {"attr": ("compare", {"base": "baseline", "cand": "host_bound", "attribute": True})}, "--allow-simulate"
+    )
     assert out["tools"]["record"].annotations.read_only_hint is False
     doc = ok(out["attr"])
     assert doc["attribution"] and doc["not_attributed"] is None
@@ -110,8 +114,19 @@ def test_record_equals_the_cli_and_writes_under_the_out_folder(store_db, tmp_pat
     assert {f.split("/")[0] for f in _files(out_dir)} == {"b2", "mine", "oom"}
 
     monkeypatch.chdir(twin.parent)
-    result = cli(capsys, "record", str(REPO / "configs" / "baseline.toml"), "--set", "host.num_threads=2",
-                 "--name", "b2", "--steps", "4", "--db", twin)  # fmt: skip
+    result = cli(
+        capsys,
+        "record",
+        str(REPO / "configs" / "baseline.toml"),
+        "--set",
+        "host.num_threads=2",
+        "--name",
+        "b2",
+        "--steps",
+        "4",
+        "--db",
+        twin,
+    )
     assert result.code == 0, result.err
     query = "SELECT name, steps, counted_steps, mean_step_ps, events FROM run_list WHERE name = 'b2'"
     with Store.open(str(db), read_only=True) as a, Store.open(str(twin), read_only=True) as b:
@@ -154,14 +169,20 @@ def test_paths_an_agent_names_in_a_config_are_checked_like_a_users(store_db, tmp
         "fifo": ("record", {"config": "baseline", "sets": {limits: str(fifo)}, "steps": 2}),
         "device": ("record", {"config": "baseline", "sets": {"perf_tables": "/dev"}, "steps": 2}),
         "relative": ("record", {"config": "baseline", "sets": {limits: "../secret.toml"}, "steps": 2}),
-        "in a table": ("record", {"config": "baseline", "sets": {"flags": {"xla_sparse_core_max_ids_file": str(secret)}}}),
+        "in a table": (
+            "record",
+            {"config": "baseline", "sets": {"flags": {"xla_sparse_core_max_ids_file": str(secret)}}},
+        ),
         "in the file": ("record", {"config": str(allowed / "names_secret.toml"), "steps": 2}),
         "extends a secret": ("record", {"config": str(allowed / "extends_secret.toml"), "steps": 2}),
         "extends a fifo": ("tune", {"config": str(allowed / "extends_fifo.toml"), "budget": 2}),
         "tune run": ("tune", {"run": "host_bound", "sets": {limits: str(fifo)}, "budget": 2}),
         "tune config": ("tune", {"config": "baseline", "sets": {limits: str(secret)}, "budget": 2}),
-        "bundled limits": ("record", {"config": "baseline", "sets": {limits: bundled_limits}, "name": "ok", "steps": 2}),
-    }  # fmt: skip
+        "bundled limits": (
+            "record",
+            {"config": "baseline", "sets": {limits: bundled_limits}, "name": "ok", "steps": 2},
+        ),
+    }
     before = _sha256(db)
     refusals = {k: v for k, v in calls.items() if k != "bundled limits"}
     got = drive(db, refusals, "--allow-simulate", "--out", str(out_dir), "--allow-ingest", str(allowed))
@@ -228,13 +249,27 @@ def test_tune_from_a_config_equals_the_clis(store_db, tmp_path, capsys, monkeypa
     assert (db.parent / "runs" / "whatif").is_dir()  # the config's run, under the out folder
     monkeypatch.chdir(twin.parent)
     config = str(REPO / "configs" / "host_bound.toml")
-    cli_doc = cli_json(capsys, twin, "tune", config, "--set", "flags.maximum_parallel_iterations=1", "--budget", "4",
-                       "--workers", "1", "--json")  # fmt: skip
+    cli_doc = cli_json(
+        capsys,
+        twin,
+        "tune",
+        config,
+        "--set",
+        "flags.maximum_parallel_iterations=1",
+        "--budget",
+        "4",
+        "--workers",
+        "1",
+        "--json",
+    )
     for d in (doc, cli_doc):
         d["best"].pop("config")
     assert doc == cli_doc and doc["best"]["ci_high"] < 0
-    both = drive(db, {"both": ("tune", {"run": "host_bound", "config": "host_bound"}),
-                      "neither": ("tune", {})}, "--allow-simulate")  # fmt: skip
+    both = drive(
+        db,
+        {"both": ("tune", {"run": "host_bound", "config": "host_bound"}), "neither": ("tune", {})},
+        "--allow-simulate",
+    )
     assert "not both" in error_line(both["both"]) and "not both" in error_line(both["neither"])
 
 

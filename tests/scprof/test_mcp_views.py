@@ -95,8 +95,18 @@ def test_events_equal_the_viewers_tile_rows(served, store_db):
     with Store.open(str(store_db), read_only=True) as store:
         facts = run_facts(store, 1)
         tracks = [t.track_id for t in run_tracks(store, 1)]
-        tile = sql(store, trace_queries.TILE_SLICES, run=1, t0=10**9, t1=3 * 10**9, maxdur=facts.max_event_dur_ps,
-                   maxmarker=facts.max_marker_dur_ps, name_base=facts.name_base, tracks=tracks, minlen=0)  # fmt: skip
+        tile = sql(
+            store,
+            trace_queries.TILE_SLICES,
+            run=1,
+            t0=10**9,
+            t1=3 * 10**9,
+            maxdur=facts.max_event_dur_ps,
+            maxmarker=facts.max_marker_dur_ps,
+            name_base=facts.name_base,
+            tracks=tracks,
+            minlen=0,
+        )
     viewer = sorted((r["id"], r["track_id"], r["start"], r["dur"]) for r in tile.to_pylist())
     got = sorted((r["event_id"], r["track_id"], r["start_ps"], r["dur_ps"]) for r in doc["rows"])
     assert got == viewer and 0 < len(got) < ok(served["whole"])["count"]

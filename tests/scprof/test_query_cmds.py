@@ -36,27 +36,40 @@ SAME: dict[str, tuple[str, dict[str, Any], list[str]]] = {
     **{f"summary {r}": ("run_summary", {"run": r}, ["summary", r]) for r in base.RUNS},
     "ops": ("top_ops", {"run": "baseline", "limit": 10}, ["ops", "baseline", "--limit", "10"]),
     "ops steps chip": (
-        "top_ops", {"run": "host_bound", "steps": "1:3", "chip": 1, "limit": 50},
+        "top_ops",
+        {"run": "host_bound", "steps": "1:3", "chip": 1, "limit": 50},
         ["ops", "host_bound", "--steps", "1:3", "--chip", "1", "--limit", "50"],
     ),
     "ops capture": ("top_ops", {"run": "tpu_inference_2", "limit": 5}, ["ops", "tpu_inference_2", "--limit", "5"]),
     "events": (
-        "events", {"run": "baseline", "steps": "1:2", "kind": "sparsecore", "chip": 0, "limit": 30},
+        "events",
+        {"run": "baseline", "steps": "1:2", "kind": "sparsecore", "chip": 0, "limit": 30},
         ["events", "baseline", "--steps", "1:2", "--kind", "sparsecore", "--chip", "0", "--limit", "30"],
     ),
     "events window": (
-        "events", {"run": "host_bound", "t0_ps": 10**9, "t1_ps": 2 * 10**9, "line": "ops", "limit": 5000},
+        "events",
+        {"run": "host_bound", "t0_ps": 10**9, "t1_ps": 2 * 10**9, "line": "ops", "limit": 5000},
         ["events", "host_bound", "--window", f"{10**9}:{2 * 10**9}", "--line", "ops", "--limit", "5000"],
     ),
-    "events capture": ("events", {"run": "tpu_inference_2", "limit": 20}, ["events", "tpu_inference_2", "--limit", "20"]),
-    "find": ("find_events", {"run": "baseline", "name": "MatMul", "limit": 7}, ["find", "baseline", "MatMul", "--limit", "7"]),
+    "events capture": (
+        "events",
+        {"run": "tpu_inference_2", "limit": 20},
+        ["events", "tpu_inference_2", "--limit", "20"],
+    ),
+    "find": (
+        "find_events",
+        {"run": "baseline", "name": "MatMul", "limit": 7},
+        ["find", "baseline", "MatMul", "--limit", "7"],
+    ),
     "find window": (
-        "find_events", {"run": "host_bound", "name": "dense", "t0_ps": 0, "t1_ps": 10**9},
+        "find_events",
+        {"run": "host_bound", "name": "dense", "t0_ps": 0, "t1_ps": 10**9},
         ["find", "host_bound", "dense", "--window", f"0:{10**9}"],
     ),
     "breakdown": ("step_breakdown", {"run": "baseline"}, ["breakdown", "baseline"]),
     "breakdown chip steps": (
-        "step_breakdown", {"run": "host_bound", "steps": "1:3", "chip": 1, "limit": 1},
+        "step_breakdown",
+        {"run": "host_bound", "steps": "1:3", "chip": 1, "limit": 1},
         ["breakdown", "host_bound", "--steps", "1:3", "--chip", "1", "--limit", "1"],
     ),
     # questions a run cannot answer: the same line on both surfaces
@@ -64,7 +77,7 @@ SAME: dict[str, tuple[str, dict[str, Any], list[str]]] = {
     "breakdown capture": ("step_breakdown", {"run": "tpu_inference_2"}, ["breakdown", "tpu_inference_2"]),
     "events beyond": ("events", {"run": "baseline", "steps": "50:60"}, ["events", "baseline", "--steps", "50:60"]),
     "find blank": ("find_events", {"run": "baseline", "name": " "}, ["find", "baseline", " "]),
-}  # fmt: skip
+}
 REFUSED = ("breakdown failed", "breakdown capture", "events beyond", "find blank")
 
 
@@ -175,11 +188,15 @@ def _cut_from_the_whole_run(store: Store, run_id: int, steps: tuple[int, int], c
     keep = (a.step >= steps[0]) & (a.step < steps[1])
     if chip is not None:
         keep &= a.track_chip[track] == chip
-    rows = pa.table({
-        "track_id": a.track_id[track][keep], "name_id": a.name_scan[a.source][keep],
-        "category_id": a.category_scan[a.source][keep], "dur_ps": (a.end - a.start)[keep],
-        "self_ps": self_times(a)[keep],
-    })  # fmt: skip
+    rows = pa.table(
+        {
+            "track_id": a.track_id[track][keep],
+            "name_id": a.name_scan[a.source][keep],
+            "category_id": a.category_scan[a.source][keep],
+            "dur_ps": (a.end - a.start)[keep],
+            "self_ps": self_times(a)[keep],
+        }
+    )
     return answers.jsonable(ctx.query("op_profile", {"rows": rows}).to_pylist())
 
 

@@ -40,8 +40,12 @@ def test_escape_control_by_hand(text, shown):
 
 
 def _terminal_active(ch: str) -> bool:
-    return unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029" or 0x202A <= ord(ch) <= 0x202E or (
-        0x2066 <= ord(ch) <= 0x2069)  # fmt: skip
+    return (
+        unicodedata.category(ch) == "Cc"
+        or ch in "\u2028\u2029"
+        or 0x202A <= ord(ch) <= 0x202E
+        or (0x2066 <= ord(ch) <= 0x2069)
+    )
 
 
 @PROPERTY
@@ -59,8 +63,17 @@ def test_escape_lines_keeps_line_breaks_only():
 
 
 def test_finding_lines_escape_names_everywhere():
-    f = Finding(rule="r", severity="warning", title=f"table {EVIL} overflows", metric="m\nx", value=1.0, unit="ps",
-                recommendation=f"raise the limit of {EVIL}", evidence={"k": EVIL}, entities={"tables": [EVIL]})  # fmt: skip
+    f = Finding(
+        rule="r",
+        severity="warning",
+        title=f"table {EVIL} overflows",
+        metric="m\nx",
+        value=1.0,
+        unit="ps",
+        recommendation=f"raise the limit of {EVIL}",
+        evidence={"k": EVIL},
+        entities={"tables": [EVIL]},
+    )
     lines = finding_lines(f)
     text = "\n".join(lines)
     assert "\x1b" not in text and "\x9b" not in text and "\r" not in text

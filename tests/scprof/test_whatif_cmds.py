@@ -47,8 +47,9 @@ def world(stored: Path, tmp_path: Path) -> Path:
 def scprof(cwd: Path, *argv: str, timeout_s: float = 300) -> CliResult:
     """`python -m scprof.cli argv...` in a child process (the command as a user runs it)."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    p = subprocess.run([sys.executable, "-m", "scprof.cli", *argv], cwd=cwd, env=env, capture_output=True,
-                       text=True, timeout=timeout_s)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "scprof.cli", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s
+    )
     return CliResult(p.returncode, p.stdout, p.stderr)
 
 
@@ -138,8 +139,9 @@ def test_tune_config_with_out_writes_only_under_out(tmp_path: Path) -> None:
     config = small_file(tmp_path, {**copy.deepcopy(SMALL), "steps": STEPS})
     work = tmp_path / "work"
     work.mkdir()
-    res = scprof(work, "tune", config, "--out", "out", "--db", str(tmp_path / "s.duckdb"), "--workers", "1",
-                 "--budget", "2")  # fmt: skip
+    res = scprof(
+        work, "tune", config, "--out", "out", "--db", str(tmp_path / "s.duckdb"), "--workers", "1", "--budget", "2"
+    )
     assert res.code == 0, res.err
     assert os.listdir(work) == ["out"]
     files = listing(work / "out")

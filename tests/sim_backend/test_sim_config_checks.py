@@ -77,8 +77,16 @@ IDS = [f[0] for f in FIELDS]
 
 
 def test_schema_walk_finds_the_keys_users_know():
-    for key in ("steps", "global_batch", "host.num_threads", "features[0].multi_hot", "features[0].zipf_exponent",
-                "hardware.hbm_bandwidth_bytes_per_s", "tables[0].vocab", "cost.tc_efficiency"):  # fmt: skip
+    for key in (
+        "steps",
+        "global_batch",
+        "host.num_threads",
+        "features[0].multi_hot",
+        "features[0].zipf_exponent",
+        "hardware.hbm_bandwidth_bytes_per_s",
+        "tables[0].vocab",
+        "cost.tc_efficiency",
+    ):
         assert key in IDS
     assert len(FIELDS) > 60
 
@@ -100,8 +108,9 @@ def _expect(raw, *needles):
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
-@pytest.mark.parametrize("key, put, kind, meta", [f for f in FIELDS if f[2] is float], ids=[
-    f[0] for f in FIELDS if f[2] is float])  # fmt: skip
+@pytest.mark.parametrize(
+    "key, put, kind, meta", [f for f in FIELDS if f[2] is float], ids=[f[0] for f in FIELDS if f[2] is float]
+)
 def test_floats_must_be_finite(small_raw, key, put, kind, meta, bad):
     put(small_raw, bad)
     assert _expect(small_raw, key, "not a finite number").startswith(key)
@@ -128,8 +137,9 @@ def small_machine(monkeypatch):
 ENDS = [(f, end) for f in FIELDS for end in ("min", "max") if (f[0], end) != ("steps", "max")]
 
 
-@pytest.mark.parametrize("key, put, kind, meta, end", [(*f, end) for f, end in ENDS],
-                         ids=[f"{f[0]}-{end}" for f, end in ENDS])  # fmt: skip
+@pytest.mark.parametrize(
+    "key, put, kind, meta, end", [(*f, end) for f, end in ENDS], ids=[f"{f[0]}-{end}" for f, end in ENDS]
+)
 def test_every_key_at_its_bounds_runs_or_is_refused_in_one_line(small_raw, small_machine, key, put, kind, meta, end):
     """At each end of its range, a key gives a simulation with sane times or a user error, never a crash."""
     from sim_backend.emulator import simulate

@@ -17,10 +17,37 @@ def build_mixed_store(ui_db: str, directory) -> str:
     db = str(directory / "mixed.duckdb")
     shutil.copyfile(ui_db, db)
     base = ["--db", db, "--steps", "5"]
-    assert main(["record", str(REPO / "configs" / "baseline.toml"), "--set", "flags.maximum_parallel_iterations=2",
-                 "--name", "prefetch2", "--out", str(directory / "p2"), *base]) == 0  # fmt: skip
-    assert main(["record", str(REPO / "configs" / "spmem_overflow.toml"), "--name", "spmem", "--db", db,
-                 "--out", str(directory / "f")]) == 2  # fmt: skip  # stored as a failed run
+    assert (
+        main(
+            [
+                "record",
+                str(REPO / "configs" / "baseline.toml"),
+                "--set",
+                "flags.maximum_parallel_iterations=2",
+                "--name",
+                "prefetch2",
+                "--out",
+                str(directory / "p2"),
+                *base,
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "record",
+                str(REPO / "configs" / "spmem_overflow.toml"),
+                "--name",
+                "spmem",
+                "--db",
+                db,
+                "--out",
+                str(directory / "f"),
+            ]
+        )
+        == 2
+    )  # stored as a failed run
     assert main(["ingest", str(DATA / "jax_cpu_small.xplane.pb"), "--name", "jax_cpu", "--db", db]) == 0
     assert main(["ingest", str(DATA / "input_pipeline" / "host_bound"), "--name", "host_bound", "--db", db]) == 0
     return db

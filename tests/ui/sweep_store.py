@@ -43,8 +43,11 @@ def build_sweep_store(d: Path) -> str:
 
     db = str(d / "sweep.duckdb")
     with Store.open(db) as store:
-        for name, config in (("emulated_ok", "baseline"), ("failed", "spmem_overflow"),
-                             ("limits_too_low", "limits_too_low")):  # fmt: skip
+        for name, config in (
+            ("emulated_ok", "baseline"),
+            ("failed", "spmem_overflow"),
+            ("limits_too_low", "limits_too_low"),
+        ):
             record_into(store, str(REPO / "configs" / f"{config}.toml"), name, STEPS, str(d / name))
         (d / "gpu.xplane.pb").write_bytes(gpu_space().SerializeToString())
         ingest_trace(store, str(d / "gpu.xplane.pb"), name="gpu_capture")
@@ -62,8 +65,12 @@ def build_sweep_store(d: Path) -> str:
 
             write_synthetic_trace(str(d / "big.sctrace"), big, run_name="big")
             ingest_trace(store, str(d / "big.sctrace"), name="big")
-        kinds = {r["name"]: (r["status"], r["steps"]) for r in store.rows(
-            "SELECT name, status, (SELECT count(*) FROM steps s WHERE s.run_id = r.run_id) AS steps FROM runs r ORDER BY run_id")}  # fmt: skip
+        kinds = {
+            r["name"]: (r["status"], r["steps"])
+            for r in store.rows(
+                "SELECT name, status, (SELECT count(*) FROM steps s WHERE s.run_id = r.run_id) AS steps FROM runs r ORDER BY run_id"
+            )
+        }
     # the store holds the kinds the sweep means to cover
     assert tuple(kinds)[: len(KINDS)] == KINDS and kinds["failed"][0] == "failed" and kinds["no_steps"] == ("ok", 0)
     assert all(

@@ -79,9 +79,18 @@ def test_loopback_without_token_refuses_other_host_names(open_app, host):
 
 @pytest.mark.parametrize(
     ("host", "loopback"),
-    [("127.0.0.1", True), ("127.8.9.10", True), ("::1", True), ("[::1]", True), ("localhost", True),
-     ("0.0.0.0", False), ("::", False), ("", False), ("192.0.2.7", False)],
-)  # fmt: skip
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("", False),
+        ("192.0.2.7", False),
+    ],
+)
 def test_which_hosts_are_loopback(host, loopback):
     from ui import auth
 

@@ -47,8 +47,17 @@ def test_compare_ok_runs_in_order_from_the_top_bar(mixed_server, wide):
     assert wide.inner_text("#compare-cand").strip().startswith(f"tuned (#{ids['tuned']})")
     assert wide.inner_text("#compare-base").strip().startswith(f"baseline (#{ids['baseline']})")
     assert wide.locator(".error-box").count() == 0
-    ys = [top(wide, s) for s in ("#compare-verdict-word", "#compare-config", "#compare-findings-persisting",
-                                 "#compare-hist", "#compare-breakdown", "#compare-ops")]  # fmt: skip
+    ys = [
+        top(wide, s)
+        for s in (
+            "#compare-verdict-word",
+            "#compare-config",
+            "#compare-findings-persisting",
+            "#compare-hist",
+            "#compare-breakdown",
+            "#compare-ops",
+        )
+    ]
     assert ys == sorted(ys), ys
     assert not wide.locator("#compare-config-derived").is_visible()  # resolved.* rows collapsed
     assert "summed over cores" in wide.inner_text("#compare-ops thead")

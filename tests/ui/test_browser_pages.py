@@ -180,11 +180,19 @@ def test_tables_and_cards_built_from_their_data(pages_server, page):
     page.wait_for_selector("#page .page-body")
     settle(page)
     long = "x" * 150
-    spec = {"columns": ["name", "why", "n"], "num": [False, False, True], "wrap": [False, True, False],
-            "cut": 100, "more_after": 1, "null": "NULL",
-            "rows": [[long, long, "1"], ["<b id='t'>b</b>", None, "2"]]}  # fmt: skip
-    cards = [{"label": "<i id='c'>l</i>", "value": "3", "detail": "d", "source": "a.b"},
-             {"label": "m", "value": "4", "detail": "", "source": ""}]  # fmt: skip
+    spec = {
+        "columns": ["name", "why", "n"],
+        "num": [False, False, True],
+        "wrap": [False, True, False],
+        "cut": 100,
+        "more_after": 1,
+        "null": "NULL",
+        "rows": [[long, long, "1"], ["<b id='t'>b</b>", None, "2"]],
+    }
+    cards = [
+        {"label": "<i id='c'>l</i>", "value": "3", "detail": "d", "source": "a.b"},
+        {"label": "m", "value": "4", "detail": "", "source": ""},
+    ]
     built = page.evaluate(
         """([spec, cards]) => new Promise(done => {
              const t = document.createElement('table'); t.setAttribute('data-table', JSON.stringify(spec));

@@ -168,10 +168,12 @@ def test_unknown_runs_are_named_as_unknown(sweep_server, visitor):
     _, ids = sweep_server
     started = time.monotonic()
     views = [(f"/{p}?run={ref}", f"unknown-{p}-{ref}", ref) for p in RUN_PAGES for ref in UNKNOWN_REFS]
-    views += [(f"/compare?base={ref}&cand={ids['emulated_ok']}", f"unknown-compare-base-{ref}", ref)
-              for ref in UNKNOWN_REFS]  # fmt: skip
-    views += [(f"/compare?base={ids['emulated_ok']}&cand={ref}", f"unknown-compare-cand-{ref}", ref)
-              for ref in UNKNOWN_REFS]  # fmt: skip
+    views += [
+        (f"/compare?base={ref}&cand={ids['emulated_ok']}", f"unknown-compare-base-{ref}", ref) for ref in UNKNOWN_REFS
+    ]
+    views += [
+        (f"/compare?base={ids['emulated_ok']}&cand={ref}", f"unknown-compare-cand-{ref}", ref) for ref in UNKNOWN_REFS
+    ]
     failures: dict[str, list[str]] = {}
     for url, shot, ref in views:
         text, problems = visitor.open(url, shot)
@@ -189,8 +191,11 @@ def test_every_graph_holds_its_labels_and_shows_its_bars(sweep_server, visitor):
     _, ids = sweep_server
     started = time.monotonic()
     views = [(f"/{p}?run={run}", f"{p}-{name}") for name, run in ids.items() for p in GRAPH_PAGES]
-    views += [(f"/compare?base={ids['emulated_ok']}&cand={run}", f"compare-ok-vs-{name}")
-              for name, run in ids.items() if name != "emulated_ok"]  # fmt: skip
+    views += [
+        (f"/compare?base={ids['emulated_ok']}&cand={run}", f"compare-ok-vs-{name}")
+        for name, run in ids.items()
+        if name != "emulated_ok"
+    ]
     failures: dict[str, list[str]] = {}
     graphs = 0
     for url, shot in views:

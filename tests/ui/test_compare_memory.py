@@ -50,8 +50,9 @@ def test_memory_side_by_side_is_one_level_bar_per_run_without_empty_contributors
     names = {r["name"]: r["run_id"] for r in mixed.rows("SELECT run_id, name FROM runs")}
     peaks = {role_name: peak_bytes(mixed, names[role_name.split(": ", 1)[1]]) for role_name in bars[0].y}
     with_hbm = [n for n, r in names.items() if n in ("baseline", cand) and peak_bytes(mixed, r) is not None]
-    assert list(bars[0].y) == [f"{role}: {n}" for role, n in (("baseline", "baseline"), ("candidate", cand))
-                               if n in with_hbm]  # fmt: skip
+    assert list(bars[0].y) == [
+        f"{role}: {n}" for role, n in (("baseline", "baseline"), ("candidate", cand)) if n in with_hbm
+    ]
     for t in bars:  # no contributor drawn as an empty category
         assert any(x > 0 for x in t.x), t.name
     unit, div = byte_unit(max(peaks.values()))

@@ -34,8 +34,21 @@ def failed_last_db(ui_db, tmp_path_factory) -> str:
     d = tmp_path_factory.mktemp("failed-last")
     db = str(d / "s.duckdb")
     shutil.copyfile(ui_db, db)
-    assert main(["record", str(REPO / "configs" / "spmem_overflow.toml"), "--name", "spmem", "--db", db,
-                 "--out", str(d / "f")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "record",
+                str(REPO / "configs" / "spmem_overflow.toml"),
+                "--name",
+                "spmem",
+                "--db",
+                db,
+                "--out",
+                str(d / "f"),
+            ]
+        )
+        == 2
+    )
     return db
 
 
@@ -188,8 +201,11 @@ def test_per_op_time_says_it_is_summed_over_the_cores(mixed, mixed_ids):
     ops = find(rest, "compare-ops")
     header = " ".join(data_table_of(ops)["columns"])
     assert "time per step, summed over cores: baseline" in header
-    n_sc = mixed.rows("SELECT count(DISTINCT (chip, core)) AS n FROM tracks WHERE run_id = ? AND kind = 'sparsecore' "
-                      "AND line NOT IN ('Sparse Core Steps', 'Sparse Core Modules')", [base])[0]["n"]  # fmt: skip
+    n_sc = mixed.rows(
+        "SELECT count(DISTINCT (chip, core)) AS n FROM tracks WHERE run_id = ? AND kind = 'sparsecore' "
+        "AND line NOT IN ('Sparse Core Steps', 'Sparse Core Modules')",
+        [base],
+    )[0]["n"]
     assert n_sc > 1 and f"sparsecore (sum of {n_sc} SparseCores)" in text_of(ops)
     assert "per step per chip" in text_of(find(rest, "compare-breakdown-table"))
 

@@ -70,9 +70,18 @@ def test_a_failed_download_leaves_nothing_behind(ui_db, private_tmp):
 
 @pytest.mark.parametrize(
     ("name", "stem"),
-    [("baseline", "baseline"), ("../../etc/passwd", "etc_passwd"), ("..", "run-1"), (".hidden", "hidden"),
-     ("a b/c\\d", "a_b_c_d"), ("x" * 200, "x" * 80), ("", "run-1"), ("名前", "run-1"), (None, "run-1")],
-)  # fmt: skip
+    [
+        ("baseline", "baseline"),
+        ("../../etc/passwd", "etc_passwd"),
+        ("..", "run-1"),
+        (".hidden", "hidden"),
+        ("a b/c\\d", "a_b_c_d"),
+        ("x" * 200, "x" * 80),
+        ("", "run-1"),
+        ("名前", "run-1"),
+        (None, "run-1"),
+    ],
+)
 def test_safe_file_stems(name, stem):
     from ui.downloads import safe_file_stem
 

@@ -18,10 +18,30 @@ from ui.app import create_app
 
 # An event with these typed fields set, and what its details read (by hand); any other typed
 # field gets a value too and must have its row.
-VALUES = {"step": 3, "table": "tbl_a", "sc": 2, "minibatch": 1, "ids": 12_345, "unique_ids": 6_789,
-          "dropped_ids": 7, "bytes": 3 << 20, "flops": 1_000_000, "category": "sc_forward"}  # fmt: skip
-SHOWN = {"step": "3", "table": "tbl_a", "sc": "2", "minibatch": "1", "ids": "12,345", "unique_ids": "6,789",
-         "dropped_ids": "7", "bytes": "3 MiB", "flops": "1 MFLOP", "category": "sc_forward"}  # fmt: skip
+VALUES = {
+    "step": 3,
+    "table": "tbl_a",
+    "sc": 2,
+    "minibatch": 1,
+    "ids": 12_345,
+    "unique_ids": 6_789,
+    "dropped_ids": 7,
+    "bytes": 3 << 20,
+    "flops": 1_000_000,
+    "category": "sc_forward",
+}
+SHOWN = {
+    "step": "3",
+    "table": "tbl_a",
+    "sc": "2",
+    "minibatch": "1",
+    "ids": "12,345",
+    "unique_ids": "6,789",
+    "dropped_ids": "7",
+    "bytes": "3 MiB",
+    "flops": "1 MFLOP",
+    "category": "sc_forward",
+}
 
 # Markup in a name and an argument: shown as written, never read as HTML.
 MARKUP = "<a href='https://evil.example'>click</a> %{x} & <br><b>x</b>"

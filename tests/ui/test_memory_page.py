@@ -43,8 +43,14 @@ def test_spmem_is_drawn_in_kib_once_per_distinct_series(store, name):
     names = [t.name for t in fig.data]
     assert len(names) == len(set(names)), names  # identical SparseCores drawn once, named by where
     assert fig.layout.yaxis.ticksuffix == " KiB"
-    peak = max(r["v"] for r in store.rows("SELECT max(value) AS v FROM counter_samples WHERE run_id = ? AND "
-                                          "counter = 'SPMEM per tile' AND chip IN (0, 1)", [ids(store)[name]]))  # fmt: skip
+    peak = max(
+        r["v"]
+        for r in store.rows(
+            "SELECT max(value) AS v FROM counter_samples WHERE run_id = ? AND "
+            "counter = 'SPMEM per tile' AND chip IN (0, 1)",
+            [ids(store)[name]],
+        )
+    )
     assert max(max(t.y) for t in fig.data) == pytest.approx(peak / 1024)
 
 

@@ -74,9 +74,15 @@ def test_a_figure_takes_the_template_as_if_given_it():
 
     fig = render.figure("t", xaxis_title="x", barmode="stack")
     given = go.Figure(
-        layout=dict(template=render.TEMPLATE, title="t", margin=dict(l=60, r=20, t=40, b=40),
-                    legend=dict(orientation="h", y=-0.2), font=dict(size=12, family=render.FONT_FAMILY), xaxis_title="x",
-                    barmode="stack")
-    )  # fmt: skip
+        layout=dict(
+            template=render.TEMPLATE,
+            title="t",
+            margin=dict(l=60, r=20, t=40, b=40),
+            legend=dict(orientation="h", y=-0.2),
+            font=dict(size=12, family=render.FONT_FAMILY),
+            xaxis_title="x",
+            barmode="stack",
+        )
+    )
     assert json.dumps(fig.to_plotly_json(), sort_keys=True) == json.dumps(given.to_plotly_json(), sort_keys=True)
     assert fig.to_plotly_json()["layout"]["template"]["layout"]["colorway"] == render.TEMPLATE["layout"]["colorway"]

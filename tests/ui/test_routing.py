@@ -88,8 +88,9 @@ def _missing_inputs(app, shown: list[Any]) -> list[str]:
 def test_every_callback_a_page_triggers_finds_its_inputs(app, ids, pathname, kind):
     search = f"?base={ids['emulated_ok']}&cand={ids[kind]}" if pathname == "/compare" else f"?run={ids[kind]}"
     shown = _rendered(app, pathname, search)
-    assert f"{kind} (#{ids[kind]})" in {o["label"] for c in shown for o in (getattr(c, "options", None) or [])
-                                         if isinstance(o, dict)}  # fmt: skip
+    assert f"{kind} (#{ids[kind]})" in {
+        o["label"] for c in shown for o in (getattr(c, "options", None) or []) if isinstance(o, dict)
+    }
     assert _missing_inputs(app, shown) == []
 
 
@@ -156,16 +157,24 @@ def test_timeline_opens_the_trace_viewer_on_a_capture_with_nested_host_events(ap
     with app.scprof_access.open() as store:
         st = {"run": ids["gpu_capture"], "steps": [0, 5], "t0": None, "t1": None}
         body, _ = render_timeline(store, st)
-        (train,) = store.rows("""SELECT track_id, start_ps, dur_ps FROM slices WHERE run_id = ? AND name = 'train'
-            ORDER BY start_ps LIMIT 1""", [ids["gpu_capture"]])  # fmt: skip
+        (train,) = store.rows(
+            """SELECT track_id, start_ps, dur_ps FROM slices WHERE run_id = ? AND name = 'train'
+            ORDER BY start_ps LIMIT 1""",
+            [ids["gpu_capture"]],
+        )
     assert body.className == "trace-viewer" and body.to_plotly_json()["props"]["data-run"] == str(ids["gpu_capture"])
     client = app.server.test_client()
     k, i = 10, train["start_ps"] >> 20
     tile = client.get(f"/api/trace/tile?run={ids['gpu_capture']}&k={k}&i={i}&tracks={train['track_id']}").get_json()
     part = tile["tracks"][str(train["track_id"])]
     names = {tile["names"][str(n)] for n in part["ev"]["name"]}
-    inside = [s for s, d, n in zip(part["ev"]["start"], part["ev"]["dur"], part["ev"]["name"], strict=True)
-              if tile["names"][str(n)] == "next_batch" and train["start_ps"] <= s and s + d <= train["start_ps"] + train["dur_ps"]]  # fmt: skip
+    inside = [
+        s
+        for s, d, n in zip(part["ev"]["start"], part["ev"]["dur"], part["ev"]["name"], strict=True)
+        if tile["names"][str(n)] == "next_batch"
+        and train["start_ps"] <= s
+        and s + d <= train["start_ps"] + train["dur_ps"]
+    ]
     assert "train" in names and inside
 
 

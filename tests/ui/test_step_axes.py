@@ -86,7 +86,7 @@ def test_tuning_trial_axis_has_whole_ticks(whatif_store):
         ((5, 60), 5),
         ((0, 100), 10),
         ((0, 1000), 100),
-    ],  # fmt: skip
+    ],
 )
 def test_tick_spacing_is_the_smallest_of_1_2_5_giving_at_most_12_ticks(span, dtick):
     fig = integer_axis(go.Figure(), span)

@@ -317,8 +317,7 @@ def test_the_largest_minibatch_index_is_ingested_and_capped(tmp_path):
     path, db = str(tmp_path / "big.sctrace"), str(tmp_path / "big.duckdb")
     with Recorder(path, run_name="big", run_id="uuid-big", start_time_unix_ns=0) as rec:
         sc = rec.track("/device:TPU:0 SparseCore 0", "Sparse Core Ops", "sparsecore", chip=0, core=0)
-        rec.emit(track=[sc], name=["op"], start_ps=[0], dur_ps=[10], step=[0], sc=[0], minibatch=[2**31 - 1],
-                 ids=[5])  # fmt: skip
+        rec.emit(track=[sc], name=["op"], start_ps=[0], dur_ps=[10], step=[0], sc=[0], minibatch=[2**31 - 1], ids=[5])
     with Store.open(db) as store:
         ingest_trace(store, path)
         assert store.rows("SELECT minibatches FROM sc_step_totals") == [{"minibatches": 2**31 - 1}]

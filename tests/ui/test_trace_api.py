@@ -331,8 +331,13 @@ def test_area_hand_computed(client, runs):
     # main in [60, 1500): a%b [0,100) -> 40; a_b [100,150) -> 50; axb [200,500) -> 300; the instant
     # it's "q" at 600 -> 0; A%B [1000,2000) -> 500. Total 890.
     got = {r["name"]: (r["count"], r["total_ps"], r["max_ps"]) for r in a["rows"]}
-    assert got == {"a%b": (1, 40, 40), "a_b": (1, 50, 50), "axb": (1, 300, 300), 'it\'s "q"': (1, 0, 0),
-                   "A%B": (1, 500, 500)}  # fmt: skip
+    assert got == {
+        "a%b": (1, 40, 40),
+        "a_b": (1, 50, 50),
+        "axb": (1, 300, 300),
+        'it\'s "q"': (1, 0, 0),
+        "A%B": (1, 500, 500),
+    }
     assert a["total_ps"] == 890 and [r["name"] for r in a["rows"]][:3] == ["A%B", "axb", "a_b"]
     assert abs(sum(r["share"] for r in a["rows"]) - 1) < 1e-12
     assert next(r for r in a["rows"] if r["name"] == "A%B")["share"] == 500 / 890
@@ -480,15 +485,19 @@ def test_flows_equal_the_perfetto_export(client, runs, rows, db, tmp_path):
             xfers = [
                 r
                 for r in slices
-                if r["step"] == step and r["chip"] == chip and r["track_kind"] == "host"
+                if r["step"] == step
+                and r["chip"] == chip
+                and r["track_kind"] == "host"
                 and r["line"].startswith("Host to HBM")
-            ]  # fmt: skip
+            ]
             ops = [
                 r
                 for r in slices
-                if r["step"] == step and r["chip"] == chip and r["track_kind"] in ("sparsecore", "sc_tile")
+                if r["step"] == step
+                and r["chip"] == chip
+                and r["track_kind"] in ("sparsecore", "sc_tile")
                 and r["line"] == "Sparse Core Ops"
-            ]  # fmt: skip
+            ]
             if xfers and ops:
                 src = max(xfers, key=lambda r: (r["start_ps"], -r["event_id"]))
                 dst = min(ops, key=lambda r: (r["start_ps"], r["event_id"]))
@@ -519,9 +528,16 @@ def test_finding_link_carries_a_highlight_the_api_answers(client, runs, rows):
 
     def finding(rule: str, **entities) -> Finding:
         return Finding(
-            rule=rule, severity="info", title="t", metric="m", value=1.0, unit="", confidence="high",
-            recommendation="r", entities=entities,
-        )  # fmt: skip
+            rule=rule,
+            severity="info",
+            title="t",
+            metric="m",
+            value=1.0,
+            unit="",
+            confidence="high",
+            recommendation="r",
+            entities=entities,
+        )
 
     run = runs["baseline"]
     slices, _ = rows(run)
@@ -551,9 +567,16 @@ def test_finding_link_picks_the_page_by_whole_words():
 
     def page(rule: str, metric: str, **entities) -> str:
         f = Finding(
-            rule=rule, severity="info", title="t", metric=metric, value=1.0, unit="", confidence="high",
-            recommendation="r", entities=entities,
-        )  # fmt: skip
+            rule=rule,
+            severity="info",
+            title="t",
+            metric=metric,
+            value=1.0,
+            unit="",
+            confidence="high",
+            recommendation="r",
+            entities=entities,
+        )
         return finding_link(f, 1)[0]
 
     assert page("low_overlap", "tc_idle_share") == "Timeline"

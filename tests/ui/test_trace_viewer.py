@@ -16,8 +16,20 @@ from tests.ui.browserkit import run_ids, serve, settle, shot
 from ui.colors import op_color
 
 # Names whose colours JS and Python must agree on: ASCII, punctuation, non-ASCII, empty.
-NAMES = ["sc_forward", "dense_backward", "jit_train_step", "all-reduce.1", "fusion.123", "step 3",
-         "PjitFunction(train_step)", "naïve_op", "東京", "😀 emoji", "", "a" * 200]  # fmt: skip
+NAMES = [
+    "sc_forward",
+    "dense_backward",
+    "jit_train_step",
+    "all-reduce.1",
+    "fusion.123",
+    "step 3",
+    "PjitFunction(train_step)",
+    "naïve_op",
+    "東京",
+    "😀 emoji",
+    "",
+    "a" * 200,
+]
 
 READY = "() => window.scprofTrace && window.scprofTrace.ready"
 IDLE = "() => window.scprofTrace && window.scprofTrace.idle()"
@@ -63,8 +75,12 @@ def page_xy(page, xy: tuple[float, float]) -> tuple[float, float]:
 
 
 def widest_tc_op(app, run: int) -> dict:
-    (ev,) = sql(app, """SELECT event_id, track_id, name, start_ps, dur_ps FROM slices
-        WHERE run_id = ? AND line = 'XLA Ops' AND chip = 0 ORDER BY dur_ps DESC, event_id LIMIT 1""", [run])  # fmt: skip
+    (ev,) = sql(
+        app,
+        """SELECT event_id, track_id, name, start_ps, dur_ps FROM slices
+        WHERE run_id = ? AND line = 'XLA Ops' AND chip = 0 ORDER BY dur_ps DESC, event_id LIMIT 1""",
+        [run],
+    )
     return ev
 
 
@@ -107,10 +123,14 @@ def test_area_selection_totals_equal_sql(served, page):
     tracks = sorted(r["tid"] for r in rows[1:6])
     assert sorted(page.evaluate("() => window.scprofTrace.areaTracks()")) == tracks
     t0, t1 = res["t0"], res["t1"]
-    ref = sql(app, f"""SELECT name, count(*) AS n, sum(least(start_ps + dur_ps, ?) - greatest(start_ps, ?)) AS total,
+    ref = sql(
+        app,
+        f"""SELECT name, count(*) AS n, sum(least(start_ps + dur_ps, ?) - greatest(start_ps, ?)) AS total,
                 max(least(start_ps + dur_ps, ?) - greatest(start_ps, ?)) AS mx
         FROM slices WHERE run_id = ? AND track_id IN ({",".join("?" * len(tracks))})
-          AND start_ps < ? AND start_ps + dur_ps > ? GROUP BY name""", [t1, t0, t1, t0, run, *tracks, t1, t0])  # fmt: skip
+          AND start_ps < ? AND start_ps + dur_ps > ? GROUP BY name""",
+        [t1, t0, t1, t0, run, *tracks, t1, t0],
+    )
     assert ref, "the selection holds events"
     assert {r["name"]: (r["count"], r["total_ps"], r["max_ps"]) for r in res["rows"]} == {
         r["name"]: (r["n"], int(r["total"]), int(r["mx"])) for r in ref
@@ -129,8 +149,12 @@ def test_find_counts_like_sql_and_steps_onto_matches(served, page):
     open_run(page, url, run)
     q = "Core_FORW"  # case-insensitive: sparse_core_forward
     (ref,) = sql(app, "SELECT count(*) AS n FROM slices WHERE run_id = ? AND contains(lower(name), lower(?))", [run, q])
-    matches = sql(app, """SELECT event_id, start_ps, dur_ps FROM slices WHERE run_id = ?
-        AND contains(lower(name), lower(?)) ORDER BY start_ps, event_id""", [run, q])  # fmt: skip
+    matches = sql(
+        app,
+        """SELECT event_id, start_ps, dur_ps FROM slices WHERE run_id = ?
+        AND contains(lower(name), lower(?)) ORDER BY start_ps, event_id""",
+        [run, q],
+    )
     assert ref["n"] > 2
     page.fill(".tv-find", q)
     page.press(".tv-find", "Enter")
@@ -215,8 +239,12 @@ def test_a_real_capture_draws_groups_and_nested_host_rows(served, page, name):
     rows = page.evaluate("() => window.scprofTrace.rows()")
     groups = [r["gid"] for r in rows if r["kind"] == "group"]
     assert "host" in groups and len(groups) >= 2
-    (train,) = sql(app, """SELECT track_id, start_ps, dur_ps FROM slices WHERE run_id = ? AND name = 'train'
-        ORDER BY start_ps LIMIT 1""", [run])[:1] or [None]  # fmt: skip
+    (train,) = sql(
+        app,
+        """SELECT track_id, start_ps, dur_ps FROM slices WHERE run_id = ? AND name = 'train'
+        ORDER BY start_ps LIMIT 1""",
+        [run],
+    )[:1] or [None]
     if train is not None:  # `train` holds the step's host work one row further down
         zoom(page, train["start_ps"], train["start_ps"] + train["dur_ps"])
         deeper = page.evaluate(f"() => window.scprofTrace.rows().find(r => r.tid === {train['track_id']}).h")
@@ -232,8 +260,12 @@ def test_a_findings_highlight_marks_the_affected_slices(served, page):
     open_run(page, url, run, "&steps=1:3&hl=category:sc_forward;chip:0")
     page.wait_for_function("() => window.scprofTrace.marks().length > 0")
     v = page.evaluate("() => window.scprofTrace.view()")
-    ref = sql(app, """SELECT event_id FROM slices WHERE run_id = ? AND category = 'sc_forward' AND chip = 0
-        AND start_ps < ? AND start_ps + dur_ps > ?""", [run, round(v["t1"]), round(v["t0"])])  # fmt: skip
+    ref = sql(
+        app,
+        """SELECT event_id FROM slices WHERE run_id = ? AND category = 'sc_forward' AND chip = 0
+        AND start_ps < ? AND start_ps + dur_ps > ?""",
+        [run, round(v["t1"]), round(v["t0"])],
+    )
     assert sorted(page.evaluate("() => window.scprofTrace.marks()")) == sorted(r["event_id"] for r in ref)
     assert "highlighted by the finding" in page.inner_text(".tv-find-count")
     shot(page, "trace/08-highlight")

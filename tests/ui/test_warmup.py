@@ -157,7 +157,10 @@ def test_after_prime_a_first_render_imports_nothing(ui_db):
 
     done = subprocess.run(
         [sys.executable, "-c", FIRST_RENDERS, ui_db],
-        cwd=Path(__file__).parents[2], capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=Path(__file__).parents[2],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == []

@@ -65,9 +65,12 @@ def test_tuning_reads_the_latest_session_in_order(whatif_store, ids):
     trials = t["trials"]
     assert [r["seq"] for r in trials] == [1, 2, 3, 4, 5]
     assert [r["change_text"] for r in trials] == [
-        f"{PREFETCH}=2", f"{THREADS}=8", f"{PREFETCH}=4", f"{PREFETCH}=2, {THREADS}=8",
+        f"{PREFETCH}=2",
+        f"{THREADS}=8",
+        f"{PREFETCH}=4",
+        f"{PREFETCH}=2, {THREADS}=8",
         f"{PREFETCH}=4, sparsecore.max_tables_per_stack=1",
-    ]  # fmt: skip
+    ]
     assert [r["accepted"] for r in trials] == [True, False, True, False, False]
     assert [r["failed"] for r in trials] == [False, False, False, False, True]
     # the path starts at the baseline's mean step time over its counted steps
@@ -120,13 +123,26 @@ def test_tuned_config_download(whatif_db, whatif_store, ids):
 
 def test_shares_from_rows_hand_computed():
     def row(label, step, ref=1000.0, overrides=None):
-        return {"label": label, "step_time_ps": step, "ref_step_time_ps": ref, "overrides": overrides or {},
-                "change": (step - ref) / ref if step else None, "ci_low": None, "ci_high": None, "verdict": "x"}  # fmt: skip
+        return {
+            "label": label,
+            "step_time_ps": step,
+            "ref_step_time_ps": ref,
+            "overrides": overrides or {},
+            "change": (step - ref) / ref if step else None,
+            "ci_low": None,
+            "ci_high": None,
+            "verdict": "x",
+        }
 
     # base 1000, cand 800: gain 200. a alone 850 (150), the candidate without a 950 (150): 150, 75%;
     # b alone 960 (40), without b 860 (60): 50, 25%; interaction 200 - (150 + 40) = 10.
-    rows = [row("candidate", 800.0), row("alone: a", 850.0, overrides={"a": 1}), row("left out: a", 950.0),
-            row("alone: b", 960.0, overrides={"b": 2}), row("left out: b", 860.0)]  # fmt: skip
+    rows = [
+        row("candidate", 800.0),
+        row("alone: a", 850.0, overrides={"a": 1}),
+        row("left out: a", 950.0),
+        row("alone: b", 960.0, overrides={"b": 2}),
+        row("left out: b", 860.0),
+    ]
     out = shares_from_rows(rows)
     assert out["gain_ps"] == 200.0 and out["interaction_ps"] == 10.0
     got = [(r["key"], r["value"], r["alone_gain_ps"], r["left_out_gain_ps"], r["share"]) for r in out["changes"]]

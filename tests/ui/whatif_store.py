@@ -47,8 +47,20 @@ def build_whatif_store(ui_db: str, directory) -> str:
         c, d = s.measure([Change({PREFETCH: 4}), Change({PREFETCH: 2, THREADS: 8})], a.run_id)
         s.record(c, "tune", a.run_id, True, "faster")
         s.record(d, "tune", a.run_id, False, "no significant change")
-        failed = Measured(Change({PREFETCH: 4, "sparsecore.max_tables_per_stack": 1}), None, "x", None,
-                          c.step_time_ps, None, None, None, "failed", "out of HBM", 0, True)  # fmt: skip
+        failed = Measured(
+            Change({PREFETCH: 4, "sparsecore.max_tables_per_stack": 1}),
+            None,
+            "x",
+            None,
+            c.step_time_ps,
+            None,
+            None,
+            None,
+            "failed",
+            "out of HBM",
+            0,
+            True,
+        )
         s.record(failed, "tune", c.run_id, False, "the simulation failed: out of HBM")
         attribute(Session(store, base, "attribute", ex, root=str(directory / "trials")), tuned)
         _verify_rows(store, base, a.run_id)
@@ -69,6 +81,21 @@ def _verify_rows(store: Store, base: int, trial: int) -> None:
         store.con.execute(
             "INSERT INTO whatif_trials VALUES (?, ?, 'verify', ?, 'host_bound', ?, ?, ?, ?, ?, ?, ?, ?, ?, "
             "'improved', ?, ?, ?)",
-            [base, session, seq, json.dumps(overrides), derive, trial, base, VERIFY_ROW["step_time_ps"],
-             VERIFY_ROW["ref_step_time_ps"], change, VERIFY_ROW["ci_low"], VERIFY_ROW["ci_high"], ok, reason, at],
-        )  # fmt: skip
+            [
+                base,
+                session,
+                seq,
+                json.dumps(overrides),
+                derive,
+                trial,
+                base,
+                VERIFY_ROW["step_time_ps"],
+                VERIFY_ROW["ref_step_time_ps"],
+                change,
+                VERIFY_ROW["ci_low"],
+                VERIFY_ROW["ci_high"],
+                ok,
+                reason,
+                at,
+            ],
+        )

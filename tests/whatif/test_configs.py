@@ -38,8 +38,15 @@ def test_overrides_set_dotted_keys_and_named_list_entries() -> None:
         "flags": {"maximum_parallel_iterations": 1},
         "tables": [{"name": "t0", "width": 8}, {"name": "t1", "width": 8}],
     }
-    out = apply_overrides(raw, {"flags.maximum_parallel_iterations": 4, "tables.t1.width": 16, "host.num_threads": 8,
-                                "sparsecore.max_ids_per_table": {"t0": 100}})  # fmt: skip
+    out = apply_overrides(
+        raw,
+        {
+            "flags.maximum_parallel_iterations": 4,
+            "tables.t1.width": 16,
+            "host.num_threads": 8,
+            "sparsecore.max_ids_per_table": {"t0": 100},
+        },
+    )
     assert out["flags"]["maximum_parallel_iterations"] == 4
     assert [t["width"] for t in out["tables"]] == [8, 16]
     assert out["host"] == {"num_threads": 8}

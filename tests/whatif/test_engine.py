@@ -96,8 +96,10 @@ def test_verify_recommends_only_fixes_its_simulation_shows_faster(pair, tmp_path
         report = dataclasses.replace(report, findings=[_finding(k, v) for k, v in fixes.items()])
         session = Session(store, base, "verify", ex, root=str(tmp_path))
         verified = {f.rule: f.verified for f in verify_report(session, report).findings}
-        rows = store.rows("SELECT label, accepted, verdict, change FROM whatif_trials WHERE session = ? ORDER BY seq",
-                          [session.session])  # fmt: skip
+        rows = store.rows(
+            "SELECT label, accepted, verdict, change FROM whatif_trials WHERE session = ? ORDER BY seq",
+            [session.session],
+        )
         base_ps = counted_step_ps(store, base)
         faster_ps = counted_step_ps(store, store.resolve_run(verified["faster"]["run"]))
     assert verified["faster"]["recommended"] and verified["faster"]["change"] < -0.01
@@ -109,8 +111,12 @@ def test_verify_recommends_only_fixes_its_simulation_shows_faster(pair, tmp_path
     assert verified["slower"]["reason"].startswith("slower")
     assert not verified["fails"]["recommended"] and "failed" in verified["fails"]["reason"]
     assert not verified["numerics"]["recommended"] and "never applied automatically" in verified["numerics"]["reason"]
-    assert [(r["label"], r["accepted"]) for r in rows] == [("faster", True), ("slower", False), ("fails", False),
-                                                           ("numerics", False)]  # fmt: skip
+    assert [(r["label"], r["accepted"]) for r in rows] == [
+        ("faster", True),
+        ("slower", False),
+        ("fails", False),
+        ("numerics", False),
+    ]
     assert rows[2]["verdict"] == "failed"
 
 

@@ -32,8 +32,9 @@ def test_injection_and_removal_differ_in_the_config(cause: str) -> None:
     c = BY_NAME[cause]
     with_it, scale = build(base, [c])
     without, removed_scale = build(base, [], removed=c)
-    changed = {k for k in set(flatten(with_it)) | set(flatten(without))
-               if flatten(with_it).get(k) != flatten(without).get(k)}  # fmt: skip
+    changed = {
+        k for k in set(flatten(with_it)) | set(flatten(without)) if flatten(with_it).get(k) != flatten(without).get(k)
+    }
     assert changed or scale != removed_scale, f"{cause}: injecting and removing it give the same config"
     if c.remove is None:  # removing it is leaving it out: back to the base
         assert without == base
@@ -68,8 +69,12 @@ def test_a_scenario_verifies_its_label_and_is_analysed() -> None:
 
 
 def _result(causes: list[str], expected: list[str], findings: list[tuple[str, str]], status: str = "ok") -> dict:
-    return {"causes": causes, "expected": expected, "status": status,
-            "findings": [{"rule": r, "severity": s, "fix": None, "verified": None} for r, s in findings]}  # fmt: skip
+    return {
+        "causes": causes,
+        "expected": expected,
+        "status": status,
+        "findings": [{"rule": r, "severity": s, "fix": None, "verified": None} for r, s in findings],
+    }
 
 
 def test_scoring_against_hand_computed_figures() -> None:
@@ -83,8 +88,14 @@ def test_scoring_against_hand_computed_figures() -> None:
     ]
     s = score(results)
     assert (s["scenarios"], s["verified"], s["discarded"]) == (6, 5, 1)
-    assert s["micro"] == {"tp": 1, "fp": 2, "fn": 2, "precision": round(1 / 3, 4), "recall": round(1 / 3, 4),
-                          "f1": round(1 / 3, 4)}  # fmt: skip
+    assert s["micro"] == {
+        "tp": 1,
+        "fp": 2,
+        "fn": 2,
+        "precision": round(1 / 3, 4),
+        "recall": round(1 / 3, 4),
+        "f1": round(1 / 3, 4),
+    }
     hb = s["per_rule"]["host_bound"]
     assert (hb["positives"], hb["tp"], hb["fp"], hb["fn"], hb["precision"], hb["recall"]) == (1, 1, 2, 0, 0.3333, 1.0)
     assert s["per_rule"]["minibatching"]["info_only"] == 1 and s["per_rule"]["minibatching"]["recall"] == 0.0
@@ -100,12 +111,18 @@ def test_scoring_against_hand_computed_figures() -> None:
 
 def test_fix_match_generalises_tables_and_needs_a_faster_simulation() -> None:
     assert fix_keys({"set": {"tables.t3.width": 8}, "derive_limits": True}) == {"tables.*.width", DERIVE}
-    finding = {"rule": "host_bound", "severity": "critical", "fix": {"set": {"host.num_threads": 2}},
-               "verified": {"ci_high": -0.1}}  # fmt: skip
+    finding = {
+        "rule": "host_bound",
+        "severity": "critical",
+        "fix": {"set": {"host.num_threads": 2}},
+        "verified": {"ci_high": -0.1},
+    }
     wrong = {**finding, "fix": {"set": {"flags.maximum_parallel_iterations": 4}}, "verified": {"ci_high": -0.1}}
     slow = {**finding, "verified": {"ci_high": 0.01}}
-    results = [{"causes": ["host_threads_short"], "expected": ["host_bound"], "status": "ok", "findings": [f]}
-               for f in (finding, wrong, slow)]  # fmt: skip
+    results = [
+        {"causes": ["host_threads_short"], "expected": ["host_bound"], "status": "ok", "findings": [f]}
+        for f in (finding, wrong, slow)
+    ]
     fx = score(results)["fix"]
     assert (fx["true_findings_with_fix_expected"], fx["fix_matches"], fx["fix_matches_and_faster"]) == (3, 2, 1)
 

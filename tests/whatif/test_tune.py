@@ -29,8 +29,20 @@ def test_tune_finds_at_least_the_bundled_tuned_gain(tmp_path: Path, capsys: pyte
     )
     capsys.readouterr()
     out = tmp_path / "tune"
-    result = _run_json(capsys, "tune", str(CONFIGS / "baseline.toml"), "--set", "steps=8", "--workers", "1",
-                       "--out", str(out), "--db", db, "--json")  # fmt: skip
+    result = _run_json(
+        capsys,
+        "tune",
+        str(CONFIGS / "baseline.toml"),
+        "--set",
+        "steps=8",
+        "--workers",
+        "1",
+        "--out",
+        str(out),
+        "--db",
+        db,
+        "--json",
+    )
     with Store.open(db, read_only=True) as store:
         tuned_ps = counted_step_ps(store, store.resolve_run("tuned")).mean()
         rows = store.rows("SELECT step_time_ps, accepted FROM whatif_trials WHERE purpose = 'tune' ORDER BY seq")
@@ -45,8 +57,9 @@ def test_tune_finds_at_least_the_bundled_tuned_gain(tmp_path: Path, capsys: pyte
     assert [r["accepted"] for r in rows] == [t["accepted"] for t in result["trials"]]
     # the tuned config is one TOML file that records to the claimed step time (within 1%)
     config = Path(result["best"]["config"])
-    assert config == out / "tuned" / "baseline" / "tuned.toml" and "max_ids_file" not in tomllib.loads(config.read_text())["flags"].get(
-        "xla_sparse_core_max_ids_file", "max_ids_file")  # fmt: skip
+    assert config == out / "tuned" / "baseline" / "tuned.toml" and "max_ids_file" not in tomllib.loads(
+        config.read_text()
+    )["flags"].get("xla_sparse_core_max_ids_file", "max_ids_file")
     assert main(["record", str(config), "--db", db, "--out", str(tmp_path / "again")]) == 0
     capsys.readouterr()
     with Store.open(db, read_only=True) as store:
@@ -81,8 +94,9 @@ def test_tune_refuses_a_real_capture(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 def _win(change: Change, rel: float) -> Measured:
-    return Measured(change, 1, "t", 100.0 * (1 + rel), 100.0, rel, rel - 0.02, rel + 0.02, "no significant change",
-                    None, 0, True)  # fmt: skip
+    return Measured(
+        change, 1, "t", 100.0 * (1 + rel), 100.0, rel, rel - 0.02, rel + 0.02, "no significant change", None, 0, True
+    )
 
 
 def test_small_wins_are_tried_together() -> None:

@@ -65,8 +65,10 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = small_file(root, {**copy.deepcopy(SMALL), "steps": STEPS})
     (root / "limits.toml").write_text(LIMITS)
     with Store.open(str(root / "store.duckdb")) as store:
-        for name, sets in (("small", []), ("limited", [f"{LIMITS_KEY}={root / 'limits.toml'}",
-                                                       "flags.maximum_parallel_iterations=1"])):  # fmt: skip
+        for name, sets in (
+            ("small", []),
+            ("limited", [f"{LIMITS_KEY}={root / 'limits.toml'}", "flags.maximum_parallel_iterations=1"]),
+        ):
             ingest_trace(store, record_run(config, sets, name, None, str(root / name)).trace_path)
             shutil.rmtree(root / name)
     return root
@@ -93,8 +95,15 @@ def scprof(cwd: Path, *argv: str) -> CliResult:
 
     env = dict(os.environ, PYTHONPATH=str(REPO))
     try:
-        p = subprocess.run([sys.executable, "-m", "scprof.cli", *argv, "--db", "store.duckdb"], cwd=cwd, env=env,
-                           capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, preexec_fn=limit)  # fmt: skip
+        p = subprocess.run(
+            [sys.executable, "-m", "scprof.cli", *argv, "--db", "store.duckdb"],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+            preexec_fn=limit,
+        )
     except subprocess.TimeoutExpired:
         return CliResult(-1, "", f"(harness) no answer within {CHILD_TIMEOUT_S} s: it hung")
     return CliResult(p.returncode, p.stdout, p.stderr)
@@ -307,15 +316,21 @@ def test_fdo_stats_the_header_holds_reach_the_trials(world: Path, tmp_path: Path
     them from a stats file the engine writes, after the directory is gone."""
     from whatif.engine import Change
 
-    derived = record_run(str(world / "small.toml"), ["flags.xla_sparse_core_estimate_max_ids=true"], "derive",
-                         None, str(tmp_path / "derive"))  # fmt: skip
+    derived = record_run(
+        str(world / "small.toml"),
+        ["flags.xla_sparse_core_estimate_max_ids=true"],
+        "derive",
+        None,
+        str(tmp_path / "derive"),
+    )
     assert derived.fdo_stats_path
     stats_dir = tmp_path / "stats"
     stats_dir.mkdir()
     shutil.copy(derived.fdo_stats_path, stats_dir)
     with Store.open(str(world / "store.duckdb")) as store:
-        run = record_run(str(world / "small.toml"), [f"flags.fdo_stats_dir={stats_dir}"], "fdo", None,
-                         str(tmp_path / "fdo"))  # fmt: skip
+        run = record_run(
+            str(world / "small.toml"), [f"flags.fdo_stats_dir={stats_dir}"], "fdo", None, str(tmp_path / "fdo")
+        )
         fdo_id = ingest_trace(store, run.trace_path).run_id
         origin = _resolved_limits(store, fdo_id)
     assert {v["source"] for v in origin.values()} == {"fdo_stats"}
@@ -335,8 +350,12 @@ def test_fdo_stats_the_header_holds_reach_the_trials(world: Path, tmp_path: Path
 def test_config_paths_lists_every_path_key() -> None:
     from sim_backend.config_load import config_paths
 
-    raw = {"extends": "b.toml", "perf_tables": "t", "flags": {"fdo_stats_dir": "d", LIMITS_KEY.split(".")[1]: ""},
-           "features": [{"name": "f.x", "ids_file": "i.npz"}, {"ids_file": "j.npz"}]}  # fmt: skip
+    raw = {
+        "extends": "b.toml",
+        "perf_tables": "t",
+        "flags": {"fdo_stats_dir": "d", LIMITS_KEY.split(".")[1]: ""},
+        "features": [{"name": "f.x", "ids_file": "i.npz"}, {"ids_file": "j.npz"}],
+    }
     keys = [k for k, _, _ in config_paths(raw)]
     assert keys == ["extends", "perf_tables", "flags.fdo_stats_dir", 'features."f.x".ids_file', "features.1.ids_file"]
 

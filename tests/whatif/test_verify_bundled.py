@@ -19,8 +19,11 @@ def test_skew_fix_is_simulated_faster_and_every_verdict_matches_the_step_times(t
         session = Session(store, run, "verify", ex, root=str(tmp_path / "trials"))
         report = verify_report(session, analyze_run(store, run))
         base_ps = counted_step_ps(store, run).mean()
-        verified = [(f, f.verified, counted_step_ps(store, store.resolve_run(f.verified["run"])).mean())
-                    for f in report.findings if f.verified]  # fmt: skip
+        verified = [
+            (f, f.verified, counted_step_ps(store, store.resolve_run(f.verified["run"])).mean())
+            for f in report.findings
+            if f.verified
+        ]
     skew = [v for f, v, _ in verified if f.rule == "sc_load_skew"]
     assert skew and all(v["recommended"] and v["change"] < -0.01 for v in skew)
     for _f, v, trial_ps in verified:

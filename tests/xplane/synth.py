@@ -43,8 +43,7 @@ class PlaneBuilder:
         return self.p.lines.add(id=lid, name=name, timestamp_ns=ts_ns)
 
     def event(self, line: xp.XLine, name: str, offset_ps: int, dur_ps: int, meta_stats=None, **stats) -> None:
-        ev = line.events.add(metadata_id=self.meta(name, **(meta_stats or {})), offset_ps=offset_ps,
-                             duration_ps=dur_ps)  # fmt: skip
+        ev = line.events.add(metadata_id=self.meta(name, **(meta_stats or {})), offset_ps=offset_ps, duration_ps=dur_ps)
         for k, v in stats.items():
             self.set(ev.stats.add(), k, v)
 
@@ -61,21 +60,43 @@ def tpu_space(steps: int = 3) -> xp.XSpace:
     for s in range(steps):
         tc.event(st_line, str(s), s * step_ps, step_ps - 1000, group_id=s)
         for k in range(4):
-            tc.event(ops, f"fusion.{k}", s * step_ps + k * 100_000_000, 50_000_000,
-                     meta_stats={"hlo_category": "convolution", "flops": 1000 * (k + 1), "bytes_accessed": 64},
-                     group_id=s)  # fmt: skip
+            tc.event(
+                ops,
+                f"fusion.{k}",
+                s * step_ps + k * 100_000_000,
+                50_000_000,
+                meta_stats={"hlo_category": "convolution", "flops": 1000 * (k + 1), "bytes_accessed": 64},
+                group_id=s,
+            )
     for core in range(2):
         sc = PlaneBuilder(space, 100 + core, f"/device:TPU:0 SparseCore {core}")
         sc_ops = sc.line(1, "Sparse Core Ops")
         for s in range(steps):
-            sc.event(sc_ops, "SparseDenseMatmulOp", s * step_ps + 500_000, 30_000_000, group_id=s,
-                     table=("ref", f"table_{core}"), ids=800 + s, unique_ids=600, dropped_ids=2,
-                     bytes_accessed=4096, custom_note="hot")  # fmt: skip
+            sc.event(
+                sc_ops,
+                "SparseDenseMatmulOp",
+                s * step_ps + 500_000,
+                30_000_000,
+                group_id=s,
+                table=("ref", f"table_{core}"),
+                ids=800 + s,
+                unique_ids=600,
+                dropped_ids=2,
+                bytes_accessed=4096,
+                custom_note="hot",
+            )
     host = PlaneBuilder(space, 200, "/host:CPU")
     th = host.line(7, "python")
     for i in range(3):
-        host.event(th, "MemoryAllocation", i * 1_000_000, 0, allocator_name="hbm", bytes_allocated=1 << (20 + i),
-                   peak_bytes_in_use=1 << 23)  # fmt: skip
+        host.event(
+            th,
+            "MemoryAllocation",
+            i * 1_000_000,
+            0,
+            allocator_name="hbm",
+            bytes_allocated=1 << (20 + i),
+            peak_bytes_in_use=1 << 23,
+        )
     other = PlaneBuilder(space, 300, "/custom:widget")
     other.p.stats.add(metadata_id=other.stat("widget_rev"), int64_value=7)
     wl = other.line(1, "Widget Line")

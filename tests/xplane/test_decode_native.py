@@ -58,8 +58,7 @@ def _same(a, b) -> None:
             return []
         cols = {k: np.concatenate(v) for k, v in d.args.items()}
         dbl = np.nan_to_num(cols["double_value"], nan=-0.5).tolist()
-        return sorted(zip(*(cols[k].tolist() for k in ("event_id", "key", "int_value", "string_id")), dbl,
-                          strict=True))  # fmt: skip
+        return sorted(zip(*(cols[k].tolist() for k in ("event_id", "key", "int_value", "string_id")), dbl, strict=True))
 
     assert args(a) == args(b)
 

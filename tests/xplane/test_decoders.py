@@ -54,8 +54,15 @@ def reference(events: list[bytes]) -> dict:
     return {"events": cols, "stats": stats}
 
 
-KIND_NAMES = {xf.KIND_INT: "int64_value", xf.KIND_UINT: "uint64_value", xf.KIND_DOUBLE: "double_value",
-              xf.KIND_STR: "str_value", xf.KIND_BYTES: "bytes_value", xf.KIND_REF: "ref_value", 0: None}  # fmt: skip
+KIND_NAMES = {
+    xf.KIND_INT: "int64_value",
+    xf.KIND_UINT: "uint64_value",
+    xf.KIND_DOUBLE: "double_value",
+    xf.KIND_STR: "str_value",
+    xf.KIND_BYTES: "bytes_value",
+    xf.KIND_REF: "ref_value",
+    0: None,
+}
 
 
 def decoded(ev: LineEvents) -> dict:
@@ -155,8 +162,11 @@ def stat_parts(draw) -> bytes:
         s = xp.XStat()
         if draw(st.booleans()):
             s.metadata_id = draw(st.one_of(SMALL, I64))
-        which = draw(st.sampled_from(["int64_value", "uint64_value", "ref_value", "double_value", "str_value",
-                                      "bytes_value", None]))  # fmt: skip
+        which = draw(
+            st.sampled_from(
+                ["int64_value", "uint64_value", "ref_value", "double_value", "str_value", "bytes_value", None]
+            )
+        )
         if which in ("int64_value",):
             s.int64_value = draw(st.one_of(SMALL, I64))
         elif which in ("uint64_value", "ref_value"):
@@ -180,8 +190,13 @@ def events(draw) -> bytes:
         if kind == "stat":
             pieces.append(_len(xf.EV_STATS, draw(stat_parts())))
         elif kind == "unknown":  # fields XEvent does not know: kept by protobuf as unknown, ignored here
-            pieces.append(draw(st.sampled_from([_key(9, 0) + encode_varint(5), _len(12, b"xyz"),
-                                                _key(6, 1) + bytes(8), _key(1, 2) + b"\x00"])))  # fmt: skip
+            pieces.append(
+                draw(
+                    st.sampled_from(
+                        [_key(9, 0) + encode_varint(5), _len(12, b"xyz"), _key(6, 1) + bytes(8), _key(1, 2) + b"\x00"]
+                    )
+                )
+            )
         elif kind == "whole":
             e = xp.XEvent(metadata_id=draw(SMALL), offset_ps=draw(st.one_of(SMALL, I64)))
             pieces.append(e.SerializeToString())

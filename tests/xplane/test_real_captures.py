@@ -37,8 +37,12 @@ def _walls(run_dir: str, host: str = "host0") -> list[float]:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory) -> str:
     db = str(tmp_path_factory.mktemp("real") / "s.duckdb")
-    for name, path in (("host_bound", HOST_BOUND), ("prefetched", PREFETCHED), ("two_hosts", TWO_HOSTS),
-                       ("drift", MISSING_STATS)):  # fmt: skip
+    for name, path in (
+        ("host_bound", HOST_BOUND),
+        ("prefetched", PREFETCHED),
+        ("two_hosts", TWO_HOSTS),
+        ("drift", MISSING_STATS),
+    ):
         assert main(["ingest", path, "--db", db, "--name", name]) == 0
     return db
 
@@ -51,8 +55,12 @@ def _json(capsys, *argv: str):
 
 def _step_ps(db: str, run: str) -> list[int]:
     with Store.open(db, read_only=True) as st:
-        return [r["dur_ps"] for r in st.rows("SELECT dur_ps FROM step_times JOIN runs USING (run_id) "
-                                             "WHERE name = ? ORDER BY step", [run])]  # fmt: skip
+        return [
+            r["dur_ps"]
+            for r in st.rows(
+                "SELECT dur_ps FROM step_times JOIN runs USING (run_id) WHERE name = ? ORDER BY step", [run]
+            )
+        ]
 
 
 @pytest.mark.parametrize("run,run_dir", [("host_bound", HOST_BOUND), ("prefetched", PREFETCHED)])
@@ -68,11 +76,17 @@ def test_two_hosts_import_as_one_run_with_both_hosts(store):
     with Store.open(store, read_only=True) as st:
         (run,) = st.rows("SELECT * FROM runs WHERE name = 'two_hosts'")
         tracks = st.rows("SELECT DISTINCT plane, kind, chip FROM tracks WHERE run_id = ?", [run["run_id"]])
-    want = sum(len(ln.events) for h in ("host0", "host1")
-               for p in read_space(os.path.join(TWO_HOSTS, f"{h}.xplane.pb")).planes for ln in p.lines)  # fmt: skip
+    want = sum(
+        len(ln.events)
+        for h in ("host0", "host1")
+        for p in read_space(os.path.join(TWO_HOSTS, f"{h}.xplane.pb")).planes
+        for ln in p.lines
+    )
     assert run["events"] <= want and run["events"] > want * 0.9  # markers only (StepTraceAnnotation) are steps
     assert {(t["plane"], t["kind"], t["chip"]) for t in tracks if t["kind"] == "cpu"} == {
-        ("host0 /host:CPU", "cpu", 0), ("host1 /host:CPU", "cpu", 1)}  # fmt: skip
+        ("host0 /host:CPU", "cpu", 0),
+        ("host1 /host:CPU", "cpu", 1),
+    }
     assert {t["plane"] for t in tracks} >= {"host0 /host:CPU", "host1 /host:CPU"}
     # a step ends when its slowest host's does: each step within 5% of the slower host's wall time
     walls = [max(a, b) for a, b in zip(_walls(TWO_HOSTS, "host0"), _walls(TWO_HOSTS, "host1"), strict=True)]
@@ -156,10 +170,13 @@ def test_a_capture_missing_stats_still_finds_its_cpu_device(store):
                 "SELECT name, list(DISTINCT kind ORDER BY kind) AS k FROM tracks JOIN runs USING (run_id) GROUP BY name"
             )
         }
-        wide = st.rows("SELECT DISTINCT int_value FROM event_args JOIN runs USING (run_id) "
-                       "WHERE name = 'drift' AND key = 'program_id'")  # fmt: skip
-        hlo_op = st.rows("SELECT count(*) AS n FROM event_args JOIN runs USING (run_id) "
-                         "WHERE name = 'drift' AND key = 'hlo_op'")[0]["n"]  # fmt: skip
+        wide = st.rows(
+            "SELECT DISTINCT int_value FROM event_args JOIN runs USING (run_id) "
+            "WHERE name = 'drift' AND key = 'program_id'"
+        )
+        hlo_op = st.rows(
+            "SELECT count(*) AS n FROM event_args JOIN runs USING (run_id) WHERE name = 'drift' AND key = 'hlo_op'"
+        )[0]["n"]
     assert hlo_op == 0 and kinds["drift"] == kinds["prefetched"] == ["cpu", "host"]
     assert wide and all(r["int_value"] >= 1 << 31 for r in wide)  # ids beyond 2**31 kept exactly
     assert _step_ps(store, "drift") == _step_ps(store, "prefetched")
@@ -196,8 +213,10 @@ def test_a_gpu_capture_gets_device_tracks_steps_and_the_host_bound_finding(tmp_p
     with Store.open(db, read_only=True) as st:
         tracks = {r["line"]: (r["kind"], r["chip"]) for r in st.rows("SELECT * FROM tracks")}
         cats = {r["name"]: r["category"] for r in st.rows("SELECT DISTINCT name, category FROM slices")}
-        steps = {r["name"]: r["s"] for r in st.rows("SELECT name, list(DISTINCT step ORDER BY step) s FROM slices "
-                                                     "GROUP BY name")}  # fmt: skip
+        steps = {
+            r["name"]: r["s"]
+            for r in st.rows("SELECT name, list(DISTINCT step ORDER BY step) s FROM slices GROUP BY name")
+        }
     assert tracks["Stream #13(Compute)"] == tracks["Stream #14(MemcpyH2D)"] == ("gpu", 0)
     assert tracks["python"] == ("host", -1)
     assert (cats["fusion_kernel"], cats["MemcpyH2D"], cats["next_batch"], cats["cuLaunchKernel"]) == (
@@ -229,13 +248,23 @@ def test_a_tpu_pod_capture_is_one_run_with_chips_numbered_across_hosts(tmp_path,
     db = str(tmp_path / "p.duckdb")
     assert main(["ingest", str(run_dir), "--db", db, "--name", "pod"]) == 0
     with Store.open(db, read_only=True) as st:
-        chips = {(r["plane"], r["kind"], r["chip"], r["core"]) for r in st.rows(
-            "SELECT DISTINCT plane, kind, chip, core FROM tracks WHERE kind IN ('tensorcore', 'sparsecore')")}  # fmt: skip
+        chips = {
+            (r["plane"], r["kind"], r["chip"], r["core"])
+            for r in st.rows(
+                "SELECT DISTINCT plane, kind, chip, core FROM tracks WHERE kind IN ('tensorcore', 'sparsecore')"
+            )
+        }
         (run,) = st.rows("SELECT * FROM runs")
     # each host has chip 0 with its TensorCore and two SparseCores: host 1's becomes chip 1
-    assert chips == {(f"tpu-host-{h} /device:TPU:0{sc}", kind, h, core) for h in range(2)
-                     for sc, kind, core in (("", "tensorcore", 0), (" SparseCore 0", "sparsecore", 0),
-                                            (" SparseCore 1", "sparsecore", 1))}  # fmt: skip
+    assert chips == {
+        (f"tpu-host-{h} /device:TPU:0{sc}", kind, h, core)
+        for h in range(2)
+        for sc, kind, core in (
+            ("", "tensorcore", 0),
+            (" SparseCore 0", "sparsecore", 0),
+            (" SparseCore 1", "sparsecore", 1),
+        )
+    }
     assert run["num_chips"] == 2
     report = _json(capsys, "analyze", "pod", "--db", db, "--json")
     assert report["figures"]["breakdown"]["steps"] == 3
@@ -249,11 +278,21 @@ def test_per_op_changes_carry_a_95_interval_computed_as_by_hand(store, capsys):
     with Store.open(store, read_only=True) as st:
 
         def samples(run: str) -> list[float]:  # the op's time in each counted step (0 where it does not run)
-            steps = [r["step"] for r in st.rows("SELECT step FROM step_times JOIN runs USING (run_id) "
-                                                "WHERE name = ? AND counted ORDER BY step", [run])]  # fmt: skip
-            per = {r["step"]: r["ps"] for r in st.rows(
-                "SELECT step, sum(dur_ps)::DOUBLE AS ps FROM slices JOIN runs USING (run_id) "
-                "WHERE runs.name = ? AND slices.name = 'train' AND track_kind = 'host' GROUP BY step", [run])}  # fmt: skip
+            steps = [
+                r["step"]
+                for r in st.rows(
+                    "SELECT step FROM step_times JOIN runs USING (run_id) WHERE name = ? AND counted ORDER BY step",
+                    [run],
+                )
+            ]
+            per = {
+                r["step"]: r["ps"]
+                for r in st.rows(
+                    "SELECT step, sum(dur_ps)::DOUBLE AS ps FROM slices JOIN runs USING (run_id) "
+                    "WHERE runs.name = ? AND slices.name = 'train' AND track_kind = 'host' GROUP BY step",
+                    [run],
+                )
+            }
             return [per.get(s, 0.0) for s in steps]
 
         b, p = samples("host_bound"), samples("prefetched")

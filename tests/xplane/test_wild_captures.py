@@ -123,8 +123,9 @@ def test_runs_step_times_and_reports_agree_on_the_steps(store, name, capsys):
         chip_steps = st.rows("SELECT c.* FROM chip_steps c JOIN runs USING (run_id) WHERE name = ?", [name])
     assert row["steps"] == len(steps)
     for s in steps:  # a step's window is one chip's step: an interval of the trace
-        assert any(c["step"] == s["step"] and c["start_ps"] == s["start_ps"] and c["dur_ps"] == s["dur_ps"]
-                   for c in chip_steps), s  # fmt: skip
+        assert any(
+            c["step"] == s["step"] and c["start_ps"] == s["start_ps"] and c["dur_ps"] == s["dur_ps"] for c in chip_steps
+        ), s
 
 
 @pytest.mark.parametrize("name", [n for n in CAPTURES if xplane_files(n)])
@@ -136,8 +137,10 @@ def test_every_device_plane_is_a_chip(store, name):
         want |= {(f, p.name) for p in space.planes if p.name.startswith("/device:")}
     with Store.open(store, read_only=True) as st:
         (run_row,) = st.rows("SELECT * FROM runs WHERE name = ?", [name])
-        planes = st.rows("SELECT DISTINCT plane FROM tracks WHERE run_id = ? AND list_contains(?, kind)",
-                         [run_row["run_id"], list(DEVICE_KINDS)])  # fmt: skip
+        planes = st.rows(
+            "SELECT DISTINCT plane FROM tracks WHERE run_id = ? AND list_contains(?, kind)",
+            [run_row["run_id"], list(DEVICE_KINDS)],
+        )
     assert len(planes) == len(want)
     if want:
         assert run_row["num_chips"] == len({p for p in want if " SparseCore" not in p[1]})
@@ -158,8 +161,10 @@ def xprof(tmp_path_factory):
         for f in files:
             shutil.copyfile(f, run_dir / os.path.basename(f))
         session = f"--session_id={run_dir}"
-        out[name] = {tool: _xprof(tool, session, *extra) for tool, extra in (
-            ("get_overview", ["--bypass_cache=True"]), ("get_top_hlo_ops", ["--limit=10"]))}  # fmt: skip
+        out[name] = {
+            tool: _xprof(tool, session, *extra)
+            for tool, extra in (("get_overview", ["--bypass_cache=True"]), ("get_top_hlo_ops", ["--limit=10"]))
+        }
     return out
 
 
@@ -183,8 +188,10 @@ def parity(store: str, name: str, xprof_out: dict) -> dict:
     util = report["figures"].get("utilization", {})
     with Store.open(store, read_only=True) as st:
         (r,) = st.rows("SELECT * FROM run_list WHERE name = ?", [name])
-        steps = [x["dur_ps"] for x in st.rows("SELECT dur_ps FROM step_times JOIN runs USING (run_id) WHERE name = ?",
-                                              [name])]  # fmt: skip
+        steps = [
+            x["dur_ps"]
+            for x in st.rows("SELECT dur_ps FROM step_times JOIN runs USING (run_id) WHERE name = ?", [name])
+        ]
         kind = util.get("device_kind")
         top = st.rows(
             """SELECT o.name, sum(o.self_ps)::DOUBLE AS self_ps FROM op_self_times o JOIN runs USING (run_id)
@@ -192,10 +199,15 @@ def parity(store: str, name: str, xprof_out: dict) -> dict:
                GROUP BY 1 ORDER BY 2 DESC LIMIT 4""",
             [name, kind],
         )
-        dev_ps = {x["name"]: x["ps"] for x in st.rows(
-            """SELECT s.value AS name, sum(a.int_value)::DOUBLE AS ps FROM event_args a JOIN events e USING (run_id, event_id)
+        dev_ps = {
+            x["name"]: x["ps"]
+            for x in st.rows(
+                """SELECT s.value AS name, sum(a.int_value)::DOUBLE AS ps FROM event_args a JOIN events e USING (run_id, event_id)
                JOIN strings s ON s.run_id = e.run_id AND s.string_id = e.name_id JOIN runs ON runs.run_id = a.run_id
-               WHERE runs.name = ? AND a.key = 'device_duration_ps' GROUP BY 1""", [name])}  # fmt: skip
+               WHERE runs.name = ? AND a.key = 'device_duration_ps' GROUP BY 1""",
+                [name],
+            )
+        }
     x_top = [o for o in xprof_out["get_top_hlo_ops"]["top_by_time"] if o["category"] != "IDLE"][:4]
     return {
         "devices": (r["num_chips"], int(env["device_core_count"])),
@@ -209,7 +221,7 @@ def parity(store: str, name: str, xprof_out: dict) -> dict:
         "top_device_ms": {
             o["name"].rsplit("/", 1)[-1]: (dev_ps.get(o["name"].rsplit("/", 1)[-1], 0.0) / 1e9, o["total_self_time_ms"])
             for o in x_top
-        },  # fmt: skip
+        },
     }
 
 
@@ -252,8 +264,11 @@ def test_async_windows_of_the_async_line_are_xprofs(store, tmp_path):
                FROM async_spans a JOIN runs USING (run_id) WHERE runs.name = ? AND plane = '/device:TPU:0'""",
             [name],
         )
-        ops = st.rows("SELECT count(*) AS n FROM op_tracks t JOIN runs USING (run_id) "
-                      "WHERE runs.name = ? AND line = 'Async XLA Ops'", [name])  # fmt: skip
+        ops = st.rows(
+            "SELECT count(*) AS n FROM op_tracks t JOIN runs USING (run_id) "
+            "WHERE runs.name = ? AND line = 'Async XLA Ops'",
+            [name],
+        )
     assert (r["n"], r["span"], r["exposed"], r["hidden"]) == (x["count"], x["span_ps"], x["exposed_ps"], x["hidden"])
     assert r["names"] == 6  # copy-start .. copy-start.5, not one "async-copy"
     assert ops[0]["n"] == 0  # async windows are no ops: not op time, not busy time

@@ -33,16 +33,28 @@ def _snapshot(db: str) -> list:
 
 def _with_args(path: str) -> None:
     """A small trace exercising generic int/double/string arguments next to the synthetic shape."""
-    with Recorder(path, run_name="args", hardware={"generation": "v6e", "num_chips": 1},
-                  start_time_unix_ns=1_700_000_000_000_000_000) as rec:  # fmt: skip
+    with Recorder(
+        path,
+        run_name="args",
+        hardware={"generation": "v6e", "num_chips": 1},
+        start_time_unix_ns=1_700_000_000_000_000_000,
+    ) as rec:
         tc = rec.track("/device:TPU:0", "XLA Ops", kind="tensorcore", chip=0, core=0)
         st = rec.track("/device:TPU:0", "Steps", kind="tensorcore", chip=0, core=0)
         sc = rec.track("/device:TPU:0 SparseCore 1", "Sparse Core Ops", kind="sparsecore", chip=0, core=1)
         hbm = rec.track("/device:TPU:0", "HBM heap", kind="counter", chip=0, unit="bytes")
-        rec.emit(track=[tc, tc, sc], name=["fusion", "fusion", "gather"], start_ps=[10, 500, 20],
-                 dur_ps=[100, 0, 30], step=[0, 1, 1], flops=[5, 6, 0], bytes=[7, 7, 9], table=["", "", "t0"],
-                 category=["tc_forward", "tc_forward", "sc_forward"],
-                 args={"note": ["a", "b", "c"], "ratio": [0.5, 1.5, 2.5], "count": [1, 2, 3]})  # fmt: skip
+        rec.emit(
+            track=[tc, tc, sc],
+            name=["fusion", "fusion", "gather"],
+            start_ps=[10, 500, 20],
+            dur_ps=[100, 0, 30],
+            step=[0, 1, 1],
+            flops=[5, 6, 0],
+            bytes=[7, 7, 9],
+            table=["", "", "t0"],
+            category=["tc_forward", "tc_forward", "sc_forward"],
+            args={"note": ["a", "b", "c"], "ratio": [0.5, 1.5, 2.5], "count": [1, 2, 3]},
+        )
         rec.steps(track=[st, st], step=[0, 1], start_ps=[0, 400], dur_ps=[400, 400])
         rec.counters(track=[hbm, hbm], ts_ps=[0, 450], value=[1e6, 2e6])
 
@@ -97,6 +109,7 @@ def test_export_follows_xprof_conventions(tmp_path):
     md = tc.event_metadata[ops.events[0].metadata_id]
     assert {"flops"} <= {names[s.metadata_id] for s in md.stats}
     sc = planes["/device:TPU:0 SparseCore 1"]
-    assert [ln.name for ln in sc.lines] == ["Sparse Core Ops", "Sparse Core Steps"] or \
-        {ln.name for ln in sc.lines} >= {"Sparse Core Ops"}  # fmt: skip
+    assert [ln.name for ln in sc.lines] == ["Sparse Core Ops", "Sparse Core Steps"] or {ln.name for ln in sc.lines} >= {
+        "Sparse Core Ops"
+    }
     assert np.all([ln.timestamp_ns == 0 for p in space.planes for ln in p.lines])

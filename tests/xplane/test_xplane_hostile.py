@@ -47,16 +47,17 @@ def _ingest_one(tmp_path, capsys, db, case):
 def test_uint64_argument_above_int64_is_kept_exactly(tmp_path, capsys, db):
     """A uint64 stat of 2^64 - 1 used to be stored as -1; it is kept as its decimal text."""
     with _ingest_one(tmp_path, capsys, db, "arg_uint64_2^64-1") as st:
-        rows = st.rows("SELECT a.int_value, a.string_value FROM event_args a JOIN runs r USING (run_id) "
-                       "WHERE r.name = 'x' AND a.key = 'fingerprint'")  # fmt: skip
+        rows = st.rows(
+            "SELECT a.int_value, a.string_value FROM event_args a JOIN runs r USING (run_id) "
+            "WHERE r.name = 'x' AND a.key = 'fingerprint'"
+        )
     assert rows == [{"int_value": None, "string_value": str((1 << 64) - 1)}]
 
 
 def test_step_name_that_is_not_an_ascii_number_is_numbered_by_position(tmp_path, capsys, db):
     """'²' passes str.isdigit() but not int(): it used to be an internal error."""
     with _ingest_one(tmp_path, capsys, db, "step_name_superscript") as st:
-        steps = st.rows("SELECT s.step FROM steps s JOIN runs r USING (run_id) WHERE r.name = 'x' "
-                        "ORDER BY s.start_ps")  # fmt: skip
+        steps = st.rows("SELECT s.step FROM steps s JOIN runs r USING (run_id) WHERE r.name = 'x' ORDER BY s.start_ps")
     # The Steps line holds "0" (a number) and "²" (the second marker: numbered by its position, 1).
     assert [s["step"] for s in steps] == [0, 1]
 
@@ -65,10 +66,15 @@ def test_step_name_that_is_not_an_ascii_number_is_numbered_by_position(tmp_path,
 def test_typed_stat_of_another_kind_is_kept_as_an_argument(tmp_path, capsys, db, case):
     """A group_id that is not an integer fills no typed column; its value stays an argument."""
     with _ingest_one(tmp_path, capsys, db, case) as st:
-        rows = st.rows("SELECT a.double_value, a.string_value FROM event_args a JOIN runs r USING (run_id) "
-                       "WHERE r.name = 'x' AND a.key = 'group_id'")  # fmt: skip
-    assert rows == [{"double_value": 1.5, "string_value": None}] if case == "group_id_double" else \
-        [{"double_value": None, "string_value": "one"}]  # fmt: skip
+        rows = st.rows(
+            "SELECT a.double_value, a.string_value FROM event_args a JOIN runs r USING (run_id) "
+            "WHERE r.name = 'x' AND a.key = 'group_id'"
+        )
+    assert (
+        rows == [{"double_value": 1.5, "string_value": None}]
+        if case == "group_id_double"
+        else [{"double_value": None, "string_value": "one"}]
+    )
 
 
 def test_capture_larger_than_memory_is_not_read(tmp_path, capsys, db, monkeypatch):

@@ -17,8 +17,9 @@ def _ingest(paths, db="s.duckdb", **kw):
         return ingest_traces(store, paths, **kw)
 
 
-@pytest.mark.parametrize("path,pb", [(JAX_RUN_DIR, os.path.join(JAX_RUN_DIR, "jaxhost.xplane.pb")),
-                                     (JAX_SMALL, JAX_SMALL)])  # fmt: skip
+@pytest.mark.parametrize(
+    "path,pb", [(JAX_RUN_DIR, os.path.join(JAX_RUN_DIR, "jaxhost.xplane.pb")), (JAX_SMALL, JAX_SMALL)]
+)
 def test_jax_capture_ingests_what_the_file_holds(path, pb):
     want = count_space(read_space(pb))
     assert want["events"] and want["steps"]
@@ -26,8 +27,9 @@ def test_jax_capture_ingests_what_the_file_holds(path, pb):
     with Store.open("s.duckdb", read_only=True) as st:
         run = st.rows("SELECT * FROM runs")[0]
         assert run["source"] == "xplane" and run["events"] == want["events"] == r.events
-        lines = {(x["plane"], x["line"]): x["n"] for x in
-                 st.rows("SELECT plane, line, count(*) n FROM slices GROUP BY ALL")}  # fmt: skip
+        lines = {
+            (x["plane"], x["line"]): x["n"] for x in st.rows("SELECT plane, line, count(*) n FROM slices GROUP BY ALL")
+        }
         assert lines == want["lines"]
         assert {p for p, _ in lines} == want["planes"]
         assert run["steps"] == len(want["steps"])
@@ -44,8 +46,9 @@ def test_jax_capture_ingests_what_the_file_holds(path, pb):
                     xla_lines.add(ln.name)
         assert xla_lines
         kinds = {(t["line"], t["kind"], t["chip"], t["core"]) for t in st.rows("SELECT * FROM tracks")}
-        assert kinds == {(ln, "cpu", 0, 0) if ln in xla_lines or "XLA" in ln else (ln, "host", -1, -1)
-                         for ln, *_ in kinds}  # fmt: skip
+        assert kinds == {
+            (ln, "cpu", 0, 0) if ln in xla_lines or "XLA" in ln else (ln, "host", -1, -1) for ln, *_ in kinds
+        }
         assert {k for _, k, *_ in kinds} == {"cpu", "host"}
         # Stats that are not typed columns are kept as arguments, none dropped.
         keys = {r["key"] for r in st.rows("SELECT DISTINCT key FROM event_args")}
@@ -86,16 +89,28 @@ def test_synthetic_tpu_space(tmp_path):
         assert op["start_ps"] == 1000 + 1_000_000_000 + 200_000_000
         assert (op["flops"], op["bytes"], op["category"]) == (3000, 64, "convolution")
         sc = st.rows("SELECT * FROM slices WHERE plane LIKE '%SparseCore 1' AND step = 2")[0]
-        assert (sc["table_name"], sc["ids"], sc["unique_ids"], sc["dropped_ids"], sc["bytes"]) == \
-            ("table_1", 802, 600, 2, 4096)  # fmt: skip
-        assert st.rows("SELECT count(*) n FROM events WHERE step IS NULL AND track_id IN "
-                       "(SELECT track_id FROM tracks WHERE plane LIKE '/device%')")[0]["n"] == 0  # fmt: skip
+        assert (sc["table_name"], sc["ids"], sc["unique_ids"], sc["dropped_ids"], sc["bytes"]) == (
+            "table_1",
+            802,
+            600,
+            2,
+            4096,
+        )
+        assert (
+            st.rows(
+                "SELECT count(*) n FROM events WHERE step IS NULL AND track_id IN "
+                "(SELECT track_id FROM tracks WHERE plane LIKE '/device%')"
+            )[0]["n"]
+            == 0
+        )
         steps = st.rows("SELECT step, dur_ps FROM step_markers WHERE plane = '/device:TPU:0' ORDER BY step")
         assert steps == [{"step": s, "dur_ps": 1_000_000_000 - 1000} for s in range(3)]
         mem = st.rows("SELECT value FROM counter_samples WHERE counter = 'hbm bytes_allocated' ORDER BY ts_ps")
         assert [m["value"] for m in mem] == [1 << 20, 1 << 21, 1 << 22]
-        args = {(a["key"], a["int_value"], a["double_value"], a["string_value"]) for a in
-                st.rows("SELECT key, int_value, double_value, string_value FROM event_args")}  # fmt: skip
+        args = {
+            (a["key"], a["int_value"], a["double_value"], a["string_value"])
+            for a in st.rows("SELECT key, int_value, double_value, string_value FROM event_args")
+        }
         assert ("custom_note", None, None, "hot") in args
         assert ("brightness", None, 0.5, None) in args and ("mood", None, None, "calm") in args
         assert ("allocator_name", None, None, "hbm") in args
@@ -142,8 +157,12 @@ def test_an_empty_device_plane_is_a_chip_and_hlo_text_names_the_op(tmp_path):
         chips = st.rows("SELECT chip, busy_ps, idle_share_span FROM device_idle ORDER BY chip")
         (window,) = st.rows("SELECT name, source, dur_ps, hidden_ps, exposed_ps FROM async_spans")
         (run_row,) = st.rows("SELECT num_chips FROM runs")
-    assert names == {("XLA Ops", "copy-start.2"), ("XLA Ops", "fusion.1"), ("XLA Ops", "copy-done.2"),
-                     ("Async XLA Ops", "copy-start.2")}  # fmt: skip
+    assert names == {
+        ("XLA Ops", "copy-start.2"),
+        ("XLA Ops", "fusion.1"),
+        ("XLA Ops", "copy-done.2"),
+        ("Async XLA Ops", "copy-start.2"),
+    }
     assert run_row["num_chips"] == 2
     # TPU:0 busy over its ops (1510 ps, the async window not added); TPU:1 a chip with no ops
     assert [(c["chip"], c["busy_ps"]) for c in chips] == [(0, 1510), (1, 0)] and chips[1]["idle_share_span"] == 1

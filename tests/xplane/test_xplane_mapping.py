@@ -44,8 +44,11 @@ def _mapping_names() -> set[str]:
 def test_import_and_export_spell_no_mapping_name_themselves():
     names = _mapping_names()
     assert {"group_id", "scprof_step_marker", "/host:scprof", "_counters_", "hlo_category", "run_uuid"} <= names
-    modules = [p for p in sorted((REPO / "profiler" / "xspace").glob("*.py")) if p.name not in ("map_names.py",
-               "xplane_pb2.py")] + [REPO / "exporters" / "xspace.py"]  # fmt: skip
+    modules = [
+        p
+        for p in sorted((REPO / "profiler" / "xspace").glob("*.py"))
+        if p.name not in ("map_names.py", "xplane_pb2.py")
+    ] + [REPO / "exporters" / "xspace.py"]
     found = [
         f"{p.relative_to(REPO)}:{node.lineno}: {node.value!r}"
         for p in modules
@@ -67,11 +70,23 @@ def test_typed_fields_are_the_store_typed_columns():
 
 # The stat -> column contract the import has always kept (XProf's names and scprof's own).
 CONTRACT = {
-    "step_num": "step", "group_id": "step", "table": "table", "table_name": "table", "sc": "sc",
-    "sparse_core": "sc", "minibatch": "minibatch", "ids": "ids", "unique_ids": "unique_ids",
-    "dropped_ids": "dropped_ids", "bytes": "bytes", "bytes_accessed": "bytes", "bytes_transferred": "bytes",
-    "flops": "flops", "hlo_category": "category", "category": "category",
-}  # fmt: skip
+    "step_num": "step",
+    "group_id": "step",
+    "table": "table",
+    "table_name": "table",
+    "sc": "sc",
+    "sparse_core": "sc",
+    "minibatch": "minibatch",
+    "ids": "ids",
+    "unique_ids": "unique_ids",
+    "dropped_ids": "dropped_ids",
+    "bytes": "bytes",
+    "bytes_accessed": "bytes",
+    "bytes_transferred": "bytes",
+    "flops": "flops",
+    "hlo_category": "category",
+    "category": "category",
+}
 
 
 def test_typed_stats_contract():
@@ -79,8 +94,9 @@ def test_typed_stats_contract():
     as XProf groups by group_id), and the export writes a stat the import reads back. A typed field
     added later brings its own stats: these stay as they are."""
     assert CONTRACT.items() <= m.TYPED_STATS.items()
-    assert set(m.TYPED_STATS) - set(CONTRACT) == {s for f in m.TYPED_FIELDS for s in f.xspace_read if f.name not in
-                                                  CONTRACT.values()}  # fmt: skip
+    assert set(m.TYPED_STATS) - set(CONTRACT) == {
+        s for f in m.TYPED_FIELDS for s in f.xspace_read if f.name not in CONTRACT.values()
+    }
     assert m.FIELD["step"].xspace_read[-1] == "group_id"
     for f in m.TYPED_FIELDS:
         assert f.xspace_written in f.xspace_read
@@ -104,10 +120,19 @@ def test_plane_kind_reads_xprof_plane_names():
 I32_LO, I32_HI, I64_HI = -(1 << 31) + 1, (1 << 31) - 1, (1 << 63) - 1  # int32 min is the trace's NULL
 _EDGE = {tf.INT32: [0, 7, I32_LO, 1 << 30], tf.COUNT: [0, 1, 1 << 40, 12345], tf.STRING: ["t0", "t1", "²x", "t0"]}
 _NO_VALUE = {tf.INT32: NULL_I32, tf.COUNT: NULL_I64, tf.STRING: ""}  # what emit() takes for "none"
-HARDWARE = {"generation": "v6e", "num_chips": 2, "sparsecores_per_chip": 2, "tiles_per_sparsecore": 16,
-            "simd_width": 8, "hbm_bytes": 1 << 35, "spmem_bytes_per_tile": 1 << 19,
-            "hbm_bandwidth_bytes_per_s": 1.6e12, "tc_peak_flops": 9.18e14, "ici_bandwidth_bytes_per_s": 4.5e11,
-            "board": "test rig"}  # fmt: skip  # "board": not a runs column, kept in hardware_extra
+HARDWARE = {
+    "generation": "v6e",
+    "num_chips": 2,
+    "sparsecores_per_chip": 2,
+    "tiles_per_sparsecore": 16,
+    "simd_width": 8,
+    "hbm_bytes": 1 << 35,
+    "spmem_bytes_per_tile": 1 << 19,
+    "hbm_bandwidth_bytes_per_s": 1.6e12,
+    "tc_peak_flops": 9.18e14,
+    "ici_bandwidth_bytes_per_s": 4.5e11,
+    "board": "test rig",
+}  # "board": not a runs column, kept in hardware_extra
 
 
 def _typed_values(f: m.TypedField, n: int) -> list:
@@ -125,8 +150,15 @@ def _typed_values(f: m.TypedField, n: int) -> list:
 def _every_field_run(path: str) -> None:
     """A run whose events set every typed field of TYPED_FIELDS (edge values, none), with steps,
     counters, event arguments and every hardware fact."""
-    with Recorder(path, run_name="mapped", producer="test", hardware=HARDWARE, config={"model": {"layers": 3}},
-                  tags={"who": "me"}, start_time_unix_ns=1_700_000_000_000_000_000) as rec:  # fmt: skip
+    with Recorder(
+        path,
+        run_name="mapped",
+        producer="test",
+        hardware=HARDWARE,
+        config={"model": {"layers": 3}},
+        tags={"who": "me"},
+        start_time_unix_ns=1_700_000_000_000_000_000,
+    ) as rec:
         tc_steps = rec.track(m.tpu_plane(1), m.TC_LINES[0], kind="tensorcore", chip=1, core=0)
         tc_ops = rec.track(m.tpu_plane(1), m.TC_LINES[2], kind="tensorcore", chip=1, core=0)
         sc_steps = rec.track(m.sc_plane(1, 1), m.SC_LINES[0], kind="sparsecore", chip=1, core=1)
@@ -135,35 +167,60 @@ def _every_field_run(path: str) -> None:
         n = 20
         typed = {f.name: _typed_values(f, n) for f in m.TYPED_FIELDS}
         typed["step"] = [i // 10 for i in range(n)]  # inside the markers below
-        rec.emit(track=[tc_ops if i % 2 else sc_ops for i in range(n)], name=[f"op{i % 3}" for i in range(n)],
-                 start_ps=[100 * i + 1 for i in range(n)], dur_ps=[50 + i for i in range(n)], **typed,
-                 args={"note": [f"n{i}" for i in range(n)], "ratio": [i / 4 for i in range(n)],
-                       "count": [i - 3 for i in range(n)]})  # fmt: skip
-        rec.steps(track=[tc_steps, tc_steps, sc_steps, sc_steps], step=[0, 1, 0, 1], start_ps=[0, 1000, 0, 1000],
-                  dur_ps=[1000, 1000, 1000, 1000])  # fmt: skip
+        rec.emit(
+            track=[tc_ops if i % 2 else sc_ops for i in range(n)],
+            name=[f"op{i % 3}" for i in range(n)],
+            start_ps=[100 * i + 1 for i in range(n)],
+            dur_ps=[50 + i for i in range(n)],
+            **typed,
+            args={
+                "note": [f"n{i}" for i in range(n)],
+                "ratio": [i / 4 for i in range(n)],
+                "count": [i - 3 for i in range(n)],
+            },
+        )
+        rec.steps(
+            track=[tc_steps, tc_steps, sc_steps, sc_steps],
+            step=[0, 1, 0, 1],
+            start_ps=[0, 1000, 0, 1000],
+            dur_ps=[1000, 1000, 1000, 1000],
+        )
         rec.counters(track=[hbm, hbm, hbm], ts_ps=[0, 450, 1900], value=[1e6, 2.5e6, 0.0])
 
 
 def _mapped(db: str) -> dict[str, list]:
     """Every field the mapping carries, read from the store: typed columns (strings resolved),
     steps, counters, arguments, tracks and the run facts."""
-    typed = ", ".join(f"(SELECT value FROM strings s WHERE s.run_id = e.run_id AND s.string_id = e.{f.column}) "
-                      f"AS {f.name}" if f.holds == tf.STRING else f"e.{f.column}"
-                      for f in m.TYPED_FIELDS)  # fmt: skip
-    facts = ", ".join(["uuid", "name", "producer", "config", "tags", "start_time_unix_ns", "hardware_extra",
-                       *(k for k in m.HARDWARE_FACTS)])  # fmt: skip
+    typed = ", ".join(
+        f"(SELECT value FROM strings s WHERE s.run_id = e.run_id AND s.string_id = e.{f.column}) AS {f.name}"
+        if f.holds == tf.STRING
+        else f"e.{f.column}"
+        for f in m.TYPED_FIELDS
+    )
+    facts = ", ".join(
+        [
+            "uuid",
+            "name",
+            "producer",
+            "config",
+            "tags",
+            "start_time_unix_ns",
+            "hardware_extra",
+            *(k for k in m.HARDWARE_FACTS),
+        ]
+    )
     queries = {
         "events": f"SELECT t.plane, t.line, n.value AS name, e.start_ps, e.dur_ps, {typed} FROM events e "
-                  "JOIN tracks t USING (run_id, track_id) JOIN strings n ON n.run_id = e.run_id "
-                  "AND n.string_id = e.name_id ORDER BY ALL",
+        "JOIN tracks t USING (run_id, track_id) JOIN strings n ON n.run_id = e.run_id "
+        "AND n.string_id = e.name_id ORDER BY ALL",
         "args": "SELECT s.plane, s.start_ps, a.key, a.int_value, a.double_value, a.string_value "
-                "FROM event_args a JOIN slices s USING (run_id, event_id) ORDER BY ALL",
+        "FROM event_args a JOIN slices s USING (run_id, event_id) ORDER BY ALL",
         "steps": "SELECT t.plane, t.line, s.step, s.start_ps, s.dur_ps FROM steps s JOIN tracks t "
-                 "USING (run_id, track_id) ORDER BY ALL",
+        "USING (run_id, track_id) ORDER BY ALL",
         "counters": "SELECT plane, counter, unit, ts_ps, value FROM counter_samples ORDER BY ALL",
         "tracks": "SELECT plane, line, kind, chip, core FROM tracks ORDER BY ALL",
         "runs": f"SELECT {facts} FROM runs",
-    }  # fmt: skip
+    }
     with Store.open(db, read_only=True) as st:
         return {k: st.rows(q) for k, q in queries.items()}
 

@@ -74,10 +74,13 @@ def exported(tmp_path_factory):
         export_run(st, r.run_id, str(run_dir / "scprof.xplane.pb"), None, True)
         planes = {x["plane"]: x["n"] for x in st.rows("SELECT plane, count(*) n FROM slices GROUP BY 1")}
         # XProf's definition, in SQL over the same store: longest step marker of any core, per step.
-        longest_marker = {x["step"]: x["ps"] for x in st.rows(
-            "SELECT step, max(dur_ps) AS ps FROM step_markers GROUP BY step")}  # fmt: skip
-        scprof_steps = {x["step"]: (x["dur_ps"], x["counted"]) for x in st.rows(
-            "SELECT step, dur_ps, counted FROM step_times WHERE run_id = ?", [r.run_id])}  # fmt: skip
+        longest_marker = {
+            x["step"]: x["ps"] for x in st.rows("SELECT step, max(dur_ps) AS ps FROM step_markers GROUP BY step")
+        }
+        scprof_steps = {
+            x["step"]: (x["dur_ps"], x["counted"])
+            for x in st.rows("SELECT step, dur_ps, counted FROM step_times WHERE run_id = ?", [r.run_id])
+        }
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["analyze", str(r.run_id), "--json", "--db", db]) == 0

@@ -140,7 +140,7 @@ def chips_checklist(id: str, chips: list[int], value: list[int], names: dict[int
                 options=[{"label": names.get(c, f"TPU:{c}"), "value": c} for c in chips],
                 value=value,
                 inline=True,
-            ),  # fmt: skip
+            ),
         ],
         className="control",
     )

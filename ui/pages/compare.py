@@ -91,8 +91,10 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
                 )
             )
         render.integer_axis(fig, [0, len(bst["step_ps"]), len(cst["step_ps"])], axis="yaxis")  # counts of steps
-        bs, cs = ({**step_stats(s["step_ps"]), "step_ps_min": s["step_ps"].min(), "step_ps_max": s["step_ps"].max()}
-                  for s in (bst, cst))  # fmt: skip
+        bs, cs = (
+            {**step_stats(s["step_ps"]), "step_ps_min": s["step_ps"].min(), "step_ps_max": s["step_ps"].max()}
+            for s in (bst, cst)
+        )
         rows = []
         for label in ("mean", "p50", "p90", "min", "max"):
             b, c = float(bs[f"step_ps_{label}"]), float(cs[f"step_ps_{label}"])
@@ -119,8 +121,11 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
             )
         )
     else:
-        lacking = [compare_data.no_steps_text(info, role) for info, role, st_ in ((bi, "baseline", bst), (ci, "candidate", cst))
-                   if not len(st_["step_ps"])]  # fmt: skip
+        lacking = [
+            compare_data.no_steps_text(info, role)
+            for info, role, st_ in ((bi, "baseline", bst), (ci, "candidate", cst))
+            if not len(st_["step_ps"])
+        ]
         parts.append(render.empty(f"No step-time distributions: {'; '.join(lacking)}.", None))
     parts.append(_side_by_side_sc(store, base, cand, bi, ci))
     parts.append(_side_by_side_memory(store, base, cand, bi, ci))
@@ -139,7 +144,7 @@ def attribution_section(store: Store, base: int, cand: int, bname: str, cname: s
                     "Not computed for this pair: ",
                     html.Code(f"scprof compare {shlex.quote(bname)} {shlex.quote(cname)} --attribute"),
                     " simulates each changed key alone and left out, and stores its share of the gain.",
-                ],  # fmt: skip
+                ],
                 className="muted",
                 id="compare-attribution-hint",
             ),
@@ -164,7 +169,7 @@ def attribution_section(store: Store, base: int, cand: int, bname: str, cname: s
             f" Interaction (the gain the effects alone do not explain): {format_value(interaction, 'ps')}."
             if interaction is not None and len(rows) > 1
             else ""
-        )  # fmt: skip
+        )
     )
     return render.section(
         "What each change contributed (scprof compare --attribute)",

@@ -148,8 +148,10 @@ def group_card(group: list[Finding], run: int, extra: Any = None, start_ps: int 
     table = render.table(rows, columns, class_name="data group-table", shown_rows=SHOWN_ROWS)
     table_parts: list[Any] = [table]
     if len(rows) > SHOWN_ROWS:
-        more = [html.Span(f"{len(rows) - SHOWN_ROWS} more", className="when-closed"),
-                html.Span(f"show the first {SHOWN_ROWS} only", className="when-open")]  # fmt: skip
+        more = [
+            html.Span(f"{len(rows) - SHOWN_ROWS} more", className="when-closed"),
+            html.Span(f"show the first {SHOWN_ROWS} only", className="when-open"),
+        ]
         table_parts.insert(0, html.Details([html.Summary(more)], className="group-more"))
     parts: list[Any] = [
         head,

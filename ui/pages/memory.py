@@ -137,8 +137,15 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
 
     def line_chart(cs: list[dict], what: str, capacity: float | None = None, cap_label: str = "") -> go.Figure:
         groups = series_groups(cs, data, names)
-        return counter_chart(groups, what, (unit, scale), all(c["unit"] == "bytes" for c in cs),
-                             cs[0]["unit"] if cs else "", capacity, cap_label)  # fmt: skip
+        return counter_chart(
+            groups,
+            what,
+            (unit, scale),
+            all(c["unit"] == "bytes" for c in cs),
+            cs[0]["unit"] if cs else "",
+            capacity,
+            cap_label,
+        )
 
     cap = info.get("hbm_bytes")
     if hbm:
@@ -219,8 +226,9 @@ def runs_peak_figure(sides: list[tuple[str, dict[str, Any]]], cap: float | None)
     (`sides`: (label, peak)), in the Memory page's colours; contributors at 0 B on every side
     left out; the capacity per chip as a line when given."""
     vunit, div = byte_unit(max([p["peak"] for _, p in sides] + [cap or 0.0]))
-    fig = render.figure(xaxis_title=f"HBM in use at the run's peak ({vunit}, the highest chip)", barmode="stack",
-                   showlegend=True)  # fmt: skip
+    fig = render.figure(
+        xaxis_title=f"HBM in use at the run's peak ({vunit}, the highest chip)", barmode="stack", showlegend=True
+    )
     labels = [render.plain(label) for label, _ in sides]
     contributors = list(dict.fromkeys(c for _, p in sides for c, v in p["parts"].items() if v))
     for name in contributors:

@@ -149,7 +149,7 @@ def render_overview_analysis(store: Store, st: dict[str, Any]) -> Any:
                         ("flops", "FLOPs", "flop"),
                         ("bytes", "bytes", "bytes"),
                     ],
-                ),  # fmt: skip
+                ),
                 help_text="XProf's op profile: device work first; self time leaves out ops nested inside; "
                 "the share is of the device's (or the host's) self time. `scprof analyze --json`: figures.ops.",
             )
@@ -258,11 +258,25 @@ def failure_cards(i: int, f: dict[str, Any]) -> html.Div:
     src = f"failures.failures.{i}"
     cards = [data.Kpi("run failed", f["kind"], "text", "the failure recorded with the run", f"{src}.kind")]
     if f.get("requested_bytes") is not None:
-        cards.append(data.Kpi(f"{where}: needed", f["requested_bytes"], "B", format_value(f["requested_bytes"], "bytes"),
-                           f"{src}.requested_bytes"))  # fmt: skip
+        cards.append(
+            data.Kpi(
+                f"{where}: needed",
+                f["requested_bytes"],
+                "B",
+                format_value(f["requested_bytes"], "bytes"),
+                f"{src}.requested_bytes",
+            )
+        )
     if f.get("capacity_bytes") is not None:
-        cards.append(data.Kpi(f"{where}: capacity", f["capacity_bytes"], "B", format_value(f["capacity_bytes"], "bytes"),
-                           f"{src}.capacity_bytes"))  # fmt: skip
+        cards.append(
+            data.Kpi(
+                f"{where}: capacity",
+                f["capacity_bytes"],
+                "B",
+                format_value(f["capacity_bytes"], "bytes"),
+                f"{src}.capacity_bytes",
+            )
+        )
     return html.Div(
         [
             render.kpis([card(k) for k in cards]),

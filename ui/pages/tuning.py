@@ -74,10 +74,15 @@ def render_tuning(store: Store, st: dict[str, Any]) -> Any:
                 ]
             )
         )
-    parts.append(render.section("Step time per trial", render.graph(trial_figure(t), id="tuning-graph", height=340),
-                           help_text="Each trial's mean step time over its counted steps; the accepted trials, "
-                           "joined from the starting run, are the path the search took; failed trials sit at "
-                           "the step time they were measured against."))  # fmt: skip
+    parts.append(
+        render.section(
+            "Step time per trial",
+            render.graph(trial_figure(t), id="tuning-graph", height=340),
+            help_text="Each trial's mean step time over its counted steps; the accepted trials, "
+            "joined from the starting run, are the path the search took; failed trials sit at "
+            "the step time they were measured against.",
+        )
+    )
     rows = [
         {
             **r,

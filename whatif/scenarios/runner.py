@@ -96,10 +96,12 @@ def with_limits(raw: Raw, scale: float | None, work: str) -> Raw:
         stacks = tomllib.load(fh).get("stacks", {})
     out = copy.deepcopy(raw)
     sc = out["sparsecore"]
-    sc["stack_max_ids_per_partition"] = {s: max(8, math.ceil(v["max_ids_per_partition"] * scale))
-                                         for s, v in stacks.items()}  # fmt: skip
-    sc["stack_max_unique_ids_per_partition"] = {s: max(8, math.ceil(v["max_unique_ids_per_partition"] * scale))
-                                                for s, v in stacks.items()}  # fmt: skip
+    sc["stack_max_ids_per_partition"] = {
+        s: max(8, math.ceil(v["max_ids_per_partition"] * scale)) for s, v in stacks.items()
+    }
+    sc["stack_max_unique_ids_per_partition"] = {
+        s: max(8, math.ceil(v["max_unique_ids_per_partition"] * scale)) for s, v in stacks.items()
+    }
     return out
 
 
@@ -143,7 +145,9 @@ def effect(store: Store, cause: Cause, with_it: Recorded, without: Recorded) -> 
     if with_it.run_id is None or with_it.failed:
         return False, f"the cause run failed: {with_it.failure}"
     if cause.effect == "minibatches":
-        return (with_it.minibatches or 0) > (without.minibatches or 0), f"minibatches {with_it.minibatches} vs {without.minibatches}"  # fmt: skip
+        return (with_it.minibatches or 0) > (
+            without.minibatches or 0
+        ), f"minibatches {with_it.minibatches} vs {without.minibatches}"
     if cause.effect == "dropped_ids":
         a, b = dropped_ids(store, with_it.run_id), dropped_ids(store, without.run_id)
         return a > b, f"dropped IDs {a} vs {b}"
@@ -162,19 +166,37 @@ def run_scenario(spec: ScenarioSpec, verify: bool = True) -> dict[str, Any]:
     try:
         return _run_scenario(spec, verify)
     except Exception as e:  # noqa: BLE001 - scored as discarded, the error kept in the result
-        return {"index": spec.index, "seed": spec.seed, "kind": spec.kind, "causes": list(spec.causes),
-                "status": "error", "reason": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
-                "expected": sorted({r for c in spec.causes for r in BY_NAME[c].rules}), "effects": {}, "wall_s": 0.0}  # fmt: skip
+        return {
+            "index": spec.index,
+            "seed": spec.seed,
+            "kind": spec.kind,
+            "causes": list(spec.causes),
+            "status": "error",
+            "reason": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+            "expected": sorted({r for c in spec.causes for r in BY_NAME[c].rules}),
+            "effects": {},
+            "wall_s": 0.0,
+        }
 
 
 def _run_scenario(spec: ScenarioSpec, verify: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     base = sample_base(spec.seed)
     causes = [BY_NAME[c] for c in spec.causes]
-    out: dict[str, Any] = {"index": spec.index, "seed": spec.seed, "kind": spec.kind, "causes": list(spec.causes),
-                           "tables": len(base["tables"]), "chips": base["hardware"]["num_chips"],
-                           "generation": base["hardware"]["generation"], "effects": {}}  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="scprof-scenario-") as tmp, Store.open(os.path.join(tmp, "s.duckdb")) as store:  # fmt: skip
+    out: dict[str, Any] = {
+        "index": spec.index,
+        "seed": spec.seed,
+        "kind": spec.kind,
+        "causes": list(spec.causes),
+        "tables": len(base["tables"]),
+        "chips": base["hardware"]["num_chips"],
+        "generation": base["hardware"]["generation"],
+        "effects": {},
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="scprof-scenario-") as tmp,
+        Store.open(os.path.join(tmp, "s.duckdb")) as store,
+    ):
         raw, scale = build(base, causes)
         main = record_into(store, raw, scale, os.path.join(tmp, "cause"), "cause")
         verified = True
@@ -194,15 +216,20 @@ def _run_scenario(spec: ScenarioSpec, verify: bool) -> dict[str, Any]:
                 with Executor() as ex:
                     session = Session(store, main.run_id, "verify", ex, root=os.path.join(tmp, "whatif"))
                     report = verify_report(session, report)
-            out["findings"] = [{"rule": f.rule, "severity": f.severity, "fix": f.fix, "verified": f.verified}
-                               for f in report.findings]  # fmt: skip
+            out["findings"] = [
+                {"rule": f.rule, "severity": f.severity, "fix": f.fix, "verified": f.verified} for f in report.findings
+            ]
     out["expected"] = sorted({r for c in causes for r in c.rules})
     out["wall_s"] = round(time.perf_counter() - t0, 3)
     return out
 
 
-def run_all(specs: list[ScenarioSpec], executor: Executor, verify: bool = True,
-            progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def run_all(
+    specs: list[ScenarioSpec],
+    executor: Executor,
+    verify: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict[str, Any]]:
     """Every scenario, in this process or on the executor's Dask workers; results in spec order."""
     if not executor.distributed:
         results = []

@@ -93,8 +93,16 @@ def score(results: list[dict[str, Any]]) -> dict[str, Any]:
     per_rule = {}
     for rule in rules:
         p, rc = ratio(tp[rule], tp[rule] + fp[rule]), ratio(tp[rule], tp[rule] + fn[rule])
-        per_rule[rule] = {"positives": positives[rule], "tp": tp[rule], "fp": fp[rule], "fn": fn[rule],
-                          "precision": p, "recall": rc, "f1": f1(p, rc), "info_only": info_hits[rule]}  # fmt: skip
+        per_rule[rule] = {
+            "positives": positives[rule],
+            "tp": tp[rule],
+            "fp": fp[rule],
+            "fn": fn[rule],
+            "precision": p,
+            "recall": rc,
+            "f1": f1(p, rc),
+            "info_only": info_hits[rule],
+        }
     stp, sfp, sfn = sum(tp.values()), sum(fp.values()), sum(fn.values())
     mp, mr = ratio(stp, stp + sfp), ratio(stp, stp + sfn)
     alarms = [r for r in healthy if reported(r)]
@@ -111,12 +119,12 @@ def score(results: list[dict[str, Any]]) -> dict[str, Any]:
             "with_false_finding": len(alarms),
             "clean_share": ratio(len(healthy) - len(alarms), len(healthy)),
             "false_rules": dict(Counter(rule for r in alarms for rule in reported(r))),
-        },  # fmt: skip
+        },
         "confusion": {k: {"n": cause_n[k], **dict(confusion[k].most_common())} for k in sorted(confusion)},
         "fix": {
             **fixes,
             "match_share": ratio(fixes["fix_matches"], n_fix),
             "match_and_faster_share": ratio(fixes["fix_matches_and_faster"], n_fix),
             "by_cause": {k: dict(v) for k, v in sorted(fix_by_cause.items())},
-        },  # fmt: skip
+        },
     }

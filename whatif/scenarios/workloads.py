@@ -54,12 +54,15 @@ def sample_base(seed: int) -> dict[str, Any]:
         "hardware": {"generation": rng.choice(GENERATIONS), "num_chips": chips},
         "host": {"num_threads": HOST_THREADS},
         "dense": {"bottom_mlp": [256, 128], "top_mlp": [512, 256, 1], "cross_layers": 2, "cross_low_rank": 128},
-        "sparsecore": {"max_ids_per_chip_per_sample": 4096, "allow_id_dropping": False,
-                       "shuffle_ids": distribution == "zipf"},
+        "sparsecore": {
+            "max_ids_per_chip_per_sample": 4096,
+            "allow_id_dropping": False,
+            "shuffle_ids": distribution == "zipf",
+        },
         "flags": {"maximum_parallel_iterations": PREFETCH_DEPTH, "tf_xla_disable_full_embedding_pipelining": False},
         "tables": tables,
         "features": features,
-    }  # fmt: skip
+    }
     fit_heap(base)
     return base
 
