@@ -166,14 +166,14 @@ def test_memory_causes_fill_hbm_as_the_emulator_sizes_it(seed: int) -> None:
     from whatif.scenarios.workloads import static_memory as _static_memory
 
     raw, _ = build(sample_base(seed), [BY_NAME["heap_pressure_dense"]])
-    mem, _ = _static_memory(raw)
+    mem = _static_memory(raw)
     width = raw["dense"]["top_mlp"][0]
     assert mem.heap_static <= 0.91 * mem.hbm_capacity
     if width > 128:
         raw["dense"]["top_mlp"] = [width + 128] * 4 + [1]
-        assert _static_memory(raw)[0].heap_static > 0.87 * mem.hbm_capacity  # one step wider overshoots
+        assert _static_memory(raw).heap_static > 0.87 * mem.hbm_capacity  # one step wider overshoots
     raw, _ = build(sample_base(seed), [BY_NAME["hbm_stack_pressure"]])
-    mem, _ = _static_memory(raw)
+    mem = _static_memory(raw)
     if raw["sparsecore"]["max_unique_ids_per_partition"] > 256:
         share = (mem.heap_static + _stack_per_chip(raw, mem)) / mem.hbm_capacity
         assert 0.87 <= share <= 0.94

@@ -111,7 +111,7 @@ def _three_groups(raw: Raw, rng: random.Random) -> None:
         t["optimizer"] = OPTIMIZERS[i % 3]
     target = rng.uniform(0.88, 0.94)
     _sc(raw).update(max_ids_per_partition=STACK_PROBE_LIMIT, max_unique_ids_per_partition=STACK_PROBE_LIMIT)
-    mem, _ = _static_memory(raw)
+    mem = _static_memory(raw)
     room = target * mem.hbm_capacity - mem.heap_static
     limit = max(256, int(STACK_PROBE_LIMIT * room / max(_stack_per_chip(raw, mem), 1)) // 8 * 8)
     _sc(raw).update(max_ids_per_partition=limit, max_unique_ids_per_partition=limit)
@@ -130,7 +130,7 @@ def _dense_heap(raw: Raw, rng: random.Random) -> None:
 
     def heap(k: int) -> tuple[int, int]:
         raw["dense"]["top_mlp"] = [128 * k] * 4 + [1]
-        mem, _ = _static_memory(raw)
+        mem = _static_memory(raw)
         return mem.heap_static, mem.hbm_capacity
 
     lo, hi = 1, 2**13  # widths 128 .. 2^20 (the config's largest layer)

@@ -71,7 +71,7 @@ def fit_heap(raw: dict[str, Any]) -> None:
     """Scale the tables' vocabularies down (not below 1,000 rows) until the static heap is within
     BASE_HEAP_SHARE of HBM; the heap grows about linearly with the rows, so a few rounds do."""
     for _ in range(8):
-        mem = static_memory(raw)[0]
+        mem = static_memory(raw)
         share = mem.heap_static / mem.hbm_capacity
         if share <= BASE_HEAP_SHARE:
             return
@@ -82,14 +82,13 @@ def fit_heap(raw: dict[str, Any]) -> None:
 
 def static_memory(raw: dict[str, Any]) -> Any:
     """What the emulator's compiler knows of `raw` before step 0 (sim_backend.memory.StaticMemory:
-    the static heap by contributor, each table group's stack per SparseCore, the HBM capacity) and
-    its cost model's constants."""
+    the static heap by contributor, each table group's stack per SparseCore, the HBM capacity)."""
     from sim_backend.config import config_from_dict
     from sim_backend.costmodel import make_cost_model
     from sim_backend.emulator import setup
-    from sim_backend.memory import static_memory
+    from sim_backend.memory import static_memory as compiled_memory
 
     cfg = config_from_dict(copy.deepcopy(raw))
     hw, _, groups, _ = setup(cfg)
     cost = make_cost_model(cfg.cost_model, hw, cfg.cost, cfg.perf_tables)
-    return static_memory(cfg, hw, groups, cost), cost.c
+    return compiled_memory(cfg, hw, groups, cost)
