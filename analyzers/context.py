@@ -18,7 +18,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from profiler import sqltree
 from profiler.store import Store
+
+# The tree modules whose macros every context installs on its connection (TEMP: the connection's own).
+MACRO_MODULES = ("analysis.base",)
 
 
 @cache
@@ -37,6 +41,17 @@ class RunContext:
         self.config: dict[str, Any] = json.loads(self.run["config"] or "{}")
         self._temp: set[str] = set()
         self._memo: dict[str, Any] = {}
+        self._macros = False  # whether MACRO_MODULES are installed on the connection (on first sql())
+
+    def sql(self, qualified: str, inputs: dict[str, pa.Table] | None = None, **params: Any) -> pa.Table:
+        """The tree's query `qualified` (profiler/sql/...) as Arrow, with this run bound to its
+        `$run` when it declares one, `params` bound and `inputs` registered (sqltree.query)."""
+        if not self._macros:
+            sqltree.install(self.store.con, MACRO_MODULES, temp=True, kinds=("macro",))
+            self._macros = True
+        if any(p.name == "run" for p in sqltree.get(qualified).params):
+            params = {"run": self.run_id, **params}
+        return sqltree.query(self.store.con, qualified, inputs, **params)
 
     def memo(self, key: str, compute: Callable[[], Any]) -> Any:
         """compute() once per context; later calls return the same value."""

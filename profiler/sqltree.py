@@ -11,14 +11,30 @@ blank line and its blocks. A block is a tag line, its doc, its columns, then one
     -- @materialized                          stored: a table that ingest fills from the SELECT
     CREATE VIEW step_times AS SELECT ...;
 
-    -- @query runs_oldest_first              a statement run by query(), $name parameters bound
+    -- @query runs_oldest_first              a read run by query(), $name parameters bound
     -- @param run INTEGER The run.            by DuckDB: the kwargs must equal the @params
+    -- @input gaps(track_id BIGINT, ...) doc  an Arrow table the caller gives (query's inputs=)
     SELECT ... WHERE run_id = $run;
+
+    -- @query shown_evidence                 a blank line after the tags lets the statement itself
+    -- @param run INTEGER The run.            start with comments (kept by show())
+
+    -- the run's op rows
+    SELECT ... WHERE run_id = $run;
+
+    -- @statement delete_run                 a write (INSERT, DELETE, CREATE TABLE AS), run like a query
+    DELETE FROM ... WHERE run_id = $run;
+
+    -- @macro op_events(run)                  a DuckDB macro: CREATE MACRO op_events(run) AS TABLE ...;
+    -- @param run INTEGER The run.            its @params are its arguments, named in its body
+    CREATE MACRO op_events(run) AS TABLE SELECT ... WHERE run_id = run;
 
 Names starting with `_` are private to their module. Modules are parsed once per process;
 `closure` orders a module's includes depth-first (a cycle is an error) and `install` creates
-their views in that order. No SQL text is ever edited: a view's SELECT is what follows
-`CREATE VIEW <name> AS`, and parameters are bound, never spliced.
+their views and macros in that order. No SQL text that runs is ever edited: a view's SELECT is
+what follows `CREATE VIEW <name> AS`, parameters are bound, never spliced, and Arrow inputs are
+registered under their declared names. `show` is the one place values become SQL text: for
+display only (a finding's evidence), never run by the product.
 """
 
 from __future__ import annotations
@@ -29,10 +45,11 @@ from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
 
 class SqlTreeError(ValueError):
@@ -47,18 +64,33 @@ class Column:
 
 
 @dataclass(frozen=True)
-class Block:
-    """One object of a module: a view or a query."""
+class Input:
+    """An Arrow table a query reads under `name`, given by its caller."""
 
-    kind: str  # view or query
+    name: str
+    columns: tuple[Column, ...]  # name, DuckDB type ("" doc): what the caller's table holds
+    doc: str
+
+
+@dataclass(frozen=True)
+class Block:
+    """One object of a module: a view, a macro, a query (a read) or a statement (a write)."""
+
+    kind: str  # view, macro, query or statement
     name: str
     module: str
     doc: str
     columns: tuple[Column, ...]
-    sql: str  # a view's SELECT (what follows CREATE VIEW <name> AS); a query's statement
-    params: tuple[Column, ...] = ()
+    sql: str  # a view's SELECT (after CREATE VIEW <name> AS); a macro's body (after CREATE MACRO <name>(args) AS); else the statement
+    params: tuple[Column, ...] = ()  # a macro's arguments, in order; a query's $parameters
     materialized: bool = False
     generated: str = ""  # what writes the statement (a test regenerates it and compares)
+    inputs: tuple[Input, ...] = ()
+
+    @property
+    def signature(self) -> str:
+        """A macro's `name(arg, ...)`."""
+        return f"{self.name}({', '.join(p.name for p in self.params)})"
 
     @property
     def private(self) -> bool:
@@ -74,11 +106,15 @@ class Module:
     blocks: tuple[Block, ...]
 
 
-KINDS = ("view", "query")
+KINDS = ("view", "macro", "query", "statement")
 _TAG = re.compile(r"^-- @(\w+)\b ?(.*)$")
-_BLOCK = re.compile(r"^-- @(" + "|".join(KINDS) + r") (\w+)\s*$")
+_BLOCK = re.compile(r"^-- @(" + "|".join(KINDS) + r") (\w+)(?:\(([\w, ]*)\))?\s*$")
 _CREATE_VIEW = re.compile(r"^CREATE VIEW (\w+) AS\b\s*(.*)$", re.S)
+_CREATE_MACRO = re.compile(r"^CREATE MACRO (\w+)\(([\w, ]*)\) AS\b\s*(.*)$", re.S)
+_INPUT = re.compile(r"^(\w+)\((.*)\)\s+(\S.*)$")
+_READ = re.compile(r"^\(*\s*(SELECT|WITH|FROM|VALUES|DESCRIBE|SUMMARIZE)\b", re.I)
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
+_STRING = re.compile(r"'(?:[^']|'')*'")
 _LITERAL_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*")
 
 
@@ -98,12 +134,25 @@ def _column(spec: str, where: str) -> Column:
     return Column(*parts)
 
 
+def _input(spec: str, where: str) -> Input:
+    m = _INPUT.match(spec)
+    if not m:
+        raise SqlTreeError(f"{where}: expected '@input NAME(col TYPE, ...) doc', got {spec!r}")
+    parts = [c.split(None, 1) for c in m[2].split(",") if c.strip()]
+    if not parts or any(len(p) != 2 for p in parts):
+        raise SqlTreeError(f"{where}: @input {m[1]} declares its columns as (name TYPE, ...)")
+    return Input(m[1], tuple(Column(name, type_.strip(), "") for name, type_ in parts), m[3].strip())
+
+
 def _block(module: str, path: str, lines: list[str]) -> Block:
-    kind, name = _BLOCK.match(lines[0]).groups()  # type: ignore[union-attr]
+    kind, name, args = _BLOCK.match(lines[0]).groups()  # type: ignore[union-attr]
     where = f"{path}: {kind} {name}"
+    if (args is not None) != (kind == "macro"):
+        raise SqlTreeError(f"{where}: a macro's tag names its arguments, '@macro {name}(arg, ...)'; nothing else does")
     doc: list[str] = []
     cols: list[list[str]] = []
     params: list[list[str]] = []
+    inputs: list[Input] = []
     current: list[str] | None = None  # the column or param a "--   ..." line continues
     materialized, generated = False, ""
     i = 1
@@ -113,6 +162,9 @@ def _block(module: str, path: str, lines: list[str]) -> Block:
         if tag and tag[1] in ("column", "param"):
             current = [tag[2]]
             (cols if tag[1] == "column" else params).append(current)
+        elif tag and tag[1] == "input" and kind in ("query", "statement"):
+            inputs.append(_input(tag[2], where))
+            current = None
         elif tag and tag[1] == "materialized" and kind == "view":
             materialized, current = True, None
         elif tag and tag[1] == "generated":
@@ -121,7 +173,7 @@ def _block(module: str, path: str, lines: list[str]) -> Block:
             raise SqlTreeError(f"{where}: unknown tag @{tag[1]}")
         elif current is not None and line.startswith("--   "):
             current.append(line[2:].strip())
-        elif not cols and not params and current is None:
+        elif not cols and not params and not inputs and current is None:
             doc.append(line[2:])
         else:
             raise SqlTreeError(f"{where}: doc text after the columns: {line!r}")
@@ -132,19 +184,33 @@ def _block(module: str, path: str, lines: list[str]) -> Block:
     sql = statement[:-1].rstrip()
     if ";" in _code(sql):
         raise SqlTreeError(f"{where}: one statement per block")
+    declared = tuple(_column(" ".join(p), where) for p in params)
+    used = set(_PARAM.findall(_code(sql)))
     if kind == "view":
         m = _CREATE_VIEW.match(sql)
         if not m or m[1] != name:
             raise SqlTreeError(f"{where}: a view's statement is 'CREATE VIEW {name} AS <select>;'")
         sql = m[2]
+        if declared:
+            raise SqlTreeError(f"{where}: a view takes no @param (views cannot bind parameters)")
+    elif kind == "macro":
+        m = _CREATE_MACRO.match(sql)
+        names = [a.strip() for a in (args or "").split(",") if a.strip()]
+        if not m or m[1] != name or [a.strip() for a in m[2].split(",") if a.strip()] != names:
+            raise SqlTreeError(f"{where}: a macro's statement is 'CREATE MACRO {name}({', '.join(names)}) AS ...;'")
+        if [p.name for p in declared] != names:
+            raise SqlTreeError(f"{where}: its @params {[p.name for p in declared]} differ from its arguments {names}")
+        if used:
+            raise SqlTreeError(f"{where}: a macro names its arguments, not $parameters {sorted(used)}")
+        sql = m[3]
+    elif used != {p.name for p in declared}:
+        raise SqlTreeError(f"{where}: $parameters {sorted(used)} differ from its @params {[p.name for p in declared]}")
+    if kind == "query" and not _READ.match(_code(sql).lstrip()):
+        raise SqlTreeError(f"{where}: a query reads (SELECT, WITH, FROM ...); a write is a @statement")
+    if kind == "statement" and _READ.match(_code(sql).lstrip()) and " INSERT " not in f" {_code(sql).upper()} ":
+        raise SqlTreeError(f"{where}: a statement writes; a read is a @query")
     if materialized and not cols:
         raise SqlTreeError(f"{where}: a materialized view declares its columns (its table's)")
-    declared = tuple(_column(" ".join(p), where) for p in params)
-    if kind == "view" and declared:
-        raise SqlTreeError(f"{where}: a view takes no @param (views cannot bind parameters)")
-    used = set(_PARAM.findall(_code(sql)))
-    if used != {p.name for p in declared}:
-        raise SqlTreeError(f"{where}: $parameters {sorted(used)} differ from its @params {[p.name for p in declared]}")
     return Block(
         kind,
         name,
@@ -155,6 +221,7 @@ def _block(module: str, path: str, lines: list[str]) -> Block:
         declared,
         materialized,
         generated,
+        tuple(inputs),
     )
 
 
@@ -178,7 +245,7 @@ def parse(text: str, name: str, path: str = "") -> Module:
         i += 1
     starts = [j for j in range(i, len(lines)) if _BLOCK.match(lines[j])]
     if any(line.strip() and not line.startswith("--") for line in lines[i : (starts or [len(lines)])[0]]):
-        raise SqlTreeError(f"{path}: SQL before the first block tag (-- @view, -- @query)")
+        raise SqlTreeError(f"{path}: SQL before the first block tag (-- @view, -- @macro, -- @query, -- @statement)")
     blocks = tuple(_block(name, path, lines[a:b]) for a, b in zip(starts, [*starts[1:], len(lines)], strict=True))
     seen = [b.name for b in blocks]
     if len(set(seen)) != len(seen):
@@ -250,13 +317,23 @@ class Tree:
             raise SqlTreeError(f"no public block {name} in module {module}")
         return found[0]
 
-    def ddl(self, names: tuple[str, ...] | list[str], temp: bool = False) -> list[str]:
-        """The statements that create the views of `names` and their includes, in include order,
-        with COMMENT ON each and its columns; a materialized view is a table of its columns
-        (ingest fills it). With `temp`: TEMP views, materialized ones too, and no comments."""
+    def ddl(
+        self, names: tuple[str, ...] | list[str], temp: bool = False, kinds: tuple[str, ...] = ("view", "macro")
+    ) -> list[str]:
+        """The statements that create the views and macros of `names` and their includes, in
+        include order, with COMMENT ON each and its columns; a materialized view is a table of its
+        columns (ingest fills it). With `temp`: TEMP views (materialized ones too) and TEMP macros,
+        no comments. `kinds` picks which: ("macro",) gives a connection the macros alone, where the
+        store already holds the views."""
         out = []
         for m in self.closure(names):
-            for b in (b for b in self.module(m).blocks if b.kind == "view"):
+            for b in (b for b in self.module(m).blocks if b.kind in kinds):
+                if b.kind == "macro":
+                    out.append(f"CREATE OR REPLACE {'TEMP ' if temp else ''}MACRO {b.signature} AS {b.sql}")
+                    if not temp:
+                        table = " TABLE" if b.columns else ""
+                        out.append(f"COMMENT ON MACRO{table} {b.name} IS {quote(b.doc)}")
+                    continue
                 if b.materialized and not temp:
                     cols = ", ".join(f"{c.name} {c.type}" for c in b.columns)
                     out += [
@@ -271,21 +348,82 @@ class Tree:
                 out += [f"COMMENT ON COLUMN {b.name}.{c.name} IS {quote(c.doc)}" for c in b.columns]
         return out
 
-    def install(self, con: duckdb.DuckDBPyConnection, names: tuple[str, ...] | list[str], temp: bool = False) -> None:
-        for stmt in self.ddl(names, temp):
+    def install(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        names: tuple[str, ...] | list[str],
+        temp: bool = False,
+        kinds: tuple[str, ...] = ("view", "macro"),
+    ) -> None:
+        for stmt in self.ddl(names, temp, kinds):
             con.execute(stmt)
 
-    def query(self, con: duckdb.DuckDBPyConnection, qualified: str, **params: object) -> duckdb.DuckDBPyConnection:
-        """Run the @query `module.name` with its parameters bound by DuckDB ($name); the kwargs
-        must be exactly its @params."""
+    def _checked(self, qualified: str, params: dict[str, object], inputs: dict[str, Any]) -> Block:
         b = self.get(qualified)
-        if b.kind != "query":
-            raise SqlTreeError(f"{qualified} is a {b.kind}, not a query")
-        declared = {p.name for p in b.params}
-        if set(params) != declared:
-            missing, extra = sorted(declared - set(params)), sorted(set(params) - declared)
-            raise SqlTreeError(f"{qualified}: parameters missing {missing}, not declared {extra}")
+        if b.kind not in ("query", "statement"):
+            raise SqlTreeError(f"{qualified} is a {b.kind}, not a query or statement")
+        for what, declared, given in (
+            ("parameters", {p.name for p in b.params}, set(params)),
+            ("inputs", {i.name for i in b.inputs}, set(inputs)),
+        ):
+            if given != declared:
+                missing, extra = sorted(declared - given), sorted(given - declared)
+                raise SqlTreeError(f"{qualified}: {what} missing {missing}, not declared {extra}")
+        return b
+
+    def execute(self, con: duckdb.DuckDBPyConnection, qualified: str, **params: object) -> duckdb.DuckDBPyConnection:
+        """Run the @query or @statement `module.name` with its parameters bound by DuckDB ($name):
+        the kwargs must be exactly its @params. Returns `con`, to fetchall()/fetchone() from."""
+        b = self._checked(qualified, params, {})
         return con.execute(b.sql, params) if params else con.execute(b.sql)
+
+    def query(
+        self, con: duckdb.DuckDBPyConnection, qualified: str, inputs: dict[str, Any] | None = None, **params: object
+    ) -> pa.Table:
+        """The result of the @query `module.name` as an Arrow table: its parameters bound as in
+        `execute`, and its @inputs, Arrow tables given in `inputs`, registered under their
+        declared names while it runs (`inputs` must name exactly its @inputs)."""
+        b = self._checked(qualified, params, inputs or {})
+        for name, table in (inputs or {}).items():
+            con.register(name, table)
+        try:
+            return con.sql(b.sql, params=params or None).to_arrow_table()
+        finally:
+            for name in inputs or {}:
+                con.unregister(name)
+
+    def show(self, qualified: str, **params: object) -> str:
+        """The text of a @query with its parameters written in as SQL literals: for display (a
+        finding's evidence a user can paste), never executed by the product. The kwargs must be
+        exactly its @params."""
+        b = self.get(qualified)
+        declared = {p.name for p in b.params}
+        if b.kind != "query" or set(params) != declared:
+            raise SqlTreeError(f"{qualified}: show() takes a query and exactly its @params {sorted(declared)}")
+
+        def literal(value: object) -> str:
+            if value is None:
+                return "NULL"
+            if isinstance(value, bool):
+                return "true" if value else "false"
+            if isinstance(value, int):
+                return str(int(value))
+            if isinstance(value, float):
+                return repr(float(value))
+            if isinstance(value, str):
+                return quote(value)
+            if isinstance(value, list | tuple):
+                return "[" + ", ".join(literal(v) for v in value) + "]"
+            raise SqlTreeError(f"{qualified}: show() cannot write a {type(value).__name__} as SQL")
+
+        def sub(code: str) -> str:
+            return _PARAM.sub(lambda m: literal(params[m[1]]) if m[1] in params else m[0], code)
+
+        out, last = [], 0
+        for m in _STRING.finditer(b.sql):  # string literals stay as written; code and comments get values
+            out += [sub(b.sql[last : m.start()]), m[0]]
+            last = m.end()
+        return "".join([*out, sub(b.sql[last:])])
 
 
 def quote(s: str) -> str:
@@ -303,16 +441,33 @@ def blocks(names: tuple[str, ...] | list[str], kind: str = "view") -> tuple[Bloc
     return tree().blocks(names, kind)
 
 
-def ddl(names: tuple[str, ...] | list[str], temp: bool = False) -> list[str]:
-    return tree().ddl(names, temp)
+def ddl(
+    names: tuple[str, ...] | list[str], temp: bool = False, kinds: tuple[str, ...] = ("view", "macro")
+) -> list[str]:
+    return tree().ddl(names, temp, kinds)
 
 
-def install(con: duckdb.DuckDBPyConnection, names: tuple[str, ...] | list[str], temp: bool = False) -> None:
-    tree().install(con, names, temp)
+def install(
+    con: duckdb.DuckDBPyConnection,
+    names: tuple[str, ...] | list[str],
+    temp: bool = False,
+    kinds: tuple[str, ...] = ("view", "macro"),
+) -> None:
+    tree().install(con, names, temp, kinds)
 
 
-def query(con: duckdb.DuckDBPyConnection, qualified: str, **params: object) -> duckdb.DuckDBPyConnection:
-    return tree().query(con, qualified, **params)
+def execute(con: duckdb.DuckDBPyConnection, qualified: str, **params: object) -> duckdb.DuckDBPyConnection:
+    return tree().execute(con, qualified, **params)
+
+
+def query(
+    con: duckdb.DuckDBPyConnection, qualified: str, inputs: dict[str, Any] | None = None, **params: object
+) -> pa.Table:
+    return tree().query(con, qualified, inputs, **params)
+
+
+def show(qualified: str, **params: object) -> str:
+    return tree().show(qualified, **params)
 
 
 def get(qualified: str) -> Block:

@@ -70,8 +70,17 @@ def test_module_installs_with_only_its_include_closure(name):
     con = raw_store()
     TREE.install(con, [name])  # an undeclared dependency fails here: DuckDB binds a view when created
     for b in TREE.module(name).blocks:
-        if b.kind == "query":  # prepares and runs on the empty tables, its parameters bound
+        if b.kind in ("query", "statement"):  # prepares and runs on the empty tables, its parameters bound
+            empty_inputs(con, b)
             con.execute(b.sql, {p.name: None for p in b.params}).fetchall()
+        elif b.kind == "macro" and b.columns:  # a table macro runs on the empty tables
+            con.execute(f"SELECT * FROM {b.name}({', '.join('NULL' for _ in b.params)})").fetchall()
+
+
+def empty_inputs(con: duckdb.DuckDBPyConnection, b: sqltree.Block) -> None:
+    """Empty tables under a block's @input names, of their declared columns."""
+    for i in b.inputs:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {i.name} ({', '.join(f'{c.name} {c.type}' for c in i.columns)})")
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -88,7 +97,12 @@ def test_every_column_list_equals_describe(name):
             assert [r[:2] for r in con.execute(f"DESCRIBE {b.name}").fetchall()] == want, b.name
             # a materialized view is a table of its columns: its SELECT must give them too (ingest inserts BY NAME)
             assert [r[:2] for r in con.execute(f"DESCRIBE SELECT * FROM ({b.sql})").fetchall()] == want, b.name
-        elif b.columns:
+        elif b.kind == "macro" and b.columns:
+            args = ", ".join("NULL" for _ in b.params)
+            got = con.execute(f"SELECT * FROM {b.name}({args})").description
+            assert [d[0] for d in got] == [c.name for c in b.columns], b.name
+        elif b.kind in ("query", "statement") and b.columns:
+            empty_inputs(con, b)
             got = con.execute(b.sql, {p.name: None for p in b.params}).description
             assert [d[0] for d in got] == [c.name for c in b.columns], b.name
 
@@ -128,11 +142,67 @@ def test_query_binds_exactly_its_declared_params(tmp_path):
         },
     )
     con = duckdb.connect()
-    assert tree.query(con, "q.pick", run=41).fetchall() == [(42, "$not_a_param")]
+    assert tree.execute(con, "q.pick", run=41).fetchall() == [(42, "$not_a_param")]
+    assert tree.query(con, "q.pick", run=41).to_pylist() == [{"v": 42, "s": "$not_a_param"}]
     with pytest.raises(SqlTreeError, match="missing \\['run'\\]"):
         tree.query(con, "q.pick")
     with pytest.raises(SqlTreeError, match="not declared \\['chip'\\]"):
-        tree.query(con, "q.pick", run=1, chip=0)
+        tree.execute(con, "q.pick", run=1, chip=0)
+
+
+def test_inputs_are_registered_under_their_declared_names_while_the_query_runs(tmp_path):
+    import pyarrow as pa
+
+    tree = write(
+        tmp_path,
+        {
+            "q.sql": "-- @module q\n\n-- @query total\n-- Sum of the given rows over a floor.\n"
+            "-- @param floor INTEGER Floor.\n-- @input rows(v BIGINT) The values.\n-- @column t BIGINT Sum.\n"
+            "SELECT sum(v)::BIGINT AS t FROM rows WHERE v > $floor;\n"
+        },
+    )
+    con = duckdb.connect()
+    rows = pa.table({"v": pa.array([1, 5, 7], pa.int64())})
+    assert tree.query(con, "q.total", {"rows": rows}, floor=2).to_pylist() == [{"t": 12}]
+    assert "rows" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    with pytest.raises(SqlTreeError, match="inputs missing \\['rows'\\]"):
+        tree.query(con, "q.total", floor=2)
+    with pytest.raises(SqlTreeError, match="inputs missing \\[\\], not declared \\['other'\\]"):
+        tree.query(con, "q.total", {"rows": rows, "other": rows}, floor=2)
+
+
+def test_macros_install_with_their_arguments_and_docs(tmp_path):
+    tree = write(
+        tmp_path,
+        {
+            "m.sql": "-- @module m\n\n-- @macro below(n)\n-- The numbers below n.\n-- @param n INTEGER Bound.\n"
+            "-- @column x BIGINT A number.\nCREATE MACRO below(n) AS TABLE SELECT range AS x FROM range(n);\n"
+        },
+    )
+    con = duckdb.connect()
+    tree.install(con, ["m"])
+    assert con.execute("SELECT count(*) FROM below(4)").fetchall() == [(4,)]
+    assert con.execute("SELECT comment FROM duckdb_functions() WHERE function_name = 'below'").fetchall() == [
+        ("The numbers below n.",)
+    ]
+    assert tree.ddl(["m"], temp=True) == [
+        "CREATE OR REPLACE TEMP MACRO below(n) AS TABLE SELECT range AS x FROM range(n)"
+    ]
+    assert tree.ddl(["m"], kinds=("view",)) == []
+
+
+def test_show_writes_values_in_for_display_only(tmp_path):
+    tree = write(
+        tmp_path,
+        {
+            "q.sql": "-- @module q\n\n-- @query pick\n-- Doc.\n-- @param run INTEGER Run.\n-- @param name VARCHAR Name.\n\n"
+            "-- run $run: the rows named $name\nSELECT '$run' AS s FROM t WHERE run_id = $run AND name = $name;\n"
+        },
+    )
+    shown = tree.show("q.pick", run=3, name="it's")
+    assert shown == "-- run 3: the rows named 'it''s'\nSELECT '$run' AS s FROM t WHERE run_id = 3 AND name = 'it''s'"
+    with pytest.raises(SqlTreeError, match="exactly its @params"):
+        tree.show("q.pick", run=3)
 
 
 @pytest.mark.parametrize(
@@ -189,6 +259,16 @@ def test_undeclared_dependency_fails_to_install(tmp_path):
         ("-- @module m\nSELECT 1;\n", "SQL before the first block tag"),
         ("-- @module m\n\n-- @view v\n-- V.\n-- @materialized\nCREATE VIEW v AS SELECT 1;\n", "declares its columns"),
         ("-- @module m\n\n-- @query q\nSELECT 1;\n-- @query q\nSELECT 2;\n", "declared twice"),
+        ("-- @module m\n\n-- @query q\nDELETE FROM t;\n", "a write is a @statement"),
+        ("-- @module m\n\n-- @statement s\nSELECT 1;\n", "a read is a @query"),
+        ("-- @module m\n\n-- @macro f(a)\n-- F.\nCREATE MACRO f(a) AS a + 1;\n", "differ from its arguments"),
+        (
+            "-- @module m\n\n-- @macro f(a)\n-- @param a INTEGER A.\nCREATE MACRO f(b) AS b + 1;\n",
+            "CREATE MACRO f\\(a\\)",
+        ),
+        ("-- @module m\n\n-- @macro f(a)\n-- @param a INTEGER A.\nCREATE MACRO f(a) AS $a + 1;\n", "not \\$parameters"),
+        ("-- @module m\n\n-- @query q(a)\nSELECT 1;\n", "nothing else does"),
+        ("-- @module m\n\n-- @query q\n-- @input rows(v) Rows.\nSELECT * FROM rows;\n", "declares its columns"),
     ],
 )
 def test_broken_modules_are_refused(tmp_path, text, error):
