@@ -20,7 +20,7 @@ from analyzers.time_split import CATEGORIES, split_timelines
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.errors import RunFailure
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.sim_backend.test_sim_pathologies import documented_fix
 from tests.tracekit import REPO
 

@@ -15,7 +15,7 @@ from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.config_load import load_config
 from sim_backend.emulator import simulate
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.tracekit import REPO
 
 CONFIGS = ("tuned", "hbm_stack_pressure")
