@@ -52,7 +52,8 @@ def _prepare(ctx: RunContext, windows: pa.Table, span: tuple[int, int] | None, v
     connection); return the computation (numpy and C only, safe in another thread).
 
     Each op_arrays track is time-ordered already: a chip's runs are its tracks and the host's."""
-    kinds = ctx.sql("analysis.split.timeline_kinds")
+    # a scan of the run's events: once per context (the Perfetto export prepares span by span)
+    kinds = ctx.memo("timeline_kinds", lambda: ctx.sql("analysis.split.timeline_kinds"))
     a = op_arrays(ctx, span)
     tracks = np.column_stack([a.bounds[:-1], a.bounds[1:]])
     runs = {
