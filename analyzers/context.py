@@ -37,7 +37,7 @@ class RunContext:
     def __init__(self, store: Store, run_id: int):
         self.store = store
         self.run_id = run_id
-        self.run: dict[str, Any] = store.rows("SELECT * FROM runs WHERE run_id = ?", [run_id])[0]
+        self.run: dict[str, Any] = sqltree.query(store.con, "analysis.run.run_row", run=run_id).to_pylist()[0]
         self.config: dict[str, Any] = json.loads(self.run["config"] or "{}")
         self._temp: set[str] = set()
         self._memo: dict[str, Any] = {}
@@ -108,9 +108,7 @@ class RunContext:
 
 def step_times(store: Store, run_id: int) -> pa.Table:
     """step, step_ps, start_ps, counted of one run from the store's step_times view, by step."""
-    return store.query(
-        "SELECT step, dur_ps AS step_ps, start_ps, counted FROM step_times WHERE run_id = ? ORDER BY step", [run_id]
-    )
+    return sqltree.query(store.con, "analysis.run.step_times", run=run_id)
 
 
 def _placeholders(sql: str) -> set[str]:

@@ -196,13 +196,17 @@ def test_show_writes_values_in_for_display_only(tmp_path):
         tmp_path,
         {
             "q.sql": "-- @module q\n\n-- @query pick\n-- Doc.\n-- @param run INTEGER Run.\n-- @param name VARCHAR Name.\n\n"
-            "-- run $run: the rows named $name\nSELECT '$run' AS s FROM t WHERE run_id = $run AND name = $name;\n"
+            "-- run $run: the rows named $name\nSELECT '$run' AS s FROM t WHERE run_id = $run AND name = $name;\n",
+            "c.sql": "-- @module c\n\n-- @query pick\n-- Doc.\n-- @param run INTEGER Run.\n\n"
+            "-- the run's rows\nSELECT * FROM t WHERE run_id = $run AND name = 'x';\n",
         },
     )
     shown = tree.show("q.pick", run=3, name="it's")
     assert shown == "-- run 3: the rows named 'it''s'\nSELECT '$run' AS s FROM t WHERE run_id = 3 AND name = 'it''s'"
     with pytest.raises(SqlTreeError, match="exactly its @params"):
         tree.show("q.pick", run=3)
+    # an apostrophe in a comment starts no string literal
+    assert tree.show("c.pick", run=3) == "-- the run's rows\nSELECT * FROM t WHERE run_id = 3 AND name = 'x'"
 
 
 @pytest.mark.parametrize(
