@@ -316,7 +316,7 @@ class Store:
             return
         if version == SCHEMA_VERSION and self._up_to_date():
             return  # nothing to write: a writing open that changes nothing leaves the file as it was
-        self.con.execute("BEGIN")
+        self.con.begin()
         try:
             for v in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
                 MIGRATIONS[v](self.con)
@@ -331,10 +331,10 @@ class Store:
                 sqltree.execute(self.con, "store.meta.set_meta", key=STDLIB_DIGEST_KEY, value=digest)
             sqltree.execute(self.con, "store.meta.set_meta", key=DDL_DIGEST_KEY, value=ddl_digest())
             sqltree.execute(self.con, "store.meta.set_meta", key="schema_version", value=str(SCHEMA_VERSION))
-            self.con.execute("COMMIT")
+            self.con.commit()
         except BaseException:
             with contextlib.suppress(duckdb.Error):  # a COMMIT that failed has ended the transaction
-                self.con.execute("ROLLBACK")
+                self.con.rollback()
             raise
 
     def _up_to_date(self) -> bool:
