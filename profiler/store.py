@@ -6,7 +6,9 @@
 Writers open it read-write (schema created or migrated on open; an open that finds it current
 writes nothing); readers (`scprof sql`, the UI) open it read-only with file-system access
 disabled. A damaged store file, and a write the disk refuses, are one StoreError line naming the
-store (profiler/store_faults.py).
+store (profiler/store_faults.py). The statements an open runs are in the SQL tree: store.meta,
+store.connection, store.migrate, store.runs and store.temp_tables (profiler/sql/store/); the
+tables' DDL comes from profiler/schema.py's declarations.
 """
 
 from __future__ import annotations
@@ -72,9 +74,8 @@ def _add_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
     sqltree.execute(con, "store.migrate.drop_timeline_long")
     for stmt in table_ddl(table("tile_sums")):
         con.execute(stmt)
-    sqltree.execute(
-        con, "store.migrate.clear_tile_sums"
-    )  # a store migrated from version 1 got them with its other summaries
+    # a store migrated from version 1 got them with its other summaries
+    sqltree.execute(con, "store.migrate.clear_tile_sums")
     sqltree.install(con, ["derive.span"], temp=True, kinds=("macro",))
     sqltree.execute(con, "derive.span.fill_all_tile_sums")
 
