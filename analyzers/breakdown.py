@@ -163,6 +163,7 @@ def analyze(ctx: RunContext) -> Analysis:
         "steps_recorded": steps.num_rows,
         "covers": steps_covered(steps.column("step").to_pylist(), steps.column("counted").to_pylist()),
         **step_stats(step_ps),
+        **ctx.sql("analysis.run.slow_steps").to_pylist()[0],  # slow_steps, slow_steps_time_share
     }
     if split.num_rows:
         result.figures["share"] = shares(counted_rows(split, steps))

@@ -15,3 +15,15 @@ SELECT * FROM runs WHERE run_id = $run;
 -- @column start_ps BIGINT The longest chip's step start.
 -- @column counted BOOLEAN Whether summaries count the step.
 SELECT step, dur_ps AS step_ps, start_ps, counted FROM step_times WHERE run_id = $run ORDER BY step;
+
+-- @query slow_steps
+-- The counted steps longer than twice the median counted step (DuckDB's median interpolates, as numpy's 50th
+-- percentile), and their share of the counted steps' time: whether a few slow steps carry the mean step time.
+-- @param run INTEGER The run (runs.run_id).
+-- @column slow_steps BIGINT Counted steps over twice the median step time.
+-- @column slow_steps_time_share DOUBLE Their share of the counted steps' summed time (NULL without counted time).
+WITH counted AS (SELECT dur_ps FROM step_times WHERE run_id = $run AND counted),
+     middle AS (SELECT median(dur_ps) AS p50_ps FROM counted)
+SELECT count(*) FILTER (WHERE dur_ps > 2 * p50_ps) AS slow_steps,
+       (sum(dur_ps) FILTER (WHERE dur_ps > 2 * p50_ps) / nullif(sum(dur_ps), 0))::DOUBLE AS slow_steps_time_share
+FROM counted, middle;
