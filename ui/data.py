@@ -35,9 +35,8 @@ RUN_SORT_KEYS = ("run_id", "name", "source", "status", "steps", "events", "mean_
 
 def runs(store: Store, text: str = "", sort: str = "run_id", descending: bool = False) -> list[dict[str, Any]]:
     """The runs listing, filtered by `text` (in name, source, status, hardware or tags) and sorted."""
-    rows = sqltree.query(
-        store.con, "stdlib.runs.runs_oldest_first"
-    ).to_pylist()  # the store's runs listing, as `scprof runs` prints it
+    # the store's runs listing, as `scprof runs` prints it
+    rows = sqltree.query(store.con, "stdlib.runs.runs_oldest_first").to_pylist()
     for r in rows:
         r["status_text"] = r["status"] + (f" ({r['failure']})" if r["failure"] else "")
     needle = (text or "").strip().lower()
