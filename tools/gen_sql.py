@@ -5,7 +5,8 @@ A block tagged `-- @generated tools/gen_sql.py ...` holds a statement this tool 
 event field added to profiler/trace_fields.py) fails until the tree is regenerated.
 
 Generated today: schema.views' `slices` (its typed columns, string ids resolved to text, and
-the joins to `strings` that resolve them), and whole modules of statements that differ only by a
+the joins to `strings` that resolve them), ui.timeline's `event_row` (one event with its typed
+fields by name, the same way), and whole modules of statements that differ only by a
 table name from a Python list (MODULES): derive.clear (the per-run deletes of
 profiler/summaries.py's SUMMARY_TABLES), derive.materialized (the fills of the standard library's
 materialized views, their SQL copied from profiler/sql/stdlib/) and store.temp_tables (the empty
@@ -48,8 +49,24 @@ def slices_select() -> str:
     )
 
 
-# (file under profiler/sql/, view name, its SELECT's renderer)
-GENERATED = (("schema/views.sql", "slices", slices_select),)
+def event_row_select() -> str:
+    """ui.timeline's event_row: one event with every typed field by its name, string ids resolved."""
+    typed, joins = [], []
+    for f in TYPED_FIELDS:
+        if f.is_string:
+            typed.append(f"s_{f.name}.value AS {f.name}")
+            joins.append(
+                f"LEFT JOIN strings s_{f.name} ON s_{f.name}.run_id = e.run_id AND s_{f.name}.string_id = e.{f.column}"
+            )
+        else:
+            typed.append(f"e.{f.column} AS {f.name}")
+    return (
+        f"SELECT e.event_id, e.track_id, n.value AS name, e.start_ps, e.dur_ps, {', '.join(typed)}\n"
+        "FROM events e\n"
+        "JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id\n"
+        + "\n".join(joins)
+        + "\nWHERE e.run_id = $run AND e.event_id = $id"
+    )
 
 
 GENERATED_BY = "-- @generated tools/gen_sql.py"
@@ -148,10 +165,23 @@ MODULES = (
 )
 
 
-def regenerate(text: str, view: str, select: str) -> str:
-    """`text` with the statement of `view` replaced by CREATE VIEW `view` AS `select`;."""
-    head = f"CREATE VIEW {view} AS\n"
-    start = text.index(head) + len(head)
+# (file under profiler/sql/, view or query name, its statement's renderer)
+GENERATED = (
+    ("schema/views.sql", "slices", slices_select),
+    ("ui/timeline.sql", "event_row", event_row_select),
+)
+
+
+def regenerate(text: str, name: str, select: str) -> str:
+    """`text` with the statement of the view `name` replaced by CREATE VIEW `name` AS `select`;, or
+    that of the query `name` (the lines after its tags) by `select`;."""
+    head = f"CREATE VIEW {name} AS\n"
+    if head in text:
+        start = text.index(head) + len(head)
+    else:
+        start = text.index(f"-- @query {name}\n")
+        while text.startswith("--", start):
+            start = text.index("\n", start) + 1
     end = text.index(";\n", start)
     return text[:start] + select + text[end:]
 
@@ -161,12 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if a generated statement is stale")
     args = ap.parse_args(argv)
     stale = []
-    for rel, view, render in GENERATED:
+    for rel, name, render in GENERATED:
         path = REPO / "profiler" / "sql" / rel
         text = path.read_text()
-        new = regenerate(text, view, render())
+        new = regenerate(text, name, render())
         if new != text:
-            stale.append(f"profiler/sql/{rel}: {view}")
+            stale.append(f"profiler/sql/{rel}: {name}")
             if not args.check:
                 path.write_text(new)
     for rel, render in MODULES:
