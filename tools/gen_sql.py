@@ -5,7 +5,8 @@ A block tagged `-- @generated tools/gen_sql.py ...` holds a statement this tool 
 event field added to profiler/trace_fields.py) fails until the tree is regenerated.
 
 Generated today: schema.views' `slices` (its typed columns, string ids resolved to text, and
-the joins to `strings` that resolve them).
+the joins to `strings` that resolve them); ingest.chrome_json's `typed_names` (the stat names read
+into typed columns) and `event_columns` (a column per typed field).
 
 Usage
     python tools/gen_sql.py            # rewrite the generated statements in place
@@ -15,6 +16,7 @@ Usage
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -22,6 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from profiler.trace_fields import TYPED_FIELDS  # noqa: E402
+from profiler.xspace.map_names import STRING_COLUMNS  # noqa: E402
 
 
 def slices_select() -> str:
@@ -44,16 +47,61 @@ def slices_select() -> str:
     )
 
 
-# (file under profiler/sql/, view name, its SELECT's renderer)
-GENERATED = (("schema/views.sql", "slices", slices_select),)
+def chrome_typed_names() -> str:
+    """The Chrome JSON import's stat names read into typed columns: (stat, field, rank among the
+    field's names, whether the field holds a string), each stat once (its first field)."""
+    names = {s: (f.name, j) for f in TYPED_FIELDS for j, s in enumerate(f.xspace_read)}
+    rows = ",\n".join(
+        f"    ('{s}', '{f}', {j}, {'true' if f in STRING_COLUMNS else 'false'})" for s, (f, j) in names.items()
+    )
+    return f"INSERT INTO typed_names VALUES\n{rows}"
 
 
-def regenerate(text: str, view: str, select: str) -> str:
-    """`text` with the statement of `view` replaced by CREATE VIEW `view` AS `select`;."""
-    head = f"CREATE VIEW {view} AS\n"
-    start = text.index(head) + len(head)
+def chrome_event_columns() -> str:
+    """The Chrome JSON import's events columns: a column f_<field> per typed field (a string: its id)."""
+    typed = ",\n       ".join(
+        f"max(CASE WHEN y.field = '{f.name}' THEN {'sv.id' if f.name in STRING_COLUMNS else 'y.ival'} END) AS f_{f.name}"
+        for f in TYPED_FIELDS
+    )
+    return (
+        "CREATE TABLE ev_cols AS\n"
+        "SELECT e.i, k.track, n.id AS name, p.start_ps::BIGINT AS start_ps, p.dur_ps::BIGINT AS dur_ps,\n"
+        "       pl.id AS plane_id, l.line = 'Steps' AS is_step_line,\n"
+        "       TRY_CAST(regexp_extract(e.name, '^ProfilerStep#(\\d+)$', 1) AS INTEGER) AS profiler_step,\n"
+        "       coalesce(bool_or(y.step_num), false) AS has_step_num,\n"
+        f"       {typed}\n"
+        "FROM ev e JOIN ev_lines l USING (i) JOIN ev_ps p USING (i)\n"
+        "JOIN track_ids k ON k.plane = e.plane AND k.line = l.line\n"
+        "LEFT JOIN strs n ON n.s = e.name JOIN strs pl ON pl.s = e.plane\n"
+        "LEFT JOIN typed y USING (i) LEFT JOIN strs sv ON sv.s = y.sval\n"
+        "GROUP BY ALL ORDER BY e.i"
+    )
+
+
+# (file under profiler/sql/, block name, its renderer: a view's SELECT, else the whole statement)
+GENERATED = (
+    ("schema/views.sql", "slices", slices_select),
+    ("ingest/chrome_json.sql", "typed_names", chrome_typed_names),
+    ("ingest/chrome_json.sql", "event_columns", chrome_event_columns),
+)
+
+
+def regenerate(text: str, name: str, body: str) -> str:
+    """`text` with the statement of block `name` replaced by `body` (a view: CREATE VIEW `name` AS
+    `body`;); the statement starts at the first line after the block's tags that is not a comment."""
+    tag = re.search(rf"^-- @(view|query|statement) {name}\n", text, re.M)
+    if not tag:
+        raise SystemExit(f"no block {name}")
+    start = tag.end()
+    while text.startswith("--", start):
+        start = text.index("\n", start) + 1
+    if tag[1] == "view":
+        head = f"CREATE VIEW {name} AS\n"
+        if not text.startswith(head, start):
+            raise SystemExit(f"view {name}: its statement must start '{head.strip()}'")
+        start += len(head)
     end = text.index(";\n", start)
-    return text[:start] + select + text[end:]
+    return text[:start] + body + text[end:]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,12 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if a generated statement is stale")
     args = ap.parse_args(argv)
     stale = []
-    for rel, view, render in GENERATED:
+    for rel, name, render in GENERATED:
         path = REPO / "profiler" / "sql" / rel
         text = path.read_text()
-        new = regenerate(text, view, render())
+        new = regenerate(text, name, render())
         if new != text:
-            stale.append(f"profiler/sql/{rel}: {view}")
+            stale.append(f"profiler/sql/{rel}: {name}")
             if not args.check:
                 path.write_text(new)
     for s in stale:
