@@ -6,7 +6,9 @@ event field added to profiler/trace_fields.py) fails until the tree is regenerat
 
 Generated today: schema.views' `slices` (its typed columns, string ids resolved to text, and
 the joins to `strings` that resolve them); ingest.chrome_json's `typed_names` (the stat names read
-into typed columns) and `event_columns` (a column per typed field).
+into typed columns) and `event_columns` (a column per typed field); ingest.trace's `insert_events`
+(a column per typed field, its missing value NULL) and `insert_partition_stats` (the encoding's
+missing values NULL).
 
 Usage
     python tools/gen_sql.py            # rewrite the generated statements in place
@@ -24,7 +26,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from profiler.trace_fields import TYPED_FIELDS  # noqa: E402
+from profiler.wire import NULL_I32, NULL_I64  # noqa: E402
 from profiler.xspace.map_names import STRING_COLUMNS  # noqa: E402
+
+ARROW_NAME = {"table": "tbl"}  # `table` is a SQL keyword: an ingest's Arrow column of it is `tbl`
 
 
 def slices_select() -> str:
@@ -78,11 +83,35 @@ def chrome_event_columns() -> str:
     )
 
 
+def trace_insert_events() -> str:
+    """A scprof trace's events INSERT: a column per typed field, its missing value as NULL."""
+    return (
+        f"INSERT INTO events (run_id, event_id, track_id, name_id, start_ps, dur_ps, "
+        f"{', '.join(f.column for f in TYPED_FIELDS)})\n"
+        "SELECT $run, event_id, track, name, start_ps, dur_ps,\n"
+        f"       {', '.join(f'NULLIF({ARROW_NAME.get(f.name, f.name)}, {f.null})' for f in TYPED_FIELDS)}\n"
+        "FROM b"
+    )
+
+
+def trace_insert_partition_stats() -> str:
+    """A scprof trace's partition statistics INSERT: the encoding's missing values as NULL."""
+    return (
+        "INSERT INTO sc_partition_stats\n"
+        "SELECT $run, p.step, p.chip, p.sc, t.value, p.ids, p.unique_ids,\n"
+        f"       NULLIF(p.max_ids_per_partition, {NULL_I64}), NULLIF(p.max_unique_ids_per_partition, {NULL_I64}),\n"
+        f"       NULLIF(p.minibatches, {NULL_I32}), NULLIF(p.dropped_ids, {NULL_I64})\n"
+        "FROM b p JOIN strings t ON t.run_id = $run AND t.string_id = p.tbl"
+    )
+
+
 # (file under profiler/sql/, block name, its renderer: a view's SELECT, else the whole statement)
 GENERATED = (
     ("schema/views.sql", "slices", slices_select),
     ("ingest/chrome_json.sql", "typed_names", chrome_typed_names),
     ("ingest/chrome_json.sql", "event_columns", chrome_event_columns),
+    ("ingest/trace.sql", "insert_events", trace_insert_events),
+    ("ingest/trace.sql", "insert_partition_stats", trace_insert_partition_stats),
 )
 
 
