@@ -25,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from profiler.chrome_json_to_store import STEPS_LINE  # noqa: E402
 from profiler.trace_fields import TYPED_FIELDS  # noqa: E402
 from profiler.wire import NULL_I32, NULL_I64  # noqa: E402
 from profiler.xspace.map_names import STRING_COLUMNS  # noqa: E402
@@ -71,7 +72,7 @@ def chrome_event_columns() -> str:
     return (
         "CREATE TABLE ev_cols AS\n"
         "SELECT e.i, k.track, n.id AS name, p.start_ps::BIGINT AS start_ps, p.dur_ps::BIGINT AS dur_ps,\n"
-        "       pl.id AS plane_id, l.line = 'Steps' AS is_step_line,\n"
+        f"       pl.id AS plane_id, l.line = '{STEPS_LINE}' AS is_step_line,\n"
         "       TRY_CAST(regexp_extract(e.name, '^ProfilerStep#(\\d+)$', 1) AS INTEGER) AS profiler_step,\n"
         "       coalesce(bool_or(y.step_num), false) AS has_step_num,\n"
         f"       {typed}\n"
