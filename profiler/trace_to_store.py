@@ -91,7 +91,7 @@ def ingest_traces(
             headers.append(read_header(p))
     _refuse_repeats(paths, headers)
     sizes = [_size(p) for p in paths]
-    store.con.execute("BEGIN")
+    store.con.begin()
     try:
         results = []
         added: dict[int, str] = {}  # run_id -> path, runs of this call
@@ -106,11 +106,11 @@ def ingest_traces(
                 results.append(_ingest_one(store, p, h, name, replace, allow_truncated, report, added))
         if progress is not None:
             progress(sum(sizes), sum(sizes))
-        store.con.execute("COMMIT")
+        store.con.commit()
     except BaseException:
         # A COMMIT the disk refused has ended the transaction already: keep its error, not ROLLBACK's.
         with contextlib.suppress(duckdb.Error):
-            store.con.execute("ROLLBACK")
+            store.con.rollback()
         raise
     return results
 
