@@ -1,10 +1,11 @@
-"""Flows: which event's work feeds which, per step and chip, found from the data alone. One
-definition read by the Perfetto export (exporters/perfetto/flows.py: FLOWS_SQL) and the UI's trace
-viewer (ui/trace_api.py: flows_of_step, which adds HOST_FLOWS_SQL's host -> device flows).
+"""Flows: which event's work feeds which, per step and chip, found from the data alone. The rule is
+profiler/sql/ingest/flows.sql (flows; host_flows adds the host -> device flows), read by the UI's
+trace viewer (ui/trace_details.py: flows_of_step). Their rows: dir (an index into FLOW_KINDS), step,
+chip, src and dst (event ids).
 
-Both queries take a `{event_filter}` placeholder (a condition on `e`, the events, e.g. a step
-range: filled in by the caller, never with user text) and the parameters $run, $tc_line, $sc_line.
-Their rows: dir (an index into FLOW_KINDS), step, chip, src and dst (event ids).
+FLOWS_SQL is the Perfetto export's copy of `flows` (exporters/perfetto/flows.py fills its
+`{event_filter}` with the export's step range), until the export reads the tree's query; a test
+(tests/profiler/test_flows_sql.py) keeps the two the same.
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from typing import Any
 
 import pyarrow as pa
 
+from profiler import sqltree
+
 FLOW_KINDS = ("sc_fwd->tc_fwd", "tc_bwd->sc_bwd", "host->device")  # by dir
 
 # Lines between whose events flows are drawn.
 TC_OPS_LINE, SC_OPS_LINE = "XLA Ops", "Sparse Core Ops"
 
-# Flows, one per direction, step and chip, between the ops lines' events:
+# The Perfetto export's copy of ingest.flows.flows (its filter a placeholder):
+# flows, one per direction, step and chip, between the ops lines' events:
 #   forward:  the last SparseCore op of step i on chip c that starts before the
 #             first TensorCore op of step i on chip c  ->  that TensorCore op;
 #   backward: the last TensorCore op of step i on chip c  ->  the first SparseCore
@@ -64,40 +68,12 @@ WHERE src_start // 1000 < dst_start // 1000
 ORDER BY step, chip, dir
 """
 
-# Host -> device flows, one per step and chip, for the viewer (the Perfetto export draws only the
-# SparseCore/TensorCore flows above):
-#   the host's transfer of step i to chip c (an event of step i on a host track of chip c whose line
-#   is "Host to HBM ...", e.g. "Host to HBM TPU:c"; the last one to start when there are several,
-#   ties to the lower event_id)  ->  the first SparseCore op of step i on chip c (lowest start_ps,
-#   ties to the lower event_id), on the ops line as above.
-HOST_FLOWS_SQL = """
-WITH xfer AS (
-  SELECT e.step, t.chip,
-         arg_max(e.event_id, (e.start_ps::HUGEINT << 64) + (9223372036854775807 - e.event_id::HUGEINT)) AS src
-  FROM events e JOIN tracks t ON t.run_id = e.run_id AND t.track_id = e.track_id
-  WHERE e.run_id = $run AND {event_filter} AND e.step IS NOT NULL AND t.kind = 'host' AND t.chip >= 0
-    AND starts_with(t.line, 'Host to HBM')
-  GROUP BY e.step, t.chip
-),
-sc AS (
-  SELECT e.step, t.chip,
-         arg_min(e.event_id, (e.start_ps::HUGEINT << 64) + (e.event_id::HUGEINT + 9223372036854775808)) AS dst
-  FROM events e JOIN tracks t ON t.run_id = e.run_id AND t.track_id = e.track_id
-  WHERE e.run_id = $run AND {event_filter} AND e.step IS NOT NULL AND t.chip >= 0
-    AND t.kind IN ('sparsecore', 'sc_tile') AND t.line = $sc_line
-  GROUP BY e.step, t.chip
-)
-SELECT 2 AS dir, step, chip, src, dst FROM xfer JOIN sc USING (step, chip)
-ORDER BY step, chip
-"""
-
 
 def flows_of_step(con: Any, run_id: int, step: int) -> pa.Table:
-    """Every flow of one step of a run (FLOWS_SQL, then HOST_FLOWS_SQL): dir, step, chip, src, dst."""
-    params = {"run": run_id, "step": step, "tc_line": TC_OPS_LINE, "sc_line": SC_OPS_LINE}
-    parts = []
-    for template in (FLOWS_SQL, HOST_FLOWS_SQL):
-        text = template.format(event_filter="e.step = $step")
-        used = {k: v for k, v in params.items() if f"${k}" in text}
-        parts.append(con.sql(text, params=used).to_arrow_table())
+    """Every flow of one step of a run (ingest.flows' flows, then host_flows): dir, step, chip, src, dst."""
+    params = {"run": run_id, "all_steps": False, "step_lo": step, "step_hi": step + 1, "sc_line": SC_OPS_LINE}
+    parts = [
+        sqltree.query(con, "ingest.flows.flows", tc_line=TC_OPS_LINE, **params),
+        sqltree.query(con, "ingest.flows.host_flows", **params),
+    ]
     return pa.concat_tables([p.cast(parts[0].schema) for p in parts])

@@ -9,6 +9,7 @@ SQL NULL in the INSERT. Any error rolls the whole run back.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from collections.abc import Callable
@@ -18,14 +19,13 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from profiler import chrome_json_to_store
+from profiler import chrome_json_to_store, sqltree
 from profiler import scprof_trace_pb2 as pb
 from profiler.errors import StoreError
 from profiler.reader import Batch, TraceReader, concat_batches, read_header
 from profiler.store import Store
 from profiler.summaries import build_summaries
 from profiler.trace_fields import TYPED_FIELDS
-from profiler.wire import NULL_I32, NULL_I64
 from profiler.xspace import read as xspace_read
 from profiler.xspace import store as xspace_store
 
@@ -40,37 +40,9 @@ TRACK_KIND_NAMES = {
     pb.TRACK_KIND_COUNTER: "counter",
 }
 
-_I32, _I64 = str(NULL_I32), str(NULL_I64)
-
-# One INSERT per table; `b` is the Arrow batch registered for the statement.
-# (`table` is a SQL keyword: its Arrow column is `tbl`)
+# `table` is a SQL keyword: its Arrow column is `tbl` (profiler/sql/ingest/trace.sql)
 _ARROW_NAME = {"table": "tbl"}
-INSERT_EVENTS = f"""
-INSERT INTO events (run_id, event_id, track_id, name_id, start_ps, dur_ps, {", ".join(f.column for f in TYPED_FIELDS)})
-SELECT $run, event_id, track, name, start_ps, dur_ps,
-       {", ".join(f"NULLIF({_ARROW_NAME.get(f.name, f.name)}, {f.null})" for f in TYPED_FIELDS)}
-FROM b"""
-INSERT_ARGS = """
-INSERT INTO event_args
-SELECT $run, a.event_id, k.value,
-       CASE WHEN a.kind = 1 THEN a.int_value END,
-       CASE WHEN a.kind = 2 THEN a.double_value END,
-       CASE WHEN a.kind = 3 THEN s.value END
-FROM b a
-JOIN strings k ON k.run_id = $run AND k.string_id = a.key
-LEFT JOIN strings s ON s.run_id = $run AND s.string_id = a.string_id"""
-INSERT_COUNTERS = "INSERT INTO counters SELECT $run, track, ts_ps, value FROM b"
-INSERT_STEPS = "INSERT INTO steps SELECT $run, track, step, start_ps, dur_ps FROM b"
-INSERT_PARTITION_STATS = f"""
-INSERT INTO sc_partition_stats
-SELECT $run, p.step, p.chip, p.sc, t.value, p.ids, p.unique_ids,
-       NULLIF(p.max_ids_per_partition, {_I64}), NULLIF(p.max_unique_ids_per_partition, {_I64}),
-       NULLIF(p.minibatches, {_I32}), NULLIF(p.dropped_ids, {_I64})
-FROM b p JOIN strings t ON t.run_id = $run AND t.string_id = p.tbl"""
-# Summary figures of the run, computed once its rows are in.
-RUN_FIGURES = """
-SELECT count(*), min(start_ps), max(start_ps + dur_ps), count(DISTINCT step)
-FROM events WHERE run_id = ?"""
+_Q = "ingest.trace."  # the store's writes of an ingest: profiler/sql/ingest/trace.sql
 
 JSON = "json"  # ingest_traces' header of a Chrome trace JSON path
 
@@ -119,7 +91,7 @@ def ingest_traces(
             headers.append(read_header(p))
     _refuse_repeats(paths, headers)
     sizes = [_size(p) for p in paths]
-    store.con.execute("BEGIN")
+    store.con.begin()
     try:
         results = []
         added: dict[int, str] = {}  # run_id -> path, runs of this call
@@ -134,11 +106,11 @@ def ingest_traces(
                 results.append(_ingest_one(store, p, h, name, replace, allow_truncated, report, added))
         if progress is not None:
             progress(sum(sizes), sum(sizes))
-        store.con.execute("COMMIT")
+        store.con.commit()
     except BaseException:
         # A COMMIT the disk refused has ended the transaction already: keep its error, not ROLLBACK's.
         with contextlib.suppress(duckdb.Error):
-            store.con.execute("ROLLBACK")
+            store.con.rollback()
         raise
     return results
 
@@ -182,15 +154,15 @@ def _ingest_one(
     name = name or header.run_name or header.run_id
     con = store.con
     _make_room(store, header.run_id, name, replace, path, added)
-    run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
+    run_id = sqltree.execute(con, _Q + "next_run_id").fetchall()[0][0]
     reader = TraceReader(path, allow_truncated)
     progress = _ingest_batches(con, run_id, reader, progress)
     strings = pa.table({"string_id": np.arange(len(reader.strings), dtype=np.int32), "value": reader.strings})
-    _insert_arrow(con, "INSERT INTO strings SELECT $run, string_id, value FROM b", run_id, strings)
+    _insert_arrow(con, _Q + "insert_strings", run_id, strings)
     _insert_tracks(con, run_id, reader.tracks)
-    for kind, sql in (("partition_stats", INSERT_PARTITION_STATS), ("args", INSERT_ARGS)):
+    for kind in ("partition_stats", "args"):
         for t in progress.deferred[kind]:
-            _insert_arrow(con, sql, run_id, t)
+            _insert_arrow(con, _Q + "insert_" + kind, run_id, t)
     _insert_run(con, run_id, name, path, reader)
     build_summaries(con, run_id)
     if added is not None:
@@ -209,7 +181,7 @@ def _ingest_xplane(
     results = []
     for run_name, files in runs:
         con = store.con
-        run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
+        run_id = sqltree.execute(con, _Q + "next_run_id").fetchall()[0][0]
         facts = xspace_store.ingest_xplane_run(con, run_id, run_name, files, _insert_arrow)
         facts["name"] = name or facts["name"]
         _make_room(store, facts["uuid"], facts["name"], replace, path, added)
@@ -226,7 +198,7 @@ def _ingest_json(
 ) -> IngestResult:
     """Ingest the Chrome trace JSON at `path` as one run (inside the caller's transaction)."""
     con = store.con
-    run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchall()[0][0]
+    run_id = sqltree.execute(con, _Q + "next_run_id").fetchall()[0][0]
     facts = chrome_json_to_store.ingest_json_run(con, run_id, name, path, _insert_arrow)
     _make_room(store, facts["uuid"], facts["name"], replace, path, added)
     events = _insert_imported_run(con, run_id, facts, chrome_json_to_store.SOURCE, path)
@@ -238,40 +210,46 @@ def _ingest_json(
 
 def _insert_imported_run(con, run_id: int, f: dict, source: str, path: str) -> int:
     """The runs row of an imported capture (its facts `f`: profiler/xspace/map_facts.py's run_facts); returns its events."""
-    events, first_ps, last_ps, steps = con.execute(RUN_FIGURES, [run_id]).fetchall()[0]
-    con.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            run_id,
-            f["uuid"],
-            f["name"],
-            source,
-            path,
-            f["producer"],
-            None,
-            "ok",
-            None,
-            f["start_time_unix_ns"],
-            f["generation"],
-            f["num_chips"],
-            f["sparsecores_per_chip"],
-            f["tiles_per_sparsecore"],
-            f["simd_width"],
-            f["hbm_bytes"],
-            f["hbm_bandwidth_bytes_per_s"],
-            f["tc_peak_flops"],
-            f["ici_bandwidth_bytes_per_s"],
-            f["spmem_bytes_per_tile"],
-            f["hardware_extra"],
-            f["config"],
-            f["tags"],
-            events,
-            first_ps,
-            last_ps,
-            steps,
-        ],
+    figures = dict(zip(("events", "first_ps", "last_ps", "steps"), _run_figures(con, run_id), strict=True))
+    sqltree.execute(
+        con,
+        _Q + "insert_run",
+        run_id=run_id,
+        uuid=f["uuid"],
+        name=f["name"],
+        source=source,
+        source_path=path,
+        producer=f["producer"],
+        format_version=None,
+        status="ok",
+        truncated_at_byte=None,
+        start_time_unix_ns=f["start_time_unix_ns"],
+        **{k: f[k] for k in _HARDWARE},
+        hardware_extra=f["hardware_extra"],
+        config=f["config"],
+        tags=f["tags"],
+        **figures,
     )
-    return events
+    return figures["events"]
+
+
+_HARDWARE = (
+    "generation",
+    "num_chips",
+    "sparsecores_per_chip",
+    "tiles_per_sparsecore",
+    "simd_width",
+    "hbm_bytes",
+    "hbm_bandwidth_bytes_per_s",
+    "tc_peak_flops",
+    "ici_bandwidth_bytes_per_s",
+    "spmem_bytes_per_tile",
+)
+
+
+def _run_figures(con, run_id: int) -> tuple:
+    """A run's events, first start, last end and distinct steps, once its rows are in."""
+    return sqltree.execute(con, _Q + "run_figures", run=run_id).fetchall()[0]
 
 
 def _make_room(
@@ -279,7 +257,7 @@ def _make_room(
 ) -> None:
     """Refuse (or with replace, delete) runs with the same uuid or name; a run of this same call
     (`added`: run_id -> path) is never replaced: two paths of one command hold the same run."""
-    clash = store.con.execute("SELECT run_id, name, uuid FROM runs WHERE uuid = ? OR name = ?", [uuid, name]).fetchall()
+    clash = sqltree.execute(store.con, _Q + "clashes", uuid=uuid, name=name).fetchall()
     if not clash:
         return
     for run_id, _, old_uuid in clash:
@@ -307,7 +285,7 @@ def delete_run(store: Store, run_id: int) -> None:
 
     for t in TABLES:
         if any(c.name == "run_id" for c in t.columns):
-            store.con.execute(f"DELETE FROM {t.name} WHERE run_id = ?", [run_id])
+            sqltree.execute(store.con, f"{_Q}delete_{t.name}", run=run_id)  # one statement per table
 
 
 @dataclass
@@ -370,7 +348,7 @@ def _flush(con, run_id: int, kind: str, pending: dict[str, list[Batch]], progres
             data[key] = (
                 grouped(cols[col]) if col in cols else pa.nulls(n, pa.int64()) if null else pa.nulls(n, pa.uint32())
             )
-        _insert_arrow(con, INSERT_EVENTS, run_id, pa.table(data))
+        _insert_arrow(con, _Q + "insert_events", run_id, pa.table(data))
         if "arg_event" in cols:
             progress.deferred["args"].append(
                 pa.table(
@@ -386,9 +364,9 @@ def _flush(con, run_id: int, kind: str, pending: dict[str, list[Batch]], progres
             )
         progress.rows += n
     elif kind == "counters":
-        _insert_arrow(con, INSERT_COUNTERS, run_id, pa.table(cols))
+        _insert_arrow(con, _Q + "insert_counters", run_id, pa.table(cols))
     elif kind == "steps":
-        _insert_arrow(con, INSERT_STEPS, run_id, pa.table(cols))
+        _insert_arrow(con, _Q + "insert_steps", run_id, pa.table(cols))
 
 
 def _grouping(track: np.ndarray) -> np.ndarray:
@@ -420,8 +398,10 @@ def _partition_table(batch: Batch) -> pa.Table:
     return pa.table(data)
 
 
-def _insert_arrow(con, sql: str, run_id: int, table: pa.Table) -> None:
-    """Run one INSERT ... FROM b with the Arrow table registered as `b`."""
+def _insert_arrow(con, statement: str, run_id: int, table: pa.Table) -> None:
+    """Run the tree's INSERT `statement` (module.name: one @input b, one @param run) with the
+    Arrow table registered as `b`."""
+    sql = _arrow_insert_sql(statement)
     con.register("b", table)
     try:
         con.execute(sql, {"run": run_id})
@@ -430,6 +410,14 @@ def _insert_arrow(con, sql: str, run_id: int, table: pa.Table) -> None:
             con.unregister("b")
         raise
     con.unregister("b")
+
+
+@functools.cache
+def _arrow_insert_sql(statement: str) -> str:
+    b = sqltree.get(statement)
+    if b.kind != "statement" or [i.name for i in b.inputs] != ["b"] or [p.name for p in b.params] != ["run"]:
+        raise sqltree.SqlTreeError(f"{statement}: not an INSERT of an @input b with a @param run")
+    return b.sql
 
 
 def _insert_tracks(con, run_id: int, tracks: list[pb.Track]) -> None:
@@ -445,12 +433,7 @@ def _insert_tracks(con, run_id: int, tracks: list[pb.Track]) -> None:
             "unit": [t.unit for t in tracks],
         }
     )
-    _insert_arrow(
-        con,
-        "INSERT INTO tracks SELECT $run, track_id, plane, line, kind, chip, core, tile, unit FROM b",
-        run_id,
-        table,
-    )
+    _insert_arrow(con, _Q + "insert_tracks", run_id, table)
 
 
 def run_status(reader: TraceReader) -> str:
@@ -463,40 +446,26 @@ def run_status(reader: TraceReader) -> str:
 def _insert_run(con, run_id: int, name: str, path: str, reader: TraceReader) -> None:
     h = reader.header
     hw = h.hardware
-    events, first_ps, last_ps, steps = con.execute(RUN_FIGURES, [run_id]).fetchall()[0]
-
-    def known(v):  # proto3 zero means "unknown"
-        return v or None
-
-    con.execute(
-        "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now(), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            run_id,
-            h.run_id,
-            name,
-            "scprof-trace",
-            path,
-            h.producer,
-            h.format_version,
-            run_status(reader),
-            reader.cut.offset if reader.cut else None,
-            h.start_time_unix_ns,
-            known(hw.generation),
-            known(hw.num_chips),
-            known(hw.sparsecores_per_chip),
-            known(hw.tiles_per_sparsecore),
-            known(hw.simd_width),
-            known(hw.hbm_bytes),
-            known(hw.hbm_bandwidth_bytes_per_s),
-            known(hw.tc_peak_flops),
-            known(hw.ici_bandwidth_bytes_per_s),
-            known(hw.spmem_bytes_per_tile),
-            hw.extra_json or "{}",
-            h.config_json or "{}",
-            json.dumps(dict(h.tags), sort_keys=True),
-            events,
-            first_ps,
-            last_ps,
-            steps,
-        ],
+    events, first_ps, last_ps, steps = _run_figures(con, run_id)
+    sqltree.execute(
+        con,
+        _Q + "insert_run",
+        run_id=run_id,
+        uuid=h.run_id,
+        name=name,
+        source="scprof-trace",
+        source_path=path,
+        producer=h.producer,
+        format_version=h.format_version,
+        status=run_status(reader),
+        truncated_at_byte=reader.cut.offset if reader.cut else None,
+        start_time_unix_ns=h.start_time_unix_ns,
+        **{k: getattr(hw, k) or None for k in _HARDWARE},  # proto3 zero means "unknown"
+        hardware_extra=hw.extra_json or "{}",
+        config=h.config_json or "{}",
+        tags=json.dumps(dict(h.tags), sort_keys=True),
+        events=events,
+        first_ps=first_ps,
+        last_ps=last_ps,
+        steps=steps,
     )

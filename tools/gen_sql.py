@@ -6,7 +6,10 @@ event field added to profiler/trace_fields.py) fails until the tree is regenerat
 
 Generated today: schema.views' `slices` (its typed columns, string ids resolved to text, and
 the joins to `strings` that resolve them), ui.timeline's `event_row` (one event with its typed
-fields by name, the same way), and whole modules of statements that differ only by a
+fields by name, the same way); ingest.chrome_json's `typed_names` (the stat names read
+into typed columns) and `event_columns` (a column per typed field); ingest.trace's `insert_events`
+(a column per typed field, its missing value NULL) and `insert_partition_stats` (the encoding's
+missing values NULL); and whole modules of statements that differ only by a
 table name from a Python list (MODULES): derive.clear (the per-run deletes of
 profiler/summaries.py's SUMMARY_TABLES), derive.materialized (the fills of the standard library's
 materialized views, their SQL copied from profiler/sql/stdlib/) and store.temp_tables (the empty
@@ -20,13 +23,19 @@ Usage
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from profiler.chrome_json_to_store import STEPS_LINE  # noqa: E402
 from profiler.trace_fields import TYPED_FIELDS  # noqa: E402
+from profiler.wire import NULL_I32, NULL_I64  # noqa: E402
+from profiler.xspace.map_names import STRING_COLUMNS  # noqa: E402
+
+ARROW_NAME = {"table": "tbl"}  # `table` is a SQL keyword: an ingest's Arrow column of it is `tbl`
 
 
 def slices_select() -> str:
@@ -165,25 +174,86 @@ MODULES = (
 )
 
 
-# (file under profiler/sql/, view or query name, its statement's renderer)
+def chrome_typed_names() -> str:
+    """The Chrome JSON import's stat names read into typed columns: (stat, field, rank among the
+    field's names, whether the field holds a string), each stat once (its first field)."""
+    names = {s: (f.name, j) for f in TYPED_FIELDS for j, s in enumerate(f.xspace_read)}
+    rows = ",\n".join(
+        f"    ('{s}', '{f}', {j}, {'true' if f in STRING_COLUMNS else 'false'})" for s, (f, j) in names.items()
+    )
+    return f"INSERT INTO typed_names VALUES\n{rows}"
+
+
+def chrome_event_columns() -> str:
+    """The Chrome JSON import's events columns: a column f_<field> per typed field (a string: its id)."""
+    typed = ",\n       ".join(
+        f"max(CASE WHEN y.field = '{f.name}' THEN {'sv.id' if f.name in STRING_COLUMNS else 'y.ival'} END) AS f_{f.name}"
+        for f in TYPED_FIELDS
+    )
+    return (
+        "CREATE TABLE ev_cols AS\n"
+        "SELECT e.i, k.track, n.id AS name, p.start_ps::BIGINT AS start_ps, p.dur_ps::BIGINT AS dur_ps,\n"
+        f"       pl.id AS plane_id, l.line = '{STEPS_LINE}' AS is_step_line,\n"
+        "       TRY_CAST(regexp_extract(e.name, '^ProfilerStep#(\\d+)$', 1) AS INTEGER) AS profiler_step,\n"
+        "       coalesce(bool_or(y.step_num), false) AS has_step_num,\n"
+        f"       {typed}\n"
+        "FROM ev e JOIN ev_lines l USING (i) JOIN ev_ps p USING (i)\n"
+        "JOIN track_ids k ON k.plane = e.plane AND k.line = l.line\n"
+        "LEFT JOIN strs n ON n.s = e.name JOIN strs pl ON pl.s = e.plane\n"
+        "LEFT JOIN typed y USING (i) LEFT JOIN strs sv ON sv.s = y.sval\n"
+        "GROUP BY ALL ORDER BY e.i"
+    )
+
+
+def trace_insert_events() -> str:
+    """A scprof trace's events INSERT: a column per typed field, its missing value as NULL."""
+    return (
+        f"INSERT INTO events (run_id, event_id, track_id, name_id, start_ps, dur_ps, "
+        f"{', '.join(f.column for f in TYPED_FIELDS)})\n"
+        "SELECT $run, event_id, track, name, start_ps, dur_ps,\n"
+        f"       {', '.join(f'NULLIF({ARROW_NAME.get(f.name, f.name)}, {f.null})' for f in TYPED_FIELDS)}\n"
+        "FROM b"
+    )
+
+
+def trace_insert_partition_stats() -> str:
+    """A scprof trace's partition statistics INSERT: the encoding's missing values as NULL."""
+    return (
+        "INSERT INTO sc_partition_stats\n"
+        "SELECT $run, p.step, p.chip, p.sc, t.value, p.ids, p.unique_ids,\n"
+        f"       NULLIF(p.max_ids_per_partition, {NULL_I64}), NULLIF(p.max_unique_ids_per_partition, {NULL_I64}),\n"
+        f"       NULLIF(p.minibatches, {NULL_I32}), NULLIF(p.dropped_ids, {NULL_I64})\n"
+        "FROM b p JOIN strings t ON t.run_id = $run AND t.string_id = p.tbl"
+    )
+
+
+# (file under profiler/sql/, block name, its renderer: a view's SELECT, else the whole statement)
 GENERATED = (
     ("schema/views.sql", "slices", slices_select),
     ("ui/timeline.sql", "event_row", event_row_select),
+    ("ingest/chrome_json.sql", "typed_names", chrome_typed_names),
+    ("ingest/chrome_json.sql", "event_columns", chrome_event_columns),
+    ("ingest/trace.sql", "insert_events", trace_insert_events),
+    ("ingest/trace.sql", "insert_partition_stats", trace_insert_partition_stats),
 )
 
 
-def regenerate(text: str, name: str, select: str) -> str:
-    """`text` with the statement of the view `name` replaced by CREATE VIEW `name` AS `select`;, or
-    that of the query `name` (the lines after its tags) by `select`;."""
-    head = f"CREATE VIEW {name} AS\n"
-    if head in text:
-        start = text.index(head) + len(head)
-    else:
-        start = text.index(f"-- @query {name}\n")
-        while text.startswith("--", start):
-            start = text.index("\n", start) + 1
+def regenerate(text: str, name: str, body: str) -> str:
+    """`text` with the statement of block `name` replaced by `body` (a view: CREATE VIEW `name` AS
+    `body`;); the statement starts at the first line after the block's tags that is not a comment."""
+    tag = re.search(rf"^-- @(view|query|statement) {name}\n", text, re.M)
+    if not tag:
+        raise SystemExit(f"no block {name}")
+    start = tag.end()
+    while text.startswith("--", start):
+        start = text.index("\n", start) + 1
+    if tag[1] == "view":
+        head = f"CREATE VIEW {name} AS\n"
+        if not text.startswith(head, start):
+            raise SystemExit(f"view {name}: its statement must start '{head.strip()}'")
+        start += len(head)
     end = text.index(";\n", start)
-    return text[:start] + select + text[end:]
+    return text[:start] + body + text[end:]
 
 
 def main(argv: list[str] | None = None) -> int:

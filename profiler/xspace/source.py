@@ -133,8 +133,6 @@ def insert(con, run_id: int, kept: Kept, insert_arrow) -> None:
             "space": pa.array([s for _, _, s in kept.files], pa.large_binary()),
         }
     )
-    insert_arrow(con, "INSERT INTO xspace_files SELECT $run, host, file, space FROM b", run_id, files)
+    insert_arrow(con, "ingest.xspace.insert_files", run_id, files)
     for t in kept.events:
-        insert_arrow(
-            con, "INSERT INTO xspace_events SELECT $run, event_id, host, plane, line, xevent FROM b", run_id, t
-        )
+        insert_arrow(con, "ingest.xspace.insert_kept_events", run_id, t)

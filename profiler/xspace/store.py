@@ -42,7 +42,7 @@ from profiler.xspace.read import check_path, find_runs, is_xplane_path  # noqa: 
 def ingest_xplane_run(con, run_id: int, name: str, files: list[str], insert_arrow) -> dict:
     """Insert one decoded capture as run `run_id` (inside the caller's transaction).
 
-    Returns the run facts (uuid, events, ...). `insert_arrow(con, sql, run_id, table)`
+    Returns the run facts (uuid, events, ...). `insert_arrow(con, statement, run_id, table)`
     is trace_to_store's helper.
     """
     return insert_decoded(con, run_id, name, decode_files(files), files, insert_arrow)
@@ -82,7 +82,7 @@ def insert_decoded(con, run_id: int, name: str, d: Decoded, files: list[str], in
             **{f.column: column(ev[f.name], True) for f in TYPED_FIELDS if f.name != "step"},
         }
     )
-    insert_arrow(con, "INSERT INTO events BY NAME SELECT $run AS run_id, * FROM b", run_id, table)
+    insert_arrow(con, "ingest.xspace.insert_events", run_id, table)
     if d.kept is not None and keep.all():  # (events dropped as markers would shift the kept events' ids)
         source.insert(con, run_id, d.kept, insert_arrow)
     if d.args:
@@ -98,31 +98,16 @@ def insert_decoded(con, run_id: int, name: str, d: Decoded, files: list[str], in
         )
     if d.counters:
         c = {k: np.concatenate(v) for k, v in d.counters.items()}
-        insert_arrow(con, "INSERT INTO counters SELECT $run, track, ts_ps, value FROM b", run_id, pa.table(c))
+        insert_arrow(con, "ingest.trace.insert_counters", run_id, pa.table(c))
     if len(markers["start_ps"]):
         m = pa.table({k: np.asarray(markers[k], np.int64) for k in ("track", "step", "start_ps", "dur_ps")})
-        insert_arrow(con, "INSERT INTO steps SELECT $run, track, step, start_ps, dur_ps FROM b", run_id, m)
+        insert_arrow(con, "ingest.trace.insert_steps", run_id, m)
     strings = pa.table({"string_id": np.arange(len(d.strings.values), dtype=np.int32), "value": d.strings.values})
-    insert_arrow(con, "INSERT INTO strings SELECT $run, string_id, value FROM b", run_id, strings)
+    insert_arrow(con, "ingest.trace.insert_strings", run_id, strings)
     if d.args:
-        insert_arrow(
-            con,
-            """
-            INSERT INTO event_args
-            SELECT $run, a.event_id, k.value, a.int_value, a.double_value,
-                   CASE WHEN a.string_id <> 0 THEN s.value END
-            FROM b a JOIN strings k ON k.run_id = $run AND k.string_id = a.key
-            LEFT JOIN strings s ON s.run_id = $run AND s.string_id = a.string_id""",
-            run_id,
-            args,
-        )
+        insert_arrow(con, "ingest.xspace.insert_args", run_id, args)
     tracks = pa.Table.from_pylist(d.tracks.rows)
-    insert_arrow(
-        con,
-        "INSERT INTO tracks SELECT $run, track_id, plane, line, kind, chip, core, tile, unit FROM b",
-        run_id,
-        tracks,
-    )
+    insert_arrow(con, "ingest.trace.insert_tracks", run_id, tracks)
     return run_facts(d, files, name, d.digests)
 
 

@@ -346,3 +346,21 @@ def test_a_gzip_bomb_is_refused(tmp_path, capsys):
     bomb.write_bytes(gzip.compress(b'{"traceEvents": [' + b" " * (100 << 20) + b"]}", 9))
     assert_one_error(cli(capsys, "ingest", str(bomb), "--db", tmp_path / "s.duckdb"), "zip bomb")
     assert not (tmp_path / "s.duckdb").exists()
+
+
+def test_the_reader_accepts_the_largest_event_a_block_holds():
+    """DuckDB's JSON reader (profiler/sql/ingest/chrome_json.sql: read_block) takes objects up to
+    the scanner's MAX_EVENT_BYTES, written there as a number."""
+    from profiler import sqltree
+
+    assert f"maximum_object_size = {scan.MAX_EVENT_BYTES})" in sqltree.get("ingest.chrome_json.read_block").sql
+
+
+def test_the_line_names_are_those_the_mapping_writes():
+    """The lines statement (profiler/sql/ingest/chrome_json.sql) names the lines the Python side
+    tells apart (chrome_json_to_store.ANNOTATIONS_LINE, STEPS_LINE)."""
+    from profiler import sqltree
+    from profiler.chrome_json_to_store import ANNOTATIONS_LINE, STEPS_LINE
+
+    lines = sqltree.get("ingest.chrome_json.lines").sql
+    assert f"THEN '{ANNOTATIONS_LINE}'" in lines and f"THEN '{STEPS_LINE}'" in lines
