@@ -39,6 +39,7 @@ display only (a finding's evidence), never run by the product.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -371,11 +372,22 @@ class Tree:
                 raise SqlTreeError(f"{qualified}: {what} missing {missing}, not declared {extra}")
         return b
 
-    def execute(self, con: duckdb.DuckDBPyConnection, qualified: str, **params: object) -> duckdb.DuckDBPyConnection:
+    def execute(
+        self, con: duckdb.DuckDBPyConnection, qualified: str, inputs: dict[str, Any] | None = None, **params: object
+    ) -> duckdb.DuckDBPyConnection:
         """Run the @query or @statement `module.name` with its parameters bound by DuckDB ($name):
-        the kwargs must be exactly its @params. Returns `con`, to fetchall()/fetchone() from."""
-        b = self._checked(qualified, params, {})
-        return con.execute(b.sql, params) if params else con.execute(b.sql)
+        the kwargs must be exactly its @params, `inputs` exactly its @inputs (Arrow tables,
+        registered under their names while it runs: a statement's, e.g. an INSERT ... FROM an input;
+        read a query with inputs by `query`). Returns `con`, to fetchall()/fetchone() from."""
+        b = self._checked(qualified, params, inputs or {})
+        for name, table in (inputs or {}).items():
+            con.register(name, table)
+        try:
+            return con.execute(b.sql, params) if params else con.execute(b.sql)
+        finally:
+            for name in inputs or {}:
+                with contextlib.suppress(Exception):  # in an aborted transaction this fails too: keep the cause
+                    con.unregister(name)
 
     def query(
         self, con: duckdb.DuckDBPyConnection, qualified: str, inputs: dict[str, Any] | None = None, **params: object
@@ -458,8 +470,10 @@ def install(
     tree().install(con, names, temp, kinds)
 
 
-def execute(con: duckdb.DuckDBPyConnection, qualified: str, **params: object) -> duckdb.DuckDBPyConnection:
-    return tree().execute(con, qualified, **params)
+def execute(
+    con: duckdb.DuckDBPyConnection, qualified: str, inputs: dict[str, Any] | None = None, **params: object
+) -> duckdb.DuckDBPyConnection:
+    return tree().execute(con, qualified, inputs, **params)
 
 
 def query(

@@ -9,7 +9,6 @@ SQL NULL in the INSERT. Any error rolls the whole run back.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import os
 from collections.abc import Callable
@@ -400,24 +399,8 @@ def _partition_table(batch: Batch) -> pa.Table:
 
 def _insert_arrow(con, statement: str, run_id: int, table: pa.Table) -> None:
     """Run the tree's INSERT `statement` (module.name: one @input b, one @param run) with the
-    Arrow table registered as `b`."""
-    sql = _arrow_insert_sql(statement)
-    con.register("b", table)
-    try:
-        con.execute(sql, {"run": run_id})
-    except BaseException:
-        with contextlib.suppress(duckdb.Error):  # in an aborted transaction this fails too: keep the cause
-            con.unregister("b")
-        raise
-    con.unregister("b")
-
-
-@functools.cache
-def _arrow_insert_sql(statement: str) -> str:
-    b = sqltree.get(statement)
-    if b.kind != "statement" or [i.name for i in b.inputs] != ["b"] or [p.name for p in b.params] != ["run"]:
-        raise sqltree.SqlTreeError(f"{statement}: not an INSERT of an @input b with a @param run")
-    return b.sql
+    Arrow table as `b`."""
+    sqltree.execute(con, statement, {"b": table}, run=run_id)
 
 
 def _insert_tracks(con, run_id: int, tracks: list[pb.Track]) -> None:

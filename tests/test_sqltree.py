@@ -309,3 +309,22 @@ def test_private_blocks_stay_in_their_module(tmp_path):
     con = duckdb.connect()
     tree.install(con, ["m"])  # installed all the same: the public view reads it
     assert con.execute("SELECT * FROM v").fetchall() == [(1,)]
+
+
+def test_a_statement_writes_from_its_inputs(tmp_path):
+    import pyarrow as pa
+
+    tree = write(
+        tmp_path,
+        {
+            "w.sql": "-- @module w\n\n-- @statement keep\n-- Inserts the given rows.\n-- @param run INTEGER Run.\n"
+            "-- @input b(v BIGINT) The rows.\nINSERT INTO t SELECT $run, v FROM b;\n"
+        },
+    )
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (run_id INTEGER, v BIGINT)")
+    tree.execute(con, "w.keep", {"b": pa.table({"v": pa.array([3, 4], pa.int64())})}, run=7)
+    assert con.execute("SELECT * FROM t ORDER BY v").fetchall() == [(7, 3), (7, 4)]
+    assert "b" not in {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+    with pytest.raises(SqlTreeError, match="inputs missing \\['b'\\]"):
+        tree.execute(con, "w.keep", run=7)
