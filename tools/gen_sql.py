@@ -5,7 +5,8 @@ A block tagged `-- @generated tools/gen_sql.py ...` holds a statement this tool 
 event field added to profiler/trace_fields.py) fails until the tree is regenerated.
 
 Generated today: schema.views' `slices` (its typed columns, string ids resolved to text, and
-the joins to `strings` that resolve them).
+the joins to `strings` that resolve them); export.perfetto's `stream` and `annotation_strings`
+(the typed fields the Perfetto export annotates).
 
 Usage
     python tools/gen_sql.py            # rewrite the generated statements in place
@@ -15,12 +16,14 @@ Usage
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from exporters.perfetto.interning import ANNOTATED  # noqa: E402
 from profiler.trace_fields import TYPED_FIELDS  # noqa: E402
 
 
@@ -44,16 +47,76 @@ def slices_select() -> str:
     )
 
 
-# (file under profiler/sql/, view name, its SELECT's renderer)
-GENERATED = (("schema/views.sql", "slices", slices_select),)
+# The Perfetto export's filter on its events `e` (export.perfetto: $all_steps, else --steps A:B).
+_EXPORT_EVENT_FILTER = (
+    "($all_steps OR ((e.step >= $step_a AND e.step < $step_b)\n"
+    "                  OR (e.step IS NULL AND e.start_ps >= $span_a AND e.start_ps < $span_b)))"
+)
 
 
-def regenerate(text: str, view: str, select: str) -> str:
-    """`text` with the statement of `view` replaced by CREATE VIEW `view` AS `select`;."""
-    head = f"CREATE VIEW {view} AS\n"
-    start = text.index(head) + len(head)
+def perfetto_stream() -> str:
+    """export.perfetto's stream: a window's events, step markers, counter samples and breakdown slices,
+    with the typed fields the export annotates (exporters.perfetto.interning.ANNOTATED), step first."""
+    typed = ", ".join(f"{f.column}::BIGINT AS {f.column}" for f in ANNOTATED)
+    none = ", ".join(["NULL"] * (len(ANNOTATED) - 1))  # the typed fields after step
+    return (
+        "SELECT 0::BIGINT AS kind, event_id::BIGINT AS id, track_id::BIGINT AS track_id, name_id::BIGINT AS name_id,\n"
+        f"       start_ps::BIGINT AS start_ps, dur_ps::BIGINT AS dur_ps, {typed}, NULL::DOUBLE AS value\n"
+        "FROM events e WHERE run_id = $run\n"
+        f"  AND {_EXPORT_EVENT_FILTER}\n"
+        "  AND start_ps >= $lo AND start_ps < $hi\n"
+        "UNION ALL\n"
+        f"SELECT 1, step, track_id, NULL, start_ps, dur_ps, step, {none}, NULL\n"
+        "FROM steps WHERE run_id = $run AND ($all_steps OR (step >= $step_a AND step < $step_b))\n"
+        "  AND start_ps >= $lo AND start_ps < $hi\n"
+        "UNION ALL\n"
+        f"SELECT 2, rowid, track_id, NULL, ts_ps, 0, NULL, {none}, value\n"
+        "FROM counters WHERE run_id = $run AND ($all_steps OR (ts_ps >= $span_a AND ts_ps <= $span_b))\n"
+        "  AND ts_ps >= $lo AND ts_ps < $hi\n"
+        "UNION ALL\n"
+        f"SELECT 3, id, chip, name_iid, start_ps, dur_ps, step, {none}, NULL\n"
+        "FROM breakdown WHERE start_ps >= $lo AND start_ps < $hi"
+    )
+
+
+def perfetto_annotation_strings() -> str:
+    """export.perfetto's annotation_strings: the kept events' typed string ids, counted, with their text."""
+    ids = "\n    UNION ALL\n".join(
+        f"    SELECT {f.column} AS sid FROM events e WHERE run_id = $run\n"
+        f"      AND {_EXPORT_EVENT_FILTER.replace(chr(10), chr(10) + '    ')}\n"
+        f"      AND {f.column} IS NOT NULL"
+        for f in ANNOTATED
+        if f.is_string
+    )
+    return (
+        "SELECT n.string_id, n.value FROM (\n"
+        f"  SELECT sid, count(*) AS c FROM (\n{ids}) GROUP BY 1) u\n"
+        "JOIN strings n ON n.run_id = $run AND n.string_id = u.sid\n"
+        "ORDER BY u.c DESC, n.string_id"
+    )
+
+
+# (file under profiler/sql/, block name, its statement's renderer: a view's SELECT, else the statement)
+GENERATED = (
+    ("schema/views.sql", "slices", slices_select),
+    ("export/perfetto.sql", "stream", perfetto_stream),
+    ("export/perfetto.sql", "annotation_strings", perfetto_annotation_strings),
+)
+
+
+def regenerate(text: str, name: str, sql: str) -> str:
+    """`text` with the statement of block `name` replaced: a view's by CREATE VIEW `name` AS `sql`;, a
+    query's or statement's (what follows its tag lines) by `sql`;."""
+    head = f"CREATE VIEW {name} AS\n"
+    if head in text:
+        start = text.index(head) + len(head)
+    else:
+        tag = re.search(rf"^-- @(query|statement) {name}\n(--.*\n)*", text, re.M)
+        if tag is None:
+            raise KeyError(f"no block {name}")
+        start = tag.end()
     end = text.index(";\n", start)
-    return text[:start] + select + text[end:]
+    return text[:start] + sql + text[end:]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,12 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if a generated statement is stale")
     args = ap.parse_args(argv)
     stale = []
-    for rel, view, render in GENERATED:
+    for rel, name, render in GENERATED:
         path = REPO / "profiler" / "sql" / rel
         text = path.read_text()
-        new = regenerate(text, view, render())
+        new = regenerate(text, name, render())
         if new != text:
-            stale.append(f"profiler/sql/{rel}: {view}")
+            stale.append(f"profiler/sql/{rel}: {name}")
             if not args.check:
                 path.write_text(new)
     for s in stale:
