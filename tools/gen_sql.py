@@ -6,7 +6,8 @@ event field added to profiler/trace_fields.py) fails until the tree is regenerat
 
 Generated today: schema.views' `slices` (its typed columns, string ids resolved to text, and
 the joins to `strings` that resolve them); export.perfetto's `stream` and `annotation_strings`
-(the typed fields the Perfetto export annotates).
+(the typed fields the Perfetto export annotates); export.xspace's `events` and `event_nulls`
+(the integer typed fields the XSpace export writes).
 
 Usage
     python tools/gen_sql.py            # rewrite the generated statements in place
@@ -25,6 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from exporters.perfetto.interning import ANNOTATED  # noqa: E402
 from profiler.trace_fields import TYPED_FIELDS  # noqa: E402
+from profiler.xspace.map_names import INT_COLUMNS  # noqa: E402
 
 
 def slices_select() -> str:
@@ -96,11 +98,35 @@ def perfetto_annotation_strings() -> str:
     )
 
 
+_XSPACE_EVENTS_KEPT = "run_id = $run AND ($all_steps OR (step >= $step_a AND step < $step_b))"
+
+
+def xspace_events() -> str:
+    """export.xspace's events: the kept events, NULL as -1 in the integer typed fields (string ids: 0)."""
+    ints = ", ".join(f"coalesce({c}, -1) AS {c}" for c in INT_COLUMNS)
+    return (
+        "SELECT event_id, track_id, name_id, start_ps, dur_ps,\n"
+        "       coalesce(step, -1) AS step, coalesce(table_id, 0) AS table_id, coalesce(category_id, 0) AS category_id,\n"
+        f"       {ints}\n"
+        f"FROM events WHERE {_XSPACE_EVENTS_KEPT} ORDER BY track_id, start_ps, event_id"
+    )
+
+
+def xspace_event_nulls() -> str:
+    """export.xspace's event_nulls: which integer typed fields (and step) of the kept events are NULL."""
+    return (
+        f"SELECT {', '.join(f'{c} IS NULL AS {c}' for c in (*INT_COLUMNS, 'step'))}\n"
+        f"FROM events WHERE {_XSPACE_EVENTS_KEPT} ORDER BY track_id, start_ps, event_id"
+    )
+
+
 # (file under profiler/sql/, block name, its statement's renderer: a view's SELECT, else the statement)
 GENERATED = (
     ("schema/views.sql", "slices", slices_select),
     ("export/perfetto.sql", "stream", perfetto_stream),
     ("export/perfetto.sql", "annotation_strings", perfetto_annotation_strings),
+    ("export/xspace.sql", "events", xspace_events),
+    ("export/xspace.sql", "event_nulls", xspace_event_nulls),
 )
 
 
