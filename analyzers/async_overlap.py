@@ -10,41 +10,28 @@ from __future__ import annotations
 
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
+from profiler import sqltree
 
 NAME = "async_overlap"
 QUESTION = "Do async copies and collectives overlap compute, or does the device wait for them?"
 
-HIDDEN, EXPOSED = 0.9, 0.1  # covered share at or above: hidden; at or below: exposed
 EXPOSED_SHARE = 0.5  # exposed time above this share of the async windows' time is a finding
 TOP = 20
-
-SUMMARY_SQL = f"""
-SELECT {{keys}} count(*) AS count, sum(dur_ps)::BIGINT AS span_ps, sum(exposed_ps)::BIGINT AS exposed_ps,
-       count(*) FILTER (WHERE hidden_ps >= {HIDDEN} * dur_ps) AS hidden,
-       count(*) FILTER (WHERE hidden_ps > {EXPOSED} * dur_ps AND hidden_ps < {HIDDEN} * dur_ps) AS partial,
-       count(*) FILTER (WHERE hidden_ps <= {EXPOSED} * dur_ps) AS exposed
-FROM async_spans WHERE run_id = ? {{group}}"""
 
 
 def analyze(ctx: RunContext) -> Analysis:
     result = Analysis(NAME)
     total = {"count": 0}
     if _has_async_ops(ctx):  # else async_spans is empty: its compute islands are not worth building
-        (total,) = ctx.store.rows(SUMMARY_SQL.format(keys="", group=""), [ctx.run_id])
+        (total,) = ctx.sql("analysis.async.async_total").to_pylist()
     if not total["count"]:
         result.notes.append("no async ops (an `Async XLA Ops` line, or <op>-start / <op>-done pairs)")
         return result
-    by_plane = ctx.store.query(
-        SUMMARY_SQL.format(keys="plane, source,", group="GROUP BY ALL ORDER BY plane"), [ctx.run_id]
-    )
-    by_op = ctx.store.rows(SUMMARY_SQL.format(keys="op,", group="GROUP BY ALL ORDER BY exposed_ps DESC"), [ctx.run_id])
+    by_plane = ctx.sql("analysis.async.async_by_plane")
+    by_op = ctx.sql("analysis.async.async_by_op").to_pylist()
     result.tables = {
         "async_by_plane": by_plane,
-        "top_exposed": ctx.store.query(
-            f"SELECT plane, name, op, source, start_ps, dur_ps, exposed_ps FROM async_spans WHERE run_id = ? "
-            f"ORDER BY exposed_ps DESC, start_ps LIMIT {TOP}",
-            [ctx.run_id],
-        ),
+        "top_exposed": ctx.sql("analysis.async.top_exposed", top=TOP),
     }
     share = total["exposed_ps"] / total["span_ps"] if total["span_ps"] else 0.0
     result.figures = {**total, "exposed_share": share, "by_op": {r.pop("op"): r for r in by_op}}
@@ -63,7 +50,7 @@ def analyze(ctx: RunContext) -> Analysis:
                     "next step's compute, or move less data (smaller copies, fewer host offloads)."
                 ),
                 evidence={k: total[k] for k in ("count", "span_ps", "exposed_ps", "hidden", "partial", "exposed")},
-                evidence_sql=f"SELECT * FROM async_spans WHERE run_id = {ctx.run_id} ORDER BY exposed_ps DESC",
+                evidence_sql=sqltree.show("analysis.async.exposed_evidence", run=ctx.run_id),
             )
         )
     return result
@@ -71,11 +58,4 @@ def analyze(ctx: RunContext) -> Analysis:
 
 def _has_async_ops(ctx: RunContext) -> bool:
     """Whether the run has an `Async XLA Ops` line or an op named like an async start or done."""
-    return bool(
-        ctx.store.rows(
-            """SELECT EXISTS (SELECT 1 FROM tracks WHERE run_id = $run AND line = 'Async XLA Ops')
-                  OR EXISTS (SELECT 1 FROM strings WHERE run_id = $run
-                             AND regexp_matches(value, '^.+-(start|done)(\\.[0-9]+)?$')) AS has""",
-            {"run": ctx.run_id},
-        )[0]["has"]
-    )
+    return bool(ctx.sql("analysis.async.has_async_ops").column("has")[0].as_py())

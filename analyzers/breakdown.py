@@ -52,7 +52,8 @@ def _prepare(ctx: RunContext, windows: pa.Table, span: tuple[int, int] | None, v
     connection); return the computation (numpy and C only, safe in another thread).
 
     Each op_arrays track is time-ordered already: a chip's runs are its tracks and the host's."""
-    kinds = ctx.store.query(f"SELECT track_id, category_id, priority, core_kind FROM {ctx.temp('timeline_kinds')}")
+    # a scan of the run's events: once per context (the Perfetto export prepares span by span)
+    kinds = ctx.memo("timeline_kinds", lambda: ctx.sql("analysis.split.timeline_kinds"))
     a = op_arrays(ctx, span)
     tracks = np.column_stack([a.bounds[:-1], a.bounds[1:]])
     runs = {
@@ -73,7 +74,7 @@ def start_timeline_splits(ctx: RunContext) -> Future:
     releases the GIL, so analyzers that run meanwhile overlap it (registry.analyze_run)."""
 
     def start() -> Future:
-        windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
+        windows = ctx.sql("analysis.split.step_windows")
         split = _prepare(ctx, windows, None, VIEWS)
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="timeline_splits")
         future = pool.submit(split)
@@ -85,7 +86,7 @@ def start_timeline_splits(ctx: RunContext) -> Future:
 
 def row_kinds(a: OpArrays, kinds: pa.Table) -> dict[str, np.ndarray]:
     """Per op_arrays row, its priority and core_kind (int8), looked up by (track, category) in
-    `kinds` (the rows of sql/timeline_kinds.sql)."""
+    `kinds` (the rows of analysis.split.timeline_kinds)."""
     cats = np.unique(kinds.column("category_id").to_numpy())  # string ids, -1 for none
     cat_of = np.zeros(int(cats.max()) + 2 if len(cats) else 1, np.int32)
     cat_of[cats + 1] = np.arange(len(cats))
@@ -138,11 +139,7 @@ def shares(split: pa.Table) -> dict[str, float]:
 
 def _why_no_split(ctx: RunContext) -> str:
     """Why step_windows is empty: no steps at all, or steps only on a host-only capture."""
-    r = ctx.store.rows(
-        """SELECT (SELECT count(DISTINCT step) FROM steps WHERE run_id = $run) AS steps,
-                  (SELECT count(*) FROM tracks WHERE run_id = $run AND kind IN ('tensorcore', 'sparsecore', 'gpu', 'cpu', 'device')) AS device""",
-        {"run": ctx.run_id},
-    )[0]
+    r = ctx.sql("analysis.split.run_shape").to_pylist()[0]
     if not r["device"]:
         return (
             f"no device tracks (a host-only capture without XLA ops; {r['steps']} steps marked on the host): "
@@ -166,6 +163,7 @@ def analyze(ctx: RunContext) -> Analysis:
         "steps_recorded": steps.num_rows,
         "covers": steps_covered(steps.column("step").to_pylist(), steps.column("counted").to_pylist()),
         **step_stats(step_ps),
+        **ctx.sql("analysis.run.slow_steps").to_pylist()[0],  # slow_steps, slow_steps_time_share
     }
     if split.num_rows:
         result.figures["share"] = shares(counted_rows(split, steps))
@@ -174,11 +172,11 @@ def analyze(ctx: RunContext) -> Analysis:
 
 
 def hbm_bandwidth(ctx: RunContext, steps: pa.Table) -> dict[str, float | None]:
-    """HBM traffic of the counted steps (sql/hbm_traffic.sql): bytes per chip and step, the
+    """HBM traffic of the counted steps (analysis.split.hbm_traffic): bytes per chip and step, the
     bandwidth that is per step (bytes / step time, mean over chips and steps) and its share
     of the chip's `hbm_bandwidth_bytes_per_s` (None when the run does not know it). Empty when
     no op records bytes (a capture without them)."""
-    traffic = ctx.query("hbm_traffic")
+    traffic = ctx.sql("analysis.split.hbm_traffic")
     step_ps = dict(zip(steps.column("step").to_pylist(), steps.column("step_ps").to_pylist(), strict=True))
     counted = set(pc.filter(steps.column("step"), steps.column("counted")).to_pylist())
     rows = [

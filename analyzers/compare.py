@@ -28,6 +28,7 @@ from analyzers.breakdown import counted_rows
 from analyzers.context import step_times
 from analyzers.kept_reports import report_for
 from analyzers.registry import RunReport
+from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
 
@@ -133,9 +134,7 @@ def step_time_change(store: Store, base_id: int, cand_id: int) -> StepTimeChange
     bs, cs = _counted_ps(bt), _counted_ps(ct)
     configs = [
         json.loads(r["config"] or "{}")
-        for r in store.rows(
-            "SELECT config FROM runs WHERE run_id IN (?, ?) ORDER BY run_id = ?", [base_id, cand_id, cand_id]
-        )
+        for r in sqltree.query(store.con, "analysis.compare.configs", base=base_id, cand=cand_id).to_pylist()
     ]
     paired = (
         len(configs) == 2
@@ -212,17 +211,11 @@ def _breakdown_delta(store: Store, base: RunReport, cand: RunReport) -> list[dic
     """Mean time per counted step and chip of each wall-time category, both runs: a category's
     time over every (chip, counted step) window, those where it does not occur included, so the
     means are in proportion to the breakdown's shares and sum to the mean window."""
-    return store.rows(
-        """WITH b AS (SELECT category, sum(dur_ps) / (SELECT count(DISTINCT (chip, step)) FROM b) AS ps
-                      FROM b GROUP BY category),
-                c AS (SELECT category, sum(dur_ps) / (SELECT count(DISTINCT (chip, step)) FROM c) AS ps
-                      FROM c GROUP BY category)
-           SELECT category, coalesce(b.ps, 0)::DOUBLE AS base_ps, coalesce(c.ps, 0)::DOUBLE AS cand_ps,
-                  (coalesce(c.ps, 0) - coalesce(b.ps, 0))::DOUBLE AS delta_ps
-           FROM b FULL JOIN c USING (category) ORDER BY abs(delta_ps) DESC, category""",
-        b=_counted_breakdown(base),
-        c=_counted_breakdown(cand),
-    )
+    return sqltree.query(
+        store.con,
+        "analysis.compare.breakdown_delta",
+        {"base_breakdown": _counted_breakdown(base), "cand_breakdown": _counted_breakdown(cand)},
+    ).to_pylist()
 
 
 def findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str, Any]]]:
@@ -240,53 +233,7 @@ def findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str,
     }
 
 
-# Per-op deltas (like XProf's diff of two sessions): each op's time and events per counted step
-# (step_times.counted, the steps every summary covers; a step where the op does not run counts 0),
-# and the sums of squares its significance needs (summed as integers: a DOUBLE sum's last digits
-# depend on the order DuckDB's threads add in, and so did the interval's).
-OP_DELTA_SQL = """
-WITH counted AS (SELECT run_id, step FROM step_times WHERE run_id IN ($base, $cand) AND counted),
-steps AS (SELECT run_id, count(*) AS steps FROM counted GROUP BY run_id),
-per_step AS (
-    SELECT e.run_id, t.track_kind, e.name_id, e.step, count(*) AS events, sum(e.dur_ps) AS ps
-    FROM events e
-    JOIN op_tracks t USING (run_id, track_id)
-    JOIN counted c USING (run_id, step)
-    WHERE e.run_id IN ($base, $cand)
-    GROUP BY ALL
-),
-per_op AS (
-    SELECT p.run_id, p.track_kind, n.value AS name, sum(p.events) AS events, sum(p.ps) AS ps,
-           sum(p.ps::HUGEINT * p.ps)::DOUBLE AS ps_sq,
-           any_value(s.steps) AS steps
-    FROM per_step p
-    JOIN strings n ON n.run_id = p.run_id AND n.string_id = p.name_id
-    JOIN steps s ON s.run_id = p.run_id
-    GROUP BY ALL
-    HAVING sum(p.ps) > 0
-),
-b AS (SELECT * FROM per_op WHERE run_id = $base), c AS (SELECT * FROM per_op WHERE run_id = $cand)
-SELECT coalesce(b.track_kind, c.track_kind) AS track_kind, coalesce(b.name, c.name) AS name,
-       b.events / b.steps AS base_events_per_step, c.events / c.steps AS cand_events_per_step,
-       b.ps / b.steps AS base_ps_per_step, c.ps / c.steps AS cand_ps_per_step,
-       coalesce(c.ps / c.steps, 0) - coalesce(b.ps / b.steps, 0) AS delta_ps_per_step,
-       b.steps AS base_steps, c.steps AS cand_steps, b.ps_sq AS base_ps_sq, c.ps_sq AS cand_ps_sq
-FROM b FULL JOIN c ON b.track_kind = c.track_kind AND b.name = c.name
-ORDER BY abs(delta_ps_per_step) DESC, track_kind, name
-"""
 Z_95 = 1.959963984540054  # two-sided 95% normal quantile
-
-# Per-table deltas: SparseCore op time per step of each embedding table (the store's
-# sc_table_stats view).
-TABLE_DELTA_SQL = """
-WITH b AS (SELECT * FROM sc_table_stats WHERE run_id = $base), c AS (SELECT * FROM sc_table_stats WHERE run_id = $cand)
-SELECT coalesce(b.table_name, c.table_name) AS table_name,
-       b.ops / nullif(b.steps, 0) AS base_ops_per_step, c.ops / nullif(c.steps, 0) AS cand_ops_per_step,
-       b.total_ps / nullif(b.steps, 0) AS base_ps_per_step, c.total_ps / nullif(c.steps, 0) AS cand_ps_per_step,
-       coalesce(c.total_ps / nullif(c.steps, 0), 0) - coalesce(b.total_ps / nullif(b.steps, 0), 0) AS delta_ps_per_step
-FROM b FULL JOIN c ON b.table_name = c.table_name
-ORDER BY abs(delta_ps_per_step) DESC
-"""
 
 
 def _op_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:
@@ -294,7 +241,7 @@ def _op_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:
     95% normal (Welch) interval of the relative change of the op's mean time per counted step;
     `change` is faster or slower when it excludes zero and the change is at least MIN_EFFECT,
     same otherwise, added or removed for an op of one run only."""
-    rows = store.rows(OP_DELTA_SQL, {"base": base_id, "cand": cand_id})
+    rows = sqltree.query(store.con, "analysis.compare.op_delta", base=base_id, cand=cand_id).to_pylist()
     for r in rows:
         nb, nc = r.pop("base_steps"), r.pop("cand_steps")
         qb, qc = r.pop("base_ps_sq"), r.pop("cand_ps_sq")
@@ -334,7 +281,7 @@ def welch_change(
 
 
 def _table_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:
-    return store.rows(TABLE_DELTA_SQL, {"base": base_id, "cand": cand_id})
+    return sqltree.query(store.con, "analysis.compare.table_delta", base=base_id, cand=cand_id).to_pylist()
 
 
 def config_diff(base: Any, cand: Any, prefix: str = "") -> list[dict[str, Any]]:

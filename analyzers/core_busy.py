@@ -22,22 +22,6 @@ from analyzers.op_arrays import op_arrays
 
 DEVICE_KINDS = ("tensorcore", "sparsecore", "gpu", "cpu", "device")
 
-# Every device core of the run (empty device planes too) and the capture's span: device_idle's
-# rows without the busy columns, which come from the op scan.
-CORES_SQL = """
-SELECT run_id, chip, core, kind AS track_kind, min(plane) AS plane, any_value(r.last_ps - r.first_ps) AS span_ps
-FROM tracks JOIN runs r USING (run_id)
-WHERE run_id = ? AND chip >= 0 AND list_contains(?, kind)
-GROUP BY ALL
-ORDER BY track_kind, chip, core
-"""
-# The op tracks of device cores (their rows in the scan count), and host-work category ids.
-TRACKS_SQL = """
-SELECT track_id, chip, core, track_kind FROM {op_tracks}
-WHERE chip >= 0 AND list_contains(?, track_kind) AND NOT starts_with(default_category, 'host_')
-"""
-HOST_WORK_SQL = "SELECT string_id FROM strings WHERE run_id = ? AND starts_with(value, 'host_')"
-
 
 def union_busy(start: np.ndarray, end: np.ndarray) -> int:
     """Length of the union of the intervals [start, end), given sorted by (start, end)."""
@@ -50,7 +34,8 @@ def union_busy(start: np.ndarray, end: np.ndarray) -> int:
 
 def device_idle_rows(ctx: RunContext) -> list[dict[str, Any]]:
     """device_idle's rows of the run (same columns, same values), by kind, chip, core."""
-    cores = ctx.store.rows(CORES_SQL, [ctx.run_id, list(DEVICE_KINDS)])
+    # every device core (empty device planes too) and the capture's span; the busy columns come from the op scan
+    cores = ctx.sql("analysis.ops.device_cores", kinds=list(DEVICE_KINDS)).to_pylist()
     busy = _busy_by_core(ctx) if cores else {}
     out = []
     for c in cores:
@@ -78,12 +63,12 @@ def device_idle_rows(ctx: RunContext) -> list[dict[str, Any]]:
 
 def _busy_by_core(ctx: RunContext) -> dict[tuple[int, int, str], tuple[int, int, int]]:
     """(chip, core, kind) -> (busy_ps, first op's start, last op's end) for cores that ran ops."""
-    tracks = ctx.store.rows(TRACKS_SQL.format(op_tracks=ctx.temp("op_tracks")), [list(DEVICE_KINDS)])
+    tracks = ctx.sql("analysis.ops.device_op_tracks", kinds=list(DEVICE_KINDS)).to_pylist()
     if not tracks:
         return {}
     ops = op_arrays(ctx)
     rank = {int(t): i for i, t in enumerate(ops.track_id.tolist())}
-    host_work = np.asarray([r["string_id"] for r in ctx.store.rows(HOST_WORK_SQL, [ctx.run_id])], np.int64)
+    host_work = np.asarray(ctx.sql("analysis.ops.host_work_categories").column("string_id").to_pylist(), np.int64)
     not_host = ~np.isin(ops.category_scan, host_work)[ops.source] if len(host_work) else None
     by_core: dict[tuple[int, int, str], list[int]] = {}
     for t in tracks:

@@ -1,6 +1,6 @@
 """Debug checks and quantization: out-of-vocabulary IDs, NaNs, clipped embedding values.
 
-Reads the check events of the trace (sql/debug_checks.sql): the ID bound check
+Reads the check events of the trace (profiler/sql/analysis/checks.sql): the ID bound check
 (`xla_sparse_core_enable_id_bound_check`) and the NaN checker (`xla_sc_detect_nan`)
 report per step and table what they found; quantized tables report how many of the
 values a step looked up fell outside `[quantization_config_low, quantization_config_high]`
@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, make_fix, sql_literal
+from analyzers.findings import Analysis, Finding, make_fix
+from profiler import sqltree
 
 NAME = "debug_checks"
 QUESTION = "Do the debug checks find out-of-vocabulary IDs or NaNs, and does quantization clip values?"
@@ -21,31 +22,14 @@ CLIP_WARN_SHARE = 0.001  # more than 0.1% of looked-up values clipped: the range
 CLIP_CRITICAL_SHARE = 0.05  # more than 5%: the quantized table has lost its tails
 MAX_STEPS_LISTED = 20  # steps named in a finding's entities
 
-_TOTALS = """
-SELECT check_name, table_name, count(*) AS steps_checked,
-       count(*) FILTER (WHERE coalesce(oov_ids, 0) + coalesce(nan_values, 0) + coalesce(clipped_values, 0) > 0)
-           AS steps_flagged,
-       list(step ORDER BY step) FILTER (WHERE coalesce(oov_ids, 0) + coalesce(nan_values, 0)
-           + coalesce(clipped_values, 0) > 0) AS flagged_steps,
-       sum(ids)::BIGINT AS ids, sum(oov_ids)::BIGINT AS oov_ids, max(vocab) AS vocab,
-       sum(samples)::BIGINT AS samples, sum(nan_samples)::BIGINT AS nan_samples,
-       sum(nan_values)::BIGINT AS nan_values, sum("values")::BIGINT AS "values",
-       sum(clipped_values)::BIGINT AS clipped_values,
-       sqrt(sum(rms_error * rms_error * "values") / nullif(sum("values"), 0)) AS rms_error,
-       min(quantization_config_low) AS quantization_config_low,
-       max(quantization_config_high) AS quantization_config_high,
-       max(quantization_config_num_buckets) AS quantization_config_num_buckets
-FROM t GROUP BY ALL ORDER BY check_name, table_name
-"""
-
 
 def analyze(ctx: RunContext) -> Analysis:
-    table = ctx.query("debug_checks")
+    table = ctx.sql("analysis.checks.checks_by_step")
     result = Analysis(NAME, tables={"checks_by_step": table})
     if table.num_rows == 0:  # the checks were off and no table is quantized: the usual case, nothing to say
         result.figures = {"checks": []}
         return result
-    totals = ctx.store.rows(_TOTALS, t=table)
+    totals = ctx.sql("analysis.checks.check_totals", {"checks": table}).to_pylist()
     checks = sorted({r["check_name"] for r in totals})
     result.figures = {
         "checks": checks,
@@ -68,16 +52,18 @@ def _steps(r: dict[str, Any]) -> list[int]:
     return list(r["flagged_steps"] or [])[:MAX_STEPS_LISTED]
 
 
-def _evidence_sql(ctx: RunContext, check: str, table: str, columns: str) -> str:
-    return (
-        f"-- {check} events of table {table}, one per step, with their arguments\n"
-        f"SELECT e.step, e.ids, a.key, a.int_value, a.double_value FROM events e "
-        f"JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id "
-        f"JOIN strings t ON t.run_id = e.run_id AND t.string_id = e.table_id "
-        f"JOIN event_args a ON a.run_id = e.run_id AND a.event_id = e.event_id "
-        f"WHERE e.run_id = {ctx.run_id} AND n.value = {sql_literal(check)} AND t.value = {sql_literal(table)} "
-        f"AND a.key IN ({columns}) ORDER BY e.step, a.key"
-    )
+# The evidence query of each check's finding (analysis.checks): its events of one table, with their arguments.
+EVIDENCE = {
+    "id_bound_check": "analysis.checks.oov_evidence",
+    "nan_check": "analysis.checks.nan_evidence",
+    "quantization": "analysis.checks.clipping_evidence",
+}
+
+
+def _evidence_sql(ctx: RunContext, check: str, table: str) -> str:
+    # the heading names the table as it reads (a comment), the query quotes it
+    heading = f"-- {check} events of table {table}, one per step, with their arguments\n"
+    return heading + sqltree.show(EVIDENCE[check], run=ctx.run_id, table_name=table)
 
 
 def _oov(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
@@ -111,7 +97,7 @@ def _oov(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
             "steps_checked": r["steps_checked"],
         },
         entities={"tables": [r["table_name"]], "steps": _steps(r)},
-        evidence_sql=_evidence_sql(ctx, "id_bound_check", r["table_name"], "'oov_ids', 'vocab'"),
+        evidence_sql=_evidence_sql(ctx, "id_bound_check", r["table_name"]),
     )
 
 
@@ -142,7 +128,7 @@ def _nan(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
             "steps_flagged": r["steps_flagged"],
         },
         entities={"tables": [r["table_name"]], "steps": _steps(r)},
-        evidence_sql=_evidence_sql(ctx, "nan_check", r["table_name"], "'nan_samples', 'nan_values', 'samples'"),
+        evidence_sql=_evidence_sql(ctx, "nan_check", r["table_name"]),
     )
 
 
@@ -179,7 +165,7 @@ def _clipping(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
             "quantization_config_num_buckets": r["quantization_config_num_buckets"],
         },
         entities={"tables": [r["table_name"]], "steps": _steps(r)},
-        evidence_sql=_evidence_sql(ctx, "quantization", r["table_name"], "'clipped_values', 'values', 'rms_error'"),
+        evidence_sql=_evidence_sql(ctx, "quantization", r["table_name"]),
         fix=_range_fix(r["table_name"], low, high),
     )
 
@@ -212,11 +198,5 @@ def _enabled(ctx: RunContext, on: list[str], totals: list[dict[str, Any]]) -> Fi
         ),
         evidence={"checks": on, "steps_checked": steps},
         fix=make_fix(set={f"flags.{flags[c]}": False for c in on}),
-        evidence_sql=(
-            "-- debug-check events per check\n"
-            "SELECT n.value AS check_name, count(*) AS events FROM events e "
-            "JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id "
-            "JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id "
-            f"WHERE e.run_id = {ctx.run_id} AND c.value = 'debug_check' GROUP BY ALL"
-        ),
+        evidence_sql=sqltree.show("analysis.checks.enabled_evidence", run=ctx.run_id),
     )

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from analyzers.breakdown import counted_rows, step_breakdown
 from analyzers.context import RunContext
 from analyzers.findings import Finding
+from profiler import sqltree
 
 DEVICE_KINDS = ("gpu", "cpu", "device")
 DEVICE_CATEGORIES = ("device_compute", "device_collective", "device_memcpy")
@@ -47,11 +48,7 @@ HOST_INPUT_SHARE = 0.05  # device time spent waiting for host input above this s
 
 def device_chips(ctx: RunContext) -> list[int]:
     """The run's chips that are GPUs, CPUs running XLA ops or other non-TPU devices."""
-    rows = ctx.store.rows(
-        "SELECT DISTINCT chip FROM tracks WHERE run_id = ? AND list_contains(?, kind) ORDER BY chip",
-        [ctx.run_id, list(DEVICE_KINDS)],
-    )
-    return [r["chip"] for r in rows]
+    return ctx.sql("analysis.idle.device_chips", kinds=list(DEVICE_KINDS)).column("chip").to_pylist()
 
 
 def waits(ctx: RunContext) -> dict | None:
@@ -78,19 +75,9 @@ def waits(ctx: RunContext) -> dict | None:
 
 def awaited_input_ps(ctx: RunContext, chips: list[int]) -> int:
     """Device idle time spent awaiting host input, summed over `chips` and the counted steps' windows."""
-    run = int(ctx.run_id)
-    windows = ctx.store.query(
-        f"""SELECT w.chip, w.start_ps, w.end_ps FROM {ctx.temp("step_windows")} w
-            JOIN step_times s ON s.run_id = {run} AND s.step = w.step WHERE s.counted ORDER BY w.chip, w.start_ps"""
-    )
-    ops = ctx.store.query(
-        f"""SELECT chip, start_ps, end_ps FROM {ctx.temp("op_events")}
-            WHERE chip >= 0 AND category IN ('device_compute', 'device_collective', 'device_memcpy', 'host_to_device')
-            ORDER BY chip, start_ps"""
-    )
-    inputs = ctx.store.query(
-        f"SELECT start_ps, end_ps FROM {ctx.temp('op_events')} WHERE category = 'host_preprocess' ORDER BY end_ps"
-    )
+    windows = ctx.sql("analysis.idle.counted_windows")
+    ops = ctx.sql("analysis.idle.device_ops")
+    inputs = ctx.sql("analysis.idle.host_inputs")
     i_start, i_end = inputs.column("start_ps").to_numpy(), inputs.column("end_ps").to_numpy()
     total = 0
     for chip in chips:
@@ -141,12 +128,7 @@ def free_intervals(op_start: np.ndarray, op_end: np.ndarray, w_start: np.ndarray
 
 def host_input_events(ctx: RunContext, limit: int = 3) -> list[dict]:
     """The host input work of the counted steps, by name, longest first (what the device waited for)."""
-    return ctx.store.rows(
-        f"""SELECT e.name, count(*) AS events, sum(e.dur_ps)::BIGINT AS total_ps
-            FROM {ctx.temp("op_events")} e JOIN step_times s ON s.run_id = {int(ctx.run_id)} AND s.step = e.step
-            WHERE e.category = 'host_preprocess' AND s.counted
-            GROUP BY e.name ORDER BY total_ps DESC, e.name LIMIT {int(limit)}"""
-    )
+    return ctx.sql("analysis.idle.host_input_events", limit=int(limit)).to_pylist()
 
 
 def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:
@@ -179,9 +161,5 @@ def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:
             "counted_steps": int(pc.sum(steps.column("counted")).as_py() or 0),
         },
         entities={"chips": w["chips"], "steps": pc.filter(steps.column("step"), steps.column("counted")).to_pylist()},
-        evidence_sql=(
-            "-- host input work inside the counted steps (the device's idle time while it ran)\n"
-            f"SELECT name, count(*) AS events, sum(dur_ps) AS total_ps FROM slices WHERE run_id = {int(ctx.run_id)} "
-            "AND category = 'host_preprocess' GROUP BY name ORDER BY total_ps DESC"
-        ),
+        evidence_sql=sqltree.show("analysis.idle.host_input_evidence", run=int(ctx.run_id)),
     )

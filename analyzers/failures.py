@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
+from profiler import sqltree
 
 NAME = "failures"
 QUESTION = "Did the run fail to compile or run out of memory, and why?"
@@ -25,7 +26,7 @@ ADVICE = {
 
 
 def analyze(ctx: RunContext) -> Analysis:
-    table = ctx.query("failures")
+    table = ctx.sql("analysis.checks.failures")
     result = Analysis(NAME, tables={"failures": table})
     rows = table.to_pylist()
     if rows:  # the failures' facts as figures (a failed compile's bytes asked for against the room there was)
@@ -45,10 +46,7 @@ def analyze(ctx: RunContext) -> Analysis:
                 unit="ps",
                 recommendation=ADVICE.get(row["kind"], "See the message for the limit that was exceeded."),
                 evidence={"message": row["message"]},
-                evidence_sql=(
-                    "-- the failure event and its message\n"
-                    f"SELECT * FROM event_args WHERE run_id = {ctx.run_id} AND event_id = {row['event_id']}"
-                ),
+                evidence_sql=sqltree.show("analysis.checks.failure_evidence", run=ctx.run_id, event_id=row["event_id"]),
             )
         )
     return result

@@ -125,8 +125,3 @@ def _value_text(v: Any) -> str:
 
 def severity_rank(f: Finding) -> int:
     return SEVERITIES.index(f.severity)
-
-
-def sql_literal(value: str) -> str:
-    """A string as a SQL literal, for evidence queries shown to users."""
-    return "'" + str(value).replace("'", "''") + "'"

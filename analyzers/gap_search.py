@@ -1,6 +1,6 @@
 """The interval searches behind the idle-gap analysis, in numpy over OpArrays.
 
-sql/idle_gaps.sql classifies the gaps; what it reads comes from here, because
+profiler/sql/analysis/idle.sql (idle_gaps) classifies the gaps; what it reads comes from here, because
 each piece needs the ops of a track in time order, which DuckDB would sort again
 for every window function and ASOF join:
 - gaps: on every TensorCore / SparseCore op line, the time between an op and the

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from analyzers import minibatching
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, make_fix, sql_literal
+from analyzers.findings import Analysis, Finding, make_fix
+from profiler import sqltree
 
 NAME = "id_dropping"
 QUESTION = "Are embedding IDs silently dropped because they exceed the compiled limits?"
@@ -20,7 +21,7 @@ CRITICAL_SHARE = 0.01  # more than 1% of IDs dropped
 
 
 def analyze(ctx: RunContext) -> Analysis:
-    table = ctx.query("id_dropping")
+    table = ctx.sql("analysis.sparsecore.dropped_by_step")
     result = Analysis(NAME, tables={"dropped_by_step": table})
     cap = _chip_cap(ctx)
     if cap is not None:
@@ -30,17 +31,7 @@ def analyze(ctx: RunContext) -> Analysis:
             "the run has no SparseCore partition statistics with dropped-ID counts (sc_partition_stats.dropped_ids)"
         )
         return result
-    totals = ctx.store.rows(
-        f"""WITH d AS (SELECT table_name, sum(dropped_ids)::BIGINT AS dropped, count(DISTINCT step) AS steps,
-                              count(DISTINCT step) FILTER (WHERE dropped_ids > 0) AS steps_dropping,
-                              max(max_ids_per_partition) AS max_ids_per_partition,
-                              max(max_ids_kept) AS max_ids_kept
-                       FROM t GROUP BY table_name),
-                 k AS (SELECT table_name, sum(ids)::BIGINT AS kept FROM {ctx.temp("op_events")}
-                       WHERE category = 'sc_forward' AND table_name IS NOT NULL GROUP BY table_name)
-            SELECT d.*, k.kept FROM d LEFT JOIN k USING (table_name) ORDER BY dropped DESC""",
-        t=table,
-    )
+    totals = ctx.sql("analysis.sparsecore.dropped_by_table", {"dropped_by_step": table}).to_pylist()
     # the run's total: the store's step_minibatches view, as every other place reads it
     result.figures = {"dropped_ids": minibatching.step_totals(ctx)["dropped_ids"]}
     for r in totals:
@@ -74,12 +65,7 @@ def analyze(ctx: RunContext) -> Analysis:
                 confidence="high" if share is not None else "medium",
                 # limits from the observed maxima, overflow an error: every ID trains (numerics change)
                 fix=make_fix(set={"sparsecore.allow_id_dropping": False}, derive_limits=True, changes_numerics=True),
-                evidence_sql=(
-                    "-- dropped IDs per step and partition\n"
-                    f"SELECT step, chip, sc, ids, dropped_ids, max_ids_per_partition FROM sc_partition_stats "
-                    f"WHERE run_id = {ctx.run_id} AND table_name = {sql_literal(r['table_name'])} AND dropped_ids > 0 "
-                    "ORDER BY step, chip, sc"
-                ),
+                evidence_sql=sqltree.show("evidence.id_dropping.dropped_ids", run=ctx.run_id, table=r["table_name"]),
             )
         )
     return result
@@ -89,17 +75,7 @@ def host_drops(ctx: RunContext) -> dict[str, int | None]:
     """IDs the host dropped over every step (the `Dropped IDs` counter, else the preprocessing
     events' dropped_ids), those the partitions dropped (sc_partition_stats), the IDs kept after
     dedup (preprocessing events' unique_ids) and before dedup (their ids); None where unrecorded."""
-    return ctx.store.rows(
-        f"""SELECT (SELECT sum(value) FROM counter_samples WHERE run_id = {int(ctx.run_id)}
-                    AND counter = 'Dropped IDs')::BIGINT AS counter_dropped,
-                   h.host_dropped, h.kept, h.raw,
-                   (SELECT sum(dropped_ids) FROM sc_partition_stats WHERE run_id = {int(ctx.run_id)})::BIGINT
-                       AS partition_dropped,
-                   h.steps
-            FROM (SELECT sum(dropped_ids)::BIGINT AS host_dropped, sum(unique_ids)::BIGINT AS kept,
-                         sum(ids)::BIGINT AS raw, count(DISTINCT step) AS steps
-                  FROM {ctx.temp("op_events")} WHERE category = 'host_preprocess') h"""
-    )[0]
+    return ctx.sql("analysis.sparsecore.host_drops").to_pylist()[0]
 
 
 def _chip_cap(ctx: RunContext) -> Finding | None:
@@ -160,10 +136,6 @@ def _chip_cap(ctx: RunContext) -> Finding | None:
         },
         entities={},
         confidence="high" if share is not None else "medium",
-        evidence_sql=(
-            "-- IDs dropped per step on the host (the chip cap's are in no partition's dropped_ids)\n"
-            f"SELECT ts_ps, value AS dropped_ids FROM counter_samples WHERE run_id = {ctx.run_id} "
-            "AND counter = 'Dropped IDs' ORDER BY ts_ps"
-        ),
+        evidence_sql=sqltree.show("evidence.id_dropping.host_dropped_ids", run=ctx.run_id),
         fix=fix,
     )

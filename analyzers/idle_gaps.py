@@ -3,7 +3,7 @@
 A gap is the time between consecutive ops on a TensorCore or SparseCore op line,
 longer than 1% of the median step time. Its cause is read off the event that
 ended last before the gap closed, following one hop back to the host when that
-event was SparseCore work that itself waited for input (sql/idle_gaps.sql): host
+event was SparseCore work that itself waited for input (profiler/sql/analysis/idle.sql): host
 input, the other kind of core, a collective, or unknown. Findings judge the
 TensorCore's gaps: it runs the step's critical path, while a SparseCore idling
 ahead of its next input costs nothing unless the TensorCore then waits.
@@ -20,6 +20,7 @@ from analyzers import device_wait, gap_search
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
 from analyzers.op_arrays import KIND_CODES, NO_STEP, op_arrays
+from profiler import sqltree
 
 NAME = "idle_gaps"
 QUESTION = "When a device (TensorCore, SparseCore, GPU, CPU) sits idle inside a step, what is it waiting for?"
@@ -56,7 +57,7 @@ def gaps(ctx: RunContext) -> pa.Table:
         bwd_chip = a.track_chip[a.track_of(bwd)]
         (u_chip, u_step), u_end = gap_search.first_by_group([bwd_chip, a.step[bwd]], a.end[bwd], last=True)
         tables = {
-            "gaps": _table(
+            "found_gaps": _table(
                 {
                     "track_id": a.track_id[g["track"]],
                     "step": g["step"],
@@ -81,11 +82,13 @@ def gaps(ctx: RunContext) -> pa.Table:
                     "unrelated_ps",
                 ),
             ),
-            "inputs": _table({"step": ready_step, "ready_ps": ready}),
-            "first_fwd": _table({"chip": f_chip, "step": f_step, "first_ps": f_first}),
-            "updates": _table({"chip": u_chip, "step": u_step, "end_ps": u_end}),
+            "input_ready": _table({"step": ready_step, "ready_ps": ready}),
+            "first_forward": _table({"chip": f_chip, "step": f_step, "first_ps": f_first}),
+            "embedding_updates": _table({"chip": u_chip, "step": u_step, "end_ps": u_end}),
         }
-        return ctx.query("idle_gaps", tables, tol_ps=int(median * INPUT_TOLERANCE_SHARE), lag=update_lag(ctx))
+        return ctx.sql(
+            "analysis.idle.idle_gaps", tables, tol_ps=int(median * INPUT_TOLERANCE_SHARE), lag=update_lag(ctx)
+        )
 
     return ctx.memo("idle_gaps", compute)
 
@@ -102,10 +105,7 @@ def track_time_ps(ctx: RunContext, track_kind: str) -> int:
     """Time the op tracks of one kind were observed: step windows x op tracks with events, per chip."""
     a = op_arrays(ctx)
     busy = (np.diff(a.bounds) > 0) & a.track_op_line & (a.track_kind == KIND_CODES[track_kind])
-    rows = ctx.store.rows(
-        f"SELECT sum(w.end_ps - w.start_ps)::BIGINT AS t FROM {ctx.temp('step_windows')} w JOIN t USING (chip)",
-        t=pa.table({"chip": a.track_chip[busy]}),
-    )
+    rows = ctx.sql("analysis.idle.observed_ps", {"busy_chips": pa.table({"chip": a.track_chip[busy]})}).to_pylist()
     return int(rows[0]["t"] or 0)
 
 
@@ -117,12 +117,7 @@ def _table(cols: dict[str, np.ndarray], nulls: tuple[str, ...] = ()) -> pa.Table
 def causes(ctx: RunContext, track_kind: str) -> dict[str, dict]:
     """Gap count, time and share of the kind's observed time, per cause, for one kind of core."""
     total = track_time_ps(ctx, track_kind)
-    rows = ctx.store.rows(
-        """SELECT cause, count(*) AS gaps, sum(cause_ps)::BIGINT AS gap_ps FROM t WHERE track_kind = ?
-           GROUP BY cause ORDER BY gap_ps DESC""",
-        [track_kind],
-        t=gaps(ctx),
-    )
+    rows = ctx.sql("analysis.idle.gap_causes", {"gaps": gaps(ctx)}, track_kind=track_kind).to_pylist()
     return {
         r["cause"]: {"gaps": r["gaps"], "gap_ps": r["gap_ps"], "share": r["gap_ps"] / total if total else 0.0}
         for r in rows
@@ -133,12 +128,7 @@ def analyze(ctx: RunContext) -> Analysis:
     table = gaps(ctx)
     result = Analysis(NAME, tables={"idle_gaps": table})
     waits = device_wait.waits(ctx)
-    if (
-        not waits
-        and not ctx.store.rows(
-            "SELECT count(*) AS n FROM tracks WHERE run_id = ? AND kind IN ('tensorcore', 'sparsecore')", [ctx.run_id]
-        )[0]["n"]
-    ):
+    if not waits and not ctx.sql("analysis.idle.tpu_tracks").column("n")[0].as_py():
         result.notes.append(
             "no device tracks (TensorCore, SparseCore, GPU or a CPU running XLA ops): idle gaps are measured on devices"
         )
@@ -151,10 +141,7 @@ def analyze(ctx: RunContext) -> Analysis:
         result.figures["device"] = waits
         if f := device_wait.host_bound_finding(ctx, waits):
             result.findings.append(f)
-    result.tables["idle_by_step"] = ctx.store.query(
-        "SELECT step, chip, track_kind, cause, count(*) AS gaps, sum(gap_ps)::BIGINT AS gap_ps FROM t GROUP BY ALL ORDER BY ALL",
-        t=table,
-    )
+    result.tables["idle_by_step"] = ctx.sql("analysis.idle.idle_by_step", {"gaps": table})
     host = result.figures["tensorcore"].get("host")
     if host and host["share"] > HOST_SHARE:
         host_gaps = table.filter(
@@ -172,15 +159,7 @@ def host_throughput(ctx: RunContext) -> dict[str, float | int | None]:
     faster, so only more threads (or cheaper preprocessing) help; well below 1 they idle
     while the device waits, so preparing further ahead (prefetch depth) helps. Threads are
     the host tracks that ran preprocessing."""
-    r = ctx.store.rows(
-        f"""WITH c AS (SELECT step, dur_ps FROM step_times WHERE run_id = {int(ctx.run_id)} AND counted),
-                 h AS (SELECT e.track_id, e.step, e.dur_ps FROM {ctx.temp("op_events")} e
-                       WHERE e.category = 'host_preprocess')
-            SELECT (SELECT count(DISTINCT track_id) FROM h) AS threads,
-                   (SELECT sum(h.dur_ps) FROM h JOIN c USING (step))::DOUBLE AS host_ps,
-                   (SELECT sum(dur_ps) FROM c)::DOUBLE AS step_ps,
-                   (SELECT count(*) FROM c) AS steps"""
-    )[0]
+    r = ctx.sql("analysis.idle.host_throughput").to_pylist()[0]
     threads, host_ps, step_ps, steps = r["threads"], r["host_ps"], r["step_ps"], r["steps"]
     if not threads or not host_ps or not step_ps:
         return {"input_threads": threads or None, "host_ps_per_step": None, "input_thread_busy_share": None}
@@ -261,9 +240,6 @@ def _host_bound(ctx: RunContext, figures: dict, host: dict, chips: list, steps: 
         recommendation=recommendation,
         evidence=evidence,
         entities={"chips": chips, "steps": steps},
-        evidence_sql=(
-            "-- device gaps closed by host work (what the device waited for)\n"
-            f"SELECT * FROM slices WHERE run_id = {ctx.run_id} AND track_kind = 'host' ORDER BY start_ps"
-        ),
+        evidence_sql=sqltree.show("analysis.idle.host_bound_evidence", run=ctx.run_id),
         fix=fix,
     )

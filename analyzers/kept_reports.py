@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from analyzers.findings import Analysis, Finding
 from analyzers.registry import ANALYZERS, RunReport, analyze_run, ranked_findings
+from profiler import sqltree
 from profiler.errors import ScprofError, one_line
 from profiler.store import Store
 
@@ -89,19 +90,31 @@ def keep_report(store: Store, report: RunReport) -> bool:
     run_id = report.run["run_id"]
     tables = [(name, t, _ipc(table)) for name, a in report.analyses.items() for t, table in a.tables.items()]
     con = store.con
-    con.execute("BEGIN")
+    con.begin()
     try:
-        for t in ("analysis_reports", "analysis_report_tables"):
-            con.execute(f"DELETE FROM {t} WHERE run_id = ?", [run_id])
-        con.execute("INSERT INTO analysis_reports VALUES (?, ?, ?, ?)", [run_id, report.run["uuid"], code_sha1(), text])
-        if tables:
-            con.executemany(
-                "INSERT INTO analysis_report_tables VALUES (?, ?, ?, ?)", [[run_id, *row] for row in tables]
+        sqltree.execute(con, "analysis.reports.delete_report", run=run_id)
+        sqltree.execute(con, "analysis.reports.delete_report_tables", run=run_id)
+        sqltree.execute(
+            con,
+            "analysis.reports.insert_report",
+            run=run_id,
+            uuid=report.run["uuid"],
+            code_sha1=code_sha1(),
+            analyses=text,
+        )
+        for analyzer, name, arrow_ipc in tables:
+            sqltree.execute(
+                con,
+                "analysis.reports.insert_report_table",
+                run=run_id,
+                analyzer=analyzer,
+                name=name,
+                arrow_ipc=arrow_ipc,
             )
-        con.execute("COMMIT")
+        con.commit()
     except BaseException:
         with contextlib.suppress(duckdb.Error):  # a COMMIT that failed has ended the transaction
-            con.execute("ROLLBACK")
+            con.rollback()
         raise
     return True
 
@@ -110,11 +123,7 @@ def kept_report(store: Store, run_id: int) -> RunReport | None:
     """The report kept for the run, or None: none kept, one made by other code or from a run of
     the same id since replaced, or one that does not decode (it is then computed afresh)."""
     try:
-        rows = store.rows(
-            "SELECT k.analyses FROM analysis_reports k JOIN runs r ON r.run_id = k.run_id AND r.uuid = k.uuid"
-            " WHERE k.run_id = ? AND k.code_sha1 = ?",
-            [run_id, code_sha1()],
-        )
+        rows = sqltree.query(store.con, "analysis.reports.kept_analyses", run=run_id, code_sha1=code_sha1()).to_pylist()
         return _decode(store, run_id, rows[0]["analyses"]) if rows else None
     except (TypeError, ValueError, KeyError, pa.ArrowException, duckdb.Error) as e:
         # one line for the user; the traceback only when debugging
@@ -130,7 +139,7 @@ def _decode(store: Store, run_id: int, text: str) -> RunReport:
     if list(kept) != [m.NAME for m in ANALYZERS]:
         raise ValueError(f"kept analyzers {list(kept)} are not this code's")
     tables: dict[str, dict[str, pa.Table]] = {name: {} for name in kept}
-    for r in store.rows("SELECT analyzer, name, arrow_ipc FROM analysis_report_tables WHERE run_id = ?", [run_id]):
+    for r in sqltree.query(store.con, "analysis.reports.report_tables", run=run_id).to_pylist():
         with pa.ipc.open_stream(r["arrow_ipc"]) as reader:
             table = reader.read_all()
         table.validate(full=True)
@@ -145,7 +154,7 @@ def _decode(store: Store, run_id: int, text: str) -> RunReport:
         )
         for name, a in kept.items()
     }
-    run = store.rows("SELECT * FROM runs WHERE run_id = ?", [run_id])[0]
+    run = sqltree.query(store.con, "analysis.reports.run", run=run_id).to_pylist()[0]
     return RunReport(run, analyses, ranked_findings(analyses))
 
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
+from profiler import sqltree
 
 NAME = "memory"
 QUESTION = "How close do HBM heap and stack come to the chip's capacity, and what drives the peak?"
@@ -72,12 +73,12 @@ def _drivers(parts: list[dict[str, Any]], capacity: float) -> tuple[str, str, st
 
 
 def stack_estimate_table(ctx: RunContext) -> pa.Table:
-    """Per table group: the doc's stack formulas per chip (sql/stack_estimate.sql; cached)."""
-    return ctx.memo("stack_estimate", lambda: ctx.query("stack_estimate"))
+    """Per table group: the doc's stack formulas per chip (analysis.memory.stack_estimate; cached)."""
+    return ctx.memo("stack_estimate", lambda: ctx.sql("analysis.memory.stack_estimate"))
 
 
 def stack_estimate(ctx: RunContext) -> dict[str, int | None]:
-    """The doc's stack formulas over every table group at once (sql/stack_estimate.sql), per chip.
+    """The doc's stack formulas over every table group at once (analysis.memory.stack_estimate), per chip.
 
     `one_pass`: the larger of all groups' forward or backward stacks; `both_passes`: forward
     and backward together, as when a pipelined step's forward overlaps the previous step's
@@ -96,7 +97,7 @@ def stack_estimate(ctx: RunContext) -> dict[str, int | None]:
 
 
 def analyze(ctx: RunContext) -> Analysis:
-    peaks = ctx.query("memory_peaks")
+    peaks = ctx.sql("analysis.memory.memory_peaks")
     result = Analysis(NAME, tables={"memory_peaks": peaks, "stack_estimate": stack_estimate_table(ctx)})
     rows = peaks.to_pylist()
     estimate = stack_estimate(ctx)
@@ -120,15 +121,13 @@ def analyze(ctx: RunContext) -> Analysis:
     if not capacity or peak / capacity < WARN_SHARE:
         return result
     chip, ts = worst["chip"], worst["hbm_peak_ts_ps"] or 0
-    parts_table = ctx.query("memory_contributors", chip=chip, ts=ts)
+    parts_table = ctx.sql("analysis.memory.memory_contributors", chip=chip, ts=ts)
     result.tables["memory_contributors"] = parts_table
     driver, lever_of, why, contributors = _drivers(parts_table.to_pylist(), capacity)
     heap = max((r["peak_bytes"] for r in rows if r["counter"] == HEAP), default=0)
     if driver == "stack":
         lever = STACK_LEVER
-        groups = ctx.store.rows(
-            "SELECT count(DISTINCT table_name) AS n FROM sc_partition_stats WHERE run_id = ?", [ctx.run_id]
-        )[0]["n"]
+        groups = ctx.sql("analysis.memory.table_groups").to_pylist()[0]["n"]
         if groups:
             lever += f" The run has {groups} table group(s) on its SparseCores."
         if estimate["stack_estimate_one_pass_bytes"]:
@@ -170,11 +169,7 @@ def analyze(ctx: RunContext) -> Analysis:
             entities={
                 "chips": sorted({r["chip"] for r in rows if (r["hbm_peak_bytes"] or 0) >= WARN_SHARE * capacity})
             },
-            evidence_sql=(
-                "-- HBM counters over time\n"
-                f"SELECT chip, counter, ts_ps, value FROM counter_samples WHERE run_id = {ctx.run_id} "
-                "AND unit = 'bytes' AND counter LIKE 'HBM %' ORDER BY chip, counter, ts_ps"
-            ),
+            evidence_sql=sqltree.show("evidence.memory.hbm_counters", run=ctx.run_id),
             fix=fix,
         )
     )
@@ -186,9 +181,7 @@ def _fix(ctx: RunContext, driver: str, lever_of: str) -> dict | None:
     prefetch (prefetched inputs); other heap contributors need model or hardware changes."""
     flags = ctx.config.get("flags") or {}
     if driver == "stack":
-        groups = ctx.store.rows(
-            "SELECT count(DISTINCT table_name) AS n FROM sc_partition_stats WHERE run_id = ?", [ctx.run_id]
-        )[0]["n"]
+        groups = ctx.sql("analysis.memory.table_groups").to_pylist()[0]["n"]
         now = flags.get("xla_sc_num_serialized_tables_to_optimize_hbm") or 0
         most = max(groups - 1, 1) if groups else now + 1  # k serialized groups + the rest: all apart at n - 1
         if now >= most:

@@ -16,7 +16,8 @@ import math
 
 from analyzers import spmem
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, make_fix, sql_literal
+from analyzers.findings import Analysis, Finding, make_fix
+from profiler import sqltree
 
 NAME = "minibatching"
 QUESTION = "Do compiled limits split steps into SparseCore minibatches, and what limits would avoid it?"
@@ -34,13 +35,7 @@ def step_totals(ctx: RunContext) -> dict[str, float | int | None]:
     every step), from the store's step_minibatches view; None where nothing is recorded."""
     return ctx.memo(
         "step_minibatches",
-        lambda: ctx.store.rows(
-            """SELECT avg(minibatches) FILTER (WHERE counted)::DOUBLE AS minibatches_per_step_mean,
-                  max(minibatches) FILTER (WHERE counted) AS minibatches_per_step_max,
-                  sum(dropped_ids)::BIGINT AS dropped_ids
-           FROM step_minibatches WHERE run_id = ?""",
-            [ctx.run_id],
-        )[0],
+        lambda: ctx.sql("analysis.sparsecore.step_totals").to_pylist()[0],
     )
 
 
@@ -52,7 +47,7 @@ OVERSIZED_WARNING_SHARE = 0.10
 
 
 def analyze(ctx: RunContext) -> Analysis:
-    table = ctx.query("minibatching")
+    table = ctx.sql("analysis.sparsecore.minibatching")
     result = Analysis(NAME, tables={"minibatching": table})
     per_step = step_totals(ctx)
     result.figures = {
@@ -127,11 +122,8 @@ def analyze(ctx: RunContext) -> Analysis:
                     "stacks_minibatched_within_limits": len(carried),
                 },
                 entities={"tables": [r["table_name"]]},
-                evidence_sql=(
-                    "-- observed per-partition load vs compiled limits\n"
-                    f"SELECT step, chip, sc, ids, max_ids_per_partition, unique_ids, max_unique_ids_per_partition, "
-                    f"minibatches FROM sc_partition_stats WHERE run_id = {ctx.run_id} "
-                    f"AND table_name = {sql_literal(r['table_name'])} ORDER BY step, chip, sc"
+                evidence_sql=sqltree.show(
+                    "evidence.minibatching.partition_load_vs_limits", run=ctx.run_id, table=r["table_name"]
                 ),
                 fix=fix,
             )
@@ -208,13 +200,7 @@ def _oversized(ctx: RunContext, rows: list[dict]) -> Finding | None:
             "empty_slot_ps_per_step": slack_ps,
         },
         entities={"tables": names},
-        evidence_sql=(
-            "-- observed per-partition load vs compiled limits, per table group\n"
-            "SELECT table_name, max(ids) AS observed_max_ids, max(max_ids_per_partition) AS max_ids_per_partition, "
-            "max(unique_ids) AS observed_max_unique_ids, max(max_unique_ids_per_partition) AS "
-            f"max_unique_ids_per_partition FROM sc_partition_stats WHERE run_id = {ctx.run_id} "
-            "GROUP BY table_name ORDER BY table_name"
-        ),
+        evidence_sql=sqltree.show("evidence.minibatching.group_load_vs_limits", run=ctx.run_id),
         fix=make_fix(derive_limits=True),
     )
 

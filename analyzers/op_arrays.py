@@ -2,7 +2,7 @@
 
 The idle-gap search (analyzers/gap_search.py) walks every op event of a track
 in time order. DuckDB would sort the same ten million rows once per window
-function or ASOF join; here one scan (sql/op_arrays.sql) and one grouping per
+function or ASOF join; here one scan (profiler/sql/analysis/ops.sql: op_arrays) and one grouping per
 context serve every search (and the wall-time split's events, breakdown.py):
 rows grouped by track (from the runs of one track that ingest stores, else a
 radix sort), then a sort by (start, end) of the tracks not in that order already.
@@ -51,10 +51,7 @@ class OpArrays:
 
     def with_category(self, ctx: RunContext, value: str) -> np.ndarray:
         """Row mask: events whose recorded category is `value`."""
-        ids = [
-            r["string_id"]
-            for r in ctx.store.rows("SELECT string_id FROM strings WHERE run_id = ? AND value = ?", [ctx.run_id, value])
-        ]
+        ids = ctx.sql("analysis.ops.string_ids", value=value).column("string_id").to_pylist()
         if not ids:
             return np.zeros(len(self.start), bool)
         return np.isin(self.category_scan, np.asarray(ids, np.int64))[self.source]
@@ -69,13 +66,13 @@ def op_arrays(ctx: RunContext, span: tuple[int, int] | None = None) -> OpArrays:
 
 
 def _load(ctx: RunContext, span: tuple[int, int] | None = None) -> OpArrays:
-    tracks = ctx.store.query(f"SELECT track_id, chip, track_kind, line FROM {ctx.temp('op_tracks')} ORDER BY track_id")
+    tracks = ctx.sql("analysis.ops.op_array_tracks")
     track_id = tracks.column("track_id").to_numpy().astype(np.int64)
     if span is None:
-        raw = ctx.query("op_arrays", tracks=track_id.tolist())
+        raw = ctx.sql("analysis.ops.op_arrays", tracks=track_id.tolist())
     else:  # the longest event bounds how early one overlapping the span starts (zonemaps skip the rest)
         max_dur = ctx.memo("max_event_dur_ps", lambda: _max_event_dur_ps(ctx))
-        raw = ctx.query("op_arrays_span", tracks=track_id.tolist(), lo=span[0], hi=span[1], max_dur=max_dur)
+        raw = ctx.sql("analysis.ops.op_arrays_span", tracks=track_id.tolist(), lo=span[0], hi=span[1], max_dur=max_dur)
     scan_track = raw.column("track_id").to_numpy()
     # rank of a track, through a lookup table over the (small, dense) track ids
     lut = np.zeros(int(track_id.max()) + 1 if len(track_id) else 1, np.int32)
@@ -112,7 +109,7 @@ def _load(ctx: RunContext, span: tuple[int, int] | None = None) -> OpArrays:
 
 def _max_event_dur_ps(ctx: RunContext) -> int:
     """The run's longest event (its summary), or 0."""
-    rows = ctx.store.rows("SELECT max_event_dur_ps FROM run_summaries WHERE run_id = ?", [ctx.run_id])
+    rows = ctx.sql("analysis.ops.max_event_dur").to_pylist()
     return int(rows[0]["max_event_dur_ps"] or 0) if rows else 0
 
 

@@ -87,7 +87,7 @@ def profile(ctx: RunContext) -> pa.Table:
                 "self_ps": self_times(a),
             }
         )
-        return ctx.query("op_profile", {"rows": rows})
+        return ctx.sql("analysis.ops.op_profile", {"rows": rows})
 
     return ctx.memo("op_profile", compute)
 

@@ -16,6 +16,7 @@ from analyzers import idle_gaps
 from analyzers.breakdown import timeline_splits
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
+from profiler import sqltree
 
 NAME = "overlap"
 QUESTION = "Do SparseCore and TensorCore work overlap (pipelining), or does each wait for the other?"
@@ -29,17 +30,7 @@ def per_chip(ctx: RunContext) -> pa.Table:
     """chip, step, tc_busy_ps, sc_busy_ps, overlap_ps, step_ps (time by the set of busy core kinds,
     from the sweep the breakdown shares)."""
     by_set = timeline_splits(ctx)["core_kind"]
-    return ctx.store.query(
-        """
-        SELECT chip, step,
-               coalesce(sum(dur_ps) FILTER (WHERE category IN ('tc_only', 'both')), 0)::BIGINT AS tc_busy_ps,
-               coalesce(sum(dur_ps) FILTER (WHERE category IN ('sc_only', 'both')), 0)::BIGINT AS sc_busy_ps,
-               coalesce(sum(dur_ps) FILTER (WHERE category = 'both'), 0)::BIGINT AS overlap_ps,
-               sum(dur_ps)::BIGINT AS step_ps
-        FROM t GROUP BY chip, step ORDER BY chip, step
-        """,
-        t=by_set,
-    )
+    return ctx.sql("analysis.split.overlap_by_step", {"core_sets": by_set})
 
 
 def analyze(ctx: RunContext) -> Analysis:
@@ -48,12 +39,7 @@ def analyze(ctx: RunContext) -> Analysis:
     if table.num_rows == 0:
         result.notes.append("no TensorCore or SparseCore op events inside steps")
         return result
-    chips = ctx.store.rows(
-        """SELECT chip, sum(tc_busy_ps)::DOUBLE AS tc, sum(sc_busy_ps)::DOUBLE AS sc, sum(overlap_ps)::DOUBLE AS ov,
-                  sum(step_ps)::DOUBLE AS total
-           FROM t GROUP BY chip ORDER BY chip""",
-        t=table,
-    )
+    chips = ctx.sql("analysis.split.overlap_by_chip", {"overlap_steps": table}).to_pylist()
     tc = sum(r["tc"] for r in chips)
     sc = sum(r["sc"] for r in chips)
     if not tc and not sc:  # steps on other devices (a GPU, a CPU): nothing to overlap
@@ -95,23 +81,12 @@ def tensorcore_waits(ctx: RunContext) -> dict[str, float]:
     (`sparsecore`: a SparseCore op or the embedding all-to-all, which waits for the slowest
     SparseCore) or the TensorCore's own collectives (`collective`: the dense gradient
     all-reduce and the sharded dense part's collectives)."""
-    rows = ctx.store.rows(
-        """SELECT sum(cause_ps) FILTER (WHERE blocker_category IN ('sc_forward', 'sc_backward', 'sc_collective')
-                                        AND cause IN ('other_core', 'collective'))::DOUBLE AS sparsecore,
-                  sum(cause_ps) FILTER (WHERE cause = 'collective' AND blocker_category <> 'sc_collective')::DOUBLE
-                      AS collective
-           FROM t WHERE track_kind = 'tensorcore' AND step IS NOT NULL""",
-        t=idle_gaps.gaps(ctx),
-    )[0]
+    rows = ctx.sql("analysis.split.tensorcore_waits", {"gaps": idle_gaps.gaps(ctx)}).to_pylist()[0]
     return {"sparsecore": rows["sparsecore"] or 0.0, "collective": rows["collective"] or 0.0}
 
 
 def _evidence_sql(ctx: RunContext) -> str:
-    return (
-        "-- SparseCore vs TensorCore ops of one step on chip 0\n"
-        f"SELECT plane, line, name, step, start_ps, dur_ps FROM slices WHERE run_id = {ctx.run_id} "
-        "AND chip = 0 AND line IN ('XLA Ops', 'Sparse Core Ops') AND step = 2 ORDER BY start_ps"
-    )
+    return sqltree.show("analysis.split.overlap_evidence", run=ctx.run_id)
 
 
 def _not_pipelined(

@@ -16,6 +16,7 @@ from typing import Any
 
 from analyzers.context import RunContext
 from analyzers.findings import Finding, make_fix
+from profiler import sqltree
 
 ROW_WASTE_WARN = 0.5  # rows at least half padding (f32 width <= 4, bf16 width <= 8)
 ROW_WASTE_CRITICAL = 0.75
@@ -23,17 +24,6 @@ MATTERS_WARN = 0.01  # the stack's share of table bytes or of lookups for a warn
 MATTERS_CRITICAL = 0.10
 VOCAB_WASTE_WARN = 0.05  # vocabulary padding bytes, share of all table bytes
 ACTIVATION_BYTES = 4  # f32 activations and gradients (and the library's activation-memory split)
-
-
-def layout_sql(ctx: RunContext, where: str = "") -> str:
-    """The evidence query of the table layout recorded before step 0 (one row per table, `where`
-    narrowing it)."""
-    return (
-        "-- the table layout recorded before step 0, one row per table\n"
-        "SELECT e.event_id, e.table_name AS stack, a.key, coalesce(a.int_value::VARCHAR, a.string_value) AS value "
-        f"FROM slices e JOIN event_args a USING (run_id, event_id) WHERE e.run_id = {ctx.run_id} "
-        f"AND e.category = 'compile' AND e.name = 'table_layout'{where} ORDER BY e.event_id, a.key"
-    )
 
 
 def own_rows(ctx: RunContext, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -131,7 +121,7 @@ def row_padding(ctx: RunContext, rows: list[dict], stacks: dict, total_padded: i
                     "tables": names,
                 },
                 entities={"tables": sorted(names)},
-                evidence_sql=layout_sql(ctx, f" AND e.table_name = '{name}'"),
+                evidence_sql=sqltree.show("evidence.stacking.layout_stack", run=ctx.run_id, stack=name),
                 # wider features change the model
                 fix=None
                 if by_dtype
@@ -161,5 +151,5 @@ def vocab_padding(ctx: RunContext, rows: list[dict], total_padded: int) -> Findi
         ),
         evidence={"vocab_padding_bytes": wasted, "padded_bytes": total_padded},
         entities={"tables": [r["table_name"] for r in worst]},
-        evidence_sql=layout_sql(ctx, " AND a.key IN ('table_name', 'vocab', 'padded_vocab')"),
+        evidence_sql=sqltree.show("evidence.stacking.layout_vocab", run=ctx.run_id),
     )

@@ -10,7 +10,7 @@ A skewed table is a problem only when it costs step time (docs/analyzers.md, sc_
     PERSISTENT of the steps): hot IDs, which land on the same partition every step, not the
     sampling noise of small per-SparseCore batches, which moves and no ID shuffle removes;
   - its SparseCore is on the step's critical path, measured per counted step and chip
-    (core_step_busy.sql, the idle gaps): the SparseCore's excess over the slice's mean
+    (analysis.sparsecore.core_step_busy, the idle gaps): the SparseCore's excess over the slice's mean
     SparseCore busy time counts as far as the SparseCore is the chip's busiest core beyond
     the mean (the TensorCore's op line and its collectives less busy: the step is paced by
     it) or as far as the TensorCore sat idle waiting for SparseCore work (a gap whose
@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from analyzers import idle_gaps
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, make_fix, sql_literal
+from analyzers.findings import Analysis, Finding, make_fix
+from profiler import sqltree
 
 NAME = "skew"
 QUESTION = "Are some SparseCore partitions overloaded by hot IDs while others idle?"
@@ -46,25 +47,17 @@ def skew_cost(ctx: RunContext) -> dict[tuple[int, int], dict[str, float]]:
     """Per SparseCore (chip, sc): the step time its excess load costs, summed over the counted
     steps (cost_ps), its excess over the slice's mean SparseCore busy time (excess_ps), and the
     counted steps' time (step_ps). Empty for a run without SparseCore op events in steps."""
-    busy = ctx.store.rows(
-        """WITH b AS (SELECT * FROM t),
-                m AS (SELECT step, avg(busy_ps) AS mean_sc FROM b WHERE track_kind = 'sparsecore' GROUP BY step),
-                o AS (SELECT step, chip, max(busy_ps) AS other FROM b WHERE track_kind <> 'sparsecore' GROUP BY ALL)
-           SELECT b.step, b.chip, b.core AS sc, b.busy_ps::DOUBLE AS busy, m.mean_sc, coalesce(o.other, 0)::DOUBLE AS other
-           FROM b JOIN m USING (step) LEFT JOIN o USING (step, chip) WHERE b.track_kind = 'sparsecore'""",
-        t=ctx.query("core_step_busy"),
-    )
+    busy = ctx.sql(
+        "analysis.sparsecore.skew_busy", {"core_step_busy": ctx.sql("analysis.sparsecore.core_step_busy")}
+    ).to_pylist()
     if not busy:
         return {}
     gaps = idle_gaps.gaps(ctx)
     waits = {
         (r["chip"], r["step"]): float(r["wait"])
-        for r in ctx.store.rows(
-            """SELECT chip, step, sum(cause_ps) AS wait FROM t WHERE track_kind = 'tensorcore' AND step IS NOT NULL
-               AND cause IN ('other_core', 'collective') AND blocker_category IN (SELECT unnest(?)) GROUP BY ALL""",
-            [list(SC_WORK)],
-            t=gaps,
-        )
+        for r in ctx.sql(
+            "analysis.sparsecore.skew_tc_waits", {"gaps": gaps}, blocker_categories=list(SC_WORK)
+        ).to_pylist()
     }
     steps = {r["step"]: float(r["step_ps"]) for r in ctx.step_times().to_pylist() if r["counted"]}
     out: dict[tuple[int, int], dict[str, float]] = {}
@@ -80,21 +73,12 @@ def skew_cost(ctx: RunContext) -> dict[tuple[int, int], dict[str, float]]:
 
 
 def analyze(ctx: RunContext) -> Analysis:
-    loads = ctx.query("partition_load")
+    loads = ctx.sql("analysis.sparsecore.partition_load")
     result = Analysis(NAME, tables={"partition_load": loads})
     if loads.num_rows == 0:
         result.notes.append("the run has no SparseCore partition statistics (sc_partition_stats)")
         return result
-    per_table = ctx.store.rows(
-        """WITH s AS (SELECT step, table_name, max(ids) / nullif(avg(ids), 0) AS max_over_mean,
-                             stddev_pop(ids) / nullif(avg(ids), 0) AS cv, arg_max(chip * 1000 + sc, ids) AS hot
-                      FROM t GROUP BY step, table_name)
-           SELECT table_name, avg(max_over_mean) AS max_over_mean, max(max_over_mean) AS worst_max_over_mean,
-                  avg(cv) AS cv, mode(hot) AS hot, count(*) FILTER (WHERE hot = (SELECT mode(hot) FROM s s2
-                      WHERE s2.table_name = s.table_name)) / count(*) AS persistence, count(*) AS steps
-           FROM s GROUP BY table_name ORDER BY max_over_mean DESC""",
-        t=loads,
-    )
+    per_table = ctx.sql("analysis.sparsecore.skew_per_table", {"partition_load": loads}).to_pylist()
     result.figures = {
         "tables": {r["table_name"]: {"max_over_mean": r["max_over_mean"], "cv": r["cv"]} for r in per_table}
     }
@@ -159,11 +143,7 @@ def analyze(ctx: RunContext) -> Analysis:
                     "hot_sc_excess_ps": c["excess_ps"] if c else None,
                 },
                 entities={"tables": [r["table_name"]], "chips": [chip], "scs": [sc]},
-                evidence_sql=(
-                    "-- partition loads of the table per step\n"
-                    f"SELECT step, chip, sc, ids, unique_ids FROM sc_partition_stats WHERE run_id = {ctx.run_id} "
-                    f"AND table_name = {sql_literal(r['table_name'])} ORDER BY step, ids DESC"
-                ),
+                evidence_sql=sqltree.show("evidence.skew.partition_loads", run=ctx.run_id, table=r["table_name"]),
                 fix=fix if persistent else None,
             )
         )

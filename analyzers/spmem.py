@@ -42,17 +42,7 @@ def headroom(ctx: RunContext) -> dict[str, dict[str, Any]]:
 
 
 def _headroom(ctx: RunContext) -> dict[str, dict[str, Any]]:
-    rows = ctx.store.rows(
-        f"""WITH s AS (SELECT table_name, max(max_ids_per_partition) AS limit_ids,
-                              max(max_unique_ids_per_partition) AS limit_unique_ids,
-                              max(ids) AS observed_ids, max(unique_ids) AS observed_unique_ids,
-                              max(minibatches) AS max_minibatches
-                       FROM sc_partition_stats WHERE run_id = {int(ctx.run_id)} GROUP BY table_name),
-                 l AS (SELECT stack_name AS table_name, count(*) AS tables, max(width) AS width
-                       FROM {ctx.temp("stacking_layout")} GROUP BY stack_name)
-            SELECT s.*, coalesce(l.tables, 1) AS tables, l.width FROM s LEFT JOIN l USING (table_name)
-            ORDER BY s.table_name"""
-    )
+    rows = ctx.sql("analysis.sparsecore.spmem_groups").to_pylist()
     if not rows:
         return {}
     tiles = ctx.hardware("tiles_per_sparsecore")
@@ -60,9 +50,7 @@ def _headroom(ctx: RunContext) -> dict[str, dict[str, Any]]:
     chips, spc = ctx.hardware("num_chips"), ctx.hardware("sparsecores_per_chip")
     batch = ctx.config.get("global_batch")
     samples = batch // (chips * spc) if batch and chips and spc else 0  # unknown: no gather term
-    recorded = ctx.store.rows(
-        "SELECT max(value) AS v FROM counter_samples WHERE run_id = ? AND counter = 'SPMEM per tile'", [ctx.run_id]
-    )[0]["v"]
+    recorded = ctx.sql("analysis.sparsecore.spmem_recorded").to_pylist()[0]["v"]
     out: dict[str, dict[str, Any]] = {}
     for r in rows:
         ok = tiles and r["limit_ids"] and r["limit_unique_ids"] and r["observed_ids"] is not None

@@ -2,8 +2,8 @@
 
 Reads the table layout the producer recorded before step 0 (events of category
 `compile` named `table_layout`, one per table, with its stack, vocabulary, width and
-their padded sizes; `sql/stacking_layout.sql`) and what each stack costs per step on
-the SparseCores (`sql/stacking_stacks.sql`). The SparseCore guide: stacking tables of equal
+their padded sizes; the `stacking_layout` macro of analysis.base) and what each stack costs per step on
+the SparseCores (analysis.stacking.stacking_stacks). The SparseCore guide: stacking tables of equal
 width, dtype and optimizer cuts per-op overhead and hides ICI latency, and about 5 to
 100 tables per stack are recommended; rows are padded to 32 bytes (width 1 f32 wastes
 7/8) and vocabularies to a multiple of the SparseCore count.
@@ -42,7 +42,8 @@ from analyzers import idle_gaps, padding, spmem
 from analyzers.breakdown import counted_rows, shares, step_breakdown
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
-from analyzers.padding import ACTIVATION_BYTES, layout_sql
+from analyzers.padding import ACTIVATION_BYTES
+from profiler import sqltree
 
 NAME = "stacking"
 QUESTION = "Are tables stacked in the doc's 5-100 range, and how much do padded rows and vocabularies waste?"
@@ -61,7 +62,7 @@ HOST_WAIT = 0.5  # share of the SparseCores' idle time spent waiting for host in
 
 
 def analyze(ctx: RunContext) -> Analysis:
-    tables = ctx.query("stacking_tables")
+    tables = ctx.sql("analysis.stacking.stacking_tables")
     result = Analysis(NAME, tables={"stacking_tables": tables})
     rows = tables.to_pylist()
     if not rows:
@@ -70,7 +71,7 @@ def analyze(ctx: RunContext) -> Analysis:
             "stacking and padding cannot be judged"
         )
         return result
-    stacks_tbl = ctx.query("stacking_stacks")
+    stacks_tbl = ctx.sql("analysis.stacking.stacking_stacks")
     result.tables["stacking_stacks"] = stacks_tbl
     stacks = {s["stack_name"]: s for s in stacks_tbl.to_pylist()}
     layout = _stacks_from_layout(rows)
@@ -183,9 +184,7 @@ def _too_few(ctx: RunContext, layout: dict, stacks: dict, step_ps: float | None)
                 entities={"tables": sorted(small)},
                 confidence="medium" if share is not None else "low",
                 fix=_stack_fix(ctx, n_tables),
-                evidence_sql=layout_sql(
-                    ctx, " AND a.key IN ('stack_tables', 'width', 'dtype_bytes', 'optimizer_slots')"
-                ),
+                evidence_sql=sqltree.show("evidence.stacking.layout_stack_keys", run=ctx.run_id),
             )
         )
     return out
@@ -359,7 +358,7 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
                 recommendation=advice,
                 evidence=evidence,
                 entities={"tables": [name]},
-                evidence_sql=layout_sql(ctx, f" AND e.table_name = '{name}' AND a.key = 'table_name'"),
+                evidence_sql=sqltree.show("evidence.stacking.layout_stack_tables", run=ctx.run_id, stack=name),
                 fix=fix,
             )
         )
@@ -448,12 +447,7 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict, stacks: dict, step_ps: fl
             },
             entities={"tables": [name]},
             confidence="medium",
-            evidence_sql=(
-                "-- the SparseCore all-to-all and the SparseCore ops of one step on chip 0\n"
-                f"SELECT line, name, table_name, start_ps, dur_ps FROM slices WHERE run_id = {ctx.run_id} "
-                "AND chip = 0 AND step = 2 AND category IN ('sc_collective', 'sc_forward', 'sc_backward') "
-                "ORDER BY start_ps"
-            ),
+            evidence_sql=sqltree.show("evidence.stacking.sc_step_ops", run=ctx.run_id),
             fix=make_fix(
                 set={"sparsecore.max_tables_per_stack": halves},
                 derive_limits=True,

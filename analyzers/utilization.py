@@ -19,6 +19,7 @@ import pyarrow as pa
 from analyzers.context import RunContext
 from analyzers.core_busy import device_idle_rows
 from analyzers.findings import Analysis, Finding
+from profiler import sqltree
 
 NAME = "utilization"
 QUESTION = "How much of the capture does each device sit idle, and what bounds it (compute, HBM, collectives, host)?"
@@ -70,15 +71,7 @@ def idle_shares(rows: list[dict], kind: str) -> dict[str, float | int]:
 
 def bound_by(ctx: RunContext, kind: str, shares: dict) -> dict:
     """What bounds the main device kind: host, collective, HBM, compute or unknown (with the figures)."""
-    r = ctx.store.rows(
-        """SELECT sum(e.flops)::DOUBLE AS flops, sum(e.bytes)::DOUBLE AS bytes,
-                  sum(e.dur_ps) FILTER (WHERE list_contains(?, coalesce(c.value, t.default_category)))::DOUBLE AS coll_ps,
-                  sum(e.dur_ps)::DOUBLE AS op_ps
-           FROM events e JOIN op_tracks t USING (run_id, track_id)
-           LEFT JOIN strings c ON c.run_id = e.run_id AND c.string_id = e.category_id
-           WHERE e.run_id = ? AND t.track_kind = ? AND t.chip >= 0""",
-        [list(COLLECTIVES), ctx.run_id, kind],
-    )[0]
+    r = ctx.sql("analysis.ops.device_work", collectives=list(COLLECTIVES), kind=kind).to_pylist()[0]
     peak, hbm_bw = ctx.hardware("tc_peak_flops"), ctx.hardware("hbm_bandwidth_bytes_per_s")
     flops, nbytes = r["flops"] or 0.0, r["bytes"] or 0.0
     out = {
@@ -147,5 +140,5 @@ def _idle(ctx: RunContext, kind: str, shares: dict, ran: list[dict]) -> Finding:
             "devices": shares["devices"],
         },
         entities={"chips": sorted({r["chip"] for r in ran})},
-        evidence_sql=f"SELECT * FROM device_idle WHERE run_id = {ctx.run_id} ORDER BY idle_share_span DESC",
+        evidence_sql=sqltree.show("analysis.ops.device_idle_evidence", run=ctx.run_id),
     )

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from sim_backend.errors import RunFailure  # noqa: E402
-from sim_backend.record import record_run  # noqa: E402
+from sim_backend.recording.record import record_run  # noqa: E402
 
 
 def record_one(config: Path, steps: int | None, out: str) -> dict:

@@ -34,7 +34,7 @@ from sim_backend.config_load import load_config  # noqa: E402
 from sim_backend.emulator import setup  # noqa: E402
 from sim_backend.generate import generate_step  # noqa: E402
 from sim_backend.preprocess import preprocess_step  # noqa: E402
-from sim_backend.record import record_run  # noqa: E402
+from sim_backend.recording.record import record_run  # noqa: E402
 
 
 def paired_min_times(a, b, repeat: int) -> tuple[float, float]:

@@ -24,7 +24,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = """
 import json, resource, sys, time
 sys.path.insert(0, {repo!r})
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 t0 = time.perf_counter()
 res = record_run({config!r}, [], "bench", {steps}, {out!r})
 wall = time.perf_counter() - t0

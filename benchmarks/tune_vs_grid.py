@@ -45,7 +45,7 @@ from profiler.store import Store  # noqa: E402
 from profiler.trace_to_store import ingest_trace  # noqa: E402
 from sim_backend.config_load import load_config  # noqa: E402
 from sim_backend.errors import RunFailure  # noqa: E402
-from sim_backend.record import record_run  # noqa: E402
+from sim_backend.recording.record import record_run  # noqa: E402
 
 UNTUNED = REPO / "configs" / "untuned"
 PIPELINING_OFF = "flags.tf_xla_disable_full_embedding_pipelining"

@@ -96,7 +96,7 @@ def build_store(db: str, workdir: str) -> None:
     from profiler.store import Store
     from profiler.trace_to_store import ingest_trace
     from sim_backend.errors import RunFailure
-    from sim_backend.record import record_run
+    from sim_backend.recording.record import record_run
 
     with Store.open(db) as store:
         for name, config in RUNS.items():

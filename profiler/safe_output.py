@@ -23,6 +23,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
+from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.trace_file import MAGIC as TRACE_MAGIC
 
@@ -39,7 +40,7 @@ class OutputRefused(ScprofError):
 def store_owned_paths(store: object) -> dict[str, str]:
     """What an export must not overwrite, as path -> what it is: the store, its WAL, runs' sources.
 
-    `store` is a profiler.store.Store (duck-typed: `.path` and `.rows`). A run's `source_path`
+    `store` is a profiler.store.Store (duck-typed: `.path` and `.con`). A run's `source_path`
     is stored as it was given to ingest, so a relative one is tried against the current
     directory and against the store's directory.
     """
@@ -49,7 +50,7 @@ def store_owned_paths(store: object) -> dict[str, str]:
         owned[path] = "the store"
         owned[path + ".wal"] = "the store's write-ahead log"
     base = os.path.dirname(os.path.abspath(path)) if path and path != ":memory:" else os.getcwd()
-    rows = store.rows("SELECT name, source_path FROM runs WHERE source_path IS NOT NULL ORDER BY run_id")  # type: ignore[attr-defined]
+    rows = sqltree.query(store.con, "store.runs.source_paths").to_pylist()  # type: ignore[attr-defined]
     for row in rows:
         src = row["source_path"]
         what = f"the source of stored run {row['name']!r}"

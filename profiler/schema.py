@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from profiler.trace_fields import TYPED_FIELDS
+from profiler.trace_fields import TYPED_FIELDS, TypedField
 
 SCHEMA_VERSION = 7
 
@@ -387,6 +387,12 @@ def table_ddl(t: Table) -> list[str]:
         cols.append(f"PRIMARY KEY ({', '.join(t.primary_key)})")
     out = [f"CREATE TABLE IF NOT EXISTS {t.name} ({', '.join(cols)})", f"COMMENT ON TABLE {t.name} IS {_quote(t.doc)}"]
     return out + [f"COMMENT ON COLUMN {t.name}.{c.name} IS {_quote(c.doc)}" for c in t.columns]
+
+
+def add_column_ddl(f: TypedField) -> str:
+    """ALTER TABLE events ADD COLUMN for a typed field (profiler/trace_fields.py) a store made before
+    it lacks: DDL from the same declaration as the events table's CREATE TABLE."""
+    return f"ALTER TABLE events ADD COLUMN {f.column} {f.sql_type}"
 
 
 def ddl() -> list[str]:

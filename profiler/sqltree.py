@@ -114,7 +114,7 @@ _CREATE_MACRO = re.compile(r"^CREATE MACRO (\w+)\(([\w, ]*)\) AS\b\s*(.*)$", re.
 _INPUT = re.compile(r"^(\w+)\((.*)\)\s+(\S.*)$")
 _READ = re.compile(r"^\(*\s*(SELECT|WITH|FROM|VALUES|DESCRIBE|SUMMARIZE)\b", re.I)
 _PARAM = re.compile(r"\$([A-Za-z_]\w*)")
-_STRING = re.compile(r"'(?:[^']|'')*'")
+_STRING_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|--[^\n]*")
 _LITERAL_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*")
 
 
@@ -420,7 +420,9 @@ class Tree:
             return _PARAM.sub(lambda m: literal(params[m[1]]) if m[1] in params else m[0], code)
 
         out, last = [], 0
-        for m in _STRING.finditer(b.sql):  # string literals stay as written; code and comments get values
+        for m in _STRING_OR_COMMENT.finditer(b.sql):  # string literals stay as written; code and comments get values
+            if m[0].startswith("--"):  # a comment's apostrophe starts no string
+                continue
             out += [sub(b.sql[last : m.start()]), m[0]]
             last = m.end()
         return "".join([*out, sub(b.sql[last:])])

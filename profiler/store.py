@@ -6,7 +6,9 @@
 Writers open it read-write (schema created or migrated on open; an open that finds it current
 writes nothing); readers (`scprof sql`, the UI) open it read-only with file-system access
 disabled. A damaged store file, and a write the disk refuses, are one StoreError line naming the
-store (profiler/store_faults.py).
+store (profiler/store_faults.py). The statements an open runs are in the SQL tree: store.meta,
+store.connection, store.migrate, store.runs and store.temp_tables (profiler/sql/store/); the
+tables' DDL comes from profiler/schema.py's declarations.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from profiler import store_faults
+from profiler import sqltree, store_faults
 from profiler.errors import StoreError
-from profiler.schema import SCHEMA_VERSION, ddl, stdlib_ddl
+from profiler.schema import SCHEMA_VERSION, add_column_ddl, ddl, stdlib_ddl
 from profiler.trace_fields import TYPED_FIELDS, TypedField
 
 DEFAULT_PATH = "scprof.duckdb"
@@ -54,12 +56,7 @@ def _add_stdlib(con: duckdb.DuckDBPyConnection) -> None:
 
 def missing_typed_columns(con: duckdb.DuckDBPyConnection) -> list[TypedField]:
     """Typed fields (profiler/trace_fields.py) the store's events table has no column for."""
-    have = {
-        r[0]
-        for r in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'events'"
-        ).fetchall()
-    }
+    have = {r[0] for r in sqltree.execute(con, "store.meta.events_columns").fetchall()}
     return [f for f in TYPED_FIELDS if have and f.column not in have]
 
 
@@ -72,16 +69,15 @@ def _add_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
     """Version 4 -> 5: the trace viewer's tile pyramid base (tile_sums), built for every run already
     stored, in place of timeline_bins and timeline_long (which only the UI read)."""
     from profiler.schema import table, table_ddl
-    from profiler.summaries import ALL_TILE_SUMS_SELECT
 
-    for stmt in (
-        "DROP TABLE IF EXISTS timeline_bins",
-        "DROP TABLE IF EXISTS timeline_long",
-        *table_ddl(table("tile_sums")),
-    ):
+    sqltree.execute(con, "store.migrate.drop_timeline_bins")
+    sqltree.execute(con, "store.migrate.drop_timeline_long")
+    for stmt in table_ddl(table("tile_sums")):
         con.execute(stmt)
-    con.execute("DELETE FROM tile_sums")  # a store migrated from version 1 got them with its other summaries
-    con.execute(f"INSERT INTO tile_sums {ALL_TILE_SUMS_SELECT}")
+    # a store migrated from version 1 got them with its other summaries
+    sqltree.execute(con, "store.migrate.clear_tile_sums")
+    sqltree.install(con, ["derive.span"], temp=True, kinds=("macro",))
+    sqltree.execute(con, "derive.span.fill_all_tile_sums")
 
 
 def _add_reports(con: duckdb.DuckDBPyConnection) -> None:
@@ -108,9 +104,8 @@ def _temp_stdlib(con: duckdb.DuckDBPyConnection) -> None:
     """The analysis standard library on one read-only connection to a version 2 store, as TEMP
     views (nothing written): step_event_extents, the summary table it reads, computed from the
     events on each query (what the migration to version 3 stores once)."""
-    from profiler.summaries import ALL_STEP_EVENT_EXTENTS_SELECT
-
-    con.execute(f"CREATE OR REPLACE TEMP VIEW step_event_extents AS {ALL_STEP_EVENT_EXTENTS_SELECT}")
+    sqltree.install(con, ["derive.steps"], temp=True, kinds=("macro",))
+    sqltree.execute(con, "derive.steps.temp_step_event_extents")
     for stmt in stdlib_ddl(temp=True):
         con.execute(stmt)
 
@@ -149,19 +144,22 @@ def _expected_objects() -> set[str]:
 
 
 def _stored_digest(con: duckdb.DuckDBPyConnection) -> str | None:
-    rows = con.execute("SELECT value FROM scprof_meta WHERE key = ?", [STDLIB_DIGEST_KEY]).fetchall()
+    rows = sqltree.execute(con, "store.meta.meta_value", key=STDLIB_DIGEST_KEY).fetchall()
     return rows[0][0] if rows else None
 
 
 # READ_ONLY_ADAPTERS[v]: what a read-only connection to a store of the older schema version v
 # creates on itself (TEMP objects only) to read it as the current version; a read-only open of
 # any other older version is refused (version 1 lacks the summary tables the UI reads).
-def _temp_tables(con: duckdb.DuckDBPyConnection, *names: str) -> None:
-    """Empty TEMP tables of the current schema's `names`."""
-    from profiler.schema import table, table_ddl
 
+# The tables an adapter makes empty TEMP ones of: store.temp_tables (tools/gen_sql.py) creates each.
+TEMP_TABLES = ("whatif_trials", "analysis_reports", "analysis_report_tables", "xspace_files", "xspace_events")
+
+
+def _temp_tables(con: duckdb.DuckDBPyConnection, *names: str) -> None:
+    """Empty TEMP tables of the current schema's `names` (of TEMP_TABLES)."""
     for name in names:
-        con.execute(table_ddl(table(name))[0].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE"))
+        sqltree.execute(con, f"store.temp_tables.temp_{name}")
 
 
 def _temp_whatif(con: duckdb.DuckDBPyConnection) -> None:
@@ -173,9 +171,8 @@ def _temp_whatif(con: duckdb.DuckDBPyConnection) -> None:
 def _temp_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
     """Version 4: tile_sums as a TEMP view computed from the events on each query (what the
     migration to version 5 stores once), and what version 5 lacks."""
-    from profiler.summaries import ALL_TILE_SUMS_SELECT
-
-    con.execute(f"CREATE OR REPLACE TEMP VIEW tile_sums AS {ALL_TILE_SUMS_SELECT}")
+    sqltree.install(con, ["derive.span"], temp=True, kinds=("macro",))
+    sqltree.execute(con, "derive.span.temp_tile_sums")
     _temp_reports(con)
 
 
@@ -258,8 +255,8 @@ class Store:
             if suspect is not None:
                 _checked(path, lambda: store_faults.check_blocks(con, path, os.path.getsize(path), suspect))
             # DuckDB's own progress bar would write to stdout in the middle of our output.
-            if not con.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0]:
-                con.execute("SET enable_progress_bar = false")
+            if not sqltree.execute(con, "store.connection.lock_configuration").fetchall()[0][0]:
+                sqltree.execute(con, "store.connection.no_progress_bar")
             _checked(path, store._prepare)
         except BaseException:
             con.close()
@@ -299,46 +296,46 @@ class Store:
                     "(any scprof ingest or record into it does, and so does scprof ui)"
                 )
             # A second read-only open in one process shares the first's database, already locked.
-            locked = self.con.execute("SELECT current_setting('lock_configuration')").fetchall()[0][0]
+            locked = sqltree.execute(self.con, "store.connection.lock_configuration").fetchall()[0][0]
             if locked:
-                if self.con.execute("SELECT current_setting('enable_external_access')").fetchall()[0][0]:
+                if sqltree.execute(self.con, "store.connection.external_access").fetchall()[0][0]:
                     raise StoreError(f"{self.path}: opened elsewhere in this process with file access on")
                 return
             # Users' SQL runs on read-only connections: keep it away from the file system.
-            self.con.execute("SET enable_external_access = false")
+            sqltree.execute(self.con, "store.connection.no_external_access")
             # Bound DuckDB's buffer pool, which otherwise keeps every block a long scan (an
             # export) reads, up to 80% of RAM; past the limit DuckDB evicts or spills.
             limit = read_only_memory_limit()
             try:
-                self.con.execute("SET memory_limit = ?", [limit])
+                sqltree.execute(self.con, "store.connection.memory_limit", limit=limit)
             except duckdb.Error as e:
                 raise StoreError(
                     f"SCPROF_MEMORY_LIMIT: {limit!r} is not a DuckDB memory size such as "
                     f"'1GB' or '512MB' ({_first_line(e)})"
                 ) from None
-            self.con.execute("SET lock_configuration = true")
+            sqltree.execute(self.con, "store.connection.lock_configuration_now")
             return
         if version == SCHEMA_VERSION and self._up_to_date():
             return  # nothing to write: a writing open that changes nothing leaves the file as it was
-        self.con.execute("BEGIN")
+        self.con.begin()
         try:
             for v in range(version or SCHEMA_VERSION, SCHEMA_VERSION):
                 MIGRATIONS[v](self.con)
             for col in missing_typed_columns(self.con):  # a typed field added since the store was made
-                self.con.execute(f"ALTER TABLE events ADD COLUMN {col.column} {col.sql_type}")
+                self.con.execute(add_column_ddl(col))
             for stmt in ddl():
                 self.con.execute(stmt)
             if _stored_digest(self.con) != (digest := stdlib_digest()):  # new step rules: every run afresh
                 from profiler.summaries import fill_materialized
 
                 fill_materialized(self.con)
-                self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES (?, ?)", [STDLIB_DIGEST_KEY, digest])
-            self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES (?, ?)", [DDL_DIGEST_KEY, ddl_digest()])
-            self.con.execute("INSERT OR REPLACE INTO scprof_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-            self.con.execute("COMMIT")
+                sqltree.execute(self.con, "store.meta.set_meta", key=STDLIB_DIGEST_KEY, value=digest)
+            sqltree.execute(self.con, "store.meta.set_meta", key=DDL_DIGEST_KEY, value=ddl_digest())
+            sqltree.execute(self.con, "store.meta.set_meta", key="schema_version", value=str(SCHEMA_VERSION))
+            self.con.commit()
         except BaseException:
             with contextlib.suppress(duckdb.Error):  # a COMMIT that failed has ended the transaction
-                self.con.execute("ROLLBACK")
+                self.con.rollback()
             raise
 
     def _up_to_date(self) -> bool:
@@ -346,25 +343,17 @@ class Store:
         (the DDL run on a writing open would change nothing)."""
         if missing_typed_columns(self.con) or _stored_digest(self.con) != stdlib_digest():
             return False
-        rows = self.con.execute("SELECT value FROM scprof_meta WHERE key = ?", [DDL_DIGEST_KEY]).fetchall()
+        rows = sqltree.execute(self.con, "store.meta.meta_value", key=DDL_DIGEST_KEY).fetchall()
         if not rows or rows[0][0] != ddl_digest():
             return False
-        have = {
-            r[0]
-            for r in self.con.execute(
-                "SELECT table_name FROM duckdb_tables() UNION ALL SELECT view_name FROM duckdb_views() WHERE NOT internal"
-            ).fetchall()
-        }
+        have = {r[0] for r in sqltree.execute(self.con, "store.meta.object_names").fetchall()}
         return _expected_objects() <= have
 
     def schema_version(self) -> int | None:
         """The store's schema version, or None for an empty database."""
-        exists = self.con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'scprof_meta'"
-        ).fetchall()[0][0]
-        if not exists:
+        if not sqltree.execute(self.con, "store.meta.has_meta").fetchall()[0][0]:
             return None
-        rows = self.con.execute("SELECT value FROM scprof_meta WHERE key = 'schema_version'").fetchall()
+        rows = sqltree.execute(self.con, "store.meta.meta_value", key="schema_version").fetchall()
         row = rows[0] if rows else None
         return int(row[0]) if row else None
 
@@ -391,18 +380,13 @@ class Store:
     def resolve_run(self, ref: str | int) -> int:
         """run_id of a run given by id, name, or (a prefix of) its uuid."""
         ref = str(ref)
-        hits = self.con.execute(
-            """SELECT run_id FROM runs
-               WHERE CAST(run_id AS VARCHAR) = ? OR name = ? OR (length(?) >= 6 AND uuid LIKE ? || '%')
-               ORDER BY (name = ?) DESC, run_id""",
-            [ref, ref, ref, ref, ref],
-        ).fetchall()
+        hits = sqltree.execute(self.con, "store.runs.resolve", ref=ref).fetchall()
         if not hits:
-            names = [r[0] for r in self.con.execute("SELECT name FROM runs ORDER BY run_id").fetchall()]
+            names = [r[0] for r in sqltree.execute(self.con, "store.runs.names").fetchall()]
             known = ", ".join(names[:10]) or "none yet"
             raise StoreError(f"run {ref!r} not found in {self.path} (runs: {known})")
         if len(hits) > 1 and not ref.isdigit():
-            exact = self.con.execute("SELECT count(*) FROM runs WHERE name = ?", [ref]).fetchall()[0][0]
+            exact = sqltree.execute(self.con, "store.runs.count_named", name=ref).fetchall()[0][0]
             if exact != 1:
                 raise StoreError(f"run {ref!r} is ambiguous in {self.path}; use its run_id")
         return hits[0][0]

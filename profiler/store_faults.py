@@ -117,15 +117,15 @@ def check_blocks(con: object, path: str, size: int, alloc: int) -> None:
     use. A check only: when DuckDB cannot list its blocks for another reason, nothing is said."""
     import duckdb
 
+    from profiler import sqltree
+
     try:
-        tables = con.execute(  # type: ignore[attr-defined]
-            "SELECT schema_name, table_name FROM duckdb_tables() WHERE database_name = current_database()"
-        ).fetchall()
-        parts = ["SELECT max(block_id) AS b FROM pragma_metadata_info()"]
+        tables = sqltree.execute(con, "store.faults.tables").fetchall()  # type: ignore[arg-type]
+        blocks = [sqltree.execute(con, "store.faults.metadata_last_block").fetchall()[0][0]]  # type: ignore[arg-type]
         for schema, name in tables:
             ident = '"' + schema.replace('"', '""') + '"."' + name.replace('"', '""') + '"'
-            parts.append("SELECT max(block_id) FROM pragma_storage_info('" + ident.replace("'", "''") + "')")
-        last = con.execute(f"SELECT max(b) FROM ({' UNION ALL '.join(parts)})").fetchall()[0][0]  # type: ignore[attr-defined]
+            blocks.append(sqltree.execute(con, "store.faults.table_last_block", table=ident).fetchall()[0][0])  # type: ignore[arg-type]
+        last = max((b for b in blocks if b is not None), default=None)
     except duckdb.Error as e:
         fault = translate(e, path)
         if fault is not None:

@@ -215,7 +215,7 @@ def top_ops_doc(
                 "self_ps": self_times(a)[keep],
             }
         )
-        table = ctx.query("op_profile", {"rows": rows})
+        table = ctx.sql("analysis.ops.op_profile", {"rows": rows})
     rows_out = table.to_pylist()
     return jsonable(
         {

@@ -309,7 +309,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from analyzers.kept_reports import analyse_and_keep
     from profiler.trace_to_store import ingest_trace
     from sim_backend.errors import RecordInterrupted, RunFailure
-    from sim_backend.record import format_summary, record_run
+    from sim_backend.recording.record import format_summary, record_run
 
     db = args.db or default_path()
     try:

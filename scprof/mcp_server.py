@@ -380,7 +380,7 @@ def cmd_mcp(args: Any) -> int:
         raise ScprofError("--host and --token are for --transport http")
     out = None
     if args.out is not None:
-        from sim_backend.record import check_out_root
+        from sim_backend.recording.record import check_out_root
 
         out = os.path.realpath(check_out_root(args.out))
     if not 1 <= args.workers <= WORKERS_MAX:

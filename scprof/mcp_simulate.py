@@ -109,7 +109,7 @@ class Simulating:
         from analyzers.kept_reports import analyse_and_keep
         from profiler.trace_to_store import ingest_trace
         from sim_backend.errors import RunFailure
-        from sim_backend.record import record_run
+        from sim_backend.recording.record import record_run
 
         self.allowed("record")
         path = self.config_path(config)
@@ -169,7 +169,7 @@ class Simulating:
         from scprof.whatif_cmds import _record_origin
         from sim_backend.config import effective_config
         from sim_backend.config_load import load_config
-        from sim_backend.record import dir_name
+        from sim_backend.recording.record import dir_name
         from whatif.engine import Change, Session
         from whatif.executor import Executor
         from whatif.tune import tune

@@ -105,7 +105,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     --scheduler; a refusal is one line and leaves the store, its file and the folders as they were."""
     from sim_backend.config import effective_config
     from sim_backend.config_load import config_paths, load_config
-    from sim_backend.record import check_out_root
+    from sim_backend.recording.record import check_out_root
     from whatif.tune import tune
 
     sets = _parse_sets(args.set)
@@ -234,7 +234,7 @@ def _record_origin(store: Store, config_path: str, overrides: list[str], root: s
     return its run_id."""
     from profiler.trace_to_store import ingest_trace
     from sim_backend.config_load import load_config
-    from sim_backend.record import record_run
+    from sim_backend.recording.record import record_run
 
     cfg = load_config(config_path, overrides)
     found: dict[str, int] = {}
@@ -261,7 +261,7 @@ class _Reuse(Exception):
 
 
 def _dir(name: str) -> str:
-    from sim_backend.record import dir_name
+    from sim_backend.recording.record import dir_name
 
     return dir_name(name)
 

@@ -1,6 +1,6 @@
 """SparseCore/TensorCore emulator: workloads, real host preprocessing, task-graph execution.
 
-Entry points: `sim_backend.record.record_run` (behind `scprof record`) and
+Entry points: `sim_backend.recording.record.record_run` (behind `scprof record`) and
 `sim_backend.emulator.simulate`. Instrumented only through `profiler.recorder`.
 """
 

@@ -37,7 +37,7 @@ MAX_CONFIG_FILE_BYTES = 16 << 20  # config, limits and perf-table files are a fe
 BYTES_PER_ID = 96
 # Per table group and step, the emulator builds (source SparseCore x partition) matrices:
 # measured 45 B per pair at the step's peak (256-512 chips); rounded up. `scprof record` streams
-# (sim_backend/stream.py): a written step's results are dropped, so nothing grows with `steps`.
+# (sim_backend/recording/stream.py): a written step's results are dropped, so nothing grows with `steps`.
 PEAK_BYTES_PER_SC_PAIR = 64
 
 # Bounds of the [cost] constants (CostConstants in costmodel.py), checked like field metadata:

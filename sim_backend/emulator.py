@@ -1,4 +1,4 @@
-"""Run a workload end to end on the simulated slice (no trace writing: see instrument.py).
+"""Run a workload end to end on the simulated slice (no trace writing: see recording/instrument.py).
 
 config -> per step: generate batch -> preprocess (real, numpy) -> task graph -> schedule.
 """
@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sim_backend.check_events import nan_failure
 from sim_backend.config import RunConfig
 from sim_backend.costmodel import CostModel, make_cost_model
 from sim_backend.debug_checks import StepChecks, run_checks
@@ -28,6 +27,7 @@ from sim_backend.memory import (
     static_memory,
 )
 from sim_backend.preprocess import StepResult, preprocess_step
+from sim_backend.recording.check_events import nan_failure
 from sim_backend.scheduler import Schedule, schedule
 from sim_backend.stacking import Layout, StackGroup, plan_groups
 from sim_backend.stepgraph import Resources, build_graph
@@ -186,7 +186,7 @@ def simulate(cfg: RunConfig, progress: Callable[[int, int], None] | None = None)
     """Run every step of `cfg`: preprocessing for real, device work on the task graph.
 
     The whole run at once, every task kept (for tests and analyses); `scprof record`
-    streams instead (stream.py), with the same schedule.
+    streams instead (recording/stream.py), with the same schedule.
     """
     su = prepare(cfg)
     try:

@@ -306,7 +306,7 @@ class MemoryTimeline:
     Fed with whole steps (their tasks scheduled, in any order: `add_steps`), read out in
     time order (`advance(until_ps)`: the samples before `until_ps`, which the caller
     guarantees no step still to come changes). A batch run adds every step and advances
-    to the end; a streaming run (stream.py) holds only the changes not read out yet.
+    to the end; a streaming run (recording/stream.py) holds only the changes not read out yet.
     """
 
     def __init__(self, mem: StaticMemory, chips: int, serialized: int):

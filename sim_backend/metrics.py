@@ -80,7 +80,7 @@ class RunningUnion:
 
 
 class TimeShares:
-    """time_shares() of a run whose tasks come in parts, in order of start (stream.py).
+    """time_shares() of a run whose tasks come in parts, in order of start (recording/stream.py).
 
     `lo` (the end of table initialisation) must be set before the shares are read; parts
     given before it is known are held until then.

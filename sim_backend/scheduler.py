@@ -90,7 +90,7 @@ def schedule(graph: TaskGraph, units: list[int]) -> Schedule:
 
 
 class OnlineScheduler:
-    """`schedule()` for a graph that grows while it runs, step by step (sim_backend/stream.py).
+    """`schedule()` for a graph that grows while it runs, step by step (sim_backend/recording/stream.py).
 
     Same decisions as `schedule()` on the whole graph, provided every task that could be
     ready at a decision is in the graph by then. With the step structure of

@@ -141,7 +141,7 @@ def build_graph(
 class GraphBuilder:
     """Adds a run's steps to one TaskGraph, one at a time and in step order.
 
-    Structure the streaming scheduler relies on (sim_backend/stream.py, docs/emulator.md
+    Structure the streaming scheduler relies on (sim_backend/recording/stream.py, docs/emulator.md
     "Streaming"): every event is created by one step (`init`: the table initialisation,
     step -1) and signalled only by tasks of that step; a task of step i waits only on
     events of steps i, i-1, i-lag and i-depth (and on `init`). So once a task of step m

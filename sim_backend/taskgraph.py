@@ -6,7 +6,7 @@ its counter reaches its threshold, which is the number of tasks that signal it (
 event it waits on has fired. Columns are kept as Python lists while building and
 handed to the scheduler as numpy arrays.
 
-A graph built while it runs (sim_backend/stream.py) is handed out in parts: `drain()`
+A graph built while it runs (sim_backend/recording/stream.py) is handed out in parts: `drain()`
 returns the tasks and events added since the last call and forgets them, keeping ids
 global (`task_base`, `event_base`: the ids of the first ones still held).
 """

@@ -88,7 +88,8 @@ def test_security_doc_states_the_limits_the_code_enforces():
 
     from profiler import sql_guard
     from profiler.xspace import check as xspace_check
-    from sim_backend import config, config_checks, stream
+    from sim_backend import config, config_checks
+    from sim_backend.recording import stream
     from ui import downloads, inputs
 
     def bound(section: type, key: str) -> str:
@@ -326,7 +327,11 @@ def test_outside_pointer_check_catches_each_kind():
         "`../../x`",
     ]:
         assert _outside_pointers(doc, text), text
-    for text in ["[ok](../sim_backend/record.py)", "`../x` → `_x-<10 hex>`", "plane `/host:CPU`, `/dev/zero`"]:
+    for text in [
+        "[ok](../sim_backend/recording/record.py)",
+        "`../x` → `_x-<10 hex>`",
+        "plane `/host:CPU`, `/dev/zero`",
+    ]:
         assert not _outside_pointers(doc, text), text
 
 

@@ -41,7 +41,7 @@ def record_into(store: Any, config: str, name: str, steps: int, out: str, overri
     compile error) is recorded before record_run raises and is stored as a failed run. Its run id."""
     from profiler.trace_to_store import ingest_trace
     from sim_backend.errors import RunFailure
-    from sim_backend.record import record_run
+    from sim_backend.recording.record import record_run
 
     try:
         path = record_run(config, list(overrides or []), name, steps, out, progress=False).trace_path

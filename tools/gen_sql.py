@@ -5,9 +5,13 @@ A block tagged `-- @generated tools/gen_sql.py ...` holds a statement this tool 
 event field added to profiler/trace_fields.py) fails until the tree is regenerated.
 
 Generated today: schema.views' `slices` (its typed columns, string ids resolved to text, and
-the joins to `strings` that resolve them); export.perfetto's `stream` and `annotation_strings`
-(the typed fields the Perfetto export annotates); export.xspace's `events` and `event_nulls`
-(the integer typed fields the XSpace export writes).
+the joins to `strings` that resolve them); export.perfetto's `stream` and `annotation_strings` (the
+typed fields the Perfetto export annotates) and export.xspace's `events` and `event_nulls` (the integer
+typed fields the XSpace export writes); and whole modules of statements that differ only by a
+table name from a Python list (MODULES): derive.clear (the per-run deletes of
+profiler/summaries.py's SUMMARY_TABLES), derive.materialized (the fills of the standard library's
+materialized views, their SQL copied from profiler/sql/stdlib/) and store.temp_tables (the empty
+TEMP tables a read-only connection to an older store makes, from profiler/schema.py's TABLES).
 
 Usage
     python tools/gen_sql.py            # rewrite the generated statements in place
@@ -53,6 +57,102 @@ def slices_select() -> str:
 _EXPORT_EVENT_FILTER = (
     "($all_steps OR ((e.step >= $step_a AND e.step < $step_b)\n"
     "                  OR (e.step IS NULL AND e.start_ps >= $span_a AND e.start_ps < $span_b)))"
+)
+
+
+GENERATED_BY = "-- @generated tools/gen_sql.py"
+
+
+def _statement(name: str, doc: str, source: str, sql: str, params: tuple[str, ...] = ()) -> str:
+    head = [f"-- @statement {name}", f"-- {doc}", *params, f"{GENERATED_BY} ({source})"]
+    return "\n".join([*head, sql + ";", ""])
+
+
+def clear_module() -> str:
+    """derive.clear: one DELETE of a run's rows per summary table (profiler/summaries.py's SUMMARY_TABLES)."""
+    from profiler.stdlib import STDLIB
+    from profiler.summaries import SUMMARY_TABLES
+
+    stored = dict.fromkeys(v.module for v in STDLIB if v.materialized and v.name in SUMMARY_TABLES)
+    head = (
+        "-- @module derive.clear\n"
+        "-- Deletes one run's rows of every summary (profiler/summaries.py's SUMMARY_TABLES), before ingest (re)computes\n"
+        "-- them; one statement per table, written by tools/gen_sql.py.\n"
+        + (f"-- @include {', '.join(stored)}\n" if stored else "")
+    )
+    run = "-- @param run INTEGER The run."
+    return head + "".join(
+        "\n"
+        + _statement(
+            f"delete_{t}",
+            f"Deletes the run's rows of {t}.",
+            "SUMMARY_TABLES",
+            f"DELETE FROM {t} WHERE run_id = $run",
+            (run,),
+        )
+        for t in SUMMARY_TABLES
+    )
+
+
+def materialized_module() -> str:
+    """derive.materialized: per materialized view of the standard library, its fill for one run, and
+    its delete and fill for every run; each fill holds the view's SQL as profiler/sql/stdlib/ has it."""
+    from profiler.stdlib import STDLIB
+
+    views = [v for v in STDLIB if v.materialized]
+    head = (
+        "-- @module derive.materialized\n"
+        "-- The materialized views of the analysis standard library (profiler/sql/stdlib/), filled from their SQL:\n"
+        "-- per view, one run's rows (ingest, profiler/summaries.py), and every run's afresh (a migration, new step\n"
+        "-- rules). Written by tools/gen_sql.py from the stdlib modules: regenerate after changing a view's SQL.\n"
+        f"-- @include {', '.join(dict.fromkeys(v.module for v in views))}\n"
+    )
+    run = "-- @param run INTEGER The run."
+    out = []
+    for v in views:
+        source = f"the SQL of {v.module}.{v.name}"
+        out += [
+            _statement(
+                f"fill_{v.name}",
+                f"Inserts one run's rows of {v.name}.",
+                source,
+                f"INSERT INTO {v.name} BY NAME SELECT * FROM (\n{v.sql}\n) WHERE run_id = $run",
+                (run,),
+            ),
+            _statement(f"clear_{v.name}", f"Deletes every run's rows of {v.name}.", source, f"DELETE FROM {v.name}"),
+            _statement(
+                f"fill_all_{v.name}",
+                f"Inserts every run's rows of {v.name}.",
+                source,
+                f"INSERT INTO {v.name} BY NAME SELECT * FROM (\n{v.sql}\n)",
+            ),
+        ]
+    return head + "".join("\n" + s for s in out)
+
+
+def temp_tables_module() -> str:
+    """store.temp_tables: an empty TEMP table of the current schema per table a read-only connection
+    to an older store lacks (profiler/store.py's TEMP_TABLES, columns from profiler/schema.py's TABLES)."""
+    from profiler.schema import table, table_ddl
+    from profiler.store import TEMP_TABLES
+
+    head = (
+        "-- @module store.temp_tables\n"
+        "-- Empty TEMP tables of the current schema, one per table a read-only connection to an older store lacks\n"
+        "-- (profiler/store.py's read-only adapters): written by tools/gen_sql.py from profiler/schema.py's TABLES.\n"
+    )
+    out = []
+    for name in TEMP_TABLES:
+        create = table_ddl(table(name))[0].replace("CREATE TABLE IF NOT EXISTS", "CREATE TEMP TABLE")
+        out.append(_statement(f"temp_{name}", f"An empty TEMP {name}.", "TABLES of profiler/schema.py", create))
+    return head + "".join("\n" + s for s in out)
+
+
+# (file under profiler/sql/, its text's renderer): modules written whole
+MODULES = (
+    ("derive/clear.sql", clear_module),
+    ("derive/materialized.sql", materialized_module),
+    ("store/temp_tables.sql", temp_tables_module),
 )
 
 
@@ -158,6 +258,13 @@ def main(argv: list[str] | None = None) -> int:
             stale.append(f"profiler/sql/{rel}: {name}")
             if not args.check:
                 path.write_text(new)
+    for rel, render in MODULES:
+        path = REPO / "profiler" / "sql" / rel
+        text = render()
+        if not path.is_file() or path.read_text() != text:
+            stale.append(f"profiler/sql/{rel}")
+            if not args.check:
+                path.write_text(text)
     for s in stale:
         print(("stale: " if args.check else "rewrote: ") + s)
     return 1 if stale and args.check else 0

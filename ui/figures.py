@@ -43,6 +43,8 @@ FIGURE_TEXT: dict[str, tuple[str, str]] = {
     "stacking.wasted_bytes": ("padding waste", "bytes of padding in the tables' padded size, summed over chips"),
     "stacking.waste_share": ("padding waste share", "of the tables' padded size"),
     "breakdown.hbm_bandwidth_share": ("HBM bandwidth used", "share of the peak, {covers}, per chip"),
+    "breakdown.slow_steps": ("slow steps", "counted steps over twice the median step time, {covers}"),
+    "breakdown.slow_steps_time_share": ("time in slow steps", "share of the counted steps' time, {covers}"),
     "id_dropping.dropped_ids": ("dropped IDs", "total over every step, all chips"),
     "utilization.idle_share": (
         "device idle, first op to last",

@@ -25,7 +25,7 @@ from profiler.trace_to_store import ingest_trace
 from sim_backend import __version__ as SIM_VERSION
 from sim_backend.config import config_from_dict
 from sim_backend.errors import ConfigError
-from sim_backend.record import dir_name
+from sim_backend.recording.record import dir_name
 from whatif.configs import apply_overrides, origin_config
 from whatif.executor import Executor, Progress
 from whatif.paths import localize, user_paths

@@ -14,7 +14,7 @@ from typing import Any
 
 from profiler.errors import ScprofError
 from sim_backend.errors import RunFailure
-from sim_backend.record import LIMITS_FILE, record_run
+from sim_backend.recording.record import LIMITS_FILE, record_run
 from whatif.configs import write_toml
 
 CONFIG_FILE = "config.toml"

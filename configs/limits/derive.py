@@ -26,7 +26,7 @@ CONFIG_DIR = os.path.dirname(LIMITS_DIR)
 sys.path.insert(0, os.path.dirname(CONFIG_DIR))
 
 from sim_backend.limits import write_limits_file  # noqa: E402
-from sim_backend.record import record_run  # noqa: E402
+from sim_backend.recording.record import record_run  # noqa: E402
 
 MARK = "# derived from:"
 EXCLUDE = "# leaves out:"  # stacks the file must not name (they keep the limits set on their table)

@@ -13,7 +13,7 @@ from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.config import config_from_dict
 from sim_backend.generate import generate_step
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.sim_backend.conftest import SMALL
 from tests.sim_backend.test_sim_debug_quant import _toml
 

@@ -14,7 +14,7 @@ import pytest
 from analyzers.registry import analyze_run
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.tracekit import REPO
 
 CONFIG = str(REPO / "configs" / "untuned" / "v6ex4_60hotset_scbound.toml")

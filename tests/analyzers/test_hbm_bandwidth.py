@@ -44,3 +44,25 @@ def test_hbm_bandwidth_share_is_none_without_the_chips_bandwidth(tmp_path):
         figures = breakdown.analyze(RunContext(store, 1)).figures
     assert figures["hbm_bandwidth_bytes_per_s"] == pytest.approx(64 / 400e-12)
     assert figures["hbm_bandwidth_share"] is None
+
+
+def test_slow_steps_are_counted_steps_over_twice_the_median(tmp_path):
+    """Seven steps of 100, 110, 90, 100, 500, 120, 100 ps (one TensorCore op each filling the step).
+    Counted: steps 1..5 (a run of 5 or more leaves out its first and last): 110, 90, 100, 500, 120.
+    Median 110; over 220: the 500 ps step alone; its share of the counted time 500 / 920."""
+    durations = [100, 110, 90, 100, 500, 120, 100]
+    starts = [sum(durations[:i]) for i in range(len(durations))]
+    spec = RunSpec(
+        events=[
+            Ev(TC_OPS, 0, 0, "dense_forward", t, d, s, "tc_forward") for s, (t, d) in enumerate(zip(starts, durations))
+        ],
+        steps=[(0, s, t, d) for s, (t, d) in enumerate(zip(starts, durations))],
+        hardware={"generation": "v5p", "num_chips": 1},
+    )
+    with store_with(tmp_path, spec) as store:
+        figures = breakdown.analyze(RunContext(store, 1)).figures
+    counted = durations[1:-1]
+    median = sorted(counted)[len(counted) // 2]
+    slow = [d for d in counted if d > 2 * median]
+    assert figures["steps"] == 5 and figures["slow_steps"] == len(slow) == 1
+    assert figures["slow_steps_time_share"] == pytest.approx(sum(slow) / sum(counted))

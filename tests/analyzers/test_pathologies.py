@@ -20,7 +20,7 @@ from analyzers.time_split import CATEGORIES, split_timelines
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.errors import RunFailure
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.sim_backend.test_sim_pathologies import documented_fix
 from tests.tracekit import REPO
 
@@ -169,7 +169,7 @@ WITH chips AS (SELECT DISTINCT chip FROM step_windows WHERE run_id = $run),
 ev AS (
     SELECT k.chip, e.start_ps, e.start_ps + e.dur_ps AS end_ps, k.priority, k.core_kind
     FROM events e
-    JOIN {kinds} k ON k.track_id = e.track_id AND k.category_id = coalesce(e.category_id, -1)
+    JOIN timeline_kinds($run) k ON k.track_id = e.track_id AND k.category_id = coalesce(e.category_id, -1)
     WHERE e.run_id = $run AND e.dur_ps > 0
 )
 SELECT chip, start_ps, end_ps, priority, core_kind FROM ev WHERE chip >= 0
@@ -185,8 +185,8 @@ def test_split_from_op_arrays_matches_a_plain_sql_selection(store):
     views = {"priority": (CATEGORIES, False), "core_kind": (breakdown.CORE_SETS, True)}
     for (run,) in store.con.execute("SELECT run_id FROM runs WHERE status = 'ok'").fetchall():
         ctx = RunContext(store, run)
-        windows = ctx.store.query(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
-        events = store.query(EVENTS_SQL.format(kinds=ctx.temp("timeline_kinds")), {"run": run})
+        windows = ctx.sql("analysis.split.step_windows")  # installs the analysis.base macros EVENTS_SQL reads
+        events = store.query(EVENTS_SQL, {"run": run})
         by_sql = split_timelines(events, windows, views)
         for view, table in breakdown.timeline_splits(ctx).items():
             assert table.num_rows > 0

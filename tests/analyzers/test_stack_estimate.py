@@ -15,7 +15,7 @@ from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.config_load import load_config
 from sim_backend.emulator import simulate
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.tracekit import REPO
 
 CONFIGS = ("tuned", "hbm_stack_pressure")
@@ -41,7 +41,10 @@ def runs(tmp_path_factory):
 def test_compiled_stack_per_group_matches_the_emulators_model(runs, name):
     store, sims = runs
     sim = sims[name]
-    rows = {r["stack_name"]: r for r in RunContext(store, store.resolve_run(name)).query("stack_estimate").to_pylist()}
+    rows = {
+        r["stack_name"]: r
+        for r in RunContext(store, store.resolve_run(name)).sql("analysis.memory.stack_estimate").to_pylist()
+    }
     spc = sim.hw.sparsecores_per_chip
     assert set(rows) == {g.name for g in sim.groups}
     for g, gm in zip(sim.groups, sim.memory.groups, strict=True):

@@ -47,7 +47,7 @@ def analyzer_view(db: str, steps=None):
     with Store.open(db, read_only=True) as store:
         ctx = RunContext(store, 1)
         split = step_breakdown(ctx).to_pylist()
-        windows = store.rows(f"SELECT chip, step, start_ps, end_ps FROM {ctx.temp('step_windows')}")
+        windows = ctx.sql("analysis.split.step_windows").to_pylist()
     want = defaultdict(dict)
     for r in split:
         if steps is None or steps[0] <= r["step"] < steps[1]:

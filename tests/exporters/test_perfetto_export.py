@@ -177,7 +177,7 @@ def test_export_is_valid_per_validator(synthetic_db, tmp_path):
 
 @pytest.mark.parametrize("config", ["baseline.toml", "tuned.toml"])
 def test_bundled_runs_round_trip(tmp_path, config):
-    from sim_backend.record import record_run
+    from sim_backend.recording.record import record_run
 
     r = record_run(os.path.join(REPO, "configs", config), [], None, 3, str(tmp_path / "run"))
     db = ingest_file(str(tmp_path), r.trace_path)

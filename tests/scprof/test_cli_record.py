@@ -16,7 +16,7 @@ import pytest
 
 from profiler.reader import read_trace
 from profiler.trace_file import Cut, iter_chunks
-from sim_backend.record import PARTIAL_FILE, TRACE_FILE, record_run
+from sim_backend.recording.record import PARTIAL_FILE, TRACE_FILE, record_run
 from tests.sim_backend.conftest import CONFIG_DIR, SMALL
 from tests.sim_backend.test_sim_record import small_file
 from tests.tracekit import assert_one_error, cli, snapshot

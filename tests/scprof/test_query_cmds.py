@@ -197,7 +197,7 @@ def _cut_from_the_whole_run(store: Store, run_id: int, steps: tuple[int, int], c
             "self_ps": self_times(a)[keep],
         }
     )
-    return answers.jsonable(ctx.query("op_profile", {"rows": rows}).to_pylist())
+    return answers.jsonable(ctx.sql("analysis.ops.op_profile", {"rows": rows}).to_pylist())
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from sim_backend.config_load import load_config
 from sim_backend.emulator import setup
 from sim_backend.errors import ConfigError
 from sim_backend.generate import generate_step
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from sim_backend.reference_preprocess import session_setup
 from tests.sim_backend.test_sim_record import small_file
 

@@ -11,7 +11,7 @@ import pytest
 
 from profiler.reader import read_trace
 from sim_backend.errors import ConfigError, PreprocessError
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from sim_backend.reference_preprocess import library_available
 from tests.sim_backend.test_sim_record import small_file
 from tests.tracekit import missing_extra

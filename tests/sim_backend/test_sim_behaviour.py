@@ -13,8 +13,8 @@ import pytest
 from profiler.reader import read_trace
 from sim_backend.config import config_from_dict
 from sim_backend.emulator import simulate
-from sim_backend.instrument import write_trace
 from sim_backend.metrics import step_time_ps, union_length
+from sim_backend.recording.instrument import write_trace
 from sim_backend.stepgraph import (
     A2A_BWD,
     A2A_FWD,

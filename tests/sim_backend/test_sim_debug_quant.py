@@ -21,7 +21,7 @@ from sim_backend.errors import ConfigError, NanDetectedError
 from sim_backend.generate import generate_step
 from sim_backend.memory import EMBEDDING_TABLES
 from sim_backend.quantization import quantize, table_key
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from sim_backend.stepgraph import A2A_BWD, A2A_FWD, SC_BWD, SC_FWD
 
 M64 = (1 << 64) - 1

@@ -12,7 +12,7 @@ import pytest
 from sim_backend.config import iter_keys
 from sim_backend.costmodel import CostConstants
 from sim_backend.hardware import PRESETS
-from sim_backend.instrument import SC_BWD_MODULE, SC_FWD_MODULE, TC_MODULE
+from sim_backend.recording.instrument import SC_BWD_MODULE, SC_FWD_MODULE, TC_MODULE
 from sim_backend.stepgraph import KIND_NAMES
 from tests.sim_backend.conftest import BUNDLED, REPO
 

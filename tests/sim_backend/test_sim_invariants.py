@@ -15,7 +15,7 @@ import pytest
 from profiler.reader import read_trace
 from sim_backend.config_load import load_config
 from sim_backend.emulator import simulate
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.sim_backend.conftest import CONFIG_DIR, RUNNABLE
 
 STEPS = 4

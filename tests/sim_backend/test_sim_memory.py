@@ -21,7 +21,7 @@ from sim_backend.emulator import simulate
 from sim_backend.errors import CompileError, HbmOomError, RunFailure
 from sim_backend.memory import HEAP_CONTRIBUTORS, fmt_size, stack_bytes_per_sc
 from sim_backend.metrics import step_time_ps
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from sim_backend.stepgraph import SC_BWD, SC_FWD
 from tests.sim_backend.conftest import CONFIG_DIR
 from tests.sim_backend.test_sim_pathologies import documented_fix

@@ -14,7 +14,7 @@ import pytest
 
 from profiler.reader import read_trace
 from sim_backend.errors import CompileError
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.sim_backend.conftest import CONFIG_DIR
 from tests.sim_backend.test_sim_pathologies import documented_fix
 

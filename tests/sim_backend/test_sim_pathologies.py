@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from profiler.reader import read_trace
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.sim_backend.conftest import CONFIG_DIR, REPO
 
 STEPS = 6

@@ -16,7 +16,7 @@ from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.config import config_from_dict
 from sim_backend.errors import ConfigError, PreprocessError
-from sim_backend.record import format_summary, record_run
+from sim_backend.recording.record import format_summary, record_run
 from tests.sim_backend.conftest import CONFIG_DIR
 
 BASELINE = os.path.join(CONFIG_DIR, "baseline.toml")

@@ -20,9 +20,9 @@ from sim_backend.config import config_from_dict
 from sim_backend.dense import dense_param_shapes, dense_work
 from sim_backend.emulator import simulate
 from sim_backend.errors import ConfigError
-from sim_backend.instrument import KIND_CATEGORIES
 from sim_backend.memory import dense_bytes
-from sim_backend.record import record_run
+from sim_backend.recording.instrument import KIND_CATEGORIES
+from sim_backend.recording.record import record_run
 from sim_backend.sharding import per_device_shape, plan_dense, ring_bytes
 from sim_backend.sharding_resolve import local_shape
 from sim_backend.shardy import DimSharding, Mesh, Sharding, parse_mesh, parse_sharding

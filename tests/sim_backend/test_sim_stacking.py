@@ -20,7 +20,7 @@ from profiler.reader import read_trace
 from sim_backend.config import config_from_dict
 from sim_backend.emulator import setup, simulate
 from sim_backend.metrics import step_time_ps
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from sim_backend.stacking import stack_name
 from sim_backend.stepgraph import A2A_BWD, SC_BWD, SC_FWD
 from tests.sim_backend.conftest import CONFIG_DIR

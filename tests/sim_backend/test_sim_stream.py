@@ -12,12 +12,12 @@ import pytest
 from profiler.reader import TraceReader, read_trace
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
-from sim_backend import stream
 from sim_backend.config import config_from_dict
 from sim_backend.emulator import prepare, run_step_inputs, simulate
 from sim_backend.errors import ConfigError, PreprocessError, RecordInterrupted
-from sim_backend.instrument import SC_BWD_MODULE, SC_FWD_MODULE, TC_MODULE, write_trace
-from sim_backend.record import PARTIAL_FILE, TRACE_FILE, dir_name, record_run
+from sim_backend.recording import stream
+from sim_backend.recording.instrument import SC_BWD_MODULE, SC_FWD_MODULE, TC_MODULE, write_trace
+from sim_backend.recording.record import PARTIAL_FILE, TRACE_FILE, dir_name, record_run
 from sim_backend.scheduler import OnlineScheduler
 from sim_backend.stepgraph import GraphBuilder
 from tests.sim_backend.test_sim_record import small_file

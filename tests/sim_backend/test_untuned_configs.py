@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sim_backend.config_load import load_config
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 
 REPO = Path(__file__).resolve().parents[2]
 UNTUNED = sorted((REPO / "configs" / "untuned").glob("*.toml"))

@@ -16,7 +16,7 @@ def build_two_run_store(directory) -> str:
     db = str(directory / "ui.duckdb")
     with Store.open(db) as store:
         try:
-            from sim_backend.record import record_run
+            from sim_backend.recording.record import record_run
         except ImportError:  # the emulator is optional for the UI: fall back to synthetic traces
             from profiler.synthetic import write_synthetic_trace
 

@@ -8,7 +8,7 @@ import pytest
 
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 STEPS = 8  # 6 counted steps: enough for an interval, quick to simulate

@@ -25,7 +25,7 @@ import pytest
 
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from tests.sim_backend.conftest import SMALL
 from tests.sim_backend.test_sim_record import small_file
 from tests.tracekit import REPO, CliResult, assert_one_error, file_sha256, listing, trial_rows

@@ -53,7 +53,7 @@ def _xprof(*args: str) -> dict:
 def _record(tmp) -> str:
     """The bundled baseline, 5 steps; the synthetic generator if the emulator cannot record."""
     try:
-        from sim_backend.record import record_run
+        from sim_backend.recording.record import record_run
 
         return record_run(os.path.join(ROOT, "configs", "baseline.toml"), [], "baseline", 5, str(tmp)).trace_path
     except Exception as e:  # the emulator is work in progress: say so, test the exporter all the same

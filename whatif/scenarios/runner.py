@@ -21,7 +21,7 @@ from profiler.errors import ScprofError
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.errors import RunFailure
-from sim_backend.record import record_run
+from sim_backend.recording.record import record_run
 from whatif.configs import write_toml
 from whatif.engine import Session, dropped_ids
 from whatif.executor import Executor

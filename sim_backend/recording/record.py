@@ -19,7 +19,6 @@ from profiler.recorder import rewrite_tags
 from profiler.safe_output import DUCKDB_MAGIC, DUCKDB_MAGIC_OFFSET
 from profiler.units import format_ps
 from sim_backend import __version__
-from sim_backend.check_events import NAN_DETECTED
 from sim_backend.config import RunConfig, effective_config
 from sim_backend.config_load import load_config
 from sim_backend.emulator import RunSetup, prepare
@@ -32,10 +31,11 @@ from sim_backend.errors import (
     RunFailure,
 )
 from sim_backend.fdo_stats import read_fdo_limits, write_fdo_stats
-from sim_backend.instrument import open_recorder
 from sim_backend.limits import limits_sections, read_limits_file, unused_limit_sections, write_limits_file
 from sim_backend.memory import HBM_OOM, Failure
-from sim_backend.stream import stream_run
+from sim_backend.recording.check_events import NAN_DETECTED
+from sim_backend.recording.instrument import open_recorder
+from sim_backend.recording.stream import stream_run
 
 PRODUCER = f"scprof-sim {__version__}"
 TRACE_FILE = "trace.sctrace"

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from profiler.recorder import Recorder
-from sim_backend.check_events import first_nan, nan_failure_at
 from sim_backend.debug_checks import StepChecks
 from sim_backend.emulator import InputStats, RunSetup, close_inputs, run_step_inputs
 from sim_backend.errors import ConfigError
-from sim_backend.instrument import TraceWriter
 from sim_backend.memory import Failure, MemoryTimeline, find_oom, input_buffer_bytes
 from sim_backend.metrics import TimeShares, steady_step_time_ps
+from sim_backend.recording.check_events import first_nan, nan_failure_at
+from sim_backend.recording.instrument import TraceWriter
 from sim_backend.scheduler import OnlineScheduler
 from sim_backend.stepgraph import TC_FWD, GraphBuilder
 from sim_backend.taskgraph import GraphPart

@@ -7,7 +7,7 @@ Every task becomes one event with its step and typed arguments; modules are the 
 of consecutive ops of one step (and pass) on one core; step markers, per-partition
 statistics and counters complete the picture. All columns are built with numpy.
 
-`TraceWriter` takes the run in parts (sim_backend/stream.py): each step's preprocessing,
+`TraceWriter` takes the run in parts (sim_backend/recording/stream.py): each step's preprocessing,
 windows of scheduled tasks in order of start (every task starting before the window's
 end), steps whose tasks are all scheduled, and memory samples in time order. Ops are
 written in (start, track) order, as one sort of the whole run would; a module is
@@ -21,11 +21,11 @@ import numpy as np
 
 from profiler.recorder import Recorder
 from profiler.wire import NULL_I32
-from sim_backend.check_events import CheckEvents, forward_done_ps
 from sim_backend.debug_checks import StepChecks
 from sim_backend.emulator import RunSetup, Simulation, run_setup
 from sim_backend.memory import HEAP_CONTRIBUTORS, PREFETCHED_INPUTS, STACK, ChipMemory, Failure
 from sim_backend.preprocess import StepResult
+from sim_backend.recording.check_events import CheckEvents, forward_done_ps
 from sim_backend.stepgraph import (
     A2A_BWD,
     A2A_FWD,
