@@ -5,9 +5,10 @@ A block tagged `-- @generated tools/gen_sql.py ...` holds a statement this tool 
 event field added to profiler/trace_fields.py) fails until the tree is regenerated.
 
 Generated today: schema.views' `slices` (its typed columns, string ids resolved to text, and
-the joins to `strings` that resolve them); export.perfetto's `stream` and `annotation_strings` (the
-typed fields the Perfetto export annotates) and export.xspace's `events` and `event_nulls` (the integer
-typed fields the XSpace export writes); and whole modules of statements that differ only by a
+the joins to `strings` that resolve them), ui.timeline's `event_row` (one event with its typed
+fields by name, the same way), export.perfetto's `stream` and `annotation_strings` (the typed fields
+the Perfetto export annotates), export.xspace's `events` and `event_nulls` (the integer typed fields
+the XSpace export writes), and whole modules of statements that differ only by a
 table name from a Python list (MODULES): derive.clear (the per-run deletes of
 profiler/summaries.py's SUMMARY_TABLES), derive.materialized (the fills of the standard library's
 materialized views, their SQL copied from profiler/sql/stdlib/) and store.temp_tables (the empty
@@ -21,7 +22,6 @@ Usage
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -50,6 +50,26 @@ def slices_select() -> str:
         "FROM events e\n"
         "JOIN tracks t USING (run_id, track_id)\n"
         f"JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id{joins}"
+    )
+
+
+def event_row_select() -> str:
+    """ui.timeline's event_row: one event with every typed field by its name, string ids resolved."""
+    typed, joins = [], []
+    for f in TYPED_FIELDS:
+        if f.is_string:
+            typed.append(f"s_{f.name}.value AS {f.name}")
+            joins.append(
+                f"LEFT JOIN strings s_{f.name} ON s_{f.name}.run_id = e.run_id AND s_{f.name}.string_id = e.{f.column}"
+            )
+        else:
+            typed.append(f"e.{f.column} AS {f.name}")
+    return (
+        f"SELECT e.event_id, e.track_id, n.value AS name, e.start_ps, e.dur_ps, {', '.join(typed)}\n"
+        "FROM events e\n"
+        "JOIN strings n ON n.run_id = e.run_id AND n.string_id = e.name_id\n"
+        + "\n".join(joins)
+        + "\nWHERE e.run_id = $run AND e.event_id = $id"
     )
 
 
@@ -223,6 +243,7 @@ def xspace_event_nulls() -> str:
 # (file under profiler/sql/, block name, its statement's renderer: a view's SELECT, else the statement)
 GENERATED = (
     ("schema/views.sql", "slices", slices_select),
+    ("ui/timeline.sql", "event_row", event_row_select),
     ("export/perfetto.sql", "stream", perfetto_stream),
     ("export/perfetto.sql", "annotation_strings", perfetto_annotation_strings),
     ("export/xspace.sql", "events", xspace_events),
@@ -231,16 +252,15 @@ GENERATED = (
 
 
 def regenerate(text: str, name: str, sql: str) -> str:
-    """`text` with the statement of block `name` replaced: a view's by CREATE VIEW `name` AS `sql`;, a
-    query's or statement's (what follows its tag lines) by `sql`;."""
+    """`text` with the statement of the view `name` replaced by CREATE VIEW `name` AS `sql`;, or
+    that of the query `name` (the lines after its tags) by `sql`;."""
     head = f"CREATE VIEW {name} AS\n"
     if head in text:
         start = text.index(head) + len(head)
     else:
-        tag = re.search(rf"^-- @(query|statement) {name}\n(--.*\n)*", text, re.M)
-        if tag is None:
-            raise KeyError(f"no block {name}")
-        start = tag.end()
+        start = text.index(f"-- @query {name}\n")
+        while text.startswith("--", start):
+            start = text.index("\n", start) + 1
     end = text.index(";\n", start)
     return text[:start] + sql + text[end:]
 

@@ -23,8 +23,9 @@ from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from profiler.errors import ScprofError
 from profiler.sql_guard import keep_spare_worker
 from profiler.store import default_path
-from ui import auth, downloads, inputs, pages, queries, trace_api
+from ui import auth, downloads, inputs, pages, trace_api
 from ui import state as ui_state
+from ui.pages.sql import SQL_EXAMPLES
 from ui.routing import ACCESS, PATHNAME, finish, guarded, nav, pending_id, register_pages
 from ui.store_access import StoreAccess
 from ui.warmup import Activity, prefetch_pages, prime, warm_up
@@ -219,7 +220,7 @@ def _url_callbacks(app: Dash) -> None:
     @inputs.url_callback
     def sql_url(run_clicks, examples, rows, text, rendered, s):
         trig = ctx.triggered_id
-        examples_sql = list(queries.SQL_EXAMPLES.values())
+        examples_sql = list(SQL_EXAMPLES.values())
         if not (inputs.is_scalar(rows) and inputs.is_scalar(text) and inputs.text(s or "") is not None):
             return no_update
         if isinstance(trig, dict):

@@ -12,10 +12,9 @@ import json
 from typing import Any
 
 from analyzers.compare import config_diff, findings_delta
-from profiler.stdlib import RUN_LIST_SQL
+from profiler import sqltree
 from profiler.store import Store
-from ui import data, queries
-from ui.store_access import sql
+from ui import data
 
 # A stored config's keys the emulator derived or that name the run (whatif.configs' DERIVED_KEYS and
 # LABEL_KEYS, which the UI reads when the engine is installed).
@@ -41,7 +40,7 @@ CORE_WORDS = {
 
 def run_list(store: Store) -> list[dict[str, Any]]:
     """The store's runs listing (profiler/sql/stdlib/runs.sql: run_list), tags parsed."""
-    rows = sql(store, RUN_LIST_SQL).to_pylist()
+    rows = sqltree.query(store.con, "stdlib.runs.runs_oldest_first").to_pylist()
     for r in rows:
         try:
             r["tags"] = json.loads(r["tags"]) if r["tags"] else {}
@@ -139,7 +138,9 @@ def has_config(store: Store, run: int) -> bool:
 
 def op_cores(store: Store, run: int) -> dict[str, int]:
     """track kind -> how many cores carry its ops (what a per-op time per step is summed over)."""
-    return {r["track_kind"]: int(r["cores"]) for r in sql(store, queries.OP_CORES, run=run).to_pylist()}
+    return {
+        r["track_kind"]: int(r["cores"]) for r in sqltree.query(store.con, "ui.compare.op_cores", run=run).to_pylist()
+    }
 
 
 def cores_text(cores: dict[str, int]) -> str:

@@ -1,4 +1,4 @@
-"""The pages' data: plain Python values computed from the store (SQL in ui/queries.py) and
+"""The pages' data: plain Python values computed from the store (SQL in profiler/sql/ui/) and
 from the analyzers' reports. No Dash here, so every function is testable on a small store.
 """
 
@@ -15,13 +15,12 @@ import pyarrow as pa
 from analyzers.breakdown import step_stats
 from analyzers.kept_reports import report_for
 from analyzers.registry import RunReport
-from profiler import stdlib
+from profiler import sqltree, stdlib
 from profiler.errors import ScprofError, StoreError
-from profiler.stdlib import HBM_COUNTERS, RUN_LIST_SQL
+from profiler.stdlib import HBM_COUNTERS
 from profiler.store import Store
 from profiler.units import format_bytes
-from ui import queries
-from ui.store_access import KeyedCache, run_memo, sql
+from ui.store_access import KeyedCache, run_memo
 
 ANALYSES = KeyedCache(size=8)
 COMPARISONS = KeyedCache(size=8)
@@ -36,7 +35,8 @@ RUN_SORT_KEYS = ("run_id", "name", "source", "status", "steps", "events", "mean_
 
 def runs(store: Store, text: str = "", sort: str = "run_id", descending: bool = False) -> list[dict[str, Any]]:
     """The runs listing, filtered by `text` (in name, source, status, hardware or tags) and sorted."""
-    rows = sql(store, RUN_LIST_SQL).to_pylist()  # the store's runs listing, as `scprof runs` prints it
+    # the store's runs listing, as `scprof runs` prints it
+    rows = sqltree.query(store.con, "stdlib.runs.runs_oldest_first").to_pylist()
     for r in rows:
         r["status_text"] = r["status"] + (f" ({r['failure']})" if r["failure"] else "")
     needle = (text or "").strip().lower()
@@ -52,7 +52,7 @@ def run_options(store: Store) -> list[dict[str, Any]]:
     """Dropdown options for picking a run: label `name (#id)`, value the run_id."""
     return [
         {"label": f"{r['name']} (#{r['run_id']})", "value": r["run_id"]}
-        for r in store.rows("SELECT run_id, name FROM runs ORDER BY run_id")
+        for r in sqltree.query(store.con, "ui.runs.run_names").to_pylist()
     ]
 
 
@@ -67,7 +67,7 @@ def resolve(store: Store, ref: Any) -> int | None:
 
 
 def run_info(store: Store, run_id: int) -> dict[str, Any]:
-    rows = sql(store, queries.RUN, run=run_id).to_pylist()
+    rows = sqltree.query(store.con, "ui.runs.run", run=run_id).to_pylist()
     if not rows:
         raise StoreError(f"run {run_id} not found")
     info = rows[0]
@@ -81,7 +81,13 @@ def run_info(store: Store, run_id: int) -> dict[str, Any]:
 
 def step_bounds(store: Store, run_id: int) -> tuple[int, int] | None:
     """First and last step of the run, or None when it has no steps."""
-    r = run_memo(store, run_id, "step_range", None, lambda: sql(store, queries.STEP_RANGE, run=run_id).to_pylist()[0])
+    r = run_memo(
+        store,
+        run_id,
+        "step_range",
+        None,
+        lambda: sqltree.query(store.con, "ui.overview.step_range", run=run_id).to_pylist()[0],
+    )
     return None if r["lo"] is None else (int(r["lo"]), int(r["hi"]))
 
 
@@ -101,7 +107,7 @@ def step_times(store: Store, run_id: int, steps: tuple[int, int]) -> dict[str, n
 
 
 def _step_times(store: Store, run_id: int, steps: tuple[int, int]) -> dict[str, np.ndarray]:
-    t = sql(store, queries.STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1])
+    t = sqltree.query(store.con, "ui.overview.step_times", run=run_id, step_lo=steps[0], step_hi=steps[1])
     out = {c: t.column(c).to_numpy().astype(np.int64) for c in ("step", "step_ps", "start_ps")}
     out["counted"] = t.column("counted").to_numpy(zero_copy_only=False).astype(bool)
     return out
@@ -120,7 +126,9 @@ def steps_window(store: Store, run_id: int, steps: tuple[int, int]) -> tuple[int
         run_id,
         "steps_window",
         tuple(steps),
-        lambda: sql(store, queries.STEPS_SPAN, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0],
+        lambda: sqltree.query(
+            store.con, "ui.overview.steps_span", run=run_id, step_lo=steps[0], step_hi=steps[1]
+        ).to_pylist()[0],
     )
     return None if r["t0"] is None else (int(r["t0"]), int(r["t1"]))
 
@@ -161,7 +169,9 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
         ]
     else:
         kpis.append(Kpi("step time", None, "ps", covered if len(st["step"]) else "no steps in this run"))
-    part = sql(store, queries.STEP_MINIBATCHES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist()[0]
+    part = sqltree.query(
+        store.con, "ui.overview.step_minibatches", run=run_id, step_lo=steps[0], step_hi=steps[1]
+    ).to_pylist()[0]
     kpis.append(
         Kpi(
             "SC minibatches per step",
@@ -210,11 +220,7 @@ def chip_names(store: Store, run_id: int) -> dict[int, str]:
     """Each device chip's label by its kind: TPU:0, GPU:1, CPU:0 (a CPU running XLA ops), device:2."""
 
     def compute() -> dict[int, str]:
-        rows = store.rows(
-            "SELECT chip, min(kind) AS kind FROM tracks WHERE run_id = ? AND chip >= 0 "
-            "AND kind <> 'counter' GROUP BY chip",
-            [run_id],
-        )
+        rows = sqltree.query(store.con, "ui.overview.chip_kinds", run=run_id).to_pylist()
         return {r["chip"]: f"{CHIP_PREFIX.get(r['kind'], 'TPU')}:{r['chip']}" for r in rows}
 
     return run_memo(store, run_id, "chip_names", (), compute)
@@ -231,7 +237,9 @@ def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[d
         run_id,
         "chip_steps",
         tuple(steps),
-        lambda: sql(store, queries.CHIP_STEP_TIMES, run=run_id, step_lo=steps[0], step_hi=steps[1]).to_pylist(),
+        lambda: sqltree.query(
+            store.con, "ui.overview.chip_step_times", run=run_id, step_lo=steps[0], step_hi=steps[1]
+        ).to_pylist(),
     )
 
 
@@ -247,7 +255,7 @@ def cached_analysis(store: Store, run_id: int) -> RunReport | None:
 
 
 def _run_key(store: Store, run_id: int) -> tuple:
-    rows = sql(store, queries.RUN_KEY, run=run_id).to_pylist()
+    rows = sqltree.query(store.con, "ui.runs.run_key", run=run_id).to_pylist()
     if not rows:
         raise StoreError(f"run {run_id} not found")
     r = rows[0]
@@ -314,10 +322,12 @@ def sc_tables(store: Store, run_id: int) -> tuple[list[str], bool]:
 
 
 def _sc_tables(store: Store, run_id: int) -> tuple[list[str], bool]:
-    names = sql(store, queries.SC_TABLES, run=run_id).column("table_name").to_pylist()
+    names = sqltree.query(store.con, "ui.sparsecore.sc_tables", run=run_id).column("table_name").to_pylist()
     if names:
         return names, True
-    return sql(store, queries.SC_TABLES_FROM_EVENTS, run=run_id).column("table_name").to_pylist(), False
+    return sqltree.query(store.con, "ui.sparsecore.sc_tables_from_events", run=run_id).column(
+        "table_name"
+    ).to_pylist(), False
 
 
 def sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[str]) -> dict[str, Any]:
@@ -333,18 +343,30 @@ def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[
     n_steps = steps[1] - steps[0] + 1
     sb = max(1, math.ceil(n_steps / MAX_STEP_COLUMNS))
     if from_stats:
-        t = sql(store, queries.SC_CELLS, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables), sb=sb)
+        t = sqltree.query(
+            store.con,
+            "ui.sparsecore.sc_cells",
+            run=run_id,
+            step_lo=steps[0],
+            step_hi=steps[1],
+            tables=list(tables),
+            sb=sb,
+        )
     elif not tables:  # all tables: the ingest-time summary of the same events
-        t = sql(store, queries.SC_CELLS_FROM_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], sb=sb)
+        t = sqltree.query(
+            store.con, "ui.sparsecore.sc_cells_from_summary", run=run_id, step_lo=steps[0], step_hi=steps[1], sb=sb
+        )
     else:
         ids = {
             r["value"]: r["string_id"]
-            for r in sql(store, queries.STRING_IDS, run=run_id, values=["sc_forward", *tables]).to_pylist()
+            for r in sqltree.query(
+                store.con, "ui.runs.string_ids", run=run_id, values=["sc_forward", *tables]
+            ).to_pylist()
         }
         table_ids = [ids[t] for t in tables if t in ids] or ([-1] if tables else [])
-        t = sql(
-            store,
-            queries.SC_CELLS_FROM_EVENTS,
+        t = sqltree.query(
+            store.con,
+            "ui.sparsecore.sc_cells_from_events",
             run=run_id,
             step_lo=steps[0],
             step_hi=steps[1],
@@ -369,8 +391,8 @@ def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[
     ids = mats["ids"]
     with np.errstate(invalid="ignore", divide="ignore"):
         skew = np.nanmax(ids, axis=0) / np.nanmean(ids, axis=0)
-    summary = sql(
-        store, queries.SC_TABLE_SUMMARY, run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables)
+    summary = sqltree.query(
+        store.con, "ui.sparsecore.sc_table_summary", run=run_id, step_lo=steps[0], step_hi=steps[1], tables=list(tables)
     ).to_pylist()
     return {
         "empty": False,
@@ -391,7 +413,13 @@ def _sparsecore(store: Store, run_id: int, steps: tuple[int, int], tables: list[
 
 def counters(store: Store, run_id: int) -> list[dict[str, Any]]:
     """The run's counter series: track_id, chip, counter, unit, samples, peak."""
-    return run_memo(store, run_id, "counters", None, lambda: sql(store, queries.COUNTER_SERIES, run=run_id).to_pylist())
+    return run_memo(
+        store,
+        run_id,
+        "counters",
+        None,
+        lambda: sqltree.query(store.con, "ui.memory.counter_series", run=run_id).to_pylist(),
+    )
 
 
 def is_hbm(c: dict[str, Any]) -> bool:
@@ -416,13 +444,17 @@ def counter_series(
     when a series has more than max_points samples), plus `bucketed` when so."""
     if not track_ids:
         return {}
-    n = sql(store, queries.COUNTER_WINDOW_COUNT, run=run_id, tracks=track_ids, t0=t0, t1=t1).column("n")[0].as_py()
+    n = (
+        sqltree.query(store.con, "ui.memory.counter_window_count", run=run_id, tracks=track_ids, t0=t0, t1=t1)
+        .column("n")[0]
+        .as_py()
+    )
     if n <= max_points * len(track_ids):
-        t = sql(store, queries.COUNTER_SAMPLES_WINDOW, run=run_id, tracks=track_ids, t0=t0, t1=t1)
+        t = sqltree.query(store.con, "ui.memory.counter_samples_window", run=run_id, tracks=track_ids, t0=t0, t1=t1)
         value_col, bucketed = "value", False
     else:
         b = max(1, -(-(t1 - t0) // max_points))
-        t = sql(store, queries.COUNTER_BUCKETS, run=run_id, tracks=track_ids, t0=t0, t1=t1, b=b)
+        t = sqltree.query(store.con, "ui.memory.counter_buckets", run=run_id, tracks=track_ids, t0=t0, t1=t1, b=b)
         value_col, bucketed = "hi", True
     tid = t.column("track_id").to_numpy()
     ts = t.column("ts_ps").to_numpy()
@@ -449,18 +481,23 @@ def hbm_peaks(store: Store, run_id: int) -> list[dict[str, Any]]:
         run_id,
         "hbm_peaks",
         None,
-        lambda: [_peak_parts(store, run_id, r) for r in sql(store, queries.HBM_PEAKS_ALL, run=run_id).to_pylist()],
+        lambda: [
+            _peak_parts(store, run_id, r)
+            for r in sqltree.query(store.con, "ui.memory.hbm_peaks_all", run=run_id).to_pylist()
+        ],
     )
 
 
 def _hbm_peak(store: Store, run_id: int, chips: list[int] | None) -> dict[str, Any] | None:
-    top = sql(store, queries.HBM_PEAK, run=run_id, chips=list(chips or []), all_chips=chips is None).to_pylist()
+    top = sqltree.query(
+        store.con, "ui.memory.hbm_peak", run=run_id, chips=list(chips or []), all_chips=chips is None
+    ).to_pylist()
     return _peak_parts(store, run_id, top[0]) if top else None
 
 
 def _peak_parts(store: Store, run_id: int, row: dict[str, Any]) -> dict[str, Any]:
     best = {"chip": row["chip"], "peak": float(row["hbm_peak_bytes"]), "ts_ps": int(row["hbm_peak_ts_ps"])}
-    held = sql(store, queries.HBM_AT, run=run_id, chip=best["chip"], ts=best["ts_ps"]).to_pylist()
+    held = sqltree.query(store.con, "ui.memory.hbm_at", run=run_id, chip=best["chip"], ts=best["ts_ps"]).to_pylist()
     values = {r["counter"]: float(r["value"]) for r in held}
     # the totals' values, with a total recorded with its contributors ("HBM heap: <name>") shown as those
     split = {c.split(": ", 1)[0] for c in values if ": " in c}

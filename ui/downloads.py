@@ -19,6 +19,7 @@ from typing import Any
 
 from flask import Flask, Response, request, send_file
 
+from profiler import sqltree
 from profiler.errors import ScprofError, StoreError
 from profiler.sql_guard import QueryError, run_query
 from ui import state
@@ -69,7 +70,7 @@ def register(server: Flask, access: StoreAccess) -> None:
             os.close(fd)
             with access.open() as store:
                 run = store.resolve_run(request.args.get("run", ""))
-                name = store.rows("SELECT name FROM runs WHERE run_id = ?", [run])[0]["name"]
+                name = sqltree.query(store.con, "ui.runs.run_name", run=run).to_pylist()[0]["name"]
                 export_run(store, run, out, (steps[0], steps[1] + 1) if steps else None, False)
             trace = open(out, "rb")  # noqa: SIM115 - send_file closes it when the response ends
         except ScprofError as e:

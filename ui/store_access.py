@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -27,6 +26,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from profiler import sqltree
 from profiler.schema import SCHEMA_VERSION
 from profiler.store import Store
 
@@ -156,9 +156,10 @@ class KeyedCache:
 
 
 def sql(store: Store, text: str, **params: Any) -> pa.Table:
-    """Run one of ui/queries.py's SQL texts with the `$name` parameters it uses bound."""
-    used = {k: v for k, v in params.items() if re.search(rf"\${k}\b", text)}
-    return store.con.sql(text, params=used).to_arrow_table()
+    """Run the text of a tree query (ui/trace_queries.py's names, read by scprof/answers.py) with
+    `params` bound: exactly the `$name` parameters it declares. The UI runs its queries by name
+    (sqltree.query)."""
+    return store.con.sql(text, params=params).to_arrow_table()
 
 
 RUN_FACTS = KeyedCache(size=512)
@@ -166,9 +167,7 @@ RUN_FACTS = KeyedCache(size=512)
 
 def run_memo(store: Store, run_id: int, name: str, params: Any, compute: Callable[[], Any]) -> Any:
     """compute() once per run content (runs never change once ingested), store and parameters."""
-    from ui.queries import RUN_KEY
-
-    rows = sql(store, RUN_KEY, run=run_id).to_pylist()
+    rows = sqltree.query(store.con, "ui.runs.run_key", run=run_id).to_pylist()
     key = (
         store.path,
         run_id,

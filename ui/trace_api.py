@@ -2,7 +2,7 @@
 meta, tile, event, area, find, highlight and flows of a run, for ui/assets/trace_viewer*.js.
 
 Registered on the Dash app's Flask server (ui/app.py create_app), so ui/auth.py's access checks
-apply. Reads go through the UI's read-only StoreAccess; the SQL is in ui/trace_queries.py (and the
+apply. Reads go through the UI's read-only StoreAccess; the SQL is in profiler/sql/ui/timeline.sql (and the
 flows rule in profiler/flows.py, shared with the Perfetto export). Arguments are checked here:
 a bad one is HTTP 400 with `{"error": "<argument>: <problem>"}` on one line, an unknown run 404;
 nothing else (no traceback) leaves the server. Tiles are computed per track in SQL and numpy
@@ -23,10 +23,10 @@ import numpy as np
 import pyarrow as pa
 from flask import Flask, Response, request
 
+from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
-from ui import queries, trace_queries
-from ui.store_access import KeyedCache, StoreAccess, run_memo, sql
+from ui.store_access import KeyedCache, StoreAccess, run_memo
 
 log = logging.getLogger("scprof.ui")
 
@@ -156,7 +156,7 @@ def run_tracks(store: Store, run_id: int) -> list[Track]:
     """The run's tracks with events or step markers, in display order."""
 
     def compute() -> list[Track]:
-        rows = sql(store, queries.TIMELINE_TRACKS, run=run_id).to_pylist()
+        rows = sqltree.query(store.con, "ui.timeline.timeline_tracks", run=run_id).to_pylist()
         return [Track(r["track_id"], r["plane"], r["line"], r["kind"], r["chip"], r["n"]) for r in rows]
 
     return run_memo(store, run_id, "tracks", None, compute)
@@ -167,23 +167,23 @@ def run_tracks(store: Store, run_id: int) -> list[Track]:
 
 def run_facts(store: Store, run_id: int) -> RunFacts:
     """The run's facts (404 when the run is not in the store)."""
-    rows = sql(store, queries.RUN_KEY, run=run_id).to_pylist()
+    rows = sqltree.query(store.con, "ui.runs.run_key", run=run_id).to_pylist()
     if not rows:
         raise ApiError(404, f"run {run_id} is not in this store")
     key = (store.path, run_id, rows[0]["uuid"], rows[0]["ingested_at"])
 
     def compute() -> RunFacts:
-        r = sql(store, trace_queries.TRACE_RUN, run=run_id).to_pylist()[0]
+        r = sqltree.query(store.con, "ui.timeline.trace_run", run=run_id).to_pylist()[0]
         max_dur = r["max_event_dur_ps"]
         if max_dur is None:
-            max_dur = sql(store, trace_queries.MAX_EVENT_DUR, run=run_id).to_pylist()[0]["d"]
-        markers = frozenset(sql(store, trace_queries.MARKER_TRACKS, run=run_id).column("track_id").to_pylist())
-        tracks = frozenset(
-            store.con.execute("SELECT track_id FROM tracks WHERE run_id = ?", [run_id])
-            .fetchnumpy()["track_id"]
-            .tolist()
+            max_dur = sqltree.query(store.con, "ui.timeline.max_event_dur", run=run_id).to_pylist()[0]["d"]
+        markers = frozenset(
+            sqltree.query(store.con, "ui.timeline.marker_tracks", run=run_id).column("track_id").to_pylist()
         )
-        tile_level = sql(store, trace_queries.TILE_LEVEL, run=run_id).to_pylist()[0]["level"]
+        tracks = frozenset(
+            sqltree.execute(store.con, "ui.timeline.track_ids", run=run_id).fetchnumpy()["track_id"].tolist()
+        )
+        tile_level = sqltree.query(store.con, "ui.timeline.tile_level", run=run_id).to_pylist()[0]["level"]
         firsts = [v for v in (r["first_ps"], r["first_marker_ps"]) if v is not None]
         lasts = [v for v in (r["last_ps"], r["last_marker_ps"]) if v is not None]
         return RunFacts(
@@ -276,24 +276,34 @@ def _columns(table: pa.Table, names: tuple[str, ...]) -> dict[str, list]:
 def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list[int]) -> dict[int, dict]:
     """Each track's tile (k, i): its JSON object plus the name ids it uses, under "_names"."""
     t0, t1, bw = i << (k + TILE_SHIFT), (i + 1) << (k + TILE_SHIFT), 1 << k
-    p = dict(
-        run=facts.run_id,
-        t0=t0,
-        t1=t1,
-        maxdur=facts.max_event_dur_ps,
-        maxmarker=facts.max_marker_dur_ps,
-        name_base=facts.name_base,
-    )
+    run, maxdur, maxmarker, name_base = facts.run_id, facts.max_event_dur_ps, facts.max_marker_dur_ps, facts.name_base
     from_sums = facts.tile_level is not None and k >= facts.tile_level
-    if from_sums:  # the tile pyramid's base (trace_queries.py): its bounds in base buckets
+    if from_sums:  # the tile pyramid's base (ui.timeline's *_from_sums): its bounds in base buckets
         level = facts.tile_level
-        p.update(level=level, lo=t0 >> level, hi=t1 >> level, b0=i << TILE_SHIFT)
-    count_sql, bucket_sql = (
-        (trace_queries.TILE_COUNTS_FROM_SUMS, trace_queries.TILE_BUCKETS_FROM_SUMS)
-        if from_sums
-        else (trace_queries.TILE_COUNTS, trace_queries.TILE_BUCKETS)
-    )
-    counts = dict(zip(*sql(store, count_sql, tracks=track_ids, **p).to_pydict().values(), strict=True))
+        lo, hi = t0 >> level, t1 >> level
+        counted = sqltree.query(
+            store.con,
+            "ui.timeline.tile_counts_from_sums",
+            run=run,
+            tracks=track_ids,
+            t0=t0,
+            maxdur=maxdur,
+            maxmarker=maxmarker,
+            lo=lo,
+            hi=hi,
+        )
+    else:
+        counted = sqltree.query(
+            store.con,
+            "ui.timeline.tile_counts",
+            run=run,
+            tracks=track_ids,
+            t0=t0,
+            t1=t1,
+            maxdur=maxdur,
+            maxmarker=maxmarker,
+        )
+    counts = dict(zip(*counted.to_pydict().values(), strict=True))
     exact = [t for t in track_ids if 0 < counts.get(t, 0) <= EXACT_LIMIT]
     agg = [t for t in track_ids if counts.get(t, 0) > EXACT_LIMIT]
     ev_cols = ("id", "start", "dur", "name")
@@ -305,12 +315,53 @@ def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list
     for mode, chosen, minlen in (("exact", exact, 0), ("agg", agg, bw)):
         if not chosen:
             continue
-        rows = _split(sql(store, trace_queries.TILE_SLICES, tracks=chosen, minlen=minlen, **p), chosen)
+        rows = _split(
+            sqltree.query(
+                store.con,
+                "ui.timeline.tile_slices",
+                run=run,
+                tracks=chosen,
+                t0=t0,
+                t1=t1,
+                maxdur=maxdur,
+                maxmarker=maxmarker,
+                name_base=name_base,
+                minlen=minlen,
+            ),
+            chosen,
+        )
         for t in chosen:
             cols = ev_cols + (("step",) if t in facts.marker_tracks else ())
             out[t] = {"mode": mode, "ev": _columns(rows[t], cols), "_names": rows[t].column("name").to_numpy()}
     if agg:
-        buckets = _split(sql(store, bucket_sql, tracks=agg, k=k, bw=bw, **p), agg)
+        if from_sums:
+            bucketed = sqltree.query(
+                store.con,
+                "ui.timeline.tile_buckets_from_sums",
+                run=run,
+                tracks=agg,
+                t0=t0,
+                bw=bw,
+                name_base=name_base,
+                k=k,
+                level=level,
+                lo=lo,
+                hi=hi,
+                b0=i << TILE_SHIFT,
+            )
+        else:
+            bucketed = sqltree.query(
+                store.con,
+                "ui.timeline.tile_buckets",
+                run=run,
+                tracks=agg,
+                t0=t0,
+                t1=t1,
+                bw=bw,
+                name_base=name_base,
+                k=k,
+            )
+        buckets = _split(bucketed, agg)
         for t in agg:
             b = buckets[t]
             out[t]["bk"] = _columns(b, ("b", "name", "busy", "n"))
@@ -327,7 +378,7 @@ def names_of(store: Store, facts: RunFacts, ids: np.ndarray) -> dict[str, str]:
     strings = ids[ids < facts.name_base]
     out = {str(s): f"step {s - facts.name_base}" for s in steps.tolist()}
     if len(strings):
-        t = sql(store, trace_queries.NAMES_OF, run=facts.run_id, ids=strings.tolist())
+        t = sqltree.query(store.con, "ui.runs.names_of", run=facts.run_id, ids=strings.tolist())
         out.update(zip(map(str, t.column("string_id").to_pylist()), t.column("value").to_pylist(), strict=True))
     return out
 

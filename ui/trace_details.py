@@ -1,6 +1,6 @@
 """The trace viewer API's answers beyond tiles: one event's details, an area's aggregation per
 name, find by name, a finding's highlight and flows (routes in ui/trace_api.py, SQL in
-ui/trace_queries.py, the flows rule in profiler/flows.py)."""
+profiler/sql/ui/timeline.sql, the flows rule in profiler/flows.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,11 @@ import numpy as np
 import pyarrow as pa
 from flask import request
 
+from profiler import sqltree
 from profiler.flows import FLOW_KINDS, flows_of_step
 from profiler.store import Store
 from profiler.trace_fields import TYPED_FIELDS
 from profiler.units import format_value
-from ui import trace_queries
-from ui.store_access import sql
 from ui.trace_api import (
     HL_KEYS,
     MAX_AREA_NAMES,
@@ -36,12 +35,12 @@ def event_json(store: Store, facts: RunFacts) -> dict[str, Any]:
     event_id = int_arg("id", -(2**63), 2**63 - 1)
     if event_id is not None and event_id < 0:
         raise ApiError(400, "id: step markers (id -1) have no details; their step and times are in the tile")
-    rows = sql(store, trace_queries.EVENT_ROW, run=facts.run_id, id=event_id).to_pylist()
+    rows = sqltree.query(store.con, "ui.timeline.event_row", run=facts.run_id, id=event_id).to_pylist()
     if not rows:
         raise ApiError(404, f"id: event {event_id} is not in run {facts.run_id}")
     r = rows[0]
     fields = [[f.name, format_value(r[f.name], f.unit)] for f in TYPED_FIELDS if r[f.name] is not None]
-    args = sql(store, trace_queries.EVENT_ARGS, run=facts.run_id, id=event_id).to_pylist()
+    args = sqltree.query(store.con, "ui.timeline.event_args", run=facts.run_id, id=event_id).to_pylist()
     return {
         "id": event_id,
         "track": r["track_id"],
@@ -61,9 +60,9 @@ def area_json(store: Store, facts: RunFacts) -> dict[str, Any]:
     """Perfetto's area aggregation: per name, count, time in the window, mean, max and share."""
     t0, t1 = window_args(facts, required=True)
     tracks = tracks_arg(required=False)
-    t = sql(
-        store,
-        trace_queries.AREA,
+    t = sqltree.query(
+        store.con,
+        "ui.timeline.area",
         run=facts.run_id,
         t0=t0,
         t1=t1,
@@ -92,7 +91,7 @@ def _matches(store: Store, facts: RunFacts, events: pa.Table, total: int) -> dic
     uniq, index = np.unique(name_ids, return_inverse=True)
     names: dict[int, str] = {}
     if len(uniq):
-        n = sql(store, trace_queries.NAMES_OF, run=facts.run_id, ids=uniq.tolist()).to_pydict()
+        n = sqltree.query(store.con, "ui.runs.names_of", run=facts.run_id, ids=uniq.tolist()).to_pydict()
         names = dict(zip(n["string_id"], n["value"], strict=True))
     return {
         "count": total,
@@ -117,8 +116,8 @@ def find_json(store: Store, facts: RunFacts) -> dict[str, Any]:
     tracks = tracks_arg(required=False)
     t0, t1 = window_args(facts, required=False)
     p = dict(run=facts.run_id, q=q, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, **_tracks_params(facts, tracks))
-    total = int(sql(store, trace_queries.FIND_COUNT, **p).column("n")[0].as_py())
-    events = sql(store, trace_queries.FIND_EVENTS, limit=MAX_MATCHES, **p)
+    total = int(sqltree.query(store.con, "ui.timeline.find_count", **p).column("n")[0].as_py())
+    events = sqltree.query(store.con, "ui.timeline.find_events", limit=MAX_MATCHES, **p)
     return {"q": q, **_matches(store, facts, events, total)}
 
 
@@ -155,13 +154,15 @@ def highlight_json(store: Store, facts: RunFacts) -> dict[str, Any]:
     tracks = None
     if ints:
         chips = ints.get("chip")
-        rows = store.con.execute("SELECT track_id, chip FROM tracks WHERE run_id = ?", [facts.run_id]).fetchall()
+        rows = sqltree.execute(store.con, "ui.timeline.track_chips", run=facts.run_id).fetchall()
         tracks = [t for t, c in rows if (chips is None or c in chips) and ("track" not in ints or t in ints["track"])]
     ids: dict[str, list[int]] = {}
     for key in ("name", "table", "category"):
         if key in spec:
             found = (
-                sql(store, trace_queries.STRING_IDS, run=facts.run_id, values=spec[key]).column("string_id").to_pylist()
+                sqltree.query(store.con, "ui.runs.string_ids", run=facts.run_id, values=spec[key])
+                .column("string_id")
+                .to_pylist()
             )
             ids[key] = found or [-1]  # no such string: nothing matches
     p = dict(
@@ -178,8 +179,8 @@ def highlight_json(store: Store, facts: RunFacts) -> dict[str, Any]:
         all_tracks=tracks is None,
         tracks=tracks or [-1],
     )
-    total = int(sql(store, trace_queries.HIGHLIGHT_COUNT, **p).column("n")[0].as_py())
-    events = sql(store, trace_queries.HIGHLIGHT_EVENTS, limit=MAX_MATCHES, **p)
+    total = int(sqltree.query(store.con, "ui.timeline.highlight_count", **p).column("n")[0].as_py())
+    events = sqltree.query(store.con, "ui.timeline.highlight_events", limit=MAX_MATCHES, **p)
     return {"hl": request.args.get("hl", ""), **_matches(store, facts, events, total)}
 
 
@@ -190,7 +191,7 @@ def flows_json(store: Store, facts: RunFacts) -> dict[str, Any]:
     if (event_id is None) == (step is None):
         raise ApiError(400, "event: give exactly one of event=ID or step=N")
     if event_id is not None:
-        rows = sql(store, trace_queries.EVENT_STEP, run=facts.run_id, id=event_id).to_pylist()
+        rows = sqltree.query(store.con, "ui.timeline.event_step", run=facts.run_id, id=event_id).to_pylist()
         if not rows:
             raise ApiError(404, f"event: {event_id} is not in run {facts.run_id}")
         step = rows[0]["step"]
@@ -204,8 +205,8 @@ def flows_json(store: Store, facts: RunFacts) -> dict[str, Any]:
     if not len(src):
         return {"flows": []}
     ends = np.concatenate([src, dst]).astype(np.int64)
-    e = sql(
-        store, trace_queries.FLOW_ENDS, run=facts.run_id, ids=ends.tolist(), lo=int(ends.min()), hi=int(ends.max())
+    e = sqltree.query(
+        store.con, "ui.timeline.flow_ends", run=facts.run_id, ids=ends.tolist(), lo=int(ends.min()), hi=int(ends.max())
     ).to_pydict()
     where = {
         i: {"id": i, "track": tr, "start": s, "dur": d}

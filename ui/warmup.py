@@ -28,6 +28,7 @@ from typing import Any
 
 from flask import Flask, request
 
+from profiler import sqltree
 from profiler.errors import ScprofError
 from ui import compare_data, data, render
 from ui.pages.common import pick_run
@@ -123,7 +124,7 @@ def _warm(access: StoreAccess, runs: int, wait: Callable[[], None]) -> None:
     try:
         wait()
         with access.open() as store:
-            ids = [r["run_id"] for r in store.rows("SELECT run_id FROM runs ORDER BY run_id DESC LIMIT ?", [runs])]
+            ids = sqltree.query(store.con, "ui.runs.newest_runs", runs=runs).column("run_id").to_pylist()
             pair = compare_data.compare_pair(store, {})
         for run in ids:
             wait()

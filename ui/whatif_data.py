@@ -1,7 +1,7 @@
 """The what-if engine's stored trials (whatif_trials) for the pages: each finding's verified fix,
 a run's latest tuning session, a pair's attribution, and the tuned config's text.
 
-The UI only reads: rows come from ui/queries.py's SQL; shares and the tuned TOML are the engine's
+The UI only reads: rows come from profiler/sql/ui/whatif.sql; shares and the tuned TOML are the engine's
 own definitions (whatif.attribute.shares_from_rows, whatif.tune.tuned_toml), imported when needed
 so the UI runs in builds without the emulator until a store holds what-if rows."""
 
@@ -12,11 +12,10 @@ import shlex
 from typing import Any
 
 from analyzers.findings import Finding
+from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
 from profiler.units import format_ps
-from ui import queries
-from ui.store_access import sql
 
 
 class NoTunedConfig(ScprofError):
@@ -44,7 +43,7 @@ def _overrides(value: Any) -> dict[str, Any]:
 
 def verified_fixes(store: Store, run_id: int) -> dict[tuple[str, str], dict[str, Any]]:
     """(rule, the fix's Change.key()) -> the latest verify row for that fix of the run (one query)."""
-    rows = sql(store, queries.VERIFIED_FIXES, run=run_id).to_pylist()
+    rows = sqltree.query(store.con, "ui.whatif.verified_fixes", run=run_id).to_pylist()
     return {(r["label"], _change(_overrides(r["overrides"]), r["derive_limits"]).key()): r for r in rows}
 
 
@@ -85,7 +84,7 @@ def tuning(store: Store, run_id: int, session: str = "") -> dict[str, Any] | Non
     """The run's latest tune session (or `session`): its trials in order, each with its change in
     words; the starting step time; the path (start, then each accepted trial); the best trial
     (the last accepted). None when the run has no tuning."""
-    rows = sql(store, queries.TUNE_TRIALS, run=run_id, session=session or "").to_pylist()
+    rows = sqltree.query(store.con, "ui.whatif.tune_trials", run=run_id, session=session or "").to_pylist()
     if not rows:
         return None
     for r in rows:
@@ -109,7 +108,7 @@ def tuned_config(store: Store, run_id: int, session: str = "") -> tuple[str, str
     """(file stem, TOML text) of the tuned config of the run's latest tune session (or `session`):
     the last accepted trial's run as one self-contained config (whatif.tune.tuned_toml)."""
     t = tuning(store, run_id, session)
-    origin = store.rows("SELECT name FROM runs WHERE run_id = ?", [run_id])
+    origin = sqltree.query(store.con, "ui.runs.run_name", run=run_id).to_pylist()
     if not origin:
         raise ScprofError(f"run {run_id} not found")
     name = origin[0]["name"]
@@ -118,7 +117,7 @@ def tuned_config(store: Store, run_id: int, session: str = "") -> tuple[str, str
     best = t["best"]
     if best is None or best["trial_run_id"] is None:
         raise NoTunedConfig(f"run {name!r}: its tuning accepted no trial, so there is no tuned config")
-    if not store.rows("SELECT 1 FROM runs WHERE run_id = ?", [best["trial_run_id"]]):
+    if not sqltree.query(store.con, "ui.runs.run_exists", run=best["trial_run_id"]).num_rows:
         raise ScprofError(f"run {name!r}: the tuned trial's run (run_id {best['trial_run_id']}) is no longer stored")
     try:
         from whatif.tune import tuned_toml
@@ -146,7 +145,9 @@ def attribution(store: Store, base: int, cand: int) -> dict[str, Any] | None:
         from whatif.attribute import CANDIDATE_LABEL, shares_from_rows
     except ImportError:
         return None
-    rows = sql(store, queries.ATTRIBUTION, base=base, cand=cand, candidate_label=CANDIDATE_LABEL).to_pylist()
+    rows = sqltree.query(
+        store.con, "ui.whatif.attribution", base=base, cand=cand, candidate_label=CANDIDATE_LABEL
+    ).to_pylist()
     if not rows:
         return None
     return {**shares_from_rows(rows), "session": rows[0]["session"], "created_at": rows[0]["created_at"]}

@@ -1,5 +1,5 @@
 """`scprof mcp`'s view tools, `events` and `step_breakdown`, through the SDK's client over stdio: the
-rows equal what the trace viewer draws (ui/trace_queries.py's tile SQL), the same window over the
+rows equal what the trace viewer draws (profiler/sql/ui/timeline.sql's tile SQL), the same window over the
 `slices` view in `scprof sql`, and the Overview's time split (ui/data.py breakdown_per_step)."""
 
 from __future__ import annotations
@@ -87,17 +87,16 @@ def test_events_of_the_whole_run_equal_slices_in_sql(served, store_db, capsys):
 
 def test_events_equal_the_viewers_tile_rows(served, store_db):
     """The window [0, 2^(k+10)) is tile (k, 0): its exact-mode rows (TILE_SLICES, minlen 0) are the tool's."""
-    from ui import trace_queries
-    from ui.store_access import sql
+    from profiler import sqltree
     from ui.trace_api import run_facts, run_tracks
 
     doc = ok(served["window"])
     with Store.open(str(store_db), read_only=True) as store:
         facts = run_facts(store, 1)
         tracks = [t.track_id for t in run_tracks(store, 1)]
-        tile = sql(
-            store,
-            trace_queries.TILE_SLICES,
+        tile = sqltree.query(
+            store.con,
+            "ui.timeline.tile_slices",
             run=1,
             t0=10**9,
             t1=3 * 10**9,

@@ -10,14 +10,15 @@ import duckdb
 import numpy as np
 import pytest
 
+from profiler import sqltree
 from profiler.recorder import Recorder
 from profiler.schema import SCHEMA_VERSION, SUMMARY_TABLES
 from profiler.store import Store
 from profiler.summaries import TIMELINE_BINS
 from profiler.trace_to_store import ingest_trace
-from ui import data, queries
+from ui import data
 from ui.app import create_app
-from ui.store_access import StoreAccess, migrate_if_old, sql
+from ui.store_access import StoreAccess, migrate_if_old
 from ui.trace_api import run_tracks
 
 SPAN_PS = 1_000_000_000
@@ -238,7 +239,7 @@ def test_summaries_of_recorded_runs(ro_store):
 
 
 def test_track_counts_use_the_summary(mixed, mixed_db):
-    """The viewer's tracks and their counts (ui.queries.TIMELINE_TRACKS over tile_sums, served by
+    """The viewer's tracks and their counts (ui.timeline.timeline_tracks over tile_sums, served by
     /api/trace/meta) count every event and step marker once."""
     app = create_app(mixed_db)
     client = app.server.test_client()
@@ -271,15 +272,17 @@ def test_sparsecore_and_minibatch_fallbacks_equal_the_event_queries(mixed):
     forward = mixed.rows("SELECT string_id FROM strings WHERE run_id = 1 AND value = 'sc_forward'")[0]["string_id"]
     for lo, hi, sb in ((0, 9, 1), (2, 7, 3), (5, 5, 1)):
         kw = dict(run=1, step_lo=lo, step_hi=hi)
-        got = sql(mixed, queries.STEP_MINIBATCHES, **kw).to_pylist()[0]
+        got = sqltree.query(mixed.con, "ui.overview.step_minibatches", **kw).to_pylist()[0]
         assert {k: got[k] for k in ("minibatches_per_step", "max_minibatches", "dropped_ids")} == (
-            sql(mixed, event_minibatches, **kw).to_pylist()[0]
+            mixed.query(event_minibatches, kw).to_pylist()[0]
         )
-        fast = sql(mixed, queries.SC_CELLS_FROM_SUMMARY, sb=sb, **kw).to_pylist()
+        fast = sqltree.query(mixed.con, "ui.sparsecore.sc_cells_from_summary", sb=sb, **kw).to_pylist()
         assert (
             fast
             and fast
-            == sql(mixed, queries.SC_CELLS_FROM_EVENTS, sb=sb, table_ids=[], forward_id=forward, **kw).to_pylist()
+            == sqltree.query(
+                mixed.con, "ui.sparsecore.sc_cells_from_events", sb=sb, table_ids=[], forward_id=forward, **kw
+            ).to_pylist()
         )
     tables, from_stats = data.sc_tables(mixed, 1)
     assert tables == TABLES and not from_stats
@@ -324,8 +327,10 @@ def test_the_largest_minibatch_index_is_ingested_and_capped(tmp_path):
         assert store.rows("SELECT minibatches FROM sc_step_cells") == [{"minibatches": 2**31 - 1}]
         kw = dict(run=1, step_lo=0, step_hi=0, sb=1)
         assert (
-            sql(store, queries.SC_CELLS_FROM_EVENTS, table_ids=[], forward_id=-1, **kw).to_pylist()
-            == sql(store, queries.SC_CELLS_FROM_SUMMARY, **kw).to_pylist()
+            sqltree.query(
+                store.con, "ui.sparsecore.sc_cells_from_events", table_ids=[], forward_id=-1, **kw
+            ).to_pylist()
+            == sqltree.query(store.con, "ui.sparsecore.sc_cells_from_summary", **kw).to_pylist()
         )
 
 

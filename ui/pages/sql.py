@@ -10,14 +10,35 @@ from typing import Any
 import pyarrow as pa
 from dash import dcc, html
 
+from profiler import sqltree
 from profiler.sql_guard import QueryError, run_query
 from profiler.store import Store
 from profiler.units import format_cell
-from ui import queries, render, state
+from ui import render, state
 from ui.downloads import SQL_MAX_ROWS, SQL_PAGE_MAX_BYTES, SQL_TIMEOUT_S
 from ui.pages.common import body, controls, state_store
 
 SQL_SHOWN_ROWS, SQL_SHOWN_CHARS = 500, 1_000  # rows shown, characters shown of a cell (all in the CSV)
+
+# The console's examples: text shown to users and run as typed when picked (each one SELECT, $-free).
+SQL_EXAMPLES = {
+    "Runs": "SELECT run_id, name, source, status, steps, events FROM runs ORDER BY run_id",
+    "Longest ops": (
+        "SELECT run_id, plane, name, dur_ps / 1e6 AS dur_us, step\nFROM slices\nORDER BY dur_ps DESC\nLIMIT 20"
+    ),
+    "Time per op name": (
+        "SELECT run_id, line, name, count(*) AS n, sum(dur_ps) / 1e9 AS total_ms\nFROM slices\n"
+        "GROUP BY ALL ORDER BY total_ms DESC\nLIMIT 20"
+    ),
+    "Partitions over the limit": (
+        "SELECT run_id, step, chip, sc, table_name, ids, max_ids_per_partition, minibatches\n"
+        "FROM sc_partition_stats\nWHERE ids > max_ids_per_partition\nORDER BY ids DESC\nLIMIT 50"
+    ),
+    "HBM peak per chip": (
+        "SELECT run_id, chip, counter, max(value) / 2^30 AS peak_gib\nFROM counter_samples\n"
+        "WHERE unit = 'bytes'\nGROUP BY ALL ORDER BY run_id, chip"
+    ),
+}
 
 
 def layout_sql(store: Store | None, st: dict[str, str]) -> Any:
@@ -29,7 +50,7 @@ def layout_sql(store: Store | None, st: dict[str, str]) -> Any:
                 [html.Span("Examples: ", className="muted")]
                 + [
                     html.Button(name, id={"type": "sql-example", "index": i}, className="button small", n_clicks=0)
-                    for i, name in enumerate(queries.SQL_EXAMPLES)
+                    for i, name in enumerate(SQL_EXAMPLES)
                 ],
                 className="toolbar",
             ),
@@ -132,25 +153,14 @@ def number_text(v: Any) -> str:
     return f"{f:.6g}"
 
 
-SCHEMA_SQL = """
-SELECT 'table' AS kind, table_name AS name, comment FROM duckdb_tables() WHERE NOT internal
-UNION ALL
-SELECT 'view', view_name, comment FROM duckdb_views() WHERE NOT internal
-"""
-COLUMNS_SQL = """
-SELECT table_name AS name, column_name, data_type, comment FROM duckdb_columns() WHERE NOT internal
-ORDER BY table_name, column_index
-"""
-
-
 def schema(store: Store) -> list[dict[str, Any]]:
     """The store's tables and views (the standard library's among them) with their columns, types
     and documentation, from DuckDB's catalog (the COMMENTs of profiler/schema.py): tables first."""
     columns: dict[str, list[dict[str, Any]]] = {}
-    for c in store.rows(COLUMNS_SQL):
+    for c in sqltree.query(store.con, "ui.console.schema_columns").to_pylist():
         columns.setdefault(c["name"], []).append(c)
     seen: dict[str, dict[str, Any]] = {}
-    for r in store.rows(SCHEMA_SQL):
+    for r in sqltree.query(store.con, "ui.console.schema_objects").to_pylist():
         seen.setdefault(r["name"], {**r, "columns": columns.get(r["name"], [])})
     return sorted(seen.values(), key=lambda r: (r["kind"] != "table", render.natural_key(r["name"])))
 

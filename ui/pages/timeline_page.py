@@ -8,6 +8,7 @@ from typing import Any
 
 from dash import dcc, html
 
+from profiler import sqltree
 from profiler.store import Store
 from profiler.units import format_value
 from ui import data, render
@@ -77,10 +78,7 @@ def _perfetto_links(store: Store, run: int, t0: int, t1: int) -> Any:
         return html.Span(
             "Perfetto export not available in this build (exporters/perfetto/ missing).", className="muted"
         )
-    st = store.rows(
-        "SELECT min(step) AS lo, max(step) AS hi FROM steps WHERE run_id = ? AND start_ps < ? AND start_ps + dur_ps > ?",
-        [run, t1, t0],
-    )[0]
+    st = sqltree.query(store.con, "ui.timeline.steps_in_window", run=run, t0=t0, t1=t1).to_pylist()[0]
     links: list[Any] = [
         html.A(
             "Download Perfetto trace (whole run)",

@@ -29,7 +29,7 @@ GROUP BY ALL;
 
 -- @statement fill_sc_step_cells
 -- The run's sc_step_cells: per step, chip and SparseCore, over all tables, the SparseCore op events on SparseCore
--- tracks (ui/queries.py's SC_CELLS_FROM_EVENTS with no table chosen reads the events the same way).
+-- tracks (ui.sparsecore.sc_cells_from_events with no table chosen reads the events the same way).
 -- @param run INTEGER The run.
 INSERT INTO sc_step_cells
 SELECT $run, x.step, t.chip, x.sc, sum(x.ids)::BIGINT, sum(x.unique_ids)::BIGINT,
