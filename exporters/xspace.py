@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from exporters.xspace_kept import export_kept, has_kept_space
+from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.safe_output import check_output_path, open_output, store_owned_paths
 from profiler.wire import encode_varint
@@ -39,7 +40,6 @@ from profiler.xspace.map_names import (
     DEVICE_TYPE_STAT,
     FIELD,
     HOSTNAME,
-    INT_COLUMNS,
     MARKER_STAT,
     MEMORY_SIZE_STAT,
     PEAK_HBM_BW_STAT,
@@ -66,7 +66,7 @@ def export_run(store, run_id: int, path: str, steps: tuple[int, int] | None = No
         return export_kept(store, run_id, path, steps, check)
     owned = store_owned_paths(store)
     check_output_path(path, owned)  # before the work: a refused output costs nothing
-    run = store.rows("SELECT * FROM runs WHERE run_id = ?", [run_id])[0]
+    run = sqltree.query(store.con, "export.xspace.run", run=run_id).to_pylist()[0]
     space = build_space(store, run_id, run, steps)
     with open_output(path, owned) as f:  # a temporary file renamed over `path` at the end
         f.write(space["bytes"])
@@ -85,8 +85,9 @@ def export_run(store, run_id: int, path: str, steps: tuple[int, int] | None = No
     return line
 
 
-def _col(store, sql: str, params: list) -> dict[str, np.ndarray]:
-    t = store.query(sql, params)
+def _col(store, name: str, **params) -> dict[str, np.ndarray]:
+    """The columns of the query export.xspace.`name` as numpy arrays."""
+    t = sqltree.query(store.con, "export.xspace." + name, **params)
     return {name: t.column(name).to_numpy(zero_copy_only=False) for name in t.column_names}
 
 
@@ -105,49 +106,24 @@ class _RunRows:
 
 
 def _read_run(store, run_id: int, run: dict, steps: tuple[int, int] | None) -> _RunRows:
-    strings = store.query("SELECT string_id, value FROM strings WHERE run_id = ? ORDER BY string_id", [run_id])
+    strings = sqltree.query(store.con, "export.xspace.strings", run=run_id)
     svals = dict(zip(strings.column("string_id").to_pylist(), strings.column("value").to_pylist(), strict=True))
-    tracks = store.rows("SELECT * FROM tracks WHERE run_id = ? ORDER BY track_id", [run_id])
-    where, params = "run_id = ?", [run_id]
-    if steps:
-        where += " AND step >= ? AND step < ?"
-        params += [steps[0], steps[1]]
-    ev = _col(
-        store,
-        f"""
-        SELECT event_id, track_id, name_id, start_ps, dur_ps,
-               coalesce(step, -1) AS step, coalesce(table_id, 0) AS table_id, coalesce(category_id, 0) AS category_id,
-               {", ".join(f"coalesce({c}, -1) AS {c}" for c in INT_COLUMNS)}
-        FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""",
-        params,
-    )
-    null_mask = _col(
-        store,
-        f"""
-        SELECT {", ".join(f"{c} IS NULL AS {c}" for c in (*INT_COLUMNS, "step"))}
-        FROM events WHERE {where} ORDER BY track_id, start_ps, event_id""",
-        params,
-    )
-    args = store.rows(
-        f"""
-        SELECT a.event_id, a.key, a.int_value, a.double_value, a.string_value FROM event_args a
-        WHERE a.run_id = ? AND a.event_id IN (SELECT event_id FROM events WHERE {where})""",
-        [run_id, *params],
-    )
-    cwhere = "run_id = ?"
-    cparams: list = [run_id]
-    if steps and len(ev["start_ps"]):
-        cwhere += " AND ts_ps >= ? AND ts_ps <= ?"
-        cparams += [int(ev["start_ps"].min()), int((ev["start_ps"] + ev["dur_ps"]).max())]
+    tracks = sqltree.query(store.con, "export.xspace.tracks", run=run_id).to_pylist()
+    kept = {"run": run_id, "all_steps": not steps, "step_a": steps[0] if steps else None}
+    kept["step_b"] = steps[1] if steps else None
+    ev = _col(store, "events", **kept)
+    null_mask = _col(store, "event_nulls", **kept)
+    args = sqltree.query(store.con, "export.xspace.event_args", **kept).to_pylist()
+    span = bool(steps and len(ev["start_ps"]))  # with --steps, the counter samples inside the events' span
     counters = _col(
-        store, f"SELECT track_id, ts_ps, value FROM counters WHERE {cwhere} ORDER BY track_id, ts_ps", cparams
-    )
-    swhere = "run_id = ?" + (" AND step >= ? AND step < ?" if steps else "")
-    markers = _col(
         store,
-        f"SELECT track_id, step, start_ps, dur_ps FROM steps WHERE {swhere} ORDER BY track_id, start_ps",
-        [run_id, *(steps or ())],
+        "counters",
+        run=run_id,
+        all_samples=not span,
+        ts_a=int(ev["start_ps"].min()) if span else None,
+        ts_b=int((ev["start_ps"] + ev["dur_ps"]).max()) if span else None,
     )
+    markers = _col(store, "markers", **kept)
     args_by_event: dict[int, list] = {}
     for a in args:
         args_by_event.setdefault(a["event_id"], []).append(a)

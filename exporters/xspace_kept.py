@@ -19,6 +19,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
+from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.safe_output import check_output_path, open_output, store_owned_paths
 from profiler.wire import encode_varint
@@ -32,7 +33,7 @@ SUFFIX = ".xplane.pb"
 
 def has_kept_space(store, run_id: int) -> bool:
     """Whether the run is an imported capture that kept its XSpace."""
-    return bool(store.rows("SELECT 1 FROM xspace_files WHERE run_id = ? LIMIT 1", [run_id]))
+    return bool(sqltree.execute(store.con, "export.xspace.has_kept_space", run=run_id).fetchall())
 
 
 def host_paths(path: str, names: list[str]) -> list[str]:
@@ -46,7 +47,7 @@ def host_paths(path: str, names: list[str]) -> list[str]:
 def export_kept(store, run_id: int, path: str, steps: tuple[int, int] | None = None, check: bool = False) -> str:
     """Write run `run_id`'s kept XSpace (one file per host); returns a one-line summary."""
     owned = store_owned_paths(store)
-    files = store.rows("SELECT host, file FROM xspace_files WHERE run_id = ? ORDER BY host", [run_id])
+    files = sqltree.query(store.con, "export.xspace.kept_files", run=run_id).to_pylist()
     paths = host_paths(path, [f["file"] for f in files])
     for p in paths:
         check_output_path(p, owned)  # before the work: a refused output costs nothing
@@ -74,14 +75,13 @@ def export_kept(store, run_id: int, path: str, steps: tuple[int, int] | None = N
 
 def build_host(store, run_id: int, host: int, steps: tuple[int, int] | None) -> tuple[bytes, dict]:
     """One host's XSpace: its kept space with the events of the chosen steps back in their lines."""
-    (space,) = [
-        r["space"] for r in store.rows("SELECT space FROM xspace_files WHERE run_id = ? AND host = ?", [run_id, host])
-    ]
-    where, params = "x.run_id = ? AND x.host = ?", [run_id, host]
+    ((space,),) = sqltree.execute(store.con, "export.xspace.kept_space", run=run_id, host=host).fetchall()
     if steps:
-        where += " AND x.event_id IN (SELECT event_id FROM events WHERE run_id = ? AND step >= ? AND step < ?)"
-        params += [run_id, steps[0], steps[1]]
-    ev = store.query(f"SELECT plane, line, xevent FROM xspace_events x WHERE {where} ORDER BY x.event_id", params)
+        ev = sqltree.query(
+            store.con, "export.xspace.kept_events_of_steps", run=run_id, host=host, step_a=steps[0], step_b=steps[1]
+        )
+    else:
+        ev = sqltree.query(store.con, "export.xspace.kept_events", run=run_id, host=host)
     plane = ev.column("plane").to_numpy()
     line = ev.column("line").to_numpy()
     xevent = ev.column("xevent").combine_chunks().cast(pa.large_binary())

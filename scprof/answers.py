@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from profiler import sqltree
 from profiler.errors import ScprofError
-from profiler.stdlib import RUN_LIST_SQL
 from profiler.store import Store
 
 TOP_FINDINGS = 5  # findings run_summary carries (analyze carries all)
@@ -42,7 +42,7 @@ def _finite(v: Any) -> Any:
 
 def runs_doc(store: Store) -> list[dict[str, Any]]:
     """`scprof runs --json`: the store's runs listing (the run_list view), one row per run."""
-    return jsonable(store.query(RUN_LIST_SQL).to_pylist())
+    return jsonable(sqltree.query(store.con, "stdlib.runs.runs_oldest_first").to_pylist())
 
 
 def analysis_doc(store: Store, run: str | int) -> dict[str, Any]:
@@ -119,7 +119,7 @@ def attribution(
 
     session, not_attributed = None, None
     try:
-        origin_config(store.rows("SELECT * FROM runs WHERE run_id = ?", [cand_id])[0])  # both must be emulated
+        origin_config(sqltree.query(store.con, "cli.runs.run", run=cand_id).to_pylist()[0])  # both must be emulated
         session = Session(store, base_id, "attribute", executor, root=root, progress=progress, trust_paths=trust_paths)
     except NotEmulated as e:  # real captures: the comparison stands, its changes cannot be replayed
         not_attributed = f"gain not attributed: {e}"
@@ -233,10 +233,7 @@ def _steps_span(store: Store, run_id: int, steps: tuple[int, int]) -> tuple[int,
     """A time span [lo, hi) holding every event of steps A..B-1 (and each one's direct children, which
     lie inside it): the op arrays of the events overlapping it give those events the self times of
     the whole run's (a child's parents overlap it too). Zero-length events at its ends included."""
-    row = store.rows(
-        "SELECT min(start_ps) AS lo, max(start_ps + dur_ps) AS hi FROM events WHERE run_id = ? AND step >= ? AND step < ?",
-        [run_id, steps[0], steps[1]],
-    )[0]
+    row = sqltree.query(store.con, "cli.events.steps_span", run=run_id, step_a=steps[0], step_b=steps[1]).to_pylist()[0]
     if row["lo"] is None:
         return (0, 1)
     return int(row["lo"]) - 1, int(row["hi"]) + 1
@@ -259,11 +256,7 @@ def find_events_doc(
     p = dict(run=facts.run_id, q=name, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, all_tracks=True, tracks=[])
     total = int(sql(store, trace_queries.FIND_COUNT, **p).column("n")[0].as_py())
     ids = sql(store, trace_queries.FIND_EVENTS, limit=limit, **p).column("id").to_pylist()
-    rows = store.rows(
-        """SELECT event_id, track_id, plane, line, track_kind, chip, name, step, start_ps, dur_ps
-           FROM slices WHERE run_id = ? AND list_contains(?, event_id) ORDER BY start_ps, event_id""",
-        [facts.run_id, ids],
-    )
+    rows = sqltree.query(store.con, "cli.events.events_by_id", run=facts.run_id, ids=ids).to_pylist()
     return jsonable(
         {
             "run": {"run_id": facts.run_id, "name": facts.name},
@@ -408,7 +401,7 @@ def step_breakdown_doc(
     from ui.data import breakdown_per_step, clamp_steps, step_bounds
 
     run_id = store.resolve_run(run)
-    name = store.rows("SELECT name FROM runs WHERE run_id = ?", [run_id])[0]["name"]
+    name = sqltree.query(store.con, "cli.runs.run_name", run=run_id).to_pylist()[0]["name"]
     bounds = step_bounds(store, run_id)
     if bounds is None:
         raise ScprofError(f"run {name!r} has no steps: it has no step breakdown (top_ops and events still work)")

@@ -17,10 +17,9 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
-from profiler import store_faults, units
+from profiler import sqltree, store_faults, units
 from profiler.errors import ScprofError, StoreError
 from profiler.progress import TerminalProgress
-from profiler.stdlib import RUN_LIST_SQL
 from profiler.store import Store, default_path
 from scprof import answers, formatting, query_cmds
 from sim_backend.config_checks import MAX_STEPS
@@ -369,7 +368,7 @@ def _record_check(db: str, replace: bool) -> Callable[[str, str, str], None]:
         if not os.path.exists(db):
             return
         with Store.open(db, read_only=True) as store:
-            runs = store.con.execute("SELECT run_id, name, uuid, source_path FROM runs ORDER BY run_id").fetchall()
+            runs = sqltree.execute(store.con, "cli.runs.identities").fetchall()
         clash = [r for r in runs if r[1] == name or r[2] == uuid]
         if clash and not replace:
             run_id, old_name, old_uuid, _ = clash[0]
@@ -420,7 +419,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(answers.runs_doc(store)))
             return 0
-        table = store.query(RUN_LIST_SQL)
+        table = sqltree.query(store.con, "stdlib.runs.runs_oldest_first")
     if table.num_rows == 0:
         print("no runs yet: record one with `scprof record configs/baseline.toml`")
     else:

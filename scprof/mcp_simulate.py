@@ -25,6 +25,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from profiler import sqltree
 from profiler.errors import ScprofError
 from scprof import answers
 from scprof import mcp_schemas as schemas
@@ -190,7 +191,7 @@ class Simulating:
                 origin = _record_origin(store, path, _set_items(sets), self.settings.out_root)
             else:
                 origin = store.resolve_run(run)
-            name = store.rows("SELECT name FROM runs WHERE run_id = ?", [origin])[0]["name"]
+            name = sqltree.query(store.con, "cli.runs.run_name", run=origin).to_pylist()[0]["name"]
             out_dir = os.path.join(self.settings.out_root, "tuned", dir_name(name))
             trials = os.path.join(out_dir, "trials")
             done = [0]
@@ -263,7 +264,7 @@ def _record_check(store: Any, db: str, replace: bool) -> Callable[[str, str, str
     def check(name: str, uuid: str, trace_path: str) -> None:
         if os.path.realpath(trace_path) in (os.path.realpath(db), os.path.realpath(db + ".wal")):
             raise ScprofError(f"name: the trace {trace_path} would overwrite the store")
-        clash = store.rows("SELECT run_id, name, uuid FROM runs WHERE name = ? OR uuid = ? LIMIT 1", [name, uuid])
+        clash = sqltree.query(store.con, "cli.runs.clash", name=name, uuid=uuid).to_pylist()
         if clash and not replace:
             c = clash[0]
             what = "this run" if c["uuid"] == uuid else f"a run named {c['name']!r}"
@@ -277,7 +278,9 @@ def _remove_unstored(store: Any, trials: str, before: set[str]) -> None:
     if not os.path.isdir(trials):
         return
     sources = {
-        os.path.realpath(r["source_path"]) for r in store.rows("SELECT source_path FROM runs") if r["source_path"]
+        os.path.realpath(r["source_path"])
+        for r in sqltree.query(store.con, "cli.runs.source_paths").to_pylist()
+        if r["source_path"]
     }
     for entry in set(os.listdir(trials)) - before:
         folder = os.path.join(trials, entry)

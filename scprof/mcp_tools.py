@@ -24,7 +24,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
-from profiler import sql_guard
+from profiler import sql_guard, sqltree
 from profiler.errors import ScprofError, one_line
 from profiler.store import Store
 from scprof import answers
@@ -261,7 +261,7 @@ class Tools:
 
 
 def _run_key(store: Store, run_id: int) -> tuple:
-    row = store.rows("SELECT uuid, CAST(ingested_at AS VARCHAR) AS t FROM runs WHERE run_id = ?", [run_id])[0]
+    row = sqltree.query(store.con, "cli.runs.run_stamp", run=run_id).to_pylist()[0]
     return (run_id, row["uuid"], row["t"])
 
 

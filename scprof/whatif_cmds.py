@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any
 
-from profiler import units
+from profiler import sqltree, units
 from profiler.errors import ScprofError
 from profiler.progress import TerminalProgress
 from profiler.store import Store, default_path
@@ -127,7 +127,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 origin, sets = _record_origin(store, args.target, args.set, root), {}
             else:
                 origin = store.resolve_run(args.target)
-            name = store.rows("SELECT name FROM runs WHERE run_id = ?", [origin])[0]["name"]
+            name = sqltree.query(store.con, "cli.runs.run_name", run=origin).to_pylist()[0]["name"]
             out_dir = os.path.join(root, "tuned", _dir(name))
             session = Session(
                 store,
@@ -213,7 +213,7 @@ def _check_sessions(db: str, purpose: str, ref: str, cand: str | None = None, tr
         try:
             session = Session(store, run_id, purpose, Executor(), trust_paths=trust)
             if cand_id is not None:
-                candidate_changes(session, store.rows("SELECT * FROM runs WHERE run_id = ?", [cand_id])[0])
+                candidate_changes(session, sqltree.query(store.con, "cli.runs.run", run=cand_id).to_pylist()[0])
         except NotEmulated:
             pass
 
@@ -240,13 +240,13 @@ def _record_origin(store: Store, config_path: str, overrides: list[str], root: s
     found: dict[str, int] = {}
 
     def check(name: str, uuid: str, trace_path: str) -> None:
-        same = store.rows("SELECT run_id FROM runs WHERE uuid = ?", [uuid])
+        same = sqltree.query(store.con, "cli.runs.runs_of_uuid", uuid=uuid).to_pylist()
         if same:
             found["run_id"] = same[0]["run_id"]
             raise _Reuse
 
     name = cfg.name
-    if store.rows("SELECT 1 FROM runs WHERE name = ?", [name]):
+    if sqltree.execute(store.con, "cli.runs.name_taken", name=name).fetchall():
         name = f"{name}~start"
     folder = os.path.join(root, os.path.basename(DEFAULT_ROOT), _dir(name))
     try:

@@ -9,7 +9,9 @@ the joins to `strings` that resolve them), ui.timeline's `event_row` (one event 
 fields by name, the same way); ingest.chrome_json's `typed_names` (the stat names read
 into typed columns) and `event_columns` (a column per typed field); ingest.trace's `insert_events`
 (a column per typed field, its missing value NULL) and `insert_partition_stats` (the encoding's
-missing values NULL); and whole modules of statements that differ only by a
+missing values NULL); export.perfetto's `stream` and `annotation_strings` (the typed fields
+the Perfetto export annotates), export.xspace's `events` and `event_nulls` (the integer typed fields
+the XSpace export writes); and whole modules of statements that differ only by a
 table name from a Python list (MODULES): derive.clear (the per-run deletes of
 profiler/summaries.py's SUMMARY_TABLES), derive.materialized (the fills of the standard library's
 materialized views, their SQL copied from profiler/sql/stdlib/) and store.temp_tables (the empty
@@ -30,10 +32,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from exporters.perfetto.interning import ANNOTATED  # noqa: E402
 from profiler.chrome_json_to_store import STEPS_LINE  # noqa: E402
 from profiler.trace_fields import TYPED_FIELDS  # noqa: E402
 from profiler.wire import NULL_I32, NULL_I64  # noqa: E402
-from profiler.xspace.map_names import STRING_COLUMNS  # noqa: E402
+from profiler.xspace.map_names import INT_COLUMNS, STRING_COLUMNS  # noqa: E402
 
 ARROW_NAME = {"table": "tbl"}  # `table` is a SQL keyword: an ingest's Arrow column of it is `tbl`
 
@@ -76,6 +79,13 @@ def event_row_select() -> str:
         + "\n".join(joins)
         + "\nWHERE e.run_id = $run AND e.event_id = $id"
     )
+
+
+# The Perfetto export's filter on its events `e` (export.perfetto: $all_steps, else --steps A:B).
+_EXPORT_EVENT_FILTER = (
+    "($all_steps OR ((e.step >= $step_a AND e.step < $step_b)\n"
+    "                  OR (e.step IS NULL AND e.start_ps >= $span_a AND e.start_ps < $span_b)))"
+)
 
 
 GENERATED_BY = "-- @generated tools/gen_sql.py"
@@ -227,6 +237,70 @@ def trace_insert_partition_stats() -> str:
     )
 
 
+def perfetto_stream() -> str:
+    """export.perfetto's stream: a window's events, step markers, counter samples and breakdown slices,
+    with the typed fields the export annotates (exporters.perfetto.interning.ANNOTATED), step first."""
+    typed = ", ".join(f"{f.column}::BIGINT AS {f.column}" for f in ANNOTATED)
+    none = ", ".join(["NULL"] * (len(ANNOTATED) - 1))  # the typed fields after step
+    return (
+        "SELECT 0::BIGINT AS kind, event_id::BIGINT AS id, track_id::BIGINT AS track_id, name_id::BIGINT AS name_id,\n"
+        f"       start_ps::BIGINT AS start_ps, dur_ps::BIGINT AS dur_ps, {typed}, NULL::DOUBLE AS value\n"
+        "FROM events e WHERE run_id = $run\n"
+        f"  AND {_EXPORT_EVENT_FILTER}\n"
+        "  AND start_ps >= $lo AND start_ps < $hi\n"
+        "UNION ALL\n"
+        f"SELECT 1, step, track_id, NULL, start_ps, dur_ps, step, {none}, NULL\n"
+        "FROM steps WHERE run_id = $run AND ($all_steps OR (step >= $step_a AND step < $step_b))\n"
+        "  AND start_ps >= $lo AND start_ps < $hi\n"
+        "UNION ALL\n"
+        f"SELECT 2, rowid, track_id, NULL, ts_ps, 0, NULL, {none}, value\n"
+        "FROM counters WHERE run_id = $run AND ($all_steps OR (ts_ps >= $span_a AND ts_ps <= $span_b))\n"
+        "  AND ts_ps >= $lo AND ts_ps < $hi\n"
+        "UNION ALL\n"
+        f"SELECT 3, id, chip, name_iid, start_ps, dur_ps, step, {none}, NULL\n"
+        "FROM breakdown WHERE start_ps >= $lo AND start_ps < $hi"
+    )
+
+
+def perfetto_annotation_strings() -> str:
+    """export.perfetto's annotation_strings: the kept events' typed string ids, counted, with their text."""
+    ids = "\n    UNION ALL\n".join(
+        f"    SELECT {f.column} AS sid FROM events e WHERE run_id = $run\n"
+        f"      AND {_EXPORT_EVENT_FILTER.replace(chr(10), chr(10) + '    ')}\n"
+        f"      AND {f.column} IS NOT NULL"
+        for f in ANNOTATED
+        if f.is_string
+    )
+    return (
+        "SELECT n.string_id, n.value FROM (\n"
+        f"  SELECT sid, count(*) AS c FROM (\n{ids}) GROUP BY 1) u\n"
+        "JOIN strings n ON n.run_id = $run AND n.string_id = u.sid\n"
+        "ORDER BY u.c DESC, n.string_id"
+    )
+
+
+_XSPACE_EVENTS_KEPT = "run_id = $run AND ($all_steps OR (step >= $step_a AND step < $step_b))"
+
+
+def xspace_events() -> str:
+    """export.xspace's events: the kept events, NULL as -1 in the integer typed fields (string ids: 0)."""
+    ints = ", ".join(f"coalesce({c}, -1) AS {c}" for c in INT_COLUMNS)
+    return (
+        "SELECT event_id, track_id, name_id, start_ps, dur_ps,\n"
+        "       coalesce(step, -1) AS step, coalesce(table_id, 0) AS table_id, coalesce(category_id, 0) AS category_id,\n"
+        f"       {ints}\n"
+        f"FROM events WHERE {_XSPACE_EVENTS_KEPT} ORDER BY track_id, start_ps, event_id"
+    )
+
+
+def xspace_event_nulls() -> str:
+    """export.xspace's event_nulls: which integer typed fields (and step) of the kept events are NULL."""
+    return (
+        f"SELECT {', '.join(f'{c} IS NULL AS {c}' for c in (*INT_COLUMNS, 'step'))}\n"
+        f"FROM events WHERE {_XSPACE_EVENTS_KEPT} ORDER BY track_id, start_ps, event_id"
+    )
+
+
 # (file under profiler/sql/, block name, its renderer: a view's SELECT, else the whole statement)
 GENERATED = (
     ("schema/views.sql", "slices", slices_select),
@@ -235,6 +309,10 @@ GENERATED = (
     ("ingest/chrome_json.sql", "event_columns", chrome_event_columns),
     ("ingest/trace.sql", "insert_events", trace_insert_events),
     ("ingest/trace.sql", "insert_partition_stats", trace_insert_partition_stats),
+    ("export/perfetto.sql", "stream", perfetto_stream),
+    ("export/perfetto.sql", "annotation_strings", perfetto_annotation_strings),
+    ("export/xspace.sql", "events", xspace_events),
+    ("export/xspace.sql", "event_nulls", xspace_event_nulls),
 )
 
 

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from analyzers.compare import config_diff, step_time_change
+from profiler import sqltree
 from sim_backend.config_load import config_paths
 from whatif.configs import flatten, origin_config, unreplayable_changes, user_changes
 from whatif.engine import Change, Measured, Session, counted_step_ps
@@ -22,9 +23,6 @@ from whatif.paths import localize
 # changed key its trial alone on the baseline and the candidate without it.
 CANDIDATE_LABEL = "candidate"
 ALONE, LEFT_OUT = "alone: ", "left out: "
-# One session's rows, in order (the input of shares_from_rows).
-SESSION_ROWS = """SELECT label, overrides, derive_limits, trial_run_id, step_time_ps, ref_step_time_ps, change, ci_low,
-                         ci_high, verdict FROM whatif_trials WHERE session = ? ORDER BY seq"""
 LIMIT_KEYS = (
     "max_ids_per_partition",
     "max_unique_ids_per_partition",
@@ -62,7 +60,7 @@ def candidate_changes(session: Session, cand: dict[str, Any]) -> tuple[dict[str,
 def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
     """Each change's effect alone, left out, and share of the gain from base to cand."""
     store, base_id = session.store, session.origin_run_id
-    cand = store.rows("SELECT * FROM runs WHERE run_id = ?", [cand_run_id])[0]
+    cand = sqltree.query(store.con, "cli.runs.run", run=cand_run_id).to_pylist()[0]
     cand_raw, changes = candidate_changes(session, cand)
     base_ps, cand_ps = counted_step_ps(store, base_id), counted_step_ps(store, cand_run_id)
     total = step_time_change(store, base_id, cand_run_id)
@@ -104,7 +102,9 @@ def attribute(session: Session, cand_run_id: int) -> dict[str, Any]:
         for k, a, lo in zip(keys, alone, left_out, strict=True):
             session.record(a, ALONE + k, base_id, None, "this change alone on the baseline")
             session.record(lo, LEFT_OUT + k, base_id, None, "the candidate without this change")
-    shares = shares_from_rows(store.rows(SESSION_ROWS, [session.session]))
+    shares = shares_from_rows(
+        sqltree.query(store.con, "whatif.trials.session_rows", session=session.session).to_pylist()
+    )
     derived = _derived(json.loads(session.origin["config"]), json.loads(cand["config"]), keys)
     flat_base, flat_cand = flatten(session.stored_raw), flatten(cand_raw)  # user_changes' keys are in both
     for r in shares["changes"]:

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from analyzers.compare import step_time_change
 from analyzers.context import step_times
+from profiler import sqltree
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend import __version__ as SIM_VERSION
@@ -94,7 +95,7 @@ class Session:
         own_paths: frozenset[tuple[str, str]] = frozenset(),
     ):
         self.store, self.executor, self.purpose, self.progress = store, executor, purpose, progress
-        self.origin = store.rows("SELECT * FROM runs WHERE run_id = ?", [origin_run_id])[0]
+        self.origin = sqltree.query(store.con, "cli.runs.run", run=origin_run_id).to_pylist()[0]
         self.stored_raw = origin_config(self.origin)  # as stored: what the run's config says
         self.trust_paths = trust_paths
         self.given, given_keys = user_paths(self.stored_raw, given or {})
@@ -136,7 +137,7 @@ class Session:
         names = [self.trial_name(c) for c in changes]
         known = {
             r["name"]: r["run_id"]
-            for r in self.store.rows("SELECT name, run_id FROM runs WHERE name IN (SELECT unnest(?))", [names])
+            for r in sqltree.query(self.store.con, "cli.runs.runs_named", names=names).to_pylist()
         }
         todo = {n: c for n, c in zip(names, changes, strict=True) if n not in known}
         specs = [self._spec(n, c) for n, c in todo.items()]
@@ -164,7 +165,7 @@ class Session:
     ) -> Measured:
         ref = counted_step_ps(self.store, ref_run_id)
         if run_id is not None and failure is None:
-            status = self.store.rows("SELECT status, tags FROM runs WHERE run_id = ?", [run_id])[0]
+            status = sqltree.query(self.store.con, "cli.runs.run_status", run=run_id).to_pylist()[0]
             if status["status"] == "failed":
                 failure = json.loads(status["tags"] or "{}").get("error") or "the run failed"
         got = counted_step_ps(self.store, run_id) if run_id is not None else np.empty(0)
@@ -203,28 +204,27 @@ class Session:
     def record(self, m: Measured, label: str, ref_run_id: int, accepted: bool | None, reason: str) -> None:
         """One row of whatif_trials for a measured trial."""
         self._seq += 1
-        self.store.con.execute(
-            "INSERT INTO whatif_trials VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                self.origin_run_id,
-                self.session,
-                self.purpose,
-                self._seq,
-                label,
-                json.dumps(m.change.overrides, default=str, allow_nan=False),
-                m.change.derive_limits,
-                m.run_id,
-                ref_run_id,
-                m.step_time_ps,
-                m.ref_step_time_ps,
-                m.rel_change,
-                m.ci_low,
-                m.ci_high,
-                m.verdict,
-                accepted,
-                reason,
-                datetime.datetime.now(),
-            ],
+        sqltree.execute(
+            self.store.con,
+            "whatif.trials.insert_trial",
+            run=self.origin_run_id,
+            session=self.session,
+            purpose=self.purpose,
+            seq=self._seq,
+            label=label,
+            overrides=json.dumps(m.change.overrides, default=str, allow_nan=False),
+            derive_limits=m.change.derive_limits,
+            trial_run=m.run_id,
+            ref_run=ref_run_id,
+            step_time_ps=m.step_time_ps,
+            ref_step_time_ps=m.ref_step_time_ps,
+            change=m.rel_change,
+            ci_low=m.ci_low,
+            ci_high=m.ci_high,
+            verdict=m.verdict,
+            accepted=accepted,
+            reason=reason,
+            created_at=datetime.datetime.now(),
         )
 
 
@@ -237,10 +237,5 @@ def counted_step_ps(store: Store, run_id: int) -> np.ndarray:
 def dropped_ids(store: Store, run_id: int) -> int:
     """IDs the run dropped: past the compiled limits (step_minibatches) or past the chip cap
     (the host's Dropped IDs counter, which counts both)."""
-    rows = store.rows(
-        """SELECT (SELECT coalesce(sum(dropped_ids), 0) FROM step_minibatches WHERE run_id = $run)::BIGINT AS limits,
-                  (SELECT coalesce(sum(c.value), 0) FROM counters c JOIN tracks t USING (run_id, track_id)
-                   WHERE c.run_id = $run AND t.kind = 'counter' AND t.line = 'Dropped IDs')::BIGINT AS counter""",
-        {"run": run_id},
-    )[0]
+    rows = sqltree.query(store.con, "whatif.trials.dropped_ids", run=run_id).to_pylist()[0]
     return int(max(rows["limits"], rows["counter"]))

@@ -19,6 +19,7 @@ from typing import Any
 
 from analyzers.compare import step_time_change
 from analyzers.registry import analyze_run
+from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
 from whatif.configs import apply_overrides, standalone_config, toml_text
@@ -141,7 +142,7 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
         current_run = first.run_id
     base_run, base_ps = current_run, counted_step_ps(session.store, current_run)
     if not len(base_ps):  # a failed run, or one without steps: nothing to improve on
-        run = session.store.rows("SELECT name, status, tags FROM runs WHERE run_id = ?", [base_run])[0]
+        run = sqltree.query(session.store.con, "cli.runs.run_status", run=base_run).to_pylist()[0]
         failure = json.loads(run["tags"] or "{}").get("error") if run["status"] == "failed" else None
         raise TuneError(
             f"run {run['name']!r} has no counted steps to measure"
@@ -244,7 +245,7 @@ def _trial(m: Measured) -> dict[str, Any]:
 
 
 def _name(session: Session, run_id: int) -> str:
-    return session.store.rows("SELECT name FROM runs WHERE run_id = ?", [run_id])[0]["name"]
+    return sqltree.query(session.store.con, "cli.runs.run_name", run=run_id).to_pylist()[0]["name"]
 
 
 def write_tuned(session: Session, best_run: int, out_dir: str, changes: str) -> str:
@@ -260,7 +261,7 @@ def write_tuned(session: Session, best_run: int, out_dir: str, changes: str) -> 
 
 def tuned_toml(store: Store, best_run: int, origin_name: str, changes: str) -> str:
     """The TOML text of a tuned config (also what the UI offers to download)."""
-    run = store.rows("SELECT * FROM runs WHERE run_id = ?", [best_run])[0]
+    run = sqltree.query(store.con, "cli.runs.run", run=best_run).to_pylist()[0]
     raw = standalone_config(run)
     raw["name"] = f"{origin_name}-tuned"
     raw["description"] = f"tuned by scprof tune from run {origin_name!r}: {changes}"

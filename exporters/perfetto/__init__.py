@@ -55,7 +55,7 @@ from exporters.perfetto.interning import (
     STEP_CATEGORY,
     TYPED_ARGS,
 )
-from exporters.perfetto.stream import CHUNK_ROWS, STREAM_ORDER, STREAM_SQL, WINDOW_ROWS
+from exporters.perfetto.stream import CHUNK_ROWS, STREAM_ORDER, WINDOW_ROWS
 
 __all__ = [
     "ARGS_PREFIX",
@@ -70,7 +70,6 @@ __all__ = [
     "STREAM_COLUMNS",
     "STREAM_ORDER",
     "STREAM_SCHEMA",
-    "STREAM_SQL",
     "TC_OPS_LINE",
     "TYPED_ARGS",
     "WINDOW_ROWS",

@@ -2,7 +2,7 @@
 
 Its slices are the figures of analyzers.breakdown (the same split, computed per export window so that
 memory follows the window), laid out one after the other in priority order; they join the stream as
-rows of kind 3 from a temp table.
+rows of kind 3 (export.perfetto's stream reads them as its `breakdown` input).
 """
 
 from __future__ import annotations
@@ -24,14 +24,14 @@ class _Breakdown:
     track layout (a track per chip) and the category names' iids, by the names _plan_breakdown uses."""
 
     def __init__(self, ex: ExportContext, layout: TrackLayout, bd_name_iid: dict[str, int]):
-        self.store, self.con, self.run_id, self.steps = ex.store, ex.con, ex.run_id, ex.steps
-        self.breakdown, self.filters, self.stats, self._rows = ex.breakdown, ex.filters, ex.stats, ex.rows
+        self.store, self.run_id = ex.store, ex.run_id
+        self.ex, self.breakdown, self.stats = ex, ex.breakdown, ex.stats
         self.bd_name_iid = bd_name_iid
         self._process_of, self._describe, self.descriptors = layout.process_of, layout.describe, layout.descriptors
         self.bd_key0, self.key_parent, self.lane0 = layout.bd_key0, layout.key_parent, layout.lane0
 
     def _plan_breakdown(self, cuts: list[int]) -> None:
-        """The "Step breakdown" slices as a temp table, and a track per chip that has some.
+        """The "Step breakdown" slices (the export's breakdown_slices), and a track per chip that has some.
 
         The split is the analyzers' (analyzers.breakdown.split_windows over the store's
         step_windows), called per export span with the step windows clipped to it and the
@@ -41,11 +41,9 @@ class _Breakdown:
         if not self.breakdown:
             return
         ctx = RunContext(self.store, self.run_id)
-        windows = self.store.query(
-            "SELECT chip, step, start_ps, end_ps FROM step_windows WHERE run_id = $run AND end_ps > start_ps"
-            + (" AND step >= $a AND step < $b" if self.steps else "")
-            + " ORDER BY chip, start_ps",
-            {"run": self.run_id, "a": self.steps[0], "b": self.steps[1]} if self.steps else {"run": self.run_id},
+        f = self.ex.filter
+        windows = self.ex.q(
+            "step_windows", run=self.run_id, all_steps=f["all_steps"], step_a=f["step_a"], step_b=f["step_b"]
         )
         if windows.num_rows == 0:
             return
@@ -99,13 +97,7 @@ class _Breakdown:
                 "step": step[keep],
             }
         )
-        name = f"scprof_perfetto_breakdown_{self.run_id}"
-        self.con.register("scprof_perfetto_breakdown_arrow", table)
-        try:
-            self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM scprof_perfetto_breakdown_arrow")
-        finally:
-            self.con.unregister("scprof_perfetto_breakdown_arrow")
-        self.filters["breakdown"] = name
+        self.ex.breakdown_slices = table
         for c in np.unique(chip[keep]).tolist():
             _, parent = self._process_of(c < 0, c)
             key = self.bd_key0 + c
@@ -115,7 +107,7 @@ class _Breakdown:
 
 
 def plan_breakdown(ex: ExportContext, layout: TrackLayout, bd_name_iid: dict[str, int], cuts: list[int]) -> None:
-    """Plan the breakdown slices (ex.filters["breakdown"] names their table) and describe their tracks.
+    """Plan the breakdown slices (ex.breakdown_slices) and describe their tracks.
 
     `cuts` are the export windows' cut points (ns) at which the split is computed piecewise.
     """

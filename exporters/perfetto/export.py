@@ -114,13 +114,7 @@ class _Writer:
     def run(self) -> None:
         """Plan windows, tracks, interning, breakdown and flows; write the head, then every window."""
         ex = self.ex
-        first_ps = ex.rows(
-            ex.sql("""
-            SELECT min(t) FROM (
-              SELECT min(start_ps) AS t FROM events e WHERE run_id = $run AND {event_filter}
-              UNION ALL SELECT min(start_ps) FROM steps WHERE run_id = $run AND {marker_filter}
-              UNION ALL SELECT min(ts_ps) FROM counters WHERE run_id = $run AND {counter_filter})""")
-        )[0][0]
+        first_ps = ex.filtered("first_ps")[0][0]
         if first_ps is None:
             raise ScprofError(f"run {ex.run_id} has no events, step markers or counters to export")
         if first_ps < 0:

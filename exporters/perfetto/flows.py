@@ -15,13 +15,21 @@ from profiler.flows import FLOWS_SQL, SC_OPS_LINE, TC_OPS_LINE
 
 __all__ = ["FLOWS_SQL", "SC_OPS_LINE", "TC_OPS_LINE", "Flows"]
 
+# FLOWS_SQL's {event_filter} (profiler/flows.py: a template until that module's SQL joins the tree): the
+# export's filter on the events `e`, its parameters those of export.perfetto's filtered queries.
+_EVENT_FILTER = (
+    "($all_steps OR ((e.step >= $step_a AND e.step < $step_b)"
+    " OR (e.step IS NULL AND e.start_ps >= $span_a AND e.start_ps < $span_b)))"
+)
+_FLOWS = FLOWS_SQL.format(event_filter=_EVENT_FILTER)
+
 
 class Flows:
     """The run's flows as the C encoder looks them up: (event id, flow id) pairs sorted by event id for
     origins and for ends, and a bitmap over the event ids that have one (from `lo`)."""
 
     def __init__(self, ex: ExportContext):
-        t = ex.q(ex.sql(FLOWS_SQL), {"tc_line": TC_OPS_LINE, "sc_line": SC_OPS_LINE})
+        t = ex.con.sql(_FLOWS, params={**ex.filter, "tc_line": TC_OPS_LINE, "sc_line": SC_OPS_LINE}).to_arrow_table()
         src = t.column("src").to_numpy().astype(np.int64)
         dst = t.column("dst").to_numpy().astype(np.int64)
         fid = np.arange(1, len(src) + 1, dtype=np.uint64)

@@ -19,12 +19,7 @@ from profiler.trace_fields import TYPED_FIELDS, TypedField
 ANNOTATED: tuple[TypedField, ...] = tuple(f for f in TYPED_FIELDS if f.name != "category")
 TYPED_ARGS = tuple(f.name for f in ANNOTATED)
 assert TYPED_ARGS[0] == "step"
-# Their string ids, interned as debug annotation string values (one lookup for all of them).
-_STRING_IDS = " UNION ALL ".join(
-    f"SELECT {f.column} AS sid FROM events e WHERE run_id = $run AND {{event_filter}} AND {f.column} IS NOT NULL"
-    for f in ANNOTATED
-    if f.is_string
-)
+# Their string ids are interned as debug annotation string values (export.perfetto's annotation_strings).
 # Exact picosecond times, present only where nanoseconds lose precision.
 EXACT_ARGS = ("start_ps", "dur_ps", "ts_ps")
 # Prefix for event_args keys that collide with the names above.
@@ -53,23 +48,9 @@ class Interning:
     """The run's interned strings (planned from the store) and their iids, as the encoder looks them up."""
 
     def __init__(self, ex: ExportContext):
-        names = ex.rows(
-            ex.sql("""
-            SELECT n.string_id, n.value FROM (
-              SELECT name_id, count(*) AS c FROM events e WHERE run_id = $run AND {event_filter} GROUP BY 1) u
-            JOIN strings n ON n.run_id = $run AND n.string_id = u.name_id
-            ORDER BY u.c DESC, n.string_id""")
-        )
-        tables = ex.rows(
-            ex.sql(f"""
-            SELECT n.string_id, n.value FROM (SELECT sid, count(*) AS c FROM ({_STRING_IDS}) GROUP BY 1) u
-            JOIN strings n ON n.run_id = $run AND n.string_id = u.sid
-            ORDER BY u.c DESC, n.string_id""")
-        )
-        keys = [
-            r[0]
-            for r in ex.rows("SELECT key FROM event_args WHERE run_id = $run GROUP BY key ORDER BY count(*) DESC, key")
-        ]
+        names = ex.filtered("event_names")
+        tables = ex.filtered("annotation_strings")
+        keys = [r[0] for r in ex.rows("arg_keys", run=ex.run_id)]
         max_sid = max([r[0] for r in names + tables], default=0)
         # iids start at 1 (0 is invalid), most frequent first so they fit one varint byte
         self.name_iid = np.zeros(max_sid + 1, np.uint64)

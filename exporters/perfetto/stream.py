@@ -12,7 +12,6 @@ import pyarrow as pa
 
 from exporters.perfetto.context import ExportContext
 from exporters.perfetto.encoding import STREAM_SCHEMA, encode_event_args
-from exporters.perfetto.interning import ANNOTATED
 from exporters.perfetto.order import _gather, _window_order
 
 WINDOW_ROWS = 1 << 19  # rows fetched and sorted at a time
@@ -22,43 +21,18 @@ _INF_PS = 1 << 62
 # Row kinds of the merged stream.
 _EVENT, _MARKER, _COUNTER, _BREAKDOWN = 0, 1, 2, 3
 
-# Rows of one time window, merged; unsorted (DuckDB's sort of all 16 columns cost more than
-# the rest of the scan): _window_order puts them in Perfetto's order, STREAM_ORDER.
-_TYPED = ", ".join(f"{f.column}::BIGINT AS {f.column}" for f in ANNOTATED)
-_NONE = ", ".join(["NULL"] * (len(ANNOTATED) - 1))  # the typed fields after step
-STREAM_SQL = f"""
-SELECT 0::BIGINT AS kind, event_id::BIGINT AS id, track_id::BIGINT AS track_id, name_id::BIGINT AS name_id,
-       start_ps::BIGINT AS start_ps, dur_ps::BIGINT AS dur_ps, {_TYPED}, NULL::DOUBLE AS value
-FROM events e WHERE run_id = $run AND {{event_filter}} AND start_ps >= $lo AND start_ps < $hi
-UNION ALL
-SELECT 1, step, track_id, NULL, start_ps, dur_ps, step, {_NONE}, NULL
-FROM steps WHERE run_id = $run AND {{marker_filter}} AND start_ps >= $lo AND start_ps < $hi
-UNION ALL
-SELECT 2, rowid, track_id, NULL, ts_ps, 0, NULL, {_NONE}, value
-FROM counters WHERE run_id = $run AND {{counter_filter}} AND ts_ps >= $lo AND ts_ps < $hi
-UNION ALL  -- step breakdown slices: track_id is the chip, name_id the interned name
-SELECT 3, id, chip, name_iid, start_ps, dur_ps, step, {_NONE}, NULL
-FROM {{breakdown}} WHERE start_ps >= $lo AND start_ps < $hi
-"""
+# Rows of one time window, merged: export.perfetto's stream (generated from ANNOTATED), unsorted
+# (DuckDB's sort of all 16 columns cost more than the rest of the scan): _window_order puts them in
+# Perfetto's order, STREAM_ORDER.
 # Perfetto's order of the stream, as SQL (the reference _window_order reproduces, tests use it):
 # start nanosecond, then longer first (parents before children), then events before markers
 # before counters, then id and track.
 STREAM_ORDER = "ORDER BY start_ps // 1000, (start_ps + dur_ps) // 1000 DESC, kind, id, track_id"
 
-ARGS_SQL = """
-SELECT a.event_id, a.key, a.int_value, a.double_value, a.string_value
-FROM event_args a
-WHERE a.run_id = $run AND a.event_id IN (
-  SELECT event_id FROM events e WHERE run_id = $run AND {event_filter} AND start_ps >= $lo AND start_ps < $hi)
-ORDER BY a.event_id, a.key
-"""
-
 
 def plan_windows(ex: ExportContext, window_rows: int) -> list[int]:
     """Cut points (ns) so that each window holds about window_rows events."""
-    lo_hi = ex.rows(
-        ex.sql("SELECT min(start_ps), max(start_ps), count(*) FROM events e WHERE run_id = $run AND {event_filter}")
-    )[0]
+    lo_hi = ex.filtered("event_extent")[0]
     if lo_hi[2] <= window_rows:
         return []
     cuts: list[int] = []
@@ -68,13 +42,7 @@ def plan_windows(ex: ExportContext, window_rows: int) -> list[int]:
 
 def _split(ex: ExportContext, window_rows: int, lo_ns: int, hi_ns: int, cuts: list[int], depth: int) -> None:
     width = max(1, -(-(hi_ns - lo_ns) // 256))
-    hist = ex.rows(
-        ex.sql("""
-        SELECT (start_ps // 1000 - $lo) // $w AS b, count(*) FROM events e
-        WHERE run_id = $run AND {event_filter} AND start_ps >= $lo_ps AND start_ps < $hi_ps
-        GROUP BY b ORDER BY b"""),
-        {"lo": lo_ns, "w": width, "lo_ps": lo_ns * 1000, "hi_ps": hi_ns * 1000},
-    )
+    hist = ex.filtered("start_histogram", lo_ns=lo_ns, width_ns=width, lo_ps=lo_ns * 1000, hi_ps=hi_ns * 1000)
     acc = 0
     for b, c in hist:
         b_lo = lo_ns + b * width
@@ -109,12 +77,9 @@ class WindowReader:
         then once (one column is gathered at a time and its source freed).
         """
         args = self._window_args(lo_ps, hi_ps) if self.arg_key_iid is not None else None
-        sql = self.ex.sql(STREAM_SQL)
-        params = {k: v for k, v in {**self.ex.params, "lo": lo_ps, "hi": hi_ps}.items() if f"${k}" in sql}
-        reader = self.ex.con.sql(sql, params=params).to_arrow_reader(self.chunk_rows)
-        if reader.schema != STREAM_SCHEMA:
-            raise TypeError(f"stream has schema {reader.schema}, expected {STREAM_SCHEMA}")
-        table = pa.Table.from_batches(list(reader), schema=STREAM_SCHEMA)
+        table = self.ex.q("stream", {"breakdown": self.ex.breakdown_slices}, **self.ex.filter, lo=lo_ps, hi=hi_ps)
+        if table.schema != STREAM_SCHEMA:
+            raise TypeError(f"stream has schema {table.schema}, expected {STREAM_SCHEMA}")
         if table.num_rows == 0:
             return [], args
         rows = table.combine_chunks().to_batches()[0]  # take() on a chunked table concatenates at every call
@@ -133,7 +98,7 @@ class WindowReader:
 
     def _window_args(self, lo_ps: int, hi_ps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The window's event_args as DebugAnnotation fields: (sorted event_ids, blob, offsets), or None."""
-        t = self.ex.q(self.ex.sql(ARGS_SQL), {"lo": lo_ps, "hi": hi_ps})
+        t = self.ex.q("window_args", **self.ex.filter, lo=lo_ps, hi=hi_ps)
         if t.num_rows == 0:
             return None
         return encode_event_args(t, self.arg_key_iid)

@@ -29,23 +29,26 @@ class TrackLayout:
     def __init__(self, ex: ExportContext):
         self.ex = ex
         self.next_uuid = 1
-        tracks = ex.rows("""SELECT track_id, plane, line, kind, chip, core, tile, unit
-                            FROM tracks WHERE run_id = $run ORDER BY track_id""")
+        tracks = ex.rows("tracks", run=ex.run_id)
         self.tracks = {t[0]: t for t in tracks}
         max_tid = max(self.tracks, default=0)
         max_chip = max((t[4] for t in tracks if t[4] is not None and t[4] >= 0), default=-1)
         self.bd_key0 = 2 * (max_tid + 1)  # lane keys of the breakdown tracks: bd_key0 + chip
         self.n_keys = self.bd_key0 + max_chip + 1
         self.lanes = _Lanes(self.n_keys)  # every lane key: line, marker and breakdown tracks
-        ev_counts = dict(
-            ex.rows(ex.sql("SELECT track_id, count(*) FROM events e WHERE run_id = $run AND {event_filter} GROUP BY 1"))
-        )
+        f = ex.filter
+        ev_counts = dict(ex.filtered("track_events"))
         marker_tracks = [
-            r[0] for r in ex.rows(ex.sql("SELECT DISTINCT track_id FROM steps WHERE run_id = $run AND {marker_filter}"))
+            r[0]
+            for r in ex.rows(
+                "marker_tracks", run=ex.run_id, all_steps=f["all_steps"], step_a=f["step_a"], step_b=f["step_b"]
+            )
         ]
         counter_tracks = [
             r[0]
-            for r in ex.rows(ex.sql("SELECT DISTINCT track_id FROM counters WHERE run_id = $run AND {counter_filter}"))
+            for r in ex.rows(
+                "counter_tracks", run=ex.run_id, all_steps=f["all_steps"], span_a=f["span_a"], span_b=f["span_b"]
+            )
         ]
         self.events_total = sum(ev_counts.values())
         self.descriptors: list[pt.TrackDescriptor] = []

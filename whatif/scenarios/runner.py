@@ -17,6 +17,7 @@ from typing import Any
 
 from analyzers.compare import step_time_change
 from analyzers.registry import analyze_run
+from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
@@ -132,7 +133,7 @@ def record_into(store: Store, raw: Raw, scale: float | None, work: str, name: st
 
 
 def hbm_peak_share(store: Store, run_id: int) -> float:
-    rows = store.rows("SELECT max(hbm_peak_share) AS s FROM hbm_peaks WHERE run_id = ?", [run_id])
+    rows = sqltree.query(store.con, "whatif.scenarios.hbm_peak_share", run=run_id).to_pylist()
     return float(rows[0]["s"] or 0.0)
 
 
