@@ -243,10 +243,8 @@ def find_events_doc(
     store: Store, run: str | int, name: str, window: tuple[int, int] | None = None, limit: int = 50
 ) -> dict[str, Any]:
     """Events whose name contains `name` (case-insensitive; text, never a pattern), in the window
-    [t0, t1) or the whole run, in time order: the Timeline's find (ui/trace_queries.py's rule and
-    SQL), with each event's track (plane, line, kind, chip), step and time."""
-    from ui import trace_queries
-    from ui.store_access import sql
+    [t0, t1) or the whole run, in time order: the Timeline's find (its rule and SQL: ui.timeline's
+    find_count and find_events), with each event's track (plane, line, kind, chip), step and time."""
     from ui.trace_api import run_facts
 
     if not name.strip():
@@ -254,8 +252,8 @@ def find_events_doc(
     facts = run_facts(store, store.resolve_run(run))
     t0, t1 = window or (facts.first_ps, facts.last_ps + 1)
     p = dict(run=facts.run_id, q=name, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, all_tracks=True, tracks=[])
-    total = int(sql(store, trace_queries.FIND_COUNT, **p).column("n")[0].as_py())
-    ids = sql(store, trace_queries.FIND_EVENTS, limit=limit, **p).column("id").to_pylist()
+    total = int(sqltree.query(store.con, "ui.timeline.find_count", **p).column("n")[0].as_py())
+    ids = sqltree.query(store.con, "ui.timeline.find_events", limit=limit, **p).column("id").to_pylist()
     rows = sqltree.query(store.con, "cli.events.events_by_id", run=facts.run_id, ids=ids).to_pylist()
     return jsonable(
         {
@@ -311,10 +309,8 @@ def events_doc(
     `tracks` (plane / line: text they contain, case-insensitive; kind, chip: equal), overlapping the
     window [t0, t1), the steps A..B-1 (the Timeline's span of those steps, ui/data.py steps_window)
     or the whole run; in time order, at most `limit`, with how many there are per track. The
-    filters and overlap rule are the viewer tiles' (ui/trace_queries.py WINDOW_SLICES, TILE_COUNTS)."""
-    from ui import trace_queries
+    filters and overlap rule are the viewer tiles' (ui.timeline's window_slices and tile_counts)."""
     from ui.data import steps_window
-    from ui.store_access import sql
     from ui.trace_api import names_of, run_facts, run_tracks
 
     if window is not None and steps is not None:
@@ -331,8 +327,13 @@ def events_doc(
     p = dict(
         run=facts.run_id, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, maxmarker=facts.max_marker_dur_ps, tracks=ids
     )
-    counts = dict(zip(*sql(store, trace_queries.TILE_COUNTS, **p).to_pydict().values(), strict=True)) if ids else {}
-    table = sql(store, trace_queries.WINDOW_SLICES, name_base=facts.name_base, limit=limit, **p) if ids else None
+    tiles = sqltree.query(store.con, "ui.timeline.tile_counts", **p) if ids else None
+    counts = dict(zip(*tiles.to_pydict().values(), strict=True)) if tiles is not None else {}
+    table = (
+        sqltree.query(store.con, "ui.timeline.window_slices", name_base=facts.name_base, limit=limit, **p)
+        if ids
+        else None
+    )
     by_id = {t.track_id: t for t in chosen}
     rows: list[dict[str, Any]] = []
     if table is not None and table.num_rows:

@@ -12,17 +12,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from profiler import sqltree
 from profiler.store import default_path
 from scprof.cli import main as scprof
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
-# SparseCore time per step of each op, summed over all SparseCores: the kind of question `scprof sql` answers.
-SAMPLE_QUERY = (
-    "SELECT r.name AS run, s.name AS op, count(*) AS ops, round(sum(s.dur_ps) / 1e6 / any_value(r.steps), 1) AS us_per_step_all_scs "
-    "FROM slices s JOIN runs r USING (run_id) WHERE s.track_kind = 'sparsecore' AND s.line = 'Sparse Core Ops' "
-    "GROUP BY r.name, s.name ORDER BY run, us_per_step_all_scs DESC"
-)
+# SparseCore time per step of each op, summed over all SparseCores: the kind of question `scprof sql` answers
+# (profiler/sql/cli/demo.sql; the demo passes its text to `scprof sql`, as a user would).
+SAMPLE_QUERY = sqltree.get("cli.demo.sparsecore_time_per_op").sql
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import duckdb
-import pyarrow as pa
 
 from profiler import sqltree
 from profiler.schema import SCHEMA_VERSION
@@ -153,13 +152,6 @@ class KeyedCache:
                     self._values.popitem(last=False)
                 self._locks.pop(key, None)
             return value
-
-
-def sql(store: Store, text: str, **params: Any) -> pa.Table:
-    """Run the text of a tree query (ui/trace_queries.py's names, read by scprof/answers.py) with
-    `params` bound: exactly the `$name` parameters it declares. The UI runs its queries by name
-    (sqltree.query)."""
-    return store.con.sql(text, params=params).to_arrow_table()
 
 
 RUN_FACTS = KeyedCache(size=512)

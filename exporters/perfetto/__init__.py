@@ -13,7 +13,7 @@ Layout (docs/exporters.md has the full description):
 - overlapping events of one line go to sibling tracks of the same name ("lanes"),
   which the Perfetto UI draws as one track;
 - flows from each step's SparseCore forward to the TensorCore forward that consumes
-  it, and from the TensorCore backward to the SparseCore backward (FLOWS_SQL);
+  it, and from the TensorCore backward to the SparseCore backward (ingest.flows.flows);
 - a "Step breakdown" track per chip whose slices split each step window into the
   wall-time categories of analyzers.time_split (the analyzers' step breakdown), one
   after the other in priority order (breakdown._plan_breakdown).
@@ -46,7 +46,7 @@ from exporters.perfetto.breakdown import BREAKDOWN_TRACK
 from exporters.perfetto.context import ExportStats
 from exporters.perfetto.encoding import STREAM_COLUMNS, STREAM_SCHEMA
 from exporters.perfetto.export import ExportCheckError, export_run, write_trace
-from exporters.perfetto.flows import FLOWS_SQL, SC_OPS_LINE, TC_OPS_LINE
+from exporters.perfetto.flows import SC_OPS_LINE, TC_OPS_LINE
 from exporters.perfetto.interning import (
     ARGS_PREFIX,
     BREAKDOWN_CATEGORY,
@@ -64,7 +64,6 @@ __all__ = [
     "CATEGORIES",
     "CHUNK_ROWS",
     "EXACT_ARGS",
-    "FLOWS_SQL",
     "SC_OPS_LINE",
     "STEP_CATEGORY",
     "STREAM_COLUMNS",

@@ -1,6 +1,6 @@
 """Flows: arrows from each step's SparseCore forward to the TensorCore forward, and from the TensorCore
-backward to the SparseCore backward, per chip, found from the data alone (FLOWS_SQL,
-the one rule in profiler/flows.py, shared with the UI's trace viewer).
+backward to the SparseCore backward, per chip, found from the data alone (the one rule, ingest.flows.flows in
+profiler/sql/ingest/flows.sql, shared with the UI's trace viewer: profiler/flows.py).
 
 They show which SparseCore work feeds which TensorCore work; the C encoder puts their ids on the
 events at either end.
@@ -11,17 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from exporters.perfetto.context import ExportContext
-from profiler.flows import FLOWS_SQL, SC_OPS_LINE, TC_OPS_LINE
+from profiler import sqltree
+from profiler.flows import SC_OPS_LINE, TC_OPS_LINE
 
-__all__ = ["FLOWS_SQL", "SC_OPS_LINE", "TC_OPS_LINE", "Flows"]
-
-# FLOWS_SQL's {event_filter} (profiler/flows.py: a template until that module's SQL joins the tree): the
-# export's filter on the events `e`, its parameters those of export.perfetto's filtered queries.
-_EVENT_FILTER = (
-    "($all_steps OR ((e.step >= $step_a AND e.step < $step_b)"
-    " OR (e.step IS NULL AND e.start_ps >= $span_a AND e.start_ps < $span_b)))"
-)
-_FLOWS = FLOWS_SQL.format(event_filter=_EVENT_FILTER)
+__all__ = ["SC_OPS_LINE", "TC_OPS_LINE", "Flows"]
 
 
 class Flows:
@@ -29,7 +22,18 @@ class Flows:
     origins and for ends, and a bitmap over the event ids that have one (from `lo`)."""
 
     def __init__(self, ex: ExportContext):
-        t = ex.con.sql(_FLOWS, params={**ex.filter, "tc_line": TC_OPS_LINE, "sc_line": SC_OPS_LINE}).to_arrow_table()
+        # flows join the ops of one step: the export's events without a step (kept by --steps' span) have none
+        f = ex.filter
+        t = sqltree.query(
+            ex.con,
+            "ingest.flows.flows",
+            run=f["run"],
+            all_steps=f["all_steps"],
+            step_lo=f["step_a"],
+            step_hi=f["step_b"],
+            tc_line=TC_OPS_LINE,
+            sc_line=SC_OPS_LINE,
+        )
         src = t.column("src").to_numpy().astype(np.int64)
         dst = t.column("dst").to_numpy().astype(np.int64)
         fid = np.arange(1, len(src) + 1, dtype=np.uint64)

@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from perfetto_helpers import assert_round_trip, ingest_file, make_store
 
-from exporters.perfetto import FLOWS_SQL, write_trace
+from exporters.perfetto import write_trace
 from exporters.perfetto.validate import read_trace, validate_file
+from profiler import sqltree
 from profiler.store import Store
 from profiler.synthetic import write_synthetic_trace
 
@@ -119,7 +120,7 @@ def test_flows_follow_the_documented_rule(synthetic_db, tmp_path):
             # the synthetic run has no SparseCore op after its TensorCore ops: no backward flow
             assert not [r for r in sc if r["start_ps"] >= tc[-1]["start_ps"] + tc[-1]["dur_ps"]]
     assert got == want
-    assert "arg_max" in FLOWS_SQL  # the rule lives in one documented query
+    assert "arg_max" in sqltree.get("ingest.flows.flows").sql  # the rule lives in one documented query
 
 
 def test_overlapping_events_go_to_sibling_lanes(tmp_path):

@@ -21,24 +21,8 @@ from ui.pages.common import body, controls, state_store
 SQL_SHOWN_ROWS, SQL_SHOWN_CHARS = 500, 1_000  # rows shown, characters shown of a cell (all in the CSV)
 
 # The console's examples: text shown to users and run as typed when picked (each one SELECT, $-free).
-SQL_EXAMPLES = {
-    "Runs": "SELECT run_id, name, source, status, steps, events FROM runs ORDER BY run_id",
-    "Longest ops": (
-        "SELECT run_id, plane, name, dur_ps / 1e6 AS dur_us, step\nFROM slices\nORDER BY dur_ps DESC\nLIMIT 20"
-    ),
-    "Time per op name": (
-        "SELECT run_id, line, name, count(*) AS n, sum(dur_ps) / 1e9 AS total_ms\nFROM slices\n"
-        "GROUP BY ALL ORDER BY total_ms DESC\nLIMIT 20"
-    ),
-    "Partitions over the limit": (
-        "SELECT run_id, step, chip, sc, table_name, ids, max_ids_per_partition, minibatches\n"
-        "FROM sc_partition_stats\nWHERE ids > max_ids_per_partition\nORDER BY ids DESC\nLIMIT 50"
-    ),
-    "HBM peak per chip": (
-        "SELECT run_id, chip, counter, max(value) / 2^30 AS peak_gib\nFROM counter_samples\n"
-        "WHERE unit = 'bytes'\nGROUP BY ALL ORDER BY run_id, chip"
-    ),
-}
+# The console's examples, by button label: profiler/sql/ui/console.sql's example_* queries (users run them as their own SQL).
+SQL_EXAMPLES = {b.doc: b.sql for b in sqltree.blocks(["ui.console"], "query") if b.name.startswith("example_")}
 
 
 def layout_sql(store: Store | None, st: dict[str, str]) -> Any:
