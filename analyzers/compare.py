@@ -24,10 +24,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers.breakdown import counted_rows
 from analyzers.context import step_times
 from analyzers.kept_reports import report_for
 from analyzers.registry import RunReport
+from analyzers.rules.breakdown import counted_rows
 from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store

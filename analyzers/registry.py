@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from analyzers import (
+from analyzers.context import RunContext
+from analyzers.findings import Analysis, Finding, severity_rank
+from analyzers.rules import (
     async_overlap,
     breakdown,
     debug_checks,
@@ -21,8 +23,6 @@ from analyzers import (
     stacking,
     utilization,
 )
-from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, severity_rank
 from profiler.store import Store
 
 # Each module has NAME, QUESTION and analyze(ctx: RunContext) -> Analysis.

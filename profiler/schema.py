@@ -511,7 +511,7 @@ def markdown() -> str:
         "read-only open until then reads through TEMP views of the new SQL. The step-time breakdown",
         "by category is the one figure that is not a view: a",
         "sweep over every event, it is one Python function over `step_windows`",
-        "(`analyzers.breakdown.split_windows`, docs/analyzers.md) that the analyzers, the UI and",
+        "(`analyzers.rules.breakdown.split_windows`, docs/analyzers.md) that the analyzers, the UI and",
         "the Perfetto export all call.",
         "",
         "Which steps a figure covers: per-step summaries (mean, p50 and p90 step time, breakdown",

@@ -170,7 +170,7 @@ def top_ops_doc(
     limit: int = 20,
     analysis: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The run's op profile (analyzers/op_profile.py: self time, count, share of the kind's self time),
+    """The run's op profile (analyzers/rules/op_profile.py: self time, count, share of the kind's self time),
     over every event, or over the events of steps A..B-1 (`steps`, half-open) and/or one chip.
 
     Self times are each event's own in the whole run (its duration less its children's), then
@@ -178,7 +178,7 @@ def top_ops_doc(
     `analysis`, the run's analysis_doc, when given) while they hold `limit` rows."""
     from analyzers.context import RunContext
     from analyzers.op_arrays import op_arrays
-    from analyzers.op_profile import profile, self_times
+    from analyzers.rules.op_profile import profile, self_times
 
     run_id = store.resolve_run(run)
     if steps is None and chip is None:

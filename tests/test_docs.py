@@ -155,7 +155,7 @@ def test_analyzers_doc_documents_every_analyzer_and_its_rules(module):
 
 def test_rule_patterns_reads_literals_and_fstrings():
     """The rule scan above sees plain and formatted rules (so the test cannot pass empty)."""
-    from analyzers import failures, memory, stacking
+    from analyzers.rules import failures, memory, stacking
 
     assert "too_few_stacked_tables" in _rule_patterns(stacking)
     assert re.fullmatch(_rule_patterns(failures)[0], "failure_<kind>")

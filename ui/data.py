@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from analyzers.breakdown import step_stats
 from analyzers.kept_reports import report_for
 from analyzers.registry import RunReport
+from analyzers.rules.breakdown import step_stats
 from profiler import sqltree, stdlib
 from profiler.errors import ScprofError, StoreError
 from profiler.stdlib import HBM_COUNTERS
@@ -263,7 +263,7 @@ def _run_key(store: Store, run_id: int) -> tuple:
 
 
 def breakdown_per_step(report: RunReport, steps: tuple[int, int], chip: int | None = None) -> dict[str, Any]:
-    """From the breakdown analysis (analyzers.breakdown: the one split): {steps: [...], per_step:
+    """From the breakdown analysis (analyzers.rules.breakdown: the one split): {steps: [...], per_step:
     {cat: [ps per step]}} (mean over chips, or one chip) for every step in range, and per chip
     {chips: [...], per_chip: {cat: [mean ps per step]}} over the counted steps in range."""
     a = report.analyses.get("breakdown")

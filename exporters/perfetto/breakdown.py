@@ -1,6 +1,6 @@
 """The "Step breakdown" track of each chip: each step window split into the analyzers' wall-time categories.
 
-Its slices are the figures of analyzers.breakdown (the same split, computed per export window so that
+Its slices are the figures of analyzers.rules.breakdown (the same split, computed per export window so that
 memory follows the window), laid out one after the other in priority order; they join the stream as
 rows of kind 3 (export.perfetto's stream reads them as its `breakdown` input).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from analyzers.breakdown import split_windows
 from analyzers.context import RunContext
+from analyzers.rules.breakdown import split_windows
 from analyzers.time_split import CATEGORIES as TIMELINE_CATEGORIES
 from exporters.perfetto.context import ExportContext
 from exporters.perfetto.tracks import TrackLayout
@@ -33,7 +33,7 @@ class _Breakdown:
     def _plan_breakdown(self, cuts: list[int]) -> None:
         """The "Step breakdown" slices (the export's breakdown_slices), and a track per chip that has some.
 
-        The split is the analyzers' (analyzers.breakdown.split_windows over the store's
+        The split is the analyzers' (analyzers.rules.breakdown.split_windows over the store's
         step_windows), called per export span with the step windows clipped to it and the
         parts summed: the split is additive over time, so the figures are the analyzer's,
         while memory follows the span rather than the run.

@@ -39,7 +39,7 @@ CATEGORIES = (
     "device",
 )
 STEP_CATEGORY = "step"
-# The per-chip track of the step-time breakdown (analyzers.breakdown): its slices split each
+# The per-chip track of the step-time breakdown (analyzers.rules.breakdown): its slices split each
 # step window into the wall-time categories of analyzers.time_split, in their priority order.
 BREAKDOWN_CATEGORY = "breakdown"
 

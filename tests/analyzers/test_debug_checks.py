@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from analyzers import debug_checks
 from analyzers.registry import analyze_run
+from analyzers.rules import debug_checks
 from profiler.recorder import Recorder
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analyzers import id_dropping, idle_gaps, memory, overlap
 from analyzers.context import RunContext
+from analyzers.rules import id_dropping, idle_gaps, memory, overlap
 from tests.analyzers.runkit import HOST, SC_OPS, TC_OPS, Ev, RunSpec, partition_stats, store_with
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers import breakdown
 from analyzers.context import RunContext
+from analyzers.rules import breakdown
 from tests.analyzers.runkit import SC_OPS, TC_OPS, Ev, RunSpec, store_with
 
 
@@ -54,9 +54,10 @@ def test_slow_steps_are_counted_steps_over_twice_the_median(tmp_path):
     starts = [sum(durations[:i]) for i in range(len(durations))]
     spec = RunSpec(
         events=[
-            Ev(TC_OPS, 0, 0, "dense_forward", t, d, s, "tc_forward") for s, (t, d) in enumerate(zip(starts, durations))
+            Ev(TC_OPS, 0, 0, "dense_forward", t, d, s, "tc_forward")
+            for s, (t, d) in enumerate(zip(starts, durations, strict=True))
         ],
-        steps=[(0, s, t, d) for s, (t, d) in enumerate(zip(starts, durations))],
+        steps=[(0, s, t, d) for s, (t, d) in enumerate(zip(starts, durations, strict=True))],
         hardware={"generation": "v5p", "num_chips": 1},
     )
     with store_with(tmp_path, spec) as store:

@@ -1,11 +1,11 @@
-"""analyzers/idle_gaps.py on hand-built runs: each TensorCore gap, the event that closed it and its
+"""analyzers/rules/idle_gaps.py on hand-built runs: each TensorCore gap, the event that closed it and its
 cause (the other core, a collective, another core of the same kind, nothing, the host), the time
 per cause over the TensorCore's observed time, and the host-bound finding, against hand counts."""
 
 from __future__ import annotations
 
-from analyzers import idle_gaps
 from analyzers.context import RunContext
+from analyzers.rules import idle_gaps
 from tests.analyzers.runkit import HOST, SC_OPS, TC_OPS, Ev, RunSpec, store_with
 
 TC_CORE = ("/device:TPU:{chip} TensorCore {core}", "XLA Ops", "tensorcore")  # a second TensorCore of the chip

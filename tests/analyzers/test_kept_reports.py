@@ -318,7 +318,7 @@ def test_memory_peak_time_is_the_earliest_sample_at_the_peak(kept_db):
 
 
 def test_an_analyzer_failing_at_ingest_leaves_the_run_stored_without_a_report(tmp_path, capsys, monkeypatch):
-    from analyzers import skew
+    from analyzers.rules import skew
 
     def broken(ctx):
         raise RuntimeError("a bug in an analyzer")

@@ -5,8 +5,8 @@ Capacity 1000 bytes; labelled literals give each counter's samples (chip, counte
 
 from __future__ import annotations
 
-from analyzers import memory
 from analyzers.context import RunContext
+from analyzers.rules import memory
 from tests.analyzers.runkit import RunSpec, store_with
 
 CAP = 1000

@@ -1,11 +1,11 @@
-"""analyzers/minibatching.py on hand-built partition statistics: which stack it blames, the limits it
+"""analyzers/rules/minibatching.py on hand-built partition statistics: which stack it blames, the limits it
 suggests (the observed maximum rounded up to a multiple of 8), its counts of minibatched steps, and
 the per-op fixed cost from a least-squares line through op durations, each against a hand count."""
 
 from __future__ import annotations
 
-from analyzers import minibatching
 from analyzers.context import RunContext
+from analyzers.rules import minibatching
 from tests.analyzers.runkit import SC_OPS, Ev, RunSpec, concat_stats, partition_stats, store_with
 
 

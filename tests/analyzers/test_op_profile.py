@@ -1,4 +1,4 @@
-"""The op profile (analyzers/op_profile.py): self time, count, share, FLOPs per op, against
+"""The op profile (analyzers/rules/op_profile.py): self time, count, share, FLOPs per op, against
 hand-computed values, the store's op_self_times view (a range join, written apart) and plain SQL."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzers import op_profile
 from analyzers.context import RunContext
+from analyzers.rules import op_profile
 from profiler.store import Store
 from scprof.cli import main
 from tests.analyzers.runkit import HOST, TC_OPS, Ev, RunSpec, store_with

@@ -1,11 +1,11 @@
-"""analyzers/overlap.py on hand-built timelines: what the SparseCores take turns with when
+"""analyzers/rules/overlap.py on hand-built timelines: what the SparseCores take turns with when
 pipelining is off (the whole rest of the step's chain, collectives included), and when a low
 overlap with pipelining on is only info (collective-bound, SparseCore-bound)."""
 
 from __future__ import annotations
 
-from analyzers import overlap
 from analyzers.context import RunContext
+from analyzers.rules import overlap
 from tests.analyzers.runkit import HOST, SC_OPS, TC_OPS, Ev, RunSpec, store_with
 
 ICI = ("/device:TPU:{chip}", "ICI", "tensorcore")

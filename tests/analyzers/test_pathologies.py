@@ -11,11 +11,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from analyzers import breakdown
 from analyzers.compare import compare_runs
 from analyzers.context import RunContext
 from analyzers.findings import make_fix
 from analyzers.registry import analyze_run
+from analyzers.rules import breakdown
 from analyzers.time_split import CATEGORIES, split_timelines
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace

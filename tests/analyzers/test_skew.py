@@ -1,4 +1,4 @@
-"""analyzers/skew.py on hand-built partition statistics: per table the mean over steps of the
+"""analyzers/rules/skew.py on hand-built partition statistics: per table the mean over steps of the
 hottest partition's load over the mean load, its coefficient of variation, the hottest partition
 and how often it is the hottest, each against numpy; the fix; and the severity from what the skew
 costs: the hot SparseCore's excess over the mean, as far as it paces the chip or the TensorCore waits
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from analyzers import skew
 from analyzers.context import RunContext
+from analyzers.rules import skew
 from tests.analyzers.runkit import SC_OPS, TC_OPS, Ev, RunSpec, concat_stats, partition_stats, store_with
 
 

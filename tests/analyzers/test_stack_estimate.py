@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzers import memory
 from analyzers.context import RunContext
+from analyzers.rules import memory
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend.config_load import load_config

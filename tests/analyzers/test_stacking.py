@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analyzers import stacking
 from analyzers.context import RunContext
+from analyzers.rules import stacking
 from profiler.recorder import Recorder
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analyzers import _sweep
-from analyzers.breakdown import step_breakdown
 from analyzers.context import RunContext
+from analyzers.rules.breakdown import step_breakdown
 from analyzers.time_split import CATEGORIES, split_timeline
 from tests.analyzers.runkit import HOST, SC_OPS, TC_OPS, Ev, RunSpec, store_with
 from tests.tracekit import PROPERTY

@@ -8,8 +8,8 @@ from collections import defaultdict
 import pytest
 from perfetto_helpers import assert_round_trip, ingest_file
 
-from analyzers.breakdown import step_breakdown
 from analyzers.context import RunContext
+from analyzers.rules.breakdown import step_breakdown
 from analyzers.time_split import CATEGORIES as TIMELINE_CATEGORIES
 from exporters.perfetto import BREAKDOWN_CATEGORY, BREAKDOWN_TRACK, write_trace
 from exporters.perfetto.validate import read_trace

@@ -21,7 +21,7 @@ pytest.importorskip("mcp", reason="the mcp SDK (a dependency of `scprof mcp`) is
 
 from analyzers.context import RunContext  # noqa: E402
 from analyzers.op_arrays import op_arrays  # noqa: E402
-from analyzers.op_profile import self_times  # noqa: E402
+from analyzers.rules.op_profile import self_times  # noqa: E402
 from profiler.store import Store  # noqa: E402
 from profiler.trace_to_store import ingest_traces  # noqa: E402
 from scprof import answers  # noqa: E402

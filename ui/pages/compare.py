@@ -11,8 +11,8 @@ from typing import Any
 import plotly.graph_objects as go
 from dash import dcc, html
 
-from analyzers.breakdown import step_stats
 from analyzers.findings import Finding
+from analyzers.rules.breakdown import step_stats
 from analyzers.time_split import CATEGORIES
 from profiler.store import Store
 from profiler.units import MISSING, ci_text, format_delta, format_value, unit_of

@@ -146,7 +146,7 @@ def _no_stacking(raw: Raw, rng: random.Random) -> None:
 
 
 MAX_STACK = 100  # the SparseCore guide's recommended most tables per stack
-SPLIT_TO = 50  # tables per stack the too_many_stacked_tables fix splits to (analyzers/stacking.py)
+SPLIT_TO = 50  # tables per stack the too_many_stacked_tables fix splits to (analyzers/rules/stacking.py)
 
 
 def _one_stack(raw: Raw, rng: random.Random) -> None:

@@ -1,5 +1,5 @@
 -- @module analysis.async
--- Async work as async (analyzers/async_overlap.py): how much of each async op's window the core's compute hides
+-- Async work as async (analyzers/rules/async_overlap.py): how much of each async op's window the core's compute hides
 -- and how much is exposed, from the store's async_spans view. A window is hidden when compute covers at least 90%
 -- of it, exposed at 10% or less, partial between (XProf's analyze_async_overlap thresholds).
 -- @include stdlib.ops

@@ -1,6 +1,6 @@
 -- @module analysis.checks
 -- What the run recorded about its own health: the SparseCore debug checks and the quantization of embedding lookups
--- (analyzers/debug_checks.py) and the failures recorded with a failed run (analyzers/failures.py), with the
+-- (analyzers/rules/debug_checks.py) and the failures recorded with a failed run (analyzers/rules/failures.py), with the
 -- evidence their findings show.
 
 -- @query checks_by_step

@@ -1,7 +1,7 @@
 -- @module analysis.idle
 -- Idle device time and what it waited for: the gaps between a device core's ops, each with its cause
--- (analyzers/idle_gaps.py, from the searches of analyzers/gap_search.py), the host's input threads, and the
--- wait for host input on GPUs, CPUs and other devices (analyzers/device_wait.py).
+-- (analyzers/rules/idle_gaps.py, from the searches of analyzers/gap_search.py), the host's input threads, and the
+-- wait for host input on GPUs, CPUs and other devices (analyzers/rules/device_wait.py).
 -- @include analysis.base, schema.views
 
 -- @query idle_gaps

@@ -1,5 +1,5 @@
 -- @module analysis.memory
--- The memory analysis of one run (analyzers/memory.py): peaks of every memory counter, what HBM holds at the worst
+-- The memory analysis of one run (analyzers/rules/memory.py): peaks of every memory counter, what HBM holds at the worst
 -- chip's peak, and the HBM stack recomputed from the SparseCore guide's formulas.
 -- @include analysis.base, stdlib.memory, schema.views
 

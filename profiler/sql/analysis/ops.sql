@@ -1,8 +1,8 @@
 -- @module analysis.ops
 -- The run's ops as the analyzers read them: the op scan the numpy interval code groups by track
--- (analyzers/op_arrays.py), the op profile over it (analyzers/op_profile.py, scprof's `ops` answer), each
+-- (analyzers/op_arrays.py), the op profile over it (analyzers/rules/op_profile.py, scprof's `ops` answer), each
 -- device core's rows of device_idle without the busy columns (analyzers/core_busy.py) and what bounds the main
--- device kind (analyzers/utilization.py).
+-- device kind (analyzers/rules/utilization.py).
 -- @include analysis.base
 
 -- @query op_array_tracks
@@ -71,7 +71,7 @@ SELECT max_event_dur_ps FROM run_summaries WHERE run_id = $run;
 -- bytes the events record (NULL when none does); host_work: the row is the host's work (a host_* category other than
 -- host_to_device), which `scprof analyze` leaves out of its top device ops. Device work first, then by self time.
 -- @param run INTEGER The run (runs.run_id).
--- @input rows(track_id INTEGER, name_id INTEGER, category_id INTEGER, dur_ps BIGINT, self_ps BIGINT) Every op event of op_arrays with its self time, as analyzers/op_profile.py computes it; category_id -1 when none is recorded.
+-- @input rows(track_id INTEGER, name_id INTEGER, category_id INTEGER, dur_ps BIGINT, self_ps BIGINT) Every op event of op_arrays with its self time, as analyzers/rules/op_profile.py computes it; category_id -1 when none is recorded.
 -- @column track_kind VARCHAR tracks.kind.
 -- @column name VARCHAR The op's name.
 -- @column category VARCHAR Its category (recorded, else the track's default).

@@ -1,8 +1,8 @@
 -- @module analysis.sparsecore
 -- The SparseCore analyses of one run: the load on each partition from host preprocessing (sc_partition_stats) and
--- its skew (analyzers/skew.py), IDs dropped past the limits and by the chip cap (analyzers/id_dropping.py), steps
--- split into minibatches by the compiled limits (analyzers/minibatching.py) and the SPMEM the limits and the observed
--- load need per tile (analyzers/spmem.py).
+-- its skew (analyzers/rules/skew.py), IDs dropped past the limits and by the chip cap (analyzers/rules/id_dropping.py), steps
+-- split into minibatches by the compiled limits (analyzers/rules/minibatching.py) and the SPMEM the limits and the observed
+-- load need per tile (analyzers/rules/spmem.py).
 -- @include analysis.base, schema.views
 
 -- @query partition_load
@@ -91,7 +91,7 @@ FROM b JOIN m USING (step) LEFT JOIN o USING (step, chip) WHERE b.track_kind = '
 -- Per chip and step: how long the TensorCores sat idle waiting for SparseCore work (idle gaps caused by another core or
 -- a collective whose blocker is of one of `blocker_categories`).
 -- @param blocker_categories VARCHAR[] The blockers' categories that count (SparseCore work).
--- @input gaps(chip INTEGER, step INTEGER, track_kind VARCHAR, cause VARCHAR, cause_ps BIGINT, blocker_category VARCHAR) The idle gaps with their causes (analyzers/idle_gaps.py).
+-- @input gaps(chip INTEGER, step INTEGER, track_kind VARCHAR, cause VARCHAR, cause_ps BIGINT, blocker_category VARCHAR) The idle gaps with their causes (analyzers/rules/idle_gaps.py).
 -- @column chip INTEGER Chip index.
 -- @column step INTEGER Training step.
 -- @column wait HUGEINT TensorCore time waiting, ps.

@@ -1,7 +1,7 @@
 -- @module analysis.split
 -- The step breakdown and the overlap analysis: what the wall-time split of the step windows reads (the windows, the
--- classes of each track and category), why a run has no split, the HBM traffic per step (analyzers/breakdown.py),
--- and the SparseCore / TensorCore overlap summed from the split's busy-core view (analyzers/overlap.py).
+-- classes of each track and category), why a run has no split, the HBM traffic per step (analyzers/rules/breakdown.py),
+-- and the SparseCore / TensorCore overlap summed from the split's busy-core view (analyzers/rules/overlap.py).
 -- @include analysis.base, schema.views
 
 -- @query step_windows

@@ -1,5 +1,5 @@
 -- @module analysis.stacking
--- The stacking analysis of one run (analyzers/stacking.py, analyzers/padding.py): the table layout the compiler
+-- The stacking analysis of one run (analyzers/rules/stacking.py, analyzers/rules/padding.py): the table layout the compiler
 -- recorded (the stacking_layout macro of analysis.base) and what each stack costs per step on the SparseCores.
 -- @include analysis.base
 

@@ -1,5 +1,5 @@
 -- @module evidence.id_dropping
--- The evidence queries of the ID-dropping analyzer's findings (analyzers/id_dropping.py): shown with each finding
+-- The evidence queries of the ID-dropping analyzer's findings (analyzers/rules/id_dropping.py): shown with each finding
 -- (its evidence_sql), for a user to run with `scprof sql`.
 -- @include schema.views
 

@@ -1,5 +1,5 @@
 -- @module evidence.memory
--- The evidence query of the memory analyzer's findings (analyzers/memory.py): shown with each finding (its
+-- The evidence query of the memory analyzer's findings (analyzers/rules/memory.py): shown with each finding (its
 -- evidence_sql), for a user to run with `scprof sql`.
 -- @include schema.views
 

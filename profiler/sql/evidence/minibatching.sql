@@ -1,5 +1,5 @@
 -- @module evidence.minibatching
--- The evidence queries of the minibatching analyzer's findings (analyzers/minibatching.py): shown with each finding
+-- The evidence queries of the minibatching analyzer's findings (analyzers/rules/minibatching.py): shown with each finding
 -- (its evidence_sql), for a user to run with `scprof sql`.
 -- @include schema.views
 

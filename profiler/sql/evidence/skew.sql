@@ -1,5 +1,5 @@
 -- @module evidence.skew
--- The evidence query of the skew analyzer's findings (analyzers/skew.py): shown with each finding (its
+-- The evidence query of the skew analyzer's findings (analyzers/rules/skew.py): shown with each finding (its
 -- evidence_sql), for a user to run with `scprof sql`.
 -- @include schema.views
 

@@ -1,5 +1,5 @@
 -- @module evidence.stacking
--- The evidence queries of the stacking analyzer's findings (analyzers/stacking.py, analyzers/padding.py): shown with
+-- The evidence queries of the stacking analyzer's findings (analyzers/rules/stacking.py, analyzers/rules/padding.py): shown with
 -- each finding (its evidence_sql), for a user to run with `scprof sql`. The layout queries read the table layout
 -- recorded before step 0, one row per table argument, each narrowed to what its finding is about.
 -- @include schema.views

@@ -108,7 +108,7 @@ WHERE rank = best AND (chip >= 0 OR top_chip < 0);
 -- @column end_ps BIGINT Window end (<= the next window's start on the chip).
 CREATE VIEW step_windows AS
 -- step_windows: the interval of each device chip's timeline that belongs to each step:
--- what the wall-time split (the step breakdown, analyzers/breakdown.py) divides into
+-- what the wall-time split (the step breakdown, analyzers/rules/breakdown.py) divides into
 -- categories.
 --
 -- chip_steps on device chips (chip >= 0), each window cut where the chip's next one

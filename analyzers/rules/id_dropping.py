@@ -9,9 +9,9 @@ counter, or the host preprocessing events' dropped_ids) less those the partition
 
 from __future__ import annotations
 
-from analyzers import minibatching
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
+from analyzers.rules import minibatching
 from profiler import sqltree
 
 NAME = "id_dropping"

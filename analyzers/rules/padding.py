@@ -1,7 +1,7 @@
 """Padding waste, read from the table layout the producer recorded before step 0 (events of
 category `compile` named `table_layout`, one per table): rows padded to 32 bytes, and
 vocabularies padded to a multiple of the SparseCore count. The stacking analyzer reports these
-findings beside its own (analyzers/stacking.py), as both read the same layout.
+findings beside its own (analyzers/rules/stacking.py), as both read the same layout.
 
 - `padding_waste`: stacks whose tables' own rows are at least half padding and matter (share of
   the run's table bytes or of its lookups); critical from 3/4 padding on a big share; info

@@ -13,7 +13,7 @@ Rules (thresholds below):
   dtype and optimizer with other stacks, so they could be one stack; severity from the
   fixed per-op cost the extra SparseCore ops add per step, as a share of step time.
 - `too_many_stacked_tables`: a stack of more than 100 tables. When it needed minibatches,
-  the cause is told from the trace (analyzers/spmem.py): its load needs more SPMEM per tile
+  the cause is told from the trace (analyzers/rules/spmem.py): its load needs more SPMEM per tile
   than there is (critical; split it, then derive limits), or its stack limits are below the
   load SPMEM could hold (warning; derive limits: no extra passes, unlike a split). Without
   minibatches: split for overlap.
@@ -29,7 +29,7 @@ Rules (thresholds below):
   behind. The fix splits it and derives the limits for the new stacks (each one's load per
   partition differs, so the old limits no longer fit it: too low, minibatches; too high,
   empty slots swept).
-- `padding_waste`, `vocab_padding_waste`: analyzers/padding.py, from the same layout.
+- `padding_waste`, `vocab_padding_waste`: analyzers/rules/padding.py, from the same layout.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from analyzers import idle_gaps, padding, spmem
-from analyzers.breakdown import counted_rows, shares, step_breakdown
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
-from analyzers.padding import ACTIVATION_BYTES
+from analyzers.rules import idle_gaps, padding, spmem
+from analyzers.rules.breakdown import counted_rows, shares, step_breakdown
+from analyzers.rules.padding import ACTIVATION_BYTES
 from profiler import sqltree
 
 NAME = "stacking"
@@ -256,7 +256,7 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
 
     A stack's limit is the stack's own (jax-tpu-embedding gives every stack of several tables
     one stack-level limit), so when the stack's load needs more SPMEM than a tile has
-    (analyzers/spmem.py), only a split removes the minibatches. Otherwise the limits are too
+    (analyzers/rules/spmem.py), only a split removes the minibatches. Otherwise the limits are too
     low for the load: deriving them (a limits file) removes the minibatches without the
     per-op cost of more stacks, so it is the fix, and splitting is left to explore.
     """

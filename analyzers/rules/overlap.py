@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from analyzers import idle_gaps
-from analyzers.breakdown import timeline_splits
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
+from analyzers.rules import idle_gaps
+from analyzers.rules.breakdown import timeline_splits
 from profiler import sqltree
 
 NAME = "overlap"

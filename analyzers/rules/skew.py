@@ -24,9 +24,9 @@ what stays hot is single rows no remapping spreads) is reported at info, from MA
 
 from __future__ import annotations
 
-from analyzers import idle_gaps
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
+from analyzers.rules import idle_gaps
 from profiler import sqltree
 
 NAME = "skew"

@@ -1,7 +1,7 @@
 """What a GPU, a CPU running XLA ops or another device waits for inside its steps.
 
 On these devices (profiler/xspace/map_kinds.py: real captures) a step is its host's step, and
-the device is idle for every instant the step breakdown (analyzers/breakdown.py) gives to no
+the device is idle for every instant the step breakdown (analyzers/rules/breakdown.py) gives to no
 device category: device work outranks host work in the split, so the split's host
 categories *are* the device's idle time, classed by what the host did meanwhile:
 
@@ -20,7 +20,7 @@ prefetching thread pool) runs during the device's idle time without holding it u
 host-bound figure, host_input_wait_share, counts only input work the device *awaited*: in
 each idle gap of a chip (no device op active, inside a counted step), the input events that
 ended inside the gap, from the first one's start (or the gap's) to the last one's end.
-TensorCore and SparseCore gaps have their own, op-by-op attribution (analyzers/idle_gaps.py).
+TensorCore and SparseCore gaps have their own, op-by-op attribution (analyzers/rules/idle_gaps.py).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers.breakdown import counted_rows, step_breakdown
 from analyzers.context import RunContext
 from analyzers.findings import Finding
+from analyzers.rules.breakdown import counted_rows, step_breakdown
 from profiler import sqltree
 
 DEVICE_KINDS = ("gpu", "cpu", "device")

@@ -7,7 +7,7 @@ event was SparseCore work that itself waited for input (profiler/sql/analysis/id
 input, the other kind of core, a collective, or unknown. Findings judge the
 TensorCore's gaps: it runs the step's critical path, while a SparseCore idling
 ahead of its next input costs nothing unless the TensorCore then waits.
-GPUs, CPUs running XLA ops and other devices of real captures: analyzers/device_wait.py.
+GPUs, CPUs running XLA ops and other devices of real captures: analyzers/rules/device_wait.py.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from analyzers import device_wait, gap_search
+from analyzers import gap_search
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
 from analyzers.op_arrays import KIND_CODES, NO_STEP, op_arrays
+from analyzers.rules import device_wait
 from profiler import sqltree
 
 NAME = "idle_gaps"

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 
-from analyzers import spmem
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
+from analyzers.rules import spmem
 from profiler import sqltree
 
 NAME = "minibatching"
