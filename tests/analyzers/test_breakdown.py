@@ -1,5 +1,5 @@
-"""The breakdown's HBM bandwidth figures against a hand computation (HBM
-bandwidth saturation is a bottleneck the profile must reveal)."""
+"""The breakdown analyzer's figures against hand computations: HBM bandwidth (saturation is a
+bottleneck the profile must reveal) and the slow steps that carry a mean."""
 
 from __future__ import annotations
 
