@@ -25,5 +25,6 @@ SELECT step, dur_ps AS step_ps, start_ps, counted FROM step_times WHERE run_id =
 WITH counted AS (SELECT dur_ps FROM step_times WHERE run_id = $run AND counted),
      middle AS (SELECT median(dur_ps) AS p50_ps FROM counted)
 SELECT count(*) FILTER (WHERE dur_ps > 2 * p50_ps) AS slow_steps,
-       (sum(dur_ps) FILTER (WHERE dur_ps > 2 * p50_ps) / nullif(sum(dur_ps), 0))::DOUBLE AS slow_steps_time_share
+       (coalesce(sum(dur_ps) FILTER (WHERE dur_ps > 2 * p50_ps), 0) / nullif(sum(dur_ps), 0))::DOUBLE
+           AS slow_steps_time_share
 FROM counted, middle;
