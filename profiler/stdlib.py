@@ -17,13 +17,10 @@ from __future__ import annotations
 from profiler import sqltree
 from profiler.steps_text import COUNTED_RULE, HBM_COUNTERS, steps_covered
 
-__all__ = ["COUNTED_RULE", "HBM_COUNTERS", "RUN_LIST_SQL", "STDLIB", "STDLIB_MODULES", "steps_covered"]
+__all__ = ["COUNTED_RULE", "HBM_COUNTERS", "STDLIB", "STDLIB_MODULES", "steps_covered"]
 
 # The library's modules, in the order docs/schema.md lists them (install order: each after its includes).
 STDLIB_MODULES = ("stdlib.steps", "stdlib.memory", "stdlib.ops", "stdlib.runs")
 
 # Its views, in install order (a view reads only tables and the views before it).
 STDLIB: tuple[sqltree.Block, ...] = sqltree.blocks(STDLIB_MODULES)
-
-# The runs listing, oldest first: what `scprof runs` prints and the UI's Runs page shows.
-RUN_LIST_SQL = sqltree.get("stdlib.runs.runs_oldest_first").sql
