@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from analyzers import runstats
 from analyzers.context import step_times
-from analyzers.kept_reports import report_for
 from analyzers.registry import RunReport
 from analyzers.rules.breakdown import counted_rows
 from profiler import sqltree
@@ -151,7 +151,7 @@ def compare_runs(
 ) -> Comparison:
     """Everything `scprof compare` and the UI's Compare page show. `reports`: the two runs'
     reports when the caller has them already (the UI caches them), else report_for's."""
-    base, cand = reports if reports is not None else (report_for(store, base_id), report_for(store, cand_id))
+    base, cand = reports if reports is not None else (runstats.report(store, base_id), runstats.report(store, cand_id))
     notes = []
     _check_comparable(base, cand)
     step_time = step_time_change(store, base_id, cand_id)

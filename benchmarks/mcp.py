@@ -54,7 +54,7 @@ TARGET_MS = {"summary": 200, "whole run": 1000}
 
 
 def build_store(db: str, events: int, tmp: str) -> int:
-    from analyzers.kept_reports import analyse_and_keep
+    from analyzers import materialize
     from profiler.store import Store
     from profiler.synthetic import write_synthetic_trace
     from profiler.trace_to_store import ingest_trace
@@ -64,7 +64,7 @@ def build_store(db: str, events: int, tmp: str) -> int:
         for seed, name in ((0, "synthetic"), (1, "synthetic_b")):
             trace = os.path.join(tmp, f"{name}.sctrace")
             n = write_synthetic_trace(trace, events, seed=seed, run_name=name)
-            analyse_and_keep(store, ingest_trace(store, trace).run_id)
+            materialize.build(store, ingest_trace(store, trace).run_id)
             os.remove(trace)
             print(f"{name}: {n:,} events ingested", file=sys.stderr)
     return n

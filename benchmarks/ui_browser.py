@@ -92,7 +92,7 @@ COMPLETE_JS = """() => {
 def build_store(db: str, workdir: str) -> None:
     """The demo's runs, a failed compile and a CPU capture, recorded into `db` as `scprof record`
     and `ingest` do: each run stored, then its report kept (analyzers/kept_reports.py)."""
-    from analyzers.kept_reports import analyse_and_keep
+    from analyzers import materialize
     from profiler.store import Store
     from profiler.trace_to_store import ingest_trace
     from sim_backend.errors import RunFailure
@@ -105,9 +105,9 @@ def build_store(db: str, workdir: str) -> None:
                 path = record_run(str(CONFIGS / config), [], name, None, os.path.join(workdir, name)).trace_path
             except RunFailure as failed:  # stored as a failed run, as `scprof record` does
                 path = failed.trace_path
-            analyse_and_keep(store, ingest_trace(store, path, name=name).run_id)
+            materialize.build(store, ingest_trace(store, path, name=name).run_id)
             print(f"recorded {name} in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        analyse_and_keep(store, ingest_trace(store, str(CPU_CAPTURE), name="cpu_capture").run_id)
+        materialize.build(store, ingest_trace(store, str(CPU_CAPTURE), name="cpu_capture").run_id)
 
 
 def free_port() -> int:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from profiler.trace_fields import TYPED_FIELDS, TypedField
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -230,30 +230,83 @@ TABLES: tuple[Table, ...] = (
         ),
     ),
     Table(
-        "analysis_reports",
-        "Each run's analyzer report (what `scprof analyze --json` prints, and more), kept by `scprof record` and `ingest` once the run is stored, so that `analyze`, `compare` and the UI read it instead of running the analyzers again. Read only when it was made from this run (`uuid`) by this scprof's analyzers (`code_sha1`); computed afresh otherwise.",
+        "run_analysis",
+        "The stamp of each run's analysis: which run (`uuid`) and which code (`analysis_sha1`) made the run's rows of run_figures, run_findings, run_notes and run_step_split, written with them in one transaction by `analyzers/materialize.py` (after `scprof record`, `ingest` and MCP's writers store the run). A run's analysis rows are current, and read instead of running the analyzers again, only when its stamp names the run's uuid, this scprof's analysis_sha1 and no error; otherwise readers analyse the run afresh and writers rebuild it.",
         (
             Col("run_id", "INTEGER", "The run analysed (runs.run_id); its rows go when it is replaced."),
             Col("uuid", "VARCHAR", "runs.uuid of the run analysed."),
-            Col("code_sha1", "VARCHAR", "SHA-1 of the analyzers' and the store's source the report was made with."),
             Col(
-                "analyses",
-                "JSON",
-                "Each analyzer's findings, figures and notes, by analyzer name, in the analyzers' order.",
+                "analysis_sha1",
+                "VARCHAR",
+                "SHA-1 of the analysis library's source (analyzers/, profiler/) the rows were made with.",
+            ),
+            Col("built_at", "TIMESTAMP", "When the rows were written."),
+            Col("build_s", "DOUBLE", "Seconds the analysis took."),
+            Col(
+                "error",
+                "VARCHAR",
+                "Why the run has no analysis rows (an analyzer failed, or a figure cannot be stored), else NULL.",
             ),
         ),
         ("run_id",),
     ),
     Table(
-        "analysis_report_tables",
-        "The tables behind each kept report (analysis_reports), one row per analyzer table.",
+        "run_figures",
+        "Every analyzer's figures of each run, one row per value, in the order `scprof analyze --json` prints them: `path` names the quantity (`breakdown.share.idle`, `ops.top[0].name`) and the value sits in the column its `type` names. A dict or a list is a row of its own (type `dict`/`list`) whose members name it as `parent`, so the rows rebuild the figures exactly. Filter on `path` to read one quantity of every run, e.g. `breakdown.step_ps_mean`.",
         (
-            Col("run_id", "INTEGER", "The run analysed (runs.run_id); its rows go when it is replaced."),
-            Col("analyzer", "VARCHAR", "The analyzer that made the table."),
-            Col("name", "VARCHAR", "The table's name in that analyzer's result."),
-            Col("arrow_ipc", "BLOB", "The table as an Arrow IPC stream."),
+            RUN,
+            Col("analyzer", "VARCHAR", "The analyzer whose figure this is (its name, the path's first part)."),
+            Col("ord", "INTEGER", "Position among the analyzer's rows (depth first, in the figures' order)."),
+            Col("parent", "INTEGER", "ord of the dict or list holding it; NULL for the analyzer's top-level figures."),
+            Col("key", "VARCHAR", "Its key in that dict; NULL for a list's item."),
+            Col("path", "VARCHAR", "The quantity's name: analyzer, keys and [index]es, e.g. breakdown.share.idle."),
+            Col("type", "VARCHAR", "int, float, bool, str, null, dict or list: the column holding the value."),
+            Col("int_value", "BIGINT", "The value of an int (a bool: 0 or 1)."),
+            Col("double_value", "DOUBLE", "The value of a float (NaN and infinities kept)."),
+            Col("text_value", "VARCHAR", "The value of a str."),
         ),
-        ("run_id", "analyzer", "name"),
+        ("run_id", "analyzer", "ord"),
+    ),
+    Table(
+        "run_findings",
+        "Every finding of each run, ranked as `scprof analyze` prints them (by severity, then rule). `finding` holds the whole finding as `analyze --json` prints it; the other columns repeat its headline for SQL.",
+        (
+            RUN,
+            Col("analyzer", "VARCHAR", "The analyzer that made it."),
+            Col("ord", "INTEGER", "Position among that analyzer's findings."),
+            Col("rank", "INTEGER", "Position in the run's ranked findings (0: the most severe)."),
+            Col("rule", "VARCHAR", "The finding's rule."),
+            Col("severity", "VARCHAR", "critical, warning or info."),
+            Col("title", "VARCHAR", "One line on what is wrong."),
+            Col("metric", "VARCHAR", "The headline figure's name."),
+            Col("value", "DOUBLE", "The headline figure."),
+            Col("unit", "VARCHAR", "Its unit."),
+            Col("confidence", "VARCHAR", "high, medium or low."),
+            Col("finding", "JSON", "The whole finding: evidence, entities, recommendation, fix, evidence_sql."),
+        ),
+        ("run_id", "analyzer", "ord"),
+    ),
+    Table(
+        "run_notes",
+        "What each analyzer says a run lacks (e.g. no SparseCore counters), in order.",
+        (
+            RUN,
+            Col("analyzer", "VARCHAR", "The analyzer that wrote it."),
+            Col("ord", "INTEGER", "Position among its notes."),
+            Col("note", "VARCHAR", "The note."),
+        ),
+        ("run_id", "analyzer", "ord"),
+    ),
+    Table(
+        "run_step_split",
+        "The wall-time split of each run: the time of every (chip, step window) by category (analyzers/time_split.py: a sweep over every event, each instant given to the highest-priority category running). What the breakdown figures, the Overview's charts and Compare's breakdown read.",
+        (
+            RUN,
+            Col("chip", "INTEGER", "The chip."),
+            Col("step", "INTEGER", "The step (its window on the chip: step_windows)."),
+            Col("category", "VARCHAR", "tc_forward, sc_backward, host_preprocess, idle, ...: docs/analyzers.md."),
+            Col("dur_ps", "BIGINT", "The category's time in the window, ps."),
+        ),
     ),
     Table(
         "xspace_files",
@@ -471,7 +524,10 @@ def markdown() -> str:
         "as a TEMP view computed from the events on each query. 6 added `analysis_reports` and",
         "`analysis_report_tables` (runs analysed before it have none: their reports are computed",
         "when asked for). 7 added `xspace_files` and `xspace_events` (captures imported before it",
-        "keep none: their export is written from the store's rows, as a recorded run's).",
+        "keep none: their export is written from the store's rows, as a recorded run's). 8 replaced",
+        "`analysis_reports` and `analysis_report_tables` (JSON and Arrow blobs) by the analysis",
+        "tables `run_analysis`, `run_figures`, `run_findings`, `run_notes` and `run_step_split`",
+        "(runs stored before it are analysed again when read, and stored so by the next writer).",
         "Writers recreate every view on open, so a change to a view's SQL bumps the version too.",
         "A read-only open of a version 2 store (`scprof sql`, `analyze`, ...) gets the library as",
         "TEMP views on its own connection, nothing written (`step_event_extents` then computed",

@@ -90,6 +90,15 @@ def _add_xspace_kept(con: duckdb.DuckDBPyConnection) -> None:
     (empty: captures imported before keep no XSpace; their export is written from the store's rows)."""
 
 
+def _add_analysis_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 8 replaces analysis_reports and analysis_report_tables (each run's report as JSON and
+    Arrow blobs) by the analysis tables run_analysis, run_figures, run_findings, run_notes and
+    run_step_split, which the DDL run after the migrations creates (empty: every run is analysed
+    again when read, and stored so by the next writer: analyzers/materialize.py)."""
+    sqltree.execute(con, "store.migrate.drop_analysis_reports")
+    sqltree.execute(con, "store.migrate.drop_analysis_report_tables")
+
+
 MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     1: _add_summaries,
     2: _add_stdlib,
@@ -97,6 +106,7 @@ MIGRATIONS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     4: _add_tile_sums,
     5: _add_reports,
     6: _add_xspace_kept,
+    7: _add_analysis_tables,
 }
 
 
@@ -153,7 +163,16 @@ def _stored_digest(con: duckdb.DuckDBPyConnection) -> str | None:
 # any other older version is refused (version 1 lacks the summary tables the UI reads).
 
 # The tables an adapter makes empty TEMP ones of: store.temp_tables (tools/gen_sql.py) creates each.
-TEMP_TABLES = ("whatif_trials", "analysis_reports", "analysis_report_tables", "xspace_files", "xspace_events")
+TEMP_TABLES = (
+    "whatif_trials",
+    "xspace_files",
+    "xspace_events",
+    "run_analysis",
+    "run_figures",
+    "run_findings",
+    "run_notes",
+    "run_step_split",
+)
 
 
 def _temp_tables(con: duckdb.DuckDBPyConnection, *names: str) -> None:
@@ -173,19 +192,19 @@ def _temp_tile_sums(con: duckdb.DuckDBPyConnection) -> None:
     migration to version 5 stores once), and what version 5 lacks."""
     sqltree.install(con, ["derive.span"], temp=True, kinds=("macro",))
     sqltree.execute(con, "derive.span.temp_tile_sums")
-    _temp_reports(con)
-
-
-def _temp_reports(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 5: empty TEMP analysis_reports and analysis_report_tables (no report kept), and what
-    version 6 lacks."""
-    _temp_tables(con, "analysis_reports", "analysis_report_tables")
     _temp_xspace_kept(con)
 
 
 def _temp_xspace_kept(con: duckdb.DuckDBPyConnection) -> None:
-    """Version 6: empty TEMP xspace_files and xspace_events (no capture keeps its XSpace)."""
+    """Versions 5 and 6: empty TEMP xspace_files and xspace_events (no capture keeps its XSpace),
+    and what version 7 lacks."""
     _temp_tables(con, "xspace_files", "xspace_events")
+    _temp_analysis(con)
+
+
+def _temp_analysis(con: duckdb.DuckDBPyConnection) -> None:
+    """Version 7: empty TEMP analysis tables (no run's analysis stored: readers analyse each run)."""
+    _temp_tables(con, "run_analysis", "run_figures", "run_findings", "run_notes", "run_step_split")
 
 
 def _temp_stdlib_whatif(con: duckdb.DuckDBPyConnection) -> None:
@@ -197,8 +216,9 @@ READ_ONLY_ADAPTERS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     2: _temp_stdlib_whatif,
     3: _temp_whatif,
     4: _temp_tile_sums,
-    5: _temp_reports,
+    5: _temp_xspace_kept,
     6: _temp_xspace_kept,
+    7: _temp_analysis,
 }
 
 

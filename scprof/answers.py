@@ -47,9 +47,9 @@ def runs_doc(store: Store) -> list[dict[str, Any]]:
 
 def analysis_doc(store: Store, run: str | int) -> dict[str, Any]:
     """`scprof analyze RUN --json`: the run's report (kept in the store, else computed)."""
-    from analyzers.kept_reports import report_for
+    from analyzers import runstats
 
-    return jsonable(report_for(store, store.resolve_run(run)).to_dict())
+    return jsonable(runstats.report(store, store.resolve_run(run)).to_dict())
 
 
 def comparison_doc(store: Store, base: str | int, cand: str | int) -> dict[str, Any]:

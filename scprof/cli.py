@@ -259,7 +259,7 @@ def parse_steps(text: str | None) -> tuple[int, int] | None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from analyzers.kept_reports import report_for
+    from analyzers import runstats
     from scprof.report import render_report
 
     if args.verify:
@@ -271,7 +271,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(answers.analysis_doc(store, args.run)))
             return 0
-        report = report_for(store, store.resolve_run(args.run))
+        report = runstats.report(store, store.resolve_run(args.run))
     print(units.escape_lines(render_report(report)))
     return 0
 
@@ -306,7 +306,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_record(args: argparse.Namespace) -> int:
-    from analyzers.kept_reports import analyse_and_keep
+    from analyzers import materialize
     from profiler.trace_to_store import ingest_trace
     from sim_backend.errors import RecordInterrupted, RunFailure
     from sim_backend.recording.record import format_summary, record_run
@@ -329,7 +329,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         if failure.trace_path:
             with Store.open(db) as store:
                 stored = ingest_trace(store, failure.trace_path, name=args.name, replace=args.replace)
-                _warn(analyse_and_keep(store, stored.run_id))
+                _warn(materialize.build(store, stored.run_id))
         raise
     except RecordInterrupted as stop:
         path = shlex.quote(stop.partial_path)
@@ -341,7 +341,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         return 130
     with Store.open(db) as store:
         ingested = ingest_trace(store, result.trace_path, name=result.run_name, replace=args.replace)
-        _warn(analyse_and_keep(store, ingested.run_id))
+        _warn(materialize.build(store, ingested.run_id))
     for warning in result.warnings:
         _warn(warning)
     print(format_summary(result))
@@ -389,7 +389,7 @@ def _record_check(db: str, replace: bool) -> Callable[[str, str, str], None]:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from analyzers.kept_reports import analyse_and_keep
+    from analyzers import materialize
     from profiler.trace_to_store import ingest_traces
 
     db = args.db or default_path()
@@ -399,7 +399,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             bar = TerminalProgress("ingesting") if sys.stdout.isatty() else None
             results = ingest_traces(store, args.paths, args.name, args.replace, args.allow_truncated, bar)
             for r in results:
-                _warn(analyse_and_keep(store, r.run_id))
+                _warn(materialize.build(store, r.run_id))
     except BaseException:
         if created:  # a failed ingest leaves no new, empty store behind either
             for leftover in (db, db + ".wal"):

@@ -106,7 +106,7 @@ class Simulating:
     def record(
         self, config: str, sets: dict[str, Any], name: str | None, steps: int | None, replace: bool
     ) -> dict[str, Any]:
-        from analyzers.kept_reports import analyse_and_keep
+        from analyzers import materialize
         from profiler.trace_to_store import ingest_trace
         from sim_backend.errors import RunFailure
         from sim_backend.recording.record import record_run
@@ -130,7 +130,7 @@ class Simulating:
                     raise
                 trace, failure = e.trace_path, str(e).splitlines()[0]
             stored = ingest_trace(store, trace, name=name if failure else result.run_name, replace=replace)
-            warning = analyse_and_keep(store, stored.run_id)
+            warning = materialize.build(store, stored.run_id)
         doc: dict[str, Any] = {
             "run_id": stored.run_id,
             "name": stored.name,

@@ -229,7 +229,7 @@ class Tools:
         return {"url": self.settings.ui_url.rstrip("/") + path, "serve": f"scprof ui --db {shlex.quote(db)}"}
 
     def ingest(self, paths: list[str], name: str | None, replace: bool) -> dict[str, Any]:
-        from analyzers.kept_reports import analyse_and_keep
+        from analyzers import materialize
         from profiler.trace_to_store import ingest_traces
 
         if not self.settings.allow_ingest:
@@ -239,7 +239,7 @@ class Tools:
         checked = [self.allowed_path(p, "paths") for p in paths]
         with self.writing() as store:
             results = ingest_traces(store, checked, name, replace)
-            warnings = [w for r in results if (w := analyse_and_keep(store, r.run_id))]
+            warnings = [w for r in results if (w := materialize.build(store, r.run_id))]
         runs = [
             {"run_id": r.run_id, "name": r.name, "events": r.events, "status": r.status, "cut_message": r.cut_message}
             for r in results

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from analyzers.kept_reports import analyse_and_keep
+from analyzers import materialize
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from tests.tracekit import record_small
@@ -31,7 +31,7 @@ def _store_template(tmp_path_factory):
     d = tmp_path_factory.mktemp("template")
     db = d / "store.duckdb"
     with Store.open(str(db)) as store:  # as `scprof ingest` stores it: the run, then its report
-        analyse_and_keep(store, ingest_trace(store, str(record_small(d / "small.sctrace"))).run_id)
+        materialize.build(store, ingest_trace(store, str(record_small(d / "small.sctrace"))).run_id)
     return db
 
 

@@ -15,7 +15,8 @@ and the sha256 of each store table's sorted rows. Two snapshots are then compare
 What differs by construction is left out or normalized: the checkout's and the temp folder's
 paths (replaced by <checkout> and <tmp>); the time columns `ingested_at` and `created_at` (and
 `runs --json`'s / run_list's `ingested`); how long a command took ("(..., 0.2 s)" in its
-output); `code_sha1` (a hash of the source, which a refactor changes); scprof_meta's `ddl_sha1`
+output); `code_sha1` and run_analysis's `analysis_sha1`, `built_at` and `build_s` (a hash of the source, which a refactor changes, and
+times); scprof_meta's `ddl_sha1`
 (the DDL holds every table's and column's documentation); string ids, compared as the strings
 they stand for (`strings` without `string_id`, events' name_id, table_id and category_id as
 text); analysis_report_tables' Arrow IPC blobs, compared as the rows they hold (two
@@ -50,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 
-IGNORED_COLUMNS = ("ingested_at", "created_at", "code_sha1", "ingested")
+IGNORED_COLUMNS = ("ingested_at", "created_at", "code_sha1", "ingested", "analysis_sha1", "built_at", "build_s")
 STRING_ID_COLUMNS = ("name_id", "table_id", "category_id")  # strings.string_id: compared as their text
 _SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\)")  # "(..., 0.2 s)": how long a command took
 

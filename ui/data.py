@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from analyzers.kept_reports import report_for
+from analyzers import runstats
 from analyzers.registry import RunReport
 from analyzers.rules.breakdown import step_stats
 from profiler import sqltree, stdlib
@@ -246,7 +246,7 @@ def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[d
 def analysis(store: Store, run_id: int) -> RunReport:
     """The run's report (kept in the store, else analyze_run's), cached by the run's content key."""
     key = ("analysis", store.path, *_run_key(store, run_id))
-    return ANALYSES.get_or_compute(key, lambda: report_for(store, run_id))
+    return ANALYSES.get_or_compute(key, lambda: runstats.report(store, run_id))
 
 
 def cached_analysis(store: Store, run_id: int) -> RunReport | None:

@@ -25,6 +25,7 @@ from typing import Any
 
 import duckdb
 
+from analyzers import materialize
 from profiler import sqltree
 from profiler.schema import SCHEMA_VERSION
 from profiler.store import Store
@@ -96,8 +97,9 @@ def migrate_if_old(path: str) -> bool:
     """Migrate a store of an older schema version (open it once for writing), so the UI can read it.
 
     The migration builds what the UI needs from older stores (e.g. version 2's summary tables) in
-    one transaction; it needs the store free of other writers, and is done once per server.
-    Returns whether it migrated.
+    one transaction, then stores the analysis of every run whose stored analysis the migration left
+    stale (analyzers/materialize.py: each run in a transaction of its own); it needs the store free
+    of other writers, and is done once per server. Returns whether it migrated.
     """
     if not os.path.exists(path):
         return False
@@ -114,8 +116,9 @@ def migrate_if_old(path: str) -> bool:
     if version is None or version >= SCHEMA_VERSION:
         return False
     log.warning("%s: store has schema version %s; migrating it to %s (once)", path, version, SCHEMA_VERSION)
-    with Store.open(path):
-        pass
+    with Store.open(path) as store:
+        for warning in materialize.refresh(store):
+            log.warning("%s", warning)
     return True
 
 

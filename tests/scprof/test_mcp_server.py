@@ -27,7 +27,7 @@ pytest.importorskip("mcp", reason="the mcp SDK (a dependency of `scprof mcp`) is
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-from analyzers.kept_reports import analyse_and_keep  # noqa: E402
+from analyzers import materialize  # noqa: E402
 from profiler.schema import markdown  # noqa: E402
 from profiler.store import Store  # noqa: E402
 from profiler.trace_to_store import ingest_trace  # noqa: E402
@@ -96,8 +96,8 @@ def store_db(tmp_path_factory) -> Path:
     with Store.open(str(db)) as store:
         for config in RUNS[:3]:
             run_id = record_into(store, str(REPO / "configs" / f"{config}.toml"), config, 3, str(d / config))
-            analyse_and_keep(store, run_id)
-        analyse_and_keep(store, ingest_trace(store, str(CAPTURE)).run_id)
+            materialize.build(store, run_id)
+        materialize.build(store, ingest_trace(store, str(CAPTURE)).run_id)
     return db
 
 

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp SDK (a dependency of `scprof mcp`) is not installed")
 
-from analyzers.kept_reports import report_for  # noqa: E402
+from analyzers import runstats  # noqa: E402
 from profiler.store import Store  # noqa: E402
 from scprof.mcp_tools import MAX_RESULT_BYTES  # noqa: E402
 from tests.scprof import test_mcp_server as base  # noqa: E402
@@ -162,8 +162,8 @@ def test_step_breakdown_equals_the_overview(served, store_db):
     from ui.data import breakdown_per_step, clamp_steps, step_bounds
 
     with Store.open(str(store_db), read_only=True) as store:
-        whole = breakdown_per_step(report_for(store, 1), clamp_steps(step_bounds(store, 1), None))
-        part = breakdown_per_step(report_for(store, 2), (1, 2), 1)
+        whole = breakdown_per_step(runstats.report(store, 1), clamp_steps(step_bounds(store, 1), None))
+        part = breakdown_per_step(runstats.report(store, 2), (1, 2), 1)
     for doc, bd in ((ok(served["bd"]), whole), (ok(served["bd chip 1 steps"]), part)):
         assert [r["step"] for r in doc["rows"]] == bd["steps"]
         assert doc["categories"] == list(bd["per_step"])

@@ -71,7 +71,7 @@ def store(tmp_path_factory) -> str:
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
             assert main(["ingest", ingest_path(name), "--db", db, "--name", name]) == 0, name
-        assert "without its report" not in err.getvalue(), err.getvalue()
+        assert "without its analysis" not in err.getvalue(), err.getvalue()
     return db
 
 

@@ -170,15 +170,30 @@ DELETE FROM sc_partition_stats WHERE run_id = $run;
 -- @param run INTEGER The run.
 DELETE FROM whatif_trials WHERE run_id = $run;
 
--- @statement delete_analysis_reports
--- A run's rows of analysis_reports (delete_run runs one such statement per table holding run_id).
+-- @statement delete_run_analysis
+-- A run's rows of run_analysis (delete_run runs one such statement per table holding run_id).
 -- @param run INTEGER The run.
-DELETE FROM analysis_reports WHERE run_id = $run;
+DELETE FROM run_analysis WHERE run_id = $run;
 
--- @statement delete_analysis_report_tables
--- A run's rows of analysis_report_tables (delete_run runs one such statement per table holding run_id).
+-- @statement delete_run_figures
+-- A run's rows of run_figures (delete_run runs one such statement per table holding run_id).
 -- @param run INTEGER The run.
-DELETE FROM analysis_report_tables WHERE run_id = $run;
+DELETE FROM run_figures WHERE run_id = $run;
+
+-- @statement delete_run_findings
+-- A run's rows of run_findings (delete_run runs one such statement per table holding run_id).
+-- @param run INTEGER The run.
+DELETE FROM run_findings WHERE run_id = $run;
+
+-- @statement delete_run_notes
+-- A run's rows of run_notes (delete_run runs one such statement per table holding run_id).
+-- @param run INTEGER The run.
+DELETE FROM run_notes WHERE run_id = $run;
+
+-- @statement delete_run_step_split
+-- A run's rows of run_step_split (delete_run runs one such statement per table holding run_id).
+-- @param run INTEGER The run.
+DELETE FROM run_step_split WHERE run_id = $run;
 
 -- @statement delete_xspace_files
 -- A run's rows of xspace_files (delete_run runs one such statement per table holding run_id).

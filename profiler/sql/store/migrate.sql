@@ -14,3 +14,11 @@ DROP TABLE IF EXISTS timeline_long;
 -- Version 4 -> 5: tile_sums emptied before every run's are stored (a store migrated from version 1 got them with
 -- its other summaries).
 DELETE FROM tile_sums;
+
+-- @statement drop_analysis_reports
+-- Version 7 -> 8: the reports kept as JSON are gone; run_analysis, run_figures, run_findings and run_notes replace them.
+DROP TABLE IF EXISTS analysis_reports;
+
+-- @statement drop_analysis_report_tables
+-- Version 7 -> 8: the reports' Arrow tables are gone; run_step_split keeps the one read outside the analyzers.
+DROP TABLE IF EXISTS analysis_report_tables;
