@@ -413,3 +413,21 @@ def test_an_analyzer_failing_at_ingest_leaves_the_run_stored_without_its_analysi
         assert store.rows("SELECT count(*) AS n FROM run_figures")[0]["n"] == 0
         stamp = store.rows("SELECT error FROM run_analysis")
         assert stamp == [{"error": "RuntimeError: a bug in an analyzer"}]
+
+
+@pytest.mark.parametrize("steps", [None, "1:3"])
+def test_the_perfetto_breakdown_from_the_stored_split_equals_the_one_computed_afresh(kept_db, tmp_path, steps):
+    """The export reads run_step_split when the run's analysis is current and computes the split per
+    export span otherwise: the two traces are the same bytes."""
+    stale = copy_of(kept_db, tmp_path)
+    with duckdb.connect(stale) as con:
+        con.execute("UPDATE run_analysis SET analysis_sha1 = 'other code'")
+    out = {}
+    for name, db in (("current", kept_db), ("stale", stale)):
+        path = tmp_path / f"{name}.pftrace"
+        args = ["export", "perfetto", "ok", "--db", db, "-o", str(path), *(["--steps", steps] if steps else [])]
+        assert main(args) == 0
+        out[name] = path.read_bytes()
+    with Store.open(kept_db, read_only=True) as store:
+        assert runstats.is_current(store, store.resolve_run("ok"))
+    assert out["current"] == out["stale"] and b"Step breakdown" in out["current"]
