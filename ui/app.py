@@ -28,7 +28,7 @@ from ui import state as ui_state
 from ui.pages.sql import SQL_EXAMPLES
 from ui.routing import ACCESS, PATHNAME, finish, guarded, nav, pending_id, register_pages
 from ui.store_access import StoreAccess
-from ui.warmup import Activity, prefetch_pages, prime, warm_up
+from ui.warmup import prime
 
 log = logging.getLogger("scprof.ui")
 
@@ -64,7 +64,6 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     app.server.config[ACCESS] = access  # the pages' layouts find the store here
     auth.require_access(app.server, token)
     inputs.guard_dispatch(app.server)
-    prefetch_pages(app.server, access)  # after the access check
     register_pages()
     app.layout = _layout(path)
     _nav_callback(app)
@@ -248,9 +247,6 @@ def serve(
             pass
     except ScprofError:  # no store yet, or one the pages will report on
         pass
-    activity = Activity()
-    app.server.wsgi_app = activity.wrap(app.server.wsgi_app)  # type: ignore[method-assign]
-    warm_up(app.scprof_access, activity)  # the newest runs' analyses while the server is idle (ui/warmup.py)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     url = f"http://{auth.url_host(host)}:{port}/"
     if token is not None:

@@ -244,14 +244,10 @@ def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[d
 
 
 def analysis(store: Store, run_id: int) -> RunReport:
-    """The run's report (kept in the store, else analyze_run's), cached by the run's content key."""
+    """The run's report (its stored analysis, else analyze_run's: analyzers/runstats.py), cached by the
+    run's content key (a stale run is analysed once per process)."""
     key = ("analysis", store.path, *_run_key(store, run_id))
     return ANALYSES.get_or_compute(key, lambda: runstats.report(store, run_id))
-
-
-def cached_analysis(store: Store, run_id: int) -> RunReport | None:
-    """The cached report, or None when it has not been computed yet (never blocks)."""
-    return ANALYSES.get(("analysis", store.path, *_run_key(store, run_id)))
 
 
 def _run_key(store: Store, run_id: int) -> tuple:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import logging
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 
+from analyzers import materialize
 from analyzers.compare import step_time_change
 from analyzers.context import step_times
 from profiler import sqltree
@@ -30,6 +32,8 @@ from whatif.configs import apply_overrides, origin_config
 from whatif.executor import Executor, Progress
 from whatif.paths import localize, user_paths
 from whatif.trial import TrialSpec
+
+log = logging.getLogger(__name__)
 
 DEFAULT_ROOT = os.path.join("runs", "whatif")
 
@@ -149,6 +153,10 @@ class Session:
             failures[name] = out.failure
             if out.trace_path:
                 known[name] = ingest_trace(self.store, out.trace_path, name=name, replace=True).run_id
+                # stored with its analysis, as `scprof record` stores a run: read, not recomputed, by
+                # tune's next stage, Compare and the agent
+                if warning := materialize.build(self.store, known[name]):
+                    log.warning("%s", warning)
         return [
             self._measured(c, n, known.get(n), failures.get(n), ref_run_id, n in todo)
             for n, c in zip(names, changes, strict=True)

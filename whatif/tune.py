@@ -17,8 +17,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzers import runstats
 from analyzers.compare import step_time_change
-from analyzers.registry import analyze_run
 from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
@@ -51,7 +51,7 @@ class TuneResult:
 def candidates(session: Session, current: Change, run_id: int, knobs: dict[str, list[Any]]) -> list[Change]:
     """Changes the findings of the current run propose: each fix over the current change, and
     each exploration value of a fix alone. Records the knobs the findings name in `knobs`."""
-    report = analyze_run(session.store, run_id)
+    report = runstats.report(session.store, run_id)
     out = []
     for f in report.findings:
         if not f.fix or f.fix.get("changes_numerics"):
