@@ -66,7 +66,7 @@ FIGURE_COLUMNS = pa.schema(
 
 class NotStorable(ValueError):
     """A figure or finding the analysis tables cannot hold exactly (a tuple, a number-keyed dict,
-    an int beyond 64 bits, a NaN in a finding's JSON)."""
+    an int beyond 64 bits, a set in a finding)."""
 
 
 @cache
@@ -136,7 +136,7 @@ def report_rows(report: RunReport) -> dict[str, pa.Table]:
         for i, f in enumerate(a.findings):
             whole = f.to_dict()
             try:
-                text = json.dumps(whole, allow_nan=False)
+                text = json.dumps(whole)  # NaN and infinities as JSON5 words: DuckDB's JSON keeps them
             except (TypeError, ValueError) as e:
                 raise NotStorable(f"finding {f.rule}: {e}") from None
             if not same(json.loads(text), whole):

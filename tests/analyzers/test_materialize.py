@@ -309,10 +309,13 @@ def test_an_analysis_the_tables_cannot_hold_exactly_is_not_stored(kept_db, tmp_p
         assert stamp()["error"] is None
         assert math.isnan(runstats.stored_report(store, run_id).analyses["overlap"].figures["bad"]["0"])
         report.analyses["overlap"].figures.pop("bad")
-        report.findings[0].evidence["nan"] = float("nan")  # not JSON: the finding cannot be stored
+        report.findings[0].evidence["set"] = {1, 2}  # not JSON: the finding cannot be stored
         assert materialize.keep(store, report) is False and "finding" in stamp()["error"]
-        report.findings[0].evidence.pop("nan")
+        report.findings[0].evidence.pop("set")
+        report.findings[0].evidence.update(nan=float("nan"), inf=float("inf"), ninf=-float("inf"))  # kept
         assert materialize.keep(store, report) is True
+        evidence = runstats.stored_report(store, run_id).findings[0].evidence
+        assert math.isnan(evidence["nan"]) and evidence["inf"] == float("inf") and evidence["ninf"] == -float("inf")
         assert_same_report(runstats.stored_report(store, run_id), report)
 
 
