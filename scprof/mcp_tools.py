@@ -10,7 +10,6 @@ bytes by `result` (MAX_RESULT_BYTES of JSON), marked `truncated` with a note on 
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import logging
 import os
@@ -24,11 +23,11 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
 
-from profiler import sql_guard, sqltree
+from profiler import sql_guard
 from profiler.errors import ScprofError, one_line
 from profiler.store import Store
 from scprof import answers
-from ui.store_access import KeyedCache, StoreAccess
+from ui.store_access import StoreAccess
 
 log = logging.getLogger("scprof.mcp")
 
@@ -44,7 +43,6 @@ WORKERS_MAX = 32  # `scprof mcp --workers`: trial simulations at once
 WRITER_WAIT_S = 60.0  # how long a read waits for a tool that writes before it says the store is busy
 DEFAULT_UI_URL = "http://127.0.0.1:8050"  # where `scprof ui` serves by default
 NARROW = "truncated, narrow the query"
-DOCS = KeyedCache(size=32)  # analyses and comparisons, by the runs' content (id, uuid, ingest time)
 
 
 @dataclass
@@ -136,30 +134,26 @@ class Tools:
 
     def analysis(self, run: str) -> dict[str, Any]:
         with self.reading() as store:
-            return copy.deepcopy(self._analysis(store, run))
+            return self._analysis(store, run)
 
     def _analysis(self, store: Store, run: str) -> dict[str, Any]:
-        """`scprof analyze RUN --json`, computed once per run content (a replaced run is a new key)."""
-        run_id = store.resolve_run(run)
-        key = ("analysis", self.settings.db, _run_key(store, run_id))
-        return DOCS.get_or_compute(key, lambda: answers.analysis_doc(store, run_id))
+        """`scprof analyze RUN --json`: the run's stored analysis (analyzers/runstats.py)."""
+        return answers.analysis_doc(store, store.resolve_run(run))
 
     def run_summary(self, run: str) -> dict[str, Any]:
         with self.reading() as store:
-            return copy.deepcopy(answers.summary_doc(self._analysis(store, run)))
+            return answers.summary_doc(self._analysis(store, run))
 
     def comparison(self, base: str, cand: str) -> dict[str, Any]:
         with self.reading() as store:
-            ids = store.resolve_run(base), store.resolve_run(cand)
-            key = ("compare", self.settings.db, _run_key(store, ids[0]), _run_key(store, ids[1]))
-            return copy.deepcopy(DOCS.get_or_compute(key, lambda: answers.comparison_doc(store, *ids)))
+            return answers.comparison_doc(store, store.resolve_run(base), store.resolve_run(cand))
 
     def top_ops(self, run: str, steps: str | None, chip: int | None, limit: int) -> dict[str, Any]:
         _limit(limit, TOP_OPS_MAX)
         span = answers.steps_range(steps)
         with self.reading() as store:
             whole_run = self._analysis(store, run) if span is None and chip is None else None
-            doc = copy.deepcopy(answers.top_ops_doc(store, run, span, chip, limit, whole_run))
+            doc = answers.top_ops_doc(store, run, span, chip, limit, whole_run)
         if doc["truncated"]:
             doc["note"] = f"{NARROW}: the top {len(doc['rows'])} of {doc['ops']:,} ops by self time; raise limit"
         return doc
@@ -258,11 +252,6 @@ class Tools:
                 return real
         allowed = ", ".join(folders) or "none"
         raise ScprofError(f"{arg}: {path} is outside the folders this server may {verb} ({allowed})")
-
-
-def _run_key(store: Store, run_id: int) -> tuple:
-    row = sqltree.query(store.con, "cli.runs.run_stamp", run=run_id).to_pylist()[0]
-    return (run_id, row["uuid"], row["t"])
 
 
 def _limit(limit: int, most: int) -> None:

@@ -21,13 +21,6 @@ SELECT name FROM runs WHERE run_id = $run;
 -- @column tags JSON runs.tags.
 SELECT name, status, tags FROM runs WHERE run_id = $run;
 
--- @query run_stamp
--- What identifies a run's content: its uuid and when it was ingested.
--- @param run INTEGER The run.
--- @column uuid VARCHAR runs.uuid.
--- @column t VARCHAR runs.ingested_at as text.
-SELECT uuid, CAST(ingested_at AS VARCHAR) AS t FROM runs WHERE run_id = $run;
-
 -- @query runs_named
 -- The runs of the given names.
 -- @param names VARCHAR[] The names.
