@@ -119,11 +119,17 @@ def keep(store: Store, report: RunReport, build_s: float = 0.0) -> bool:
     return True
 
 
-def refresh(store: Store) -> list[str]:
-    """Rebuild every stale run of a writer's store, oldest first (after a code upgrade, or runs
-    stored by what-if trials). Returns the warnings of runs whose analysis failed."""
+def stale_runs(store: Store) -> list[int]:
+    """The runs whose stored analysis is not current (none, another run's, other code's, or an
+    error), oldest first."""
     stale = sqltree.query(store.con, "analysis.stored.stale_runs", analysis_sha1=analysis_sha1())
-    return [w for run_id in stale.column("run_id").to_pylist() if (w := build(store, run_id))]
+    return stale.column("run_id").to_pylist()
+
+
+def refresh(store: Store) -> list[str]:
+    """Rebuild every stale run of a writer's store, oldest first (after a code upgrade or a
+    migration). Returns the warnings of runs whose analysis failed."""
+    return [w for run_id in stale_runs(store) if (w := build(store, run_id))]
 
 
 def report_rows(report: RunReport) -> dict[str, pa.Table]:

@@ -91,7 +91,7 @@ COMPLETE_JS = """() => {
 
 def build_store(db: str, workdir: str) -> None:
     """The demo's runs, a failed compile and a CPU capture, recorded into `db` as `scprof record`
-    and `ingest` do: each run stored, then its report kept (analyzers/kept_reports.py)."""
+    and `ingest` do: each run stored, then its analysis (analyzers/materialize.py)."""
     from analyzers import materialize
     from profiler.store import Store
     from profiler.trace_to_store import ingest_trace

@@ -2,7 +2,7 @@
 JSON documents: each is what the CLI prints for the same question, read back (`json.loads`).
 
 A document is built by the same package functions as the CLI's command (the runs listing view,
-the kept report, compare_runs, the SQL guard) and serialised as the CLI serialises it
+the stored analysis, compare_runs, the SQL guard) and serialised as the CLI serialises it
 (`json.dumps(..., default=str)`), so a tool's structured result cannot drift from the CLI's
 output. The exception: JSON has no NaN or infinity, so they become null here (the CLI prints
 Python's `NaN`, which strict JSON readers refuse).
@@ -407,7 +407,7 @@ def step_breakdown_doc(
     if bounds is None:
         raise ScprofError(f"run {name!r} has no steps: it has no step breakdown (top_ops and events still work)")
     span = clamp_steps(bounds, None) if steps is None else (steps[0], steps[1] - 1)
-    from ui.data import analysis  # the Overview's report: kept in the store, cached by the run's content
+    from ui.data import analysis  # the Overview's report: stored with the run, cached by its content
 
     bd = breakdown_per_step(analysis(store, run_id), span, chip)
     if not bd or not bd["steps"]:

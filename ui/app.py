@@ -27,7 +27,7 @@ from ui import auth, downloads, inputs, pages, trace_api
 from ui import state as ui_state
 from ui.pages.sql import SQL_EXAMPLES
 from ui.routing import ACCESS, PATHNAME, finish, guarded, nav, pending_id, register_pages
-from ui.store_access import StoreAccess
+from ui.store_access import StoreAccess, analyse_stale_runs
 from ui.warmup import prime
 
 log = logging.getLogger("scprof.ui")
@@ -241,6 +241,7 @@ def serve(
 ) -> None:
     """Serve the UI until interrupted (`scprof ui`); with a token, every request must carry it
     (`show_token`: print the address with it, for a token made up here)."""
+    analyse_stale_runs(os.path.abspath(db_path or default_path()))  # before serving: no page runs the analyzers
     app = create_app(db_path, token)
     try:  # open the store now (its schema checks, ~60 ms), not in the first page's request
         with app.scprof_access.open():

@@ -27,6 +27,7 @@ import duckdb
 
 from analyzers import materialize
 from profiler import sqltree
+from profiler.errors import ScprofError, one_line
 from profiler.schema import SCHEMA_VERSION
 from profiler.store import Store
 
@@ -120,6 +121,28 @@ def migrate_if_old(path: str) -> bool:
         for warning in materialize.refresh(store):
             log.warning("%s", warning)
     return True
+
+
+def analyse_stale_runs(path: str) -> int:
+    """Store the analysis of every run of the store at `path` whose stored analysis is stale (made
+    by another scprof version: analyzers/materialize.py), once, as `scprof ui` starts, so that no
+    page has to run the analyzers. Returns how many runs it analysed: 0 when none is stale, or
+    when the store is missing or busy (its pages then analyse those runs when asked)."""
+    if not os.path.isfile(path):
+        return 0
+    try:
+        with Store.open(path, read_only=True) as store:
+            stale = materialize.stale_runs(store)
+        if not stale:
+            return 0
+        print(f"scprof: analysing {len(stale)} run(s) stored by another scprof version (once)", flush=True)
+        with Store.open(path) as store:
+            for warning in materialize.refresh(store):
+                log.warning("%s", warning)
+    except (ScprofError, duckdb.Error) as e:
+        log.warning("%s: runs not analysed ahead (%s); the pages analyse them when asked", path, one_line(e))
+        return 0
+    return len(stale)
 
 
 class KeyedCache:

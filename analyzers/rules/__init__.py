@@ -4,5 +4,5 @@
 
 What they share lives one level up: the run's context (analyzers/context.py), findings
 (findings.py), the computation kernels (op_arrays.py, time_split.py, gap_search.py,
-core_busy.py), compare and the kept reports.
+core_busy.py), compare and the analysis tables (materialize, runstats).
 """

@@ -434,3 +434,25 @@ def test_the_perfetto_breakdown_from_the_stored_split_equals_the_one_computed_af
     with Store.open(kept_db, read_only=True) as store:
         assert runstats.is_current(store, store.resolve_run("ok"))
     assert out["current"] == out["stale"] and b"Step breakdown" in out["current"]
+
+
+def test_scprof_ui_stores_the_analysis_of_stale_runs_once_before_serving(kept_db, tmp_path, capsys):
+    """Runs analysed by other code: `scprof ui` (ui/app.serve) analyses and stores them before it
+    serves, once; a store with nothing stale, or no store, is left as it is."""
+    from ui.store_access import analyse_stale_runs
+
+    db = copy_of(kept_db, tmp_path)
+    with duckdb.connect(db) as con:
+        con.execute("UPDATE run_analysis SET analysis_sha1 = 'an older scprof' WHERE run_id <> 1")
+    with Store.open(db, read_only=True) as store:
+        assert materialize.stale_runs(store) == [2, 3, 4]
+    capsys.readouterr()
+    assert analyse_stale_runs(db) == 3
+    assert "analysing 3 run(s) stored by another scprof version" in capsys.readouterr().out
+    with Store.open(db, read_only=True) as store:
+        assert materialize.stale_runs(store) == []
+        for run_id in (2, 3, 4):
+            assert_same_report(runstats.stored_report(store, run_id), analyze_run(store, run_id))
+    before = (tmp_path / "c.duckdb").stat().st_mtime_ns
+    assert analyse_stale_runs(db) == 0 and (tmp_path / "c.duckdb").stat().st_mtime_ns == before
+    assert analyse_stale_runs(str(tmp_path / "none.duckdb")) == 0 and not (tmp_path / "none.duckdb").exists()

@@ -90,7 +90,7 @@ def _sha256(path: Path) -> str:
 @pytest.fixture(scope="module")
 def store_db(tmp_path_factory) -> Path:
     """Two emulated runs of 3 steps, a failed one (a compile error) and a real capture without steps,
-    each with its kept report, as `scprof record` / `ingest` store them."""
+    each with its stored analysis, as `scprof record` / `ingest` store them."""
     d = tmp_path_factory.mktemp("mcp")
     db = d / "store.duckdb"
     with Store.open(str(db)) as store:
