@@ -3,7 +3,10 @@
 Writes a synthetic run (profiler.synthetic: 4 chips x 4 SparseCores, 26 tables,
 SparseCore and TensorCore ops, counters, step markers) of --events events, ingests
 it into a temporary store, then times `analyze_run` over every analyzer in the
-registry, and each analyzer alone. Last line: JSON.
+registry, and each analyzer alone; then storing that report as the store's analysis
+tables (`materialize.keep`, what `record` and `ingest` add after the analyzers) and
+reading it back (`runstats.stored_report`, what `analyze`, Compare and the UI pay).
+Last line: JSON.
 
 Usage: python benchmarks/analyzer_suite.py [--events 10000000]
 """
@@ -17,6 +20,7 @@ import sys
 import tempfile
 import time
 
+from analyzers import materialize, runstats
 from analyzers.context import RunContext
 from analyzers.registry import ANALYZERS, analyze_run
 from profiler.store import Store
@@ -43,6 +47,14 @@ def main() -> None:
                 t = time.perf_counter()
                 module.analyze(RunContext(store, 1))  # a fresh context: shared tables rebuilt
                 each[module.NAME] = round(time.perf_counter() - t, 3)
+        with Store.open(db) as store:
+            t = time.perf_counter()
+            stored = materialize.keep(store, report)
+            store_s = time.perf_counter() - t
+        with Store.open(db, read_only=True) as store:
+            t = time.perf_counter()
+            read_back = runstats.stored_report(store, 1)
+            read_s = time.perf_counter() - t
     print(
         json.dumps(
             {
@@ -51,6 +63,8 @@ def main() -> None:
                 "suite_s": round(suite_s, 3),
                 "findings": len(report.findings),
                 "per_analyzer_s": each,
+                "store_s": round(store_s, 3) if stored else None,
+                "read_s": round(read_s, 3) if read_back is not None else None,
                 "cpus": os.cpu_count(),
             }
         )
