@@ -40,9 +40,10 @@ def _finite(v: Any) -> Any:
     return v
 
 
-def runs_doc(store: Store) -> list[dict[str, Any]]:
-    """`scprof runs --json`: the store's runs listing (the run_list view), one row per run."""
-    return jsonable(sqltree.query(store.con, "stdlib.runs.runs_oldest_first").to_pylist())
+def runs_doc(store: Store, trials: bool = False) -> list[dict[str, Any]]:
+    """`scprof runs --json`: the store's runs listing (the run_list view), one row per run; what-if
+    trials only with `trials`."""
+    return jsonable(sqltree.query(store.con, "stdlib.runs.runs_listed", trials=trials).to_pylist())
 
 
 def analysis_doc(store: Store, run: str | int) -> dict[str, Any]:

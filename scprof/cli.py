@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("runs", help="list the runs in the store")
     p.add_argument("--json", action="store_true", help="print one JSON document")
+    p.add_argument(
+        "--trials", action="store_true", help="also list what-if trials (runs --verify, --attribute and tune simulated)"
+    )
     _db_arg(p)
     p.set_defaults(func=cmd_runs)
 
@@ -417,13 +420,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     with Store.open(args.db, read_only=True) as store:
         if args.json:
-            print(json.dumps(answers.runs_doc(store)))
+            print(json.dumps(answers.runs_doc(store, args.trials)))
             return 0
-        table = sqltree.query(store.con, "stdlib.runs.runs_oldest_first")
-    if table.num_rows == 0:
+        table = sqltree.query(store.con, "stdlib.runs.runs_listed", trials=args.trials)
+        hidden = 0 if args.trials else sqltree.query(store.con, "stdlib.runs.trials_count").column("trials")[0].as_py()
+    if table.num_rows == 0 and not hidden:
         print("no runs yet: record one with `scprof record configs/baseline.toml`")
-    else:
+    elif table.num_rows:
         print(formatting.runs_table(table))
+    if hidden:  # on stderr: the listing itself is what it was before the trials
+        print(f"({hidden} what-if trial(s) not listed: `scprof runs --trials` lists them)", file=sys.stderr)
     return 0
 
 

@@ -27,6 +27,7 @@ class RunRow(_Open):
     mean_step_ps: float | None = Field(None, description="mean step time over the counted steps, ps")
     events: int | None = None
     failure: str | None = None
+    whatif_origin: str | None = Field(None, description="a what-if trial's origin run (listed with trials=true)")
 
 
 class Truncation(_Open):

@@ -89,10 +89,15 @@ def build_server(settings: Settings) -> MCPServer:
     )
 
     @server.tool(annotations=READ, title="List the stored runs")
-    def list_runs() -> Annotated[CallToolResult, schemas.RunList]:
+    def list_runs(
+        trials: Annotated[
+            bool, Field(description="also list what-if trials (runs verify, attribute and tune simulated)")
+        ] = False,
+    ) -> Annotated[CallToolResult, schemas.RunList]:
         """The runs in the store, oldest first: id, name, source, status (failed runs say why), steps the
-        store times and how many summaries count, mean step time (ps), events. `scprof runs --json`."""
-        return answer(tools.list_runs, "runs")
+        store times and how many summaries count, mean step time (ps), events. `scprof runs --json`
+        (what-if trials only with trials=true, as `--trials`)."""
+        return answer(lambda: tools.list_runs(trials), "runs")
 
     @server.tool(annotations=READ, title="Summarise a run")
     def run_summary(run: RunArg) -> Annotated[CallToolResult, schemas.Summary]:

@@ -128,9 +128,9 @@ class Tools:
             with Store.open(self.settings.db) as store:
                 yield store
 
-    def list_runs(self) -> dict[str, Any]:
+    def list_runs(self, trials: bool = False) -> dict[str, Any]:
         with self.reading() as store:
-            return {"runs": answers.runs_doc(store)}
+            return {"runs": answers.runs_doc(store, trials)}
 
     def analysis(self, run: str) -> dict[str, Any]:
         with self.reading() as store:

@@ -149,6 +149,7 @@ def _url_callbacks(app: Dash) -> None:
             ("runs-filter", "filter"),
             ("runs-sort", "sort"),
             ("runs-desc", "desc"),
+            ("runs-trials", "trials"),
             ("runs-base", "base"),
             ("runs-cand", "cand"),
         ],
@@ -187,7 +188,7 @@ def _url_callbacks(app: Dash) -> None:
             if not inputs.control_value_ok(key, value) or (s is not None and inputs.text(s) is None):
                 return no_update
             shown = inputs.clean_state(rendered).get(key)
-            if key == "desc":
+            if key in inputs.FLAGS:
                 value, shown = ("1" if value else ""), (shown or "")
             if _same(value, shown):
                 return no_update

@@ -52,31 +52,38 @@ def run_list(store: Store) -> list[dict[str, Any]]:
 
 
 def comparable(r: dict[str, Any]) -> bool:
-    """A run a default pair may hold: ok, with counted steps."""
-    return r["status"] == "ok" and bool(r["counted_steps"])
+    """A run a default pair may hold: ok, with counted steps, not a what-if trial (a trial is
+    compared when a user picks it)."""
+    return r["status"] == "ok" and bool(r["counted_steps"]) and r.get("whatif_origin") is None
 
 
 def default_candidate(rows: list[dict[str, Any]]) -> int | None:
-    """The newest run that is ok and has counted steps, else the newest run."""
+    """The newest run that is ok, has counted steps and is not a trial, else the newest run (one
+    that is not a trial when there is one)."""
     good = [r["run_id"] for r in rows if comparable(r)]
-    return max(good) if good else (max(r["run_id"] for r in rows) if rows else None)
+    if good:
+        return max(good)
+    plain = [r["run_id"] for r in rows if r.get("whatif_origin") is None]
+    return max(plain or [r["run_id"] for r in rows]) if rows else None
 
 
 def default_baseline(rows: list[dict[str, Any]], cand: int | None) -> int | None:
     """A baseline for `cand`: its what-if origin when it is a trial (tag `whatif_origin`), else the
-    newest ok run with counted steps before it, else after it, else any other run."""
+    newest ok run with counted steps before it, else after it, else any other run; never a trial
+    (a trial is a baseline when a user picks it)."""
     others = [r for r in rows if r["run_id"] != cand]
-    if not others:
-        return None
     me = next((r for r in rows if r["run_id"] == cand), None)
     origin = (me or {}).get("tags", {}).get("whatif_origin")
     if origin is not None:
         named = [r["run_id"] for r in others if r["name"] == str(origin)]
         if named:
             return max(named)
-    good = [r["run_id"] for r in others if comparable(r)]
+    plain = [r for r in others if r.get("whatif_origin") is None]
+    if not plain:
+        return None
+    good = [r["run_id"] for r in plain if comparable(r)]
     before = [i for i in good if cand is None or i < cand]
-    return max(before or good or [r["run_id"] for r in others])
+    return max(before or good or [r["run_id"] for r in plain])
 
 
 def unknown_text(ref: str) -> str:

@@ -33,10 +33,13 @@ MAX_COUNTER_POINTS = 2000  # counter samples per series sent before bucketing
 RUN_SORT_KEYS = ("run_id", "name", "source", "status", "steps", "events", "mean_step_ps", "ingested")
 
 
-def runs(store: Store, text: str = "", sort: str = "run_id", descending: bool = False) -> list[dict[str, Any]]:
-    """The runs listing, filtered by `text` (in name, source, status, hardware or tags) and sorted."""
+def runs(
+    store: Store, text: str = "", sort: str = "run_id", descending: bool = False, trials: bool = False
+) -> list[dict[str, Any]]:
+    """The runs listing, filtered by `text` (in name, source, status, hardware or tags) and sorted;
+    what-if trials only with `trials`."""
     # the store's runs listing, as `scprof runs` prints it
-    rows = sqltree.query(store.con, "stdlib.runs.runs_oldest_first").to_pylist()
+    rows = sqltree.query(store.con, "stdlib.runs.runs_listed", trials=trials).to_pylist()
     for r in rows:
         r["status_text"] = r["status"] + (f" ({r['failure']})" if r["failure"] else "")
     needle = (text or "").strip().lower()
@@ -48,11 +51,19 @@ def runs(store: Store, text: str = "", sort: str = "run_id", descending: bool = 
     return rows
 
 
-def run_options(store: Store) -> list[dict[str, Any]]:
-    """Dropdown options for picking a run: label `name (#id)`, value the run_id."""
+def trials_count(store: Store) -> int:
+    """How many what-if trials the store holds (runs with a whatif_origin tag)."""
+    return int(sqltree.query(store.con, "stdlib.runs.trials_count").column("trials")[0].as_py())
+
+
+def run_options(store: Store, keep: int | None = None) -> list[dict[str, Any]]:
+    """Dropdown options for picking a run: label `name (#id)`, value the run_id. What-if trials are
+    left out (in a store holding nothing else, kept), but for `keep`, the run a picker shows."""
+    rows = sqltree.query(store.con, "ui.runs.run_names").to_pylist()
+    listed = [r for r in rows if not r["trial"] or r["run_id"] == keep] if not all(r["trial"] for r in rows) else rows
     return [
-        {"label": f"{r['name']} (#{r['run_id']})", "value": r["run_id"]}
-        for r in sqltree.query(store.con, "ui.runs.run_names").to_pylist()
+        {"label": f"{r['name']} (#{r['run_id']}{', what-if trial' if r['trial'] else ''})", "value": r["run_id"]}
+        for r in listed
     ]
 
 

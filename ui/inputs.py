@@ -70,13 +70,16 @@ def _texts(v: Any) -> bool:
     return isinstance(v, list) and len(v) <= MAX_LIST_ITEMS and all(isinstance(x, str) for x in v)
 
 
+# URL keys a checkbox writes: "1" when ticked, absent otherwise.
+FLAGS = ("desc", "trials")
+
 # What a page's state (ui/pages/common.py state_store) holds under each key; other values are dropped.
 _STATE_RULES: dict[str, Callable[[Any], bool]] = {
     **dict.fromkeys(("run", "base", "cand", "t0", "t1"), lambda v: v is None or _int(v)),
     "steps": lambda v: _ints(v) and len(v) == 2,
     "chips": lambda v: v is None or _ints(v),
     **dict.fromkeys(("tables", "sev"), lambda v: v is None or _texts(v)),
-    **dict.fromkeys(("metric", "q", "filter", "sort", "desc"), lambda v: isinstance(v, str)),
+    **dict.fromkeys(("metric", "q", "filter", "sort", "desc", "trials"), lambda v: isinstance(v, str)),
     "rows": lambda v: _int(v) or isinstance(v, str),
 }
 # The keys a page's render functions cannot do without.
@@ -101,7 +104,7 @@ def control_value_ok(key: str, value: Any) -> bool:
         return value is None or is_scalar_list(value)
     if key == "steps":
         return value is None or (is_scalar_list(value) and len(value) == 2 and all(_number(x) for x in value))
-    if key == "desc":
+    if key in FLAGS:
         return value is None or isinstance(value, bool) or is_scalar_list(value)
     if key in _RUNS:
         return value is None or (is_scalar(value) and not isinstance(value, bool | float))

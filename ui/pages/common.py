@@ -31,7 +31,7 @@ class UnknownRun(ScprofError):
 
 def pick_run(store: Store, st: dict[str, str], key: str = "run", fallback: int = -1) -> int | None:
     """The run named in the URL (UnknownRun when the store lacks it), else the `fallback`-th
-    newest run (-1: newest); None in a store without runs."""
+    newest run that is not a what-if trial (-1: newest); None in a store without runs."""
     ref = st.get(key)
     run = ui_data.resolve(store, ref)
     if run is None and ref not in (None, ""):
@@ -88,7 +88,11 @@ def run_dropdown(id: str, store: Store, value: int | None, label: str = "run") -
         [
             label,
             dcc.Dropdown(
-                id=id, options=ui_data.run_options(store), value=value, clearable=False, className="run-dropdown"
+                id=id,
+                options=ui_data.run_options(store, keep=value),
+                value=value,
+                clearable=False,
+                className="run-dropdown",
             ),
         ],
         className="control",

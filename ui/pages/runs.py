@@ -51,6 +51,12 @@ def layout_runs(store: Store, st: dict[str, str]) -> Any:
                     value=["desc"] if st.get("desc") == "1" else [],
                     className="control",
                 ),
+                dcc.Checklist(
+                    id="runs-trials",
+                    options=[{"label": f"what-if trials ({data.trials_count(store)})", "value": "trials"}],
+                    value=["trials"] if st.get("trials") == "1" else [],
+                    className="control",
+                ),
             ),
             controls(
                 run_dropdown("runs-base", store, base, "baseline"),
@@ -94,13 +100,14 @@ def tag_chips(tags: Any) -> html.Div | None:
 
 
 def render_runs(store: Store, st: dict[str, Any]) -> Any:
-    rows = data.runs(store, st.get("filter", ""), st.get("sort", "run_id"), st.get("desc") == "1")
+    trials = st.get("trials") == "1"
+    rows = data.runs(store, st.get("filter", ""), st.get("sort", "run_id"), st.get("desc") == "1", trials)
     if not rows and not st.get("filter"):
         return _no_runs()
     if not rows:
         return render.empty(f"No run matches the filter {st.get('filter')!r}.")
     base, cand = st.get("base"), st.get("cand")
-    keep = {k: st.get(k) for k in ("filter", "sort", "desc") if st.get(k)}
+    keep = {k: st.get(k) for k in ("filter", "sort", "desc", "trials") if st.get(k)}
     for r in rows:
         rid = r["run_id"]
         r["name_link"] = dcc.Link(r["name"], href=render.href("/overview", run=rid))
@@ -137,8 +144,11 @@ def render_runs(store: Store, st: dict[str, Any]) -> Any:
         ("tag_chips", "tags", "link"),
         ("ingested", "ingested", "text"),
     ]
+    hidden = 0 if trials else data.trials_count(store)
     note = (
-        f"{len(rows)} run(s). Mean step time: over each run's counted steps ({COUNTED_RULE}). "
+        f"{len(rows)} run(s)"
+        + (f", and {hidden} what-if trial(s) not listed (tick 'what-if trials' to list them)" if hidden else "")
+        + f". Mean step time: over each run's counted steps ({COUNTED_RULE}). "
         "Pick a baseline and a candidate in 'compare as' (or above), then Compare."
     )
     return html.Div(

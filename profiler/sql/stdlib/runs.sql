@@ -20,17 +20,19 @@
 -- @column ingested VARCHAR When it was ingested (YYYY-MM-DD HH:MM).
 -- @column tags VARCHAR runs.tags as JSON text.
 -- @column failure VARCHAR The failure the producer recorded in the tags (failure or error); NULL if none.
+-- @column whatif_origin VARCHAR For a what-if trial (verify, attribute, tune), the run it was simulated from; else NULL.
 CREATE VIEW run_list AS
 -- run_list: the runs listing (`scprof runs` and the UI's Runs page): one row per run with
 -- its hardware (TPU generation, else the kind of device, x chips), steps (the steps step_times
 -- times: what analyze, compare and the UI summarise), events, span, mean step time over its
--- counted steps (step_times), status and failure.
+-- counted steps (step_times), status and failure, and for a what-if trial the run it was simulated from.
 SELECT r.run_id, r.name, r.source, r.status,
        coalesce(r.generation, d.device, '?') || ' x' || coalesce(CAST(r.num_chips AS VARCHAR), '?') AS hardware,
        r.generation, r.num_chips, coalesce(m.steps, 0) AS steps, r.events, m.counted_steps, m.mean_step_ps,
        r.last_ps - r.first_ps AS span_ps,
        strftime(r.ingested_at, '%Y-%m-%d %H:%M') AS ingested, CAST(r.tags AS VARCHAR) AS tags,
-       coalesce(json_extract_string(r.tags, '$.failure'), json_extract_string(r.tags, '$.error')) AS failure
+       coalesce(json_extract_string(r.tags, '$.failure'), json_extract_string(r.tags, '$.error')) AS failure,
+       json_extract_string(r.tags, '$.whatif_origin') AS whatif_origin
 FROM runs r
 LEFT JOIN (  -- a real capture's devices where no TPU generation is known: GPU, CPU (running XLA ops), device
     SELECT run_id, CASE WHEN bool_or(kind = 'gpu') THEN 'GPU' WHEN bool_or(kind = 'cpu') THEN 'CPU'
@@ -46,3 +48,13 @@ LEFT JOIN (
 -- @query runs_oldest_first
 -- The runs listing, oldest first: what `scprof runs` prints and the UI's Runs page shows.
 SELECT * FROM run_list ORDER BY run_id;
+
+-- @query runs_listed
+-- The runs listing as `scprof runs` and the UI's Runs page show it, oldest first: what-if trials only when asked.
+-- @param trials BOOLEAN Whether to list the what-if trials too.
+SELECT * FROM run_list WHERE $trials OR whatif_origin IS NULL ORDER BY run_id;
+
+-- @query trials_count
+-- How many what-if trials the store holds (what `scprof runs` and the Runs page leave out by default).
+-- @column trials BIGINT The number of runs with a whatif_origin tag.
+SELECT count(*) AS trials FROM run_list WHERE whatif_origin IS NOT NULL;

@@ -17,10 +17,11 @@ SELECT * FROM runs WHERE run_id = $run;
 SELECT run_id, uuid, CAST(ingested_at AS VARCHAR) AS ingested_at, events FROM runs WHERE run_id = $run;
 
 -- @query run_names
--- Every run's id and name, by id (the run pickers' options).
+-- Every run's id and name, by id, and whether it is a what-if trial (the run pickers' options).
 -- @column run_id INTEGER The run.
 -- @column name VARCHAR Its name.
-SELECT run_id, name FROM runs ORDER BY run_id;
+-- @column trial BOOLEAN Whether it is a what-if trial (it has a whatif_origin tag).
+SELECT run_id, name, json_extract_string(tags, '$.whatif_origin') IS NOT NULL AS trial FROM runs ORDER BY run_id;
 
 -- @query run_name
 -- One run's name (no row: no such run).
