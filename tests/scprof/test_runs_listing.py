@@ -1,4 +1,5 @@
-"""What-if trials are kept apart from the runs a user made: after `tune` stores its trials,
+"""What-if trials are kept apart from the runs a user made: after `tune`, `analyze --verify` and
+`compare --attribute` store their trials,
 `scprof runs` (text and --json), MCP's list_runs, the UI's Runs page, its run pickers and the
 default Compare pair are what they were; `--trials` (trials=true, the Runs page's checkbox)
 lists them, and a URL naming a trial still opens it."""
@@ -39,7 +40,8 @@ def surfaces(db: str) -> dict:
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The emulated run 'small' (and 'later', recorded after it), then `scprof tune small`'s trials."""
+    """The emulated run 'small', then the trials of `scprof tune small`, `analyze small --verify` and
+    `compare small TRIAL --attribute`."""
     root = tmp_path_factory.mktemp("runs_listing")
     config = small_file(root, {**copy.deepcopy(SMALL), "steps": STEPS})
     db = str(root / "store.duckdb")
@@ -53,10 +55,16 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> dict:
     }
     done = scprof(root, "tune", "small", "--db", db, "--workers", "1", "--budget", "2", "--out", "out")
     assert done.code == 0, done.err
+    done = scprof(root, "analyze", "small", "--verify", "--db", db)
+    assert done.code == 0, done.err
+    with Store.open(db, read_only=True) as store:
+        trial = store.rows("SELECT name FROM runs WHERE name LIKE 'small~%' ORDER BY run_id LIMIT 1")[0]["name"]
+    done = scprof(root, "compare", "small", trial, "--attribute", "--db", db)
+    assert done.code == 0, done.err
     return {"root": root, "db": db, "before": before}
 
 
-def test_tune_leaves_every_listing_and_default_pick_as_it_was(tuned):
+def test_the_what_if_commands_leave_every_listing_and_default_pick_as_it_was(tuned):
     with Store.open(tuned["db"], read_only=True) as store:
         trials = store.rows(
             "SELECT run_id, name FROM runs WHERE json_extract_string(tags, '$.whatif_origin') = 'small'"
