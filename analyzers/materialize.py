@@ -120,15 +120,15 @@ def keep(store: Store, report: RunReport, build_s: float = 0.0) -> bool:
 
 
 def stale_runs(store: Store) -> list[int]:
-    """The runs whose stored analysis is not current (none, another run's, other code's, or an
-    error), oldest first."""
+    """The runs this code has not analysed (no stamp, another run's, other code's), oldest first;
+    a run this code failed to analyse is left out (it would fail again: readers explain it)."""
     stale = sqltree.query(store.con, "analysis.stored.stale_runs", analysis_sha1=analysis_sha1())
     return stale.column("run_id").to_pylist()
 
 
 def refresh(store: Store) -> list[str]:
-    """Rebuild every stale run of a writer's store, oldest first (after a code upgrade or a
-    migration). Returns the warnings of runs whose analysis failed."""
+    """Analyse and store every run of stale_runs in a writer's store, oldest first (after a code
+    upgrade or a migration). Returns the warnings of runs whose analysis failed."""
     return [w for run_id in stale_runs(store) if (w := build(store, run_id))]
 
 

@@ -124,9 +124,9 @@ def migrate_if_old(path: str) -> bool:
 
 
 def analyse_stale_runs(path: str) -> int:
-    """Store the analysis of every run of the store at `path` whose stored analysis is stale (made
-    by another scprof version: analyzers/materialize.py), once, as `scprof ui` starts, so that no
-    page has to run the analyzers. Returns how many runs it analysed: 0 when none is stale, or
+    """Store the analysis of every run of the store at `path` this scprof has not analysed (one
+    stored by another version, or without its analysis: analyzers/materialize.py), once, as
+    `scprof ui` starts, so that no page has to run the analyzers. Returns how many runs it analysed: 0 when none is stale, or
     when the store is missing or busy (its pages then analyse those runs when asked)."""
     if not os.path.isfile(path):
         return 0
@@ -135,11 +135,11 @@ def analyse_stale_runs(path: str) -> int:
             stale = materialize.stale_runs(store)
         if not stale:
             return 0
-        print(f"scprof: analysing {len(stale)} run(s) stored by another scprof version (once)", flush=True)
+        print(f"scprof: analysing {len(stale)} run(s) this scprof version has not analysed yet (once)", flush=True)
         with Store.open(path) as store:
             for warning in materialize.refresh(store):
                 log.warning("%s", warning)
-    except (ScprofError, duckdb.Error) as e:
+    except (ScprofError, duckdb.Error, OSError) as e:  # busy, or a file this user may not write
         log.warning("%s: runs not analysed ahead (%s); the pages analyse them when asked", path, one_line(e))
         return 0
     return len(stale)

@@ -73,13 +73,13 @@ FROM run_analysis a JOIN runs r ON r.run_id = a.run_id AND r.uuid = a.uuid
 WHERE a.run_id = $run AND a.analysis_sha1 = $analysis_sha1 AND a.error IS NULL;
 
 -- @query stale_runs
--- The runs whose analysis rows are not current (none, another run's of that id, other code's, or an error), oldest
--- first.
+-- The runs this code has not analysed (no stamp, another run's of that id, or other code's), oldest first. A run this
+-- code stamped with an error is not among them: analysing it again would fail again.
 -- @param analysis_sha1 VARCHAR SHA-1 of this code's analysis library.
 -- @column run_id INTEGER The run.
 SELECT r.run_id
 FROM runs r LEFT JOIN run_analysis a ON a.run_id = r.run_id AND a.uuid = r.uuid AND a.analysis_sha1 = $analysis_sha1
-WHERE a.run_id IS NULL OR a.error IS NOT NULL
+WHERE a.run_id IS NULL
 ORDER BY r.run_id;
 
 -- @query figures
