@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import types
 import typing
@@ -498,10 +499,12 @@ def iter_keys() -> list[tuple[str, Any, str]]:
     return [(key, default, f.metadata.get("doc", "")) for key, default, f in _iter_fields()]
 
 
-def path_keys() -> list[str]:
+@functools.cache
+def path_keys() -> tuple[str, ...]:
     """The keys whose value names a file or directory (field metadata `path`), as iter_keys
-    spells them (`features[].ids_file`): what config_load resolves and the what-if engine guards."""
-    return [key for key, _, f in _iter_fields() if f.metadata.get("path")]
+    spells them (`features[].ids_file`): what config_load resolves and the what-if engine guards.
+    Computed once: the fields are fixed, and every config load asks."""
+    return tuple(key for key, _, f in _iter_fields() if f.metadata.get("path"))
 
 
 def _iter_fields() -> list[tuple[str, Any, dataclasses.Field]]:

@@ -6,11 +6,13 @@ changes from `analyzers.compare.bootstrap_change`, the interval `scprof compare`
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import hashlib
 import json
 import logging
 import os
+import shutil
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,20 +24,23 @@ from analyzers import materialize
 from analyzers.compare import step_time_change
 from analyzers.context import step_times
 from profiler import sqltree
+from profiler.errors import ScprofError
 from profiler.store import Store
 from profiler.trace_to_store import ingest_trace
 from sim_backend import __version__ as SIM_VERSION
 from sim_backend.config import config_from_dict
 from sim_backend.errors import ConfigError
-from sim_backend.recording.record import dir_name
+from sim_backend.recording.record import LIMITS_FILE, dir_name
 from whatif.configs import apply_overrides, origin_config
 from whatif.executor import Executor, Progress
 from whatif.paths import localize, user_paths
-from whatif.trial import TrialSpec
+from whatif.trial import TrialOutcome, TrialSpec, derive_config, derived_files, input_sha1, with_flag
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ROOT = os.path.join("runs", "whatif")
+INPUT_TAG = "whatif_input_sha1"  # a trial's identity: the digest of what was simulated
+DERIVE_TAG = "whatif_derive_sha1"  # for derived limits: the digest of what they were derived from
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,20 @@ class Measured:
     failure: str | None
     dropped_ids: int
     simulated: bool  # False: the store already held this trial (same config, same emulator)
+
+
+@dataclass
+class _Plan:
+    """One requested change on its way to a stored trial run."""
+
+    change: Change
+    spec: TrialSpec
+    name: str = ""
+    input_sha1: str | None = None
+    derive_sha1: str | None = None
+    run_id: int | None = None
+    failure: str | None = None
+    simulated: bool = False
 
 
 class Session:
@@ -130,43 +149,117 @@ class Session:
         except ConfigError as e:
             raise ConfigError(f"--set: {e} (over run {self.origin['name']!r})") from None
 
-    def trial_name(self, change: Change) -> str:
-        """`<origin>~<digest of origin, emulator version and change>`: the same trial, the same name."""
-        digest = hashlib.sha256(f"{self.origin['uuid']}|{SIM_VERSION}|{change.key()}".encode()).hexdigest()[:10]
-        return f"{self.origin['name']}~{digest}"
-
     def measure(self, changes: list[Change], ref_run_id: int) -> list[Measured]:
-        """Simulate the changes not yet in the store (in parallel), ingest them, and measure
-        each against `ref_run_id` (in the order given)."""
-        names = [self.trial_name(c) for c in changes]
-        known = {
-            r["name"]: r["run_id"]
-            for r in sqltree.query(self.store.con, "cli.runs.runs_named", names=names).to_pylist()
-        }
-        todo = {n: c for n, c in zip(names, changes, strict=True) if n not in known}
-        specs = [self._spec(n, c) for n, c in todo.items()]
-        outcomes = {o.name: o for o in self.executor.map(specs, self.progress)}
-        failures: dict[str, str | None] = {}
-        for name in todo:
-            out = outcomes[name]
-            self.simulations += out.simulations
-            failures[name] = out.failure
-            if out.trace_path:
-                known[name] = ingest_trace(self.store, out.trace_path, name=name, replace=True).run_id
-                # stored with its analysis, as `scprof record` stores a run: read, not recomputed, by
-                # tune's next stage, Compare and the agent
-                if warning := materialize.build(self.store, known[name]):
-                    log.warning("%s", warning)
-        return [
-            self._measured(c, n, known.get(n), failures.get(n), ref_run_id, n in todo)
-            for n, c in zip(names, changes, strict=True)
-        ]
+        """Simulate the changes whose simulation the store does not hold yet (in parallel),
+        ingest them, and measure each against `ref_run_id` (in the order given).
 
-    def _spec(self, name: str, change: Change) -> TrialSpec:
+        A trial is stored once per distinct simulation: its identity is the digest of what the
+        emulator simulates (trial.input_sha1: the effective config, limits by value), not of
+        the request, so two requests that give the same simulation (the same limits derived
+        here or shipped in a file, a key set to the value it had) share one run, whichever
+        origin asked first. A derive_limits request derives its limits first (one simulation,
+        remembered by the digest of what it derived from, so a stored trial is not derived
+        again), then is the trial of those limits."""
+        plans = [_Plan(c, self._spec_raw(c)) for c in changes]
+        self._find_stored(plans)
+        self._derive(plans)
+        self._find_stored(plans)
+        todo: dict[str, _Plan] = {}
+        for p in plans:
+            if p.run_id is None and p.failure is None and p.input_sha1 is not None:
+                todo.setdefault(p.input_sha1, p)
+        outcomes = self.executor.map([p.spec for p in todo.values()], self.progress)
+        for sha1, out in zip(list(todo), outcomes, strict=True):
+            self.simulations += out.simulations
+            self._store(todo[sha1], out)
+        for p in plans:
+            if p.run_id is None and p.failure is None and p.input_sha1 in todo:
+                done = todo[p.input_sha1]
+                p.run_id, p.name, p.failure, p.simulated = done.run_id, done.name, done.failure, True
+        return [self._measured(p.change, p.name, p.run_id, p.failure, ref_run_id, p.simulated) for p in plans]
+
+    def _spec_raw(self, change: Change) -> TrialSpec:
+        """The trial spec of `change`, unnamed; for derive_limits, the spec that derives its limits."""
         raw = apply_overrides(self.origin_raw, change.overrides)
-        folder = dir_name(name.rpartition("~")[2])  # the digest: one folder per trial
         tags = {"whatif_origin": str(self.origin["name"]), "whatif_change": change.describe()}
-        return TrialSpec(name, raw, os.path.join(self.root, folder), change.derive_limits, dict(self._files), tags)
+        return TrialSpec("", raw, "", change.derive_limits, dict(self._files), tags, derive_only=change.derive_limits)
+
+    def _named(self, spec: TrialSpec, sha1: str, tag: str) -> TrialSpec:
+        """`spec` named `<origin>~<digest>`, in the folder of that digest, its digest in its tags."""
+        name = f"{self.origin['name']}~{sha1[:10]}"
+        folder = os.path.join(self.root, dir_name(sha1[:10]))
+        return dataclasses.replace(spec, name=name, out_dir=folder, tags={**spec.tags, tag: sha1})
+
+    def _find_stored(self, plans: list[_Plan]) -> None:
+        """Plans without a run yet: name them by their digest and take the stored run of it."""
+        for p in plans:
+            if p.run_id is not None or p.failure is not None:
+                continue
+            if p.spec.derive_only:
+                if p.derive_sha1 is None:
+                    p.derive_sha1 = _request_sha1(p.spec)
+                    p.spec = self._named(p.spec, p.derive_sha1, DERIVE_TAG)
+                    p.name = p.spec.name
+            elif p.input_sha1 is None:
+                p.input_sha1 = _input_sha1(p.spec)
+                p.spec = self._named(p.spec, p.input_sha1, INPUT_TAG)
+                p.name = p.spec.name
+        rows = sqltree.query(
+            self.store.con,
+            "whatif.trials.trials_of_inputs",
+            input_sha1s=[p.input_sha1 for p in plans if p.input_sha1],
+            derive_sha1s=[p.derive_sha1 for p in plans if p.derive_sha1],
+        ).to_pylist()
+        by_input = {r["input_sha1"]: r for r in rows if r["input_sha1"]}
+        by_derive = {r["derive_sha1"]: r for r in rows if r["derive_sha1"]}
+        for p in plans:
+            if p.run_id is None and p.failure is None:
+                row = by_derive.get(p.derive_sha1) if p.spec.derive_only else by_input.get(p.input_sha1)
+                if row is not None:
+                    p.run_id, p.name = int(row["run_id"]), str(row["name"])
+
+    def _derive(self, plans: list[_Plan]) -> None:
+        """Derive the limits of the derive_limits plans not stored yet (in parallel, each
+        distinct one once); each becomes the plan of the trial with those limits."""
+        todo: dict[str, _Plan] = {}
+        for p in plans:
+            if p.run_id is None and p.failure is None and p.spec.derive_only:
+                todo.setdefault(str(p.derive_sha1), p)
+        if not todo:
+            return
+        derived: dict[str, TrialOutcome] = {}
+        for sha1, out in zip(
+            list(todo), self.executor.map([p.spec for p in todo.values()], self.progress), strict=True
+        ):
+            self.simulations += out.simulations
+            derived[sha1] = out
+        for p in plans:
+            out = derived.get(str(p.derive_sha1)) if p.run_id is None and p.spec.derive_only else None
+            if out is None:
+                continue
+            if out.failure is not None:  # the derive run itself failed (a compile error): that is the trial
+                first = todo[str(p.derive_sha1)]
+                if first is p:
+                    self._store(p, out)
+                else:
+                    p.run_id, p.failure, p.simulated = first.run_id, first.failure, True
+                continue
+            files = {**p.spec.files, **derived_files(out)}
+            raw = with_flag(p.spec.raw_config, "xla_sparse_core_max_ids_file", LIMITS_FILE)
+            # the trial of those limits; its tags keep DERIVE_TAG, so the request finds it again
+            p.spec = dataclasses.replace(p.spec, raw_config=raw, files=files, derive_limits=False, derive_only=False)
+        for out in derived.values():  # the derived files travel with the trials: their folders go
+            if out.failure is None and out.config_path:
+                shutil.rmtree(os.path.dirname(out.config_path), ignore_errors=True)
+
+    def _store(self, plan: _Plan, out: TrialOutcome) -> None:
+        """A simulated trial into the store, with its analysis, as `scprof record` stores a run:
+        read, not recomputed, by tune's next stage, Compare and the agent."""
+        plan.failure, plan.simulated = out.failure, True
+        if out.trace_path:
+            plan.run_id = ingest_trace(self.store, out.trace_path, name=plan.name, replace=True).run_id
+            if warning := materialize.build(self.store, plan.run_id):
+                log.warning("%s", warning)
 
     def _measured(
         self, change: Change, name: str, run_id: int | None, failure: str | None, ref_run_id: int, simulated: bool
@@ -234,6 +327,21 @@ class Session:
             reason=reason,
             created_at=datetime.datetime.now(),
         )
+
+
+def _input_sha1(spec: TrialSpec) -> str:
+    """The trial's identity (trial.input_sha1); for a config the emulator refuses (it will fail
+    without a trace, and nothing is stored), the digest of the request itself."""
+    try:
+        return input_sha1(spec)
+    except ScprofError:
+        request = {"raw": spec.raw_config, "files": sorted(spec.files), "emulator": SIM_VERSION}
+        return hashlib.sha1(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _request_sha1(spec: TrialSpec) -> str:
+    """The identity of a derive_limits request: the digest of the run its limits are derived from."""
+    return _input_sha1(dataclasses.replace(spec, raw_config=derive_config(spec.raw_config)))
 
 
 def counted_step_ps(store: Store, run_id: int) -> np.ndarray:

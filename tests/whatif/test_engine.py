@@ -4,6 +4,7 @@ fixes recommended only when their simulation shows them faster, gains split betw
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +144,72 @@ def test_attribution_of_two_changes_splits_the_whole_gain(pair, tmp_path: Path) 
     # (and one row for the candidate itself, which the UI reads the pair from)
     simulated = [t for t in trials if t["label"] != "candidate"]
     assert len(simulated) == 4 and len({t["trial_run_id"] for t in simulated}) == 2
+
+
+def _trial_runs(store: Store) -> list[dict]:
+    return store.rows(
+        "SELECT name, json_extract_string(tags, '$.whatif_input_sha1') AS input_sha1 FROM runs "
+        "WHERE json_extract_string(tags, '$.whatif_origin') IS NOT NULL"
+    )
+
+
+def test_one_stored_trial_per_distinct_simulation(pair, tmp_path: Path) -> None:
+    """Requests that give the same simulation share one trial run: limits derived by the engine
+    and the same limits shipped as a file, a key set to the value it has, the same request twice."""
+    db, base, _ = pair
+    copy = tmp_path / "store.duckdb"
+    copy.write_bytes(Path(db).read_bytes())
+    with Store.open(str(copy)) as store, Executor() as ex:
+        first = Session(store, base, "verify", ex, root=str(tmp_path / "a"))
+        derived = first.measure([Change({}, derive_limits=True)], base)[0]
+        assert first.simulations == 2 and derived.simulated  # the derive run, then the trial
+        limits = json.loads(store.rows("SELECT config FROM runs WHERE run_id = ?", [derived.run_id])[0]["config"])
+        assert limits["flags"]["xla_sparse_core_max_ids_file"].endswith("limits.toml")
+        limits_bytes = (tmp_path / "a" / derived.run_name.rpartition("~")[2] / "limits.toml").read_bytes()
+
+        second = Session(store, base, "attribute", ex, root=str(tmp_path / "b"))
+        second.add_files({"mine_limits.toml": b"# the same limits, another file\n" + limits_bytes})
+        threads = json.loads(store.rows("SELECT config FROM runs WHERE run_id = ?", [base])[0]["config"])["host"][
+            "num_threads"
+        ]
+        shipped, again, same_value, prefetch, prefetch_same = second.measure(
+            [
+                Change({"flags.xla_sparse_core_max_ids_file": "mine_limits.toml"}),
+                Change({}, derive_limits=True),  # found by what its limits were derived from: not derived again
+                Change({"host.num_threads": threads}),  # the origin's own value: the origin's simulation
+                PREFETCH,
+                Change({**PREFETCH.overrides, "host.num_threads": threads}),
+            ],
+            base,
+        )
+        runs = _trial_runs(store)
+    assert (shipped.run_id, again.run_id) == (derived.run_id, derived.run_id)
+    assert not shipped.simulated and not again.simulated
+    assert prefetch.run_id == prefetch_same.run_id and prefetch.simulated
+    assert same_value.run_id not in (None, derived.run_id, prefetch.run_id)
+    assert second.simulations == 2  # the origin's config once, the prefetch once
+    # every trial run is a distinct simulation, named by it
+    assert len(runs) == 3 and len({r["input_sha1"] for r in runs}) == 3
+    assert all(r["name"].endswith("~" + r["input_sha1"][:10]) for r in runs)
+
+
+def test_the_identity_is_what_is_simulated_not_how_it_is_named(tmp_path: Path) -> None:
+    """trial.simulation_input: names, descriptions and file names leave it unchanged; a value the
+    emulator reads, or a limit inside a file, changes it."""
+    from sim_backend.config_load import load_raw
+    from whatif.trial import TrialSpec, input_sha1
+
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    raw = load_raw(str(configs / "baseline.toml"))
+    raw["flags"]["xla_sparse_core_max_ids_file"] = "a_limits.toml"
+    limits = (configs / "limits" / "baseline_limits.toml").read_bytes()
+
+    def sha(raw: dict, files: dict) -> str:
+        return input_sha1(TrialSpec("x", raw, "", files=files))
+
+    one = sha(raw, {"a_limits.toml": limits})
+    renamed = {**raw, "name": "other", "description": "words", "flags": {**raw["flags"]}}
+    renamed["flags"]["xla_sparse_core_max_ids_file"] = "b_limits.toml"
+    assert sha(renamed, {"b_limits.toml": b"# a comment\n" + limits}) == one
+    assert sha(raw, {"a_limits.toml": limits.replace(b"= 2572", b"= 2573")}) != one
+    assert sha({**raw, "steps": int(raw.get("steps", 20)) + 1}, {"a_limits.toml": limits}) != one

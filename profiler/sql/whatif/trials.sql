@@ -50,3 +50,24 @@ SELECT label, overrides, derive_limits, trial_run_id, step_time_ps, ref_step_tim
 SELECT (SELECT coalesce(sum(dropped_ids), 0) FROM step_minibatches WHERE run_id = $run)::BIGINT AS limits,
        (SELECT coalesce(sum(c.value), 0) FROM counters c JOIN tracks t USING (run_id, track_id)
         WHERE c.run_id = $run AND t.kind = 'counter' AND t.line = 'Dropped IDs')::BIGINT AS counter;
+
+-- @query trials_of_inputs
+-- Stored trial runs by the digest of what was simulated (the trace header's tag whatif_input_sha1) or of
+-- what its limits were derived from (whatif_derive_sha1): a trial is stored once per distinct simulation.
+-- The newest run of a digest, should there be several.
+-- @param input_sha1s VARCHAR[] Digests of simulation inputs (whatif/trial.py input_sha1).
+-- @param derive_sha1s VARCHAR[] Digests of the inputs limits were derived from.
+-- @column run_id INTEGER The trial's run.
+-- @column name VARCHAR Its name.
+-- @column input_sha1 VARCHAR Its whatif_input_sha1 tag.
+-- @column derive_sha1 VARCHAR Its whatif_derive_sha1 tag (NULL: its limits were not derived by the engine).
+WITH tagged AS (
+  SELECT run_id, name,
+    json_extract_string(tags, '$.whatif_input_sha1') AS input_sha1,
+    json_extract_string(tags, '$.whatif_derive_sha1') AS derive_sha1
+  FROM runs
+)
+SELECT run_id, name, input_sha1, derive_sha1 FROM tagged
+WHERE input_sha1 IN (SELECT unnest($input_sha1s)) OR derive_sha1 IN (SELECT unnest($derive_sha1s))
+QUALIFY row_number() OVER (PARTITION BY input_sha1, derive_sha1 ORDER BY run_id DESC) = 1
+ORDER BY run_id;
