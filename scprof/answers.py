@@ -53,6 +53,29 @@ def analysis_doc(store: Store, run: str | int) -> dict[str, Any]:
     return jsonable(runstats.report(store, store.resolve_run(run)).to_dict())
 
 
+def recorded_doc(store: Store, run_id: int, events: int) -> dict[str, Any]:
+    """What `record` (CLI and MCP) says of the run it stored: the stored analysis's figures, the
+    same values `analyze`, `runs` and the UI show (never the emulator's own tallies)."""
+    from analyzers import runstats
+
+    report = runstats.report(store, run_id)
+    fig = {name: a.figures for name, a in report.analyses.items()}
+    breakdown, mb = fig.get("breakdown", {}), fig.get("minibatching", {})
+    return {
+        "events": events,
+        "steps": breakdown.get("steps_recorded"),
+        "steps_counted": breakdown.get("steps"),
+        "covers": breakdown.get("covers"),
+        "step_ps_mean": breakdown.get("step_ps_mean"),
+        "step_ps_p50": breakdown.get("step_ps_p50"),
+        "step_ps_p90": breakdown.get("step_ps_p90"),
+        "share": breakdown.get("share"),  # the wall-time split of the counted steps, all chips
+        "minibatches_per_step_mean": mb.get("minibatches_per_step_mean"),
+        "dropped_ids": fig.get("id_dropping", {}).get("dropped_ids"),
+        "findings": len(report.findings),
+    }
+
+
 def comparison_doc(store: Store, base: str | int, cand: str | int) -> dict[str, Any]:
     """`scprof compare BASE CAND --json`: the verdict with its interval, per-op and per-category deltas."""
     from analyzers.compare import compare_runs

@@ -311,6 +311,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     from analyzers import materialize
     from profiler.trace_to_store import ingest_trace
+    from scprof.report import render_recorded
     from sim_backend.errors import RecordInterrupted, RunFailure
     from sim_backend.recording.record import format_summary, record_run
 
@@ -345,9 +346,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     with Store.open(db) as store:
         ingested = ingest_trace(store, result.trace_path, name=result.run_name, replace=args.replace)
         _warn(materialize.build(store, ingested.run_id))
+        recorded = answers.recorded_doc(store, ingested.run_id, ingested.events)
     for warning in result.warnings:
         _warn(warning)
-    print(format_summary(result))
+    print(render_recorded(ingested.name, recorded))
+    if files := format_summary(result):
+        print(files)
     print(f"trace: {result.trace_path}")
     print(f"run {ingested.name!r} stored as run_id {ingested.run_id} in {db}")
     return 0

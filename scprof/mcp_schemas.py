@@ -197,8 +197,16 @@ class Recorded(_Open):
     status: str = Field(description="ok, or failed (`failure` says why; the run is stored all the same)")
     failure: str | None
     trace: str = Field(description="the trace file written, under the server's runs folder")
-    events: int
-    mean_step_time_ps: float | None = Field(None, description="steady state on chip 0 (the emulator's figure)")
+    events: int = Field(description="events stored (every event of the trace: runs.events)")
+    steps: int | None = Field(None, description="steps timed (breakdown.steps_recorded)")
+    steps_counted: int | None = Field(None, description="steps the summaries count (breakdown.steps)")
+    step_ps_mean: float | None = Field(None, description="mean step time over the counted steps, ps")
+    share: dict[str, float] | None = Field(
+        None, description="wall-time split of the counted steps, all chips (breakdown.share; idle: nothing running)"
+    )
+    minibatches_per_step_mean: float | None = None
+    dropped_ids: int | None = None
+    findings: int = Field(0, description="how many findings the stored analysis has (analyze for them)")
     warnings: list[str]
 
 

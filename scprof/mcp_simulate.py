@@ -131,26 +131,15 @@ class Simulating:
                 trace, failure = e.trace_path, str(e).splitlines()[0]
             stored = ingest_trace(store, trace, name=name if failure else result.run_name, replace=replace)
             warning = materialize.build(store, stored.run_id)
+            recorded = answers.recorded_doc(store, stored.run_id, stored.events)
         doc: dict[str, Any] = {
             "run_id": stored.run_id,
             "name": stored.name,
             "status": stored.status,
             "failure": failure,
             "trace": trace,
-            "events": stored.events,
+            **recorded,
         }
-        if result is not None:
-            doc.update(
-                steps=result.steps,
-                mean_step_time_ps=result.mean_step_time_ps,
-                share={
-                    "host": result.share_host,
-                    "sparsecore": result.share_sc,
-                    "tensorcore": result.share_tc,
-                    "idle": result.share_idle,
-                },
-                dropped_ids=result.dropped_ids,
-            )
         doc["warnings"] = [w for w in [warning, *(result.warnings if result else [])] if w]
         return answers.jsonable(doc)
 

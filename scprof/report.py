@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from analyzers.compare import Comparison
@@ -41,20 +42,44 @@ def finding_lines(f: Finding, indent: str = "  ") -> list[str]:
     return [escape_control(line) for line in lines]
 
 
+def step_lines(f: dict[str, Any]) -> list[str]:
+    """The step time and the wall-time split of the counted steps (the breakdown's figures `f`),
+    as `analyze` and `record` print them."""
+    if not f or f.get("step_ps_mean") is None:
+        return []
+    out = [
+        f"step time  mean {format_ps(f['step_ps_mean'])}  p50 {format_ps(f['step_ps_p50'])}  "
+        f"p90 {format_ps(f['step_ps_p90'])}  {f['covers']}"
+    ]
+    if f.get("share"):
+        shares = sorted(f["share"].items(), key=lambda kv: -kv[1])
+        out.append("time split " + "  ".join(f"{k} {v:.1%}" for k, v in shares if v >= 0.001))
+    return out
+
+
+def render_recorded(name: str, doc: dict[str, Any]) -> str:
+    """What `scprof record` prints of the run it stored (answers.recorded_doc): the stored
+    analysis's figures, in the words `analyze` uses."""
+    out = [escape_control(f"recorded {name!r}: {doc['events']:,} events stored")]
+    out += step_lines(doc)
+    if doc["minibatches_per_step_mean"] is not None:
+        out.append(f"minibatches per step  mean {doc['minibatches_per_step_mean']:.2f} (every stack)")
+    if doc["dropped_ids"] is not None:
+        out.append(f"dropped IDs  {doc['dropped_ids']:,}")
+    if doc["findings"]:
+        n = doc["findings"]
+        out.append(
+            escape_control(f"{n} finding{'s' if n != 1 else ''}; see them with: scprof analyze {shlex.quote(name)}")
+        )
+    return "\n".join(out)
+
+
 def render_report(report: RunReport) -> str:
     """`scprof analyze` output."""
     run = report.run
     out = [escape_control(f"run {run['name']!r} (run_id {run['run_id']}, {run['source']}, {run['status']})")]
     figs = report.analyses.get("breakdown")
-    if figs and figs.figures:
-        f = figs.figures
-        out.append(
-            f"step time  mean {format_ps(f['step_ps_mean'])}  p50 {format_ps(f['step_ps_p50'])}  "
-            f"p90 {format_ps(f['step_ps_p90'])}  {f['covers']}"
-        )
-        if "share" in f:
-            shares = sorted(f["share"].items(), key=lambda kv: -kv[1])
-            out.append("time split " + "  ".join(f"{k} {v:.1%}" for k, v in shares if v >= 0.001))
+    out += step_lines(figs.figures if figs else {})
     ops = report.analyses.get("ops")
     device_ops = [r for r in (ops.figures.get("top", []) if ops else []) if not r["host_work"]]
     if device_ops:  # each op's share of its kind's device self time

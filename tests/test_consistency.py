@@ -5,7 +5,8 @@ summaries) and two JAX CPU captures are imported into one store. For every run, 
 p90 step time, the breakdown's shares, SparseCore minibatches per step, dropped IDs, the HBM
 peak and the findings are read from `scprof analyze --json`, `scprof compare --json`, `scprof
 runs --json`, the UI's data callbacks (ui/data.py) and the Perfetto export's breakdown track,
-and must agree. The store's step_times view is checked against plain Python over the events.
+and must agree. The store's step_times view is checked against plain Python over the events. What `record`
+printed of each run it stored is checked against the same figures.
 """
 
 from __future__ import annotations
@@ -45,8 +46,14 @@ def db(tmp_path_factory) -> str:
     db = str(tmp / "store.duckdb")
     for config in CONFIGS:
         # configs that fail to compile (gather_too_large, spmem_overflow) are stored as failed runs
-        with contextlib.suppress(SystemExit), contextlib.redirect_stderr(io.StringIO()):
+        printed = io.StringIO()
+        with (
+            contextlib.suppress(SystemExit),
+            contextlib.redirect_stderr(io.StringIO()),
+            contextlib.redirect_stdout(printed),
+        ):
             main(["record", str(config), "--steps", str(STEPS), "--out", str(tmp / config.stem), "--db", db])
+        (tmp / f"{config.stem}.record.txt").write_text(printed.getvalue())
     for name, path in CAPTURES.items():
         cli("ingest", str(path), "--name", name, "--db", db)
     return db
@@ -225,3 +232,29 @@ def test_a_run_without_steps_is_refused_by_name_everywhere(db, runs):
             state = {"base": base, "cand": runs[name]["run_id"]}
             assert want in str(render_compare_verdict(store, state))
             render_compare(store, state)  # the SQL side renders too
+
+
+def test_record_prints_the_stored_figures(db, runs):
+    """`scprof record`'s lines are the stored analysis's figures in analyze's words: the same
+    events as `runs`, the same step time and time split as `analyze`, minibatches and dropped IDs."""
+    from profiler.units import format_ps
+
+    for config in CONFIGS:
+        printed = (Path(db).parent / f"{config.stem}.record.txt").read_text()
+        listed = runs[config.stem]
+        if listed["status"] != "ok":
+            assert printed == "", config.stem  # a failed run: the error line on stderr, exit 2
+            continue
+        figures = json.loads(cli("analyze", config.stem, "--json", "--db", db))["figures"]
+        text = cli("analyze", config.stem, "--db", db)
+        lines = printed.splitlines()
+        assert lines[0] == f"recorded {config.stem!r}: {listed['events']:,} events stored", config.stem
+        bd = figures["breakdown"]
+        step_line = next(line for line in lines if line.startswith("step time"))
+        assert f"mean {format_ps(bd['step_ps_mean'])}" in step_line and step_line in text.splitlines(), config.stem
+        split = next(line for line in lines if line.startswith("time split"))
+        assert split in text.splitlines(), config.stem
+        mb = figures["minibatching"]["minibatches_per_step_mean"]
+        assert f"minibatches per step  mean {mb:.2f} (every stack)" in lines, config.stem
+        assert f"dropped IDs  {figures['id_dropping']['dropped_ids']:,}" in lines, config.stem
+        assert "chip 0" not in printed, config.stem  # the emulator's own chip-0 tallies are not printed

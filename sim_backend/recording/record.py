@@ -17,7 +17,6 @@ from profiler.errors import ScprofError
 from profiler.progress import TerminalProgress
 from profiler.recorder import rewrite_tags
 from profiler.safe_output import DUCKDB_MAGIC, DUCKDB_MAGIC_OFFSET
-from profiler.units import format_ps
 from sim_backend import __version__
 from sim_backend.config import RunConfig, effective_config
 from sim_backend.config_load import load_config
@@ -328,20 +327,14 @@ def memory_json(sim: RunSetup) -> dict:
 
 
 def format_summary(result: RecordResult) -> str:
-    """A few lines for the terminal after `scprof record`."""
+    """The files `scprof record` wrote besides the trace (the performance tables it read, a derived
+    limits file, FDO stats), one line each. What the run shows is the stored analysis's to say."""
     r = result
-    lines = [
-        f"recorded {r.run_name!r}: {r.steps} steps, {r.events} events -> {r.trace_path}",
-        f"  mean step time  {format_ps(r.mean_step_time_ps)}",
-        f"  chip 0 time     host {r.share_host:.1%}  SparseCore {r.share_sc:.1%}  "
-        f"TensorCore {r.share_tc:.1%}  idle {r.share_idle:.1%}",
-        f"  minibatches     {r.minibatches} ({r.minibatches_per_step:.2f} per step, every stack)",
-        f"  dropped IDs     {r.dropped_ids}",
-    ]
+    lines = []
     if r.perf_tables:
-        lines.append(f"  perf tables     {r.perf_tables}")
+        lines.append(f"perf tables  {r.perf_tables}")
     if r.limits_path:
-        lines.append(f"  limits written  {r.limits_path}")
+        lines.append(f"limits written  {r.limits_path}")
     if r.fdo_stats_path:
-        lines.append(f"  FDO stats       {r.fdo_stats_path} (jax-tpu-embedding CSVFileFDOClient format)")
+        lines.append(f"FDO stats  {r.fdo_stats_path} (jax-tpu-embedding CSVFileFDOClient format)")
     return "\n".join(lines)
