@@ -172,13 +172,14 @@ def test_one_stored_trial_per_distinct_simulation(pair, tmp_path: Path) -> None:
         threads = json.loads(store.rows("SELECT config FROM runs WHERE run_id = ?", [base])[0]["config"])["host"][
             "num_threads"
         ]
+        deeper = {"flags.maximum_parallel_iterations": 3}  # a change no other test of this module stores
         shipped, again, same_value, prefetch, prefetch_same = second.measure(
             [
                 Change({"flags.xla_sparse_core_max_ids_file": "mine_limits.toml"}),
                 Change({}, derive_limits=True),  # found by what its limits were derived from: not derived again
                 Change({"host.num_threads": threads}),  # the origin's own value: the origin's simulation
-                PREFETCH,
-                Change({**PREFETCH.overrides, "host.num_threads": threads}),
+                Change(deeper),
+                Change({**deeper, "host.num_threads": threads}),
             ],
             base,
         )
@@ -187,9 +188,11 @@ def test_one_stored_trial_per_distinct_simulation(pair, tmp_path: Path) -> None:
     assert not shipped.simulated and not again.simulated
     assert prefetch.run_id == prefetch_same.run_id and prefetch.simulated
     assert same_value.run_id not in (None, derived.run_id, prefetch.run_id)
-    assert second.simulations == 2  # the origin's config once, the prefetch once
+    assert second.simulations == 2  # the origin's config once, the deeper prefetch once
     # every trial run is a distinct simulation, named by it
-    assert len(runs) == 3 and len({r["input_sha1"] for r in runs}) == 3
+    assert len({r["input_sha1"] for r in runs}) == len(runs)
+    ours = {derived.run_name, same_value.run_name, prefetch.run_name}
+    assert len(ours) == 3 and ours <= {r["name"] for r in runs}
     assert all(r["name"].endswith("~" + r["input_sha1"][:10]) for r in runs)
 
 
