@@ -163,8 +163,8 @@ def host_input_wait_by_step(ctx: RunContext, w: dict) -> np.ndarray:
 
 def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:
     """The host-bound finding when the device waits for host input more than HOST_INPUT_SHARE
-    of its time; critical from CRITICAL_SHARE, unless the median counted step waits no
-    more than that themselves (findings.spread_severity: the median step must be over it)."""
+    of its time; critical above CRITICAL_SHARE when the median counted step waits more than
+    CRITICAL_SHARE too (findings.spread_severity: a few slow steps may carry the mean)."""
     share = w["host_input_wait_share"]
     if share <= HOST_INPUT_SHARE:
         return None
