@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -66,6 +67,12 @@ class RunContext:
         """The step times summaries cover (step_times.counted), in step order."""
         t = self.step_times()
         return pc.filter(t.column("step_ps"), t.column("counted")).combine_chunks()
+
+    def counted_steps(self) -> np.ndarray:
+        """The steps summaries cover (step_times.counted), ascending: the steps a per-step series
+        of a finding runs over (findings.step_distribution)."""
+        t = self.step_times()
+        return pc.filter(t.column("step"), t.column("counted")).to_numpy(zero_copy_only=False)
 
     def step_median_ps(self) -> float | None:
         """Median step time over the counted steps, or None for a run without steps."""

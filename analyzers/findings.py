@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 SEVERITIES = ("critical", "warning", "info")
@@ -121,6 +122,61 @@ def fix_text(fix: dict[str, Any]) -> str:
 
 def _value_text(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def step_distribution(values: Any, threshold: float) -> dict[str, float | int | None]:
+    """How a per-step figure is spread over the steps: its exact median and 90th percentile
+    (numpy's linear percentiles, as the step-time summary), how many steps exceed `threshold`
+    (steps_affected) and how many steps there are (steps). Pass one value per counted step
+    (step_times.counted), zero for a step the figure does not touch, so `steps` is the counted
+    steps' count and a finding can say "in k of n steps" rather than only a mean, which a few
+    slow steps can carry. median and p90 are None without steps."""
+    v = np.asarray(values, np.float64).ravel()
+    if not len(v):
+        return {"median": None, "p90": None, "steps_affected": 0, "steps": 0}
+    return {
+        "median": float(np.median(v)),
+        "p90": float(np.percentile(v, 90)),
+        "steps_affected": int(np.count_nonzero(v > threshold)),
+        "steps": int(len(v)),
+    }
+
+
+def per_counted_step(counted: Any, step: Any, value: Any, fill: float = 0.0) -> np.ndarray:
+    """A per-step series over the counted steps: `value` summed per `step` (rows of any steps,
+    several rows per step allowed) and laid out along `counted` (the counted steps, ascending);
+    `fill` for a counted step without a row. Rows of other steps (and a null step, NaN) drop out."""
+    c = np.asarray(counted, np.float64)
+    st = np.asarray(step, np.float64)
+    v = np.asarray(value, np.float64)
+    out = np.full(len(c), fill, np.float64)
+    if not len(c) or not len(st):
+        return out
+    pos = np.minimum(np.searchsorted(c, st), len(c) - 1)
+    ok = c[pos] == st
+    hit = np.unique(pos[ok])
+    out[hit] = 0.0
+    np.add.at(out, pos[ok], v[ok])
+    return out
+
+
+def spread_severity(severity: str, values: Any, critical_level: float) -> str:
+    """`severity` lowered from critical to warning unless the median of the per-step `values`
+    (one per counted step) exceeds `critical_level`, the level at which the rule calls the mean
+    critical: a mean that a few slow steps carry is not, on its own, a critical problem of the
+    run's typical step. Without per-step values the severity stands."""
+    v = np.asarray(values, np.float64).ravel()
+    if severity == "critical" and len(v) and not np.median(v) > critical_level:
+        return "warning"
+    return severity
+
+
+def spread_text(dist: dict[str, Any], median_format: str, over: str) -> str:
+    """ "median step M; in k of n steps over X" for a title: the median formatted by
+    `median_format` (e.g. "{:.0%}"), `over` the threshold as the title shows it; "" without steps."""
+    if not dist["steps"]:
+        return ""
+    return f"median step {median_format.format(dist['median'])}; in {dist['steps_affected']} of {dist['steps']} steps over {over}"
 
 
 def severity_rank(f: Finding) -> int:

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers.context import RunContext
-from analyzers.findings import Finding
+from analyzers.findings import Finding, per_counted_step, spread_severity, spread_text, step_distribution
 from analyzers.rules.breakdown import counted_rows, step_breakdown
 from profiler import sqltree
 
@@ -44,6 +44,7 @@ WAIT_CAUSES = {
     "idle": "idle",
 }  # breakdown category -> cause of the device's wait
 HOST_INPUT_SHARE = 0.05  # device time spent waiting for host input above this share is a finding
+CRITICAL_SHARE = 0.2  # ... critical above this share, when the median counted step waits that long too
 
 
 def device_chips(ctx: RunContext) -> list[int]:
@@ -75,19 +76,30 @@ def waits(ctx: RunContext) -> dict | None:
 
 def awaited_input_ps(ctx: RunContext, chips: list[int]) -> int:
     """Device idle time spent awaiting host input, summed over `chips` and the counted steps' windows."""
+    return int(awaited_input_by_step(ctx, chips)[1].sum())
+
+
+def awaited_input_by_step(ctx: RunContext, chips: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(step, awaited_ps): device idle time spent awaiting host input per counted step window,
+    one row per chip and window (cached per context and chips)."""
+    return ctx.memo(f"awaited_input_by_step{sorted(chips)}", lambda: _awaited_by_window(ctx, chips))
+
+
+def _awaited_by_window(ctx: RunContext, chips: list[int]) -> tuple[np.ndarray, np.ndarray]:
     windows = ctx.sql("analysis.idle.counted_windows")
     ops = ctx.sql("analysis.idle.device_ops")
     inputs = ctx.sql("analysis.idle.host_inputs")
     i_start, i_end = inputs.column("start_ps").to_numpy(), inputs.column("end_ps").to_numpy()
-    total = 0
+    steps, awaited = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for chip in chips:
         w = windows.filter(pc.equal(windows.column("chip"), chip))
         o = ops.filter(pc.equal(ops.column("chip"), chip))
-        g_start, g_end = free_intervals(
+        g_start, g_end, g_win = free_intervals(
             o.column("start_ps").to_numpy(),
             o.column("end_ps").to_numpy(),
             w.column("start_ps").to_numpy(),
             w.column("end_ps").to_numpy(),
+            with_window=True,
         )
         if not len(g_start):  # a chip without counted step windows, or never idle in them
             continue
@@ -99,12 +111,18 @@ def awaited_input_ps(ctx: RunContext, chips: list[int]) -> int:
         np.minimum.at(first, k[inside], i_start[inside])
         np.maximum.at(last, k[inside], i_end[inside])
         has = last > 0
-        total += int((last[has] - np.maximum(first[has], g_start[has])).sum())
-    return total
+        per_window = np.zeros(w.num_rows, np.int64)
+        np.add.at(per_window, g_win[has], last[has] - np.maximum(first[has], g_start[has]))
+        steps.append(w.column("step").to_numpy())
+        awaited.append(per_window)
+    return np.concatenate(steps), np.concatenate(awaited)
 
 
-def free_intervals(op_start: np.ndarray, op_end: np.ndarray, w_start: np.ndarray, w_end: np.ndarray):
-    """(start, end) of the instants inside the windows (sorted, disjoint) where no op is active."""
+def free_intervals(
+    op_start: np.ndarray, op_end: np.ndarray, w_start: np.ndarray, w_end: np.ndarray, with_window: bool = False
+):
+    """(start, end) of the instants inside the windows (sorted, disjoint) where no op is active;
+    with `with_window`, also each piece's window (its index in w_start)."""
     order = np.argsort(op_start, kind="stable")
     s, e = op_start[order], np.maximum.accumulate(op_end[order])
     # busy intervals: a new one starts where an op starts after every earlier op ended; each
@@ -123,7 +141,7 @@ def free_intervals(op_start: np.ndarray, op_end: np.ndarray, w_start: np.ndarray
     gs = np.maximum(edges_s[idx], w_start[win])
     ge = np.minimum(edges_e[idx], w_end[win])
     keep = ge > gs
-    return gs[keep], ge[keep]
+    return (gs[keep], ge[keep], win[keep]) if with_window else (gs[keep], ge[keep])
 
 
 def host_input_events(ctx: RunContext, limit: int = 3) -> list[dict]:
@@ -131,18 +149,37 @@ def host_input_events(ctx: RunContext, limit: int = 3) -> list[dict]:
     return ctx.sql("analysis.idle.host_input_events", limit=int(limit)).to_pylist()
 
 
+def host_input_wait_by_step(ctx: RunContext, w: dict) -> np.ndarray:
+    """Per counted step (in order), the share of the step's device time (summed over the chips)
+    the devices spent awaiting host input: the per-step series of host_input_wait_share."""
+    counted = ctx.counted_steps()
+    split = counted_rows(step_breakdown(ctx), ctx.step_times())
+    split = split.filter(pc.is_in(split.column("chip"), value_set=pa.array(w["chips"], split.column("chip").type)))
+    device_ps = per_counted_step(counted, split.column("step").to_numpy(), split.column("dur_ps").to_numpy())
+    step, awaited = awaited_input_by_step(ctx, w["chips"])
+    awaited_ps = per_counted_step(counted, step, awaited)
+    return np.divide(awaited_ps, device_ps, out=np.zeros(len(counted)), where=device_ps > 0)
+
+
 def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:
-    """The host-bound finding when the device waits for host input more than HOST_INPUT_SHARE."""
+    """The host-bound finding when the device waits for host input more than HOST_INPUT_SHARE
+    of its time; critical above CRITICAL_SHARE when the median counted step waits more than
+    CRITICAL_SHARE too (findings.spread_severity: a few slow steps may carry the mean)."""
     share = w["host_input_wait_share"]
     if share <= HOST_INPUT_SHARE:
         return None
+    per_step = host_input_wait_by_step(ctx, w)
+    dist = step_distribution(per_step, HOST_INPUT_SHARE)
     top = host_input_events(ctx)
     named = ", ".join(r["name"] for r in top) or "host input work"
     steps = ctx.step_times()
     return Finding(
         rule="host_bound",
-        severity="critical" if share > 0.2 else "warning",
-        title=f"Host-bound input: the device waits for host input {share:.0%} of each step",
+        severity=spread_severity("critical" if share > CRITICAL_SHARE else "warning", per_step, CRITICAL_SHARE),
+        title=(
+            f"Host-bound input: the device waits for host input {share:.0%} of its step time"
+            + (f" ({spread})" if (spread := spread_text(dist, "{:.0%}", f"{HOST_INPUT_SHARE:.0%}")) else "")
+        ),
         metric="host_wait_share",
         value=share,
         unit="share of device step time",
@@ -150,7 +187,7 @@ def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:
             f"The device sits idle while the host prepares the next batch ({named}). Prefetch: prepare "
             "batches ahead of the training loop in background threads or processes (a thread pool, "
             "tf.data prefetch, a grain/DataLoader with workers); use more input workers; or make the "
-            "preprocessing cheaper (vectorise it, move it to the device, cache its results)."
+            "preprocessing cheaper (vectorise it, move it to the device, cache its results)." + _few_steps_note(dist)
         ),
         evidence={
             "device_busy_share": w["busy_share"],
@@ -159,7 +196,22 @@ def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:
             "device_ps": w["device_ps"],
             "host_input_events": top,
             "counted_steps": int(pc.sum(steps.column("counted")).as_py() or 0),
+            "per_step_median_share": dist["median"],
+            "per_step_p90_share": dist["p90"],
+            "steps_affected": dist["steps_affected"],
+            "steps": dist["steps"],
         },
         entities={"chips": w["chips"], "steps": pc.filter(steps.column("step"), steps.column("counted")).to_pylist()},
         evidence_sql=sqltree.show("analysis.idle.host_input_evidence", run=int(ctx.run_id)),
+    )
+
+
+def _few_steps_note(dist: dict) -> str:
+    """A sentence for a recommendation whose mean a minority of the steps carries."""
+    if not dist["steps"] or dist["steps_affected"] * 2 >= dist["steps"]:
+        return ""
+    return (
+        f" Only {dist['steps_affected']} of {dist['steps']} steps wait this long: the typical step waits "
+        f"{dist['median']:.0%}, so look at what the slow steps do differently (a cold cache, a larger batch, "
+        "a pause of the input workers)."
     )

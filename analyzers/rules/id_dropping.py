@@ -9,8 +9,11 @@ counter, or the host preprocessing events' dropped_ids) less those the partition
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow.compute as pc
+
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, make_fix
+from analyzers.findings import Analysis, Finding, make_fix, per_counted_step, spread_severity, step_distribution
 from analyzers.rules import minibatching
 from profiler import sqltree
 
@@ -34,17 +37,32 @@ def analyze(ctx: RunContext) -> Analysis:
     totals = ctx.sql("analysis.sparsecore.dropped_by_table", {"dropped_by_step": table}).to_pylist()
     # the run's total: the store's step_minibatches view, as every other place reads it
     result.figures = {"dropped_ids": minibatching.step_totals(ctx)["dropped_ids"]}
+    counted = ctx.counted_steps()
     for r in totals:
         if not r["dropped"]:
             continue
         kept = r["kept"]
         share = r["dropped"] / (kept + r["dropped"]) if kept is not None else None
+        mine = table.filter(pc.equal(table.column("table_name"), r["table_name"]))
+        step = mine.column("step").to_numpy()
+        dropped = per_counted_step(counted, step, mine.column("dropped_ids").to_numpy())
+        received = per_counted_step(counted, step, mine.column("all_ids").to_numpy())
+        dist = step_distribution(dropped, 0)
+        severity = "critical" if share is None or share > CRITICAL_SHARE else "warning"
+        if share is not None:  # the share of a step's IDs dropped, step by step
+            per_step = np.divide(dropped, received, out=np.zeros(len(counted)), where=received > 0)
+            severity = spread_severity(severity, per_step, CRITICAL_SHARE)
         result.findings.append(
             Finding(
                 rule="id_dropping",
-                severity="critical" if share is None or share > CRITICAL_SHARE else "warning",
+                severity=severity,
                 title=(
-                    f"Table {r['table_name']}: {r['dropped']:,} IDs dropped in {r['steps_dropping']} of {r['steps']} steps"
+                    f"Table {r['table_name']}: {r['dropped']:,} IDs dropped in "
+                    + (
+                        f"{dist['steps_affected']} of {dist['steps']} steps"
+                        if dist["steps"]
+                        else f"{r['steps_dropping']} of {r['steps']} steps"
+                    )
                     + (f" ({share:.2%} of its IDs)" if share is not None else "")
                 ),
                 metric="dropped_share" if share is not None else "dropped_ids",
@@ -60,6 +78,9 @@ def analyze(ctx: RunContext) -> Analysis:
                     "dropped_ids": r["dropped"],
                     "kept_ids": kept,
                     "max_ids_per_partition": r["max_ids_per_partition"],
+                    "per_step_median_dropped_ids": dist["median"],
+                    "steps_affected": dist["steps_affected"],
+                    "steps": dist["steps"],
                 },
                 entities={"tables": [r["table_name"]]},
                 confidence="high" if share is not None else "medium",

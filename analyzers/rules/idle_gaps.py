@@ -18,7 +18,15 @@ import pyarrow.compute as pc
 
 from analyzers import gap_search
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, make_fix
+from analyzers.findings import (
+    Analysis,
+    Finding,
+    make_fix,
+    per_counted_step,
+    spread_severity,
+    spread_text,
+    step_distribution,
+)
 from analyzers.op_arrays import KIND_CODES, NO_STEP, op_arrays
 from analyzers.rules import device_wait
 from profiler import sqltree
@@ -30,6 +38,7 @@ MIN_GAP_SHARE = 0.01  # of the median step time
 INPUT_TOLERANCE_SHARE = 0.01  # a SparseCore forward starting this soon after its input landed waited for it
 MIN_GAP_PS = 1  # runs without steps: every gap
 HOST_SHARE = 0.05  # host-caused TensorCore idle above this share of its time is a finding
+HOST_CRITICAL_SHARE = 0.2  # ... critical above this share, when the median counted step waits that long too
 SATURATED = 0.9  # input threads busy this share of the step time: the host lacks throughput
 DEFAULT_DEPTH = 2  # maximum_parallel_iterations when the run's config does not say
 DEPTHS = (2, 4, 8)  # prefetch depths a tuner tries
@@ -102,12 +111,30 @@ def update_lag(ctx: RunContext) -> int:
     return 1 if flags.get("tf_xla_disable_full_embedding_pipelining") else 2
 
 
-def track_time_ps(ctx: RunContext, track_kind: str) -> int:
-    """Time the op tracks of one kind were observed: step windows x op tracks with events, per chip."""
+def _busy_chips(ctx: RunContext, track_kind: str) -> pa.Table:
+    """The chip of each op track of one kind that has events (one row per track)."""
     a = op_arrays(ctx)
     busy = (np.diff(a.bounds) > 0) & a.track_op_line & (a.track_kind == KIND_CODES[track_kind])
-    rows = ctx.sql("analysis.idle.observed_ps", {"busy_chips": pa.table({"chip": a.track_chip[busy]})}).to_pylist()
+    return pa.table({"chip": a.track_chip[busy]})
+
+
+def track_time_ps(ctx: RunContext, track_kind: str) -> int:
+    """Time the op tracks of one kind were observed: step windows x op tracks with events, per chip."""
+    rows = ctx.sql("analysis.idle.observed_ps", {"busy_chips": _busy_chips(ctx, track_kind)}).to_pylist()
     return int(rows[0]["t"] or 0)
+
+
+def host_wait_by_step(ctx: RunContext) -> np.ndarray:
+    """Per counted step (in order), the share of the TensorCores' observed time they waited for
+    host input: the per-step series of the host_bound finding's share."""
+    t = ctx.sql("analysis.idle.host_wait_by_step", {"gaps": gaps(ctx), "busy_chips": _busy_chips(ctx, "tensorcore")})
+    wait = t.column("wait_ps").to_numpy().astype(np.float64)
+    observed = t.column("observed_ps").to_numpy().astype(np.float64)
+    return per_counted_step(
+        ctx.counted_steps(),
+        t.column("step").to_numpy(),
+        np.divide(wait, observed, out=np.zeros(len(wait)), where=observed > 0),
+    )
 
 
 def _table(cols: dict[str, np.ndarray], nulls: tuple[str, ...] = ()) -> pa.Table:
@@ -228,12 +255,24 @@ def _host_bound(ctx: RunContext, figures: dict, host: dict, chips: list, steps: 
             "device; each prefetched step holds its inputs in HBM."
         )
     evidence["cause"] = cause
+    per_step = host_wait_by_step(ctx)
+    dist = step_distribution(per_step, HOST_SHARE)
+    evidence |= {
+        "per_step_median_share": dist["median"],
+        "per_step_p90_share": dist["p90"],
+        "steps_affected": dist["steps_affected"],
+        "steps": dist["steps"],
+    }
+    spread = spread_text(dist, "{:.0%}", f"{HOST_SHARE:.0%}")
     return Finding(
         rule="host_bound",
-        severity="critical" if host["share"] > 0.2 else "warning",
+        severity=spread_severity(
+            "critical" if host["share"] > HOST_CRITICAL_SHARE else "warning", per_step, HOST_CRITICAL_SHARE
+        ),
         title=(
-            f"Host-bound input: the TensorCores wait for host input {host['share']:.0%} of the time "
-            + ("(the input threads are saturated)" if cause == "throughput" else "(the prefetch is too short)")
+            f"Host-bound input: the TensorCores wait for host input {host['share']:.0%} of the time ("
+            + (f"{spread}; " if spread else "")
+            + ("the input threads are saturated)" if cause == "throughput" else "the prefetch is too short)")
         ),
         metric="host_wait_share",
         value=host["share"],

@@ -14,8 +14,17 @@ from __future__ import annotations
 
 import math
 
+import pyarrow.compute as pc
+
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, make_fix
+from analyzers.findings import (
+    Analysis,
+    Finding,
+    make_fix,
+    per_counted_step,
+    spread_severity,
+    step_distribution,
+)
 from analyzers.rules import spmem
 from profiler import sqltree
 
@@ -23,6 +32,7 @@ NAME = "minibatching"
 QUESTION = "Do compiled limits split steps into SparseCore minibatches, and what limits would avoid it?"
 
 FIT_R2 = 0.5  # the op-duration fit must explain this much variance to estimate the per-op cost
+CRITICAL_MINIBATCHES = 3  # a table whose steps need this many minibatches (the median counted step too) is critical
 
 
 def round_up(n: float, to: int = 8) -> int:
@@ -63,6 +73,8 @@ def analyze(ctx: RunContext) -> Analysis:
     # a stack within its limits runs the minibatches another stack needs. Only a stack over
     # its limits is the cause; the others are named in its finding.
     carried = [r["table_name"] for r in rows if (r["max_minibatches"] or 1) > 1 and not _over(r)]
+    by_step = ctx.sql("analysis.sparsecore.minibatches_by_step")
+    counted = ctx.counted_steps()
     for r in rows:
         if (r["max_minibatches"] or 1) <= 1 or not _over(r):
             continue
@@ -89,6 +101,9 @@ def analyze(ctx: RunContext) -> Analysis:
             )
         g = spmem.headroom(ctx).get(r["table_name"]) or {}
         fix, recommendation = _fix(r, g, advice)
+        mine = by_step.filter(pc.equal(by_step.column("table_name"), r["table_name"]))
+        per_step = per_counted_step(counted, mine.column("step").to_numpy(), mine.column("minibatches").to_numpy())
+        dist = step_distribution(per_step, 1)
         if carried:
             recommendation += (
                 f" The step's minibatch count is shared by every stack: {len(carried)} other stack(s) within "
@@ -97,10 +112,20 @@ def analyze(ctx: RunContext) -> Analysis:
         result.findings.append(
             Finding(
                 rule="minibatching",
-                severity="critical" if r["max_minibatches"] >= 3 else "warning",
+                severity=spread_severity(
+                    "critical" if r["max_minibatches"] >= CRITICAL_MINIBATCHES else "warning",
+                    per_step,
+                    CRITICAL_MINIBATCHES - 1,
+                ),
                 title=(
                     f"Table {r['table_name']}: limits below the observed load split "
-                    f"{r['steps_minibatched']} of {r['steps']} steps into up to {r['max_minibatches']} minibatches"
+                    + (
+                        f"{dist['steps_affected']} of {dist['steps']} steps"
+                        if dist["steps"]
+                        else f"{r['steps_minibatched']} of {r['steps']} steps"
+                    )
+                    + f" into up to {r['max_minibatches']} minibatches"
+                    + (f" (median step {dist['median']:g})" if dist["steps"] else "")
                 ),
                 metric="max_minibatches",
                 value=r["max_minibatches"],
@@ -120,6 +145,9 @@ def analyze(ctx: RunContext) -> Analysis:
                     "spmem_at_observed_bytes": g.get("spmem_at_observed_bytes"),
                     "spmem_capacity_bytes": g.get("capacity_bytes"),
                     "stacks_minibatched_within_limits": len(carried),
+                    "per_step_median_minibatches": dist["median"],
+                    "steps_affected": dist["steps_affected"],
+                    "steps": dist["steps"],
                 },
                 entities={"tables": [r["table_name"]]},
                 evidence_sql=sqltree.show(

@@ -24,8 +24,18 @@ what stays hot is single rows no remapping spreads) is reported at info, from MA
 
 from __future__ import annotations
 
+import pyarrow.compute as pc
+
 from analyzers.context import RunContext
-from analyzers.findings import Analysis, Finding, make_fix
+from analyzers.findings import (
+    Analysis,
+    Finding,
+    make_fix,
+    per_counted_step,
+    spread_severity,
+    spread_text,
+    step_distribution,
+)
 from analyzers.rules import idle_gaps
 from profiler import sqltree
 
@@ -45,8 +55,9 @@ SC_WORK = ("sc_forward", "sc_backward", "sc_collective")  # what a TensorCore wa
 
 def skew_cost(ctx: RunContext) -> dict[tuple[int, int], dict[str, float]]:
     """Per SparseCore (chip, sc): the step time its excess load costs, summed over the counted
-    steps (cost_ps), its excess over the slice's mean SparseCore busy time (excess_ps), and the
-    counted steps' time (step_ps). Empty for a run without SparseCore op events in steps."""
+    steps (cost_ps), its excess over the slice's mean SparseCore busy time (excess_ps), the
+    counted steps' time (step_ps) and the cost's share of each counted step's time (share_by_step,
+    step -> share). Empty for a run without SparseCore op events in steps."""
     busy = ctx.sql(
         "analysis.sparsecore.skew_busy", {"core_step_busy": ctx.sql("analysis.sparsecore.core_step_busy")}
     ).to_pylist()
@@ -65,10 +76,14 @@ def skew_cost(ctx: RunContext) -> dict[tuple[int, int], dict[str, float]]:
         excess = max(0.0, r["busy"] - r["mean_sc"])
         margin = max(0.0, r["busy"] - max(r["mean_sc"], r["other"]))  # the SparseCore paces the chip
         cost = min(excess, max(margin, waits.get((r["chip"], r["step"]), 0.0)))
-        acc = out.setdefault((r["chip"], r["sc"]), {"cost_ps": 0.0, "excess_ps": 0.0, "step_ps": 0.0})
+        acc = out.setdefault(
+            (r["chip"], r["sc"]), {"cost_ps": 0.0, "excess_ps": 0.0, "step_ps": 0.0, "share_by_step": {}}
+        )
         acc["cost_ps"] += cost
         acc["excess_ps"] += excess
         acc["step_ps"] += steps.get(r["step"], 0.0)
+        if steps.get(r["step"]):
+            acc["share_by_step"][r["step"]] = cost / steps[r["step"]]
     return out
 
 
@@ -89,14 +104,25 @@ def analyze(ctx: RunContext) -> Analysis:
     shuffled = sc_config.get("shuffle_ids") is True  # the remedy applied: what is left has none (info)
     skewed = [r for r in per_table if r["max_over_mean"] and r["max_over_mean"] >= COSTLY_MAX_OVER_MEAN]
     costs = skew_cost(ctx) if skewed else {}
+    counted = ctx.counted_steps()
+    by_step = ctx.sql("analysis.sparsecore.skew_by_step", {"partition_load": loads}) if skewed else None
     for r in skewed:
         chip, sc = divmod(int(r["hot"]), 1000)
         c = costs.get((chip, sc))
         share = c["cost_ps"] / c["step_ps"] if c and c["step_ps"] else None
         persistent = r["persistence"] >= PERSISTENT
+        mine = by_step.filter(pc.equal(by_step.column("table_name"), r["table_name"]))
+        dist = step_distribution(
+            per_counted_step(counted, mine.column("step").to_numpy(), mine.column("max_over_mean").to_numpy()),
+            COSTLY_MAX_OVER_MEAN,
+        )
         severity = "info"
         if persistent and share is not None and share >= COSTLY and not shuffled:
             severity = "critical" if share >= VERY_COSTLY else "warning"
+            cost_by_step = c["share_by_step"] if c else {}
+            per_step_cost = per_counted_step(counted, list(cost_by_step), list(cost_by_step.values()))
+            # a cost's mean carried by a few steps is not critical on its own
+            severity = spread_severity(severity, per_step_cost, VERY_COSTLY)
         elif r["max_over_mean"] < MAX_OVER_MEAN:
             continue  # a milder skew only where it costs
         if share is None:
@@ -122,7 +148,9 @@ def analyze(ctx: RunContext) -> Analysis:
                 severity=severity,
                 title=(
                     f"Table {r['table_name']}: the hottest SparseCore partition gets {r['max_over_mean']:.1f}x "
-                    f"the mean load (chip {chip}, SparseCore {sc} hottest in {r['persistence']:.0%} of steps)"
+                    f"the mean load (chip {chip}, SparseCore {sc} hottest in {r['persistence']:.0%} of steps"
+                    + (f"; {spread}" if (spread := spread_text(dist, "{:.1f}x", f"{COSTLY_MAX_OVER_MEAN}x")) else "")
+                    + ")"
                 ),
                 metric="max_over_mean_ids",
                 value=r["max_over_mean"],
@@ -138,7 +166,10 @@ def analyze(ctx: RunContext) -> Analysis:
                     "cv": r["cv"],
                     "worst_max_over_mean": r["worst_max_over_mean"],
                     "persistence": r["persistence"],
-                    "steps": r["steps"],
+                    "steps_with_stats": r["steps"],
+                    "per_step_median_max_over_mean": dist["median"],
+                    "steps_affected": dist["steps_affected"],
+                    "steps": dist["steps"],
                     "step_time_cost_share": share,
                     "hot_sc_excess_ps": c["excess_ps"] if c else None,
                 },

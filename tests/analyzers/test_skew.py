@@ -45,7 +45,8 @@ def test_figures_match_numpy_per_step_then_averaged(tmp_path):
     assert abs(got["max_over_mean"] - max_over_mean.mean()) < 1e-9 and abs(got["cv"] - cv.mean()) < 1e-9
     (f,) = result.findings
     assert f.entities == {"tables": ["t0"], "chips": [0], "scs": [2]}
-    assert f.evidence["persistence"] == 3 / 4 and f.evidence["steps"] == 4
+    assert f.evidence["persistence"] == 3 / 4 and f.evidence["steps_with_stats"] == 4
+    assert f.evidence["steps"] == 0 and "median step" not in f.title  # no step markers: no counted steps
     assert abs(f.evidence["worst_max_over_mean"] - max_over_mean.max()) < 1e-9
 
 

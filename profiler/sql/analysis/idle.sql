@@ -140,6 +140,29 @@ SELECT count(*) AS n FROM tracks WHERE run_id = $run AND kind IN ('tensorcore', 
 -- @column gap_ps BIGINT Their length.
 SELECT step, chip, track_kind, cause, count(*) AS gaps, sum(gap_ps)::BIGINT AS gap_ps FROM gaps GROUP BY ALL ORDER BY ALL;
 
+-- @query host_wait_by_step
+-- Per counted step: the TensorCores' time waiting for host input (the cause_ps of their host-caused gaps) and the time
+-- their op tracks were observed (the step's windows of the chips whose tracks have events, one row in busy_chips per
+-- such track): the per-step series of the host_bound finding's share.
+-- @param run INTEGER The run (runs.run_id).
+-- @input gaps(step INTEGER, track_kind VARCHAR, cause VARCHAR, cause_ps BIGINT) The rows of idle_gaps.
+-- @input busy_chips(chip BIGINT) The chip of each TensorCore op track that has events.
+-- @column step INTEGER Training step.
+-- @column wait_ps BIGINT TensorCore time waiting for host input.
+-- @column observed_ps BIGINT TensorCore op tracks' time in the step's windows.
+WITH observed AS (
+    SELECT w.step, sum(w.end_ps - w.start_ps)::BIGINT AS observed_ps
+    FROM run_step_windows($run) w JOIN busy_chips USING (chip) GROUP BY w.step
+),
+waits AS (
+    SELECT step, sum(cause_ps)::BIGINT AS wait_ps FROM gaps
+    WHERE track_kind = 'tensorcore' AND cause = 'host' GROUP BY step
+)
+SELECT s.step, coalesce(g.wait_ps, 0)::BIGINT AS wait_ps, coalesce(o.observed_ps, 0)::BIGINT AS observed_ps
+FROM step_times s LEFT JOIN observed o USING (step) LEFT JOIN waits g USING (step)
+WHERE s.run_id = $run AND s.counted
+ORDER BY s.step;
+
 -- @query host_throughput
 -- How busy the input threads are: the host tracks that ran preprocessing, their preprocessing time in the counted
 -- steps, and the counted steps' time and count.
@@ -174,9 +197,10 @@ SELECT DISTINCT chip FROM tracks WHERE run_id = $run AND list_contains($kinds, k
 -- The step windows of the counted steps, by chip and start.
 -- @param run INTEGER The run (runs.run_id).
 -- @column chip INTEGER Chip index.
+-- @column step INTEGER Training step.
 -- @column start_ps BIGINT Start.
 -- @column end_ps BIGINT End.
-SELECT w.chip, w.start_ps, w.end_ps FROM run_step_windows($run) w
+SELECT w.chip, w.step, w.start_ps, w.end_ps FROM run_step_windows($run) w
 JOIN step_times s ON s.run_id = $run AND s.step = w.step WHERE s.counted ORDER BY w.chip, w.start_ps;
 
 -- @query device_ops

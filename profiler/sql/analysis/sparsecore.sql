@@ -51,6 +51,15 @@ SELECT table_name, avg(max_over_mean) AS max_over_mean, max(max_over_mean) AS wo
            WHERE s2.table_name = s.table_name)) / count(*) AS persistence, count(*) AS steps
 FROM s GROUP BY table_name ORDER BY max_over_mean DESC;
 
+-- @query skew_by_step
+-- Per step and table: the partition loads' max over mean (the per-step series of the skew finding).
+-- @input partition_load(step INTEGER, table_name VARCHAR, ids BIGINT) The rows of partition_load.
+-- @column step INTEGER Training step.
+-- @column table_name VARCHAR The table group (stack).
+-- @column max_over_mean DOUBLE Max over mean partition load in the step (0 when no partition received IDs).
+SELECT step, table_name, coalesce(max(ids) / nullif(avg(ids), 0), 0)::DOUBLE AS max_over_mean
+FROM partition_load GROUP BY step, table_name ORDER BY table_name, step;
+
 -- @query core_step_busy
 -- Per counted step, chip and device core (a TensorCore's op line, its collectives line, each SparseCore), the core's
 -- busy time inside the chip's step window: the union of its ops (device_busy, set 'ops') clipped to the window.
@@ -172,6 +181,16 @@ SELECT avg(minibatches) FILTER (WHERE counted)::DOUBLE AS minibatches_per_step_m
        max(minibatches) FILTER (WHERE counted) AS minibatches_per_step_max,
        sum(dropped_ids)::BIGINT AS dropped_ids
 FROM step_minibatches WHERE run_id = $run;
+
+-- @query minibatches_by_step
+-- Per step and table: the most minibatches a partition of the table needed (the per-step series of the minibatching
+-- finding).
+-- @param run INTEGER The run (runs.run_id).
+-- @column step INTEGER Training step.
+-- @column table_name VARCHAR The table group (stack).
+-- @column minibatches INTEGER Most minibatches of the step.
+SELECT step, table_name, max(minibatches) AS minibatches
+FROM sc_partition_stats WHERE run_id = $run GROUP BY step, table_name ORDER BY table_name, step;
 
 -- @query minibatching
 -- Per table, how many minibatches its steps needed, the largest observed per-partition ID and unique-ID counts against
