@@ -148,7 +148,8 @@ def hand_made_space() -> xp.XSpace:
         9  alloc           A5    50     1486  (the peak again: the earlier one counts)
 
     Live at the peak: A2 300, A3 200, A1 50 (the second allocation) = 550 B; 936 B held since
-    before the capture. GPU_3_bfc has no /device:GPU:3 plane; gpu_host_bfc serves the host."""
+    before the capture. GPU_3_bfc has no /device:GPU:3 plane; gpu_host_bfc serves the host;
+    mystery_bfc names no device."""
     space = xp.XSpace(hostnames=["gpu-host"])
     gpu = PlaneBuilder(space, 1, "/device:GPU:0")
     gpu.event(gpu.line(1, "Stream #1"), "kernel", 0, 5000)
@@ -182,7 +183,7 @@ def hand_made_space() -> xp.XSpace:
             region_type="output",
             data_type=19,
         )
-    for i, allocator in enumerate(("GPU_3_bfc", "gpu_host_bfc")):
+    for i, allocator in enumerate(("GPU_3_bfc", "gpu_host_bfc", "mystery_bfc")):
         host.event(
             th,
             "MemoryAllocation",
@@ -225,6 +226,8 @@ def test_live_at_peak_pairs_allocations_and_frees_by_address(tmp_path):
     }
     assert (by["GPU_3_bfc"]["device_kind"], by["GPU_3_bfc"]["chip"]) == ("device", None)
     assert (by["gpu_host_bfc"]["device_kind"], by["gpu_host_bfc"]["chip"]) == ("host", -1)
+    assert (by["mystery_bfc"]["device_kind"], by["mystery_bfc"]["chip"]) == ("unknown", None)
+    assert by["mystery_bfc"]["live_at_peak"] == 1 and by["mystery_bfc"]["unattributed_at_peak_bytes"] == 0
     assert figures["device_peak_bytes"] == 1486
 
 

@@ -3,7 +3,8 @@ table per allocator with the allocations analyzer's figures, bytes allocated on 
 top line is the allocator's recorded peak (checked against the raw samples), fragmentation on an
 axis of its own, the largest live allocations; no "No HBM counters" there and no allocator counter
 left under "Other counters"; runs without allocator events (emulated, a CPU capture) have no
-section, and an emulated run keeps its HBM chart."""
+section, and an emulated run keeps its HBM chart; other counters in bytes and in a ratio are drawn
+on charts of their own."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import json
 import pytest
 
 from profiler.store import Store
+from profiler.units import format_value
 from tests.ui.alloc_store import build_alloc_store
 from tests.ui.test_overview_figures import walk
 from ui import data
@@ -38,7 +40,8 @@ def texts(component) -> str:
 
 
 def graphs(component) -> dict:
-    return {x.id: x.figure for x in walk(component) if type(x).__name__ == "Graph"}
+    found = [x for x in walk(component) if type(x).__name__ == "Graph"]
+    return {getattr(x, "id", None) or f"graph-{i}": x.figure for i, x in enumerate(found)}
 
 
 def table_rows(component, id_: str) -> list[list]:
@@ -53,7 +56,14 @@ def test_a_gpu_capture_shows_its_allocators(store):
     assert "Device memory (allocator)" in text
     assert "No HBM counters" not in text and "HBM over time" not in text
     figures = data.analysis(store, run).analyses["allocations"].figures["allocators"]
-    assert len(table_rows(page, "memory-allocators")) == len(figures) == 8
+    rows = table_rows(page, "memory-allocators")
+    assert len(rows) == len(figures) == 8
+    shown = {r[0]: r for r in rows}  # label -> cells: the table reads the analyzer's figures
+    names = data.chip_names(store, run)
+    for a in figures:
+        where = "host" if a["device_kind"] == "host" else names[a["chip"]]
+        cells = shown[f"{a['allocator']} · {where} · {a['host']}"]
+        assert cells[1] == format_value(a["peak_bytes"], "bytes") and cells[4] == f"{a['allocations']:,}"
     g = graphs(page)
     device = g["memory-allocator-device-bytes"]
     assert device.layout.yaxis.ticksuffix == " GiB"
@@ -83,3 +93,15 @@ def test_runs_without_allocator_events_have_no_section(store, name):
     assert "Device memory (allocator)" not in text
     if name == "emulated":
         assert "memory-hbm" in graphs(page)
+
+
+def test_other_counters_in_bytes_and_a_ratio_never_share_an_axis(store):
+    _, page = memory(store, "mixed_units")
+    text = texts(page)
+    assert "Other counters (bytes)" in text and "Other counters (ratio)" in text
+    figs = [f for f in graphs(page).values() if any(t.name in ("pool bytes", "pool fragmentation") for t in f.data)]
+    assert sorted(sorted(t.name for t in f.data) for f in figs) == [["pool bytes"], ["pool fragmentation"]]
+    (in_bytes,) = [f for f in figs if f.data[0].name == "pool bytes"]
+    assert in_bytes.layout.yaxis.ticksuffix == " MiB" and max(in_bytes.data[0].y) == pytest.approx(3.0)
+    (ratio,) = [f for f in figs if f.data[0].name == "pool fragmentation"]
+    assert not ratio.layout.yaxis.ticksuffix and max(ratio.data[0].y) == pytest.approx(0.5)

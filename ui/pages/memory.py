@@ -350,9 +350,17 @@ LIVE_SHOWN = 10  # largest live allocations listed per allocator (the analyzer k
 
 def allocator_rows(analysis: Any) -> list[dict[str, Any]]:
     """The allocations analyzer's allocators (figures `allocations.allocators`), device ones first
-    by peak, then the host's; [] for a run without allocator events."""
+    by peak, then the host's, then those of an unknown device; [] for a run without allocator events."""
     rows = list(((analysis.figures if analysis is not None else {}) or {}).get("allocators") or [])
-    return sorted(rows, key=lambda a: (a["device_kind"] != "device", -(a["peak_bytes"] or 0), a["allocator"]))
+    kinds = ("device", "host")
+    return sorted(
+        rows,
+        key=lambda a: (
+            kinds.index(a["device_kind"]) if a["device_kind"] in kinds else 2,
+            -(a["peak_bytes"] or 0),
+            a["allocator"],
+        ),
+    )
 
 
 def is_allocator_counter(c: dict[str, Any], allocators: set[tuple[str, str]]) -> bool:
@@ -364,8 +372,10 @@ def is_allocator_counter(c: dict[str, Any], allocators: set[tuple[str, str]]) ->
 def allocator_label(a: dict[str, Any], names: dict[int, str], hosts: int) -> str:
     """ "GPU_4_bfc · GPU:4" (with its host when the run has several); a device allocator whose GPU
     has no plane in the run says so."""
-    if a["device_kind"] != "device":
+    if a["device_kind"] == "host":
         where = "host"
+    elif a["device_kind"] != "device":
+        where = "device unknown"
     elif a["chip"] is not None and a["chip"] >= 0:
         where = ui_data.chip_name(names, a["chip"])
     else:
@@ -411,6 +421,7 @@ def allocator_section(
     charts_of = (  # (stat, which allocators, axis title, graph id): bytes of device and host memory apart
         ("bytes_allocated", "device", "device memory allocated", "memory-allocator-device-bytes"),
         ("bytes_allocated", "host", "host memory allocated", "memory-allocator-host-bytes"),
+        ("bytes_allocated", "unknown", "memory allocated", "memory-allocator-other-bytes"),
         ("fragmentation", None, "fragmentation", "memory-allocator-fragmentation"),
     )
     for stat, kind, what, graph_id in charts_of:
@@ -422,7 +433,7 @@ def allocator_section(
         chosen = [(label, c) for label, c in chosen if c is not None]
         if chosen:
             fig = _allocator_chart(store, run, chosen, what, stat == "bytes_allocated", allocators, labels)
-            charts.append(render.graph(fig, id=graph_id, height=300 if kind != "host" else 240))
+            charts.append(render.graph(fig, id=graph_id, height=300 if kind == "device" or kind is None else 240))
     live = [
         _live_details(a, label, i == 0)
         for i, (a, label) in enumerate(zip(allocators, labels, strict=True))

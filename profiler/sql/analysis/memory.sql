@@ -113,16 +113,16 @@ SELECT count(DISTINCT table_name) AS n FROM sc_partition_stats WHERE run_id = $r
 -- the peak event is that allocation (an address freed and reused pairs each free with the allocation before it; a
 -- free whose allocation came before the capture pairs with nothing). What the allocator held when the capture began
 -- is in no allocation event: unattributed_at_peak_bytes is the peak less the live allocations it recorded. Device:
--- `GPU_<n>_...` is the chip of the host's /device:GPU:<n> plane (NULL when the run has none); any other allocator
--- serves the host (chip -1).
+-- `GPU_<n>_...` is the chip of the host's /device:GPU:<n> plane (NULL when the run has none); an allocator named
+-- after the host or the CPU (gpu_host_bfc, cpu) serves the host (chip -1); any other is of an unknown device.
 -- @param run INTEGER The run (runs.run_id).
 -- @param top INTEGER How many of the largest live allocations to list per allocator.
 -- @column plane VARCHAR The host plane its events are on (tracks.plane).
 -- @column host VARCHAR The host (the plane's name before /host:CPU; '' for a single-host capture).
 -- @column allocator VARCHAR The allocator (allocator_name).
--- @column device_kind VARCHAR 'device' (GPU_<n>_...) or 'host'.
+-- @column device_kind VARCHAR 'device' (GPU_<n>_...), 'host' (a name with host or cpu in it) or 'unknown'.
 -- @column device_index INTEGER n of GPU_<n>_...; NULL for a host allocator.
--- @column chip INTEGER The chip of /device:GPU:<n> on the host; -1 for a host allocator; NULL when the run has none.
+-- @column chip INTEGER The chip of /device:GPU:<n> on the host; -1 for a host allocator; NULL when unknown.
 -- @column events BIGINT Its allocation and deallocation events.
 -- @column allocations BIGINT MemoryAllocation events.
 -- @column deallocations BIGINT MemoryDeallocation events.
@@ -149,7 +149,7 @@ args AS (  -- the allocator stats of each memory event, one column each (a numbe
            max(coalesce(int_value, double_value)) FILTER (WHERE key = 'allocation_bytes') AS allocation_bytes,
            max(coalesce(int_value, double_value)) FILTER (WHERE key = 'requested_bytes') AS requested_bytes,
            max(coalesce(double_value, int_value)) FILTER (WHERE key = 'fragmentation') AS fragmentation,
-           max(coalesce(int_value::VARCHAR, string_value)) FILTER (WHERE key = 'addr') AS addr,
+           max(coalesce(int_value::VARCHAR, string_value, double_value::VARCHAR)) FILTER (WHERE key = 'addr') AS addr,
            max(string_value) FILTER (WHERE key = 'tf_op') AS tf_op,
            max(string_value) FILTER (WHERE key = 'region_type') AS region_type,
            max(coalesce(string_value, int_value::VARCHAR)) FILTER (WHERE key = 'data_type') AS data_type,
@@ -198,11 +198,14 @@ named AS (
            regexp_extract(p.allocator, '^GPU_([0-9]+)_', 1) AS n
     FROM peak p
 )
-SELECT p.plane, p.host, p.allocator, CASE WHEN p.n <> '' THEN 'device' ELSE 'host' END AS device_kind,
+SELECT p.plane, p.host, p.allocator,
+       CASE WHEN p.n <> '' THEN 'device' WHEN regexp_matches(p.allocator, '(?i)host|cpu') THEN 'host' ELSE 'unknown'
+       END AS device_kind,
        CASE WHEN p.n <> '' THEN p.n::INTEGER END AS device_index,
-       CASE WHEN p.n = '' THEN -1
-            ELSE (SELECT min(t.chip) FROM tracks t
-                  WHERE t.run_id = $run AND t.chip >= 0 AND t.plane = replace(p.plane, '/host:CPU', '/device:GPU:' || p.n))
+       CASE WHEN p.n <> '' THEN (SELECT min(t.chip) FROM tracks t
+                                 WHERE t.run_id = $run AND t.chip >= 0
+                                   AND t.plane = replace(p.plane, '/host:CPU', '/device:GPU:' || p.n))
+            WHEN regexp_matches(p.allocator, '(?i)host|cpu') THEN -1
        END AS chip,
        p.events, p.allocations, p.deallocations, p.first_ts_ps, p.last_ts_ps, p.peak_bytes, p.at.ts AS peak_ts_ps,
        p.peak_in_use_bytes, p.at.frag AS fragmentation_at_peak_ratio,
