@@ -9,7 +9,8 @@ the allocator's own peak in use, the allocations and deallocations, fragmentatio
 peak, and the allocations live at the peak (paired with their frees by address), the
 largest first: what held the memory when it was fullest. One query
 (analysis.memory.allocators) computes it all; emulated runs, whose HBM is counters
-(the memory analyzer), and captures without allocator events get no figures.
+(the memory analyzer), and captures without allocator events get no figures (a note
+says what is missing unless the run has HBM counters).
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ def analyze(ctx: RunContext) -> Analysis:
     result = Analysis(NAME, tables={"allocators": table})
     rows = table.to_pylist()
     if not rows:
-        result.notes.append("the run records no allocator events (MemoryAllocation / MemoryDeallocation)")
+        # a run whose memory is HBM counters (an emulated run: the memory analyzer's) lacks nothing here
+        if not any(r["hbm_peak_bytes"] is not None for r in ctx.sql("analysis.memory.memory_peaks").to_pylist()):
+            result.notes.append("the run records no allocator events (MemoryAllocation / MemoryDeallocation)")
         return result
     device = [r["peak_bytes"] for r in rows if r["device_kind"] == "device" and r["peak_bytes"] is not None]
     result.figures = {

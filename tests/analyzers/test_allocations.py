@@ -232,7 +232,7 @@ def test_live_at_peak_pairs_allocations_and_frees_by_address(tmp_path):
 
 
 def test_runs_without_allocator_events_have_no_figures(tmp_path, store_path):
-    figures, notes = _figures(str(store_path))  # an emulated run: HBM counters, no allocators
-    assert figures == {} and any("no allocator events" in n for n in notes)
+    figures, notes = _figures(str(store_path))  # an emulated run: HBM counters, no allocators, nothing lacking
+    assert figures == {} and notes == []
     figures, notes = _figures(_ingest(tmp_path, JAX_SMALL, "cpu"))  # a JAX CPU capture
     assert figures == {} and any("no allocator events" in n for n in notes)
