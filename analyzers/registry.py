@@ -9,6 +9,7 @@ from typing import Any
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, severity_rank
 from analyzers.rules import (
+    allocations,
     async_overlap,
     breakdown,
     debug_checks,
@@ -37,6 +38,7 @@ ANALYZERS: tuple[ModuleType, ...] = (
     id_dropping,
     skew,
     memory,
+    allocations,
     debug_checks,
     stacking,
     op_profile,

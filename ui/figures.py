@@ -37,6 +37,10 @@ FIGURE_TEXT: dict[str, tuple[str, str]] = {
     "minibatching.tables": ("table stacks with SparseCore statistics", "stacked tables count as one"),
     "minibatching.tables_minibatched": ("table stacks split into minibatches", "a step split into more than one"),
     "memory.hbm_peak_share": ("HBM peak, share of capacity", "per chip: the highest chip, whole run"),
+    "allocations.device_peak_bytes": (
+        "device memory peak (allocators)",
+        "the highest device allocator's bytes allocated, whole capture (Memory page)",
+    ),
     "stacking.tables": ("embedding tables", "in the compiled table layout"),
     "stacking.stacks": ("table stacks", "in the compiled table layout"),
     "stacking.padded_bytes": ("embedding tables, padded size", "all tables, summed over chips"),

@@ -1,6 +1,8 @@
 """The Memory page: HBM, SPMEM and other counters over time per chip, and HBM by contributor at
 each chip's peak; to see how close a run comes to its memory capacity and what fills it (and, for
-a failed compile, how far it overshot)."""
+a failed compile, how far it overshot). A capture whose allocators recorded their allocations (a
+TensorFlow GPU capture) gets its device memory from them instead: per allocator its peak, the
+allocations live then, and bytes allocated and fragmentation over time (the allocations analyzer)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from dash import html
 from analyzers.registry import analyze_run
 from profiler.store import Store
 from profiler.units import format_value
+from profiler.xspace.map_names import MEMORY_STATS
 from ui import data as ui_data
 from ui import figures, render, state
 from ui.pages.common import chips_checklist, run_and_steps, run_page, steps_slider
@@ -125,12 +128,15 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     unit, scale = time_unit(max(t1 - t0, 1))
     hbm = [c for c in series if ui_data.is_hbm(c) and c["chip"] in chips]
     spmem = [c for c in series if ui_data.is_spmem(c) and c["chip"] in chips]
+    allocators = allocator_rows(ui_data.analysis(store, run).analyses.get("allocations"))
+    kept = {(a["plane"], a["allocator"]) for a in allocators}
     other = [
         c
         for c in series
         if not ui_data.is_hbm(c)
         and not ui_data.is_hbm_part(c)
         and not ui_data.is_spmem(c)
+        and not is_allocator_counter(c, kept)  # drawn in the device memory section, bytes apart from ratios
         and (c["chip"] in chips or c["chip"] < 0)
     ]
     data = ui_data.counter_series(store, run, [c["track_id"] for c in hbm + spmem + other], t0, t1)
@@ -158,6 +164,8 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
                 + (" (downsampled: the highest value per pixel column)." if bucketed else "."),
             )
         )
+    elif allocators:  # a GPU capture: its device memory is its allocators'
+        parts.append(allocator_section(store, run, allocators, series, names))
     else:
         parts.append(render.empty("No HBM counters recorded for the chosen chips."))
     peaks = ui_data.hbm_peaks(store, run)
@@ -175,15 +183,21 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
                 "the same samples drawn once); a compile-time figure, so often a single sample.",
             )
         )
-    else:
+    elif not allocators:  # a GPU capture (allocators) has no SPMEM to miss
         parts.append(
             render.note(
                 "SPMEM: this run records no SPMEM counter"
                 + (f" (tile scratchpad {format_value(tile, 'bytes')})." if tile else ".")
             )
         )
-    if other:
-        parts.append(render.section("Other counters", render.graph(line_chart(other, "value"), height=260)))
+    if hbm and allocators:  # both kinds of memory data: the allocators' after the counters'
+        parts.append(allocator_section(store, run, allocators, series, names))
+    by_unit: dict[str, list[dict[str, Any]]] = {}
+    for c in other:  # one chart per unit: bytes, ratios and counts never share an axis
+        by_unit.setdefault(c["unit"] or "", []).append(c)
+    for u, cs in sorted(by_unit.items()):
+        title = "Other counters" + (f" ({u})" if len(by_unit) > 1 and u else "")
+        parts.append(render.section(title, render.graph(line_chart(cs, "value"), height=260)))
     return html.Div(parts)
 
 
@@ -307,3 +321,214 @@ def counter_chart(
             annotation_position="top left",
         )
     return fig
+
+
+# TensorFlow's DataType numbers (types.proto) as XProf's memory profile names them.
+TF_DATA_TYPES = {
+    1: "float",
+    2: "double",
+    3: "int32",
+    4: "uint8",
+    5: "int16",
+    6: "int8",
+    7: "string",
+    8: "complex64",
+    9: "int64",
+    10: "bool",
+    14: "bfloat16",
+    17: "uint16",
+    18: "complex128",
+    19: "half",
+    20: "resource",
+    21: "variant",
+    22: "uint32",
+    23: "uint64",
+}
+HOST_DASHES = ("solid", "dash", "dot", "dashdot")  # the allocators' lines of each host of a run
+LIVE_SHOWN = 10  # largest live allocations listed per allocator (the analyzer keeps as many)
+
+
+def allocator_rows(analysis: Any) -> list[dict[str, Any]]:
+    """The allocations analyzer's allocators (figures `allocations.allocators`), device ones first
+    by peak, then the host's, then those of an unknown device; [] for a run without allocator events."""
+    rows = list(((analysis.figures if analysis is not None else {}) or {}).get("allocators") or [])
+    kinds = ("device", "host")
+    return sorted(
+        rows,
+        key=lambda a: (
+            kinds.index(a["device_kind"]) if a["device_kind"] in kinds else 2,
+            -(a["peak_bytes"] or 0),
+            a["allocator"],
+        ),
+    )
+
+
+def is_allocator_counter(c: dict[str, Any], allocators: set[tuple[str, str]]) -> bool:
+    """A counter the ingest made from an allocator's stats ("<allocator> <stat>" on its host plane)."""
+    name, _, stat = str(c["counter"]).rpartition(" ")
+    return stat in MEMORY_STATS and (c.get("plane"), name) in allocators
+
+
+def allocator_label(a: dict[str, Any], names: dict[int, str], hosts: int) -> str:
+    """ "GPU_4_bfc · GPU:4" (with its host when the run has several); a device allocator whose GPU
+    has no plane in the run says so."""
+    if a["device_kind"] == "host":
+        where = "host"
+    elif a["device_kind"] != "device":
+        where = "device unknown"
+    elif a["chip"] is not None and a["chip"] >= 0:
+        where = ui_data.chip_name(names, a["chip"])
+    else:
+        where = f"GPU {a['device_index']} (no device plane)"
+    return f"{a['allocator']} · {where}" + (f" · {a['host']}" if hosts > 1 and a["host"] else "")
+
+
+def _fragmentation(v: Any) -> str:
+    """A fragmentation ratio as a percentage with the digits a small one needs (0.028%)."""
+    return "—" if v is None else f"{v:.3%}" if v < 0.01 else f"{v:.1%}"
+
+
+def allocator_section(
+    store: Store, run: int, allocators: list[dict[str, Any]], series: list[dict[str, Any]], names: dict[int, str]
+) -> html.Section:
+    """Device memory from the allocators (the allocations analyzer's figures): a table per
+    allocator, bytes allocated over time (a byte axis) and fragmentation (a ratio axis of its
+    own), and the largest allocations live at each allocator's peak."""
+    hosts = len({a["host"] for a in allocators})
+    labels = [allocator_label(a, names, hosts) for a in allocators]
+    table_rows = [
+        {**a, "label": label, "fragmentation_text": _fragmentation(a["fragmentation_at_peak_ratio"])}
+        for a, label in zip(allocators, labels, strict=True)
+    ]
+    table = render.table(
+        table_rows,
+        [
+            ("label", "allocator · device", "text"),
+            ("peak_bytes", "peak allocated", "bytes"),
+            ("peak_ts_ps", "at", "ps"),
+            ("peak_in_use_bytes", "allocator's peak in use", "bytes"),
+            ("allocations", "allocations", "count"),
+            ("deallocations", "frees", "count"),
+            ("fragmentation_text", "fragmentation at peak", "text"),
+            ("live_at_peak", "live at peak", "count"),
+            ("live_at_peak_bytes", "their bytes", "bytes"),
+            ("unattributed_at_peak_bytes", "held since before the capture", "bytes"),
+        ],
+        id="memory-allocators",
+    )
+    tracks = {(c.get("plane"), c["counter"]): c for c in series}
+    charts: list[Any] = []
+    charts_of = (  # (stat, which allocators, axis title, graph id): bytes of device and host memory apart
+        ("bytes_allocated", "device", "device memory allocated", "memory-allocator-device-bytes"),
+        ("bytes_allocated", "host", "host memory allocated", "memory-allocator-host-bytes"),
+        ("bytes_allocated", "unknown", "memory allocated", "memory-allocator-other-bytes"),
+        ("fragmentation", None, "fragmentation", "memory-allocator-fragmentation"),
+    )
+    for stat, kind, what, graph_id in charts_of:
+        chosen = [
+            (label, tracks.get((a["plane"], f"{a['allocator']} {stat}")))
+            for a, label in zip(allocators, labels, strict=True)
+            if kind is None or a["device_kind"] == kind
+        ]
+        chosen = [(label, c) for label, c in chosen if c is not None]
+        if chosen:
+            fig = _allocator_chart(store, run, chosen, what, stat == "bytes_allocated", allocators, labels)
+            charts.append(render.graph(fig, id=graph_id, height=300 if kind == "device" or kind is None else 240))
+    live = [
+        _live_details(a, label, i == 0)
+        for i, (a, label) in enumerate(zip(allocators, labels, strict=True))
+        if a["live_at_peak"]
+    ]
+    return render.section(
+        "Device memory (allocator)",
+        table,
+        *charts,
+        html.H4("Largest allocations live at each allocator's peak"),
+        *live,
+        help_text="From the allocators' own allocation and free events (XProf's memory profile): every allocator of "
+        "the run, whatever the chips chosen above. Peak: the most bytes the allocator held during the capture, at its "
+        "earliest moment; the allocator's peak in use may predate the capture; what it held before the capture "
+        "began is in no allocation event. Bytes and fragmentation (1 − the largest free chunk / free bytes) on "
+        "charts of their own.",
+    )
+
+
+def _allocator_chart(
+    store: Store,
+    run: int,
+    chosen: list[tuple[str, dict[str, Any]]],
+    what: str,
+    bytes_axis: bool,
+    allocators: list[dict[str, Any]],
+    labels: list[str],
+) -> go.Figure:
+    """One allocator stat over the whole capture, a line per allocator in a colour of its own; on
+    the bytes chart each allocator's peak as a marker."""
+    t0 = min(int(c["first_ps"]) for _, c in chosen)
+    t1 = max(int(c["last_ps"]) for _, c in chosen) + 1
+    unit, scale = time_unit(max(t1 - t0, 1))
+    data = ui_data.counter_series(store, run, [c["track_id"] for _, c in chosen], t0, t1)
+    groups = [(label, data[c["track_id"]]) for label, c in chosen if c["track_id"] in data]
+    fig = counter_chart(groups, what, (unit, scale), bytes_axis, "" if bytes_axis else "ratio")
+    colors = {label: PALETTE[i % len(PALETTE)] for i, label in enumerate(labels)}
+    hosts = sorted({a["host"] for a in allocators})
+    dashes = {
+        label: HOST_DASHES[hosts.index(a["host"]) % len(HOST_DASHES)]
+        for a, label in zip(allocators, labels, strict=True)
+    }
+    for trace in fig.data:  # a dash per host: the same allocator on two hosts stays visible where they coincide
+        trace.update(
+            line_color=colors.get(trace.name), marker_color=colors.get(trace.name), line_dash=dashes.get(trace.name)
+        )
+    if bytes_axis and groups and not all(len(s["ts_ps"]) == 1 for _, s in groups):
+        vunit, div = byte_unit(max(float(np.max(s["value"])) for _, s in groups))
+        shown = {label for label, _ in groups}
+        peaks = [
+            (a, label)
+            for a, label in zip(allocators, labels, strict=True)
+            if label in shown and a["peak_ts_ps"] is not None
+        ]
+        fig.add_trace(
+            go.Scatter(
+                x=[a["peak_ts_ps"] / scale for a, _ in peaks],
+                y=[a["peak_bytes"] / div for a, _ in peaks],
+                mode="markers",
+                marker=dict(symbol="diamond-open", size=12, color=[colors[label] for _, label in peaks]),
+                name="peak",
+                customdata=[[render.plain(label), format_value(a["peak_bytes"], "bytes")] for a, label in peaks],
+                hovertemplate=f"%{{customdata[0]}}<br>peak %{{customdata[1]}} at %{{x:.4g}} {unit}<extra></extra>",
+            )
+        )
+    if not bytes_axis:
+        fig.update_yaxes(title_text="fragmentation", tickformat=".2~%", rangemode="tozero")
+    fig.update_layout(legend=dict(orientation="h", y=-0.3), margin=dict(b=90))
+    return fig
+
+
+def _live_details(a: dict[str, Any], label: str, open_: bool) -> html.Details:
+    """One allocator's largest allocations live at its peak (the analyzer's largest_live)."""
+    rows = [{**r, "data_type": _data_type(r.get("data_type"))} for r in (a.get("largest_live") or [])[:LIVE_SHOWN]]
+    summary = (
+        f"{label}: {a['live_at_peak']:,} allocations live at its peak of {format_value(a['peak_bytes'], 'bytes')} "
+        f"hold {format_value(a['live_at_peak_bytes'], 'bytes')}; "
+        f"{format_value(a['unattributed_at_peak_bytes'], 'bytes')} held since before the capture"
+    )
+    table = render.table(
+        rows,
+        [
+            ("bytes", "size", "bytes"),
+            ("requested_bytes", "requested", "bytes"),
+            ("tf_op", "op", "wrap"),
+            ("region_type", "region", "text"),
+            ("data_type", "data type", "text"),
+            ("shape", "shape", "text"),
+            ("allocated_ts_ps", "allocated at", "ps"),
+        ],
+    )
+    return html.Details([html.Summary(summary), table], open=open_, className="card")
+
+
+def _data_type(v: Any) -> str | None:
+    """A TensorFlow DataType number by its name ("19" -> "half"); other values as they are."""
+    text = None if v is None else str(v)
+    return TF_DATA_TYPES.get(int(text), text) if text is not None and text.isdigit() else text
