@@ -21,8 +21,9 @@ FIGURE_TEXT: dict[str, tuple[str, str]] = {
         "share of TensorCore time, every step, all chips (the host_bound finding's figure)",
     ),
     "idle_gaps.device.host_input_wait_share": (
-        "device waiting for host input",
-        "share of device step time, all chips (the host_bound finding's figure)",
+        "device awaiting host input",
+        "share of device step time, {covers}, all chips: idle until input work it waited for ended "
+        "(the host_bound finding's figure; input prepared ahead is not counted)",
     ),
     "overlap.overlap_share_of_sc": (
         "SparseCore time overlapped by TensorCore work",
@@ -155,10 +156,12 @@ WAIT_CAUSES = {  # idle_gaps' causes of a TensorCore gap, and of a device's wait
     "sparsecore": "waiting for the SparseCores",
     "collective": "waiting in a collective",
     "unknown": "idle, cause unknown",
-    "host_input": "waiting for host input",
-    "input_transfer": "waiting for the input transfer",
-    "launch": "waiting for op launches",
-    "host_other": "waiting for other host work",
+    # a real capture's device: idle while the host did this (awaited or not: the card
+    # "device awaiting host input" counts only the input work it waited for)
+    "host_input": "idle while the host ran input work",
+    "input_transfer": "idle while a host-to-device copy ran",
+    "launch": "idle while the host launched work",
+    "host_other": "idle while the host ran other work",
     "idle": "idle, nothing on the host either",
 }
 
@@ -208,23 +211,31 @@ def time_split(report: RunReport) -> list[dict[str, Any]]:
             for c, v in device["wait_share"].items()
             if v
         ]
-        bars.append({"name": "device time", "scope": "by what it waited for, all chips", "parts": parts})
+        scope = f"by what the host did while it was idle, {str(bd.get('covers', '')).removeprefix('over ')}, all chips"
+        bars.append({"name": "device time", "scope": scope, "parts": parts})
     return bars
 
 
-# What a failure's bytes measure, by its kind: (memory, scope).
+# What a failure's bytes measure, by its kind: (memory, scope, what the requested bytes are). The
+# SPMEM overflow check is of the fixed-size buffers alone, of the stack with the largest; the
+# "SPMEM per tile" counter holds fixed + gather buffers: two quantities, two names.
 FAILURE_MEMORY = {
-    "spmem_overflow": ("SPMEM", "per tile"),
-    "gather_operand_too_large": ("SPMEM", "per tile"),
-    "hbm_oom": ("HBM", "per chip"),
+    "spmem_overflow": ("SPMEM", "per tile", "fixed-size buffers needed (the failed check)"),
+    "gather_operand_too_large": ("SPMEM", "per tile", "fixed + gather buffers needed (the failed check)"),
+    "hbm_oom": ("HBM", "per chip", "needed"),
 }
+SPMEM_COUNTER_TEXT = "SPMEM per tile, fixed + gather buffers (the largest stack)"
 
 
 def failure_facts(report: RunReport) -> list[dict[str, Any]]:
     """The run's recorded failures (the failures analysis' figures): kind, start_ps, message,
-    requested_bytes against capacity_bytes (None when the failure records none), with `memory`
-    and `scope` saying what the bytes measure."""
+    requested_bytes against capacity_bytes (None when the failure records none), with `memory`,
+    `scope` and `needed` saying what the bytes measure."""
     rows = ((report.to_dict()["figures"].get("failures") or {}).get("failures")) or []
-    return [
-        r | dict(zip(("memory", "scope"), FAILURE_MEMORY.get(r["kind"], ("memory", "")), strict=True)) for r in rows
-    ]
+    keys = ("memory", "scope", "needed")
+    return [r | dict(zip(keys, FAILURE_MEMORY.get(r["kind"], ("memory", "", "needed")), strict=True)) for r in rows]
+
+
+def failure_needed_label(f: dict[str, Any]) -> str:
+    """The name of a failure's requested bytes, on its card and where a chart marks them."""
+    return f"{f['memory']} {f['scope']}".strip() + f": {f['needed']}"

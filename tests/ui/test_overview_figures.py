@@ -127,7 +127,7 @@ def test_the_host_input_wait_card_is_the_host_bound_findings_figure(store, analy
     run_id, doc = analyzed[name]
     (finding,) = [f for f in doc["findings"] if f["rule"] == "host_bound"]
     shown = {c["label"]: c for c in cards(overview(store, run_id))}
-    label = "device waiting for host input" if name.startswith("real") else "TensorCores waiting for host input"
+    label = "device awaiting host input" if name.startswith("real") else "TensorCores waiting for host input"
     assert shown[label]["value"] == format_value(finding["value"], "share")
     assert f"{finding['value']:.0%}" in finding["title"]  # the finding's text quotes the same figure
 
@@ -147,7 +147,8 @@ def test_a_failed_compile_shows_its_bytes_and_why_it_has_no_steps(store, analyze
     run_id, doc = analyzed["spmem_overflow"]
     body, analysis = overview(store, run_id)
     shown = {c["label"]: c["value"] for c in cards(analysis)}
-    assert shown["SPMEM per tile: needed"] == "150,512 B" and shown["SPMEM per tile: capacity"] == "131,072 B"
+    needed = "SPMEM per tile: fixed-size buffers needed (the failed check)"
+    assert shown[needed] == "150,512 B" and shown["SPMEM per tile: capacity"] == "131,072 B"
     assert "failed (spmem overflow) before any step ran" in text(body)
     assert "internal error" not in text(body) + text(analysis)
 

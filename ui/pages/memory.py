@@ -111,9 +111,14 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     run, steps, chips = st["run"], tuple(st["steps"]), st.get("chips") or []
     info = ui_data.run_info(store, run)
     parts: list[Any] = []
+    failed = []
     if info.get("status") == "failed":  # the failure's bytes against the room there was, as figures
-        report = analyze_run(store, run, only=("failures",))
-        parts += [failure_cards(i, f) for i, f in enumerate(figures.failure_facts(report))]
+        failed = figures.failure_facts(analyze_run(store, run, only=("failures",)))
+        parts += [failure_cards(i, f) for i, f in enumerate(failed)]
+    # the SPMEM failure's requested bytes, marked on the SPMEM chart under the card's name
+    spmem_need = next(
+        ((f["requested_bytes"], figures.failure_needed_label(f)) for f in failed if f["memory"] == "SPMEM"), None
+    )
     series = ui_data.counters(store, run)
     if not series:
         parts.append(render.empty("This run records no memory counters (HBM heap/stack, SPMEM, ...)."))
@@ -141,7 +146,13 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     ]
     data = ui_data.counter_series(store, run, [c["track_id"] for c in hbm + spmem + other], t0, t1)
 
-    def line_chart(cs: list[dict], what: str, capacity: float | None = None, cap_label: str = "") -> go.Figure:
+    def line_chart(
+        cs: list[dict],
+        what: str,
+        capacity: float | None = None,
+        cap_label: str = "",
+        needed: tuple[float, str] | None = None,
+    ) -> go.Figure:
         groups = series_groups(cs, data, names)
         return counter_chart(
             groups,
@@ -151,6 +162,7 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
             cs[0]["unit"] if cs else "",
             capacity,
             cap_label,
+            needed,
         )
 
     cap = info.get("hbm_bytes")
@@ -175,12 +187,16 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     if spmem:
         parts.append(
             render.section(
-                "SPMEM per tile",
+                figures.SPMEM_COUNTER_TEXT,
                 render.graph(
-                    line_chart(spmem, "SPMEM per tile", tile, "tile scratchpad"), id="memory-spmem", height=300
+                    line_chart(spmem, "SPMEM per tile", tile, "tile scratchpad", spmem_need),
+                    id="memory-spmem",
+                    height=300,
                 ),
-                help_text="What one tile's scratchpad holds, per SparseCore of the chosen chips (SparseCores with "
-                "the same samples drawn once); a compile-time figure, so often a single sample.",
+                help_text="What one tile's scratchpad holds for the stack that needs the most, fixed-size "
+                "buffers (sized by the limits) plus the gather buffer, per SparseCore of the chosen chips "
+                "(SparseCores with the same samples drawn once); a compile-time figure, so often a single sample."
+                + (" The dotted line is what the failed check asked for." if spmem_need else ""),
             )
         )
     elif not allocators:  # a GPU capture (allocators) has no SPMEM to miss
@@ -272,10 +288,15 @@ def counter_chart(
     value_unit: str,
     capacity: float | None = None,
     cap_label: str = "",
+    needed: tuple[float, str] | None = None,
 ) -> go.Figure:
     """Counter series (series_groups) over time: steps of lines; a bar per series when every
-    series has one sample (a compile-time figure); bytes on an axis in the unit that suits them."""
-    top = max([float(np.max(s["value"])) for _, s in groups if len(s["value"])] + [capacity or 0.0])
+    series has one sample (a compile-time figure); bytes on an axis in the unit that suits them;
+    the capacity and what a failure `needed` (bytes, its name) as lines across."""
+    top = max(
+        [float(np.max(s["value"])) for _, s in groups if len(s["value"])]
+        + [capacity or 0.0, needed[0] if needed else 0.0]
+    )
     vunit, div = byte_unit(top) if bytes_axis else (value_unit, 1.0)
     ytitle = f"{what} ({vunit})" if vunit else what
     if groups and all(len(s["ts_ps"]) == 1 for _, s in groups):
@@ -319,6 +340,15 @@ def counter_chart(
             line_color="#c62828",
             annotation_text=f"{cap_label} {format_value(capacity, 'bytes')}",
             annotation_position="top left",
+        )
+    if needed:
+        fig.add_hline(
+            y=needed[0] / div,
+            line_dash="dot",
+            line_color="#ef6c00",
+            # the card's exact bytes, and the axis' unit
+            annotation_text=f"{needed[1]} {int(needed[0]):,} B ({format_value(needed[0], 'bytes')})",
+            annotation_position="bottom left",
         )
     return fig
 

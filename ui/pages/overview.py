@@ -260,7 +260,7 @@ def failure_cards(i: int, f: dict[str, Any]) -> html.Div:
     if f.get("requested_bytes") is not None:
         cards.append(
             data.Kpi(
-                f"{where}: needed",
+                figures.failure_needed_label(f),
                 f["requested_bytes"],
                 "B",
                 format_value(f["requested_bytes"], "bytes"),
