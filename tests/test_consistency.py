@@ -23,11 +23,28 @@ from exporters.perfetto import BREAKDOWN_CATEGORY, write_trace
 from exporters.perfetto.validate import read_trace
 from profiler.store import Store
 from scprof.cli import main
+from tests.xplane.test_wild_captures import CAPTURES as WILD_CAPTURES
+from tests.xplane.test_wild_captures import ingest_path
 from ui import data
+from ui import figures as ui_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((ROOT / "configs").glob("*.toml"))
-CAPTURES = {"jax_small": ROOT / "tests/data/jax_cpu_small.xplane.pb", "jax_train": ROOT / "tests/data/jax_cpu_train"}
+DATA = ROOT / "tests" / "data"
+# every real capture the project holds: JAX on CPU, made-here input-pipeline captures, PyTorch
+# (Kineto) traces, and the corpus made elsewhere (tests/data/wild: TPU, GPU, HTA's traces)
+CAPTURES = {
+    "jax_small": DATA / "jax_cpu_small.xplane.pb",
+    "jax_train": DATA / "jax_cpu_train",
+    "jax_json": DATA / "jax_cpu_json",
+    **{f"input_{n}": DATA / "input_pipeline" / n for n in ("host_bound", "prefetched", "two_hosts")},
+    "input_missing_stats": DATA / "input_pipeline" / "missing_stats.xplane.pb",
+    **{
+        f"torch_{n}": DATA / "torch_dataloader" / f"{n}.pt.trace.json.gz"
+        for n in ("dataloader_bound", "dataloader_workers")
+    },
+    **{f"wild_{n}": Path(ingest_path(n)) for n in WILD_CAPTURES},
+}
 STEPS = 6
 REL = 1e-9  # shares and means computed in another order differ in the last bits only
 
@@ -164,8 +181,32 @@ def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
             mb = figures.get("minibatching", {})
             assert mb.get("minibatches_per_step_mean") == k["SC minibatches per step"], name
             assert figures.get("id_dropping", {}).get("dropped_ids") == k["dropped IDs"], name
-            if listed["status"] != "ok":
-                assert "step_ps_mean" not in figures.get("breakdown", {}) and listed["mean_step_ps"] is None
+            # the Overview's figure cards and split bars: each the figure at its path, each name once
+            head, rest = ui_figures.analysis_kpis(ui_report)
+            for card in head + rest:
+                assert card.value == pytest.approx(ui_figures.figure_at(figures, card.source), rel=REL), (name, card)
+            labels = [c.label for c in head + rest]
+            assert len(labels) == len(set(labels)), (name, labels)
+            # a name means one quantity: a card and a bar part with the same words show the same path
+            named = {c.label: c.source for c in head + rest}
+            for bar in ui_figures.time_split(ui_report):
+                for part in bar["parts"]:
+                    if part["source"]:
+                        assert named.setdefault(part["name"], part["source"]) == part["source"], (name, part)
+            for bar in ui_figures.time_split(ui_report):
+                for part in bar["parts"]:
+                    if part["source"]:
+                        want = ui_figures.figure_at(figures, part["source"])
+                        assert part["share"] == pytest.approx(want, rel=REL), (name, part)
+                names = [p["name"] for p in bar["parts"]]
+                assert len(names) == len(set(names)), (name, names)
+            # findings: the UI's are analyze's, value for value
+            for ui_f, f in zip(ui_report.findings, report["findings"], strict=True):
+                assert (ui_f.rule, ui_f.title, ui_f.value) == (f["rule"], f["title"], f["value"]), name
+            if listed["status"] != "ok" or "step_ps_mean" not in figures.get("breakdown", {}):
+                # failed, or a capture without steps: no step figure anywhere
+                assert "step_ps_mean" not in figures.get("breakdown", {}) and listed["mean_step_ps"] is None, name
+                assert k.get("step time mean") is None, name
                 continue
             bd = figures["breakdown"]
             st = data.step_times(store, run, data.clamp_steps(data.step_bounds(store, run), None))
@@ -207,7 +248,7 @@ def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
             for c in share:
                 assert exported[c] == pytest.approx(share[c], rel=REL), (name, c)
             checked += 1
-    assert checked >= len(CONFIGS) - 2  # every recorded run that compiled
+    assert checked >= len(CONFIGS) - 2 + 10  # every recorded run that compiled, and the captures with steps
 
 
 def test_a_run_without_steps_is_refused_by_name_everywhere(db, runs):
