@@ -77,7 +77,7 @@ class RunContext:
     def step_median_ps(self) -> float | None:
         """Median step time over the counted steps, or None for a run without steps."""
         col = self.counted_step_ps()
-        return float(pc.approximate_median(col).as_py()) if len(col) else None
+        return float(np.median(col.to_numpy(zero_copy_only=False))) if len(col) else None
 
     def hardware(self, key: str) -> Any:
         """A hardware fact from the run's header, or None when the trace lacks it."""

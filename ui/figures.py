@@ -18,7 +18,7 @@ FIGURE_TEXT: dict[str, tuple[str, str]] = {
     "breakdown.share.idle": ("idle: nothing running", "share of wall time, {covers}, all chips"),
     "idle_gaps.tensorcore.host.share": (
         "TensorCores waiting for host input",
-        "share of TensorCore time, every step, all chips (the host_bound finding's figure)",
+        "share of TensorCore time, {covers}, all chips (the host_bound finding's figure)",
     ),
     "idle_gaps.device.host_input_wait_share": (
         "device awaiting host input",
@@ -201,7 +201,11 @@ def time_split(report: RunReport) -> list[dict[str, Any]]:
         rest = max(0.0, 1.0 - sum(p["share"] for p in parts))
         parts.insert(0, {"name": "TensorCore busy (or gaps under 1% of a step)", "share": rest, "source": ""})
         bars.append(
-            {"name": "TensorCore time", "scope": "by what it waited for, every step, all chips", "parts": parts}
+            {
+                "name": "TensorCore time",
+                "scope": f"by what it waited for, {str(bd.get('covers', '')).removeprefix('over ')}, all chips",
+                "parts": parts,
+            }
         )
     device = gaps.get("device") or {}
     if device.get("wait_share"):

@@ -143,7 +143,8 @@ def _table(cols: dict[str, np.ndarray], nulls: tuple[str, ...] = ()) -> pa.Table
 
 
 def causes(ctx: RunContext, track_kind: str) -> dict[str, dict]:
-    """Gap count, time and share of the kind's observed time, per cause, for one kind of core."""
+    """Gap count, time and share of the kind's observed time, per cause, for one kind of core,
+    over the counted steps (the steps every summary covers)."""
     total = track_time_ps(ctx, track_kind)
     rows = ctx.sql("analysis.idle.gap_causes", {"gaps": gaps(ctx)}, track_kind=track_kind).to_pylist()
     return {
@@ -172,8 +173,12 @@ def analyze(ctx: RunContext) -> Analysis:
     result.tables["idle_by_step"] = ctx.sql("analysis.idle.idle_by_step", {"gaps": table})
     host = result.figures["tensorcore"].get("host")
     if host and host["share"] > HOST_SHARE:
+        counted = pa.array(ctx.counted_steps(), table.column("step").type)
         host_gaps = table.filter(
-            pc.and_(pc.equal(table.column("cause"), "host"), pc.equal(table.column("track_kind"), "tensorcore"))
+            pc.and_(
+                pc.and_(pc.equal(table.column("cause"), "host"), pc.equal(table.column("track_kind"), "tensorcore")),
+                pc.is_in(table.column("step"), value_set=counted),
+            )
         )
         steps = sorted(set(host_gaps.column("step").to_pylist()) - {None})
         chips = sorted(set(host_gaps.column("chip").to_pylist()))

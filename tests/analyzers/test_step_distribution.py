@@ -86,14 +86,15 @@ def three_slow_steps() -> RunSpec:
 
 
 def test_a_host_wait_three_slow_steps_carry_says_in_3_of_14_steps(tmp_path):
-    """Over all 16 steps' TensorCore time the host wait is 2,700 / 4,300 = 63% (critical by the mean),
+    """Over the 14 counted steps' TensorCore time the host wait is 2,700 / 4,100 = 66% (critical by the mean),
     but 11 of the 14 counted steps wait nothing: the median step waits 0%, 3 of 14 steps are over 5%,
     and the finding is a warning. Its steps equal breakdown's counted steps."""
     with store_with(tmp_path, three_slow_steps()) as store:
         ctx = RunContext(store, 1)
         result = idle_gaps.analyze(ctx)
         counted = breakdown.analyze(RunContext(store, 1)).figures["steps"]
-    assert result.figures["tensorcore"]["host"]["share"] == pytest.approx(2_700 / 4_300)
+    # the share covers the counted steps (1..14: 3 slow of 1,000 ps, 11 fast of 100), as the series does
+    assert result.figures["tensorcore"]["host"]["share"] == pytest.approx(2_700 / (3 * 1_000 + 11 * 100))
     (f,) = [f for f in result.findings if f.rule == "host_bound"]
     per_step = [900 / 1_000 if s in SLOW else 0.0 for s in range(1, 15)]  # by hand, counted steps 1..14
     assert counted == 14 == f.evidence["steps"]

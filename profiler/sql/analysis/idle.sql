@@ -106,21 +106,24 @@ FROM classified c
 ORDER BY c.gap_start_ps, c.track_id;
 
 -- @query observed_ps
--- The time the op tracks of one kind were observed: the step windows of the chips whose tracks have events, one
--- row in busy_chips per such track.
+-- The time the op tracks of one kind were observed: the counted steps' windows (step_times.counted, the steps
+-- every summary covers) of the chips whose tracks have events, one row in busy_chips per such track.
 -- @param run INTEGER The run (runs.run_id).
 -- @input busy_chips(chip BIGINT) The chip of each op track of the kind that has events.
 -- @column t BIGINT Step windows' time summed over the tracks.
-SELECT sum(w.end_ps - w.start_ps)::BIGINT AS t FROM run_step_windows($run) w JOIN busy_chips USING (chip);
+SELECT sum(w.end_ps - w.start_ps)::BIGINT AS t FROM run_step_windows($run) w JOIN busy_chips USING (chip)
+JOIN step_times s ON s.run_id = $run AND s.step = w.step WHERE s.counted;
 
 -- @query gap_causes
--- Gap count and time per cause for one kind of core, the most time first.
+-- Gap count and time per cause for one kind of core in the counted steps, the most time first.
+-- @param run INTEGER The run (runs.run_id).
 -- @param track_kind VARCHAR tensorcore or sparsecore.
--- @input gaps(track_kind VARCHAR, cause VARCHAR, cause_ps BIGINT) The rows of idle_gaps.
+-- @input gaps(step INTEGER, track_kind VARCHAR, cause VARCHAR, cause_ps BIGINT) The rows of idle_gaps.
 -- @column cause VARCHAR The cause.
 -- @column gaps BIGINT Gaps.
 -- @column gap_ps BIGINT Their time the cause is responsible for.
-SELECT cause, count(*) AS gaps, sum(cause_ps)::BIGINT AS gap_ps FROM gaps WHERE track_kind = $track_kind
+SELECT cause, count(*) AS gaps, sum(cause_ps)::BIGINT AS gap_ps FROM gaps
+WHERE track_kind = $track_kind AND step IN (SELECT step FROM step_times WHERE run_id = $run AND counted)
 GROUP BY cause ORDER BY gap_ps DESC;
 
 -- @query tpu_tracks
