@@ -183,17 +183,18 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
     part = sqltree.query(
         store.con, "ui.overview.step_minibatches", run=run_id, step_lo=steps[0], step_hi=steps[1]
     ).to_pylist()[0]
-    kpis.append(
-        Kpi(
-            "SC minibatches per step",
-            part["minibatches_per_step"],
-            "count",
-            f"mean of the most any partition was split into; {covered}"
-            if part["max_minibatches"] is not None
-            else "not recorded",
-            src("minibatching.minibatches_per_step_mean") if part["max_minibatches"] is not None else "",
+    if has_sparsecores(store, run_id):  # a GPU or CPU run has no SparseCore to split a batch
+        kpis.append(
+            Kpi(
+                "SC minibatches per step",
+                part["minibatches_per_step"],
+                "count",
+                f"mean of the most any partition was split into; {covered}"
+                if part["max_minibatches"] is not None
+                else "not recorded",
+                src("minibatching.minibatches_per_step_mean") if part["max_minibatches"] is not None else "",
+            )
         )
-    )
     total = f"total over steps {steps[0]}–{steps[1]}"
     kpis.append(
         Kpi(
@@ -321,6 +322,18 @@ def _codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
 
 
 # ---- SparseCore ------------------------------------------------------------------------------
+
+
+def has_sparsecores(store: Store, run_id: int) -> bool:
+    """Whether the run has SparseCores (ui.sparsecore.has_sparsecores): the SparseCore page and
+    figures are left out for one without (a GPU or CPU capture, a PyTorch trace)."""
+    return run_memo(
+        store,
+        run_id,
+        "has_sparsecores",
+        (),
+        lambda: bool(sqltree.query(store.con, "ui.sparsecore.has_sparsecores", run=run_id).column(0)[0].as_py()),
+    )
 
 
 def sc_tables(store: Store, run_id: int) -> tuple[list[str], bool]:
