@@ -263,3 +263,36 @@ def test_an_emulated_run_keeps_its_sparsecore_link_page_and_figures(app, ids, ki
     with app.scprof_access.open() as store:
         labels = [k.label for k in data.overview_kpis(store, run, data.step_bounds(store, run) or (0, -1))]
     assert "SC minibatches per step" in labels
+
+
+def _raw_gpu_planes() -> int:
+    """The GPU device planes of the tf2 capture's files, read with the protobuf classes."""
+    import glob
+
+    from tests.xplane.helpers import DATA, read_space
+
+    files = glob.glob(f"{DATA}/wild/tf2_gpu_multi_worker/plugins/profile/*/*.xplane.pb")
+    return sum(1 for f in files for p in read_space(f).planes if "/device:GPU:" in p.name)
+
+
+def test_a_gpu_capture_names_its_devices_gpus_not_tpu_chips(app, ids):
+    from ui import data, trace_api
+    from ui.pages.common import run_header
+
+    run, n = ids["wild_tf2_gpu_multi_worker"], _raw_gpu_planes()
+    assert n == 16
+    with app.scprof_access.open() as store:
+        names = data.chip_names(store, run)
+        header = " ".join(_text(run_header(store, run)).split())
+        meta = trace_api.meta_json(store, trace_api.run_facts(store, run))
+        cpu = data.chip_names(store, ids["cpu_capture"])
+    assert sorted(names.values()) == sorted(f"GPU:{c}" for c in range(n))
+    assert data.chip_name(names, n) == f"GPU:{n}" and "16 GPUs" in header and "chip" not in header
+    assert list(cpu.values()) == ["CPU:0"]
+    overview = " ".join(_text(_rendered(app, "/overview", f"?run={run}")).split())
+    assert "Per GPU" in overview and "Per chip" not in overview
+    # the timeline: a group per GPU with events, labelled as a GPU, never two hosts' GPU:0 together
+    chip_of = {t["id"]: t["chip"] for t in meta["tracks"]}
+    devices = [g for g in meta["groups"] if g["id"] != "host"]
+    assert devices and all(len({chip_of[t] for t in g["tracks"]}) == 1 for g in devices)
+    assert all(g["label"].endswith(f"(GPU {chip_of[g['tracks'][0]]})") for g in devices)
