@@ -51,6 +51,7 @@ from profiler.xspace.check import MAX_TIME_PS, NULL
 from profiler.xspace.decode import Decoded, Interner, Tracks
 from profiler.xspace.map_kinds import CATEGORY_RULES
 from profiler.xspace.map_names import STRING_COLUMNS, TYPED_FIELDS, plane_kind
+from profiler.xspace.read import session_run_name
 
 JSON_SUFFIXES = (".json", ".json.gz")
 SOURCE = "chrome-json"
@@ -68,11 +69,12 @@ def is_json_path(path: str) -> bool:
 
 
 def run_name(path: str) -> str:
-    """The run's default name: the file's name without `.pt.trace.json.gz` and the like."""
+    """The run's default name: the file's name without `.pt.trace.json.gz` and the like, or its
+    profiler session's name for a file of `.../plugins/profile/<session>/` (xspace/read.py's rule)."""
     base = os.path.basename(path)
     for suffix in (".gz", ".json", ".trace", ".pt"):
         base = base.removesuffix(suffix)
-    return base or "trace"
+    return session_run_name(path, base or "trace", JSON_SUFFIXES)
 
 
 def ingest_json_run(con, run_id: int, name: str | None, path: str, insert_arrow) -> dict:

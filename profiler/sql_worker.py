@@ -44,7 +44,7 @@ def run(request: dict[str, Any], out: BinaryIO) -> tuple[dict[str, Any], Any, li
     import duckdb
     import pyarrow as pa
 
-    from profiler import store_faults
+    from profiler import sql_hints, store_faults
     from profiler.errors import ScprofError
     from profiler.store import Store
 
@@ -76,8 +76,11 @@ def run(request: dict[str, Any], out: BinaryIO) -> tuple[dict[str, Any], Any, li
         fault = store_faults.translate(e, request["path"])  # a damaged store met by the query
         if fault is not None:
             return {"error": str(fault)}, None, []
-        # the one line for the CLI; DuckDB's own text too, whose line breaks place its caret (the UI shows it)
-        return {"error": f"query: {one_line(e)}", "detail": f"query: {str(e).strip()}"}, None, []
+        # the one line for the CLI; DuckDB's own text too, whose line breaks place its caret (the UI shows it);
+        # both end with the views to use where the query named a column or table the store lacks
+        found = sql_hints.hint(store.con, request["sql"], str(e)) if isinstance(e, duckdb.Error) else None
+        tail = ("; hint: " + found, "\nhint: " + found) if found else ("", "")
+        return {"error": f"query: {one_line(e)}{tail[0]}", "detail": f"query: {str(e).strip()}{tail[1]}"}, None, []
     except ResultTooWide as e:
         return {"error": str(e)}, None, []
     finally:

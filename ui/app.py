@@ -26,7 +26,7 @@ from profiler.store import default_path
 from ui import auth, downloads, inputs, pages, trace_api
 from ui import state as ui_state
 from ui.pages.sql import SQL_EXAMPLES
-from ui.routing import ACCESS, PATHNAME, finish, guarded, nav, pending_id, register_pages
+from ui.routing import ACCESS, PATHNAME, finish, guarded, hidden_pages, nav, pending_id, register_pages
 from ui.store_access import StoreAccess, analyse_stale_runs
 from ui.warmup import prime
 
@@ -66,7 +66,7 @@ def create_app(db_path: str | None = None, token: str | None = None) -> Dash:
     inputs.guard_dispatch(app.server)
     register_pages()
     app.layout = _layout(path)
-    _nav_callback(app)
+    _nav_callback(app, access)
     _pending_callbacks(app, access)
     _url_callbacks(app)
     downloads.register(app.server, access)
@@ -101,12 +101,14 @@ def _layout(store_path: str) -> Callable[[], Any]:
     return layout
 
 
-def _nav_callback(app: Dash) -> None:
-    """The top bar's links, carrying the URL's runs (ui/routing.nav), whenever the URL changes."""
+def _nav_callback(app: Dash, access: StoreAccess) -> None:
+    """The top bar's links, carrying the URL's runs (ui/routing.nav), whenever the URL changes;
+    a run without SparseCores has no SparseCore link (routing.hidden_pages)."""
 
     @app.callback(Output("nav", "children"), Input(URL, "pathname"), Input(URL, "search"))
     def top_bar(pathname: Any, search: Any) -> Any:
-        return nav(inputs.text(pathname) or "/", inputs.text(search) or "")
+        search = inputs.text(search) or ""
+        return nav(inputs.text(pathname) or "/", search, hidden_pages(access, search))
 
 
 def _pending_callbacks(app: Dash, access: StoreAccess) -> None:

@@ -183,17 +183,18 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
     part = sqltree.query(
         store.con, "ui.overview.step_minibatches", run=run_id, step_lo=steps[0], step_hi=steps[1]
     ).to_pylist()[0]
-    kpis.append(
-        Kpi(
-            "SC minibatches per step",
-            part["minibatches_per_step"],
-            "count",
-            f"mean of the most any partition was split into; {covered}"
-            if part["max_minibatches"] is not None
-            else "not recorded",
-            src("minibatching.minibatches_per_step_mean") if part["max_minibatches"] is not None else "",
+    if has_sparsecores(store, run_id):  # a GPU or CPU run has no SparseCore to split a batch
+        kpis.append(
+            Kpi(
+                "SC minibatches per step",
+                part["minibatches_per_step"],
+                "count",
+                f"mean of the most any partition was split into; {covered}"
+                if part["max_minibatches"] is not None
+                else "not recorded",
+                src("minibatching.minibatches_per_step_mean") if part["max_minibatches"] is not None else "",
+            )
         )
-    )
     total = f"total over steps {steps[0]}–{steps[1]}"
     kpis.append(
         Kpi(
@@ -232,14 +233,27 @@ def chip_names(store: Store, run_id: int) -> dict[int, str]:
 
     def compute() -> dict[int, str]:
         rows = sqltree.query(store.con, "ui.overview.chip_kinds", run=run_id).to_pylist()
-        return {r["chip"]: f"{CHIP_PREFIX.get(r['kind'], 'TPU')}:{r['chip']}" for r in rows}
+        return {r["chip"]: f"{CHIP_PREFIX.get(r['kind'], 'device')}:{r['chip']}" for r in rows}
 
     return run_memo(store, run_id, "chip_names", (), compute)
 
 
+def device_prefix(names: dict[int, str]) -> str:
+    """The kind that names a run's chips (chip_names): TPU, GPU or CPU; `device` when several; TPU
+    when the tracks name none (an emulated run's counters, a failed compile)."""
+    kinds = {n.split(":")[0] for n in names.values()}
+    return kinds.pop() if len(kinds) == 1 else ("device" if kinds else "TPU")
+
+
+def device_noun(names: dict[int, str]) -> str:
+    """What the UI's labels call one of a run's devices: a TPU's "chip", else "GPU", "CPU" or "device"."""
+    prefix = device_prefix(names)
+    return "chip" if prefix == "TPU" else prefix
+
+
 def chip_name(names: dict[int, str], chip: int) -> str:
-    """A chip's label from chip_names (TPU:N for a chip the run's tracks do not name)."""
-    return names.get(chip, f"TPU:{chip}")
+    """A chip's label from chip_names; one the run's tracks do not name takes the kind of its others."""
+    return names.get(chip, f"{device_prefix(names)}:{chip}")
 
 
 def chip_step_times(store: Store, run_id: int, steps: tuple[int, int]) -> list[dict[str, Any]]:
@@ -321,6 +335,18 @@ def _codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
 
 
 # ---- SparseCore ------------------------------------------------------------------------------
+
+
+def has_sparsecores(store: Store, run_id: int) -> bool:
+    """Whether the run has SparseCores (ui.sparsecore.has_sparsecores): the SparseCore page and
+    figures are left out for one without (a GPU or CPU capture, a PyTorch trace)."""
+    return run_memo(
+        store,
+        run_id,
+        "has_sparsecores",
+        (),
+        lambda: bool(sqltree.query(store.con, "ui.sparsecore.has_sparsecores", run=run_id).column(0)[0].as_py()),
+    )
 
 
 def sc_tables(store: Store, run_id: int) -> tuple[list[str], bool]:

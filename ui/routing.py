@@ -20,10 +20,11 @@ from dash.development.base_component import Component
 from flask import current_app
 
 from profiler.errors import ScprofError, StoreError
+from ui import data as ui_data
 from ui import inputs, pages
 from ui import render as ui_render
 from ui import state as ui_state
-from ui.pages.common import NO_RUNS, NoRuns, UnknownRun, _no_runs, unknown_run
+from ui.pages.common import NO_RUNS, NoRuns, UnknownRun, _no_runs, pick_run, unknown_run
 from ui.store_access import StoreAccess
 
 log = logging.getLogger("scprof.ui")
@@ -62,13 +63,16 @@ def guarded(access: StoreAccess, n_outputs: int = 1, needs: tuple[str, ...] = ()
     return wrap
 
 
-def nav(pathname: str, search: str) -> list[Any]:
+def nav(pathname: str, search: str, hidden: frozenset[str] = frozenset()) -> list[Any]:
+    """The top bar's links, carrying the URL's runs; the pages in `hidden` (hidden_pages) left out."""
     st = ui_state.parse(search)
     keep = {k: st[k] for k in ui_state.CARRIED if k in st}
     if "run" not in keep and "cand" in keep:
         keep["run"] = keep["cand"]
     links = []
     for path, label in ui_state.PAGES.items():
+        if path in hidden:
+            continue
         params = {k: v for k, v in keep.items() if path == "/compare" or k == "run"}
         links.append(
             dcc.Link(
@@ -79,6 +83,19 @@ def nav(pathname: str, search: str) -> list[Any]:
             )
         )
     return links
+
+
+def hidden_pages(access: StoreAccess, search: str) -> frozenset[str]:
+    """The run pages the top bar leaves out for the run its links carry (the URL's run, else its
+    candidate, else the newest): SparseCore for a run without SparseCores. None when the store
+    cannot say (no store, an unknown run: the page itself says so)."""
+    st = ui_state.parse(search)
+    try:
+        with access.open() as store:
+            run = pick_run(store, {"run": st.get("run") or st.get("cand") or ""})
+            return frozenset() if run is None or ui_data.has_sparsecores(store, run) else frozenset({"/sparsecore"})
+    except ScprofError:  # UnknownRun among them
+        return frozenset()
 
 
 def register_pages() -> None:
@@ -123,7 +140,7 @@ def page_for(access: StoreAccess, pathname: str | None, search: str | None) -> t
     """(page, navigation) for one of the UI's pages: the page's controls from the query, its bodies
     empty."""
     pathname = "/runs" if pathname in (None, "", "/") else pathname
-    links = nav(pathname, search or "")
+    links = nav(pathname, search or "", hidden_pages(access, search or ""))
     if pathname not in pages.LAYOUTS:
         return ui_render.empty(f"No page at {pathname}.", "try /runs"), links
     st = ui_state.parse(search)

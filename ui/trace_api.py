@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -212,12 +213,22 @@ def max_level(last_ps: int) -> int:
 # ---------------------------------------------------------------- meta
 
 
+_DEVICE_RE = re.compile(r"/(?:device|host):(\S+)")  # "/device:TPU:0 SparseCore 1" -> TPU:0
+DEVICE_NOUNS = {"gpu": "GPU", "cpu": "CPU", "device": "device"}  # a track kind's device; the others: a TPU chip
+
+
 def _group_of(plane: str, kind: str, chip: int) -> tuple[str, str]:
-    """(group id, label) of a track: its chip's device ("TPU:0", "GPU:1", "CPU"), or the host."""
+    """(group id, label) of a track: its chip's device ("TPU:0", "GPU:1", "CPU"), or the host; the
+    label numbers it as what it is: "TPU:0 (chip 0)", "GPU:1 (GPU 1)"."""
     if chip < 0 or kind == "host":
         return "host", "Host"
-    device = plane.removeprefix("/device:").removeprefix("/host:").split(" ")[0] or f"chip {chip}"
-    return device, f"{device} (chip {chip})"
+    noun = DEVICE_NOUNS.get(kind, "chip")
+    m = _DEVICE_RE.search(plane)
+    if m is None:
+        return f"{noun} {chip}", f"{noun} {chip}"
+    host = plane[: m.start()].strip()  # a pod's capture: "<host> /device:GPU:0", one group per host's device
+    device = f"{host} {m.group(1)}" if host else m.group(1)
+    return device, f"{device} ({noun} {chip})"
 
 
 def meta_json(store: Store, facts: RunFacts) -> dict[str, Any]:

@@ -45,7 +45,7 @@ def find_runs(path: str) -> list[tuple[str, list[str]]]:
         raise TraceFormatError(f"{path}: cannot read ({e.strerror or e})") from None
     if not os.path.isdir(path):
         check_regular(path, mode)
-        return [(stem(path), [path])]
+        return [(session_run_name(path, stem(path), XPLANE_SUFFIXES), [path])]
     files = _xplanes_in(path)
     if files:
         return [(os.path.basename(os.path.normpath(path)), files)]
@@ -111,6 +111,27 @@ def _xplanes_in(d: str) -> list[str]:
             raise TraceFormatError(f"{f}: cannot read ({e.strerror or e})") from None
         check_regular(f, mode)
     return found
+
+
+def session_run_name(path: str, host: str, suffixes: tuple[str, ...]) -> str:
+    """The default run name of one capture file `path` of host `host` (its name less the suffix).
+
+    A file of a profiler session folder, `.../plugins/profile/<session>/<file>`, is named after
+    its session (the file names there are host names, the same in every session): `<session>`,
+    or `<session>/<host>` when the folder holds more than one file ending in one of `suffixes`
+    (one run per host file ingested). Any other file keeps `host`.
+    """
+    session_dir = os.path.dirname(os.path.abspath(path))
+    profile_dir = os.path.dirname(session_dir)
+    if os.path.basename(profile_dir) != "profile" or os.path.basename(os.path.dirname(profile_dir)) != "plugins":
+        return host
+    session = os.path.basename(session_dir)
+    try:
+        names = os.listdir(session_dir)
+    except OSError:  # a folder that lists nothing: the file alone
+        names = []
+    hosts = sum(1 for n in names if n.endswith(suffixes))
+    return f"{session}/{host}" if hosts > 1 else session
 
 
 def stem(path: str) -> str:

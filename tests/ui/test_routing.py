@@ -206,3 +206,93 @@ def test_compare_with_a_run_without_steps_is_an_empty_state_not_an_error(app, id
     classes = [getattr(c, "className", None) for c in _components(out)]
     assert "error-box" not in classes
     assert "no step-time verdict" in _text(out) and why in _text(out)
+
+
+NO_SC = ("wild_tf2_gpu_multi_worker", "wild_hta_gpu_train", "torch_cpu", "gpu_capture", "cpu_capture")
+WITH_SC = ("emulated_ok", "failed", "limits_too_low")
+
+
+def _nav_labels(links: Any) -> list[str]:
+    return [c.children for c in _components(links) if str(getattr(c, "id", "")).startswith("nav-")]
+
+
+def _without_sparsecores(app, run: int) -> bool:
+    """The reference, read straight from the store's tables: no SparseCores in the run's hardware,
+    no SparseCore track, no partition statistics."""
+    with app.scprof_access.open() as store:
+        (hw,) = store.rows("SELECT coalesce(sparsecores_per_chip, 0) AS n FROM runs WHERE run_id = ?", [run])
+        kinds = {r["kind"] for r in store.rows("SELECT DISTINCT kind FROM tracks WHERE run_id = ?", [run])}
+        stats = store.rows("SELECT count(*) AS n FROM sc_partition_stats WHERE run_id = ?", [run])[0]["n"]
+    return hw["n"] == 0 and not kinds & {"sparsecore", "sc_tile"} and stats == 0
+
+
+@pytest.mark.parametrize("kind", NO_SC)
+def test_a_run_without_sparsecores_has_no_sparsecore_link_page_or_figures(app, ids, kind):
+    from ui import data
+    from ui.routing import page_for
+
+    run = ids[kind]
+    assert _without_sparsecores(app, run)
+    for pathname in ("/overview", "/sparsecore", "/compare"):
+        _, links = page_for(app.scprof_access, pathname, f"?run={run}")
+        assert "SparseCore" not in _nav_labels(links) and "Overview" in _nav_labels(links)
+    # a direct URL says so plainly: no empty heatmap boxes
+    text = " ".join(_text(_rendered(app, "/sparsecore", f"?run={run}")).split())
+    assert "This run has no SparseCores" in text and not any(
+        getattr(c, "id", None) == "sc-heatmap" for c in _rendered(app, "/sparsecore", f"?run={run}")
+    )
+    with app.scprof_access.open() as store:
+        labels = [k.label for k in data.overview_kpis(store, run, data.step_bounds(store, run) or (0, -1))]
+    assert "SC minibatches per step" not in labels and "dropped IDs" in labels
+    # Compare: no SparseCore section when neither run has SparseCores, one when either has
+    other = ids["cpu_capture" if kind != "cpu_capture" else "gpu_capture"]
+    assert "SparseCore side by side" not in _text(_rendered(app, "/compare", f"?base={other}&cand={run}"))
+    assert "SparseCore side by side" in _text(_rendered(app, "/compare", f"?base={ids['emulated_ok']}&cand={run}"))
+
+
+@pytest.mark.parametrize("kind", WITH_SC)
+def test_an_emulated_run_keeps_its_sparsecore_link_page_and_figures(app, ids, kind):
+    from ui import data
+    from ui.routing import page_for
+
+    run = ids[kind]
+    assert not _without_sparsecores(app, run)
+    _, links = page_for(app.scprof_access, "/overview", f"?run={run}")
+    assert "SparseCore" in _nav_labels(links)
+    assert "This run has no SparseCores" not in _text(_rendered(app, "/sparsecore", f"?run={run}"))
+    with app.scprof_access.open() as store:
+        labels = [k.label for k in data.overview_kpis(store, run, data.step_bounds(store, run) or (0, -1))]
+    assert "SC minibatches per step" in labels
+
+
+def _raw_gpu_planes() -> int:
+    """The GPU device planes of the tf2 capture's files, read with the protobuf classes."""
+    import glob
+
+    from tests.xplane.helpers import DATA, read_space
+
+    files = glob.glob(f"{DATA}/wild/tf2_gpu_multi_worker/plugins/profile/*/*.xplane.pb")
+    return sum(1 for f in files for p in read_space(f).planes if "/device:GPU:" in p.name)
+
+
+def test_a_gpu_capture_names_its_devices_gpus_not_tpu_chips(app, ids):
+    from ui import data, trace_api
+    from ui.pages.common import run_header
+
+    run, n = ids["wild_tf2_gpu_multi_worker"], _raw_gpu_planes()
+    assert n == 16
+    with app.scprof_access.open() as store:
+        names = data.chip_names(store, run)
+        header = " ".join(_text(run_header(store, run)).split())
+        meta = trace_api.meta_json(store, trace_api.run_facts(store, run))
+        cpu = data.chip_names(store, ids["cpu_capture"])
+    assert sorted(names.values()) == sorted(f"GPU:{c}" for c in range(n))
+    assert data.chip_name(names, n) == f"GPU:{n}" and "16 GPUs" in header and "chip" not in header
+    assert list(cpu.values()) == ["CPU:0"]
+    overview = " ".join(_text(_rendered(app, "/overview", f"?run={run}")).split())
+    assert "Per GPU" in overview and "Per chip" not in overview
+    # the timeline: a group per GPU with events, labelled as a GPU, never two hosts' GPU:0 together
+    chip_of = {t["id"]: t["chip"] for t in meta["tracks"]}
+    devices = [g for g in meta["groups"] if g["id"] != "host"]
+    assert devices and all(len({chip_of[t] for t in g["tracks"]}) == 1 for g in devices)
+    assert all(g["label"].endswith(f"(GPU {chip_of[g['tracks'][0]]})") for g in devices)

@@ -133,7 +133,7 @@ def steps_slider(id: str, bounds: tuple[int, int] | None, value: tuple[int, int]
 
 
 def chips_checklist(id: str, chips: list[int], value: list[int], names: dict[int, str] | None = None) -> html.Label:
-    """A chip per box, labelled by its kind (`names`: ui.data.chip_names; TPU:N by default)."""
+    """A chip per box, labelled by its kind (`names`: ui.data.chip_names; ui.data.chip_name's default)."""
     names = names or {}
     return html.Label(
         [
@@ -141,7 +141,7 @@ def chips_checklist(id: str, chips: list[int], value: list[int], names: dict[int
             html.Span(" (none: host tracks only)", className="muted") if not chips else None,
             dcc.Checklist(
                 id=id,
-                options=[{"label": names.get(c, f"TPU:{c}"), "value": c} for c in chips],
+                options=[{"label": ui_data.chip_name(names, c), "value": c} for c in chips],
                 value=value,
                 inline=True,
             ),
@@ -183,20 +183,22 @@ def run_status(info: dict[str, Any]) -> html.Div | None:
     return None
 
 
-def hardware_text(kind: str | None, chips: int | None) -> str:
-    """The hardware line of a run header: "v5p × 4 chips", "4 chips", "v5p" or "hardware not recorded"."""
+def hardware_text(kind: str | None, chips: int | None, noun: str = "chip") -> str:
+    """The hardware line of a run header: "v5p × 4 chips", "4 chips", "v5p" or "hardware not recorded";
+    devices other than TPU chips by their own noun (ui.data.device_noun): "16 GPUs", "1 CPU"."""
     if kind and chips:
-        return f"{kind} × {chips} chip{'s' if chips != 1 else ''}"
+        return f"{kind} × {chips} {noun}{'s' if chips != 1 else ''}"
     if chips:
-        return f"{chips} chip{'s' if chips != 1 else ''}"
+        return f"{chips} {noun}{'s' if chips != 1 else ''}"
     return kind or "hardware not recorded"
 
 
 def run_header(store: Store, run: int) -> html.Div:
     info = ui_data.run_info(store, run)
     names = ui_data.chip_names(store, run)
-    kinds = sorted({name.split(":")[0] for name in names.values()} - {"TPU"})
-    hw = hardware_text(info.get("generation") or "/".join(kinds), info.get("num_chips") or len(names))
+    noun = ui_data.device_noun(names)
+    kinds = sorted({name.split(":")[0] for name in names.values()} - {"TPU", noun})  # GPU × 16 GPUs: said once
+    hw = hardware_text(info.get("generation") or "/".join(kinds), info.get("num_chips") or len(names), noun)
     return html.Div(
         [
             html.Span(info["name"], className="run-name"),

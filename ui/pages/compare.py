@@ -127,7 +127,8 @@ def render_compare(store: Store, st: dict[str, Any]) -> Any:
             if not len(st_["step_ps"])
         ]
         parts.append(render.empty(f"No step-time distributions: {'; '.join(lacking)}.", None))
-    parts.append(_side_by_side_sc(store, base, cand, bi, ci))
+    if data.has_sparsecores(store, base) or data.has_sparsecores(store, cand):
+        parts.append(_side_by_side_sc(store, base, cand, bi, ci))
     parts.append(_side_by_side_memory(store, base, cand, bi, ci))
     return html.Div(parts)
 

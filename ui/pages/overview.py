@@ -75,7 +75,8 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
         row: list[Any] = [render.section("Step time per step", render.graph(fig, height=280))]
         if chips:
             cf = render.figure(
-                xaxis_title=f"chip (mean {data.steps_covered(st_times)})", yaxis_title=f"mean step time ({unit})"
+                xaxis_title=f"{data.device_noun(names)} (mean {data.steps_covered(st_times)})",
+                yaxis_title=f"mean step time ({unit})",
             )
             cf.add_trace(
                 go.Bar(
@@ -85,7 +86,7 @@ def render_overview(store: Store, st: dict[str, Any]) -> Any:
                     marker_color="#1e88e5",
                 )
             )
-            row.append(render.section("Per chip", render.graph(cf, height=280)))
+            row.append(render.section(f"Per {data.device_noun(names)}", render.graph(cf, height=280)))
         parts.append(html.Div(row, className="grid2"))
     else:
         parts.append(render.empty(no_steps_text(data.run_info(store, run))))
@@ -216,7 +217,8 @@ def category_charts(bd: dict[str, Any], names: dict[int, str]) -> html.Div:
     """Per step and per chip, each category's time (the breakdown's table)."""
     peak = max(sum(v[i] for v in bd["per_step"].values()) for i in range(len(bd["steps"])))
     unit, scale = time_unit(peak or 1)
-    fig = render.figure(barmode="stack", xaxis_title="step", yaxis_title=f"time ({unit}, mean over chips)")
+    noun = data.device_noun(names)  # chip (TPU), GPU, CPU
+    fig = render.figure(barmode="stack", xaxis_title="step", yaxis_title=f"time ({unit}, mean over {noun}s)")
     for cat, vals in bd["per_step"].items():
         fig.add_trace(
             render.step_series(
@@ -231,7 +233,7 @@ def category_charts(bd: dict[str, Any], names: dict[int, str]) -> html.Div:
     render.integer_axis(fig, bd["steps"])
     counted = set(bd["counted_steps"])
     over = steps_covered(bd["steps"], [s in counted for s in bd["steps"]])
-    cf = render.figure(barmode="stack", xaxis_title=f"chip (mean {over})", yaxis_title=f"time per step ({unit})")
+    cf = render.figure(barmode="stack", xaxis_title=f"{noun} (mean {over})", yaxis_title=f"time per step ({unit})")
     for cat, vals in bd["per_chip"].items():
         cf.add_trace(
             go.Bar(
@@ -246,7 +248,7 @@ def category_charts(bd: dict[str, Any], names: dict[int, str]) -> html.Div:
     return html.Div(
         [
             render.section("Step time by category", render.graph(fig, height=320)),
-            render.section("Per chip, by category", render.graph(cf, height=320)),
+            render.section(f"Per {noun}, by category", render.graph(cf, height=320)),
         ],
         className="grid2",
     )

@@ -61,16 +61,32 @@ def count_top(*series: np.ndarray) -> float:
     return max(2.0, max(values, default=0.0) * 1.1)
 
 
+NO_SPARSECORES = (
+    "This run has no SparseCores: a GPU or CPU capture, or a PyTorch trace, has no embedding lookups "
+    "to show here. Pick a TPU or emulated run."
+)
+
+
 def layout_sparsecore(store: Store, st: dict[str, str]) -> Any:
     run, bounds, steps = run_and_steps(store, st)
     tables = sorted(data.sc_tables(store, run)[0], key=render.natural_key)  # t0, t1, t2, ..., t10
     chosen = [t for t in state.str_list(st.get("tables")) if t in tables]
     metric = st.get("metric") if st.get("metric") in SC_METRICS else "ids"
+    more = _controls(bounds, steps, tables, chosen, metric)
+    if not data.has_sparsecores(
+        store, run
+    ):  # the run picker alone shows; the rest stay, hidden, for the URL's callback
+        more = [html.Div(more, style={"display": "none"})]
     return run_page(
-        "sparsecore",
-        store,
-        run,
-        {"run": run, "steps": list(steps), "tables": chosen, "metric": metric},
+        "sparsecore", store, run, {"run": run, "steps": list(steps), "tables": chosen, "metric": metric}, *more
+    )
+
+
+def _controls(
+    bounds: tuple[int, int] | None, steps: tuple[int, int], tables: list[str], chosen: list[str], metric: str
+) -> list[Any]:
+    """The page's controls after the run picker: steps, tables, metric."""
+    return [
         steps_slider("sparsecore-steps", bounds, steps),
         html.Label(
             [
@@ -93,11 +109,13 @@ def layout_sparsecore(store: Store, st: dict[str, str]) -> Any:
             ],
             className="control",
         ),
-    )
+    ]
 
 
 def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
     run, steps, metric = st["run"], tuple(st["steps"]), st.get("metric", "ids")
+    if not data.has_sparsecores(store, run):
+        return render.empty(NO_SPARSECORES)
     d = data.sparsecore(store, run, steps, st.get("tables") or [])
     if d["empty"]:
         return render.empty(

@@ -72,8 +72,12 @@ SELECT count(*) AS rows, avg(minibatches) FILTER (WHERE counted)::DOUBLE AS mini
 FROM step_minibatches WHERE run_id = $run AND step BETWEEN $step_lo AND $step_hi;
 
 -- @query chip_kinds
--- Each device chip of a run with the first kind of its tracks (counters aside): what names it (TPU, GPU, CPU).
+-- Each device chip of a run with the first kind of its device tracks (counters and a chip's host threads aside): what
+-- names it (TPU, GPU, CPU).
 -- @param run INTEGER The run (runs.run_id).
 -- @column chip INTEGER Chip index.
 -- @column kind VARCHAR tracks.kind, the least by text.
-SELECT chip, min(kind) AS kind FROM tracks WHERE run_id = $run AND chip >= 0 AND kind <> 'counter' GROUP BY chip;
+SELECT chip, min(kind) AS kind
+FROM tracks
+WHERE run_id = $run AND chip >= 0 AND kind NOT IN ('counter', 'host')
+GROUP BY chip;

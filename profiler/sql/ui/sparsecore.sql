@@ -130,3 +130,14 @@ SELECT table_name, max(max_ids) AS max_ids, max(ids_limit) AS max_ids_per_partit
        avg(minibatches) AS minibatches_per_step, sum(dropped_ids)::DOUBLE AS dropped_ids,
        avg(max_ids / nullif(mean_ids, 0)) AS skew
 FROM per_step GROUP BY table_name ORDER BY table_name;
+
+-- @query has_sparsecores
+-- Whether a run has SparseCores: its hardware says so (runs.sparsecores_per_chip > 0), or it has SparseCore tracks or
+-- partition statistics. A GPU or CPU capture and a PyTorch trace have none: the UI leaves the SparseCore page and
+-- figures out for them.
+-- @param run INTEGER The run (runs.run_id).
+-- @column has_sparsecores BOOLEAN True when the run has SparseCores.
+SELECT
+    coalesce((SELECT sparsecores_per_chip FROM runs WHERE run_id = $run), 0) > 0
+    OR EXISTS (SELECT 1 FROM tracks WHERE run_id = $run AND kind IN ('sparsecore', 'sc_tile'))
+    OR EXISTS (SELECT 1 FROM sc_partition_stats WHERE run_id = $run) AS has_sparsecores;
