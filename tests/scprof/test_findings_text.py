@@ -20,7 +20,7 @@ import pytest
 
 from analyzers.registry import analyze_run
 from profiler.store import Store
-from profiler.units import evidence_unit
+from profiler.units import evidence_unit, format_value
 from scprof.cli import main
 from tests.ui.dashkit import walk, with_class
 from tests.ui.test_data import text_of
@@ -179,3 +179,17 @@ def test_analyze_groups_the_skewed_runs_repeated_findings(db, runs):
         if f is not lead:
             assert re.search(rf"[ ,]{f.entities['tables'][0]}[,;]", more[0]) or more[0].count(",") >= 12
     assert f"{len(findings)} findings of {len(blocks)} kinds" in printed
+
+
+def test_a_title_quotes_its_share_as_the_finding_card_shows_it(runs):
+    """A title that prints its headline share prints it as format_value does on the finding's card
+    (one decimal: 35.4%, not 35%)."""
+    quoted = 0
+    for name, (_, findings) in runs.items():
+        for f in findings:
+            if "share" in f.unit and "%" in f.title and f.value == f.value:
+                shown = f"{f.value * 100:.1f}%"  # the card's figure, computed here
+                assert format_value(f.value, f.unit) == shown
+                assert shown in f.title, (name, f.rule, f.title)
+                quoted += 1
+    assert quoted >= 8
