@@ -138,7 +138,7 @@ def more_like_this(group: list[Finding], shown: int = 12) -> str:
     values = [f.value for f in rest if isinstance(f.value, int | float) and f.value == f.value]
     if values:
         lo, hi = format_value(min(values), lead.unit), format_value(max(values), lead.unit)
-        parts.append(f"{lead.metric} {lo}" + (f" to {hi}" if hi != lo else ""))
+        parts.append(f"{lead.metric} from {lo} to {hi}" if hi != lo else f"{lead.metric} {lo}")
     return f"{len(rest)} more like this: " + "; ".join(parts) if parts else f"{len(rest)} more like this"
 
 
