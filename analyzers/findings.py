@@ -181,3 +181,18 @@ def spread_text(dist: dict[str, Any], median_format: str, over: str) -> str:
 
 def severity_rank(f: Finding) -> int:
     return SEVERITIES.index(f.severity)
+
+
+def group_findings(findings: list[Finding]) -> list[list[Finding]]:
+    """Findings by rule, in the order each rule first appears; within a rule the most severe first
+    (severity, then the headline value, highest first). Every surface that lists findings shows a
+    group as its first finding plus what the others differ in (the UI's group card, `analyze`)."""
+    groups: dict[str, list[Finding]] = {}
+    for f in findings:
+        groups.setdefault(f.rule, []).append(f)
+    return [sorted(g, key=_severity_order) for g in groups.values()]
+
+
+def _severity_order(f: Finding) -> tuple[int, float]:
+    value = f.value if isinstance(f.value, int | float) and f.value == f.value else float("-inf")
+    return SEVERITIES.index(f.severity), -value

@@ -149,3 +149,129 @@ def ci_text(low: float | None, high: float | None) -> str:
     if _is_missing(low) or _is_missing(high):
         return MISSING
     return f"{low:+.1%} .. {high:+.1%}"
+
+
+# Findings' evidence: one label and one formatting per key, for every surface (CLI, UI, MCP).
+# A key names its unit in a suffix: `*_ts_ps` / `*_at_ps` are timestamps (shown from the run's
+# start, labelled "at"), `*_ps` (and `*_ps_per_*`) durations, `*_bytes` (and `*_bytes_per_*`)
+# bytes, `*_share` and `share_of_*` shares, `*_ratio` and `*_over_*` ratios (×); any other
+# number is a plain count. Nested dicts and lists are formatted leaf by leaf, by the leaf's key.
+
+_WORDS = {
+    "hbm": "HBM",
+    "ids": "IDs",
+    "id": "ID",
+    "sc": "SC",
+    "scs": "SCs",
+    "tc": "TC",
+    "spmem": "SPMEM",
+    "oov": "OOV",
+    "nan": "NaN",
+    "rms": "RMS",
+    "cv": "CV",
+    "sparsecore": "SparseCore",
+    "sparsecores": "SparseCores",
+    "tensorcore": "TensorCore",
+    "ici": "ICI",
+    "vocab": "vocabulary",
+}  # words shown in their usual spelling
+_LABELS = {
+    "cv_ratio": "coefficient of variation (CV)",
+    "persistence_share": "steps with the same partition hottest",
+    "worst_max_over_mean": "worst step's max / mean",
+    "largest_limit_over_observed": "largest limit / observed",
+    "fixed_ps_per_op": "fixed cost per op",
+    "driver_bytes": "driver's size",
+    "driver_growth_bytes": "driver's growth",
+}  # keys whose words alone do not say what they are
+_NAME_KEYS = ("name", "table", "table_name", "stack", "op")  # an entry's name, shown first
+
+
+def _words(stem: str) -> str:
+    return " ".join(_WORDS.get(w, w) for w in stem.split("_") if w)
+
+
+def evidence_unit(key: str) -> str:
+    """How an evidence key's value is formatted, from its unit suffix alone: 'ts' (a time from the
+    run's start), 'ps', 'bytes', 'share', 'ratio' or 'count'."""
+    k = key.lower()
+    if k.endswith("_ts_ps") or k.endswith("_at_ps") or k == "ts_ps":
+        return "ts"
+    if k.startswith("share_of_") or "_share_of_" in k or k.endswith("_share") or k == "share":
+        return "share"
+    if k.endswith("_ratio") or "_over_" in k:
+        return "ratio"
+    if k.endswith("_ps") or "_ps_per_" in k or k == "ps":
+        return "ps"
+    if k.endswith("_bytes") or "_bytes_per_" in k or k == "bytes":
+        return "bytes"
+    return "count"
+
+
+def evidence_label(key: str) -> str:
+    """A key as words: `peak_ts_ps` -> 'peak at', `hbm_peak_bytes` -> 'HBM peak',
+    `estimated_overhead_ps_per_step` -> 'estimated overhead per step'."""
+    k = key.lower()
+    if k in _LABELS:
+        return _LABELS[k]
+    for suffix in ("_ts_ps", "_at_ps"):
+        if k.endswith(suffix):
+            return _words(k[: -len(suffix)]) + " at"
+    for unit in ("ps", "bytes"):
+        head, sep, tail = k.partition(f"_{unit}_per_")
+        if sep:
+            return f"{_words(head)} per {_words(tail)}"
+    if k.endswith("_ps"):
+        return _words(k[:-3]) + " time"
+    if k.endswith("_bytes"):
+        return _words(k[:-6])
+    if k.endswith("_ratio"):
+        return _words(k[:-6])
+    return _words(k)
+
+
+def _plain_number(value: float) -> str:
+    """A count or plain number: separators for whole and large numbers, else 3 significant digits."""
+    if float(value).is_integer() or abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def format_evidence(key: str, value: Any, start_ps: int | float = 0) -> str:
+    """One evidence value for people, by its key's unit; timestamps as the time from `start_ps`
+    (the run's first timestamp); a dict as its items, a list as its entries, each by its own key."""
+    if _is_missing(value):
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        unit = evidence_unit(key)
+        if unit == "ts":
+            return f"{format_ps(value - (start_ps or 0))} from the run's start"
+        if unit in ("ps", "bytes", "share"):
+            return format_value(value, unit)
+        if unit == "ratio":
+            return f"{value:,.0f}×" if abs(value) >= 1000 else f"{value:.3g}×"
+        return _plain_number(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{evidence_label(k)} {format_evidence(k, v, start_ps)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ("; " if any(isinstance(v, dict) for v in value) else ", ").join(
+            _entry_text(key, v, start_ps) for v in value
+        )
+    return str(value)
+
+
+def _entry_text(key: str, entry: Any, start_ps: int | float) -> str:
+    """A list's entry: a dict as its name then its other items in parentheses; else by the list's key."""
+    if not isinstance(entry, dict):
+        return entry if isinstance(entry, str) else format_evidence(key, entry, start_ps)
+    name = next((str(entry[k]) for k in _NAME_KEYS if isinstance(entry.get(k), str)), None)
+    rest = format_evidence(key, {k: v for k, v in entry.items() if name is None or k not in _NAME_KEYS}, start_ps)
+    return f"{name} ({rest})" if name is not None else rest
+
+
+def evidence_items(evidence: dict[str, Any], start_ps: int | float = 0) -> list[tuple[str, str, str]]:
+    """A finding's evidence as (key, label, value text) rows, absent values left out: what every
+    surface shows of it."""
+    return [(k, evidence_label(k), format_evidence(k, v, start_ps)) for k, v in evidence.items() if not _is_missing(v)]

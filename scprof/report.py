@@ -6,20 +6,23 @@ import shlex
 from typing import Any
 
 from analyzers.compare import Comparison
-from analyzers.findings import Finding, fix_text
+from analyzers.findings import Finding, fix_text, group_findings
 from analyzers.registry import RunReport
-from profiler.units import ci_text, escape_control, format_ps, format_value, text_table, unit_of
+from profiler.units import ci_text, escape_control, evidence_items, format_ps, format_value, text_table
 
 SEVERITY_MARK = {"critical": "[CRITICAL]", "warning": "[WARNING]", "info": "[info]"}
 
 
-def _evidence_item(key: str, value: Any) -> str:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return f"{key}={format_value(value, unit_of(key))}"
-    return f"{key}={value}"
+EVIDENCE_SEP = " · "  # between a finding's evidence items on its `evidence` line
 
 
-def finding_lines(f: Finding, indent: str = "  ") -> list[str]:
+def evidence_line(evidence: dict[str, Any], start_ps: int | float = 0) -> str:
+    """A finding's evidence on one line: "label: value" items as the UI's evidence table shows
+    them (profiler/units.py's labels and formatting; timestamps from the run's start `start_ps`)."""
+    return EVIDENCE_SEP.join(f"{label}: {text}" for _, label, text in evidence_items(evidence, start_ps))
+
+
+def finding_lines(f: Finding, indent: str = "  ", start_ps: int | float = 0) -> list[str]:
     """A finding as terminal lines; names in it (tables, ops, runs) cannot break or style a line."""
     lines = [f"{SEVERITY_MARK[f.severity]} {f.title}"]
     lines.append(f"{indent}{f.metric}: {format_value(f.value, f.unit)}  (confidence: {f.confidence})")
@@ -29,10 +32,8 @@ def finding_lines(f: Finding, indent: str = "  ") -> list[str]:
         )
         if ents:
             lines.append(f"{indent}affects  {ents}")
-    if f.evidence:
-        lines.append(
-            f"{indent}evidence " + ", ".join(_evidence_item(k, v) for k, v in f.evidence.items() if v is not None)
-        )
+    if evidence := evidence_line(f.evidence or {}, start_ps):
+        lines.append(f"{indent}evidence {evidence}")
     lines.append(f"{indent}fix      {f.recommendation}")
     if f.fix:
         lines.append(f"{indent}change   {fix_text(f.fix)}")
@@ -103,14 +104,42 @@ def render_report(report: RunReport) -> str:
             "lacked some (listed below)."
         )
     else:
-        out.append(f"{len(report.findings)} finding{'s' if len(report.findings) != 1 else ''}, most severe first:")
-        for f in report.findings:
+        groups = group_findings(report.findings)
+        n = len(report.findings)
+        out.append(
+            f"{n} finding{'s' if n != 1 else ''}"
+            + (f" of {len(groups)} kinds" if len(groups) < n else "")
+            + ", most severe first"
+            + (" (each kind's first shown; --json lists every one)" if len(groups) < n else "")
+            + ":"
+        )
+        start_ps = run.get("first_ps") or 0
+        for group in groups:
             out.append("")
-            out += finding_lines(f)
+            out += finding_lines(group[0], start_ps=start_ps)
+            if len(group) > 1:
+                out.append(escape_control(f"  {more_like_this(group)}"))
     notes = [escape_control(f"{name}: {n}") for name, a in report.analyses.items() for n in a.notes]
     if notes:
         out += ["", "Not analysed (data the run lacks):"] + [f"  - {n}" for n in notes]
     return "\n".join(out)
+
+
+def more_like_this(group: list[Finding], shown: int = 12) -> str:
+    """The line that stands for a group's findings after its first (group_findings), as the UI's
+    group card: how many, what they affect that differs and the span of their headline figure."""
+    lead, rest = group[0], group[1:]
+    parts = []
+    for key in dict.fromkeys(k for f in rest for k in f.entities or {}):
+        lead_values = set(map(str, (lead.entities or {}).get(key) or []))
+        values = [v for v in dict.fromkeys(str(v) for f in rest for v in (f.entities or {}).get(key) or [])]
+        if values and set(values) != lead_values:
+            parts.append(f"{key} {', '.join(values[:shown])}{', …' if len(values) > shown else ''}")
+    values = [f.value for f in rest if isinstance(f.value, int | float) and f.value == f.value]
+    if values:
+        lo, hi = format_value(min(values), lead.unit), format_value(max(values), lead.unit)
+        parts.append(f"{lead.metric} from {lo} to {hi}" if hi != lo else f"{lead.metric} {lo}")
+    return f"{len(rest)} more like this: " + "; ".join(parts) if parts else f"{len(rest)} more like this"
 
 
 def render_comparison(c: Comparison) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding
 from profiler import sqltree
+from profiler.units import format_value
 
 NAME = "async_overlap"
 QUESTION = "Do async copies and collectives overlap compute, or does the device wait for them?"
@@ -40,7 +41,7 @@ def analyze(ctx: RunContext) -> Analysis:
             Finding(
                 rule="exposed_async",
                 severity="warning",
-                title=f"Async ops are exposed: no compute overlaps {share:.0%} of their {total['count']} windows' time",
+                title=f"Async ops are exposed: no compute overlaps {format_value(share, 'share')} of their {total['count']} windows' time",
                 metric="exposed_share",
                 value=share,
                 unit="share of the async windows' time",

@@ -14,6 +14,7 @@ from typing import Any
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
 from profiler import sqltree
+from profiler.units import format_value
 
 NAME = "debug_checks"
 QUESTION = "Do the debug checks find out-of-vocabulary IDs or NaNs, and does quantization clip values?"
@@ -77,7 +78,7 @@ def _oov(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
         title=(
             f"Table {r['table_name']}: the ID bound check found {r['oov_ids']:,} out-of-vocabulary IDs in "
             f"{r['steps_flagged']} of {r['steps_checked']} steps"
-            + (f" ({share:.2%} of its IDs)" if share is not None else "")
+            + (f" ({format_value(share, 'share')} of its IDs)" if share is not None else "")
         ),
         metric="oov_share" if share is not None else "oov_ids",
         value=share if share is not None else r["oov_ids"],
@@ -143,7 +144,7 @@ def _clipping(ctx: RunContext, r: dict[str, Any]) -> Finding | None:
         rule="quantization_clipping",
         severity="critical" if share > CLIP_CRITICAL_SHARE else "warning",
         title=(
-            f"Table {r['table_name']}: quantization clips {share:.2%} of the embedding values looked up "
+            f"Table {r['table_name']}: quantization clips {format_value(share, 'share')} of the embedding values looked up "
             f"(range [{low:g}, {high:g}])"
         ),
         metric="clipped_share",

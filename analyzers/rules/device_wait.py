@@ -33,6 +33,7 @@ from analyzers.context import RunContext
 from analyzers.findings import Finding, per_counted_step, spread_severity, spread_text, step_distribution
 from analyzers.rules.breakdown import counted_rows, step_breakdown
 from profiler import sqltree
+from profiler.units import format_value
 
 DEVICE_KINDS = ("gpu", "cpu", "device")
 DEVICE_CATEGORIES = ("device_compute", "device_collective", "device_memcpy")
@@ -177,7 +178,7 @@ def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:
         rule="host_bound",
         severity=spread_severity("critical" if share > CRITICAL_SHARE else "warning", per_step, CRITICAL_SHARE),
         title=(
-            f"Host-bound input: the device waits for host input {share:.0%} of its step time"
+            f"Host-bound input: the device waits for host input {format_value(share, 'share')} of its step time"
             + (f" ({spread})" if (spread := spread_text(dist, "{:.0%}", f"{HOST_INPUT_SHARE:.0%}")) else "")
         ),
         metric="host_wait_share",
@@ -192,7 +193,7 @@ def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:
         evidence={
             "device_busy_share": w["busy_share"],
             "host_input_wait_ps": w["host_input_wait_ps"],
-            "wait_share": w["wait_share"],
+            "wait_share": {f"{cause}_share": v for cause, v in w["wait_share"].items()},
             "device_ps": w["device_ps"],
             "host_input_events": top,
             "counted_steps": int(pc.sum(steps.column("counted")).as_py() or 0),

@@ -16,6 +16,7 @@ from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix, per_counted_step, spread_severity, step_distribution
 from analyzers.rules import minibatching
 from profiler import sqltree
+from profiler.units import format_value
 
 NAME = "id_dropping"
 QUESTION = "Are embedding IDs silently dropped because they exceed the compiled limits?"
@@ -63,7 +64,7 @@ def analyze(ctx: RunContext) -> Analysis:
                         if dist["steps"]
                         else f"{r['steps_dropping']} of {r['steps']} steps"
                     )
-                    + (f" ({share:.2%} of its IDs)" if share is not None else "")
+                    + (f" ({format_value(share, 'share')} of its IDs)" if share is not None else "")
                 ),
                 metric="dropped_share" if share is not None else "dropped_ids",
                 value=share if share is not None else r["dropped"],
@@ -129,7 +130,7 @@ def _chip_cap(ctx: RunContext) -> Finding | None:
         title=(
             f"{cap_dropped:,} IDs dropped by the chip-level cap max_ids_per_chip_per_sample"
             + (f"={cap}" if cap else "")
-            + (f" ({share:.2%} of the IDs after dedup)" if share is not None else "")
+            + (f" ({format_value(share, 'share')} of the IDs after dedup)" if share is not None else "")
         ),
         metric="dropped_share" if share is not None else "dropped_ids",
         value=share if share is not None else cap_dropped,

@@ -30,6 +30,7 @@ from analyzers.findings import (
 from analyzers.op_arrays import KIND_CODES, NO_STEP, op_arrays
 from analyzers.rules import device_wait
 from profiler import sqltree
+from profiler.units import format_value
 
 NAME = "idle_gaps"
 QUESTION = "When a device (TensorCore, SparseCore, GPU, CPU) sits idle inside a step, what is it waiting for?"
@@ -275,7 +276,7 @@ def _host_bound(ctx: RunContext, figures: dict, host: dict, chips: list, steps: 
             "critical" if host["share"] > HOST_CRITICAL_SHARE else "warning", per_step, HOST_CRITICAL_SHARE
         ),
         title=(
-            f"Host-bound input: the TensorCores wait for host input {host['share']:.0%} of the time ("
+            f"Host-bound input: the TensorCores wait for host input {format_value(host['share'], 'share')} of the time ("
             + (f"{spread}; " if spread else "")
             + ("the input threads are saturated)" if cause == "throughput" else "the prefetch is too short)")
         ),

@@ -17,6 +17,7 @@ import pyarrow as pa
 from analyzers.context import RunContext
 from analyzers.findings import Analysis, Finding, make_fix
 from profiler import sqltree
+from profiler.units import format_value
 
 NAME = "memory"
 QUESTION = "How close do HBM heap and stack come to the chip's capacity, and what drives the peak?"
@@ -149,7 +150,7 @@ def analyze(ctx: RunContext) -> Analysis:
         Finding(
             rule=f"hbm_{driver}_pressure",
             severity="critical" if peak / capacity >= CRITICAL_SHARE else "warning",
-            title=f"HBM peaks at {peak / capacity:.0%} of capacity on chip {chip} (driven by {cause})",
+            title=f"HBM peaks at {format_value(peak / capacity, 'share')} of capacity on chip {chip} (driven by {cause})",
             metric="hbm_peak_share",
             value=peak / capacity,
             unit="share of HBM capacity",

@@ -17,6 +17,7 @@ from analyzers.findings import Analysis, Finding, make_fix
 from analyzers.rules import idle_gaps
 from analyzers.rules.breakdown import timeline_splits
 from profiler import sqltree
+from profiler.units import format_value
 
 NAME = "overlap"
 QUESTION = "Do SparseCore and TensorCore work overlap (pipelining), or does each wait for the other?"
@@ -96,7 +97,7 @@ def _not_pipelined(
     return Finding(
         rule="not_pipelined",
         severity="critical" if share < 0.05 else "warning",
-        title=f"SparseCore and TensorCore take turns: only {share:.0%} of SparseCore time overlaps TensorCore work",
+        title=f"SparseCore and TensorCore take turns: only {format_value(share, 'share')} of SparseCore time overlaps TensorCore work",
         metric="sc_tc_overlap_share",
         value=share,
         unit="share of SparseCore busy time",
@@ -155,7 +156,7 @@ def _low_overlap(
         rule="low_overlap",
         severity="info" if sc_bound or collective_bound else "warning",
         title=(
-            f"Pipelining is on, yet only {share:.0%} of SparseCore time overlaps TensorCore work"
+            f"Pipelining is on, yet only {format_value(share, 'share')} of SparseCore time overlaps TensorCore work"
             + (" (SparseCore-bound)" if sc_bound else " (collective-bound)" if collective_bound else "")
         ),
         metric="sc_tc_overlap_share",

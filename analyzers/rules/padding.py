@@ -17,6 +17,7 @@ from typing import Any
 from analyzers.context import RunContext
 from analyzers.findings import Finding, make_fix
 from profiler import sqltree
+from profiler.units import format_value
 
 ROW_WASTE_WARN = 0.5  # rows at least half padding (f32 width <= 4, bf16 width <= 8)
 ROW_WASTE_CRITICAL = 0.75
@@ -94,7 +95,7 @@ def row_padding(ctx: RunContext, rows: list[dict], stacks: dict, total_padded: i
                 rule="padding_waste",
                 severity="info" if by_dtype else "critical" if critical else "warning",
                 title=(
-                    f"{name}: rows of width {'/'.join(map(str, widths))} are {share:.0%} padding ({len(names)} table"
+                    f"{name}: rows of width {'/'.join(map(str, widths))} are {format_value(share, 'share')} padding ({len(names)} table"
                     f"{'s' if len(names) > 1 else ''}, {bytes_share:.1%} of table bytes, {lookup_share:.1%} of lookups)"
                     + (f"; {narrow[0]['dtype_bytes']}-byte elements pad only the table rows" if by_dtype else "")
                 ),
@@ -141,7 +142,7 @@ def vocab_padding(ctx: RunContext, rows: list[dict], total_padded: int) -> Findi
     return Finding(
         rule="vocab_padding_waste",
         severity="warning",
-        title=f"Vocabulary padding is {share:.0%} of the table bytes (tiny vocabularies padded to the SparseCore count)",
+        title=f"Vocabulary padding is {format_value(share, 'share')} of the table bytes (tiny vocabularies padded to the SparseCore count)",
         metric="vocab_padding_share",
         value=share,
         unit="share of table bytes",

@@ -163,9 +163,9 @@ def analyze(ctx: RunContext) -> Analysis:
                     + cost_note
                 ),
                 evidence={
-                    "cv": r["cv"],
+                    "cv_ratio": r["cv"],
                     "worst_max_over_mean": r["worst_max_over_mean"],
-                    "persistence": r["persistence"],
+                    "persistence_share": r["persistence"],
                     "steps_with_stats": r["steps"],
                     "per_step_median_max_over_mean": dist["median"],
                     "steps_affected": dist["steps_affected"],

@@ -44,6 +44,7 @@ from analyzers.rules import idle_gaps, padding, spmem
 from analyzers.rules.breakdown import counted_rows, shares, step_breakdown
 from analyzers.rules.padding import ACTIVATION_BYTES
 from profiler import sqltree
+from profiler.units import format_value
 
 NAME = "stacking"
 QUESTION = "Are tables stacked in the doc's 5-100 range, and how much do padded rows and vocabularies waste?"
@@ -319,7 +320,7 @@ def _too_many(ctx: RunContext, layout: dict, stacks: dict) -> list[Finding]:
             gain = _split_gain(ctx, stacks.get(name) or {}, ctx.step_median_ps())
             if gain is not None:
                 evidence.update(gain)
-                net = gain["net_share_if_all_hidden"]
+                net = gain["net_if_all_hidden_share"]
                 low_gain = gain["blocked_by"] is not None or (net is not None and net < EXPOSED_A2A_INFO)
             fix = make_fix(
                 set={"sparsecore.max_tables_per_stack": split}, explore={"sparsecore.max_tables_per_stack": explore}
@@ -396,8 +397,8 @@ def _split_gain(ctx: RunContext, stack: dict, step_ps: float | None) -> dict[str
         "sc_ops_share": share.get("sc_forward", 0.0) + share.get("sc_backward", 0.0),
         "fixed_ps_per_op": fixed,
         "added_fixed_ps_per_step": added,
-        "net_share_if_all_hidden": exposed - added / step_ps if added is not None and step_ps else None,
-        "sc_idle_waiting_for_input": waiting,
+        "net_if_all_hidden_share": exposed - added / step_ps if added is not None and step_ps else None,
+        "sc_idle_waiting_for_input_share": waiting,
         "blocked_by": blocked,
     }
 
@@ -411,7 +412,7 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict, stacks: dict, step_ps: fl
     gain = _split_gain(ctx, stacks.get(name) or {}, step_ps)
     if gain is None or gain["blocked_by"]:
         return []
-    exposed, sc_ops, net = gain["sc_collective_share"], gain["sc_ops_share"], gain["net_share_if_all_hidden"]
+    exposed, sc_ops, net = gain["sc_collective_share"], gain["sc_ops_share"], gain["net_if_all_hidden_share"]
     if exposed < EXPOSED_A2A_INFO or sc_ops < SC_OPS_EXPOSED:
         return []
     warn = exposed >= EXPOSED_A2A_WARN and (net is None or net >= EXPOSED_A2A_INFO)
@@ -422,7 +423,7 @@ def _exposed_all_to_all(ctx: RunContext, layout: dict, stacks: dict, step_ps: fl
             rule="exposed_sc_all_to_all",
             severity="warning" if warn else "info",
             title=(
-                f"The SparseCore all-to-all runs exposed {exposed:.0%} of the step: stack {name}'s {n} tables "
+                f"The SparseCore all-to-all runs exposed {format_value(exposed, 'share')} of the step: stack {name}'s {n} tables "
                 + (
                     "are the run's one SparseCore pass, so no other stack's lookups hide its collectives"
                     if len(layout) == 1

@@ -20,6 +20,7 @@ from analyzers.context import RunContext
 from analyzers.core_busy import device_idle_rows
 from analyzers.findings import Analysis, Finding
 from profiler import sqltree
+from profiler.units import format_value
 
 NAME = "utilization"
 QUESTION = "How much of the capture does each device sit idle, and what bounds it (compute, HBM, collectives, host)?"
@@ -124,7 +125,7 @@ def _idle(ctx: RunContext, kind: str, shares: dict, ran: list[dict]) -> Finding:
     return Finding(
         rule="device_idle",
         severity="critical" if share > CRITICAL_IDLE_SHARE else "warning",
-        title=f"The {kind} cores sit idle {share:.0%} of the capture ({shares['devices_with_ops']} with ops)",
+        title=f"The {kind} cores sit idle {format_value(share, 'share')} of the capture ({shares['devices_with_ops']} with ops)",
         metric="idle_share_of_span",
         value=share,
         unit=f"share of the capture's span, summed over the {kind} cores that ran ops",
@@ -134,7 +135,7 @@ def _idle(ctx: RunContext, kind: str, shares: dict, ran: list[dict]) -> Finding:
             "(prefetch, asynchronous dispatch), and look at the host threads in the gaps for what they wait on."
         ),
         evidence={
-            "idle_share_active": shares["idle_share"],
+            "active_span_idle_share": shares["idle_share"],
             "worst_core": worst["plane"],
             "worst_core_idle_share": worst["idle_share_span"],
             "devices": shares["devices"],

@@ -149,7 +149,7 @@ def test_the_split_must_hide_more_than_its_fixed_cost(runs):
     assert f.evidence["fixed_ps_per_op"] == pytest.approx(fixed, rel=1e-6)
     assert f.evidence["added_fixed_ps_per_step"] == pytest.approx(fixed * passes, rel=1e-6)
     net = exposed_share(store, run) - fixed * passes / step
-    assert f.evidence["net_share_if_all_hidden"] == pytest.approx(net, rel=1e-3) and net >= 0.05
+    assert f.evidence["net_if_all_hidden_share"] == pytest.approx(net, rel=1e-3) and net >= 0.05
 
 
 def test_not_pipelined_is_not_a_split(runs):

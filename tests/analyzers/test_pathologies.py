@@ -106,7 +106,7 @@ def test_findings_name_the_right_entities(store):
             [store.resolve_run("skewed_ids"), table],
         )
         assert (rows[0]["chip"], rows[0]["sc"]) == (f.entities["chips"][0], f.entities["scs"][0]) or f.evidence[
-            "persistence"
+            "persistence_share"
         ] < 1
     mb = [f for f in analyze_run(store, store.resolve_run("limits_too_low")).findings if f.rule == "minibatching"]
     assert [f.entities["tables"] for f in mb] == [[STACK_A], [STACK_B]]  # both stacks over their limits
@@ -247,4 +247,4 @@ def test_skew_names_the_id_shuffle(store):
     found = [f for f in analyze_run(store, store.resolve_run("skewed_ids")).findings if f.rule == "sc_load_skew"]
     skew = [f for f in found if f.severity != "info"]
     assert skew and all(f.fix == make_fix(set={"sparsecore.shuffle_ids": True}) for f in skew)
-    assert all(f.fix is None and f.evidence["persistence"] < 0.5 for f in found if f.fix is None)
+    assert all(f.fix is None and f.evidence["persistence_share"] < 0.5 for f in found if f.fix is None)

@@ -22,7 +22,7 @@ def test_skew_names_the_hot_partition(tmp_path):
     with store_with(tmp_path, spec) as store:
         (f,) = skew.analyze(RunContext(store, 1)).findings
     assert f.entities["scs"] == [2] and f.entities["chips"] == [0]
-    assert abs(f.value - 400 / 175) < 1e-9 and f.evidence["persistence"] == 1
+    assert abs(f.value - 400 / 175) < 1e-9 and f.evidence["persistence_share"] == 1
 
 
 def test_uniform_load_has_no_skew(tmp_path):
@@ -45,7 +45,7 @@ def test_figures_match_numpy_per_step_then_averaged(tmp_path):
     assert abs(got["max_over_mean"] - max_over_mean.mean()) < 1e-9 and abs(got["cv"] - cv.mean()) < 1e-9
     (f,) = result.findings
     assert f.entities == {"tables": ["t0"], "chips": [0], "scs": [2]}
-    assert f.evidence["persistence"] == 3 / 4 and f.evidence["steps_with_stats"] == 4
+    assert f.evidence["persistence_share"] == 3 / 4 and f.evidence["steps_with_stats"] == 4
     assert f.evidence["steps"] == 0 and "median step" not in f.title  # no step markers: no counted steps
     assert abs(f.evidence["worst_max_over_mean"] - max_over_mean.max()) < 1e-9
 
@@ -166,7 +166,7 @@ def test_a_hot_partition_that_moves_is_sampling_noise_info_without_the_shuffle(t
     )
     with store_with(tmp_path, spec) as store:
         (f,) = skew.analyze(RunContext(store, 1)).findings
-    assert f.evidence["persistence"] < skew.PERSISTENT and f.severity == "info" and f.fix is None
+    assert f.evidence["persistence_share"] < skew.PERSISTENT and f.severity == "info" and f.fix is None
 
 
 def test_the_fix_is_the_id_shuffle_only_where_it_is_off(tmp_path):

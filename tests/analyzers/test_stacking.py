@@ -348,5 +348,5 @@ def test_too_many_without_minibatches_whose_split_hides_nothing_is_info(tmp_path
     (f,) = analyze(tmp_path, layout=layout, ops=ops, steps=4, minibatches={"stack_0": 1}).findings
     assert f.rule == "too_many_stacked_tables" and f.evidence["cause"] == "size"
     assert f.evidence["added_fixed_ps_per_step"] == pytest.approx(2000)
-    assert f.evidence["net_share_if_all_hidden"] == pytest.approx(-2000 / STEP_PS)
+    assert f.evidence["net_if_all_hidden_share"] == pytest.approx(-2000 / STEP_PS)
     assert f.severity == "info" and "gains little" in f.recommendation

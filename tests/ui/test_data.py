@@ -159,7 +159,7 @@ def test_findings_render_every_field_generically(ro_store, runs):
     report = data.analysis(ro_store, base)
     assert data.analysis(ro_store, base) is report  # cached
     text = text_of(render_findings(ro_store, {"run": base, "sev": ["critical", "warning", "info"]}))
-    from ui.pages.findings import group_findings
+    from analyzers.findings import group_findings
 
     for group in group_findings(report.findings):
         lead = group[0]  # a rule's findings share a card: its lead in full, the rest as rows

@@ -7,12 +7,11 @@ from typing import Any
 
 from dash import dcc, html
 
-from analyzers.findings import SEVERITIES, Finding
+from analyzers.findings import SEVERITIES, Finding, group_findings
 from analyzers.registry import ANALYZERS
 from profiler.store import Store
-from profiler.units import format_value
+from profiler.units import evidence_label, format_evidence, format_value
 from ui import data, render, state, whatif_data
-from ui.evidence import evidence_label, format_evidence
 from ui.pages.common import page_run, run_page
 
 
@@ -95,20 +94,6 @@ def fix_block(f: Any, run: int, run_name: str, verified: dict) -> Any:
 
 SHOWN_ROWS = 5  # rows of a group's table shown before "N more"
 ENTITY_HEADERS = {"tables": "table", "chips": "chip", "scs": "SparseCore", "steps": "steps"}
-
-
-def group_findings(findings: list[Finding]) -> list[list[Finding]]:
-    """Findings by rule, in the order each rule first appears; within a rule the most severe first
-    (severity, then the headline value, highest first)."""
-    groups: dict[str, list[Finding]] = {}
-    for f in findings:
-        groups.setdefault(f.rule, []).append(f)
-    return [sorted(g, key=_severity_order) for g in groups.values()]
-
-
-def _severity_order(f: Finding) -> tuple[int, float]:
-    value = f.value if isinstance(f.value, int | float) and f.value == f.value else float("-inf")
-    return SEVERITIES.index(f.severity), -value
 
 
 def group_card(group: list[Finding], run: int, extra: Any = None, start_ps: int | float = 0) -> html.Div:
