@@ -11,6 +11,7 @@ import json
 import shlex
 from typing import Any
 
+from analyzers.change_stats import read_verdict
 from analyzers.findings import Finding
 from profiler import sqltree
 from profiler.errors import ScprofError
@@ -90,6 +91,7 @@ def tuning(store: Store, run_id: int, session: str = "") -> dict[str, Any] | Non
     for r in rows:
         r["overrides"] = _overrides(r["overrides"])
         r["change_text"] = _change(r["overrides"], r["derive_limits"]).describe()
+        r["verdict"] = read_verdict(r["verdict"])  # rows stored with the older words read in today's
         r["failed"] = r["verdict"] == "failed"
     accepted = [r for r in rows if r["accepted"]]
     start_ps = rows[0]["ref_step_time_ps"]

@@ -174,10 +174,10 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
             why = reason if taken or not ok else f"{reason}; another candidate was faster"
             session.record(m, "tune", current_run, taken, why)
             trials.append({**_trial(m), "accepted": taken, "reason": why, "ref_run": _name(session, current_run)})
-            if (
+            if (  # faster but not significantly so (not refused for dropped IDs or numerics)
                 not ok
-                and m.verdict == "no significant change"
-                and reason.startswith("no significant")
+                and m.verdict in ("inconclusive", "no change")
+                and reason.startswith(m.verdict)
                 and m.rel_change < 0
             ):
                 wins.append(m)
