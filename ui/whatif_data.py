@@ -45,6 +45,8 @@ def _overrides(value: Any) -> dict[str, Any]:
 def verified_fixes(store: Store, run_id: int) -> dict[tuple[str, str], dict[str, Any]]:
     """(rule, the fix's Change.key()) -> the latest verify row for that fix of the run (one query)."""
     rows = sqltree.query(store.con, "ui.whatif.verified_fixes", run=run_id).to_pylist()
+    for r in rows:
+        r["verdict"] = read_verdict(r["verdict"])
     return {(r["label"], _change(_overrides(r["overrides"]), r["derive_limits"]).key()): r for r in rows}
 
 

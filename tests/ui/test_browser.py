@@ -112,7 +112,13 @@ def test_compare_shows_the_verdict(server, page, run_ids):
     page.wait_for_selector("#compare-verdict-word")
     page.wait_for_selector("#compare-hist")
     settle(page)
-    assert page.inner_text("#compare-verdict-word").lower() in ("improved", "regressed", "no change", "inconclusive", "not enough steps")
+    assert page.inner_text("#compare-verdict-word").lower() in (
+        "improved",
+        "regressed",
+        "no change",
+        "inconclusive",
+        "not enough steps",
+    )
     assert "95% interval" in page.inner_text("#compare-change")
     shot(page, "08-compare")
 
