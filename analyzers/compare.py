@@ -84,6 +84,7 @@ class Comparison:
     tables: list[dict[str, Any]]  # per-table SparseCore time deltas
     config_diff: list[dict[str, Any]]  # key, base, cand
     notes: list[str] = field(default_factory=list)
+    ops_method: str = OP_METHOD  # how the per-op intervals were computed
 
     @property
     def verdict(self) -> str:

@@ -117,10 +117,14 @@ class Comparison(_Open):
     step_time: StepTime
     breakdown: list[dict[str, Any]] = Field(description="per category: base_ps, cand_ps, delta_ps per step and chip")
     findings: dict[str, list[dict[str, Any]]] = Field(description="resolved, new, persisting")
-    ops: list[dict[str, Any]] = Field(description="per-op changes per step, the largest with a 95% interval")
+    ops: list[dict[str, Any]] = Field(
+        description="per-op changes per step, the largest with a 95% interval (ci_low, ci_high) and a `change` label: "
+        "faster, slower, no change, inconclusive, not enough steps, added or removed"
+    )
     tables: list[dict[str, Any]]
     config_diff: list[dict[str, Any]]
     notes: list[str]
+    ops_method: str | None = Field(None, description="how the per-op intervals were computed")
     attribution: dict[str, Any] | None = Field(
         None, description="attribute only: per changed key its share of the gain, alone and left out"
     )
