@@ -154,7 +154,7 @@ def relative_interval(
     change = float(cand.mean() / base.mean() - 1)
     if min(len(base), len(cand)) < MIN_STEPS:
         return change, None, None
-    _, low, high = log_ratio_interval(base, cand, paired=paired, seed=seed)
+    _, low, high = log_ratio_interval(base, cand, paired=paired and len(base) == len(cand), seed=seed)
     return change, min(float(np.expm1(low[0])), change), max(float(np.expm1(high[0])), change)
 
 
