@@ -1,16 +1,17 @@
 """Compare two runs: did the candidate's step time change, why, and what else moved.
 
-The step-time verdict bootstraps the difference of mean step times from the two
-runs' per-step samples, the steps every summary counts (the store's step_times.counted:
-the warm-up first step and the draining last step left out when a run has 5 or more),
-resampled in blocks of BLOCK_STEPS neighbouring steps (a moving-block bootstrap): a
-pipelined step shares the device with its neighbour, so steps alternate long/short and a
-change can shift the phase of that rhythm; a pair of steps holds one whole period:
-improved or regressed when the 95% interval of the relative change excludes zero
-*and* the change is at least MIN_EFFECT, else no significant change. Per-op changes
-(like XProf's diff of two sessions) carry the same kind of verdict for the largest ones:
-a 95% interval of the change of the op's time per counted step (_op_delta). The rest are
-plain deltas: breakdown categories per step, findings resolved / new / persisting,
+The step-time verdict compares the mean step times of the two runs' per-step samples, the
+steps every summary counts (the store's step_times.counted: the warm-up first step and the
+draining last step left out when a run has 5 or more), with a 95% interval of the relative
+change from a studentized block bootstrap of the log ratio of the means
+(analyzers/change_stats.py): a pipelined step shares the device with its neighbour, so steps
+alternate long/short and a change can shift the phase of that rhythm; blocks of BLOCK_STEPS
+hold one whole period. The verdict is `change_stats.label` of that interval: improved or
+regressed when it excludes zero, "no change" when it lies within +-MIN_EFFECT, "inconclusive"
+otherwise, "not enough steps" (and no interval) below MIN_STEPS counted steps on a side.
+Per-op changes (like XProf's diff of two sessions) carry the same kind of verdict for the
+largest ones: a 95% interval of the change of the op's time per counted step (_op_delta). The
+rest are plain deltas: breakdown categories per step, findings resolved / new / persisting,
 per-table time, and the configurations' differences.
 """
 
@@ -25,6 +26,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analyzers import runstats
+from analyzers.change_stats import (  # noqa: F401  (re-exported: the verdict's parameters)
+    BLOCK_STEPS,
+    BOOTSTRAP_SAMPLES,
+    CONFIDENCE,
+    MIN_EFFECT,
+    MIN_STEPS,
+    OP_METHOD,
+    SEED,
+    STEP_METHOD,
+    label,
+    read_verdict,
+    relative_interval,
+    welch_log_ratio,
+)
 from analyzers.context import step_times
 from analyzers.registry import RunReport
 from analyzers.rules.breakdown import counted_rows
@@ -32,26 +47,30 @@ from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
 
-BOOTSTRAP_SAMPLES = 4000
-CONFIDENCE = 0.95
-MIN_EFFECT = 0.01  # relative changes below 1% are not called a change
-SEED = 20261122  # fixed, so the same two runs always get the same interval
-BLOCK_STEPS = 2  # steps resampled together: the pipelined schedule's period (i -> i+2)
-
 
 @dataclass
 class StepTimeChange:
-    """Mean step time of both runs, the relative change and its bootstrap interval."""
+    """Mean step time of both runs, the relative change, its 95% interval and verdict, and how
+    they were computed (method, the counted steps, the minimum of counted steps)."""
 
     base_mean_ps: float
     cand_mean_ps: float
-    change: float  # (cand - base) / base; negative is faster
-    ci_low: float
-    ci_high: float
+    change: float  # cand / base - 1; negative is faster
+    ci_low: float | None  # None: not enough steps
+    ci_high: float | None
     base_steps: int
     cand_steps: int
-    verdict: str  # improved | regressed | no significant change
+    verdict: str  # improved | regressed | no change | inconclusive | not enough steps
     paired: bool = False  # resampled by step: both runs saw the same input data (same_input_stream)
+    method: str = STEP_METHOD
+    min_steps: int = MIN_STEPS
+
+    def text(self) -> str:
+        """The verdict with its figures, as every surface prints it: "improved: −4.3% (95% CI
+        −6.1% .. −2.5%); 18 vs 18 counted steps, paired; <method>"."""
+        return verdict_text(
+            self.verdict, self.change, self.ci_low, self.ci_high, self.base_steps, self.cand_steps, self.paired
+        ) + (f"; {self.method}" if self.ci_low is not None else "")
 
 
 @dataclass
@@ -65,6 +84,7 @@ class Comparison:
     tables: list[dict[str, Any]]  # per-table SparseCore time deltas
     config_diff: list[dict[str, Any]]  # key, base, cand
     notes: list[str] = field(default_factory=list)
+    ops_method: str = OP_METHOD  # how the per-op intervals were computed
 
     @property
     def verdict(self) -> str:
@@ -74,45 +94,58 @@ class Comparison:
         return asdict(self)
 
 
-def block_picks(rng: np.random.Generator, n: int, samples: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
-    """Indices of `samples` moving-block resamples of n steps: n // BLOCK_STEPS blocks of
-    BLOCK_STEPS neighbouring steps each, starting anywhere a whole block fits."""
-    size = min(BLOCK_STEPS, max(n, 1))
-    starts = rng.integers(0, n - size + 1, (samples, n // size))
-    return (starts[:, :, None] + np.arange(size)).reshape(samples, -1)
-
-
 def bootstrap_change(base: np.ndarray, cand: np.ndarray, seed: int = SEED, paired: bool = False) -> StepTimeChange:
-    """Relative change of mean step time with a percentile bootstrap interval.
+    """Relative change of mean step time with its 95% bootstrap-t interval and verdict.
 
     `paired`: step i of one run is step i of the other (the same input data), so both are
     resampled at the same steps and what the steps have in common cancels out."""
-    rng = np.random.default_rng(seed)
-    pick_b = block_picks(rng, len(base))
-    pick_c = pick_b if paired else block_picks(rng, len(cand))
-    b = base[pick_b].mean(axis=1)
-    c = cand[pick_c].mean(axis=1)
-    rel = (c - b) / b
-    alpha = (1 - CONFIDENCE) / 2
-    low, high = np.quantile(rel, [alpha, 1 - alpha])
-    change = (cand.mean() - base.mean()) / base.mean()
-    if high < 0 and change <= -MIN_EFFECT:
-        verdict = "improved"
-    elif low > 0 and change >= MIN_EFFECT:
-        verdict = "regressed"
-    else:
-        verdict = "no significant change"
+    base, cand = np.asarray(base, np.float64), np.asarray(cand, np.float64)
+    change, low, high = relative_interval(base, cand, paired=paired, seed=seed)
     return StepTimeChange(
         float(base.mean()),
         float(cand.mean()),
-        float(change),
-        float(low),
-        float(high),
+        change,
+        low,
+        high,
         len(base),
         len(cand),
-        verdict,
+        label(low, high, base_steps=len(base), cand_steps=len(cand)),
         paired,
     )
+
+
+def verdict_text(
+    verdict: str,
+    change: float,
+    low: float | None,
+    high: float | None,
+    base_steps: int | None = None,
+    cand_steps: int | None = None,
+    paired: bool = False,
+) -> str:
+    """A verdict with its change, interval and counted steps, in one line (minus signs U+2212):
+    "improved: −4.3% (95% CI −6.1% .. −2.5%); 18 vs 18 counted steps, paired", or
+    "not enough steps: +2.0%; 3 vs 4 counted steps (5 needed each)"."""
+    out = f"{read_verdict(verdict)}: {interval_text(change, low, high)}"
+    if base_steps is not None and cand_steps is not None:
+        out += f"; {base_steps} vs {cand_steps} counted steps"
+        if min(base_steps, cand_steps) < MIN_STEPS:
+            out += f" ({MIN_STEPS} needed each)"
+        elif paired:
+            out += ", paired"
+    return out
+
+
+def interval_text(change: float, low: float | None, high: float | None) -> str:
+    """A change with its 95% interval when there is one: "−4.3% (95% CI −6.1% .. −2.5%)"."""
+    if low is None or high is None:
+        return _pct(change)
+    return f"{_pct(change)} (95% CI {_pct(low)} .. {_pct(high)})"
+
+
+def _pct(x: float) -> str:
+    """A relative change as a signed percentage with one decimal and a true minus sign."""
+    return f"{x:+.1%}".replace("-", "−")
 
 
 def same_input_stream(base_config: dict[str, Any], cand_config: dict[str, Any]) -> bool:
@@ -152,11 +185,9 @@ def compare_runs(
     """Everything `scprof compare` and the UI's Compare page show. `reports`: the two runs'
     reports when the caller has them already (the UI caches them), else report_for's."""
     base, cand = reports if reports is not None else (runstats.report(store, base_id), runstats.report(store, cand_id))
-    notes = []
+    notes: list[str] = []
     _check_comparable(base, cand)
     step_time = step_time_change(store, base_id, cand_id)
-    if step_time.base_steps < 3 or step_time.cand_steps < 3:
-        notes.append("fewer than 3 steady steps in a run: the interval is wide")
     return Comparison(
         base=_run_info(base),
         cand=_run_info(cand),
@@ -233,14 +264,11 @@ def findings_delta(base: RunReport, cand: RunReport) -> dict[str, list[dict[str,
     }
 
 
-Z_95 = 1.959963984540054  # two-sided 95% normal quantile
-
-
 def _op_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:
-    """Per-op time and events per counted step of both runs, the change, and its significance: a
-    95% normal (Welch) interval of the relative change of the op's mean time per counted step;
-    `change` is faster or slower when it excludes zero and the change is at least MIN_EFFECT,
-    same otherwise, added or removed for an op of one run only."""
+    """Per-op time and events per counted step of both runs, the change, and its verdict: a 95%
+    interval of the relative change of the op's mean time per counted step (welch_change);
+    `change` is change_stats.label's faster / slower / no change / inconclusive / not enough
+    steps, or added or removed for an op of one run only."""
     rows = sqltree.query(store.con, "analysis.compare.op_delta", base=base_id, cand=cand_id).to_pylist()
     for r in rows:
         nb, nc = r.pop("base_steps"), r.pop("cand_steps")
@@ -254,8 +282,7 @@ def _op_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:
             (r["cand_ps_per_step"], _variance(qc, nc, r["cand_ps_per_step"]), nc),
         )
         r["ci_low"], r["ci_high"] = low, high
-        significant = low is not None and (high < 0 or low > 0) and abs(change) >= MIN_EFFECT
-        r["change"] = ("faster" if change < 0 else "slower") if significant else "same"
+        r["change"] = label(low, high, base_steps=nb, cand_steps=nc, better="faster", worse="slower")
     return rows
 
 
@@ -267,17 +294,11 @@ def _variance(sum_sq: float, n: int, mean: float) -> float:
 def welch_change(
     base: tuple[float, float, int], cand: tuple[float, float, int]
 ) -> tuple[float | None, float | None, float]:
-    """95% normal (Welch) interval of the relative change of a mean from `base` to `cand`, each
-    (mean, sample variance, samples), and the change; no interval with fewer than 2 samples on
-    a side or a zero baseline mean."""
-    (mb, vb, nb), (mc, vc, nc) = base, cand
-    if not mb:
-        return None, None, float("nan")
-    change = (mc - mb) / mb
-    if nb < 2 or nc < 2:
-        return None, None, change
-    se = (vb / nb + vc / nc) ** 0.5
-    return (mc - mb - Z_95 * se) / mb, (mc - mb + Z_95 * se) / mb, change
+    """95% interval of the relative change of a mean from `base` to `cand`, each (mean, sample
+    variance, samples), and the change: the delta method on the log ratio with a Welch t
+    quantile (change_stats.welch_log_ratio), inside (-100%, +inf); no interval with fewer than
+    2 samples on a side or a mean that is not positive."""
+    return welch_log_ratio(base, cand)
 
 
 def _table_delta(store: Store, base_id: int, cand_id: int) -> list[dict[str, Any]]:

@@ -95,13 +95,20 @@ class Summary(_Open):
 class StepTime(_Open):
     base_mean_ps: float
     cand_mean_ps: float
-    change: float = Field(description="(cand - base) / base: negative is faster")
-    ci_low: float = Field(description="95% bootstrap interval of `change`, low end")
-    ci_high: float
+    change: float = Field(description="cand / base - 1: negative is faster")
+    ci_low: float | None = Field(
+        description="95% interval of `change` (bootstrap-t of the log ratio), low end; null: not enough steps"
+    )
+    ci_high: float | None
     base_steps: int
     cand_steps: int
-    verdict: str = Field(description="improved, regressed or no significant change (interval excludes 0 and >= 1%)")
+    verdict: str = Field(
+        description="improved or regressed (the interval excludes 0), no change (the interval lies within +-1%), "
+        "inconclusive (otherwise), or not enough steps (fewer than min_steps counted steps on a side)"
+    )
     paired: bool
+    method: str = Field(description="how the interval was computed")
+    min_steps: int = Field(description="counted steps each run needs for an interval")
 
 
 class Comparison(_Open):
@@ -110,10 +117,14 @@ class Comparison(_Open):
     step_time: StepTime
     breakdown: list[dict[str, Any]] = Field(description="per category: base_ps, cand_ps, delta_ps per step and chip")
     findings: dict[str, list[dict[str, Any]]] = Field(description="resolved, new, persisting")
-    ops: list[dict[str, Any]] = Field(description="per-op changes per step, the largest with a 95% interval")
+    ops: list[dict[str, Any]] = Field(
+        description="per-op changes per step, the largest with a 95% interval (ci_low, ci_high) and a `change` label: "
+        "faster, slower, no change, inconclusive, not enough steps, added or removed"
+    )
     tables: list[dict[str, Any]]
     config_diff: list[dict[str, Any]]
     notes: list[str]
+    ops_method: str | None = Field(None, description="how the per-op intervals were computed")
     attribution: dict[str, Any] | None = Field(
         None, description="attribute only: per changed key its share of the gain, alone and left out"
     )

@@ -138,8 +138,8 @@ def build_server(settings: Settings) -> MCPServer:
         ] = False,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, schemas.Comparison]:
-        """Did the candidate's step time change? The verdict (improved / regressed / no significant
-        change) with the relative change and its 95% bootstrap interval over the counted steps; per
+        """Did the candidate's step time change? The verdict (improved / regressed / no change /
+        inconclusive / not enough steps) with the relative change and its 95% interval over the counted steps; per
         category, per op (with intervals) and per table deltas; findings resolved / new / persisting;
         config differences. `scprof compare BASE CAND --json` (with attribute: `--attribute --json`)."""
         if not attribute:

@@ -149,9 +149,9 @@ def render_comparison(c: Comparison) -> str:
         escape_control(
             f"{c.base['name']!r} (run_id {c.base['run_id']}) -> {c.cand['name']!r} (run_id {c.cand['run_id']})"
         ),
-        f"verdict: {st.verdict.upper()}: mean step time {format_ps(st.base_mean_ps)} -> {format_ps(st.cand_mean_ps)} "
-        f"({st.change:+.1%}, 95% CI {st.ci_low:+.1%} .. {st.ci_high:+.1%}; {st.base_steps} vs {st.cand_steps} "
-        f"counted steps{', paired by step: same input data' if st.paired else ''})",
+        f"verdict: {st.text()}",
+        f"mean step time {format_ps(st.base_mean_ps)} -> {format_ps(st.cand_mean_ps)}"
+        + (" (paired by step: same input data)" if st.paired else ""),
         "",
         "Step time by category (mean per counted step and chip):",
         text_table(

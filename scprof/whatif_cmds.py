@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any
 
+from analyzers.compare import interval_text
 from profiler import sqltree, units
 from profiler.errors import ScprofError
 from profiler.progress import TerminalProgress
@@ -156,7 +157,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 + [
                     "",
                     f"best: {best['run']!r} {format_ps(b['step_time_ps'])} -> {format_ps(best['step_time_ps'])} "
-                    f"({best['change']:+.1%}, 95% CI {best['ci_low']:+.1%} .. {best['ci_high']:+.1%})",
+                    f"({interval_text(best['change'], best['ci_low'], best['ci_high'])})",
                     f"changes: {Change(best['overrides'], best['derive_limits']).describe()}",
                     f"tuned config: {best['config']} (scprof record {best['config']})",
                 ]

@@ -11,6 +11,7 @@ import json
 import shlex
 from typing import Any
 
+from analyzers.change_stats import read_verdict
 from analyzers.findings import Finding
 from profiler import sqltree
 from profiler.errors import ScprofError
@@ -44,6 +45,8 @@ def _overrides(value: Any) -> dict[str, Any]:
 def verified_fixes(store: Store, run_id: int) -> dict[tuple[str, str], dict[str, Any]]:
     """(rule, the fix's Change.key()) -> the latest verify row for that fix of the run (one query)."""
     rows = sqltree.query(store.con, "ui.whatif.verified_fixes", run=run_id).to_pylist()
+    for r in rows:
+        r["verdict"] = read_verdict(r["verdict"])
     return {(r["label"], _change(_overrides(r["overrides"]), r["derive_limits"]).key()): r for r in rows}
 
 
@@ -90,6 +93,7 @@ def tuning(store: Store, run_id: int, session: str = "") -> dict[str, Any] | Non
     for r in rows:
         r["overrides"] = _overrides(r["overrides"])
         r["change_text"] = _change(r["overrides"], r["derive_limits"]).describe()
+        r["verdict"] = read_verdict(r["verdict"])  # rows stored with the older words read in today's
         r["failed"] = r["verdict"] == "failed"
     accepted = [r for r in rows if r["accepted"]]
     start_ps = rows[0]["ref_step_time_ps"]

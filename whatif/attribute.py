@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from analyzers.compare import config_diff, step_time_change
+from analyzers.compare import config_diff, read_verdict, step_time_change
 from profiler import sqltree
 from sim_backend.config_load import config_paths
 from whatif.configs import flatten, origin_config, unreplayable_changes, user_changes
@@ -150,7 +150,7 @@ def shares_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
                 "alone_change": a["change"],
                 "alone_ci_low": a["ci_low"],
                 "alone_ci_high": a["ci_high"],
-                "alone_verdict": a["verdict"],
+                "alone_verdict": read_verdict(a["verdict"]),
                 "left_out_gain_ps": loo_ps,
                 "contribution_ps": contribution,
                 "share": contribution / gain if contribution is not None and gain else None,

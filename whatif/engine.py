@@ -75,7 +75,7 @@ class Measured:
     rel_change: float | None
     ci_low: float | None
     ci_high: float | None
-    verdict: str  # improved | regressed | no significant change | failed
+    verdict: str  # improved | regressed | no change | inconclusive | not enough steps | failed (change_stats.label)
     failure: str | None
     dropped_ids: int
     simulated: bool  # False: the store already held this trial (same config, same emulator)

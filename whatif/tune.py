@@ -4,7 +4,8 @@ For the current best config it runs the stages of STAGES in order until one yiel
 significant improvement: the current run's findings' fixes and each value their `explore`
 names (one knob at a time, over the current changes); the faster-but-not-significant trials
 combined; the other values of every knob findings named so far; those small wins combined
-again. It takes the fastest trial the judge accepts (whatif/verify.py: significantly faster,
+again (faster-but-not-significant: the verdict inconclusive or no change, the change below 0).
+It takes the fastest trial the judge accepts (whatif/verify.py: verdict improved,
 compiles, fits, drops no IDs unless the starting config allows dropping), analyses that run
 and starts again; it stops when no stage improves or the simulation budget is spent. Fixes
 that change numerics are never applied.
@@ -174,10 +175,10 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
             why = reason if taken or not ok else f"{reason}; another candidate was faster"
             session.record(m, "tune", current_run, taken, why)
             trials.append({**_trial(m), "accepted": taken, "reason": why, "ref_run": _name(session, current_run)})
-            if (
+            if (  # faster but not significantly so (not refused for dropped IDs or numerics)
                 not ok
-                and m.verdict == "no significant change"
-                and reason.startswith("no significant")
+                and m.verdict in ("inconclusive", "no change")
+                and reason.startswith(m.verdict)
                 and m.rel_change < 0
             ):
                 wins.append(m)

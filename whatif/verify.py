@@ -1,7 +1,7 @@
 """`scprof analyze RUN --verify`: simulate each finding's fix alone and say whether it helps.
 
-A fix is recommended only when its simulation is a significant improvement (the interval of
-`scprof compare` below zero and at least 1% faster), compiles, fits in memory and drops no
+A fix is recommended only when its simulation's verdict is "improved" (the 95% interval of
+`scprof compare` below zero, analyzers.change_stats.label), compiles, fits in memory and drops no
 more IDs than the run did (unless the run allows dropping). Fixes that change numerics are
 simulated and shown but never recommended: that trade is the user's."""
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from analyzers.compare import interval_text
 from analyzers.registry import RunReport
 from profiler.units import format_ps
 from whatif.engine import Change, Measured, Session, dropped_ids
@@ -23,7 +24,7 @@ def judge(m: Measured, origin_dropped: int, allow_dropping: bool, changes_numeri
     """Whether a measured change may be taken, and why (one line)."""
     if m.verdict == "failed":
         return False, f"the simulation failed: {m.failure}"
-    shown = f"{m.rel_change:+.1%} (95% CI {m.ci_low:+.1%} .. {m.ci_high:+.1%}), {format_ps(m.ref_step_time_ps)} -> {format_ps(m.step_time_ps)}"
+    shown = f"{interval_text(m.rel_change, m.ci_low, m.ci_high)}, {format_ps(m.ref_step_time_ps)} -> {format_ps(m.step_time_ps)}"
     if m.dropped_ids > origin_dropped and not allow_dropping:
         return False, f"{shown}, but it drops {m.dropped_ids:,} IDs (the run does not allow dropping)"
     if changes_numerics:
@@ -32,7 +33,7 @@ def judge(m: Measured, origin_dropped: int, allow_dropping: bool, changes_numeri
         return True, f"faster: {shown}"
     if m.verdict == "regressed":
         return False, f"slower: {shown}"
-    return False, f"no significant change: {shown}"
+    return False, f"{m.verdict}: {shown}"  # no change | inconclusive | not enough steps
 
 
 def verify_report(session: Session, report: RunReport) -> RunReport:

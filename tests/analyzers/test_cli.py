@@ -45,7 +45,8 @@ def test_compare_reports_verdict_and_config_diff(tmp_path, capsys):
     assert r.code == 0 and doc["step_time"]["verdict"] == "improved"
     assert {"key": "tc", "base": 60, "cand": 30} in doc["config_diff"]
     text = cli(capsys, "compare", "slow", "fast", "--db", db).out
-    assert "verdict: IMPROVED" in text
+    assert "verdict: improved: \u2212" in text and "counted steps" in text
+    assert doc["step_time"]["method"].startswith("symmetric bootstrap-t") and doc["step_time"]["min_steps"] == 5
 
 
 def test_unknown_run_is_a_one_line_error(tmp_path, capsys):

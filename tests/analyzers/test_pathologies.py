@@ -145,10 +145,10 @@ def test_per_op_deltas_match_the_events(store):
     assert ("host", "table_layout") not in ops
 
 
-def test_same_config_other_seed_is_no_significant_change(store):
+def test_same_config_other_seed_is_not_a_change(store):
     c = compare_runs(store, store.resolve_run("baseline"), store.resolve_run("baseline_seed1"))
-    assert c.verdict == "no significant change"
-    assert c.step_time.ci_low <= 0 <= c.step_time.ci_high or abs(c.step_time.change) < 0.01
+    assert c.verdict in ("no change", "inconclusive")
+    assert c.step_time.ci_low <= 0 <= c.step_time.ci_high
 
 
 def test_memory_findings_name_their_driver_and_lever(store):

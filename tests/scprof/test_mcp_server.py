@@ -90,13 +90,13 @@ def _sha256(path: Path) -> str:
 
 @pytest.fixture(scope="module")
 def store_db(tmp_path_factory) -> Path:
-    """Two emulated runs of 3 steps, a failed one (a compile error) and a real capture without steps,
+    """Two emulated runs of 7 steps (5 counted: enough for a step-time interval), a failed one (a compile error) and a real capture without steps,
     each with its stored analysis, as `scprof record` / `ingest` store them."""
     d = tmp_path_factory.mktemp("mcp")
     db = d / "store.duckdb"
     with Store.open(str(db)) as store:
         for config in RUNS[:3]:
-            run_id = record_into(store, str(REPO / "configs" / f"{config}.toml"), config, 3, str(d / config))
+            run_id = record_into(store, str(REPO / "configs" / f"{config}.toml"), config, 7, str(d / config))
             materialize.build(store, run_id)
         materialize.build(store, ingest_trace(store, str(CAPTURE)).run_id)
     return db
@@ -218,7 +218,7 @@ def test_compare_equals_cli(served, store_db, capsys):
     doc = ok(served["compare"])
     assert doc == cli_json(capsys, store_db, "compare", "baseline", "host_bound", "--json")
     assert ok(served["compare by id"]) == doc
-    assert doc["step_time"]["verdict"] in ("improved", "regressed", "no significant change")
+    assert doc["step_time"]["verdict"] in ("improved", "regressed", "no change", "inconclusive", "not enough steps")
 
 
 def test_top_ops_over_the_run_are_analyzes_ops(served):

@@ -170,3 +170,22 @@ def test_compare_shows_each_changed_keys_share(whatif_store, ids):
     assert whatif_data.attribution(whatif_store, ids["tuned"], ids["baseline"]) is None
     hint = attribution_section(whatif_store, ids["tuned"], ids["baseline"], "tuned", "baseline")
     assert "scprof compare tuned baseline --attribute" in " ".join(text_of(hint).split())
+
+
+def test_a_trial_stored_with_the_older_verdict_words_reads_in_todays(whatif_db, tmp_path, ids):
+    """Rows written before the verdicts were split say "no significant change": the Tuning page
+    shows them as "inconclusive" (whether the interval lay within +-1% was not stored)."""
+    import shutil
+
+    from profiler.store import Store
+
+    db = str(tmp_path / "old.duckdb")
+    shutil.copyfile(whatif_db, db)
+    with Store.open(db) as store:
+        store.con.execute(
+            "UPDATE whatif_trials SET verdict = 'no significant change' WHERE purpose = 'tune' AND NOT accepted "
+            "AND verdict <> 'failed'"
+        )
+        trials = whatif_data.tuning(store, ids["baseline"])["trials"]
+    verdicts = {r["verdict"] for r in trials}
+    assert "no significant change" not in verdicts and "inconclusive" in verdicts

@@ -79,7 +79,9 @@ def test_judge_never_takes_a_failed_a_dropping_or_a_slower_trial() -> None:
     assert not ok and "drops 10 IDs" in why
     assert judge(_measured("improved", 80.0, dropped=10), 0, True)[0]  # the user allowed dropping
     assert not judge(_measured("regressed", 120.0), 0, False)[0]
-    assert not judge(_measured("no significant change", 99.5), 0, False)[0]
+    for verdict in ("inconclusive", "no change", "not enough steps"):
+        ok, why = judge(_measured(verdict, 99.5), 0, False)
+        assert not ok and why.startswith(f"{verdict}: ")
     assert not judge(_measured("improved", 80.0), 0, False, changes_numerics=True)[0]
 
 
@@ -95,7 +97,7 @@ def test_tune_refuses_a_real_capture(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def _win(change: Change, rel: float) -> Measured:
     return Measured(
-        change, 1, "t", 100.0 * (1 + rel), 100.0, rel, rel - 0.02, rel + 0.02, "no significant change", None, 0, True
+        change, 1, "t", 100.0 * (1 + rel), 100.0, rel, rel - 0.02, rel + 0.02, "inconclusive", None, 0, True
     )
 
 

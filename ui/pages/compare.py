@@ -11,6 +11,7 @@ from typing import Any
 import plotly.graph_objects as go
 from dash import dcc, html
 
+from analyzers.compare import verdict_text
 from analyzers.findings import Finding
 from analyzers.rules.breakdown import step_stats
 from analyzers.time_split import CATEGORIES
@@ -514,15 +515,23 @@ def _verdict_banner(c: dict[str, Any], base_name: str, cand_name: str) -> html.D
     tone = {"improved": "good", "regressed": "bad"}.get(verdict, "neutral")
     lines: list[Any] = []
     if "change" in stc:
+        text = verdict_text(
+            verdict,
+            stc["change"],
+            stc.get("ci_low"),
+            stc.get("ci_high"),
+            stc.get("base_steps"),
+            stc.get("cand_steps"),
+            bool(stc.get("paired")),
+        )
         lines.append(
             html.Div(
                 [
                     html.B(
-                        f"mean step time {format_value(stc.get('base_mean_ps'), 'ps')} → {format_value(stc.get('cand_mean_ps'), 'ps')} "
-                        f"({stc['change']:+.1%})"
+                        f"mean step time {format_value(stc.get('base_mean_ps'), 'ps')} → {format_value(stc.get('cand_mean_ps'), 'ps')}"
                     ),
-                    f"; 95% interval of the change {stc.get('ci_low', float('nan')):+.1%} … {stc.get('ci_high', float('nan')):+.1%} "
-                    f"over {stc.get('base_steps')} and {stc.get('cand_steps')} steady steps",
+                    f"; {text.split(': ', 1)[1]}"
+                    + (f"; {stc['method']}" if stc.get("method") and stc.get("ci_low") is not None else ""),
                 ],
                 id="compare-change",
             )

@@ -157,7 +157,7 @@ def effect(store: Store, cause: Cause, with_it: Recorded, without: Recorded) -> 
         return a >= HBM_PRESSURE_SHARE and b < a, f"HBM peak {a:.1%} vs {b:.1%} of capacity"
     if cause.effect == "step_time":
         c = step_time_change(store, with_it.run_id, without.run_id)
-        return c.verdict == "improved", f"removal {c.change:+.1%} (95% CI {c.ci_low:+.1%} .. {c.ci_high:+.1%})"
+        return c.verdict == "improved", f"removal {c.text()}"
     return True, "by construction"
 
 

@@ -19,7 +19,7 @@
 -- @param change DOUBLE Relative change of the mean step time.
 -- @param ci_low DOUBLE 95% interval of the change, low end.
 -- @param ci_high DOUBLE 95% interval of the change, high end.
--- @param verdict VARCHAR improved, regressed, no significant change, or failed.
+-- @param verdict VARCHAR improved, regressed, no change, inconclusive, not enough steps, or failed.
 -- @param accepted BOOLEAN Whether the step or fix was taken (NULL for attribute).
 -- @param reason VARCHAR Why, in words.
 -- @param created_at TIMESTAMP When it was measured.
