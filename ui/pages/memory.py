@@ -348,7 +348,7 @@ def counter_chart(
             line_color="#ef6c00",
             # the card's exact bytes, and the axis' unit
             annotation_text=f"{needed[1]} {int(needed[0]):,} B ({format_value(needed[0], 'bytes')})",
-            annotation_position="bottom left",
+            annotation_position="top right",  # apart from the capacity's, which is top left
         )
     return fig
 
