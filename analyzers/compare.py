@@ -46,6 +46,7 @@ from analyzers.rules.breakdown import counted_rows
 from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
+from profiler.units import signed_pct
 
 
 @dataclass
@@ -145,7 +146,7 @@ def interval_text(change: float, low: float | None, high: float | None) -> str:
 
 def _pct(x: float) -> str:
     """A relative change as a signed percentage with one decimal and a true minus sign."""
-    return f"{x:+.1%}".replace("-", "−")
+    return signed_pct(x)
 
 
 def same_input_stream(base_config: dict[str, Any], cand_config: dict[str, Any]) -> bool:

@@ -118,7 +118,7 @@ def format_delta(base: Any, cand: Any, unit: str) -> str:
         return MISSING
     d = cand - base
     sign = "+" if d > 0 else "−" if d < 0 else "±"
-    rel = f" ({d / base:+.1%})" if base else ""
+    rel = f" ({signed_pct(d / base)})" if base else ""
     if unit == "share":
         return f"{sign}{abs(d) * 100:.1f} pp"
     return f"{sign}{format_value(abs(d), unit)}{rel}"
@@ -144,11 +144,17 @@ def text_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def signed_pct(x: float) -> str:
+    """A relative change for people, signed, one decimal, with a true minus: '−4.3%', '+1.2%'.
+    Every surface words a change with it, so '-4.3%' and '−4.3%' never sit side by side."""
+    return f"{x:+.1%}".replace("-", "\u2212")
+
+
 def ci_text(low: float | None, high: float | None) -> str:
-    """A 95% interval of a relative change for people: '-45.8% .. -40.5%', '-' when none."""
+    """A 95% interval of a relative change for people: '−45.8% .. −40.5%', '-' when none."""
     if _is_missing(low) or _is_missing(high):
         return MISSING
-    return f"{low:+.1%} .. {high:+.1%}"
+    return f"{signed_pct(low)} .. {signed_pct(high)}"
 
 
 # Findings' evidence: one label and one formatting per key, for every surface (CLI, UI, MCP).

@@ -16,7 +16,7 @@ from profiler import sqltree, units
 from profiler.errors import ScprofError
 from profiler.progress import TerminalProgress
 from profiler.store import Store, default_path
-from profiler.units import format_ps
+from profiler.units import format_ps, signed_pct
 from whatif.engine import DEFAULT_ROOT, Change, Session
 from whatif.executor import Executor
 
@@ -75,7 +75,7 @@ def attribute_and_render(args: argparse.Namespace) -> int:
 def render_attribution(a: dict[str, Any]) -> str:
     gain = a["gain_ps"]
     out = [
-        f"Attribution of the change {a['total_change']:+.1%} ({'faster' if gain > 0 else 'slower'} by "
+        f"Attribution of the change {signed_pct(a['total_change'])} ({'faster' if gain > 0 else 'slower'} by "
         f"{format_ps(abs(gain))} per step) to the changed keys ({a['simulations']} new simulations; "
         "trials the store held are reused):"
     ]
@@ -83,7 +83,7 @@ def render_attribution(a: dict[str, Any]) -> str:
         out.append("  no user-set key differs: nothing to attribute")
     for r in a["changes"]:
         share = "-" if r["share"] is None else f"{r['share']:.0%}"
-        alone = "-" if r["alone_change"] is None else f"{r['alone_change']:+.1%}"
+        alone = "-" if r["alone_change"] is None else signed_pct(r["alone_change"])
         out.append(
             f"  {share:>5} of the gain  {r['key']}: {_short(r['base'])} -> {_short(r['cand'])}  "
             f"(alone {alone}, left out costs {_ps(r['left_out_gain_ps'])})"

@@ -16,7 +16,7 @@ from analyzers.findings import Finding
 from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
-from profiler.units import format_ps
+from profiler.units import ci_text, format_ps, signed_pct
 
 
 class NoTunedConfig(ScprofError):
@@ -61,9 +61,9 @@ def verified_text(row: dict[str, Any]) -> str:
     """'Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended', or
     'Verified by simulation: not recommended: <reason>' (the reason says what was measured)."""
     if row["accepted"] and row["change"] is not None:
-        ci = f" (95% CI {row['ci_low']:+.1%} .. {row['ci_high']:+.1%})" if row["ci_low"] is not None else ""
+        ci = f" (95% CI {ci_text(row['ci_low'], row['ci_high'])})" if row["ci_low"] is not None else ""
         return (
-            f"Verified by simulation: {row['change']:+.1%}{ci}, "
+            f"Verified by simulation: {signed_pct(row['change'])}{ci}, "
             f"{format_ps(row['ref_step_time_ps'])} -> {format_ps(row['step_time_ps'])}: recommended"
         )
     return f"Verified by simulation: not recommended: {row['reason'] or row['verdict']}"

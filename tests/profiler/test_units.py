@@ -55,7 +55,7 @@ def test_format_value(value, unit, text):
 @pytest.mark.parametrize(
     "base, cand, unit, text",
     [
-        (1_000_000, 800_000, "ps", "−200 ns (-20.0%)"),
+        (1_000_000, 800_000, "ps", "−200 ns (−20.0%)"),
         (0.25, 0.30, "share", "+5.0 pp"),
         (0, 0, "count", "±0"),
         (None, 3, "count", "-"),

@@ -32,7 +32,7 @@ def test_whatif_views(whatif_server, page):  # noqa: F811 - the fixture
     settle(page)
     no_error(page)
     text = " ".join(page.inner_text("#findings-body").split())
-    assert "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended" in text
+    assert "Verified by simulation: −20.1% (95% CI −20.2% .. −20.1%), 980 µs -> 783 µs: recommended" in text
     assert "not verified yet: scprof analyze baseline --verify" in text
     shot(page, "11-findings-verified")
 

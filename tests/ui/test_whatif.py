@@ -34,7 +34,7 @@ def test_a_fix_shows_the_latest_verification_of_exactly_that_fix(whatif_store, i
     # the later of two sessions that tried it; the row with the same set but derived limits is another fix
     assert (row["change"], row["reason"]) == (-0.201, "faster")
     assert whatif_data.verified_text(row) == (
-        "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended"
+        "Verified by simulation: −20.1% (95% CI −20.2% .. −20.1%), 980 µs -> 783 µs: recommended"
     )
     with_limits = whatif_data.verification_of(
         finding("host_bound", make_fix(set={PREFETCH: 2}, derive_limits=True)), verified
@@ -54,7 +54,7 @@ def test_findings_page_shows_verified_and_unverified_fixes(whatif_store, ids, mo
     monkeypatch.setattr(data, "analysis", lambda store, run: with_fixes(real(store, run)))
     text = " ".join(text_of(render_findings(whatif_store, {"run": ids["baseline"]})).split())
     assert f"Fix: set {PREFETCH}=2" in text
-    assert "Verified by simulation: -20.1% (95% CI -20.2% .. -20.1%), 980 µs -> 783 µs: recommended" in text
+    assert "Verified by simulation: −20.1% (95% CI −20.2% .. −20.1%), 980 µs -> 783 µs: recommended" in text
     assert "Fix: derive limits file" in text  # minibatching's fix, never verified
     assert "not verified yet: scprof analyze baseline --verify" in text
     assert text.count("Verified by simulation") == 1

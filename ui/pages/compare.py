@@ -16,7 +16,7 @@ from analyzers.findings import Finding
 from analyzers.rules.breakdown import step_stats
 from analyzers.time_split import CATEGORIES
 from profiler.store import Store
-from profiler.units import MISSING, ci_text, format_delta, format_value, unit_of
+from profiler.units import MISSING, ci_text, format_delta, format_value, signed_pct, unit_of
 from ui import compare_data, data, render, whatif_data
 from ui.pages.common import NO_RUNS, _no_runs, body, controls, run_dropdown, state_store
 from ui.pages.memory import runs_peak_figure
@@ -156,7 +156,7 @@ def attribution_section(store: Store, base: int, cand: int, bname: str, cname: s
         {
             **r,
             "value": cand_config.get(r["key"], r["value"]),  # the trials' value may name a shipped copy
-            "alone": f"{r['alone_change']:+.1%}" if r["alone_change"] is not None else None,
+            "alone": signed_pct(r["alone_change"]) if r["alone_change"] is not None else None,
             "alone_ci": ci_text(r["alone_ci_low"], r["alone_ci_high"]),
         }
         for r in a["changes"]

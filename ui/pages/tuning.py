@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from dash import html
 
 from profiler.store import Store
-from profiler.units import ci_text, format_ps
+from profiler.units import ci_text, format_ps, signed_pct
 from ui import data, render, whatif_data
 from ui.pages.common import page_run, run_page
 from ui.render import time_unit
@@ -44,7 +44,7 @@ def render_tuning(store: Store, st: dict[str, Any]) -> Any:
         headline = (
             f"{len(trials)} trials, {len(accepted)} accepted, {failed} failed: "
             f"{format_ps(start_ps)} -> {format_ps(best['step_time_ps'])}"
-            + (f" ({total:+.1%})" if total is not None else "")
+            + (f" ({signed_pct(total)})" if total is not None else "")
             + f" with {best['change_text']}"
         )
     else:
@@ -88,7 +88,7 @@ def render_tuning(store: Store, st: dict[str, Any]) -> Any:
             **r,
             "ci": ci_text(r["ci_low"], r["ci_high"]),
             "accepted_text": "accepted" if r["accepted"] else "",
-            "delta": f"{r['change']:+.1%}" if r["change"] is not None else None,
+            "delta": signed_pct(r["change"]) if r["change"] is not None else None,
         }
         for r in trials
     ]
