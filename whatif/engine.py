@@ -39,6 +39,9 @@ from whatif.trial import TrialOutcome, TrialSpec, derive_config, derived_files, 
 log = logging.getLogger(__name__)
 
 DEFAULT_ROOT = os.path.join("runs", "whatif")
+UNDECIDED = ("inconclusive", "not enough steps")  # verdicts more steps may decide
+DOUBLINGS = 3  # an undecided trial is simulated again at 2x, 4x, 8x the origin's steps at most
+MAX_TRIAL_STEPS = 320  # ... and never longer than this
 INPUT_TAG = "whatif_input_sha1"  # a trial's identity: the digest of what was simulated
 DERIVE_TAG = "whatif_derive_sha1"  # for derived limits: the digest of what they were derived from
 
@@ -79,6 +82,10 @@ class Measured:
     failure: str | None
     dropped_ids: int
     simulated: bool  # False: the store already held this trial (same config, same emulator)
+    # when the verdict needed more steps (Session.decide): the steps it was decided on, and the
+    # reference and trial runs of that length it compares; the figures above are theirs
+    decided_steps: int | None = None
+    decided_runs: tuple[str, str] | None = None
 
 
 @dataclass
@@ -177,6 +184,45 @@ class Session:
                 done = todo[p.input_sha1]
                 p.run_id, p.name, p.failure, p.simulated = done.run_id, done.name, done.failure, True
         return [self._measured(p.change, p.name, p.run_id, p.failure, ref_run_id, p.simulated) for p in plans]
+
+    def decide(
+        self, measured: list[Measured], ref_change: Change, ref_run_id: int, budget: int | None = None
+    ) -> list[Measured]:
+        """The measured trials, those whose verdict their steps could not decide (inconclusive,
+        not enough steps) simulated again with their reference at twice the steps, paired on the
+        same input, until decided, DOUBLINGS or MAX_TRIAL_STEPS, or the session's simulations
+        would pass `budget`. `ref_change` is what makes `ref_run_id` from the origin (Change() for
+        the origin itself). A decided trial keeps its change and its run (what tune goes on from);
+        its verdict and figures are those of the longer pair, named in decided_runs."""
+        out = list(measured)
+        steps = int(self.origin_raw.get("steps") or 0)
+        for _ in range(DOUBLINGS):
+            pending = [i for i, m in enumerate(out) if m.verdict in UNDECIDED and m.failure is None]
+            longer = min(steps * 2, MAX_TRIAL_STEPS)
+            if not pending or longer <= steps:
+                break
+            if budget is not None and self.simulations + len(pending) + 1 > budget:
+                break
+            steps = longer
+            more = Change({"steps": steps})
+            (ref,) = self.measure([ref_change.merged(more)], ref_run_id)
+            if ref.run_id is None or ref.failure is not None:
+                break
+            for i, e in zip(
+                pending, self.measure([out[i].change.merged(more) for i in pending], ref.run_id), strict=True
+            ):
+                if e.failure is None:
+                    first = out[i]
+                    out[i] = dataclasses.replace(
+                        e,
+                        change=first.change,
+                        run_id=first.run_id,
+                        run_name=first.run_name,
+                        simulated=first.simulated or e.simulated,
+                        decided_steps=steps,
+                        decided_runs=(ref.run_name, e.run_name),
+                    )
+        return out
 
     def _spec_raw(self, change: Change) -> TrialSpec:
         """The trial spec of `change`, unnamed; for derive_limits, the spec that derives its limits."""

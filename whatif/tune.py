@@ -167,9 +167,10 @@ def tune(session: Session, start: Change, budget: int = DEFAULT_BUDGET, out_dir:
             stage += 1
             continue
         tried.update(c.key() for c in fresh)
-        measured = session.measure(fresh, current_run)
+        measured = session.decide(session.measure(fresh, current_run), current, current_run, budget)
         verdicts = [(m, *judge(m, base_dropped, allow)) for m in measured]
-        best = min((v for v in verdicts if v[1]), key=lambda v: v[0].step_time_ps, default=None)
+        # the largest gain against the current run (a decided trial's is against a longer run of it)
+        best = min((v for v in verdicts if v[1]), key=lambda v: v[0].rel_change, default=None)
         for m, ok, reason in verdicts:
             taken = best is not None and m is best[0]
             why = reason if taken or not ok else f"{reason}; another candidate was faster"

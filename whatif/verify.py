@@ -25,6 +25,9 @@ def judge(m: Measured, origin_dropped: int, allow_dropping: bool, changes_numeri
     if m.verdict == "failed":
         return False, f"the simulation failed: {m.failure}"
     shown = f"{interval_text(m.rel_change, m.ci_low, m.ci_high)}, {format_ps(m.ref_step_time_ps)} -> {format_ps(m.step_time_ps)}"
+    if m.decided_steps is not None:  # the first steps could not tell: decided on longer runs
+        ref, trial = m.decided_runs or ("", "")
+        shown += f" (decided on {m.decided_steps} steps: {trial} against {ref})"
     if m.dropped_ids > origin_dropped and not allow_dropping:
         return False, f"{shown}, but it drops {m.dropped_ids:,} IDs (the run does not allow dropping)"
     if changes_numerics:
@@ -42,7 +45,7 @@ def verify_report(session: Session, report: RunReport) -> RunReport:
     if not fixed:
         return report
     origin = session.origin_run_id
-    measured = session.measure([change_of(f.fix) for f in fixed], origin)
+    measured = session.decide(session.measure([change_of(f.fix) for f in fixed], origin), Change(), origin)
     origin_dropped = dropped_ids(session.store, origin)
     allow = bool(session.origin_raw.get("sparsecore", {}).get("allow_id_dropping"))
     verified: dict[int, dict[str, Any]] = {}
@@ -56,6 +59,7 @@ def verify_report(session: Session, report: RunReport) -> RunReport:
             "recommended": ok,
             "step_time_ps": m.step_time_ps,
             "run": m.run_name,
+            "decided_steps": m.decided_steps,  # set when the run's own steps could not decide
             "reason": reason,
         }
     findings = [dataclasses.replace(f, verified=verified[id(f)]) if id(f) in verified else f for f in report.findings]

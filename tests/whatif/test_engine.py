@@ -216,3 +216,36 @@ def test_the_identity_is_what_is_simulated_not_how_it_is_named(tmp_path: Path) -
     assert sha(renamed, {"b_limits.toml": b"# a comment\n" + limits}) == one
     assert sha(raw, {"a_limits.toml": limits.replace(b"= 2572", b"= 2573")}) != one
     assert sha({**raw, "steps": int(raw.get("steps", 20)) + 1}, {"a_limits.toml": limits}) != one
+
+
+def test_a_trial_too_short_to_decide_is_decided_on_longer_runs(tmp_path: Path) -> None:
+    """A 4-step origin has 2 counted steps, too few for an interval ("not enough steps"): the
+    trial and its reference are simulated again at 8 steps (6 counted, paired) and the verdict is
+    theirs; the trial keeps its change and its run. A budget that does not allow it leaves it
+    undecided."""
+    from analyzers.compare import step_time_change
+    from profiler.trace_to_store import ingest_trace
+    from sim_backend.recording.record import record_run
+
+    config = Path(__file__).resolve().parents[2] / "configs" / "baseline.toml"
+    db = str(tmp_path / "short.duckdb")
+    with Store.open(db) as store, Executor() as ex:
+        origin = ingest_trace(store, record_run(str(config), [], None, 4, str(tmp_path / "rec")).trace_path).run_id
+        session = Session(store, origin, "verify", ex, root=str(tmp_path / "trials"))
+        (short,) = session.measure([PREFETCH], origin)
+        assert short.verdict == "not enough steps" and short.ci_low is None
+        assert session.decide([short], Change(), origin, budget=session.simulations + 1) == [short]  # no room
+        (decided,) = session.decide([short], Change(), origin)
+        ref_name, trial_name = decided.decided_runs
+        ref8, trial8 = store.resolve_run(ref_name), store.resolve_run(trial_name)
+        independent = step_time_change(store, ref8, trial8)
+        steps8 = [len(counted_step_ps(store, r)) for r in (ref8, trial8)]
+    assert session.simulations == 3  # the 4-step trial, then the origin and the trial at 8 steps
+    assert decided.decided_steps == 8 and steps8 == [6, 6]
+    assert decided.change == PREFETCH and (decided.run_id, decided.run_name) == (short.run_id, short.run_name)
+    assert decided.verdict == "improved" and independent.paired
+    assert (decided.rel_change, decided.ci_low, decided.ci_high) == (
+        independent.change,
+        independent.ci_low,
+        independent.ci_high,
+    )
