@@ -82,6 +82,8 @@ SELECT max_event_dur_ps FROM run_summaries WHERE run_id = $run;
 -- @column share DOUBLE Share of the kind's self time (device work and host work apart).
 -- @column flops BIGINT FLOPs the events record; NULL when none does.
 -- @column bytes BIGINT Bytes the events record; NULL when none does.
+-- @column flop_per_byte DOUBLE Arithmetic intensity: flops / bytes (FLOP/byte); NULL without both or with 0 bytes.
+-- @column flop_per_s DOUBLE Achieved FLOP/s over the op's self time (all cores' summed): flops / (self_ps * 1e-12).
 WITH per_op AS (
     SELECT track_id, name_id, category_id, count(*) AS events, sum(dur_ps) AS total_ps, sum(self_ps) AS self_ps
     FROM rows
@@ -105,7 +107,8 @@ named AS (
     GROUP BY ALL
 )
 SELECT track_kind, name, category, host_work, events, total_ps, self_ps,
-       coalesce(self_ps / nullif(sum(self_ps) OVER (PARTITION BY track_kind, host_work), 0), 0) AS share, flops, bytes
+       coalesce(self_ps / nullif(sum(self_ps) OVER (PARTITION BY track_kind, host_work), 0), 0) AS share, flops, bytes,
+       flops / nullif(bytes, 0)::DOUBLE AS flop_per_byte, flops / nullif(self_ps * 1e-12, 0) AS flop_per_s
 FROM (SELECT *, category LIKE 'host%' AND category <> 'host_to_device' AS host_work FROM named)
 WHERE total_ps > 0
 ORDER BY track_kind NOT IN ('tensorcore', 'sparsecore', 'gpu', 'cpu', 'device') OR host_work, self_ps DESC,
