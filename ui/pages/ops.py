@@ -16,7 +16,7 @@ from dash import html
 
 from analyzers.rules.op_profile import TOP
 from profiler.store import Store
-from profiler.units import format_value
+from profiler.units import format_si, format_value
 from ui import data, render
 from ui.pages.common import page_run, run_page
 
@@ -83,7 +83,7 @@ def roofline_figure(points: list[dict[str, Any]], peak: tuple[float, float] | No
                 x=r["memory_x"],
                 y=r["memory_y"],
                 mode="lines",
-                name=f"HBM roof ({format_value(peak[1], 'bytes')}/s)",
+                name=f"HBM roof ({format_si(peak[1], 'B/s')})",
                 line=line,
                 hoverinfo="skip",
             )
@@ -131,8 +131,8 @@ def roofline_figure(points: list[dict[str, Any]], peak: tuple[float, float] | No
                 "%{customdata[3]}<br>%{x:.3g} FLOP/byte, %{customdata[4]}<extra></extra>",
             )
         )
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
+    fig.update_xaxes(type="log", tickformat="~g")  # 0.1, 100, 1000: plain numbers, no exponents
+    fig.update_yaxes(type="log", tickformat="~s")  # 100G, 1T, 1P (FLOP/s)
     fig.update_layout(legend=dict(orientation="h", y=-0.2))
     return fig
 
@@ -168,7 +168,12 @@ def render_ops(store: Store, st: dict[str, Any]) -> Any:
                 help_text="One point per op: its FLOPs over the bytes it accessed (x) and over its self time (y), "
                 "summed over the run's cores; the roof is min(peak FLOP/s, intensity × peak HBM bandwidth). "
                 "Left of the ridge an op is bound by memory bandwidth, right of it by compute."
-                + (f" {left} of the top ops record no FLOPs or no bytes and are left off the chart." if left else ""),
+                + (
+                    f" {left} of the top ops record no FLOPs or no bytes (or zero: a copy moves bytes without "
+                    "FLOPs) and are left off the log-scale chart; the table has them."
+                    if left
+                    else ""
+                ),
             )
         )
     else:
