@@ -44,3 +44,17 @@ def test_a_gpu_capture_without_flops_says_so(ops_server, page):
     assert "This capture records no FLOPs or bytes per op" in body
     assert page.locator("#ops-roofline").count() == 0 and "FLOP/byte" not in body
     shot(page, "ops-tf2")
+
+
+def test_the_run_picker_opens_another_runs_ops(ops_server, page):
+    url, ids = ops_server
+    page.goto(f"{url}/ops?run={ids['emulated']}")
+    page.wait_for_selector("#ops-roofline .js-plotly-plot")
+    settle(page)
+    page.click("#ops-run")
+    page.get_by_text(f"tf2 (#{ids['tf2']})", exact=True).click()  # the open menu's option
+    page.wait_for_function(f"() => location.search === '?run={ids['tf2']}'")
+    page.wait_for_selector("#ops-body :text('This capture records no FLOPs')")
+    settle(page)
+    assert "This capture records no FLOPs or bytes per op" in page.inner_text("#ops-body")
+    assert page.locator("#ops-roofline").count() == 0
