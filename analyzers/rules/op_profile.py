@@ -88,7 +88,7 @@ def profile(ctx: RunContext) -> pa.Table:
                 "self_ps": self_times(a),
             }
         )
-        return ctx.sql("analysis.ops.op_profile", {"rows": rows})
+        return ctx.sql("analysis.ops.op_profile", {"rows": rows}, step_lo=None, step_hi=None)
 
     return ctx.memo("op_profile", compute)
 

@@ -70,7 +70,11 @@ SELECT max_event_dur_ps FROM run_summaries WHERE run_id = $run;
 -- work, host_to_device copies included, and host work apart: a CPU device's threads run both), and the FLOPs and
 -- bytes the events record (NULL when none does); host_work: the row is the host's work (a host_* category other than
 -- host_to_device), which `scprof analyze` leaves out of its top device ops. Device work first, then by self time.
+-- The FLOPs and bytes are those of the same events as the times: of the steps [$step_lo, $step_hi) when given (the
+-- rows then hold those steps' events), of the whole run when NULL; the rows' tracks bound them to a chip.
 -- @param run INTEGER The run (runs.run_id).
+-- @param step_lo INTEGER First step of the rows (inclusive); NULL: the rows are the whole run's.
+-- @param step_hi INTEGER Step after the last; NULL: the rows are the whole run's.
 -- @input rows(track_id INTEGER, name_id INTEGER, category_id INTEGER, dur_ps BIGINT, self_ps BIGINT) Every op event of op_arrays with its self time, as analyzers/rules/op_profile.py computes it; category_id -1 when none is recorded.
 -- @column track_kind VARCHAR tracks.kind.
 -- @column name VARCHAR The op's name.
@@ -93,6 +97,7 @@ work AS (  -- the FLOPs and bytes events record (typed columns)
     SELECT track_id, name_id, coalesce(category_id, -1) AS category_id, sum(flops) AS flops, sum(bytes) AS bytes
     FROM events
     WHERE run_id = $run AND (flops IS NOT NULL OR bytes IS NOT NULL)
+      AND ($step_lo IS NULL OR (step >= $step_lo AND step < $step_hi))
     GROUP BY ALL
 ),
 named AS (
