@@ -114,3 +114,14 @@ def test_no_peaks_draws_points_without_the_roof(store, monkeypatch):
     page = render_ops(store, {"run": run})
     fig = find_id(page, "ops-roofline").figure
     assert all(t.name.endswith(" ops") for t in fig.data) and NO_PEAKS in text_of(page)
+
+
+def test_a_failed_run_without_ops_says_why(pages_db):
+    from tests.ui.pages_store import run_id as pages_run
+
+    with Store.open(pages_db, read_only=True) as s:
+        run = pages_run(s, "failed")
+        assert s.rows("SELECT count(*) AS n FROM events WHERE run_id = ? AND dur_ps > 0", [run])[0]["n"] == 0
+        page = render_ops(s, {"run": run})
+    assert find(page, "ops-roofline") is None and find(page, "ops-table") is None
+    assert "No op profile" in text_of(page)
