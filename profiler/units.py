@@ -99,6 +99,10 @@ def format_value(value: Any, unit: str) -> str:
         return format_bytes(value)
     if unit == "flop":
         return format_si(value, "FLOP")
+    if unit == "flop_per_s":
+        return format_si(value, "FLOP/s")
+    if unit == "flop_per_byte":
+        return f"{value:.3g} FLOP/byte"
     if "share" in unit:
         return f"{value:.1%}"
     if unit in ("index", "text"):  # a step, core or minibatch number, or a name: as it is

@@ -239,7 +239,12 @@ def top_ops_doc(
                 "self_ps": self_times(a)[keep],
             }
         )
-        table = ctx.sql("analysis.ops.op_profile", {"rows": rows})
+        table = ctx.sql(  # the FLOPs and bytes of the chosen steps' events, as their times
+            "analysis.ops.op_profile",
+            {"rows": rows},
+            step_lo=steps[0] if steps is not None else None,
+            step_hi=steps[1] if steps is not None else None,
+        )
     rows_out = table.to_pylist()
     return jsonable(
         {

@@ -85,6 +85,7 @@ _STATE_RULES: dict[str, Callable[[Any], bool]] = {
 # The keys a page's render functions cannot do without.
 STATE_NEEDS = {
     **dict.fromkeys(("overview", "timeline", "sparsecore", "memory"), ("run", "steps")),
+    "ops": ("run",),
     "findings": ("run",),
     "tuning": ("run",),
     "compare": ("base", "cand"),

@@ -16,6 +16,7 @@ PAGES = {
     "/timeline": "Timeline",
     "/sparsecore": "SparseCore",
     "/memory": "Memory",
+    "/ops": "Ops",
     "/findings": "Findings",
     "/tuning": "Tuning",
     "/compare": "Compare",

@@ -74,7 +74,8 @@ def _last_open_before(start: np.ndarray, end: np.ndarray) -> np.ndarray:
 
 def profile(ctx: RunContext) -> pa.Table:
     """The run's op profile (cached): track_kind, name, category, host_work, events, total_ps, self_ps, share
-    (of the kind's self time, device and host work apart), flops, bytes; device work first, then by self time."""
+    (of the kind's self time, device and host work apart), flops, bytes, flop_per_byte (flops / bytes), flop_per_s
+    (flops over self time); device work first, then by self time."""
 
     def compute() -> pa.Table:
         a = op_arrays(ctx)
@@ -87,7 +88,7 @@ def profile(ctx: RunContext) -> pa.Table:
                 "self_ps": self_times(a),
             }
         )
-        return ctx.sql("analysis.ops.op_profile", {"rows": rows})
+        return ctx.sql("analysis.ops.op_profile", {"rows": rows}, step_lo=None, step_hi=None)
 
     return ctx.memo("op_profile", compute)
 

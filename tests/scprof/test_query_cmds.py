@@ -197,7 +197,8 @@ def _cut_from_the_whole_run(store: Store, run_id: int, steps: tuple[int, int], c
             "self_ps": self_times(a)[keep],
         }
     )
-    return answers.jsonable(ctx.sql("analysis.ops.op_profile", {"rows": rows}).to_pylist())
+    table = ctx.sql("analysis.ops.op_profile", {"rows": rows}, step_lo=steps[0], step_hi=steps[1])
+    return answers.jsonable(table.to_pylist())
 
 
 @pytest.fixture(scope="module")
@@ -215,6 +216,30 @@ def test_narrowed_ops_of_an_emulated_run(store_db, steps, chip):
         run_id = store.resolve_run("host_bound")
         doc = answers.top_ops_doc(store, run_id, steps, chip, limit=1000)
         assert doc["rows"] == _cut_from_the_whole_run(store, run_id, steps, chip) and doc["rows"]
+
+
+@pytest.mark.parametrize(("steps", "chip"), [((1, 2), 0), ((0, 3), None)])
+def test_narrowed_ops_flops_and_bytes_are_those_of_the_chosen_steps(store_db, steps, chip):
+    """The FLOPs and bytes of a narrowed profile are its events' (plain SQL over the steps and chip),
+    not the whole run's beside the steps' times; the achieved FLOP/s is over those events' self time."""
+    with Store.open(str(store_db), read_only=True) as store:
+        run_id = store.resolve_run("host_bound")
+        rows = answers.top_ops_doc(store, run_id, steps, chip, limit=1000)["rows"]
+        want = {
+            (r["track_kind"], r["name"]): (r["f"], r["b"])
+            for r in store.rows(
+                "SELECT track_kind, name, sum(flops)::BIGINT AS f, sum(bytes)::BIGINT AS b FROM slices "
+                "WHERE run_id = ? AND step >= ? AND step < ? AND (? IS NULL OR chip = ?) "
+                "AND track_id IN (SELECT track_id FROM op_tracks WHERE run_id = ?) GROUP BY ALL",
+                [run_id, steps[0], steps[1], chip, chip, run_id],
+            )
+        }
+        with_flops = [r for r in rows if r["flops"]]
+        assert with_flops, "the emulated run's dense ops record FLOPs"
+        for r in rows:
+            assert (r["flops"], r["bytes"]) == want[(r["track_kind"], r["name"])]
+        for r in with_flops:
+            assert r["flop_per_s"] == pytest.approx(r["flops"] / (r["self_ps"] * 1e-12), rel=1e-12)
 
 
 def test_narrowed_ops_of_a_real_capture_with_nesting(capture_db):

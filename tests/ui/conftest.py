@@ -157,3 +157,11 @@ def served_ui(ui_db):
 
     with serve(ui_db) as (url, app):
         yield url, ids_of(app)
+
+
+@pytest.fixture(scope="session")
+def ops_db(tmp_path_factory) -> str:
+    """An emulated run, the TPU v6e capture and the TF2 GPU capture (tests/ui/ops_store.py)."""
+    from tests.ui.ops_store import build_ops_store
+
+    return build_ops_store(tmp_path_factory.mktemp("ops-store"))

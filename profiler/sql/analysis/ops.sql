@@ -70,7 +70,11 @@ SELECT max_event_dur_ps FROM run_summaries WHERE run_id = $run;
 -- work, host_to_device copies included, and host work apart: a CPU device's threads run both), and the FLOPs and
 -- bytes the events record (NULL when none does); host_work: the row is the host's work (a host_* category other than
 -- host_to_device), which `scprof analyze` leaves out of its top device ops. Device work first, then by self time.
+-- The FLOPs and bytes are those of the same events as the times: of the steps [$step_lo, $step_hi) when given (the
+-- rows then hold those steps' events), of the whole run when NULL; the rows' tracks bound them to a chip.
 -- @param run INTEGER The run (runs.run_id).
+-- @param step_lo INTEGER First step of the rows (inclusive); NULL: the rows are the whole run's.
+-- @param step_hi INTEGER Step after the last; NULL: the rows are the whole run's.
 -- @input rows(track_id INTEGER, name_id INTEGER, category_id INTEGER, dur_ps BIGINT, self_ps BIGINT) Every op event of op_arrays with its self time, as analyzers/rules/op_profile.py computes it; category_id -1 when none is recorded.
 -- @column track_kind VARCHAR tracks.kind.
 -- @column name VARCHAR The op's name.
@@ -82,6 +86,8 @@ SELECT max_event_dur_ps FROM run_summaries WHERE run_id = $run;
 -- @column share DOUBLE Share of the kind's self time (device work and host work apart).
 -- @column flops BIGINT FLOPs the events record; NULL when none does.
 -- @column bytes BIGINT Bytes the events record; NULL when none does.
+-- @column flop_per_byte DOUBLE Arithmetic intensity: flops / bytes (FLOP/byte); NULL without both or with 0 bytes.
+-- @column flop_per_s DOUBLE Achieved FLOP/s over the op's self time (all cores' summed): flops / (self_ps * 1e-12).
 WITH per_op AS (
     SELECT track_id, name_id, category_id, count(*) AS events, sum(dur_ps) AS total_ps, sum(self_ps) AS self_ps
     FROM rows
@@ -91,6 +97,7 @@ work AS (  -- the FLOPs and bytes events record (typed columns)
     SELECT track_id, name_id, coalesce(category_id, -1) AS category_id, sum(flops) AS flops, sum(bytes) AS bytes
     FROM events
     WHERE run_id = $run AND (flops IS NOT NULL OR bytes IS NOT NULL)
+      AND ($step_lo IS NULL OR (step >= $step_lo AND step < $step_hi))
     GROUP BY ALL
 ),
 named AS (
@@ -105,7 +112,8 @@ named AS (
     GROUP BY ALL
 )
 SELECT track_kind, name, category, host_work, events, total_ps, self_ps,
-       coalesce(self_ps / nullif(sum(self_ps) OVER (PARTITION BY track_kind, host_work), 0), 0) AS share, flops, bytes
+       coalesce(self_ps / nullif(sum(self_ps) OVER (PARTITION BY track_kind, host_work), 0), 0) AS share, flops, bytes,
+       flops / nullif(bytes, 0)::DOUBLE AS flop_per_byte, flops / nullif(self_ps * 1e-12, 0) AS flop_per_s
 FROM (SELECT *, category LIKE 'host%' AND category <> 'host_to_device' AS host_work FROM named)
 WHERE total_ps > 0
 ORDER BY track_kind NOT IN ('tensorcore', 'sparsecore', 'gpu', 'cpu', 'device') OR host_work, self_ps DESC,
