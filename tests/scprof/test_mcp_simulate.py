@@ -227,7 +227,8 @@ def test_tune_reports_progress_and_equals_the_cli(store_db, tmp_path, capsys, mo
     progress = out["progress"]
     assert progress and all(total == 10 for _, total in progress)
     assert [d for d, _ in progress] == sorted(d for d, _ in progress) and progress[-1][0] <= 10
-    assert len(progress) == doc["simulations"] == len(doc["trials"])
+    # one tick per simulation; a trial its steps could not decide costs more (Session.decide)
+    assert len(progress) == doc["simulations"] >= len(doc["trials"])
     tuned = db.parent / "runs" / "tuned" / "host_bound" / "tuned.toml"
     assert doc["best"]["config"] == str(tuned) and tuned.is_file()
     assert doc["best"]["ci_high"] < 0  # the fix found, proven faster
