@@ -224,7 +224,7 @@ def render_comparison(c: Comparison) -> str:
 def _signed_ps(v: float | None) -> str:
     if v is None:
         return "-"
-    return ("+" if v > 0 else "-" if v < 0 else "") + format_ps(abs(v))
+    return ("+" if v > 0 else "\u2212" if v < 0 else "") + format_ps(abs(v))  # a true minus, as signed_pct
 
 
 def _num(v: float | None) -> str:

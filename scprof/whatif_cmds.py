@@ -270,7 +270,7 @@ def _dir(name: str) -> str:
 def _ps(v: float | None) -> str:
     if v is None:
         return "-"
-    return ("-" if v < 0 else "") + format_ps(abs(v))
+    return ("\u2212" if v < 0 else "") + format_ps(abs(v))  # a true minus, as signed_pct
 
 
 def _short(v: Any) -> str:
