@@ -165,6 +165,7 @@ def _url_callbacks(app: Dash) -> None:
         ],
         "memory": [("memory-run", "run"), ("memory-chips", "chips"), ("memory-steps", "steps")],
         "ops": [("ops-run", "run")],
+        "input": [("input-run", "run")],
         "findings": [("findings-run", "run"), ("findings-sev", "sev")],
         "tuning": [("tuning-run", "run")],
         "compare": [("compare-base", "base"), ("compare-cand", "cand")],

@@ -86,6 +86,7 @@ _STATE_RULES: dict[str, Callable[[Any], bool]] = {
 STATE_NEEDS = {
     **dict.fromkeys(("overview", "timeline", "sparsecore", "memory"), ("run", "steps")),
     "ops": ("run",),
+    "input": ("run",),
     "findings": ("run",),
     "tuning": ("run",),
     "compare": ("base", "cand"),

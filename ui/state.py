@@ -17,6 +17,7 @@ PAGES = {
     "/sparsecore": "SparseCore",
     "/memory": "Memory",
     "/ops": "Ops",
+    "/input": "Input",
     "/findings": "Findings",
     "/tuning": "Tuning",
     "/compare": "Compare",

@@ -150,16 +150,40 @@ def host_input_events(ctx: RunContext, limit: int = 3) -> list[dict]:
     return ctx.sql("analysis.idle.host_input_events", limit=int(limit)).to_pylist()
 
 
-def host_input_wait_by_step(ctx: RunContext, w: dict) -> np.ndarray:
-    """Per counted step (in order), the share of the step's device time (summed over the chips)
-    the devices spent awaiting host input: the per-step series of host_input_wait_share."""
+def by_step(ctx: RunContext, w: dict) -> list[dict]:
+    """Per counted step (in order), the devices' time summed over the chips: `device_ps` (the step's
+    device time), `busy_ps` (device categories), `host_input_idle_ps` (idle while the host ran input
+    work: the host_preprocess category) and `host_input_wait_ps` (idle awaiting host input, as
+    host_input_wait_ps). Summed over the steps they are the totals behind device_ps, busy_share,
+    wait_share.host_input and host_input_wait_ps: the Input page's series."""
     counted = ctx.counted_steps()
     split = counted_rows(step_breakdown(ctx), ctx.step_times())
     split = split.filter(pc.is_in(split.column("chip"), value_set=pa.array(w["chips"], split.column("chip").type)))
-    device_ps = per_counted_step(counted, split.column("step").to_numpy(), split.column("dur_ps").to_numpy())
-    step, awaited = awaited_input_by_step(ctx, w["chips"])
-    awaited_ps = per_counted_step(counted, step, awaited)
-    return np.divide(awaited_ps, device_ps, out=np.zeros(len(counted)), where=device_ps > 0)
+    step, cat, dur = (split.column(c).to_numpy(zero_copy_only=False) for c in ("step", "category", "dur_ps"))
+    device_ps = per_counted_step(counted, step, dur)
+    busy_ps = per_counted_step(counted, step, np.where(np.isin(cat, DEVICE_CATEGORIES), dur, 0))
+    input_ps = per_counted_step(counted, step, np.where(cat == "host_preprocess", dur, 0))
+    a_step, awaited = awaited_input_by_step(ctx, w["chips"])
+    awaited_ps = per_counted_step(counted, a_step, awaited)
+    return [
+        {
+            "step": int(s),
+            "device_ps": int(d),
+            "busy_ps": int(b),
+            "host_input_idle_ps": int(i),
+            "host_input_wait_ps": int(a),
+        }
+        for s, d, b, i, a in zip(counted, device_ps, busy_ps, input_ps, awaited_ps, strict=True)
+    ]
+
+
+def host_input_wait_by_step(ctx: RunContext, w: dict) -> np.ndarray:
+    """Per counted step (in order), the share of the step's device time (summed over the chips)
+    the devices spent awaiting host input: the per-step series of host_input_wait_share."""
+    rows = by_step(ctx, w)
+    device_ps = np.array([r["device_ps"] for r in rows], np.float64)
+    awaited_ps = np.array([r["host_input_wait_ps"] for r in rows], np.float64)
+    return np.divide(awaited_ps, device_ps, out=np.zeros(len(rows)), where=device_ps > 0)
 
 
 def host_bound_finding(ctx: RunContext, w: dict) -> Finding | None:

@@ -43,6 +43,7 @@ HOST_CRITICAL_SHARE = 0.2  # ... critical above this share, when the median coun
 SATURATED = 0.9  # input threads busy this share of the step time: the host lacks throughput
 DEFAULT_DEPTH = 2  # maximum_parallel_iterations when the run's config does not say
 DEPTHS = (2, 4, 8)  # prefetch depths a tuner tries
+INPUT_EVENTS = 20  # host input work names in the host_input_events figure, longest first
 
 
 def gaps(ctx: RunContext) -> pa.Table:
@@ -125,10 +126,21 @@ def track_time_ps(ctx: RunContext, track_kind: str) -> int:
     return int(rows[0]["t"] or 0)
 
 
+def host_wait_rows(ctx: RunContext) -> pa.Table:
+    """step, wait_ps, observed_ps: per counted step, the TensorCores' time waiting for host input
+    and their op tracks' observed time (cached per context)."""
+    return ctx.memo(
+        "host_wait_rows",
+        lambda: ctx.sql(
+            "analysis.idle.host_wait_by_step", {"gaps": gaps(ctx), "busy_chips": _busy_chips(ctx, "tensorcore")}
+        ),
+    )
+
+
 def host_wait_by_step(ctx: RunContext) -> np.ndarray:
     """Per counted step (in order), the share of the TensorCores' observed time they waited for
     host input: the per-step series of the host_bound finding's share."""
-    t = ctx.sql("analysis.idle.host_wait_by_step", {"gaps": gaps(ctx), "busy_chips": _busy_chips(ctx, "tensorcore")})
+    t = host_wait_rows(ctx)
     wait = t.column("wait_ps").to_numpy().astype(np.float64)
     observed = t.column("observed_ps").to_numpy().astype(np.float64)
     return per_counted_step(
@@ -136,6 +148,19 @@ def host_wait_by_step(ctx: RunContext) -> np.ndarray:
         t.column("step").to_numpy(),
         np.divide(wait, observed, out=np.zeros(len(wait)), where=observed > 0),
     )
+
+
+def tensorcore_by_step(ctx: RunContext) -> list[dict]:
+    """Per counted step: `host_wait_ps` (the TensorCores' time waiting for host input) and
+    `observed_ps` (their op tracks' time in the step's windows); summed over the steps, the
+    tensorcore.host figure's gap_ps and its share's denominator (the Input page's series).
+    Empty without TensorCore tracks."""
+    if not len(_busy_chips(ctx, "tensorcore")):
+        return []
+    t = host_wait_rows(ctx).to_pylist()
+    return [
+        {"step": int(r["step"]), "host_wait_ps": int(r["wait_ps"]), "observed_ps": int(r["observed_ps"])} for r in t
+    ]
 
 
 def _table(cols: dict[str, np.ndarray], nulls: tuple[str, ...] = ()) -> pa.Table:
@@ -167,8 +192,13 @@ def analyze(ctx: RunContext) -> Analysis:
         "tensorcore": causes(ctx, "tensorcore"),
         "sparsecore": causes(ctx, "sparsecore"),
     }
+    if events := device_wait.host_input_events(ctx, limit=INPUT_EVENTS):
+        result.figures["host_input_events"] = events
+    if tc_steps := tensorcore_by_step(ctx):
+        result.figures["tensorcore_by_step"] = tc_steps
     if waits:
         result.figures["device"] = waits
+        result.figures["device_by_step"] = device_wait.by_step(ctx, waits)
         if f := device_wait.host_bound_finding(ctx, waits):
             result.findings.append(f)
     result.tables["idle_by_step"] = ctx.sql("analysis.idle.idle_by_step", {"gaps": table})

@@ -20,7 +20,7 @@ from tests.ui.sweep_store import sweep_db  # noqa: F401 - the fixture
 
 SWEEP_SHOTS = REPO / "test-artifacts" / "screenshots" / "sweep"
 # The pages showing one run (the top bar's links carry `run` to them); /runs and /sql show the store.
-RUN_PAGES = ("overview", "timeline", "sparsecore", "memory", "ops", "findings", "tuning")
+RUN_PAGES = ("overview", "timeline", "sparsecore", "memory", "ops", "input", "findings", "tuning")
 # The UI's own error wording (ui/render.py's error box, ui/app.py's internal error) and Python's.
 ERROR_TEXT = re.compile(r"internal error|Traceback \(most recent call last\)")
 UNKNOWN_REFS = ("999", "no_such_run")

@@ -12,7 +12,7 @@ import pytest
 
 from tests.ui.sweep_store import KINDS, sweep_db  # noqa: F401 - the fixture
 
-RUN_PAGES = ("/overview", "/timeline", "/sparsecore", "/memory", "/ops", "/findings", "/tuning")
+RUN_PAGES = ("/overview", "/timeline", "/sparsecore", "/memory", "/ops", "/input", "/findings", "/tuning")
 
 
 @pytest.fixture(scope="module")

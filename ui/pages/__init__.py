@@ -1,5 +1,5 @@
-"""The pages, one module each (runs, overview, timeline_page, sparsecore, memory, ops, findings, tuning,
-compare, sql) with their shared controls in common.py: `layout_*` builds a page's controls from its URL
+"""The pages, one module each (runs, overview, timeline_page, sparsecore, memory, ops, input, findings,
+tuning, compare, sql) with their shared controls in common.py: `layout_*` builds a page's controls from its URL
 state; `render_*` fills its data bodies (store + state -> components). ui/routing.filled_page calls
 both for each page's layout under Dash Pages (ui/routing.register_pages); the tests call them too.
 Here: the tables it does so by.
@@ -15,6 +15,7 @@ from typing import Any
 
 from ui.pages.compare import layout_compare, render_compare, render_compare_verdict
 from ui.pages.findings import layout_findings, render_findings
+from ui.pages.input import layout_input, render_input
 from ui.pages.memory import layout_memory, render_memory
 from ui.pages.ops import layout_ops, render_ops
 from ui.pages.overview import layout_overview, render_overview, render_overview_analysis
@@ -32,6 +33,7 @@ LAYOUTS: dict[str, Callable[..., Any]] = {
     "/sparsecore": layout_sparsecore,
     "/memory": layout_memory,
     "/ops": layout_ops,
+    "/input": layout_input,
     "/findings": layout_findings,
     "/tuning": layout_tuning,
     "/compare": layout_compare,
@@ -46,6 +48,7 @@ RENDERERS: tuple[tuple[str, tuple[tuple[str, str], ...], Callable[..., Any]], ..
     ("sparsecore", (("sparsecore-body", "children"),), render_sparsecore),
     ("memory", (("memory-body", "children"),), render_memory),
     ("ops", (("ops-body", "children"),), render_ops),
+    ("input", (("input-body", "children"),), render_input),
     ("findings", (("findings-body", "children"),), render_findings),
     ("tuning", (("tuning-body", "children"),), render_tuning),
     ("compare", (("compare-body", "children"),), render_compare),
