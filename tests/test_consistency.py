@@ -173,6 +173,7 @@ def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
             # findings: analyze, the UI's Findings page and its Overview
             assert len(report["findings"]) == len(ui_report.findings), name
             k = kpis(store, run)
+            assert data.timed_steps(store, run) == listed["steps"], name  # every page's header: runs' steps
             hbm = data.hbm_peak(store, run)
             if "memory" in figures and "hbm_peak_bytes" in figures["memory"]:
                 assert figures["memory"]["hbm_peak_bytes"] == k["HBM peak"] == hbm["peak"], name

@@ -90,6 +90,11 @@ def run_info(store: Store, run_id: int) -> dict[str, Any]:
     return info
 
 
+def timed_steps(store: Store, run_id: int) -> int:
+    """The run's steps with a step time: the count `scprof runs` lists (the run_list view's steps)."""
+    return int(sqltree.query(store.con, "ui.runs.timed_steps", run=run_id).column("steps")[0].as_py())
+
+
 def step_bounds(store: Store, run_id: int) -> tuple[int, int] | None:
     """First and last step of the run, or None when it has no steps."""
     r = run_memo(

@@ -203,7 +203,7 @@ def run_header(store: Store, run: int) -> html.Div:
         [
             html.Span(info["name"], className="run-name"),
             html.Span(
-                f" #{run} · {info['source']} · {hw} · {info['steps']} steps · {info['events']:,} events",
+                f" #{run} · {info['source']} · {hw} · {ui_data.timed_steps(store, run)} steps · {info['events']:,} events",
                 className="muted",
             ),
             run_status(info),

@@ -1,11 +1,19 @@
 -- @module ui.runs
 -- The UI's reads of one run's header and strings, shared by its pages and the trace viewer (ui/data.py,
 -- ui/store_access.py, ui/trace_api.py, ui/whatif_data.py, ui/downloads.py, ui/warmup.py). Times are picoseconds.
+-- @include stdlib.steps
 
 -- @query run
 -- Every column of one run (hardware header, config, tags, extent): the columns of the runs table.
 -- @param run INTEGER The run (runs.run_id).
 SELECT * FROM runs WHERE run_id = $run;
+
+-- @query timed_steps
+-- The steps of one run that have a step time (step_times rows): what `scprof runs` lists as steps, so every
+-- surface counts a run's steps one way (runs.steps counts the distinct step ids its events carry).
+-- @param run INTEGER The run (runs.run_id).
+-- @column steps BIGINT Steps with a step time; 0 for a run without steps.
+SELECT count(*) AS steps FROM step_times WHERE run_id = $run;
 
 -- @query run_key
 -- What identifies a run's content, for caching analyses (an id can be reused after a delete).
