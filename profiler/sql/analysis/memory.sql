@@ -18,7 +18,7 @@
 -- @column hbm_capacity_bytes BIGINT HBM capacity per chip (runs.hbm_bytes).
 WITH peaks AS (
     SELECT chip, counter, max(value) AS peak_bytes, avg(value) AS mean_bytes,
-           arg_max(ts_ps, struct_pack(v := value, t := -ts_ps)) AS peak_ts_ps  -- the earliest at the peak
+           arg_max(ts_ps, struct_pack(v := value, t := -(ts_ps::HUGEINT))) AS peak_ts_ps  -- the earliest at the peak
     FROM counter_samples
     WHERE run_id = $run AND unit = 'bytes' AND chip >= 0
     GROUP BY chip, counter

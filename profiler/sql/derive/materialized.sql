@@ -84,8 +84,8 @@ INSERT INTO step_times BY NAME SELECT * FROM (
 --   - Below 5 steps, dropping two would leave too few to summarise.
 -- Totals (dropped IDs, events) cover every step.
 WITH per_step AS (
-    SELECT run_id, step, arg_max(start_ps, struct_pack(d := dur_ps, s := -start_ps)) AS start_ps, max(dur_ps) AS dur_ps,
-           arg_max(source, struct_pack(d := dur_ps, s := -start_ps)) AS source
+    SELECT run_id, step, arg_max(start_ps, struct_pack(d := dur_ps, s := -(start_ps::HUGEINT))) AS start_ps, max(dur_ps) AS dur_ps,
+           arg_max(source, struct_pack(d := dur_ps, s := -(start_ps::HUGEINT))) AS source
     FROM chip_steps
     GROUP BY run_id, step
 )
@@ -126,8 +126,8 @@ INSERT INTO step_times BY NAME SELECT * FROM (
 --   - Below 5 steps, dropping two would leave too few to summarise.
 -- Totals (dropped IDs, events) cover every step.
 WITH per_step AS (
-    SELECT run_id, step, arg_max(start_ps, struct_pack(d := dur_ps, s := -start_ps)) AS start_ps, max(dur_ps) AS dur_ps,
-           arg_max(source, struct_pack(d := dur_ps, s := -start_ps)) AS source
+    SELECT run_id, step, arg_max(start_ps, struct_pack(d := dur_ps, s := -(start_ps::HUGEINT))) AS start_ps, max(dur_ps) AS dur_ps,
+           arg_max(source, struct_pack(d := dur_ps, s := -(start_ps::HUGEINT))) AS source
     FROM chip_steps
     GROUP BY run_id, step
 )
@@ -148,7 +148,7 @@ INSERT INTO hbm_peaks BY NAME SELECT * FROM (
 -- the run's hardware header; NULL when the header lacks it). A run's HBM peak is its
 -- highest chip's (the lowest chip number on a tie).
 SELECT u.run_id, u.chip, max(u.hbm_bytes) AS hbm_peak_bytes,
-       arg_max(u.ts_ps, struct_pack(b := u.hbm_bytes, t := -u.ts_ps)) AS hbm_peak_ts_ps,
+       arg_max(u.ts_ps, struct_pack(b := u.hbm_bytes, t := -(u.ts_ps::HUGEINT))) AS hbm_peak_ts_ps,
        any_value(r.hbm_bytes) AS hbm_capacity_bytes,
        max(u.hbm_bytes) / nullif(any_value(r.hbm_bytes), 0) AS hbm_peak_share
 FROM hbm_usage u
@@ -170,7 +170,7 @@ INSERT INTO hbm_peaks BY NAME SELECT * FROM (
 -- the run's hardware header; NULL when the header lacks it). A run's HBM peak is its
 -- highest chip's (the lowest chip number on a tie).
 SELECT u.run_id, u.chip, max(u.hbm_bytes) AS hbm_peak_bytes,
-       arg_max(u.ts_ps, struct_pack(b := u.hbm_bytes, t := -u.ts_ps)) AS hbm_peak_ts_ps,
+       arg_max(u.ts_ps, struct_pack(b := u.hbm_bytes, t := -(u.ts_ps::HUGEINT))) AS hbm_peak_ts_ps,
        any_value(r.hbm_bytes) AS hbm_capacity_bytes,
        max(u.hbm_bytes) / nullif(any_value(r.hbm_bytes), 0) AS hbm_peak_share
 FROM hbm_usage u

@@ -154,8 +154,8 @@ CREATE VIEW step_times AS
 --   - Below 5 steps, dropping two would leave too few to summarise.
 -- Totals (dropped IDs, events) cover every step.
 WITH per_step AS (
-    SELECT run_id, step, arg_max(start_ps, struct_pack(d := dur_ps, s := -start_ps)) AS start_ps, max(dur_ps) AS dur_ps,
-           arg_max(source, struct_pack(d := dur_ps, s := -start_ps)) AS source
+    SELECT run_id, step, arg_max(start_ps, struct_pack(d := dur_ps, s := -(start_ps::HUGEINT))) AS start_ps, max(dur_ps) AS dur_ps,
+           arg_max(source, struct_pack(d := dur_ps, s := -(start_ps::HUGEINT))) AS source
     FROM chip_steps
     GROUP BY run_id, step
 )
