@@ -625,7 +625,7 @@ def test_perf_tables_doubling_throughput_shortens_recorded_collectives(tmp_path,
         )
         == 0
     )
-    assert "perf tables     " + str(tmp_path / "doubled") in capsys.readouterr().out
+    assert "perf tables  " + str(tmp_path / "doubled") in capsys.readouterr().out
     a = all_reduce_durations(str(tmp_path / "a" / "bundled" / "trace.sctrace"))  # --out DIR: DIR/<name>/
     b = all_reduce_durations(str(tmp_path / "b" / "doubled" / "trace.sctrace"))
     assert len(a) == len(b) > 0
