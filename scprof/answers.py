@@ -10,6 +10,7 @@ Python's `NaN`, which strict JSON readers refuse).
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 from typing import Any
@@ -341,6 +342,7 @@ def events_doc(
     filters and overlap rule are the viewer tiles' (ui.timeline's window_slices and tile_counts)."""
     from ui.data import steps_window
     from ui.trace_api import names_of, run_facts, run_tracks
+    from ui.trace_derived import derived_steps, window_rows
 
     if window is not None and steps is not None:
         raise ScprofError("steps, t0_ps/t1_ps: give a step range or a time window, not both")
@@ -356,13 +358,25 @@ def events_doc(
     p = dict(
         run=facts.run_id, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, maxmarker=facts.max_marker_dur_ps, tracks=ids
     )
-    tiles = sqltree.query(store.con, "ui.timeline.tile_counts", **p) if ids else None
+    derived = derived_steps(store, facts.run_id)  # the viewer's own step rows, not in the store's tracks
+    own = [t for t in ids if t in derived.track_ids]
+    p["tracks"] = [t for t in ids if t not in derived.track_ids]
+    tiles = sqltree.query(store.con, "ui.timeline.tile_counts", **p) if p["tracks"] else None
     counts = dict(zip(*tiles.to_pydict().values(), strict=True)) if tiles is not None else {}
-    table = (
+    stored = (
         sqltree.query(store.con, "ui.timeline.window_slices", name_base=facts.name_base, limit=limit, **p)
-        if ids
+        if p["tracks"]
         else None
     )
+    table = None
+    if own:
+        spans = window_rows(derived, own, t0, t1, facts.name_base)
+        counts.update(collections.Counter(spans.column("track_id").to_pylist()))
+        both = spans if stored is None else pa.concat_tables([stored, spans.cast(stored.schema)])
+        order = both.sort_by([("start", "ascending"), ("track_id", "ascending"), ("id", "ascending")])
+        table = order.slice(0, limit)
+    elif stored is not None:
+        table = stored
     by_id = {t.track_id: t for t in chosen}
     rows: list[dict[str, Any]] = []
     if table is not None and table.num_rows:

@@ -28,6 +28,8 @@ from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
 from ui.store_access import KeyedCache, StoreAccess, run_memo
+from ui.trace_derived import LINE, derived_steps
+from ui.trace_derived import tiles as derived_tiles
 
 log = logging.getLogger("scprof.ui")
 
@@ -158,7 +160,11 @@ def run_tracks(store: Store, run_id: int) -> list[Track]:
 
     def compute() -> list[Track]:
         rows = sqltree.query(store.con, "ui.timeline.timeline_tracks", run=run_id).to_pylist()
-        return [Track(r["track_id"], r["plane"], r["line"], r["kind"], r["chip"], r["n"]) for r in rows]
+        tracks = [Track(r["track_id"], r["plane"], r["line"], r["kind"], r["chip"], r["n"]) for r in rows]
+        for tid, plane, kind, chip, n in derived_steps(store, run_id).tracks:  # first in its chip's rows
+            at = next((i for i, t in enumerate(tracks) if t.chip == chip), len(tracks))
+            tracks.insert(at, Track(tid, plane, LINE, kind, chip, n))
+        return tracks
 
     return run_memo(store, run_id, "tracks", None, compute)
 
@@ -185,6 +191,8 @@ def run_facts(store: Store, run_id: int) -> RunFacts:
             sqltree.execute(store.con, "ui.timeline.track_ids", run=run_id).fetchnumpy()["track_id"].tolist()
         )
         tile_level = sqltree.query(store.con, "ui.timeline.tile_level", run=run_id).to_pylist()[0]["level"]
+        derived = derived_steps(store, run_id)
+        min_step = min(int(r["min_step"] or 0), int(derived.step.min(initial=0)))  # name ids: name_base + step
         firsts = [v for v in (r["first_ps"], r["first_marker_ps"]) if v is not None]
         lasts = [v for v in (r["last_ps"], r["last_marker_ps"]) if v is not None]
         return RunFacts(
@@ -196,9 +204,9 @@ def run_facts(store: Store, run_id: int) -> RunFacts:
             last_ps=int(max(lasts)) if lasts else 0,
             max_event_dur_ps=int(max_dur or 0),
             max_marker_dur_ps=int(r["max_marker_dur_ps"] or 0),
-            name_base=int(r["name_base"]) - min(0, int(r["min_step"] or 0)),
-            marker_tracks=markers,
-            track_ids=tracks,
+            name_base=int(r["name_base"]) - min(0, min_step),
+            marker_tracks=markers | derived.track_ids,
+            track_ids=tracks | derived.track_ids,
             tile_level=tile_level,
         )
 
@@ -288,6 +296,13 @@ def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list
     """Each track's tile (k, i): its JSON object plus the name ids it uses, under "_names"."""
     t0, t1, bw = i << (k + TILE_SHIFT), (i + 1) << (k + TILE_SHIFT), 1 << k
     run, maxdur, maxmarker, name_base = facts.run_id, facts.max_event_dur_ps, facts.max_marker_dur_ps, facts.name_base
+    derived = derived_steps(store, run)
+    out: dict[int, dict] = derived_tiles(
+        derived, [t for t in track_ids if t in derived.track_ids], k, t0, t1, name_base, EXACT_LIMIT
+    )
+    track_ids = [t for t in track_ids if t not in derived.track_ids]
+    if not track_ids:
+        return out
     from_sums = facts.tile_level is not None and k >= facts.tile_level
     if from_sums:  # the tile pyramid's base (ui.timeline's *_from_sums): its bounds in base buckets
         level = facts.tile_level
@@ -318,7 +333,6 @@ def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list
     exact = [t for t in track_ids if 0 < counts.get(t, 0) <= EXACT_LIMIT]
     agg = [t for t in track_ids if counts.get(t, 0) > EXACT_LIMIT]
     ev_cols = ("id", "start", "dur", "name")
-    out: dict[int, dict] = {}
     for t in track_ids:
         if counts.get(t, 0) == 0:
             ev = {c: [] for c in ev_cols + (("step",) if t in facts.marker_tracks else ())}

@@ -12,6 +12,7 @@ from profiler.store import Store
 from tests.ui.trace_api_store import build_trace_api_store
 from ui.app import create_app
 from ui.colors import STEP_MARKER_COLOR, op_color
+from ui.trace_derived import derived_steps
 
 EXACT_LIMIT = 2000
 
@@ -34,15 +35,23 @@ def runs(db) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def rows(db):
-    """rows(run) -> (slices rows, step_markers rows) of a run, from the store's views."""
+    """rows(run) -> (slices rows, step_markers rows) of a run, from the store's views; the markers include the
+    viewer's derived `Steps` rows (ui/trace_derived.py, tested against references in test_trace_derived.py)."""
     cache = {}
 
     def get(run: int):
         if run not in cache:
             with Store.open(db, read_only=True) as store:
+                d = derived_steps(store, run)
+                derived = [
+                    {"track_id": t, "step": s, "start_ps": a, "dur_ps": b}
+                    for t, s, a, b in zip(
+                        d.track.tolist(), d.step.tolist(), d.start_ps.tolist(), d.dur_ps.tolist(), strict=True
+                    )
+                ]
                 cache[run] = (
                     store.rows("SELECT * FROM slices WHERE run_id = ?", [run]),
-                    store.rows("SELECT * FROM step_markers WHERE run_id = ?", [run]),
+                    store.rows("SELECT * FROM step_markers WHERE run_id = ?", [run]) + derived,
                 )
         return cache[run]
 

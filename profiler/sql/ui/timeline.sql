@@ -453,3 +453,55 @@ WHERE run_id = $run AND event_id BETWEEN $lo AND $hi AND list_contains($ids, eve
 -- @column lo INTEGER First step (NULL: none).
 -- @column hi INTEGER Last step.
 SELECT min(step) AS lo, max(step) AS hi FROM steps WHERE run_id = $run AND start_ps < $t1 AND start_ps + dur_ps > $t0;
+
+-- @query derived_device_steps
+-- The `Steps` row XProf's trace viewer derives on a GPU's plane (DeriveStepEventsFromGroups), for every device chip
+-- (a GPU, a CPU running XLA ops, a device) whose tracks hold no step markers and no `Steps` line of their own: the
+-- chip's events tagged with a step (its group_id), in time order (ties: the longer first, then the step), and each run
+-- of consecutive events of one step merged into one span, from the first one's start to the latest end. Derived lines
+-- a capture may already hold (TensorFlow Ops, Name Scope, XLA Modules, XLA Ops, Source) are not read. The span is the
+-- device's work on the step, which is shorter than the step (step_times) where the device waits.
+-- The row is a track of the viewer's own, numbered after the run's tracks (one per chip, in chip order).
+-- @param run INTEGER The run (runs.run_id).
+-- @column track_id INTEGER The row's track id: above every track of the run.
+-- @column chip INTEGER The device chip.
+-- @column plane VARCHAR The chip's device plane (its first by name).
+-- @column kind VARCHAR The chip's track kind (gpu, cpu or device).
+-- @column step INTEGER The step.
+-- @column start_ps BIGINT Start of the span.
+-- @column dur_ps BIGINT Its duration.
+WITH chip_tracks AS (
+    SELECT t.track_id, t.chip, t.plane, t.kind, t.line,
+           bool_or(t.line = 'Steps' OR s.track_id IS NOT NULL) OVER (PARTITION BY t.chip) AS has_steps
+    FROM tracks t
+    LEFT JOIN (SELECT DISTINCT track_id FROM steps WHERE run_id = $run) s USING (track_id)
+    WHERE t.run_id = $run AND t.chip >= 0 AND t.kind IN ('gpu', 'cpu', 'device')
+),
+derived_from AS (
+    SELECT track_id, chip FROM chip_tracks
+    WHERE NOT has_steps AND line NOT IN ('TensorFlow Ops', 'TensorFlow Name Scope', 'Framework Ops',
+                                         'Framework Name Scope', 'XLA Modules', 'XLA Ops', 'Source code')
+),
+tagged AS (
+    SELECT d.chip, e.step, e.start_ps, e.dur_ps,
+           e.step IS DISTINCT FROM lag(e.step) OVER w AS opens
+    FROM events e JOIN derived_from d USING (track_id)
+    WHERE e.run_id = $run AND e.step IS NOT NULL
+    WINDOW w AS (PARTITION BY d.chip ORDER BY e.start_ps, e.dur_ps DESC, e.step)
+),
+numbered AS (
+    SELECT chip, step, start_ps, dur_ps,
+           sum(opens::INTEGER) OVER (PARTITION BY chip ORDER BY start_ps, dur_ps DESC, step
+                                     ROWS UNBOUNDED PRECEDING) AS span
+    FROM tagged
+),
+planes AS (
+    SELECT chip, min(plane) AS plane, min(kind) AS kind FROM chip_tracks WHERE NOT has_steps GROUP BY chip
+)
+SELECT (SELECT coalesce(max(track_id), -1) FROM tracks WHERE run_id = $run)
+           + dense_rank() OVER (ORDER BY n.chip)::INTEGER AS track_id,
+       n.chip, p.plane, p.kind, min(n.step) AS step, min(n.start_ps) AS start_ps,
+       max(n.start_ps + n.dur_ps) - min(n.start_ps) AS dur_ps
+FROM numbered n JOIN planes p USING (chip)
+GROUP BY n.chip, p.plane, p.kind, n.span
+ORDER BY n.chip, start_ps, step;
