@@ -191,7 +191,8 @@ class Session:
         """The measured trials, those whose verdict their steps could not decide (inconclusive,
         not enough steps) simulated again with their reference at twice the steps, paired on the
         same input, until decided, DOUBLINGS or MAX_TRIAL_STEPS, or the session's simulations
-        would pass `budget`. `ref_change` is what makes `ref_run_id` from the origin (Change() for
+        would pass `budget` (a derived-limits trial costs 2, as in tune's budget: its limits are derived
+        again from the longer run). `ref_change` is what makes `ref_run_id` from the origin (Change() for
         the origin itself). A decided trial keeps its change and its run (what tune goes on from);
         its verdict and figures are those of the longer pair, named in decided_runs."""
         out = list(measured)
@@ -201,7 +202,8 @@ class Session:
             longer = min(steps * 2, MAX_TRIAL_STEPS)
             if not pending or longer <= steps:
                 break
-            if budget is not None and self.simulations + len(pending) + 1 > budget:
+            cost = 1 + sum(2 if out[i].change.derive_limits else 1 for i in pending)  # the reference, each trial
+            if budget is not None and self.simulations + cost > budget:
                 break
             steps = longer
             more = Change({"steps": steps})

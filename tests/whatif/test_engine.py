@@ -235,6 +235,8 @@ def test_a_trial_too_short_to_decide_is_decided_on_longer_runs(tmp_path: Path) -
         (short,) = session.measure([PREFETCH], origin)
         assert short.verdict == "not enough steps" and short.ci_low is None
         assert session.decide([short], Change(), origin, budget=session.simulations + 1) == [short]  # no room
+        derived = dataclasses.replace(short, change=Change({}, derive_limits=True))  # costs 2: derive, then simulate
+        assert session.decide([derived], Change(), origin, budget=session.simulations + 2) == [derived]
         (decided,) = session.decide([short], Change(), origin)
         ref_name, trial_name = decided.decided_runs
         ref8, trial8 = store.resolve_run(ref_name), store.resolve_run(trial_name)
