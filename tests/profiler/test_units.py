@@ -38,6 +38,9 @@ def test_format_bytes(n, text):
         (982_300_000, "ps", "982 µs"),
         (1_200_000, "step_ps", "1.2 µs"),
         (3 << 30, "bytes", "3 GiB"),
+        (7.886, "ratio", "7.89×"),
+        (7.886, "x mean partition load", "7.89× mean partition load"),
+        (1234.5, "ratio", "1,234×"),
         (0.4213, "share", "42.1%"),
         (0.5, "share of step time", "50.0%"),
         (1234, "count", "1,234"),
@@ -73,6 +76,7 @@ def test_format_delta(base, cand, unit, text):
         ("hbm_peak_bytes", "bytes"),
         ("tc_share", "share"),
         ("skew_ratio", "share"),
+        ("max_over_mean", "ratio"),
         ("dropped_ids", "count"),
     ],
 )
