@@ -77,6 +77,14 @@ def format_si(n: float | int | None, unit: str) -> str:
     return f"{n:.3g} {unit}"
 
 
+def format_fine_share(value: float | int | None) -> str:
+    """A share that may be tiny (an allocator's fragmentation) as a percentage with the digits a small
+    one needs: 0.096%, 12.5%, 0.0%; the Memory page and `scprof analyze` write fragmentation with it."""
+    if _is_missing(value):
+        return MISSING
+    return f"{value:.3%}" if 0 < value < 0.01 else f"{value:.1%}"
+
+
 def format_ratio(value: float | int | None) -> str:
     """A ratio of two like quantities (a max over a mean, a limit over what was observed): three
     significant digits and a times sign, 7.89×; whole from 1000 on, 1,234×. Every surface (finding

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.units import format_bytes, format_delta, format_ps, format_value, unit_of
+from profiler.units import format_bytes, format_delta, format_fine_share, format_ps, format_value, unit_of
 
 
 @pytest.mark.parametrize(
@@ -82,3 +82,8 @@ def test_format_delta(base, cand, unit, text):
 )
 def test_unit_of_reads_the_unit_in_the_name(name, unit):
     assert unit_of(name) == unit
+
+
+@pytest.mark.parametrize("v, text", [(None, "-"), (0.0, "0.0%"), (0.000282813, "0.028%"), (0.125, "12.5%")])
+def test_format_fine_share_keeps_the_digits_a_small_share_needs(v, text):
+    assert format_fine_share(v) == text
