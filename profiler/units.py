@@ -12,6 +12,7 @@ a terminal escape sequence can neither forge output lines nor drive the terminal
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 MISSING = "-"  # how an absent figure reads
@@ -83,6 +84,19 @@ def format_fine_share(value: float | int | None) -> str:
     if _is_missing(value):
         return MISSING
     return f"{value:.3%}" if 0 < value < 0.01 else f"{value:.1%}"
+
+
+TPU_KINDS = frozenset({"tensorcore", "sparsecore", "sc_tile"})  # tracks.kind of a TPU's cores
+
+
+def memory_word(kinds: Iterable[str]) -> str:
+    """What a run's device memory is called for people, from its device tracks' kinds (tracks.kind):
+    "HBM" on a TPU (TensorCore or SparseCore tracks, or no device track at all: an emulated run's
+    counters, a failed compile), "device memory" on a GPU or CPU run. Every surface words memory by
+    it (the Overview's cards, the Memory and Compare pages, the analyzers' notes, `scprof analyze`);
+    stored names keep theirs (hbm_peak_bytes, the "HBM heap" counters)."""
+    device = set(kinds) - {"counter", "host"}
+    return "HBM" if not device or device & TPU_KINDS else "device memory"
 
 
 def format_ratio(value: float | int | None) -> str:

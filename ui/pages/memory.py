@@ -121,8 +121,10 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
         ((f["requested_bytes"], figures.failure_needed_label(f)) for f in failed if f["memory"] == "SPMEM"), None
     )
     series = ui_data.counters(store, run)
+    word = ui_data.memory_word(store, run)  # HBM on a TPU, device memory on a GPU or CPU
     if not series:
-        parts.append(render.empty("This run records no memory counters (HBM heap/stack, SPMEM, ...)."))
+        what = "HBM heap/stack, SPMEM, ..." if word == "HBM" else "device memory, allocator statistics, ..."
+        parts.append(render.empty(f"This run records no memory counters ({what})."))
         return html.Div(parts)
     names = ui_data.chip_names(store, run)
     window = ui_data.steps_window(store, run, steps) if steps[1] >= steps[0] else None
@@ -180,7 +182,8 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     elif allocators:  # a GPU capture: its device memory is its allocators'
         parts.append(allocator_section(store, run, allocators, series, names))
     else:
-        parts.append(render.empty("No HBM counters recorded for the chosen chips."))
+        noun = ui_data.device_noun(names)
+        parts.append(render.empty(f"No {word} counters recorded for the chosen {noun}s."))
     peaks = ui_data.hbm_peaks(store, run)
     if peaks:
         parts.append(peak_section(peaks, names, cap))
