@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from profiler import sqltree
 from profiler.store import Store
+from profiler.units import memory_word
 
 # The tree modules whose macros every context installs on its connection (TEMP: the connection's own).
 MACRO_MODULES = ("analysis.base",)
@@ -78,6 +79,12 @@ class RunContext:
         """Median step time over the counted steps, or None for a run without steps."""
         col = self.counted_step_ps()
         return float(np.median(col.to_numpy(zero_copy_only=False))) if len(col) else None
+
+    def memory_word(self) -> str:
+        """What the run's device memory is called for people: HBM on a TPU, device memory on a GPU or CPU."""
+        return self.memo(
+            "memory_word", lambda: memory_word(self.sql("analysis.run.device_kinds").column("kind").to_pylist())
+        )
 
     def hardware(self, key: str) -> Any:
         """A hardware fact from the run's header, or None when the trace lacks it."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -171,12 +172,14 @@ def spread_severity(severity: str, values: Any, critical_level: float) -> str:
     return severity
 
 
-def spread_text(dist: dict[str, Any], median_format: str, over: str) -> str:
+def spread_text(dist: dict[str, Any], median_format: str | Callable[[Any], str], over: str) -> str:
     """ "median step M; in k of n steps over X" for a title: the median formatted by
-    `median_format` (e.g. "{:.0%}"), `over` the threshold as the title shows it; "" without steps."""
+    `median_format` (a format string, e.g. "{:.0%}", or a formatter such as profiler.units'
+    format_ratio), `over` the threshold as the title shows it; "" without steps."""
     if not dist["steps"]:
         return ""
-    return f"median step {median_format.format(dist['median'])}; in {dist['steps_affected']} of {dist['steps']} steps over {over}"
+    fmt = median_format.format if isinstance(median_format, str) else median_format
+    return f"median step {fmt(dist['median'])}; in {dist['steps_affected']} of {dist['steps']} steps over {over}"
 
 
 def severity_rank(f: Finding) -> int:

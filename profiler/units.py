@@ -12,6 +12,7 @@ a terminal escape sequence can neither forge output lines nor drive the terminal
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 MISSING = "-"  # how an absent figure reads
@@ -77,13 +78,45 @@ def format_si(n: float | int | None, unit: str) -> str:
     return f"{n:.3g} {unit}"
 
 
+def format_fine_share(value: float | int | None) -> str:
+    """A share that may be tiny (an allocator's fragmentation) as a percentage with the digits a small
+    one needs: 0.096%, 12.5%, 0.0%; the Memory page and `scprof analyze` write fragmentation with it."""
+    if _is_missing(value):
+        return MISSING
+    return f"{value:.3%}" if 0 < value < 0.01 else f"{value:.1%}"
+
+
+TPU_KINDS = frozenset({"tensorcore", "sparsecore", "sc_tile"})  # tracks.kind of a TPU's cores
+
+
+def memory_word(kinds: Iterable[str]) -> str:
+    """What a run's device memory is called for people, from its device tracks' kinds (tracks.kind):
+    "HBM" on a TPU (TensorCore or SparseCore tracks, or no device track at all: an emulated run's
+    counters, a failed compile), "device memory" on a GPU or CPU run. Every surface words memory by
+    it (the Overview's cards, the Memory and Compare pages, the analyzers' notes, `scprof analyze`);
+    stored names keep theirs (hbm_peak_bytes, the "HBM heap" counters)."""
+    device = set(kinds) - {"counter", "host"}
+    return "HBM" if not device or device & TPU_KINDS else "device memory"
+
+
+def format_ratio(value: float | int | None) -> str:
+    """A ratio of two like quantities (a max over a mean, a limit over what was observed): three
+    significant digits and a times sign, 7.89×; whole from 1000 on, 1,234×. Every surface (finding
+    titles, their headline figure, evidence, the Overview's cards) writes a ratio with it."""
+    if _is_missing(value):
+        return MISSING
+    return f"{value:,.0f}×" if abs(value) >= 1000 else f"{value:.3g}×"
+
+
 def unit_of(name: str) -> str:
-    """The unit a figure's name implies (units in names: `_ps`, `_bytes`, `_share`)."""
+    """The unit a figure's name implies (units in names: `_ps`, `_bytes`, `_share`, `_over_`)."""
     n = name.lower()
     if n.endswith("_ps") or n.endswith("ps_mean") or "_ps_per_" in n:
         return "ps"
     if "bytes" in n:
         return "bytes"
+    if "_over_" in n and "share" not in n:  # max_over_mean: a ratio (×), as evidence_unit reads it
+        return "ratio"
     if "share" in n or "ratio" in n or "fraction" in n or n.endswith("_pct"):
         return "share"
     return "count"
@@ -105,6 +138,8 @@ def format_value(value: Any, unit: str) -> str:
         return f"{value:.3g} FLOP/byte"
     if "share" in unit:
         return f"{value:.1%}"
+    if unit == "ratio" or unit == "x" or unit.startswith("x "):  # "x mean partition load": 7.89× mean ...
+        return format_ratio(value) + ("" if unit == "ratio" else unit[1:])
     if unit in ("index", "text"):  # a step, core or minibatch number, or a name: as it is
         return str(value)
     if unit in ("count", "") and isinstance(value, int | float):
@@ -261,7 +296,7 @@ def format_evidence(key: str, value: Any, start_ps: int | float = 0) -> str:
         if unit in ("ps", "bytes", "share"):
             return format_value(value, unit)
         if unit == "ratio":
-            return f"{value:,.0f}×" if abs(value) >= 1000 else f"{value:.3g}×"
+            return format_ratio(value)
         return _plain_number(value)
     if isinstance(value, dict):
         return ", ".join(f"{evidence_label(k)} {format_evidence(k, v, start_ps)}" for k, v in value.items())

@@ -8,7 +8,18 @@ from typing import Any
 from analyzers.compare import Comparison
 from analyzers.findings import Finding, fix_text, group_findings
 from analyzers.registry import RunReport
-from profiler.units import ci_text, escape_control, evidence_items, format_ps, format_value, text_table
+from analyzers.rules.allocations import allocator_rows
+from profiler.units import (
+    ci_text,
+    escape_control,
+    evidence_items,
+    format_bytes,
+    format_evidence,
+    format_fine_share,
+    format_ps,
+    format_value,
+    text_table,
+)
 
 SEVERITY_MARK = {"critical": "[CRITICAL]", "warning": "[WARNING]", "info": "[info]"}
 
@@ -94,6 +105,7 @@ def render_report(report: RunReport) -> str:
             )
             + (f"  (share of {top[0]['track_kind']} self time)" if len(kinds) == 1 else "")
         )
+    out += memory_lines(report)
     out.append("")
     if not report.findings:
         lacking = sum(1 for a in report.analyses.values() if a.notes)
@@ -123,6 +135,68 @@ def render_report(report: RunReport) -> str:
     if notes:
         out += ["", "Not analysed (data the run lacks):"] + [f"  - {n}" for n in notes]
     return "\n".join(out)
+
+
+LIVE_SHOWN = 5  # largest allocations live at the peak listed (the analyzer keeps more: --json)
+
+
+def memory_lines(report: RunReport) -> list[str]:
+    """The memory profile from the allocators' events (the allocations analyzer's stored figures,
+    as the Memory page's device memory section shows them): the device peak with its allocator and
+    time, each allocator's peak, allocations and fragmentation at its peak, and the largest
+    allocations live at the peak; [] for a run without allocator events."""
+    rows = allocator_rows(report.analyses.get("allocations"))
+    peak = report.analyses["allocations"].figures.get("device_peak_bytes") if rows else None
+    if not rows:
+        return []
+    start_ps = report.run.get("first_ps") or 0
+    hosts = len({a["host"] for a in rows})
+
+    def label(a: dict[str, Any]) -> str:
+        return a["allocator"] + (f" on {a['host']}" if hosts > 1 and a["host"] else "")
+
+    out = ["", "device memory (allocators' events; the Memory page):"]
+    top = rows[0] if peak is not None else None  # device allocators first, the highest peak first
+    if top is not None:
+        out.append(
+            f"  peak  {format_bytes(peak)} ({peak:,} B) allocated by {label(top)}, "
+            f"{format_evidence('peak_ts_ps', top['peak_ts_ps'], start_ps)}; "
+            f"{top['live_at_peak']:,} allocations live then hold {format_bytes(top['live_at_peak_bytes'])}, "
+            f"{format_bytes(top['unattributed_at_peak_bytes'])} was held since before the capture"
+        )
+    table = text_table(
+        [
+            "allocator",
+            "kind",
+            "peak allocated",
+            "at (from the run's start)",
+            "allocations",
+            "frees",
+            "fragmentation at peak",
+        ],
+        [
+            [
+                label(a),
+                str(a["device_kind"]),
+                format_value(a["peak_bytes"], "bytes"),
+                format_ps(a["peak_ts_ps"] - start_ps) if a["peak_ts_ps"] is not None else format_ps(None),
+                format_value(a["allocations"], "count"),
+                format_value(a["deallocations"], "count"),
+                format_fine_share(a["fragmentation_at_peak_ratio"]),
+            ]
+            for a in rows
+        ],
+    )
+    out += ["  " + line for line in table.split("\n")]
+    if top is not None and top.get("largest_live"):
+        live = top["largest_live"][:LIVE_SHOWN]
+        out.append("  largest allocations live at that peak:")
+        out += [
+            f"    {format_bytes(x['bytes']):>10}  {x.get('tf_op') or '-'}"
+            + (f"  {x['shape']}" if x.get("shape") else "")
+            for x in live
+        ]
+    return [escape_control(line) for line in out]
 
 
 def more_like_this(group: list[Finding], shown: int = 12) -> str:

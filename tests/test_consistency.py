@@ -23,10 +23,12 @@ from exporters.perfetto import BREAKDOWN_CATEGORY, write_trace
 from exporters.perfetto.validate import read_trace
 from profiler.store import Store
 from scprof.cli import main
+from tests.ui.test_data import text_of
 from tests.xplane.test_wild_captures import CAPTURES as WILD_CAPTURES
 from tests.xplane.test_wild_captures import ingest_path
 from ui import data
 from ui import figures as ui_figures
+from ui.pages.overview import render_overview, render_overview_analysis
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted((ROOT / "configs").glob("*.toml"))
@@ -46,6 +48,7 @@ CAPTURES = {
     **{f"wild_{n}": Path(ingest_path(n)) for n in WILD_CAPTURES},
 }
 STEPS = 6
+DEVICE_KINDS = "SELECT DISTINCT kind FROM tracks WHERE run_id = ? AND chip >= 0 AND kind NOT IN ('counter', 'host')"
 REL = 1e-9  # shares and means computed in another order differ in the last bits only
 
 
@@ -163,7 +166,7 @@ def kpis(store: Store, run: int) -> dict[str, float | None]:
 
 def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
     base = runs["baseline"]["run_id"]
-    checked = 0
+    checked = no_hbm_words = 0
     with Store.open(db, read_only=True) as store:
         for name, listed in runs.items():
             run = listed["run_id"]
@@ -175,10 +178,25 @@ def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
             k = kpis(store, run)
             assert data.timed_steps(store, run) == listed["steps"], name  # every page's header: runs' steps
             hbm = data.hbm_peak(store, run)
+            # memory is "HBM" on a TPU (or a run whose tracks name no device), "device memory" on a GPU
+            # or CPU run, from the run's device tracks' kinds (read here, not through the product)
+            kinds = {r["kind"] for r in store.rows(DEVICE_KINDS, [run])}
+            tpu = not kinds or bool(kinds & {"tensorcore", "sparsecore", "sc_tile"})
+            word = "HBM" if tpu else "device memory"
+            assert data.memory_word(store, run) == word, name
+            peak = k[f"{word} peak"]
+            allocators = figures.get("allocations", {}).get("device_peak_bytes")
             if "memory" in figures and "hbm_peak_bytes" in figures["memory"]:
-                assert figures["memory"]["hbm_peak_bytes"] == k["HBM peak"] == hbm["peak"], name
-            else:
-                assert k["HBM peak"] is None and hbm is None, name
+                assert figures["memory"]["hbm_peak_bytes"] == peak == hbm["peak"], name
+            else:  # no memory counters: the allocators' peak (a GPU capture), else none
+                assert peak == allocators and hbm is None, name
+            if not tpu:  # a GPU or CPU run says device memory on every surface, never HBM
+                analyze_text = cli("analyze", name, "--db", db)
+                state = {"run": run, "steps": list(data.clamp_steps(data.step_bounds(store, run), None))}
+                overview_text = text_of(render_overview(store, state)) + text_of(render_overview_analysis(store, state))
+                for where, text in (("analyze", analyze_text), ("overview", overview_text), ("cards", str(list(k)))):
+                    assert "HBM" not in text, (name, where, text[text.find("HBM") - 80 : text.find("HBM") + 40])
+                no_hbm_words += 1
             mb = figures.get("minibatching", {})
             # a run without SparseCores (the CPU captures) has no such card: the figure is absent both ways
             assert mb.get("minibatches_per_step_mean") == k.get("SC minibatches per step"), name
@@ -252,6 +270,7 @@ def test_every_figure_is_the_same_everywhere(db, runs, tmp_path):
                 assert exported[c] == pytest.approx(share[c], rel=REL), (name, c)
             checked += 1
     assert checked >= len(CONFIGS) - 2 + 10  # every recorded run that compiled, and the captures with steps
+    assert no_hbm_words >= 5  # the GPU and CPU captures
 
 
 def test_a_run_without_steps_is_refused_by_name_everywhere(db, runs):

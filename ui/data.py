@@ -15,7 +15,7 @@ import pyarrow as pa
 from analyzers import runstats
 from analyzers.registry import RunReport
 from analyzers.rules.breakdown import step_stats
-from profiler import sqltree, stdlib
+from profiler import sqltree, stdlib, units
 from profiler.errors import ScprofError, StoreError
 from profiler.stdlib import HBM_COUNTERS
 from profiler.store import Store
@@ -213,14 +213,42 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
     info = run_info(store, run_id)
     mem = hbm_peak(store, run_id)
     cap = info.get("hbm_bytes")
+    word = memory_word(store, run_id)  # HBM on a TPU, device memory on a GPU or CPU
     if mem is None:
-        kpis.append(Kpi("HBM peak", None, "bytes", "no HBM counters recorded"))
+        # without memory counters, the allocators' peak (a GPU capture's memory profile) if any:
+        # the figure the analyzers' cards then leave to this one (figures.ALLOCATOR_PEAK)
+        alloc = allocator_peak(store, run_id)
+        if alloc is None:
+            kpis.append(Kpi(f"{word} peak", None, "bytes", f"no {word} counters recorded"))
+        else:
+            kpis.append(Kpi(f"{word} peak", alloc, "bytes", ALLOCATOR_PEAK_DETAIL, "allocations.device_peak_bytes"))
     else:
         detail = f"per chip: the highest, chip {mem['chip']}, over the whole run; " + (
             f"of {format_bytes(cap)} capacity" if cap else "capacity unknown"
         )
-        kpis.append(Kpi("HBM peak", mem["peak"], "bytes", detail, "memory.hbm_peak_bytes"))
+        kpis.append(Kpi(f"{word} peak", mem["peak"], "bytes", detail, "memory.hbm_peak_bytes"))
     return kpis
+
+
+ALLOCATOR_PEAK_DETAIL = "the highest device allocator's bytes allocated, whole capture (Memory page)"
+
+
+def allocator_peak(store: Store, run_id: int) -> int | None:
+    """The allocations analyzer's device peak (figures allocations.device_peak_bytes): a run's
+    memory peak from its allocators' events, None without them."""
+    a = analysis(store, run_id).analyses.get("allocations")
+    return (a.figures or {}).get("device_peak_bytes") if a is not None else None
+
+
+def memory_word(store: Store, run_id: int) -> str:
+    """What the run's device memory is called for people (profiler.units.memory_word, from its device
+    tracks' kinds): "HBM" on a TPU, "device memory" on a GPU or CPU; every page words memory by it."""
+
+    def compute() -> str:
+        kinds = sqltree.query(store.con, "analysis.run.device_kinds", run=run_id).column("kind").to_pylist()
+        return units.memory_word(kinds)
+
+    return run_memo(store, run_id, "memory_word", (), compute)
 
 
 CHIP_PREFIX = {

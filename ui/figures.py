@@ -9,7 +9,7 @@ from typing import Any
 
 from analyzers.registry import RunReport
 from profiler.units import unit_of
-from ui.data import Kpi
+from ui.data import ALLOCATOR_PEAK_DETAIL, Kpi
 
 # The analyzers' figures the Overview names: dotted path under `scprof analyze --json`'s
 # "figures" -> (label, scope). A scope's "{covers}" is the breakdown's counted steps. Figures not
@@ -38,10 +38,7 @@ FIGURE_TEXT: dict[str, tuple[str, str]] = {
     "minibatching.tables": ("table stacks with SparseCore statistics", "stacked tables count as one"),
     "minibatching.tables_minibatched": ("table stacks split into minibatches", "a step split into more than one"),
     "memory.hbm_peak_share": ("HBM peak, share of capacity", "per chip: the highest chip, whole run"),
-    "allocations.device_peak_bytes": (
-        "device memory peak (allocators)",
-        "the highest device allocator's bytes allocated, whole capture (Memory page)",
-    ),
+    "allocations.device_peak_bytes": ("device memory peak (allocators)", ALLOCATOR_PEAK_DETAIL),
     "stacking.tables": ("embedding tables", "in the compiled table layout"),
     "stacking.stacks": ("table stacks", "in the compiled table layout"),
     "stacking.padded_bytes": ("embedding tables, padded size", "all tables, summed over chips"),
@@ -131,13 +128,13 @@ def analysis_kpis(report: RunReport) -> tuple[list[Kpi], list[Kpi]]:
     rest = [
         k
         for p, _ in _scalars(figures)
-        if p not in shown and not _shown_elsewhere(p) and (k := figure_kpi(figures, p)) is not None
+        if p not in shown and not _shown_elsewhere(p, figures) and (k := figure_kpi(figures, p)) is not None
     ]
     return head, rest
 
 
-# Figures the Overview shows elsewhere: its first row (step times, minibatches, dropped IDs, HBM
-# peak) and the step-time split chart (the breakdown's shares); and counts of steps (in scopes).
+# Figures the Overview shows elsewhere: its first row (step times, minibatches, dropped IDs, the
+# memory peak) and the step-time split chart (the breakdown's shares); and counts of steps (in scopes).
 ELSEWHERE = (
     "breakdown.steps",
     "breakdown.steps_recorded",
@@ -147,7 +144,14 @@ ELSEWHERE = (
 )
 
 
-def _shown_elsewhere(path: str) -> bool:
+# A run without memory counters shows its allocators' peak in the first row's memory card instead
+# (ui.data's overview_kpis: "device memory peak" on a GPU capture).
+ALLOCATOR_PEAK = "allocations.device_peak_bytes"
+
+
+def _shown_elsewhere(path: str, figures: dict[str, Any]) -> bool:
+    if path == ALLOCATOR_PEAK:
+        return figure_at(figures, "memory.hbm_peak_bytes") is None
     return path in ELSEWHERE or path.startswith(("breakdown.step_ps_", "breakdown.share."))
 
 

@@ -15,6 +15,8 @@ says what is missing unless the run has HBM counters).
 
 from __future__ import annotations
 
+from typing import Any
+
 from analyzers.context import RunContext
 from analyzers.findings import Analysis
 
@@ -38,3 +40,18 @@ def analyze(ctx: RunContext) -> Analysis:
         "device_peak_bytes": max(device) if device else None,
     }
     return result
+
+
+def allocator_rows(analysis: Any) -> list[dict[str, Any]]:
+    """The allocations analyzer's allocators (figures `allocations.allocators`), device ones first
+    by peak, then the host's, then those of an unknown device; [] for a run without allocator events."""
+    rows = list(((analysis.figures if analysis is not None else {}) or {}).get("allocators") or [])
+    kinds = ("device", "host")
+    return sorted(
+        rows,
+        key=lambda a: (
+            kinds.index(a["device_kind"]) if a["device_kind"] in kinds else 2,
+            -(a["peak_bytes"] or 0),
+            a["allocator"],
+        ),
+    )

@@ -20,7 +20,7 @@ from profiler import sqltree
 from profiler.units import format_value
 
 NAME = "memory"
-QUESTION = "How close do HBM heap and stack come to the chip's capacity, and what drives the peak?"
+QUESTION = "How close do the heap and stack in device memory come to its capacity, and what drives the peak?"
 
 WARN_SHARE = 0.85
 CRITICAL_SHARE = 0.95
@@ -103,7 +103,8 @@ def analyze(ctx: RunContext) -> Analysis:
     rows = peaks.to_pylist()
     estimate = stack_estimate(ctx)
     if not any(r["hbm_peak_bytes"] is not None for r in rows):
-        result.notes.append("the run recorded no memory counters (HBM heap/stack) in bytes")
+        what = "memory counters (HBM heap/stack)" if ctx.memory_word() == "HBM" else "device memory counters"
+        result.notes.append(f"the run recorded no {what} in bytes")
         return result
     capacity = ctx.hardware("hbm_bytes")
     if not capacity:

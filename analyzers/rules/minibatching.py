@@ -27,7 +27,7 @@ from analyzers.findings import (
 )
 from analyzers.rules import spmem
 from profiler import sqltree
-from profiler.units import format_value
+from profiler.units import format_ratio, format_value
 
 NAME = "minibatching"
 QUESTION = "Do compiled limits split steps into SparseCore minibatches, and what limits would avoid it?"
@@ -205,7 +205,7 @@ def _oversized(ctx: RunContext, rows: list[dict]) -> Finding | None:
         rule="oversized_limits",
         severity="warning" if share >= OVERSIZED_WARNING_SHARE else "info",
         title=(
-            f"{which}: compiled limits up to {ratio:.1f}x the largest load a partition received; "
+            f"{which}: compiled limits up to {format_ratio(ratio)} the largest load a partition received; "
             f"the empty buffer slots cost up to {format_value(share, 'share')} of the step"
         ),
         metric="empty_slot_share_of_step",

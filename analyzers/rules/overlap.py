@@ -17,7 +17,7 @@ from analyzers.findings import Analysis, Finding, make_fix
 from analyzers.rules import idle_gaps
 from analyzers.rules.breakdown import timeline_splits
 from profiler import sqltree
-from profiler.units import format_value
+from profiler.units import format_ratio, format_value
 
 NAME = "overlap"
 QUESTION = "Do SparseCore and TensorCore work overlap (pipelining), or does each wait for the other?"
@@ -138,7 +138,7 @@ def _low_overlap(
     # the step, the floor the finding sets for TensorCore work) that no better overlap could save more
     sc_bound = not collective_bound and sc > tc and (share >= NEAR_BOUND * bound or (tc - ov) / total < BUSY_ENOUGH)
     why = (
-        f"the SparseCore work is {sc / tc:.1f}x the TensorCore work it could hide behind, so at most {bound:.0%} of "
+        f"the SparseCore work is {format_ratio(sc / tc)} the TensorCore work it could hide behind, so at most {bound:.0%} of "
         "it can overlap: the step is SparseCore-bound. Shorten the SparseCore work instead (the SparseCore findings: "
         "limits and minibatches, stacking, padding, skew)"
         if sc_bound

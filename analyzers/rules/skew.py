@@ -38,6 +38,7 @@ from analyzers.findings import (
 )
 from analyzers.rules import idle_gaps
 from profiler import sqltree
+from profiler.units import format_ratio
 
 NAME = "skew"
 QUESTION = "Are some SparseCore partitions overloaded by hot IDs while others idle?"
@@ -147,9 +148,13 @@ def analyze(ctx: RunContext) -> Analysis:
                 rule="sc_load_skew",
                 severity=severity,
                 title=(
-                    f"Table {r['table_name']}: the hottest SparseCore partition gets {r['max_over_mean']:.1f}x "
+                    f"Table {r['table_name']}: the hottest SparseCore partition gets {format_ratio(r['max_over_mean'])} "
                     f"the mean load (chip {chip}, SparseCore {sc} hottest in {r['persistence']:.0%} of steps"
-                    + (f"; {spread}" if (spread := spread_text(dist, "{:.1f}x", f"{COSTLY_MAX_OVER_MEAN}x")) else "")
+                    + (
+                        f"; {spread}"
+                        if (spread := spread_text(dist, format_ratio, format_ratio(COSTLY_MAX_OVER_MEAN)))
+                        else ""
+                    )
                     + ")"
                 ),
                 metric="max_over_mean_ids",

@@ -23,7 +23,7 @@ from profiler import sqltree
 from profiler.units import format_value
 
 NAME = "utilization"
-QUESTION = "How much of the capture does each device sit idle, and what bounds it (compute, HBM, collectives, host)?"
+QUESTION = "How much of the capture does each device sit idle, and what bounds it (compute, memory bandwidth, collectives, host)?"
 
 IDLE_SHARE = 0.10  # idle over the capture's span above this share, in a run without steps, is a finding
 CRITICAL_IDLE_SHARE = 0.40

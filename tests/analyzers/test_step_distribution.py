@@ -238,4 +238,4 @@ def test_sparsecore_findings_count_the_counted_steps_they_affect(tmp_path):
     ratios = [max(ids[s]) / (sum(ids[s]) / 4) for s in counted]
     assert sk.evidence["steps_affected"] == sum(r > 1.25 for r in ratios) == 2
     assert sk.evidence["per_step_median_max_over_mean"] == statistics.median(ratios)
-    assert f"in 2 of {n} steps over 1.25x" in sk.title
+    assert f"in 2 of {n} steps over 1.25×" in sk.title

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from profiler.units import format_bytes, format_delta, format_ps, format_value, unit_of
+from profiler.units import format_bytes, format_delta, format_fine_share, format_ps, format_value, unit_of
 
 
 @pytest.mark.parametrize(
@@ -38,6 +38,9 @@ def test_format_bytes(n, text):
         (982_300_000, "ps", "982 µs"),
         (1_200_000, "step_ps", "1.2 µs"),
         (3 << 30, "bytes", "3 GiB"),
+        (7.886, "ratio", "7.89×"),
+        (7.886, "x mean partition load", "7.89× mean partition load"),
+        (1234.5, "ratio", "1,234×"),
         (0.4213, "share", "42.1%"),
         (0.5, "share of step time", "50.0%"),
         (1234, "count", "1,234"),
@@ -73,8 +76,14 @@ def test_format_delta(base, cand, unit, text):
         ("hbm_peak_bytes", "bytes"),
         ("tc_share", "share"),
         ("skew_ratio", "share"),
+        ("max_over_mean", "ratio"),
         ("dropped_ids", "count"),
     ],
 )
 def test_unit_of_reads_the_unit_in_the_name(name, unit):
     assert unit_of(name) == unit
+
+
+@pytest.mark.parametrize("v, text", [(None, "-"), (0.0, "0.0%"), (0.000282813, "0.028%"), (0.125, "12.5%")])
+def test_format_fine_share_keeps_the_digits_a_small_share_needs(v, text):
+    assert format_fine_share(v) == text

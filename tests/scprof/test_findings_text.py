@@ -25,7 +25,9 @@ from scprof.cli import main
 from tests.ui.dashkit import walk, with_class
 from tests.ui.test_data import text_of
 from ui import data, render
+from ui import figures as ui_figures
 from ui.pages.findings import render_findings
+from ui.pages.overview import card as overview_card
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "configs").glob("*.toml"))
@@ -193,3 +195,31 @@ def test_a_title_quotes_its_share_as_the_finding_card_shows_it(runs):
                 assert shown in f.title, (name, f.rule, f.title)
                 quoted += 1
     assert quoted >= 8
+
+
+def test_a_ratio_reads_the_same_in_the_title_on_the_cards_and_in_analyze(db, runs):
+    """A skew's max / mean is one quantity: the finding's title, its headline figure (on `analyze`'s
+    figure line and the UI's finding card, the Overview's too) and the Overview's figure card of the
+    same table (skew.tables.<t>.max_over_mean) all print it as three significant digits and a times
+    sign (7.89×, as ratios in evidence read), computed here, not "7.9x" in one place and "7.886 x" in another."""
+    with Store.open(db, read_only=True) as store:
+        for name in ("skewed_ids",):
+            run, findings = runs[name]
+            printed = cli("analyze", name, "--db", db)
+            cards = {
+                k.source: overview_card(k)["value"]
+                for k in sum(ui_figures.analysis_kpis(data.analysis(store, run)), [])
+            }
+            skew = [f for f in findings if f.rule == "sc_load_skew"]
+            assert skew, name
+            for f in skew:
+                shown = f"{f.value:.3g}×"  # the reference, computed here
+                assert f"gets {shown} the mean load" in f.title, (name, f.title)
+                assert format_value(f.value, f.unit) == f"{shown} mean partition load"
+                assert f"{f.metric} = {shown} mean partition load" in text_of(render.finding_card(f, run)), name
+                (table,) = f.entities["tables"]
+                assert cards[f"skew.tables.{table}.max_over_mean"] == shown, (name, table)
+            lead = skew[0] if len(skew) == 1 else min(skew, key=lambda f: (ALL.index(f.severity), -f.value))
+            assert f"  {lead.metric}: {lead.value:.3g}× mean partition load  (confidence" in printed, name
+            for line in printed.split("\n"):  # no other spelling of a ratio anywhere in the text
+                assert not re.search(r"\d(x| x)\b", line), (name, line)

@@ -64,6 +64,8 @@ def test_a_gpu_capture_shows_its_allocators(store):
         where = "host" if a["device_kind"] == "host" else names[a["chip"]]
         cells = shown[f"{a['allocator']} · {where} · {a['host']}"]
         assert cells[1] == format_value(a["peak_bytes"], "bytes") and cells[4] == f"{a['allocations']:,}"
+        first_ps = data.run_info(store, run)["first_ps"]  # times from the run's start, as `scprof analyze`'s
+        assert cells[2] == format_value(a["peak_ts_ps"] - first_ps, "ps") != format_value(a["peak_ts_ps"], "ps")
     g = graphs(page)
     device = g["memory-allocator-device-bytes"]
     assert device.layout.yaxis.ticksuffix == " GiB"

@@ -23,7 +23,7 @@ LACKING_ON_CPU = {
     "minibatching": "sc_partition_stats",
     "id_dropping": "sc_partition_stats",
     "skew": "sc_partition_stats",
-    "memory": "no memory counters",
+    "memory": "no device memory counters",  # a CPU run's word for its memory, not HBM
     "stacking": "no table layout",
 }
 

@@ -236,8 +236,10 @@ def _side_by_side_memory(store: Store, base: int, cand: int, bi: dict, ci: dict)
     contributors' bytes side by side with the change."""
     bp, cp = data.hbm_peak(store, base), data.hbm_peak(store, cand)
     sides = [(f"{role}: {info['name']}", p) for role, info, p in (("baseline", bi, bp), ("candidate", ci, cp)) if p]
+    words = {run: data.memory_word(store, run) for run in (base, cand)}  # HBM on a TPU, else device memory
     if not sides:
-        return render.section("Memory side by side", render.note("Neither run records HBM counters."))
+        word = words[base] if words[base] == words[cand] else "memory"
+        return render.section("Memory side by side", render.note(f"Neither run records {word} counters."))
     caps = {info.get("hbm_bytes") for info, p in ((bi, bp), (ci, cp)) if p and info.get("hbm_bytes")}
     names = list(dict.fromkeys(c for _, p in sides for c, v in p["parts"].items() if v))
 
@@ -256,7 +258,11 @@ def _side_by_side_memory(store: Store, base: int, cand: int, bi: dict, ci: dict)
             [
                 html.Div(
                     [render.graph(figure, id="compare-memory", height=230)]
-                    + [render.note(f"{i['name']} records no HBM counters.") for i, p in ((bi, bp), (ci, cp)) if not p]
+                    + [
+                        render.note(f"{i['name']} records no {words[run]} counters.")
+                        for run, i, p in ((base, bi, bp), (cand, ci, cp))
+                        if not p
+                    ]
                 ),
                 render.table(
                     rows,

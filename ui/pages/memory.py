@@ -14,8 +14,9 @@ import plotly.graph_objects as go
 from dash import html
 
 from analyzers.registry import analyze_run
+from analyzers.rules.allocations import allocator_rows
 from profiler.store import Store
-from profiler.units import format_value
+from profiler.units import format_fine_share, format_value
 from profiler.xspace.map_names import MEMORY_STATS
 from ui import data as ui_data
 from ui import figures, render, state
@@ -120,8 +121,10 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
         ((f["requested_bytes"], figures.failure_needed_label(f)) for f in failed if f["memory"] == "SPMEM"), None
     )
     series = ui_data.counters(store, run)
+    word = ui_data.memory_word(store, run)  # HBM on a TPU, device memory on a GPU or CPU
     if not series:
-        parts.append(render.empty("This run records no memory counters (HBM heap/stack, SPMEM, ...)."))
+        what = "HBM heap/stack, SPMEM, ..." if word == "HBM" else "device memory, allocator statistics, ..."
+        parts.append(render.empty(f"This run records no memory counters ({what})."))
         return html.Div(parts)
     names = ui_data.chip_names(store, run)
     window = ui_data.steps_window(store, run, steps) if steps[1] >= steps[0] else None
@@ -179,7 +182,8 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     elif allocators:  # a GPU capture: its device memory is its allocators'
         parts.append(allocator_section(store, run, allocators, series, names))
     else:
-        parts.append(render.empty("No HBM counters recorded for the chosen chips."))
+        noun = ui_data.device_noun(names)
+        parts.append(render.empty(f"No {word} counters recorded for the chosen {noun}s."))
     peaks = ui_data.hbm_peaks(store, run)
     if peaks:
         parts.append(peak_section(peaks, names, cap))
@@ -378,21 +382,6 @@ HOST_DASHES = ("solid", "dash", "dot", "dashdot")  # the allocators' lines of ea
 LIVE_SHOWN = 10  # largest live allocations listed per allocator (the analyzer keeps as many)
 
 
-def allocator_rows(analysis: Any) -> list[dict[str, Any]]:
-    """The allocations analyzer's allocators (figures `allocations.allocators`), device ones first
-    by peak, then the host's, then those of an unknown device; [] for a run without allocator events."""
-    rows = list(((analysis.figures if analysis is not None else {}) or {}).get("allocators") or [])
-    kinds = ("device", "host")
-    return sorted(
-        rows,
-        key=lambda a: (
-            kinds.index(a["device_kind"]) if a["device_kind"] in kinds else 2,
-            -(a["peak_bytes"] or 0),
-            a["allocator"],
-        ),
-    )
-
-
 def is_allocator_counter(c: dict[str, Any], allocators: set[tuple[str, str]]) -> bool:
     """A counter the ingest made from an allocator's stats ("<allocator> <stat>" on its host plane)."""
     name, _, stat = str(c["counter"]).rpartition(" ")
@@ -413,11 +402,6 @@ def allocator_label(a: dict[str, Any], names: dict[int, str], hosts: int) -> str
     return f"{a['allocator']} · {where}" + (f" · {a['host']}" if hosts > 1 and a["host"] else "")
 
 
-def _fragmentation(v: Any) -> str:
-    """A fragmentation ratio as a percentage with the digits a small one needs (0.028%)."""
-    return "—" if v is None else f"{v:.3%}" if v < 0.01 else f"{v:.1%}"
-
-
 def allocator_section(
     store: Store, run: int, allocators: list[dict[str, Any]], series: list[dict[str, Any]], names: dict[int, str]
 ) -> html.Section:
@@ -426,8 +410,14 @@ def allocator_section(
     own), and the largest allocations live at each allocator's peak."""
     hosts = len({a["host"] for a in allocators})
     labels = [allocator_label(a, names, hosts) for a in allocators]
+    start_ps = ui_data.run_info(store, run).get("first_ps") or 0  # times from the run's start, as `analyze`'s
     table_rows = [
-        {**a, "label": label, "fragmentation_text": _fragmentation(a["fragmentation_at_peak_ratio"])}
+        {
+            **a,
+            "label": label,
+            "fragmentation_text": format_fine_share(a["fragmentation_at_peak_ratio"]),
+            "peak_from_start_ps": a["peak_ts_ps"] - start_ps if a["peak_ts_ps"] is not None else None,
+        }
         for a, label in zip(allocators, labels, strict=True)
     ]
     table = render.table(
@@ -435,7 +425,7 @@ def allocator_section(
         [
             ("label", "allocator · device", "text"),
             ("peak_bytes", "peak allocated", "bytes"),
-            ("peak_ts_ps", "at", "ps"),
+            ("peak_from_start_ps", "at (from the run's start)", "ps"),
             ("peak_in_use_bytes", "allocator's peak in use", "bytes"),
             ("allocations", "allocations", "count"),
             ("deallocations", "frees", "count"),

@@ -189,7 +189,7 @@ def render_sparsecore(store: Store, st: dict[str, Any]) -> Any:
             y=d["skew"],
             name="skew (max / mean IDs per partition)",
             mode="lines+markers",
-            hovertemplate="step %{x}<br>skew %{y:.3f}× (1 = balanced)<extra></extra>",
+            hovertemplate="step %{x}<br>skew %{y:.3g}× (1 = balanced)<extra></extra>",
         )
     )
     sk.add_trace(

@@ -7,6 +7,13 @@
 -- @param run INTEGER The run (runs.run_id).
 SELECT * FROM runs WHERE run_id = $run;
 
+-- @query device_kinds
+-- The kinds of the run's device tracks (counters and host threads aside): what its device memory is called
+-- (profiler.units.memory_word: HBM on a TPU, device memory on a GPU or CPU).
+-- @param run INTEGER The run (runs.run_id).
+-- @column kind VARCHAR tracks.kind.
+SELECT DISTINCT kind FROM tracks WHERE run_id = $run AND chip >= 0 AND kind NOT IN ('counter', 'host') ORDER BY kind;
+
 -- @query step_times
 -- The run's rows of step_times, by step: each step's time on the slice and whether summaries count it.
 -- @param run INTEGER The run (runs.run_id).
