@@ -12,6 +12,7 @@ a terminal escape sequence can neither forge output lines nor drive the terminal
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -108,17 +109,31 @@ def format_ratio(value: float | int | None) -> str:
     return f"{value:,.0f}×" if abs(value) >= 1000 else f"{value:.3g}×"
 
 
+_STAT = r"(mean|median|p\d+|min|max|total)"  # a statistic after the unit: step_ps_p50 is in ps
+
+
 def unit_of(name: str) -> str:
-    """The unit a figure's name implies (units in names: `_ps`, `_bytes`, `_share`, `_over_`)."""
-    n = name.lower()
-    if n.endswith("_ps") or n.endswith("ps_mean") or "_ps_per_" in n:
-        return "ps"
-    if "bytes" in n:
-        return "bytes"
-    if "_over_" in n and "share" not in n:  # max_over_mean: a ratio (×), as evidence_unit reads it
-        return "ratio"
-    if "share" in n or "ratio" in n or "fraction" in n or n.endswith("_pct"):
+    """The unit a figure's or an evidence key's name says (units in names: the suffix, or the unit
+    then a statistic, `step_ps_p50`), the one reading for every surface: 'ts' (a time from the run's
+    start: `_ts_ps`, `_at_ps`), 'flop_per_byte', 'flop_per_s', 'bytes_per_s', 'flop', 'share' (`_share`,
+    `share_of_`, `_share_<what of>`), 'ratio' (`_ratio`, `_over_`: ×), 'ps', 'bytes' (also
+    `bytes_accessed`), else 'count'."""
+    k = name.lower()
+    if k.endswith("_ts_ps") or k.endswith("_at_ps") or k == "ts_ps":
+        return "ts"
+    for unit in ("flop_per_byte", "flop_per_s", "bytes_per_s"):
+        if k == unit or k.endswith("_" + unit):
+            return unit
+    if k == "flops" or k.endswith("_flops"):
+        return "flop"
+    if k == "share" or k.endswith("_share") or k.startswith("share_of_") or "_share_" in k:
         return "share"
+    if k.endswith("_ratio") or "_over_" in k:
+        return "ratio"
+    if k == "ps" or k.endswith("_ps") or "_ps_per_" in k or re.search(rf"_ps_{_STAT}$", k):
+        return "ps"
+    if k == "bytes" or k.endswith("_bytes") or "_bytes_per_" in k or re.search(rf"(^|_)bytes_(accessed|{_STAT})$", k):
+        return "bytes"
     return "count"
 
 
@@ -136,6 +151,8 @@ def format_value(value: Any, unit: str) -> str:
         return format_si(value, "FLOP/s")
     if unit == "flop_per_byte":
         return f"{value:.3g} FLOP/byte"
+    if unit == "bytes_per_s":
+        return format_bytes(value) + "/s"
     if "share" in unit:
         return f"{value:.1%}"
     if unit == "ratio" or unit == "x" or unit.startswith("x "):  # "x mean partition load": 7.89× mean ...
@@ -236,23 +253,6 @@ def _words(stem: str) -> str:
     return " ".join(_WORDS.get(w, w) for w in stem.split("_") if w)
 
 
-def evidence_unit(key: str) -> str:
-    """How an evidence key's value is formatted, from its unit suffix alone: 'ts' (a time from the
-    run's start), 'ps', 'bytes', 'share', 'ratio' or 'count'."""
-    k = key.lower()
-    if k.endswith("_ts_ps") or k.endswith("_at_ps") or k == "ts_ps":
-        return "ts"
-    if k.startswith("share_of_") or "_share_of_" in k or k.endswith("_share") or k == "share":
-        return "share"
-    if k.endswith("_ratio") or "_over_" in k:
-        return "ratio"
-    if k.endswith("_ps") or "_ps_per_" in k or k == "ps":
-        return "ps"
-    if k.endswith("_bytes") or "_bytes_per_" in k or k == "bytes":
-        return "bytes"
-    return "count"
-
-
 def evidence_label(key: str) -> str:
     """A key as words: `peak_ts_ps` -> 'peak at', `hbm_peak_bytes` -> 'HBM peak',
     `estimated_overhead_ps_per_step` -> 'estimated overhead per step'."""
@@ -262,6 +262,12 @@ def evidence_label(key: str) -> str:
     for suffix in ("_ts_ps", "_at_ps"):
         if k.endswith(suffix):
             return _words(k[: -len(suffix)]) + " at"
+    for suffix in ("_flop_per_byte", "_flop_per_s", "_bytes_per_s"):  # a rate or intensity: its value says the unit
+        if k.endswith(suffix):
+            return _words(k[: -len(suffix)])
+    stat = re.fullmatch(rf"(.+)_(?:ps|bytes)_{_STAT}", k)  # step_ps_p50 -> 'step p50'
+    if stat:
+        return f"{_words(stat.group(1))} {stat.group(2)}"
     for unit in ("ps", "bytes"):
         head, sep, tail = k.partition(f"_{unit}_per_")
         if sep:
@@ -290,10 +296,10 @@ def format_evidence(key: str, value: Any, start_ps: int | float = 0) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int | float):
-        unit = evidence_unit(key)
+        unit = unit_of(key)
         if unit == "ts":
             return f"{format_ps(value - (start_ps or 0))} from the run's start"
-        if unit in ("ps", "bytes", "share"):
+        if unit in ("ps", "bytes", "share", "flop", "flop_per_byte", "flop_per_s", "bytes_per_s"):
             return format_value(value, unit)
         if unit == "ratio":
             return format_ratio(value)

@@ -8,9 +8,9 @@ from typing import Any
 
 from dash import html
 
-from profiler.units import evidence_items, evidence_label, evidence_unit, format_evidence
+from profiler.units import evidence_items, evidence_label, format_evidence, unit_of
 
-__all__ = ["evidence_items", "evidence_label", "evidence_table", "evidence_unit", "format_evidence"]
+__all__ = ["evidence_items", "evidence_label", "evidence_table", "format_evidence", "unit_of"]
 
 
 def evidence_table(evidence: dict[str, Any], start_ps: int | float = 0) -> html.Table:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from analyzers.registry import RunReport
-from profiler.units import unit_of
+from profiler.units import evidence_label, unit_of
 from ui.data import ALLOCATOR_PEAK_DETAIL, Kpi
 
 # The analyzers' figures the Overview names: dotted path under `scprof analyze --json`'s
@@ -115,7 +115,9 @@ def figure_kpi(figures: dict[str, Any], path: str) -> Kpi | None:
         label, scope = FIGURE_TEXT[path]
     else:
         analysis_name, _, rest = path.partition(".")
-        label, scope = rest.replace("_", " ").replace(".", " · "), f"{analysis_name} analysis"
+        *groups, _ = rest.split(".")  # the leaf in words without its unit (the value shows it): units.evidence_label
+        label = " · ".join([g.replace("_", " ") for g in groups] + [evidence_label(leaf)])
+        scope = f"{analysis_name} analysis"
     return Kpi(label, float(value), unit, scope.format(covers=covers), path)
 
 

@@ -3,7 +3,7 @@ label per key, a value formatted by the key's unit suffix, nested values leaf by
 
 from __future__ import annotations
 
-from profiler.units import evidence_items, evidence_label, evidence_unit, format_evidence
+from profiler.units import evidence_items, evidence_label, format_evidence, unit_of
 
 
 def test_evidence_keys_read_as_words_and_format_by_their_unit_suffix():
@@ -27,7 +27,7 @@ def test_evidence_keys_read_as_words_and_format_by_their_unit_suffix():
 
 def test_the_unit_comes_from_the_suffix_alone():
     """No key is an exception: a name that does not end in its unit is a plain number."""
-    assert [evidence_unit(k) for k in ("a_ps", "a_ts_ps", "a_bytes", "a_share", "a_ratio", "a_over_b")] == [
+    assert [unit_of(k) for k in ("a_ps", "a_ts_ps", "a_bytes", "a_share", "a_ratio", "a_over_b")] == [
         "ps",
         "ts",
         "bytes",
@@ -35,8 +35,8 @@ def test_the_unit_comes_from_the_suffix_alone():
         "ratio",
         "ratio",
     ]
-    assert evidence_unit("persistence") == evidence_unit("cv") == evidence_unit("share_like_figure") == "count"
-    assert evidence_unit("bytes_read_count") == "count"
+    assert unit_of("persistence") == unit_of("cv") == unit_of("share_like_figure") == "count"
+    assert unit_of("bytes_read_count") == "count"
 
 
 def test_nested_values_are_formatted_leaf_by_leaf_without_braces():

@@ -75,13 +75,26 @@ def test_format_delta(base, cand, unit, text):
         ("idle_ps_per_step", "ps"),
         ("hbm_peak_bytes", "bytes"),
         ("tc_share", "share"),
-        ("skew_ratio", "share"),
+        ("skew_ratio", "ratio"),  # a ratio is ×, as evidence reads it: one reading of names everywhere
         ("max_over_mean", "ratio"),
         ("dropped_ids", "count"),
+        ("step_ps_p50", "ps"),  # the unit, then a statistic
+        ("bytes_accessed", "bytes"),
+        ("bytes_read_count", "count"),
+        ("operational_intensity_flop_per_byte", "flop_per_byte"),  # not a share for the "ratio" in "operational"
+        ("hbm_bandwidth_bytes_per_s", "bytes_per_s"),
+        ("tc_idle_share_waiting_for_input", "share"),
+        ("peak_ts_ps", "ts"),
+        ("flops", "flop"),
     ],
 )
 def test_unit_of_reads_the_unit_in_the_name(name, unit):
     assert unit_of(name) == unit
+
+
+def test_rates_and_intensities_print_with_their_units():
+    assert format_value(339e9, unit_of("hbm_bandwidth_bytes_per_s")) == format_bytes(339e9) + "/s"
+    assert format_value(246.909, unit_of("operational_intensity_flop_per_byte")) == "247 FLOP/byte"
 
 
 @pytest.mark.parametrize("v, text", [(None, "-"), (0.0, "0.0%"), (0.000282813, "0.028%"), (0.125, "12.5%")])

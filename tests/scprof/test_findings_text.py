@@ -20,7 +20,7 @@ import pytest
 
 from analyzers.registry import analyze_run
 from profiler.store import Store
-from profiler.units import evidence_unit, format_value
+from profiler.units import format_value, unit_of
 from scprof.cli import main
 from tests.ui.dashkit import walk, with_class
 from tests.ui.test_data import text_of
@@ -121,7 +121,7 @@ def test_every_numeric_evidence_leaf_has_the_unit_of_its_suffix_or_is_a_count(ru
                     continue
                 seen += 1
                 expected = next((unit for pattern, unit in SUFFIXES if pattern.fullmatch(key)), "count")
-                assert evidence_unit(key) == expected, (name, f.rule, key)
+                assert unit_of(key) == expected, (name, f.rule, key)
                 if expected == "count":  # a count is whole, or a mean/median of counts
                     assert float(value).is_integer() or PLAIN.fullmatch(key), (name, f.rule, key, value)
     assert seen > 500

@@ -454,7 +454,8 @@ def _persisting(p: dict[str, Any], cand: int, bn: str, cn: str) -> Any:
     be, ce = b.get("evidence") or {}, c.get("evidence") or {}
     for k in dict.fromkeys([*be, *ce]):
         vb, vc = be.get(k), ce.get(k)
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (vb, vc)) and vb != vc:
+        numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (vb, vc))
+        if numbers and vb != vc and unit_of(k) != "ts":  # a time in each run's own clock: not a change
             rows.append((k, vb, vc, unit_of(k)))
     table = html.Table(
         [html.Tr([html.Th("figure"), html.Th(bn), html.Th(cn)])]
