@@ -46,7 +46,7 @@ from analyzers.rules.breakdown import counted_rows
 from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
-from profiler.units import signed_pct
+from profiler.units import memory_word, signed_pct
 
 
 @dataclass
@@ -84,6 +84,7 @@ class Comparison:
     ops: list[dict[str, Any]]  # per-op deltas
     tables: list[dict[str, Any]]  # per-table SparseCore time deltas
     config_diff: list[dict[str, Any]]  # key, base, cand
+    memory: dict[str, Any] = field(default_factory=dict)  # each run's device memory peak (memory_delta)
     notes: list[str] = field(default_factory=list)
     ops_method: str = OP_METHOD  # how the per-op intervals were computed
 
@@ -198,8 +199,27 @@ def compare_runs(
         ops=_op_delta(store, base_id, cand_id),
         tables=_table_delta(store, base_id, cand_id),
         config_diff=config_diff(json.loads(base.run["config"] or "{}"), json.loads(cand.run["config"] or "{}")),
+        memory=memory_delta(store, base, cand),
         notes=notes,
     )
+
+
+def memory_delta(store: Store, base: RunReport, cand: RunReport) -> dict[str, Any]:
+    """Each run's device memory peak (RunReport.memory_peak: the counters' peak, else the allocators'),
+    named as the run's device memory is (HBM on a TPU, device memory on a GPU or CPU), with the change
+    when both come from the same source (a counters' peak and an allocators' peak are not one quantity)."""
+    sides = {}
+    for role, report in (("base", base), ("cand", cand)):
+        kinds = sqltree.query(store.con, "analysis.run.device_kinds", run=report.run["run_id"]).column("kind")
+        peak = report.memory_peak()
+        sides[role] = {
+            "word": memory_word(kinds.to_pylist()),
+            "figure": peak[0] if peak else None,
+            "bytes": peak[1] if peak else None,
+        }
+    b, c = sides["base"], sides["cand"]
+    same = b["figure"] is not None and b["figure"] == c["figure"]
+    return {**sides, "delta_bytes": c["bytes"] - b["bytes"] if same else None}
 
 
 class CompareError(ScprofError):

@@ -44,6 +44,8 @@ ANALYZERS: tuple[ModuleType, ...] = (
     op_profile,
 )
 
+MEMORY_PEAK_FIGURES = ("memory.hbm_peak_bytes", "allocations.device_peak_bytes")  # RunReport.memory_peak's order
+
 
 @dataclass
 class RunReport:
@@ -52,6 +54,20 @@ class RunReport:
     run: dict[str, Any]
     analyses: dict[str, Analysis]
     findings: list[Finding] = field(default_factory=list)
+
+    def memory_peak(self) -> tuple[str, int] | None:
+        """The run's device memory peak, one figure for every surface (the Overview's card, `scprof
+        compare`, the Compare page): (its figure path, bytes): the memory counters' peak where the run
+        records counters (memory.hbm_peak_bytes: the highest chip's heap and stack), else its device
+        allocators' peak (allocations.device_peak_bytes: a GPU capture's memory profile); None without
+        either."""
+        for path in MEMORY_PEAK_FIGURES:
+            name, key = path.split(".")
+            a = self.analyses.get(name)
+            value = (a.figures or {}).get(key) if a is not None else None
+            if value is not None:
+                return path, int(value)
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         return {

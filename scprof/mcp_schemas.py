@@ -123,6 +123,11 @@ class Comparison(_Open):
     )
     tables: list[dict[str, Any]]
     config_diff: list[dict[str, Any]]
+    memory: dict[str, Any] | None = Field(
+        None,
+        description="each run's device memory peak (base, cand: word, figure, bytes): the memory counters' peak, "
+        "else the allocators'; delta_bytes when both come from the same figure",
+    )
     notes: list[str]
     ops_method: str | None = Field(None, description="how the per-op intervals were computed")
     attribution: dict[str, Any] | None = Field(

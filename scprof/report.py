@@ -14,6 +14,7 @@ from profiler.units import (
     escape_control,
     evidence_items,
     format_bytes,
+    format_delta,
     format_evidence,
     format_fine_share,
     format_ps,
@@ -237,6 +238,7 @@ def render_comparison(c: Comparison) -> str:
         ),
         "",
     ]
+    out += _memory_line(c.memory)
     for kind in ("resolved", "new", "persisting"):
         items = c.findings[kind]
         out.append(f"Findings {kind}: {len(items)}")
@@ -293,6 +295,28 @@ def render_comparison(c: Comparison) -> str:
             out.append(f"  ... and {len(ordered) - 12} more (--json shows all)")
     out += [escape_control(f"note: {n}") for n in c.notes]
     return "\n".join(out)
+
+
+MEMORY_SOURCE = {"memory.hbm_peak_bytes": "counters", "allocations.device_peak_bytes": "allocators"}
+
+
+def _memory_line(m: dict[str, Any]) -> list[str]:
+    """Both runs' device memory peaks (Comparison.memory), with the change where they are one quantity."""
+    b, c = m.get("base") or {}, m.get("cand") or {}
+    if b.get("bytes") is None and c.get("bytes") is None:
+        return []
+    word = b["word"] if b.get("word") == c.get("word") else "memory"
+    if m.get("delta_bytes") is not None:
+        return [
+            f"{word} peak ({MEMORY_SOURCE[b['figure']]}): {format_bytes(b['bytes'])} -> {format_bytes(c['bytes'])}"
+            f" ({format_delta(b['bytes'], c['bytes'], 'bytes')})",
+            "",
+        ]
+    side = [
+        f"{format_bytes(x['bytes'])} ({MEMORY_SOURCE[x['figure']]})" if x.get("bytes") is not None else "not recorded"
+        for x in (b, c)
+    ]
+    return [f"{word} peak: {side[0]} -> {side[1]} (not one quantity: no change given)", ""]
 
 
 def _signed_ps(v: float | None) -> str:

@@ -211,33 +211,23 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
         )
     )
     info = run_info(store, run_id)
-    mem = hbm_peak(store, run_id)
     cap = info.get("hbm_bytes")
     word = memory_word(store, run_id)  # HBM on a TPU, device memory on a GPU or CPU
-    if mem is None:
-        # without memory counters, the allocators' peak (a GPU capture's memory profile) if any:
-        # the figure the analyzers' cards then leave to this one (figures.ALLOCATOR_PEAK)
-        alloc = allocator_peak(store, run_id)
-        if alloc is None:
-            kpis.append(Kpi(f"{word} peak", None, "bytes", f"no {word} counters recorded"))
-        else:
-            kpis.append(Kpi(f"{word} peak", alloc, "bytes", ALLOCATOR_PEAK_DETAIL, "allocations.device_peak_bytes"))
+    peak = analysis(store, run_id).memory_peak()  # counters' peak, else the allocators' (RunReport.memory_peak)
+    if peak is None:
+        kpis.append(Kpi(f"{word} peak", None, "bytes", f"no {word} counters or allocator events recorded"))
+    elif peak[0] == "allocations.device_peak_bytes":  # the analyzers' cards then leave it to this one
+        kpis.append(Kpi(f"{word} peak", peak[1], "bytes", ALLOCATOR_PEAK_DETAIL, peak[0]))
     else:
+        mem = hbm_peak(store, run_id)
         detail = f"per chip: the highest, chip {mem['chip']}, over the whole run; " + (
             f"of {format_bytes(cap)} capacity" if cap else "capacity unknown"
         )
-        kpis.append(Kpi(f"{word} peak", mem["peak"], "bytes", detail, "memory.hbm_peak_bytes"))
+        kpis.append(Kpi(f"{word} peak", mem["peak"], "bytes", detail, peak[0]))
     return kpis
 
 
 ALLOCATOR_PEAK_DETAIL = "the highest device allocator's bytes allocated, whole capture (Memory page)"
-
-
-def allocator_peak(store: Store, run_id: int) -> int | None:
-    """The allocations analyzer's device peak (figures allocations.device_peak_bytes): a run's
-    memory peak from its allocators' events, None without them."""
-    a = analysis(store, run_id).analyses.get("allocations")
-    return (a.figures or {}).get("device_peak_bytes") if a is not None else None
 
 
 def memory_word(store: Store, run_id: int) -> str:

@@ -72,3 +72,28 @@ def test_the_text_peak_is_the_json_peak(db):
 @pytest.mark.parametrize("name", ["cpu", "emulated"])
 def test_runs_without_allocator_events_print_no_memory_profile(db, name):
     assert "allocators' events" not in cli("analyze", name, "--db", db)
+
+
+def test_compare_gives_both_runs_memory_peaks_as_the_overview_does(db):
+    """`scprof compare` (text and JSON) and the Compare page give each run's device memory peak, the
+    Overview's card's figure (RunReport.memory_peak): the allocators' peak on the GPU capture, the
+    HBM counters' peak on the emulated run; a change only between peaks of one source."""
+    from ui import data
+    from ui.pages.compare_sides import side_by_side_memory
+
+    doc = {n: json.loads(cli("analyze", n, "--json", "--db", db))["figures"] for n in ("tf2", "emulated")}
+    gpu, tpu = doc["tf2"]["allocations"]["device_peak_bytes"], doc["emulated"]["memory"]["hbm_peak_bytes"]
+    same = json.loads(cli("compare", "tf2", "tf2", "--json", "--db", db))["memory"]
+    assert (same["base"]["bytes"], same["cand"]["bytes"], same["delta_bytes"]) == (gpu, gpu, 0)
+    assert same["base"]["figure"] == "allocations.device_peak_bytes" and same["base"]["word"] == "device memory"
+    assert f"device memory peak (allocators): {gib(gpu)} -> {gib(gpu)}" in cli("compare", "tf2", "tf2", "--db", db)
+    hbm = json.loads(cli("compare", "emulated", "emulated", "--json", "--db", db))["memory"]
+    assert (hbm["base"]["figure"], hbm["base"]["bytes"], hbm["base"]["word"]) == ("memory.hbm_peak_bytes", tpu, "HBM")
+    mixed = cli("compare", "tf2", "emulated", "--db", db)
+    assert "memory peak: 5.78 GiB (allocators) -> " in mixed and "(not one quantity: no change given)" in mixed
+    with Store.open(db, read_only=True) as store:
+        ids = {r["name"]: r["run_id"] for r in store.rows("SELECT run_id, name FROM runs")}
+        kpi = {k.label: k for k in data.overview_kpis(store, ids["tf2"], (0, 0))}
+        section = str(side_by_side_memory(store, ids["tf2"], ids["tf2"], *[data.run_info(store, ids["tf2"])] * 2))
+    assert kpi["device memory peak"].value == gpu
+    assert f'"device memory peak (allocators)", "{gib(gpu)}", "{gib(gpu)}"' in section
