@@ -308,8 +308,8 @@ def _memory_line(m: dict[str, Any]) -> list[str]:
     word = b["word"] if b.get("word") == c.get("word") else "memory"
     if m.get("delta_bytes") is not None:
         return [
-            f"{word} peak ({MEMORY_SOURCE[b['figure']]}): {format_bytes(b['bytes'])} -> {format_bytes(c['bytes'])}"
-            f" ({format_delta(b['bytes'], c['bytes'], 'bytes')})",
+            f"{word} peak ({MEMORY_SOURCE[b['figure']]}): {format_bytes(b['bytes'])} -> {format_bytes(c['bytes'])},"
+            f" {format_delta(b['bytes'], c['bytes'], 'bytes')}",
             "",
         ]
     side = [

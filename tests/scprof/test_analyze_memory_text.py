@@ -86,7 +86,9 @@ def test_compare_gives_both_runs_memory_peaks_as_the_overview_does(db):
     same = json.loads(cli("compare", "tf2", "tf2", "--json", "--db", db))["memory"]
     assert (same["base"]["bytes"], same["cand"]["bytes"], same["delta_bytes"]) == (gpu, gpu, 0)
     assert same["base"]["figure"] == "allocations.device_peak_bytes" and same["base"]["word"] == "device memory"
-    assert f"device memory peak (allocators): {gib(gpu)} -> {gib(gpu)}" in cli("compare", "tf2", "tf2", "--db", db)
+    assert f"device memory peak (allocators): {gib(gpu)} -> {gib(gpu)}, ±0 B" in cli(
+        "compare", "tf2", "tf2", "--db", db
+    )
     hbm = json.loads(cli("compare", "emulated", "emulated", "--json", "--db", db))["memory"]
     assert (hbm["base"]["figure"], hbm["base"]["bytes"], hbm["base"]["word"]) == ("memory.hbm_peak_bytes", tpu, "HBM")
     mixed = cli("compare", "tf2", "emulated", "--db", db)
