@@ -19,4 +19,7 @@ def steps_covered(steps: Sequence[int], counted: Sequence[bool]) -> str:
     if not kept:
         return f"no counted step among the {len(steps)} shown (a run's first and last step are not counted)"
     why = "warm-up and drain excluded" if len(kept) < len(steps) else "every step shown"
+    if len(kept) == 1:  # 'over 1 counted step, step 0 (every step shown)'
+        among = f" of {steps[0]}–{steps[-1]}" if len(steps) > 1 else ""
+        return f"over 1 counted step, step {kept[0]}{among} ({why})"
     return f"over {len(kept)} counted steps, {kept[0]}–{kept[-1]} of {steps[0]}–{steps[-1]} ({why})"

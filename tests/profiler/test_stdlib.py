@@ -99,6 +99,7 @@ def test_steps_covered_names_the_counted_steps():
     )
     assert steps_covered([0, 1, 2], [True] * 3) == "over 3 counted steps, 0–2 of 0–2 (every step shown)"
     assert steps_covered([0], [False]).startswith("no counted step")
+    assert steps_covered([0], [True]) == "over 1 counted step, step 0 (every step shown)"  # tf2: one step
 
 
 def test_hbm_counters_are_the_ones_hbm_usage_adds():
