@@ -342,7 +342,7 @@ def events_doc(
     filters and overlap rule are the viewer tiles' (ui.timeline's window_slices and tile_counts)."""
     from ui.data import steps_window
     from ui.trace_api import names_of, run_facts, run_tracks
-    from ui.trace_derived import derived_steps, window_rows
+    from ui.trace_derived import window_rows
 
     if window is not None and steps is not None:
         raise ScprofError("steps, t0_ps/t1_ps: give a step range or a time window, not both")
@@ -358,7 +358,7 @@ def events_doc(
     p = dict(
         run=facts.run_id, t0=t0, t1=t1, maxdur=facts.max_event_dur_ps, maxmarker=facts.max_marker_dur_ps, tracks=ids
     )
-    derived = derived_steps(store, facts.run_id)  # the viewer's own step rows, not in the store's tracks
+    derived = facts.derived  # the viewer's own step rows, not in the store's tracks
     own = [t for t in ids if t in derived.track_ids]
     p["tracks"] = [t for t in ids if t not in derived.track_ids]
     tiles = sqltree.query(store.con, "ui.timeline.tile_counts", **p) if p["tracks"] else None

@@ -28,7 +28,7 @@ from profiler import sqltree
 from profiler.errors import ScprofError
 from profiler.store import Store
 from ui.store_access import KeyedCache, StoreAccess, run_memo
-from ui.trace_derived import LINE, derived_steps
+from ui.trace_derived import LINE, NO_DERIVED_STEPS, DerivedSteps, derived_steps
 from ui.trace_derived import tiles as derived_tiles
 
 log = logging.getLogger("scprof.ui")
@@ -72,6 +72,7 @@ class RunFacts:
     marker_tracks: frozenset[int]
     track_ids: frozenset[int]
     tile_level: int | None = None  # tiles of this level and above come from tile_sums (None: none stored)
+    derived: DerivedSteps = NO_DERIVED_STEPS  # the viewer's own Steps rows (ui/trace_derived.py)
 
 
 FACTS = KeyedCache(size=64)
@@ -208,6 +209,7 @@ def run_facts(store: Store, run_id: int) -> RunFacts:
             marker_tracks=markers | derived.track_ids,
             track_ids=tracks | derived.track_ids,
             tile_level=tile_level,
+            derived=derived,
         )
 
     return FACTS.get_or_compute(key, compute)
@@ -296,7 +298,7 @@ def compute_tiles(store: Store, facts: RunFacts, k: int, i: int, track_ids: list
     """Each track's tile (k, i): its JSON object plus the name ids it uses, under "_names"."""
     t0, t1, bw = i << (k + TILE_SHIFT), (i + 1) << (k + TILE_SHIFT), 1 << k
     run, maxdur, maxmarker, name_base = facts.run_id, facts.max_event_dur_ps, facts.max_marker_dur_ps, facts.name_base
-    derived = derived_steps(store, run)
+    derived = facts.derived
     out: dict[int, dict] = derived_tiles(
         derived, [t for t in track_ids if t in derived.track_ids], k, t0, t1, name_base, EXACT_LIMIT
     )

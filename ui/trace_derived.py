@@ -51,6 +51,10 @@ class DerivedSteps:
         )
 
 
+_NONE = np.zeros(0, dtype=np.int64)
+NO_DERIVED_STEPS = DerivedSteps(tracks=(), track=_NONE, step=_NONE, start_ps=_NONE, dur_ps=_NONE)
+
+
 def derived_steps(store: Store, run_id: int) -> DerivedSteps:
     """The run's derived step rows (computed once per run content)."""
 
