@@ -33,6 +33,7 @@ MIN_EFFECT = 0.01  # a change whose whole interval lies within +-1% is "no chang
 MIN_STEPS = 5  # fewer counted steps on a side: no interval (the coverage test's domain)
 SEED = 20261122  # fixed, so the same two runs always get the same interval
 BLOCK_STEPS = 2  # steps resampled together: the pipelined schedule's period (i -> i+2)
+CELLS = 1 << 22  # resampled steps held at once by log_ratio_interval (about 32 MiB a float array)
 LOG_BOUND = 30.0  # |log ratio| bound of an interval end: exp(-30) - 1 is still above -100%
 STEP_METHOD = (
     f"symmetric bootstrap-t of the log ratio of mean step times, {BOOTSTRAP_SAMPLES:,} circular block resamples"
@@ -76,14 +77,23 @@ def read_verdict(verdict: str | None) -> str | None:
     return OLD_VERDICTS.get(verdict, verdict) if verdict is not None else None
 
 
+def circular_block_starts(rng: np.random.Generator, n: int, samples: int) -> np.ndarray:
+    """The first step of each block of `samples` circular block resamples of n steps, shape
+    (samples, ceil(n / L)) for blocks of L = BLOCK_STEPS neighbouring steps (circular_block_picks)."""
+    return rng.integers(0, n, (samples, -(-n // min(BLOCK_STEPS, n))))
+
+
 def circular_block_picks(rng: np.random.Generator, n: int, samples: int) -> np.ndarray:
     """Indices of `samples` circular block resamples of n steps, shape (samples, n): ceil(n / L)
     blocks of L = BLOCK_STEPS neighbouring steps, each starting at any step and wrapping past the
     last one, cut to n. Positions 2k and 2k+1 of a resample come from one block."""
+    return _picks(circular_block_starts(rng, n, samples), n)
+
+
+def _picks(starts: np.ndarray, n: int) -> np.ndarray:
+    """The step indices of resamples from their blocks' first steps (circular_block_starts)."""
     size = min(BLOCK_STEPS, n)
-    blocks = -(-n // size)
-    starts = rng.integers(0, n, (samples, blocks))
-    return ((starts[:, :, None] + np.arange(size)) % n).reshape(samples, -1)[:, :n]
+    return ((starts[:, :, None] + np.arange(size)) % n).reshape(len(starts), -1)[:, :n]
 
 
 def _block_sq_sum(x: np.ndarray) -> np.ndarray:
@@ -127,15 +137,23 @@ def log_ratio_interval(
     base, cand = np.atleast_2d(np.asarray(base, float)), np.atleast_2d(np.asarray(cand, float))
     theta, se = _theta_se(base, cand, paired)
     rng = np.random.default_rng(seed)
-    pick_b = circular_block_picks(rng, base.shape[1], samples)
-    pick_c = pick_b if paired else circular_block_picks(rng, cand.shape[1], samples)
+    starts_b = circular_block_starts(rng, base.shape[1], samples)
+    starts_c = starts_b if paired else circular_block_starts(rng, cand.shape[1], samples)
     half = np.empty(len(theta))
-    for start in range(0, len(theta), chunk):  # bounded memory: chunk x samples x n
+    # bounded memory: at most about CELLS resampled steps at once (rows x samples x steps)
+    per = max(1, CELLS // max(1, base.shape[1] + cand.shape[1]))
+    for start in range(0, len(theta), chunk):
         rows = slice(start, start + chunk)
-        th_s, se_s = _theta_se(base[rows][:, pick_b], cand[rows][:, pick_c], paired)
-        diff = th_s - theta[rows, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(diff == 0, 0.0, diff / se_s)  # se* = 0 with theta* != theta: +-inf
+        n_rows = len(theta[rows])
+        t = np.empty((n_rows, samples))
+        step = max(1, per // n_rows)
+        for s0 in range(0, samples, step):
+            pick_b = _picks(starts_b[s0 : s0 + step], base.shape[1])
+            pick_c = pick_b if paired else _picks(starts_c[s0 : s0 + step], cand.shape[1])
+            th_s, se_s = _theta_se(base[rows][:, pick_b], cand[rows][:, pick_c], paired)
+            diff = th_s - theta[rows, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t[:, s0 : s0 + step] = np.where(diff == 0, 0.0, diff / se_s)  # se* = 0, theta* != theta: +-inf
         with np.errstate(invalid="ignore"):  # infinite t*: the interval grows to LOG_BOUND
             half[rows] = np.quantile(np.abs(t), confidence, axis=1)
     with np.errstate(invalid="ignore"):

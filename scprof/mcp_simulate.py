@@ -29,7 +29,7 @@ from profiler import sqltree
 from profiler.errors import ScprofError
 from scprof import answers
 from scprof import mcp_schemas as schemas
-from scprof.mcp_tools import Cancelled, Tools, answer, progress_of, run_cancellable
+from scprof.mcp_tools import Cancelled, Tools, answer, progress_of, run_cancellable, series_cut
 
 BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 TUNE_BUDGET_MAX = 200
@@ -57,7 +57,8 @@ class Simulating:
     def verified_analysis(self, run: str, progress: Callable[[int, int], None] | None) -> dict[str, Any]:
         self.allowed("verify")
         with self.tools.writing() as store:
-            return answers.verified_analysis_doc(store, run, progress, self.whatif_root(), self.settings.workers)
+            doc = answers.verified_analysis_doc(store, run, progress, self.whatif_root(), self.settings.workers)
+            return series_cut(doc)  # as analyze without verify
 
     def attribution(self, base: str, cand: str, progress: Callable[[int, int], None] | None) -> dict[str, Any]:
         self.allowed("attribute")

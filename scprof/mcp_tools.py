@@ -32,6 +32,7 @@ from ui.store_access import StoreAccess
 log = logging.getLogger("scprof.mcp")
 
 MAX_RESULT_BYTES = 256 * 2**10  # JSON of one structured result, at most
+SERIES_MAX = 200  # rows of a per-step series in `analyze`'s figures (series_cut)
 SQL_DEFAULT_ROWS = 200
 SQL_MAX_ROWS = sql_guard.DEFAULT_MAX_ROWS  # 10,000: more is for `scprof sql`, not an agent's context
 TOP_OPS_MAX = 1_000
@@ -137,8 +138,9 @@ class Tools:
             return self._analysis(store, run)
 
     def _analysis(self, store: Store, run: str) -> dict[str, Any]:
-        """`scprof analyze RUN --json`: the run's stored analysis (analyzers/runstats.py)."""
-        return answers.analysis_doc(store, store.resolve_run(run))
+        """`scprof analyze RUN --json`: the run's stored analysis (analyzers/runstats.py), its per-step
+        series cut to SERIES_MAX rows (series_cut)."""
+        return series_cut(answers.analysis_doc(store, store.resolve_run(run)))
 
     def run_summary(self, run: str) -> dict[str, Any]:
         with self.reading() as store:
@@ -257,6 +259,23 @@ class Tools:
 def _limit(limit: int, most: int) -> None:
     if not 1 <= limit <= most:
         raise ScprofError(f"limit: must be 1..{most:,}, got {limit}")
+
+
+def series_cut(doc: dict[str, Any], most: int = SERIES_MAX) -> dict[str, Any]:
+    """An analysis document whose figure lists (per-step series: idle_gaps.device_by_step, ...) hold at
+    most `most` rows, each cut one named in its analyzer's notes with how many rows it has and where
+    all of them are: a long run's series would pass the result's byte cap (11,700 steps: 724 KiB)."""
+    figures, notes = dict(doc.get("figures") or {}), {k: list(v) for k, v in (doc.get("notes") or {}).items()}
+    for name, f in figures.items():
+        long = {k: v for k, v in (f or {}).items() if isinstance(v, list) and len(v) > most}
+        if long:
+            figures[name] = {**f, **{k: v[:most] for k, v in long.items()}}
+            notes.setdefault(name, []).extend(
+                f"{k}: the first {most:,} of {len(v):,} rows here (all of them: `scprof analyze RUN --json`, "
+                "or the sql tool)"
+                for k, v in long.items()
+            )
+    return {**doc, "figures": figures, "notes": notes}
 
 
 def _window(t0_ps: int | None, t1_ps: int | None) -> tuple[int, int] | None:

@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 
 from analyzers import runstats
-from analyzers.registry import RunReport
+from analyzers.findings import Analysis
+from analyzers.registry import RunReport, analyze_run
 from analyzers.rules.breakdown import step_stats
 from profiler import sqltree, stdlib, units
 from profiler.errors import ScprofError, StoreError
@@ -296,6 +297,17 @@ def analysis(store: Store, run_id: int) -> RunReport:
     run's content key (a stale run is analysed once per process)."""
     key = ("analysis", store.path, *_run_key(store, run_id))
     return ANALYSES.get_or_compute(key, lambda: runstats.report(store, run_id))
+
+
+def analysis_of(store: Store, run_id: int, name: str) -> Analysis | None:
+    """One analyzer's result, for a page that shows only it (the Memory page's allocators): from the
+    run's report when it is cached or stored and current, else that analyzer alone (analyze_run's
+    `only`), so the page does not wait on the whole suite for a run analysed by older code."""
+    key = ("analysis", store.path, *_run_key(store, run_id))
+    report = ANALYSES.get(key) or runstats.stored_report(store, run_id)
+    if report is None:
+        report = ANALYSES.get_or_compute((*key, name), lambda: analyze_run(store, run_id, only=(name,)))
+    return report.analyses.get(name)
 
 
 def _run_key(store: Store, run_id: int) -> tuple:

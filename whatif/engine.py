@@ -189,7 +189,8 @@ class Session:
         self, measured: list[Measured], ref_change: Change, ref_run_id: int, budget: int | None = None
     ) -> list[Measured]:
         """The measured trials, those whose verdict their steps could not decide (inconclusive,
-        not enough steps) simulated again with their reference at twice the steps, paired on the
+        not enough steps) while their step time fell (a slower trial is no fix, whatever more steps
+        say: the budget goes to possible gains) simulated again with their reference at twice the steps, paired on the
         same input, until decided, DOUBLINGS or MAX_TRIAL_STEPS, or the session's simulations
         would pass `budget` (a derived-limits trial costs 2, as in tune's budget: its limits are derived
         again from the longer run). `ref_change` is what makes `ref_run_id` from the origin (Change() for
@@ -198,7 +199,7 @@ class Session:
         out = list(measured)
         steps = int(self.origin_raw.get("steps") or 0)
         for _ in range(DOUBLINGS):
-            pending = [i for i, m in enumerate(out) if m.verdict in UNDECIDED and m.failure is None]
+            pending = [i for i, m in enumerate(out) if _may_gain(m)]
             longer = min(steps * 2, MAX_TRIAL_STEPS)
             if not pending or longer <= steps:
                 break
@@ -375,6 +376,11 @@ class Session:
             reason=reason,
             created_at=datetime.datetime.now(),
         )
+
+
+def _may_gain(m: Measured) -> bool:
+    """A trial more steps may show to be a gain: undecided (UNDECIDED), ran, and faster by its point estimate."""
+    return m.verdict in UNDECIDED and m.failure is None and (m.rel_change is None or m.rel_change < 0)
 
 
 def _input_sha1(spec: TrialSpec) -> str:

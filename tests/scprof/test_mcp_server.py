@@ -526,3 +526,23 @@ def test_http_refuses_requests_without_the_token_or_a_loopback_host(http_url, he
     accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     response = httpx2.post(http_url, json=body, headers={**accept, **headers}, timeout=30)
     assert response.status_code == status, response.text
+
+
+def test_a_long_series_is_cut_with_a_note_naming_it(store_db, capsys):
+    """A long run's per-step series would pass the byte cap (11,700 steps: 724 KiB): analyze's are cut
+    to their first rows, each cut named in its analyzer's notes; the rest of the document is the CLI's."""
+    from scprof.mcp_tools import SERIES_MAX, series_cut
+
+    full = cli_json(capsys, store_db, "analyze", "baseline", "--json")
+    series = [(a, k, v) for a, f in full["figures"].items() for k, v in f.items() if isinstance(v, list) and len(v) > 2]
+    assert series  # the 7-step run's per-step series (idle_gaps' tensorcore_by_step, ...)
+    cut = series_cut(full, most=2)
+    for a, k, v in series:
+        assert cut["figures"][a][k] == v[:2]
+        assert f"{k}: the first 2 of {len(v):,} rows here" in " ".join(cut["notes"][a])
+    rest = {
+        a: {k: x for k, x in f.items() if (a, k) not in {(s[0], s[1]) for s in series}}
+        for a, f in full["figures"].items()
+    }
+    assert {a: {k: x for k, x in f.items() if k in rest[a]} for a, f in cut["figures"].items()} == rest
+    assert cut["findings"] == full["findings"] and series_cut(full) == full and SERIES_MAX >= 100

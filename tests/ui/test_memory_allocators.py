@@ -107,3 +107,29 @@ def test_other_counters_in_bytes_and_a_ratio_never_share_an_axis(store):
     assert in_bytes.layout.yaxis.ticksuffix == " MiB" and max(in_bytes.data[0].y) == pytest.approx(3.0)
     (ratio,) = [f for f in figs if f.data[0].name == "pool fragmentation"]
     assert not ratio.layout.yaxis.ticksuffix and max(ratio.data[0].y) == pytest.approx(0.5)
+
+
+def test_a_run_analysed_by_older_code_runs_only_the_allocators_for_the_memory_page(store, tmp_path, monkeypatch):
+    """The Memory page needs one analyzer: without a current stored analysis it runs that one alone
+    (a 10 M-event run's whole suite takes seconds), and its figures are the whole report's."""
+    import shutil
+
+    import duckdb
+
+    from analyzers import registry, runstats
+
+    copy = str(tmp_path / "stale.duckdb")
+    shutil.copy(store.path, copy)
+    con = duckdb.connect(copy)
+    con.execute("UPDATE run_analysis SET analysis_sha1 = 'older code'")  # every run's analysis stale
+    con.close()
+    asked: list[tuple] = []
+    real = registry.analyze_run
+    monkeypatch.setattr(data, "analyze_run", lambda s, r, only=None: asked.append(only) or real(s, r, only=only))
+    with Store.open(copy, read_only=True) as store:
+        run = store.resolve_run("tf2")
+        assert runstats.stored_report(store, run) is None
+        got = data.analysis_of(store, run, "allocations")
+        whole = real(store, run).analyses["allocations"]
+    assert asked == [("allocations",)] and got.figures == whole.figures
+    assert got.figures["device_peak_bytes"] == 6_210_111_488

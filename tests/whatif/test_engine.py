@@ -237,6 +237,9 @@ def test_a_trial_too_short_to_decide_is_decided_on_longer_runs(tmp_path: Path) -
         assert session.decide([short], Change(), origin, budget=session.simulations + 1) == [short]  # no room
         derived = dataclasses.replace(short, change=Change({}, derive_limits=True))  # costs 2: derive, then simulate
         assert session.decide([derived], Change(), origin, budget=session.simulations + 2) == [derived]
+        slower = dataclasses.replace(short, rel_change=0.05)  # no fix whatever more steps say: not extended
+        before = session.simulations
+        assert session.decide([slower], Change(), origin) == [slower] and session.simulations == before
         (decided,) = session.decide([short], Change(), origin)
         ref_name, trial_name = decided.decided_runs
         ref8, trial8 = store.resolve_run(ref_name), store.resolve_run(trial_name)

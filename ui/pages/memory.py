@@ -136,7 +136,7 @@ def render_memory(store: Store, st: dict[str, Any]) -> Any:
     unit, scale = time_unit(max(t1 - t0, 1))
     hbm = [c for c in series if ui_data.is_hbm(c) and c["chip"] in chips]
     spmem = [c for c in series if ui_data.is_spmem(c) and c["chip"] in chips]
-    allocators = allocator_rows(ui_data.analysis(store, run).analyses.get("allocations"))
+    allocators = allocator_rows(ui_data.analysis_of(store, run, "allocations"))
     kept = {(a["plane"], a["allocator"]) for a in allocators}
     other = [
         c
