@@ -147,8 +147,16 @@ class Tools:
             return answers.summary_doc(self._analysis(store, run))
 
     def comparison(self, base: str, cand: str) -> dict[str, Any]:
+        """`scprof compare BASE CAND --json`, computed once per pair of run contents as the UI's Compare
+        computes it (ui.data.compare: a comparison of two long runs takes seconds; a run is never changed
+        once stored, and a replaced one is a new key)."""
+        from ui.data import compare
+
         with self.reading() as store:
-            return answers.comparison_doc(store, store.resolve_run(base), store.resolve_run(cand))
+            doc, why = compare(store, store.resolve_run(base), store.resolve_run(cand))
+        if doc is None:
+            raise ScprofError(why or "the runs cannot be compared")
+        return answers.jsonable(doc)
 
     def top_ops(self, run: str, steps: str | None, chip: int | None, limit: int) -> dict[str, Any]:
         _limit(limit, TOP_OPS_MAX)
