@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from analyzers import runstats
 from analyzers.findings import Analysis
-from analyzers.registry import RunReport, analyze_run
+from analyzers.registry import MEMORY_PEAK_FIGURES, RunReport, analyze_run
 from analyzers.rules.breakdown import step_stats
 from profiler import sqltree, stdlib, units
 from profiler.errors import ScprofError, StoreError
@@ -214,17 +214,20 @@ def _overview_kpis(store: Store, run_id: int, steps: tuple[int, int]) -> list[Kp
     info = run_info(store, run_id)
     cap = info.get("hbm_bytes")
     word = memory_word(store, run_id)  # HBM on a TPU, device memory on a GPU or CPU
-    peak = analysis(store, run_id).memory_peak()  # counters' peak, else the allocators' (RunReport.memory_peak)
-    if peak is None:
-        kpis.append(Kpi(f"{word} peak", None, "bytes", f"no {word} counters or allocator events recorded"))
-    elif peak[0] == "allocations.device_peak_bytes":  # the analyzers' cards then leave it to this one
-        kpis.append(Kpi(f"{word} peak", peak[1], "bytes", ALLOCATOR_PEAK_DETAIL, peak[0]))
-    else:
-        mem = hbm_peak(store, run_id)
+    # RunReport.memory_peak's rule, read without the whole report (a first view must not wait on every
+    # analyzer): the counters' peak (memory.hbm_peak_bytes: the store's hbm_peaks), else the allocators'
+    mem = hbm_peak(store, run_id)
+    alloc = analysis_of(store, run_id, "allocations") if mem is None else None
+    alloc_peak = (alloc.figures or {}).get("device_peak_bytes") if alloc is not None else None
+    if mem is not None:
         detail = f"per chip: the highest, chip {mem['chip']}, over the whole run; " + (
             f"of {format_bytes(cap)} capacity" if cap else "capacity unknown"
         )
-        kpis.append(Kpi(f"{word} peak", mem["peak"], "bytes", detail, peak[0]))
+        kpis.append(Kpi(f"{word} peak", mem["peak"], "bytes", detail, MEMORY_PEAK_FIGURES[0]))
+    elif alloc_peak is not None:  # the analyzers' cards then leave it to this one
+        kpis.append(Kpi(f"{word} peak", alloc_peak, "bytes", ALLOCATOR_PEAK_DETAIL, MEMORY_PEAK_FIGURES[1]))
+    else:
+        kpis.append(Kpi(f"{word} peak", None, "bytes", f"no {word} counters or allocator events recorded"))
     return kpis
 
 
